@@ -1,0 +1,25 @@
+"""pto-sim: a cycle-approximate simulator of the Ascend PTO tile ISA.
+
+Three lines from import to a cycle count::
+
+    import sim
+    r = sim.simulate_op("TADD", "f32", (16, 64))
+    print(r.total_cycles)
+
+Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them with
+``sim.simulate`` and read ``Result.trace`` (a pandas DataFrame, one row per instruction).
+"""
+
+from sim.builder import Event, GlobalTensor, Kernel
+from sim.engine.run import simulate
+from sim.errors import DeadlockError, SimulationError, UserError, VerifyError
+from sim.isa.dtypes import dtype
+from sim.isa.tile import TileType
+from sim.ops import simulate_op
+from sim.result import Result
+from sim.target import load_target
+
+__version__ = "0.1.0"
+
+__all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
+           "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError"]

@@ -1,0 +1,312 @@
+"""The Python builder: write a kernel the way the C++ intrinsics read.
+
+::
+
+    k = Kernel("vadd")
+    ga, gc = k.gm("a", "f32", (16, 64)), k.gm("c", "f32", (16, 64))
+    a, c = k.tile("vec", "f32", 16, 64), k.tile("vec", "f32", 16, 64)
+    e = k.TLOAD(a, ga)                 # returns a RecordEvent token
+    e = k.TADDS(c, a, 1.0, e)          # waits on it: set_flag/wait_flag MTE2 -> V
+    k.TSTORE(gc, c, e)
+    print(k.simulate().total_cycles)
+
+Every opcode of the registry is a method spelled as the ISA spells it, taking the
+destination(s) first, then sources and scalars, then any RecordEvent tokens to wait on —
+the C++ order. Each returns a new token. Waiting on a token from another pipe inserts
+``set_flag`` right after the producer and ``wait_flag`` right before the consumer, with
+an event id drawn from that pipe pair's pool of 8; waiting on a token from the same pipe
+inserts ``pipe_barrier`` (the C++ same-pipe Event); a token already waited on by the
+consumer's pipe adds nothing, since that pipe's queue order covers it.
+
+The builder produces the same ``Program`` IR as the PTO IR parser.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+
+from sim.errors import UserError
+from sim.isa.dtypes import dtype as _dtype
+from sim.isa.opcodes import OPCODES, PIPES, opcode as _opcode
+from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
+                             PartitionView, PartView, Program, SetFlag, SetValidShape,
+                             SourceLoc, TensorView, WaitFlag)
+from sim.isa.tile import Tile, TileType
+
+__all__ = ["Kernel", "Event", "GlobalTensor", "View"]
+
+_PIPE_ALIASES = {p.removeprefix("PIPE_"): p for p in PIPES} | {"ALL": "PIPE_ALL"}
+
+
+def _pipe_name(p: str) -> str:
+    name = str(p).upper()
+    name = _PIPE_ALIASES.get(name, name)
+    if name not in PIPES and name != "PIPE_ALL":
+        raise UserError(f"unknown pipe {p!r}; expected one of {', '.join(PIPES)}, PIPE_ALL")
+    return name
+
+
+def _caller() -> "SourceLoc | None":
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__", "").startswith("sim."):
+        f = f.f_back
+    return SourceLoc(f.f_code.co_filename, f.f_lineno) if f else None
+
+
+class Event:
+    """A RecordEvent token: marks one issued instruction that later ones may wait on."""
+
+    __slots__ = ("kernel", "index", "pipe", "waited")
+
+    def __init__(self, kernel, index, pipe):
+        self.kernel, self.index, self.pipe = kernel, index, pipe
+        self.waited = set()
+
+    def __repr__(self) -> str:
+        return f"Event(#{self.index} on {self.pipe})"
+
+
+class View:
+    """A 2-D window of a global tensor (what TLOAD reads and TSTORE writes)."""
+
+    __slots__ = ("tensor", "row", "col", "rows", "cols")
+
+    def __init__(self, tensor, row, col, rows, cols):
+        self.tensor, self.row, self.col, self.rows, self.cols = tensor, row, col, rows, cols
+
+
+class GlobalTensor:
+    """A GM array argument of the kernel, seen as a row-major 2-D tensor."""
+
+    def __init__(self, kernel, name, dt, shape, data):
+        self.kernel, self.name, self.dtype, self.shape = kernel, name, dt, shape
+        self.data = data
+
+    def view(self, rows=None, cols=None, row=0, col=0) -> View:
+        R, C = self.shape
+        rows = R - row if rows is None else rows
+        cols = C - col if cols is None else cols
+        if row < 0 or col < 0 or row + rows > R or col + cols > C or rows <= 0 or cols <= 0:
+            raise UserError(f"view of {self.name}: window rows [{row}, {row + rows}) x cols "
+                            f"[{col}, {col + cols}) is outside the {R}x{C} tensor")
+        return View(self, row, col, rows, cols)
+
+    def __getitem__(self, key) -> View:
+        if not isinstance(key, tuple):
+            key = (key, slice(None))
+        (r0, r1, _), (c0, c1, _) = (k.indices(n) for k, n in zip(key, self.shape))
+        return self.view(r1 - r0, c1 - c0, r0, c0)
+
+
+class Kernel:
+    """A kernel under construction; ``program()`` returns its IR."""
+
+    def __init__(self, name: str = "kernel"):
+        self.name = name
+        self._entries: list[list] = []       # [statement, [set_flags inserted after it]]
+        self._args: list = []
+        self.inputs: dict[str, np.ndarray] = {}
+        self._names: set[str] = set()
+        self._counter = itertools.count()
+        self._views: dict[tuple, PartView] = {}
+        self._tv: dict[str, TensorView] = {}
+        self._busy: dict[tuple, list[tuple[int, float]]] = {}   # (src, dst, id) -> intervals
+        self._open_manual: dict[tuple, int] = {}
+
+    # --- declarations --------------------------------------------------------------------
+
+    def _fresh(self, base: str) -> str:
+        name = base
+        while name in self._names:
+            name = f"{base}{next(self._counter)}"
+        self._names.add(name)
+        return name
+
+    def tile(self, loc="vec", dtype="f32", rows=None, cols=None, *, valid=None, name=None,
+             addr=None, type: "TileType | None" = None, **layout) -> Tile:
+        """Declare a tile; ``valid=(r, c)`` with ``None`` entries makes it dynamic.
+
+        ``addr`` places it by hand (manual mode); otherwise the simulator places it.
+        """
+        if type is None:
+            if rows is None or cols is None:
+                raise UserError("tile(): rows and cols are required unless type= is given")
+            vr, vc = valid if valid is not None else (rows, cols)
+            type = TileType(loc, dtype, rows, cols, vr, vc, **layout)
+        t = Tile(self._fresh(name or "t"), type)
+        self._emit(Alloc(t, None if addr is None else Const(int(addr), "i64"), loc=_caller()))
+        return t
+
+    def gm(self, name: str, dtype, shape, data=None) -> GlobalTensor:
+        """Declare a GM array argument (2-D, row-major); ``data`` is its initial content."""
+        dt = _dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+        if len(shape) == 1:
+            shape = (1, shape[0])
+        if len(shape) != 2 or min(shape) <= 0:
+            raise UserError(f"gm {name}: shape must be (rows, cols) with positive sizes, found {shape}")
+        name = self._fresh(name)
+        ptr = GmPtr(name, dt)
+        self._args.append(ptr)
+        if data is not None:
+            arr = np.asarray(data)
+            if arr.size != shape[0] * shape[1]:
+                raise UserError(f"gm {name}: data has {arr.size} elements, shape {shape} needs "
+                                f"{shape[0] * shape[1]}")
+            self.inputs[name] = arr.astype(dt.np_type).reshape(-1)
+        tv = TensorView(f"{name}_tv", dt, shape)
+        self._tv[name] = tv
+        self._emit(MakeTensorView(tv, ptr, (Const(shape[0]), Const(shape[1])),
+                                  (Const(shape[1]), Const(1)), "nd", loc=_caller()))
+        return GlobalTensor(self, name, dt, shape, data)
+
+    # --- synchronisation -----------------------------------------------------------------
+
+    def set_flag(self, src, dst, event_id: int) -> None:
+        src, dst = _pipe_name(src), _pipe_name(dst)
+        self._open_manual[(src, dst, int(event_id))] = len(self._entries)
+        self._emit(SetFlag(src, dst, int(event_id), loc=_caller()))
+
+    def wait_flag(self, src, dst, event_id: int) -> None:
+        src, dst = _pipe_name(src), _pipe_name(dst)
+        key = (src, dst, int(event_id))
+        start = self._open_manual.pop(key, None)
+        self._emit(WaitFlag(src, dst, int(event_id), loc=_caller()))
+        if start is not None:
+            self._busy.setdefault(key, []).append((start, len(self._entries) - 1))
+
+    def pipe_barrier(self, pipe) -> None:
+        self._emit(Barrier(_pipe_name(pipe), loc=_caller()))
+
+    def TSYNC(self, *events_or_pipes, on=None) -> None:
+        """C++ ``TSYNC``: a pipe name drains that pipe (``TSYNC<Op>()`` = pipe_barrier);
+        RecordEvent tokens are waited on by pipe ``on`` before its next instruction."""
+        loc = _caller()
+        for x in events_or_pipes:
+            if isinstance(x, Event):
+                if on is None:
+                    raise UserError(f"{loc}: TSYNC(event) needs on=PIPE to name the waiting pipe")
+                self._wait(x, _pipe_name(on), loc)
+            else:
+                self._emit(Barrier(_pipe_name(x), loc=loc))
+
+    def set_valid(self, tile: Tile, rows: int, cols: int) -> Event:
+        """Set a dynamic tile's valid region (``pto.set_validshape``)."""
+        self._emit(SetValidShape(tile, Const(int(rows)), Const(int(cols)), loc=_caller()))
+        return Event(self, len(self._entries) - 1, "PIPE_S")
+
+    # --- instructions --------------------------------------------------------------------
+
+    def _emit(self, stmt) -> int:
+        self._entries.append([stmt, []])
+        return len(self._entries) - 1
+
+    def _operand(self, value, dt):
+        if isinstance(value, Tile):
+            return value
+        if isinstance(value, GlobalTensor):
+            value = value.view()
+        if isinstance(value, View):
+            return self._part_view(value)
+        if isinstance(value, (bool, np.bool_)):
+            return Const(bool(value), "i1")
+        if isinstance(value, (int, np.integer)):
+            return Const(int(value), dt.name if dt is not None else "index")
+        if isinstance(value, (float, np.floating)):
+            return Const(float(value), dt.name if dt is not None and dt.is_float else "f32")
+        raise UserError(f"unsupported operand {value!r} ({type(value).__name__})")
+
+    def _part_view(self, v: View) -> PartView:
+        key = (v.tensor.name, v.row, v.col, v.rows, v.cols)
+        pv = self._views.get(key)
+        if pv is None:
+            pv = PartView(self._fresh(f"{v.tensor.name}_v"), v.tensor.dtype, (v.rows, v.cols))
+            self._views[key] = pv
+            self._emit(PartitionView(pv, self._tv[v.tensor.name], (Const(v.row), Const(v.col)),
+                                     (Const(v.rows), Const(v.cols)), loc=_caller()))
+        return pv
+
+    def instr(self, name: str, *operands, **attrs) -> Event:
+        """Issue opcode ``name``: outs first, then ins, then RecordEvent tokens to wait on."""
+        spec = _opcode(name)
+        events = [o for o in operands if isinstance(o, Event)]
+        events += list(attrs.pop("wait", ()) or ())
+        ops = [o for o in operands if not isinstance(o, Event)]
+        n_out = len(spec.outs.split())
+        if len(ops) < n_out:
+            raise UserError(f"{spec.name}: expected {n_out} destination operand(s) first")
+        outs, ins = ops[:n_out], ops[n_out:]
+        first_tile = next((o for o in ops if isinstance(o, Tile)), None)
+        dt = first_tile.dtype if first_tile is not None else None
+        if spec.name in ("TEXTRACT",):
+            dt = None
+        outs_ir = tuple(self._operand(o, dt) for o in outs)
+        ins_ir = tuple(self._operand(o, dt) for o in ins)
+        out_locs = [o.loc if isinstance(o, Tile) else None for o in outs_ir]
+        in_locs = [o.loc if isinstance(o, Tile) else None for o in ins_ir]
+        pipe = spec.pipe(out_locs, in_locs)
+        loc = _caller()
+        for ev in events:
+            self._wait(ev, pipe, loc)
+        idx = self._emit(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
+        return Event(self, idx, pipe)
+
+    def _wait(self, ev: Event, pipe: str, loc) -> None:
+        if not isinstance(ev, Event) or ev.kernel is not self:
+            raise UserError(f"{loc}: {ev!r} is not an event of kernel {self.name}")
+        if pipe in ev.waited:
+            return
+        ev.waited.add(pipe)
+        if ev.pipe == pipe:
+            self._emit(Barrier(pipe, loc=loc))
+            return
+        here = len(self._entries)
+        eid = self._free_id(ev.pipe, pipe, ev.index, here, loc)
+        self._entries[ev.index][1].append(SetFlag(ev.pipe, pipe, eid, loc=loc))
+        self._emit(WaitFlag(ev.pipe, pipe, eid, loc=loc))
+
+    def _free_id(self, src, dst, start, end, loc) -> int:
+        """Lowest event id of (src, dst) not pending anywhere in [start, end]."""
+        for eid in range(8):
+            busy = self._busy.setdefault((src, dst, eid), [])
+            open_at = self._open_manual.get((src, dst, eid))
+            if open_at is not None and open_at <= end:
+                continue
+            if all(e < start or s > end for s, e in busy):
+                busy.append((start, end))
+                return eid
+        raise UserError(f"{loc}: event pool exhausted: all 8 event ids of {src} -> {dst} are "
+                        f"pending between statement {start} and {end}; wait on some events "
+                        f"earlier or use fewer outstanding tokens")
+
+    # --- output --------------------------------------------------------------------------
+
+    def program(self) -> Program:
+        body = []
+        for stmt, after in self._entries:
+            body.append(stmt)
+            body.extend(after)
+        return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)
+
+    def simulate(self, target="a2a3", **kwargs):
+        """Simulate this kernel (see ``sim.simulate``)."""
+        from sim.engine.run import simulate
+        return simulate(self, target, **kwargs)
+
+
+def _method(name: str):
+    def method(self, *operands, **attrs):
+        return self.instr(name, *operands, **attrs)
+    method.__name__ = name
+    method.__qualname__ = f"Kernel.{name}"
+    spec = OPCODES[name]
+    method.__doc__ = (f"Issue {name} ({spec.ir_name}): outs [{spec.outs}] then ins "
+                      f"[{' | '.join(spec.ins)}], then RecordEvent tokens to wait on.")
+    return method
+
+
+for _name in OPCODES:
+    setattr(Kernel, _name, _method(_name))

@@ -1,0 +1,161 @@
+"""The ``ptosim`` command line.
+
+User errors (a bad kernel, flag or file) print one line, ``ptosim: error: ...``, on
+stderr and exit with code 2; they never show a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from sim.errors import UserError
+
+__all__ = ["main"]
+
+_EPILOG = """\
+A kernel file (KERNEL.py) is a Python module that defines build() returning a
+sim.Kernel (or a sim Program). Example:
+
+    import sim
+    def build():
+        k = sim.Kernel("vadd")
+        ...
+        return k
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UserError(f"{self.prog}: {message}")
+
+
+def _load_kernel(path: str):
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{path}: no such file")
+    if p.suffix != ".py":
+        raise UserError(f"{path}: expected a Python kernel file (.py)")
+    spec = importlib.util.spec_from_file_location(f"ptosim_kernel_{p.stem}", p)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        build = getattr(module, "build", None)
+        if build is None:
+            raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
+        kernel = build()
+    except UserError:
+        raise
+    except Exception as e:          # an error in the user's own code: point at it
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == str(p)]
+        where = f"{path}:{frames[-1].lineno}" if frames else path
+        raise UserError(f"{where}: {type(e).__name__} while building the kernel: {e}") from None
+    if not hasattr(kernel, "program") and not hasattr(kernel, "functions"):
+        raise UserError(f"{path}: build() returned {type(kernel).__name__}, expected a sim.Kernel")
+    return kernel
+
+
+def _write_outputs(result, args) -> None:
+    if args.trace:
+        Path(args.trace).parent.mkdir(parents=True, exist_ok=True)
+        result.trace.to_csv(args.trace, index=False)
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        from sim.trace.plot import gantt
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name} — "
+                                        f"{result.total_cycles} cycles")
+        fig.savefig(args.plot, dpi=120)
+
+
+def cmd_run(args) -> int:
+    from sim.engine.run import simulate
+    kernel = _load_kernel(args.kernel)
+    result = simulate(kernel, args.target, functional=not args.timing_only, seed=args.seed)
+    _write_outputs(result, args)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(result.report(max_rows=args.rows))
+        for what, path in (("trace", args.trace), ("plot", args.plot)):
+            if path:
+                print(f"{what} written to {path}")
+    return 0
+
+
+def cmd_op(args) -> int:
+    from sim.ops import simulate_op
+    variant = "inplace" if args.inplace else ("scalar_tile" if args.scalar_first else "")
+    r = simulate_op(args.opcode, args.dtype, args.shape, args.valid, variant=variant,
+                    scalar=args.scalar, target=args.target)
+    row = r.trace[r.trace["kind"] == "op"].iloc[-1]
+    out = {"op": row["opcode"], "dtype": args.dtype, "shape": args.shape,
+           "valid": args.valid or args.shape, "variant": variant, "target": r.target.name,
+           "cycles": int(row["duration_cycles"]), "repeats": int(row["repeats"]),
+           "pipe": row["pipe"], "cce": row["cce"]}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{out['op']} {out['dtype']} {out['shape']} (valid {out['valid']}"
+              f"{', ' + variant if variant else ''}) on {out['target']}: {out['cycles']} cycles")
+        print(f"  {out['pipe']}: {out['cce']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from sim import __version__
+    p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
+                epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"ptosim {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="simulate a kernel and print its cycle report",
+                       description="Simulate KERNEL.py (defines build() -> sim.Kernel) and print "
+                                   "total, per-pipe and per-instruction cycles.",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("kernel", metavar="KERNEL.py")
+    r.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
+    r.add_argument("--json", action="store_true",
+                   help="print one JSON object: total_cycles, pipes {busy_cycles, utilization}, ...")
+    r.add_argument("--trace", metavar="FILE.csv", help="write the timing trace (one row per instruction)")
+    r.add_argument("--plot", metavar="FILE.png", help="write the pipeline-occupancy Gantt")
+    r.add_argument("--timing-only", action="store_true", help="skip the functional units")
+    r.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
+    r.add_argument("--rows", type=int, default=40, help="instructions listed in the report (default 40)")
+    r.set_defaults(func=cmd_run)
+
+    o = sub.add_parser("op", help="cycles of one tile instruction in isolation",
+                       description="Cost of one instruction with its operands resident in UB and "
+                                   "every pipe idle (what a single-instruction measurement sees).")
+    o.add_argument("opcode", help="opcode as the ISA spells it, e.g. TADD")
+    o.add_argument("--dtype", default="f32",
+                   help="f32 f16 bf16 i32 i16 i8 u32 u16 u8; TCVT takes SRC>DST, e.g. f32>f16")
+    o.add_argument("--shape", default="16x64", help="tile capacity ROWSxCOLS (default 16x64)")
+    o.add_argument("--valid", help="valid region ROWSxCOLS (default: the whole tile)")
+    o.add_argument("--scalar", type=float, default=2.0, help="scalar operand (default 2.0)")
+    o.add_argument("--scalar-first", action="store_true", help="scalar/tile form (TDIVS)")
+    o.add_argument("--inplace", action="store_true", help="dst is the same tile as src0")
+    o.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
+    o.add_argument("--json", action="store_true", help='print {"op": ..., "cycles": int, ...}')
+    o.set_defaults(func=cmd_op)
+    return p
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except UserError as e:
+        print(f"ptosim: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,411 @@
+"""The interpreter: runs a program in program order and issues its items to the pipes.
+
+It owns the architectural state — global-memory arrays, the bytes of every on-chip
+buffer, each tile's address and valid region, scalar SSA values — and for every
+statement it (1) resolves operands, (2) checks the instruction against the target
+profile, (3) executes the functional unit on the real bytes when functional simulation is
+on, and (4) yields an ``Issued`` item carrying the instruction's timing plan. The SimPy
+engine consumes the items lazily, so memory stays flat however long the kernel runs.
+
+Functional effects happen in program order, which is the order the synchronised program
+guarantees; a program with a missing flag still computes the ordered result here while
+its timeline shows the overlap.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from sim.errors import SimulationError, UserError
+from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
+from sim.engine.placement import place_tiles
+from sim.isa.dtypes import DType, dtype as _dtype
+from sim.isa.opcodes import OPCODES, PIPES
+from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView,
+                             PartitionView, PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
+from sim.isa.tile import BLayout, Loc, Tile
+from sim.timing import Shape, lower
+
+__all__ = ["Interpreter"]
+
+_LOAD_PATH = {Loc.VEC: "GM_UB", Loc.MAT: "GM_L1"}
+_STORE_PATH = {Loc.VEC: "UB_GM", Loc.MAT: "L1_GM", Loc.ACC: "L0C_GM"}
+_MOVE_PATH = {(Loc.VEC, Loc.VEC): "UB_UB", (Loc.MAT, Loc.LEFT): "L1_L0A",
+              (Loc.MAT, Loc.RIGHT): "L1_L0B", (Loc.MAT, Loc.BIAS): "L1_BT",
+              (Loc.MAT, Loc.SCALING): "L1_FB", (Loc.ACC, Loc.MAT): "L0C_L1",
+              (Loc.ACC, Loc.VEC): "L0C_UB"}
+_SYNC_PIPES = set(PIPES) | {"PIPE_ALL"}
+
+
+def _random(dt: DType, n: int, rng) -> np.ndarray:
+    if dt.is_float:
+        return rng.uniform(-8.0, 8.0, n).astype(dt.np_type)
+    if dt.is_signed:
+        return rng.integers(-100, 100, n).astype(dt.np_type)
+    return rng.integers(0, 200, n).astype(dt.np_type)
+
+
+class _TileState:
+    __slots__ = ("addr", "rows", "cols")
+
+    def __init__(self, addr, rows, cols):
+        self.addr, self.rows, self.cols = addr, rows, cols
+
+
+class Interpreter:
+    """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items."""
+
+    def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0):
+        self.program = program
+        self.fn = program.main
+        self.target = target
+        self.functional = functional
+        self.strict = strict
+        self.seed = seed
+        self.inputs = dict(inputs or {})
+        self.gm: dict[str, np.ndarray] = {}
+        self.values: dict[str, object] = {}
+        self.views: dict[str, tuple] = {}
+        self.tiles: dict[Tile, _TileState] = {}
+        self.buffers: dict[str, np.ndarray] = {}
+        self.seq = 0
+        self._static: dict = {}
+        self._verified: set = set()
+        self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
+        self._placed = place_tiles(self.fn.body, target)
+        self._bind_args()
+        try:
+            from sim.isa.verify import verify_instr
+        except ImportError:     # verifier not available: legality is not checked
+            verify_instr = None
+        self._verify = verify_instr
+        if functional:
+            from sim.functional import execute as run_unit
+            self._run_unit = run_unit
+
+    # --- arguments and memory ------------------------------------------------------------
+
+    def _bind_args(self) -> None:
+        for a in self.fn.args:
+            if isinstance(a, Scalar):
+                if a.name not in self.inputs:
+                    raise UserError(f"kernel argument %{a.name} ({a.type}) has no value; "
+                                    f"pass it with --arg {a.name}=VALUE")
+                self.values[a.name] = self.inputs[a.name]
+
+    def _gm_array(self, ptr: GmPtr, min_elems: int) -> np.ndarray:
+        arr = self.gm.get(ptr.name)
+        if arr is None:
+            given = self.inputs.get(ptr.name)
+            if given is not None:
+                arr = np.ascontiguousarray(given).reshape(-1)
+                if arr.dtype != ptr.dtype.np_type:
+                    raise UserError(f"input {ptr.name}: element type {arr.dtype} does not match "
+                                    f"the kernel argument type {ptr.dtype}")
+                arr = arr.copy()
+            else:
+                rng = np.random.default_rng([self.seed, zlib.crc32(ptr.name.encode())])
+                arr = _random(ptr.dtype, min_elems, rng)
+            self.gm[ptr.name] = arr
+        if arr.size < min_elems:
+            if ptr.name in self.inputs:
+                raise UserError(f"input {ptr.name}: has {arr.size} elements, the views of the "
+                                f"kernel reach element {min_elems - 1}")
+            grown = np.zeros(min_elems, arr.dtype)
+            grown[:arr.size] = arr
+            self.gm[ptr.name] = arr = grown
+        return arr
+
+    def _buffer(self, name: str) -> np.ndarray:
+        buf = self.buffers.get(name)
+        if buf is None:
+            buf = self.buffers[name] = np.zeros(self.target.buffer(name).capacity_bytes, np.uint8)
+        return buf
+
+    def scalar(self, op):
+        if isinstance(op, Const):
+            return op.value
+        if isinstance(op, Scalar):
+            try:
+                return self.values[op.name]
+            except KeyError:
+                raise UserError(f"scalar %{op.name} is used before it has a value") from None
+        return op
+
+    # --- tiles ---------------------------------------------------------------------------
+
+    def _state(self, tile: Tile, where: str) -> _TileState:
+        try:
+            return self.tiles[tile]
+        except KeyError:
+            raise UserError(f"{where}: tile %{tile.name} is used before it is allocated") from None
+
+    def valid_of(self, tile):
+        st = self.tiles.get(tile)
+        if st is None:
+            return tile.type.valid_rows, tile.type.valid_cols
+        return st.rows, st.cols
+
+    def tile_view(self, tile: Tile, st: _TileState, rows: int, cols: int) -> np.ndarray:
+        t = tile.type
+        buf = self._buffer(tile.loc.buffer)
+        end = st.addr + t.nbytes
+        if end > buf.size:
+            raise SimulationError(f"tile %{tile.name} at byte {st.addr} ends at {end}, past the "
+                                  f"{buf.size}-byte {tile.loc.buffer}")
+        flat = buf[st.addr:end].view(t.dtype.np_type)
+        if t.blayout is BLayout.ROW_MAJOR:
+            full = flat.reshape(t.rows, t.cols)
+        else:
+            full = flat.reshape(t.cols, t.rows).T
+        return full[:rows, :cols]
+
+    # --- the walk ------------------------------------------------------------------------
+
+    def issue(self):
+        """Generator of ``Issued`` items, in program order."""
+        for st in self.fn.body:
+            kind = type(st)
+            if kind is Instr:
+                yield self._instr(st)
+            elif kind is SetFlag or kind is WaitFlag:
+                yield self._flag(st)
+            elif kind is Barrier:
+                yield self._barrier(st)
+            elif kind is Alloc:
+                self._alloc(st)
+            elif kind is SetValidShape:
+                yield self._set_valid(st)
+            elif kind is MakeTensorView:
+                self._make_view(st)
+            elif kind is PartitionView:
+                self._partition(st)
+            else:
+                raise UserError(f"{getattr(st, 'loc', '')}: statement {kind.__name__} is not "
+                                f"supported by the simulator yet")
+
+    def _next(self) -> int:
+        self.seq += 1
+        return self.seq - 1
+
+    def _alloc(self, st: Alloc) -> None:
+        t = st.tile.type
+        addr = self._placed.get(st.tile)
+        if addr is None:
+            addr = int(self.scalar(st.addr))
+        rows = t.valid_rows if st.valid_row is None else int(self.scalar(st.valid_row))
+        cols = t.valid_cols if st.valid_col is None else int(self.scalar(st.valid_col))
+        self.tiles[st.tile] = _TileState(addr, rows, cols)
+
+    def _set_valid(self, st: SetValidShape) -> Issued:
+        where = f"set_validshape %{st.tile.name}" + (f" ({st.loc})" if st.loc else "")
+        s = self._state(st.tile, where)
+        rows, cols = int(self.scalar(st.rows)), int(self.scalar(st.cols))
+        t = st.tile.type
+        if not (0 < rows <= t.rows and 0 < cols <= t.cols):
+            raise SimulationError(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
+                                  f"capacity, found {rows}x{cols}")
+        s.rows, s.cols = rows, cols
+        c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
+        return Issued(self._next(), SCALAR, "PIPE_S", "set_validshape", c, c,
+                      text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
+
+    def _make_view(self, st: MakeTensorView) -> None:
+        shape = [int(self.scalar(x)) for x in st.shape]
+        strides = [int(self.scalar(x)) for x in st.strides]
+        reach = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+        self._gm_array(st.ptr, reach)
+        self.views[st.result.name] = (st.ptr, 0, tuple(shape), tuple(strides))
+
+    def _partition(self, st: PartitionView) -> None:
+        ptr, base, shape, strides = self.views[st.source.name]
+        offs = [int(self.scalar(x)) for x in st.offsets]
+        sizes = [int(self.scalar(x)) for x in st.sizes]
+        where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
+        for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
+            if o < 0 or n <= 0 or o + n > cap:
+                raise SimulationError(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
+                                      f"tensor extent {cap}")
+        base += sum(o * s for o, s in zip(offs, strides))
+        self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
+
+    def _gm_window(self, view: PartView, where: str) -> np.ndarray:
+        try:
+            ptr, base, sizes, strides = self.views[view.name]
+        except KeyError:
+            raise UserError(f"{where}: view %{view.name} is used before it is defined") from None
+        if any(n != 1 for n in sizes[:-2]):
+            raise UserError(f"{where}: views with more than two non-unit dims are not "
+                            f"supported yet, found sizes {list(sizes)}")
+        arr = self.gm[ptr.name]
+        rows, cols = (sizes[-2], sizes[-1]) if len(sizes) >= 2 else (1, sizes[-1])
+        srow, scol = (strides[-2], strides[-1]) if len(strides) >= 2 else (0, strides[-1])
+        isz = arr.itemsize
+        return np.lib.stride_tricks.as_strided(arr[base:], (rows, cols), (srow * isz, scol * isz))
+
+    def _flag(self, st) -> Issued:
+        where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
+        for role, p in (("source pipe", st.src), ("destination pipe", st.dst)):
+            if p not in PIPES:
+                raise UserError(f"{where}: {role}: expected one of {', '.join(PIPES)}, found {p!r}")
+        ev = int(self.scalar(st.event))
+        if not 0 <= ev < self._event_ids:
+            raise UserError(f"{where}: event id: expected 0..{self._event_ids - 1}, found {ev}")
+        kind, pipe = (SET, st.src) if type(st) is SetFlag else (WAIT, st.dst)
+        return Issued(self._next(), kind, pipe, kind, flag=(st.src, st.dst, ev),
+                      text=f"{st.src}->{st.dst}#{ev}", source=str(st.loc or ""))
+
+    def _barrier(self, st: Barrier) -> Issued:
+        if st.pipe not in _SYNC_PIPES:
+            raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
+                            f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
+        return Issued(self._next(), BARRIER, st.pipe, "pipe_barrier", text=st.pipe,
+                      source=str(st.loc or ""))
+
+    # --- instructions --------------------------------------------------------------------
+
+    def _static_info(self, instr: Instr):
+        info = self._static.get(instr)
+        if info is None:
+            spec = OPCODES.get(instr.opcode)
+            if spec is None:
+                raise UserError(f"{instr.loc or 'instruction'}: unknown opcode {instr.opcode!r}")
+            out_locs = [o.loc if isinstance(o, Tile) else None for o in instr.outs]
+            in_locs = [o.loc if isinstance(o, Tile) else None for o in instr.ins]
+            tiles_in = [o for o in instr.ins if isinstance(o, Tile)]
+            n_req = max(sig.split().count("T") for sig in spec.ins)
+            srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
+            text = ", ".join(str(o) for o in instr.outs) + " <- " + ", ".join(str(o) for o in instr.ins)
+            info = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text)
+            self._static[instr] = info
+        return info
+
+    def _instr(self, instr: Instr) -> Issued:
+        spec, pipe, srcs, tmp, text = self._static_info(instr)
+        seq = self._next()
+        where = f"instruction #{seq} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
+        if instr.opcode == "TASSIGN":
+            return self._tassign(instr, seq, where, text)
+        dst = instr.outs[0]
+        if self._verify is not None:
+            key = (instr, tuple(self.valid_of(t) for t in instr.outs + instr.ins if isinstance(t, Tile)))
+            if key not in self._verified:
+                self._verify(instr, self.target, self.valid_of, where)
+                self._verified.add(key)
+        shape = self._shape(instr, spec, srcs, where)
+        plan = lower(shape, pipe, self.target)
+        if self.functional:
+            self._execute(instr, spec, srcs, tmp, shape, where)
+        return Issued(seq, OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles,
+                      plan.breaks_stream, plan=plan, text=text, source=str(instr.loc or ""))
+
+    def _tassign(self, instr, seq, where, text) -> Issued:
+        tile = instr.outs[0]
+        addr = int(self.scalar(instr.ins[0]))
+        buf = self.target.buffer(tile.loc.buffer)
+        if addr < 0 or addr % buf.alignment_bytes or addr + tile.type.nbytes > buf.capacity_bytes:
+            raise SimulationError(
+                f"{where}: address of %{tile.name}: expected a multiple of {buf.alignment_bytes} "
+                f"with the {tile.type.nbytes}-byte tile inside the {buf.capacity_bytes}-byte "
+                f"{buf.name}, found {addr:#x}")
+        self._state(tile, where).addr = addr
+        c = int(self.target.scalar.get("tassign_cycles", 1))
+        return Issued(seq, SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
+
+    def _domain(self, instr, spec, srcs, where):
+        """(tile whose geometry sets the path, iteration rows, cols)."""
+        if spec.domain == "src" and srcs:
+            t = srcs[0]
+        elif isinstance(instr.outs[0], Tile):
+            t = instr.outs[0]
+        else:
+            t = srcs[0]
+        st = self._state(t, where)
+        if st.rows is None or st.cols is None:
+            raise SimulationError(f"{where}: tile %{t.name} has a dynamic valid region that was "
+                                  f"never set (use set_validshape / valid_row=, valid_col=)")
+        return t, st.rows, st.cols
+
+    def _shape(self, instr, spec, srcs, where) -> Shape:
+        t, R, C = self._domain(instr, spec, srcs, where)
+        dst = instr.outs[0]
+        dt = t.dtype.name
+        src_dt = srcs[0].dtype.name if srcs else ""
+        path, extra, variant = "", (), ""
+        fam = spec.family
+        if fam == "load":
+            path = _LOAD_PATH.get(dst.loc, "GM_UB")
+        elif fam == "store":
+            path = _STORE_PATH.get(srcs[0].loc, "UB_GM")
+        elif fam == "move":
+            path = _MOVE_PATH.get((srcs[0].loc, dst.loc), "UB_UB")
+        elif fam == "matmul":
+            a, b = (srcs[-2], srcs[-1])
+            ra, ca = self.valid_of(a)
+            _, cb = self.valid_of(b)
+            extra = (ra, ca, cb, a.dtype.name)
+        if isinstance(instr.ins[0], (Const, Scalar)) and fam == "scalar":
+            variant = "scalar_tile"
+        elif srcs and isinstance(dst, Tile) and srcs[0].loc is dst.loc and \
+                self.tiles[srcs[0]].addr == self.tiles[dst].addr:
+            variant = "inplace"
+        return Shape(instr.opcode, dt, t.type.rows, t.type.cols, t.type.valid_cols, R, C,
+                     src_dt, variant, path, extra)
+
+    def _execute(self, instr, spec, srcs, tmp, shape, where) -> None:
+        dst = instr.outs[0]
+        fam = spec.family
+        if fam == "load":
+            st = self._state(dst, where)
+            window = self._gm_window(instr.ins[0], where)
+            self._check_window(window, st.rows, st.cols, where)
+            self.tile_view(dst, st, st.rows, st.cols)[...] = window
+            return
+        if fam == "store":
+            st = self._state(srcs[0], where)
+            window = self._gm_window(dst, where)
+            self._check_window(window, st.rows, st.cols, where)
+            window[...] = self.tile_view(srcs[0], st, st.rows, st.cols)
+            return
+        from sim.functional.context import FnContext
+        R, C = shape.valid_rows, shape.valid_cols
+        dst_st = self._state(dst, where)
+        if spec.domain == "src":
+            dview = self.tile_view(dst, dst_st, dst_st.rows, dst_st.cols)
+            sviews = tuple(self.tile_view(s, self.tiles[s], self.tiles[s].rows, self.tiles[s].cols)
+                           for s in srcs)
+        else:
+            dview = self.tile_view(dst, dst_st, R, C)
+            sviews = tuple(self._src_view(s, R, C) for s in srcs)
+        tview = None
+        if tmp is not None:
+            ts = self.tiles[tmp]
+            tview = self.tile_view(tmp, ts, ts.rows, ts.cols)
+        scalars = tuple(self.scalar(o) for o in instr.ins if isinstance(o, (Const, Scalar)))
+        attrs = dict(instr.attrs)
+        ctx = FnContext(
+            op=instr.opcode, where=where, dtype=dst.dtype, dst=dview, srcs=sviews,
+            scalars=scalars, scalar_first=isinstance(instr.ins[0], (Const, Scalar)),
+            tmp=tview, attrs={_ATTR.get(k, k): v for k, v in attrs.items()},
+            src_dtypes=tuple(s.dtype for s in srcs), inplace=shape.variant == "inplace",
+            strict=self.strict, quirks=self.target.quirks)
+        self._run_unit(ctx)
+
+    def _src_view(self, tile, R, C):
+        st = self.tiles[tile]
+        t = tile.type
+        # Reading past a source's own valid region returns whatever the buffer holds
+        # (programming-model.md §3.5), so the view is cut from the capacity.
+        return self.tile_view(tile, st, min(R, t.rows), min(C, t.cols))
+
+    @staticmethod
+    def _check_window(window, rows, cols, where):
+        if window.shape != (rows, cols):
+            raise SimulationError(f"{where}: GM window is {window.shape[0]}x{window.shape[1]}, "
+                                  f"the tile's valid region is {rows}x{cols}; they must match")
+
+
+# IR attribute names -> the keys the functional units read
+_ATTR = {"rmode": "round", "cmpMode": "cmp", "sat": "sat"}

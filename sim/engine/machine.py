@@ -1,0 +1,256 @@
+"""The SimPy pipe model of one AI-core unit.
+
+Each hardware pipe is a SimPy process working through its own in-order queue, one item
+at a time (intra-pipe overlap is already folded into the instruction costs). The scalar
+unit is the dispatcher: it walks the program, runs scalar-pipe items itself and hands
+every other item to its pipe's queue; it stops issuing while it waits on a flag whose
+destination is PIPE_S or on a ``pipe_barrier(PIPE_ALL)``.
+
+Flags are counters keyed by ``(src pipe, dst pipe, event id)``: a set increments when
+all earlier work on its source pipe has finished, a wait blocks its destination pipe
+until the counter is positive and then decrements it. When the event queue runs dry
+with items still waiting, the run is deadlocked and ``DeadlockError`` names the stuck
+pipes, the flags they wait for and the instructions behind them.
+
+The cost of a run grows with the number of items and sync points, not with cycles: a
+pipe advances by one timeout per instruction, whatever its duration.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import simpy
+
+from sim.errors import DeadlockError
+from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT
+
+__all__ = ["Machine"]
+
+
+class _Pipe:
+    __slots__ = ("name", "queue", "wake", "busy", "last_end", "stream_open", "blocked",
+                 "pending_waits", "last_op_row", "drained")
+
+    def __init__(self, name):
+        self.name = name
+        self.queue = deque()
+        self.wake = None          # event the idle process sleeps on
+        self.busy = False
+        self.last_end = -1
+        self.stream_open = False
+        self.blocked = None       # the wait item at the head of the queue, while blocked
+        self.pending_waits = []
+        self.last_op_row = None
+        self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
+
+
+class Machine:
+    """Runs a stream of ``Issued`` items on the pipes of one unit; collects trace rows."""
+
+    def __init__(self, target, *, core=0, unit="AIV0"):
+        self.env = simpy.Environment()
+        self.target = target
+        self.core, self.unit = core, unit
+        vec = target.vector
+        self.break_on_barrier = bool(vec.get("stream_break_on_kernel_barrier", True))
+        self.break_on_idle = bool(vec.get("stream_break_on_idle", True))
+        self.dispatch_cycles = int(target.scalar.get("dispatch_cycles", 0))
+        self.pipes: dict[str, _Pipe] = {}
+        self.flags: dict[tuple, list] = {}      # key -> [count, waiting event or None]
+        self.rows: list[list] = []
+        self.dispatch_done = False
+        self.dispatch_blocked = None
+        self.stream = None
+
+    # --- public --------------------------------------------------------------------------
+
+    def run(self, stream) -> list[list]:
+        self.stream = stream
+        dispatcher = self.env.process(self._dispatch(stream))
+        self.env.run()
+        if not dispatcher.triggered or any(p.queue or p.blocked for p in self.pipes.values()):
+            self._deadlock()
+        return self.rows
+
+    # --- rows ----------------------------------------------------------------------------
+
+    def _row(self, item, pipe, dispatch, start, end, stream=""):
+        plan = item.plan
+        row = [item.seq, self.core, self.unit, pipe, item.kind, item.opcode, dispatch, start,
+               end, end - start, stream, plan.repeats if plan else 0, plan.bytes if plan else 0,
+               "", "", item.text, item.source, plan.describe() if plan else ""]
+        self.rows.append(row)
+        return row
+
+    # --- flags ---------------------------------------------------------------------------
+
+    def _set(self, key):
+        f = self.flags.get(key)
+        if f is None:
+            f = self.flags[key] = [0, None]
+        f[0] += 1
+        if f[1] is not None:
+            ev, f[1] = f[1], None
+            ev.succeed()
+
+    def _wait_event(self, key):
+        f = self.flags.get(key)
+        if f is None:
+            f = self.flags[key] = [0, None]
+        if f[0] > 0:
+            return None
+        f[1] = self.env.event()
+        return f[1]
+
+    def _take(self, key):
+        self.flags[key][0] -= 1
+
+    # --- processes -----------------------------------------------------------------------
+
+    def _pipe(self, name) -> _Pipe:
+        p = self.pipes.get(name)
+        if p is None:
+            p = self.pipes[name] = _Pipe(name)
+            self.env.process(self._run_pipe(p))
+        return p
+
+    def _dispatch(self, stream):
+        env = self.env
+        for item in stream:
+            if self.dispatch_cycles:
+                yield env.timeout(self.dispatch_cycles)
+            pipe = item.pipe
+            if pipe == "PIPE_S":
+                yield from self._scalar(item)
+            elif item.kind == BARRIER and pipe == "PIPE_ALL":
+                yield from self._barrier_all(item)
+            else:
+                p = self._pipe(pipe)
+                p.queue.append((item, env.now))
+                if p.wake is not None:
+                    ev, p.wake = p.wake, None
+                    ev.succeed()
+        self.dispatch_done = True
+        for p in self.pipes.values():
+            if p.wake is not None:
+                ev, p.wake = p.wake, None
+                ev.succeed()
+
+    def _scalar(self, item):
+        env = self.env
+        now = env.now
+        if item.kind == WAIT:
+            ev = self._wait_event(item.flag)
+            if ev is not None:
+                self.dispatch_blocked = item
+                yield ev
+                self.dispatch_blocked = None
+            self._take(item.flag)
+            self._row(item, "PIPE_S", now, now, env.now)
+        elif item.kind == SET:
+            self._set(item.flag)
+            self._row(item, "PIPE_S", now, now, now)
+        elif item.kind == BARRIER:
+            self._row(item, "PIPE_S", now, now, now)
+        else:
+            if item.cold:
+                yield env.timeout(item.cold)
+            self._row(item, "PIPE_S", now, now, env.now)
+
+    def _barrier_all(self, item):
+        env = self.env
+        now = env.now
+        self.dispatch_blocked = item
+        waits = []
+        for p in self.pipes.values():
+            if p.busy or p.queue:
+                p.drained = p.drained or env.event()
+                waits.append(p.drained)
+        if waits:
+            yield env.all_of(waits)
+        self.dispatch_blocked = None
+        if self.break_on_barrier:
+            for p in self.pipes.values():
+                p.stream_open = False
+        self._row(item, "PIPE_ALL", now, now, env.now)
+
+    def _run_pipe(self, p: _Pipe):
+        env = self.env
+        queue = p.queue
+        while True:
+            if not queue:
+                p.busy = False
+                if p.drained is not None:
+                    ev, p.drained = p.drained, None
+                    ev.succeed()
+                if self.dispatch_done:
+                    return
+                p.wake = env.event()
+                yield p.wake
+                continue
+            p.busy = True
+            item, dispatched = queue.popleft()
+            kind = item.kind
+            if kind is OP:
+                start = env.now
+                warm = p.stream_open and (start == p.last_end or not self.break_on_idle)
+                cost = item.warm if warm else item.cold
+                if cost:
+                    yield env.timeout(cost)
+                end = env.now
+                p.last_end = end
+                p.stream_open = not item.breaks
+                row = self._row(item, p.name, dispatched, start, end,
+                                ("warm" if warm else "cold") if p.name == "PIPE_V" else "")
+                if p.pending_waits:
+                    row[13] = ";".join(p.pending_waits)
+                    p.pending_waits = []
+                p.last_op_row = row
+            elif kind is WAIT:
+                start = env.now
+                ev = self._wait_event(item.flag)
+                if ev is not None:
+                    p.blocked = item
+                    yield ev
+                    p.blocked = None
+                self._take(item.flag)
+                self._row(item, p.name, dispatched, start, env.now)
+                p.pending_waits.append(item.text)
+            elif kind is SET:
+                self._set(item.flag)
+                self._row(item, p.name, dispatched, env.now, env.now)
+                if p.last_op_row is not None:
+                    r = p.last_op_row
+                    r[14] = f"{r[14]};{item.text}" if r[14] else item.text
+            else:   # a barrier on this pipe: everything before it has finished already
+                if self.break_on_barrier:
+                    p.stream_open = False
+                self._row(item, p.name, dispatched, env.now, env.now)
+
+    # --- deadlock ------------------------------------------------------------------------
+
+    def _deadlock(self):
+        now = self.env.now
+        stuck = []
+        for p in self.pipes.values():
+            if p.blocked is not None:
+                behind = [it for it, _ in p.queue if it.kind == OP][:1]
+                stuck.append({"pipe": p.name, "waits_for": p.blocked.text,
+                              "wait": p.blocked.label(),
+                              "next": behind[0].label() if behind else ""})
+        if self.dispatch_blocked is not None:
+            it = self.dispatch_blocked
+            stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text or it.kind,
+                          "wait": it.label(), "next": ""})
+        parts = []
+        for s in stuck:
+            msg = f"{s['pipe']} waits for flag {s['waits_for']} ({s['wait']})"
+            if s["next"]:
+                msg += f" before {s['next']}"
+            parts.append(msg)
+        never = [s["waits_for"] for s in stuck]
+        raise DeadlockError(
+            f"deadlock at cycle {now}: " + "; ".join(parts) +
+            (f"; no set_flag for {', '.join(never)} can still happen" if never else ""),
+            stuck)

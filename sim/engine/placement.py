@@ -1,0 +1,51 @@
+"""Placing tiles the program did not place by hand (auto mode).
+
+Tiles declared with an address (``TASSIGN`` at declaration / ``alloc_tile addr=``) keep
+it. Every other tile gets the lowest 32-byte-aligned gap in its buffer that is free of
+hand-placed tiles, of earlier auto-placed tiles and of the target's reserved ranges
+(first fit, no reuse: every auto tile is live for the whole kernel).
+"""
+
+from __future__ import annotations
+
+from sim.errors import UserError
+from sim.isa.program import Alloc, Const
+
+__all__ = ["place_tiles"]
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+def place_tiles(body, target) -> dict:
+    """Tile -> byte address for every ``Alloc`` without a constant address."""
+    taken: dict[str, list[tuple[int, int]]] = {}
+    for buf in target.buffers.values():
+        taken[buf.name] = [(s, e) for _, s, e in buf.reserved]
+    pending = []
+    for st in body:
+        if not isinstance(st, Alloc):
+            continue
+        bufname = st.tile.loc.buffer
+        if isinstance(st.addr, Const):
+            taken.setdefault(bufname, []).append((int(st.addr.value), int(st.addr.value) + st.tile.type.nbytes))
+        elif st.addr is None:
+            pending.append(st.tile)
+    placed = {}
+    for tile in pending:
+        buf = target.buffer(tile.loc.buffer)
+        size = tile.type.nbytes
+        addr = 0
+        for s, e in sorted(taken[buf.name]):
+            if addr + size <= s:
+                break
+            addr = max(addr, _align(e, buf.alignment_bytes))
+        if addr + size > buf.capacity_bytes:
+            raise UserError(
+                f"auto placement: tile %{tile.name} ({size} B) does not fit in {buf.name} "
+                f"({buf.capacity_bytes} B on {target.name}); the first free aligned address "
+                f"is {addr}")
+        taken[buf.name].append((addr, addr + size))
+        placed[tile] = addr
+    return placed

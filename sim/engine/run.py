@@ -1,0 +1,51 @@
+"""One simulation run: program + target + inputs -> Result."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from sim.engine.execute import Interpreter
+from sim.engine.machine import Machine
+from sim.errors import DeadlockError
+from sim.result import Result
+from sim.target import load_target
+from sim.trace.schema import COLUMNS, DTYPES
+
+__all__ = ["simulate"]
+
+
+def _frame(rows) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
+    df = df.sort_values(["start_cycle", "id"], kind="stable").reset_index(drop=True)
+    return df.astype(DTYPES)
+
+
+def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
+             verify=True) -> Result:
+    """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
+
+    ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
+    data) and scalar argument names to values. ``functional=False`` skips the numpy
+    functional units (timing only). ``strict`` turns integer division by zero and
+    out-of-range inputs into errors.
+    """
+    if hasattr(program, "program"):          # a builder Kernel
+        inputs = {**program.inputs, **(inputs or {})}
+        program = program.program()
+    tgt = load_target(target)
+    if verify:
+        try:
+            from sim.isa.verify import verify_program
+        except ImportError:
+            verify_program = None
+        if verify_program is not None:
+            verify_program(program, tgt)
+    interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
+                         seed=seed)
+    machine = Machine(tgt)
+    try:
+        rows = machine.run(interp.issue())
+    except DeadlockError as e:
+        e.trace = _frame(machine.rows)
+        raise
+    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm))

@@ -1,0 +1,102 @@
+"""Value rules shared by every functional unit.
+
+The vector unit computes integers in two's complement: a result that does not fit the
+element type keeps its low bits (no saturation). The units model that by computing in a
+wide integer (int64, or uint64 for u64) and casting back, which wraps exactly like the
+hardware for every width up to 32 bits and like a 64-bit ALU for i64/u64.
+
+Floats are computed in the element type with IEEE-754 results: overflow gives inf,
+0/0 and other invalid operations give NaN, and numpy's warnings about them are
+suppressed because they are data, not errors. Types narrower than f32 (f16, bf16, the
+fp8 formats) are computed in f32 and rounded once to the element type; for +, -, *, /
+and sqrt f32 carries more than twice their precision, so that single rounding equals a
+native operation in the narrow type. Denormals are kept (the hardware's flush-to-zero
+is not modelled).
+
+Integer division by zero (TDIV, TDIVS, TRECIP, TREM, TREMS, TFMOD, TFMODS on integer
+types) has no defined hardware result. The reference CPU simulator asserts on it in
+debug builds, so in strict mode the simulator raises a SimulationError naming the first
+offending element; in non-strict mode the element's result is 0 and the run goes on.
+Integer quotients truncate toward zero (C division, not Python floor division);
+``INT_MIN / -1`` wraps back to ``INT_MIN``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from sim.errors import SimulationError
+from sim.isa.dtypes import DType
+
+
+def work_type(dt: DType) -> np.dtype:
+    """The numpy type a unit computes ``dt`` values in."""
+    if dt.is_float:
+        return np.dtype(np.float32) if dt.bits < 32 else dt.np_type
+    return np.dtype(np.uint64) if dt.name == "u64" else np.dtype(np.int64)
+
+
+def widen(dt: DType, x) -> np.ndarray:
+    return np.asarray(x).astype(work_type(dt))
+
+
+def narrow(dt: DType, x) -> np.ndarray:
+    """Round (floats) or wrap (integers) a work-type result back to ``dt``."""
+    with np.errstate(all="ignore"):
+        return np.asarray(x).astype(dt.np_type)
+
+
+def compute(dt: DType, fn: Callable, *operands) -> np.ndarray:
+    """``fn`` applied in ``dt``'s work type, the result rounded or wrapped to ``dt``."""
+    with np.errstate(all="ignore"):
+        return narrow(dt, fn(*(widen(dt, x) for x in operands)))
+
+
+def scalar(dt: DType, value) -> np.ndarray:
+    """A scalar operand as a 0-d array of ``dt``; integers wrap like a C cast."""
+    if dt.is_int:
+        return np.asarray(int(value)).astype(dt.np_type)
+    return narrow(dt, np.float64(value))
+
+
+def require_float(ctx) -> None:
+    if not ctx.dtype.is_float:
+        raise SimulationError(f"{ctx.where}: {ctx.op} needs a floating-point element type, "
+                              f"got {ctx.dtype}")
+
+
+def first_index(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def zero_divisors(ctx, dividend: np.ndarray, divisor: np.ndarray) -> np.ndarray:
+    """Mask of integer zero divisors; raises on the first one in strict mode."""
+    dividend, divisor = np.broadcast_arrays(dividend, divisor)
+    zero = divisor == 0
+    if ctx.strict and zero.any():
+        at = first_index(zero)
+        raise SimulationError(f"{ctx.where}: integer division by zero at element {at}: "
+                              f"{dividend[at]} / 0")
+    return zero
+
+
+def trunc_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C integer division (toward zero) of wide integers; ``b`` must be non-zero."""
+    q = a // b
+    # Floor division rounds the other way when the quotient is negative and inexact.
+    fix = (q * b != a) & ((a < 0) != (b < 0))
+    return q + fix
+
+
+def divide(ctx, a, b) -> np.ndarray:
+    """``a / b`` in ``ctx.dtype``: IEEE for floats, C truncating division for integers."""
+    dt = ctx.dtype
+    if dt.is_float:
+        return compute(dt, np.divide, a, b)
+    a, b = np.broadcast_arrays(widen(dt, a), widen(dt, b))
+    zero = zero_divisors(ctx, a, b)
+    with np.errstate(all="ignore"):
+        q = trunc_divide(a, np.where(zero, 1, b))
+    return narrow(dt, np.where(zero, 0, q))

@@ -1,0 +1,136 @@
+"""The opcode registry: every PTO tile instruction pto-sim knows, spelled as the ISA does.
+
+An entry records what the ISA fixes for an opcode on every target: its operand
+signature in destination-passing form (``outs`` then ``ins`` as in ``pto.X ins(...)
+outs(...)``, the C++ intrinsic taking the outs first), the pipe it issues to
+(programming model §6.1, the event-table routing the hardware flags follow), its PTO IR
+spelling, and the family the timing model lowers it by. Which dtypes an op accepts is
+target data (``models/<target>/ops.toml``), not part of this table.
+
+Signature tokens: ``T`` a tile, ``S`` a scalar, ``V`` a GM partition view, ``T?`` an
+optional trailing tile (tmp), ``|`` separates alternative ``ins`` forms.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from sim.errors import UserError
+from sim.isa.tile import Loc
+
+__all__ = ["OpSpec", "OPCODES", "opcode", "PIPES"]
+
+# Hardware pipe names (CCE spelling). PIPE_ALL is the pseudo-pipe of full barriers.
+PIPES = ("PIPE_S", "PIPE_V", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_M", "PIPE_FIX")
+
+
+def _static(pipe: str) -> Callable:
+    return lambda outs, ins: pipe
+
+
+def _route_tstore(outs, ins):
+    return "PIPE_FIX" if ins[0] is Loc.ACC else "PIPE_MTE3"
+
+
+def _route_tmov(outs, ins):
+    src, dst = ins[0], outs[0]
+    if src is Loc.ACC or (src is Loc.VEC and dst is Loc.MAT) or (src is Loc.MAT and dst is Loc.SCALING):
+        return "PIPE_FIX"
+    if src is Loc.MAT:
+        return "PIPE_MTE1"
+    return "PIPE_V"
+
+
+def _route_texpands(outs, ins):
+    return "PIPE_MTE2" if outs[0] is Loc.MAT else "PIPE_V"
+
+
+@attrs.frozen
+class OpSpec:
+    name: str
+    outs: str                      # signature of the outs list, e.g. "T"
+    ins: tuple[str, ...]           # alternative signatures of the ins list
+    family: str                    # lowering family for the timing model
+    route: Callable = attrs.field(eq=False, repr=False)
+    domain: str = "dst"            # whose valid region is the iteration domain
+    attrs_allowed: tuple[str, ...] = ()
+
+    @property
+    def ir_name(self) -> str:
+        """PTO IR spelling: TMATMUL_ACC -> pto.tmatmul.acc."""
+        return "pto." + self.name.lower().replace("_", ".")
+
+    def pipe(self, out_locs, in_locs) -> str:
+        return self.route(out_locs, in_locs)
+
+
+OPCODES: dict[str, OpSpec] = {}
+
+
+def _op(name, outs, ins, family, pipe="PIPE_V", domain="dst", attrs_allowed=()):
+    route = pipe if callable(pipe) else _static(pipe)
+    ins = tuple(s.strip() for s in ins.split("|"))
+    OPCODES[name] = OpSpec(name, outs, ins, family, route, domain, tuple(attrs_allowed))
+
+
+# --- element-wise tile-tile ------------------------------------------------------------
+for _n in ("TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN", "TAND", "TOR", "TSHL", "TSHR"):
+    _op(_n, "T", "T T", "binary")
+_op("TXOR", "T", "T T T?", "binary")
+_op("TREM", "T", "T T T?", "remainder")
+_op("TFMOD", "T", "T T", "remainder")
+_op("TPRELU", "T", "T T T?", "composite")
+_op("TADDC", "T", "T T T", "binary3")
+_op("TSUBC", "T", "T T T", "binary3")
+# --- unary -----------------------------------------------------------------------------
+for _n in ("TABS", "TNEG", "TEXP", "TLOG", "TSQRT", "TRECIP", "TRELU", "TNOT"):
+    _op(_n, "T", "T", "unary")
+_op("TRSQRT", "T", "T T?", "unary")
+# --- tile-scalar -----------------------------------------------------------------------
+for _n in ("TADDS", "TSUBS", "TMULS", "TMAXS", "TMINS", "TLRELU", "TANDS", "TORS", "TSHLS", "TSHRS"):
+    _op(_n, "T", "T S", "scalar")
+_op("TDIVS", "T", "T S | S T", "scalar")
+_op("TREMS", "T", "T S T?", "remainder")
+_op("TFMODS", "T", "T S", "remainder")
+_op("TEXPANDS", "T", "S", "fill", pipe=_route_texpands)
+# --- compare / select / convert --------------------------------------------------------
+_op("TCMP", "T", "T T", "compare", attrs_allowed=("cmpMode",))
+_op("TCMPS", "T", "T S | T T", "compare", domain="src", attrs_allowed=("cmpMode",))
+_op("TSEL", "T", "T T T T?", "select")
+_op("TCVT", "T", "T T?", "convert", attrs_allowed=("rmode", "sat"))
+# --- reductions and broadcasts ---------------------------------------------------------
+for _n in ("TROWSUM", "TROWMAX", "TROWMIN"):
+    _op(_n, "T", "T T?", "rowreduce", domain="src")
+for _n in ("TCOLSUM", "TCOLMAX", "TCOLMIN"):
+    _op(_n, "T", "T T?", "colreduce", domain="src", attrs_allowed=("isBinary",))
+_op("TROWEXPAND", "T", "T", "rowexpand")
+_op("TCOLEXPAND", "T", "T", "colexpand")
+for _n in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
+    _op(f"TROWEXPAND{_n}", "T", "T T T?", "rowexpand_binary")
+    _op(f"TCOLEXPAND{_n}", "T", "T T", "colexpand_binary")
+# --- data movement ---------------------------------------------------------------------
+_op("TLOAD", "T", "V", "load", pipe="PIPE_MTE2")
+_op("TSTORE", "V", "T", "store", pipe=_route_tstore, domain="src")
+_op("TMOV", "T", "T", "move", pipe=_route_tmov)
+_op("TEXTRACT", "T", "T S S", "move", pipe=_route_tmov)
+_op("TTRANS", "T", "T T?", "transpose", domain="src")
+# --- cube ------------------------------------------------------------------------------
+_op("TMATMUL", "T", "T T", "matmul", pipe="PIPE_M")
+_op("TMATMUL_ACC", "T", "T T T | T T", "matmul", pipe="PIPE_M")
+_op("TMATMUL_BIAS", "T", "T T T", "matmul", pipe="PIPE_M")
+_op("TGEMV", "T", "T T", "matmul", pipe="PIPE_M")
+# --- scalar-pipe configuration ---------------------------------------------------------
+_op("TASSIGN", "T", "S", "config", pipe="PIPE_S")
+
+
+def opcode(name: str) -> OpSpec:
+    """The registry entry of ``name`` (``TADD``, ``tadd`` or ``pto.tadd``)."""
+    key = name.upper()
+    if key.startswith("PTO."):
+        key = key[4:].replace(".", "_")
+    try:
+        return OPCODES[key]
+    except KeyError:
+        raise UserError(f"unknown opcode {name!r}") from None

@@ -1,0 +1,228 @@
+"""The program IR shared by every front end.
+
+A program is a module of functions; a function has arguments (GM pointers and scalars)
+and a body: an ordered tuple of statements. Statements mirror PTO IR level 3, so the
+Python builder and the ``.pto`` parser produce the same objects and a printer can write
+any program back as text:
+
+* ``Alloc``            a tile buffer comes into existence (``pto.alloc_tile``), optionally
+                       at a fixed address (manual placement) and with run-time valid extents;
+* ``MakeTensorView``   a GM pointer seen as a strided N-D tensor;
+* ``PartitionView``    a window of a tensor view (what TLOAD / TSTORE move);
+* ``Instr``            one PTO tile instruction in destination-passing form;
+* ``SetValidShape``    change a dynamic tile's valid region;
+* ``SetFlag`` / ``WaitFlag`` / ``Barrier``   level-3 synchronisation.
+
+Every value is an immutable object compared by value, so two programs built the same way
+are equal. Source locations ride along for diagnostics but never take part in equality.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import attrs
+
+from sim.isa.dtypes import DType, dtype as _dtype
+from sim.isa.tile import Tile
+
+__all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "Operand",
+           "Alloc", "MakeTensorView", "PartitionView", "Instr", "SetValidShape", "SetFlag",
+           "WaitFlag", "Barrier", "Function", "Program", "Stmt"]
+
+
+@attrs.frozen
+class SourceLoc:
+    """Where a statement came from: ``file:line:col`` (col 0 when unknown)."""
+
+    file: str
+    line: int
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}" if self.col else f"{self.file}:{self.line}"
+
+
+def _loc_field():
+    return attrs.field(default=None, eq=False, repr=False, kw_only=True)
+
+
+# --- values ------------------------------------------------------------------------------
+
+@attrs.frozen(cache_hash=True)
+class Const:
+    """A literal scalar with its IR type (``index``, ``i32``, ``f32``, ``i1`` ...)."""
+
+    value: "int | float | bool"
+    type: str = "index"
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@attrs.frozen(cache_hash=True)
+class Scalar:
+    """A named scalar SSA value: a kernel argument or the result of scalar code."""
+
+    name: str
+    type: str = "index"
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@attrs.frozen(cache_hash=True)
+class GmPtr:
+    """A global-memory pointer argument (``!pto.ptr<T>``)."""
+
+    name: str
+    dtype: DType = attrs.field(converter=_dtype)
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@attrs.frozen(cache_hash=True)
+class TensorView:
+    """A GM tensor view value (``!pto.tensor_view<d0 x d1 x T>``); ``None`` dims are ``?``."""
+
+    name: str
+    dtype: DType = attrs.field(converter=_dtype)
+    shape: tuple = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+@attrs.frozen(cache_hash=True)
+class PartView:
+    """A window of a tensor view (``!pto.partition_tensor_view<r x c x T>``)."""
+
+    name: str
+    dtype: DType = attrs.field(converter=_dtype)
+    shape: tuple = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        return f"%{self.name}"
+
+
+Operand = Union[Tile, Const, Scalar, GmPtr, TensorView, PartView]
+
+
+# --- statements ----------------------------------------------------------------------------
+
+@attrs.frozen
+class Alloc:
+    tile: Tile
+    addr: "Const | Scalar | None" = None
+    valid_row: "Const | Scalar | None" = None
+    valid_col: "Const | Scalar | None" = None
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class MakeTensorView:
+    result: TensorView
+    ptr: GmPtr
+    shape: tuple = attrs.field(converter=tuple)
+    strides: tuple = attrs.field(converter=tuple)
+    layout: str = "nd"
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class PartitionView:
+    result: PartView
+    source: TensorView
+    offsets: tuple = attrs.field(converter=tuple)
+    sizes: tuple = attrs.field(converter=tuple)
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen(cache_hash=True)
+class Instr:
+    """One PTO tile instruction: ``pto.<op> ins(...) outs(...) {attrs}``."""
+
+    opcode: str
+    outs: tuple = attrs.field(converter=tuple)
+    ins: tuple = attrs.field(converter=tuple)
+    attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
+    loc: "SourceLoc | None" = _loc_field()
+
+    def attr(self, key, default=None):
+        return dict(self.attrs).get(key, default)
+
+    @property
+    def tiles_in(self) -> tuple:
+        return tuple(o for o in self.ins if isinstance(o, Tile))
+
+    @property
+    def scalars_in(self) -> tuple:
+        return tuple(o for o in self.ins if isinstance(o, (Const, Scalar)))
+
+
+@attrs.frozen
+class SetValidShape:
+    tile: Tile
+    rows: "Const | Scalar"
+    cols: "Const | Scalar"
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class SetFlag:
+    """``set_flag(src, dst, id)``: issued on ``src``; fires when earlier ``src`` work is done."""
+
+    src: str
+    dst: str
+    event: int
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class WaitFlag:
+    """``wait_flag(src, dst, id)``: issued on ``dst``; blocks it until the flag is set."""
+
+    src: str
+    dst: str
+    event: int
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class Barrier:
+    """``pipe_barrier(pipe)``: later work on ``pipe`` (every pipe for PIPE_ALL) waits."""
+
+    pipe: str
+    loc: "SourceLoc | None" = _loc_field()
+
+
+Stmt = Union[Alloc, MakeTensorView, PartitionView, Instr, SetValidShape, SetFlag, WaitFlag, Barrier]
+
+
+@attrs.frozen
+class Function:
+    name: str
+    args: tuple = attrs.field(converter=tuple)
+    body: tuple = attrs.field(converter=tuple)
+    attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
+
+
+@attrs.frozen
+class Program:
+    """A module: its functions, the entry function's name and module attributes."""
+
+    functions: tuple = attrs.field(converter=tuple)
+    entry: str = ""
+    attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
+
+    def function(self, name: "str | None" = None) -> Function:
+        name = name or self.entry or self.functions[0].name
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def main(self) -> Function:
+        return self.function()

@@ -1,0 +1,127 @@
+"""One tile instruction in isolation: operands resident in UB, every pipe idle.
+
+This is what a single-instruction hardware measurement sees, and what ``ptosim op`` and
+``ptosim validate`` predict: the instruction opens a fresh vector stream, so it pays its
+full start-up latency.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from sim.builder import Kernel
+from sim.errors import UserError
+from sim.isa.dtypes import dtype as _dtype
+from sim.isa.opcodes import opcode as _opcode
+
+__all__ = ["simulate_op", "OpCase", "parse_shape", "parse_dtype_pair"]
+
+VARIANTS = ("", "tile_scalar", "scalar_tile", "inplace", "binary")
+
+
+def parse_shape(text) -> tuple[int, int]:
+    """``"16x64"`` -> (16, 64)."""
+    if isinstance(text, (tuple, list)):
+        r, c = text
+        return int(r), int(c)
+    try:
+        r, c = str(text).lower().split("x")
+        r, c = int(r), int(c)
+    except ValueError:
+        raise UserError(f"shape: expected ROWSxCOLS such as 16x64, found {text!r}") from None
+    if r <= 0 or c <= 0:
+        raise UserError(f"shape: rows and cols must be positive, found {text!r}")
+    return r, c
+
+
+def parse_dtype_pair(text) -> tuple[str, str]:
+    """``"f32"`` -> (f32, f32); TCVT's ``"f32>f16"`` -> (f32, f16) as (src, dst)."""
+    text = str(text)
+    if ">" in text:
+        a, b = text.split(">", 1)
+        return _dtype(a.strip()).name, _dtype(b.strip()).name
+    d = _dtype(text.strip()).name
+    return d, d
+
+
+@attrs.frozen
+class OpCase:
+    op: str
+    dtype: str
+    shape: tuple
+    valid: tuple
+    variant: str = ""
+    scalar: float = 2.0
+
+    def kernel(self) -> Kernel:
+        spec = _opcode(self.op)
+        src_dt, dst_dt = parse_dtype_pair(self.dtype)
+        rows, cols = self.shape
+        vr, vc = self.valid
+        if not (0 < vr <= rows and 0 < vc <= cols):
+            raise UserError(f"{self.op}: valid region {vr}x{vc} must lie within the {rows}x{cols} tile")
+        if self.variant not in VARIANTS:
+            raise UserError(f"{self.op}: variant must be one of {', '.join(v or '(empty)' for v in VARIANTS)}, "
+                            f"found {self.variant!r}")
+        k = Kernel(f"{spec.name.lower()}_{rows}x{cols}")
+        fam = spec.family
+
+        def tile(dt, r=rows, c=cols, valid=(vr, vc), **kw):
+            return k.tile("vec", dt, r, c, valid=valid, **kw)
+
+        src = tile(src_dt, name="src0")
+        if fam == "rowreduce":
+            width = 32 // _dtype(dst_dt).size_bytes
+            dst = tile(dst_dt, rows, width, (vr, 1), name="dst")
+        elif fam == "colreduce":
+            dst = tile(dst_dt, 1, cols, (1, vc), name="dst")
+        elif fam == "compare":
+            width = max(32, math.ceil(math.ceil(cols / 8) / 32) * 32)
+            dst = tile("u8", rows, width, (vr, math.ceil(vc / 8)), name="dst")
+        elif self.variant == "inplace":
+            dst = src
+        else:
+            dst = tile(dst_dt, name="dst")
+        ins = self._ins(k, spec, src, src_dt, tile)
+        k.instr(spec.name, dst, *ins, **self._attrs(spec))
+        return k
+
+    def _ins(self, k, spec, src, src_dt, tile):
+        sigs = spec.ins
+        scalar_first = self.variant == "scalar_tile"
+        sig = next((s for s in sigs if s.split()[0] == ("S" if scalar_first else "T")), sigs[0])
+        if scalar_first and not sig.startswith("S"):
+            raise UserError(f"{spec.name} has no scalar/tile form")
+        ins, n_tiles = [], 0
+        for tok in sig.split():
+            if tok == "S":
+                ins.append(self.scalar)
+            elif tok == "T":
+                ins.append(src if n_tiles == 0 else tile(src_dt, name=f"src{n_tiles}"))
+                n_tiles += 1
+            elif tok == "T?" and (spec.family in ("remainder", "rowreduce") or
+                                  spec.name == "TXOR" or self.variant == "binary"):
+                r, c = self.shape
+                ins.append(tile(src_dt, max(2, r), c + 64 // _dtype(src_dt).size_bytes,
+                                (max(2, self.valid[0]), self.valid[1]), name="tmp"))
+        return ins
+
+    def _attrs(self, spec):
+        if spec.name == "TCVT":
+            return {"rmode": "RINT"}
+        if spec.family == "compare":
+            return {"cmpMode": "lt"}
+        if spec.family == "colreduce" and self.variant == "binary":
+            return {"isBinary": True}
+        return {}
+
+
+def simulate_op(op: str, dtype="f32", shape=(16, 64), valid=None, *, variant: str = "",
+                scalar: float = 2.0, target="a2a3", functional: bool = False):
+    """Simulate one instruction in isolation; ``.total_cycles`` is its cost."""
+    shape = parse_shape(shape)
+    valid = parse_shape(valid) if valid is not None else shape
+    case = OpCase(op, dtype, shape, valid, variant, scalar)
+    return case.kernel().simulate(target, functional=functional)

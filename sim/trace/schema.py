@@ -1,0 +1,44 @@
+"""The trace schema: one row per executed instruction or sync statement.
+
+This is the one definition of the trace columns; the engine writes them, every analysis,
+report, plot and exporter reads them, and ``traces/README.md`` documents them. All times
+are in core clock cycles from the start of the run.
+"""
+
+from __future__ import annotations
+
+__all__ = ["COLUMNS", "DTYPES", "KINDS", "describe"]
+
+# (name, pandas dtype, meaning)
+_SCHEMA = (
+    ("id", "int64", "dynamic sequence number in program order (0-based)"),
+    ("core", "int64", "block index of the AI core"),
+    ("unit", "string", "AIV0 / AIV1 (vector cores) or AIC (cube core)"),
+    ("pipe", "string", "hardware pipe: PIPE_S, PIPE_V, PIPE_MTE1/2/3, PIPE_M, PIPE_FIX"),
+    ("kind", "string", "op | scalar | set_flag | wait_flag | barrier"),
+    ("opcode", "string", "PTO opcode (TADD ...) or the sync statement name"),
+    ("dispatch_cycle", "int64", "cycle the scalar unit handed the item to its pipe queue"),
+    ("start_cycle", "int64", "cycle the item reached the head of its queue and started; "
+                             "for wait_flag: when it began waiting"),
+    ("end_cycle", "int64", "cycle the item finished; for wait_flag: when the flag arrived"),
+    ("duration_cycles", "int64", "end_cycle - start_cycle"),
+    ("stream", "string", "vector stream state: cold (paid head+tail) | warm | '' (not vector)"),
+    ("repeats", "int64", "vector repeats (or cube fractal steps) of the lowered instructions"),
+    ("bytes", "int64", "bytes moved by DMA items"),
+    ("waits", "string", "flags waited on just before this op on its pipe: SRC->DST#id, ';'-separated"),
+    ("records", "string", "flags set right after this op on its pipe"),
+    ("operands", "string", "outs <- ins, as %names and literals"),
+    ("source", "string", "file:line of the statement that issued it"),
+    ("cce", "string", "the lowered CCE instruction sequence (why the op costs what it costs)"),
+)
+
+COLUMNS = tuple(c[0] for c in _SCHEMA)
+DTYPES = {c[0]: c[1] for c in _SCHEMA}
+KINDS = ("op", "scalar", "set_flag", "wait_flag", "barrier")
+
+
+def describe() -> str:
+    """Markdown table of the columns (used to write traces/README.md)."""
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{n}` | {t} | {m} |" for n, t, m in _SCHEMA]
+    return "\n".join(lines)
