@@ -115,6 +115,7 @@ class Kernel:
         self._tv: dict[str, TensorView] = {}
         self._busy: dict[tuple, list[tuple[int, float]]] = {}   # (src, dst, id) -> intervals
         self._open_manual: dict[tuple, int] = {}
+        self._interned: dict = {}
 
     # --- declarations --------------------------------------------------------------------
 
@@ -251,7 +252,11 @@ class Kernel:
         loc = _caller()
         for ev in events:
             self._wait(ev, pipe, loc)
-        idx = self._emit(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
+        instr = Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc)
+        # Instructions are immutable: one issued from the same line with the same operands
+        # (a Python loop) shares its object, which lets the engine cache per object.
+        instr = self._interned.setdefault((instr, loc), instr)
+        idx = self._emit(instr)
         return Event(self, idx, pipe)
 
     def _wait(self, ev: Event, pipe: str, loc) -> None:

@@ -72,7 +72,9 @@ class Interpreter:
         self.buffers: dict[str, np.ndarray] = {}
         self.seq = 0
         self._static: dict = {}
-        self._verified: set = set()
+        self._by_value: dict = {}
+        self._plans: dict = {}
+        self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
         self._placed = place_tiles(self.fn.body, target)
         self._bind_args()
@@ -198,6 +200,7 @@ class Interpreter:
         rows = t.valid_rows if st.valid_row is None else int(self.scalar(st.valid_row))
         cols = t.valid_cols if st.valid_col is None else int(self.scalar(st.valid_col))
         self.tiles[st.tile] = _TileState(addr, rows, cols)
+        self.epoch += 1
 
     def _set_valid(self, st: SetValidShape) -> Issued:
         where = f"set_validshape %{st.tile.name}" + (f" ({st.loc})" if st.loc else "")
@@ -208,6 +211,7 @@ class Interpreter:
             raise SimulationError(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
                                   f"capacity, found {rows}x{cols}")
         s.rows, s.cols = rows, cols
+        self.epoch += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
         return Issued(self._next(), SCALAR, "PIPE_S", "set_validshape", c, c,
                       text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
@@ -267,7 +271,11 @@ class Interpreter:
     # --- instructions --------------------------------------------------------------------
 
     def _static_info(self, instr: Instr):
-        info = self._static.get(instr)
+        """What never changes about an instruction, plus its source text (per object)."""
+        hit = self._static.get(id(instr))     # statements live as long as the program
+        if hit is not None:
+            return hit
+        info = self._by_value.get(instr)      # an equal instruction issued elsewhere
         if info is None:
             spec = OPCODES.get(instr.opcode)
             if spec is None:
@@ -278,28 +286,50 @@ class Interpreter:
             n_req = max(sig.split().count("T") for sig in spec.ins)
             srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
             text = ", ".join(str(o) for o in instr.outs) + " <- " + ", ".join(str(o) for o in instr.ins)
-            info = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text)
-            self._static[instr] = info
-        return info
+            tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
+            # the cell caches (state epoch, (shape, plan)) for every equal instruction
+            info = self._by_value[instr] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text,
+                                            tiles, len(self._by_value), [-1, None])
+        hit = self._static[id(instr)] = (*info, str(instr.loc or ""))
+        return hit
+
+    def _where(self, seq, instr) -> str:
+        return f"instruction #{seq} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
 
     def _instr(self, instr: Instr) -> Issued:
-        spec, pipe, srcs, tmp, text = self._static_info(instr)
-        seq = self._next()
-        where = f"instruction #{seq} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
-        if instr.opcode == "TASSIGN":
-            return self._tassign(instr, seq, where, text)
-        dst = instr.outs[0]
-        if self._verify is not None:
-            key = (instr, tuple(self.valid_of(t) for t in instr.outs + instr.ins if isinstance(t, Tile)))
-            if key not in self._verified:
-                self._verify(instr, self.target, self.valid_of, where)
-                self._verified.add(key)
-        shape = self._shape(instr, spec, srcs, where)
-        plan = lower(shape, pipe, self.target)
+        spec, pipe, srcs, tmp, text, tiles, key, cell, source = (
+            self._static.get(id(instr)) or self._static_info(instr))
+        seq = self.seq
+        self.seq = seq + 1
+        if spec.name == "TASSIGN":
+            return self._tassign(instr, seq, self._where(seq, instr), text)
+        if cell[0] != self.epoch:
+            cell[1] = self._plan(instr, spec, pipe, srcs, tiles, key, seq)
+            cell[0] = self.epoch
+        shape, plan = cell[1]
         if self.functional:
-            self._execute(instr, spec, srcs, tmp, shape, where)
+            self._execute(instr, spec, srcs, tmp, shape, self._where(seq, instr))
         return Issued(seq, OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles,
-                      plan.breaks_stream, plan=plan, text=text, source=str(instr.loc or ""))
+                      plan.breaks_stream, None, plan, text, source)
+
+    def _plan(self, instr, spec, pipe, srcs, tiles, key, seq):
+        """(shape, plan) of an instruction in the current tile state; verified once."""
+        # Cost and legality depend only on the instruction and its tiles' addresses and
+        # valid regions, so they are computed once per distinct state.
+        try:
+            sig = (key, *[(s.addr, s.rows, s.cols) for s in map(self.tiles.__getitem__, tiles)])
+        except KeyError:
+            missing = next(t for t in tiles if t not in self.tiles)
+            raise UserError(f"{self._where(seq, instr)}: tile %{missing.name} is used before it "
+                            f"is allocated") from None
+        cached = self._plans.get(sig)
+        if cached is None:
+            where = self._where(seq, instr)
+            if self._verify is not None:
+                self._verify(instr, self.target, self.valid_of, where)
+            shape = self._shape(instr, spec, srcs, where)
+            cached = self._plans[sig] = (shape, lower(shape, pipe, self.target))
+        return cached
 
     def _tassign(self, instr, seq, where, text) -> Issued:
         tile = instr.outs[0]
@@ -311,6 +341,7 @@ class Interpreter:
                 f"with the {tile.type.nbytes}-byte tile inside the {buf.capacity_bytes}-byte "
                 f"{buf.name}, found {addr:#x}")
         self._state(tile, where).addr = addr
+        self.epoch += 1
         c = int(self.target.scalar.get("tassign_cycles", 1))
         return Issued(seq, SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
 

@@ -79,7 +79,7 @@ class Machine:
         plan = item.plan
         row = [item.seq, self.core, self.unit, pipe, item.kind, item.opcode, dispatch, start,
                end, end - start, stream, plan.repeats if plan else 0, plan.bytes if plan else 0,
-               "", "", item.text, item.source, plan.describe() if plan else ""]
+               "", "", item.text, item.source, plan.detail if plan else ""]
         self.rows.append(row)
         return row
 

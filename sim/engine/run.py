@@ -20,26 +20,19 @@ def _frame(rows) -> pd.DataFrame:
     return df.astype(DTYPES)
 
 
-def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
-             verify=True) -> Result:
+def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
     data) and scalar argument names to values. ``functional=False`` skips the numpy
     functional units (timing only). ``strict`` turns integer division by zero and
-    out-of-range inputs into errors.
+    out-of-range inputs into errors. Every executed instruction is verified against the
+    target profile (once per distinct instruction and operand state).
     """
     if hasattr(program, "program"):          # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
         program = program.program()
     tgt = load_target(target)
-    if verify:
-        try:
-            from sim.isa.verify import verify_program
-        except ImportError:
-            verify_program = None
-        if verify_program is not None:
-            verify_program(program, tgt)
     interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
                          seed=seed)
     machine = Machine(tgt)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
+from attrs import Factory, define
 import numpy as np
 
 from sim.isa.dtypes import DType
 
 
-@attrs.define
+@define
 class FnContext:
     op: str                       # opcode as the ISA spells it, e.g. "TADD"
     where: str                    # "instruction #12 TADD (file.py:30)" for error messages
@@ -27,9 +27,9 @@ class FnContext:
     scalars: tuple = ()           # scalar operands, in operand order
     scalar_first: bool = False    # TDIVS(dst, scalar, src): scalar / tile
     tmp: "np.ndarray | None" = None   # tmp tile view (full valid region) where the op has one
-    attrs: dict = attrs.Factory(dict)  # e.g. {"round": "RINT", "sat": True, "cmp": "lt"}
+    attrs: dict = Factory(dict)  # e.g. {"round": "RINT", "sat": True, "cmp": "lt"}
     src_dtypes: tuple = ()        # element types of srcs (TCVT: differs from dtype)
     inplace: bool = False         # dst and the first source tile share their bytes
     strict: bool = True           # integer division by zero / out-of-range input -> error
     quirks: frozenset = frozenset()   # target-specific behaviours (models/<target>/semantics)
-    extra: dict[str, Any] = attrs.Factory(dict)
+    extra: dict[str, Any] = Factory(dict)

@@ -185,7 +185,8 @@ def convert(src: np.ndarray, src_dt: DType, dst_dt: DType, mode: str, sat: bool)
 def _tcvt(ctx) -> None:
     (src,) = ctx.srcs
     (src_dt,) = ctx.src_dtypes
-    mode = ctx.attrs.get("round", "NONE")
+    # Accept the C++ spelling (CAST_RINT) and any case as well as the bare mode name.
+    mode = str(ctx.attrs.get("round", "NONE")).upper().removeprefix("CAST_")
     if mode not in ROUND_MODES:
         raise SimulationError(f"{ctx.where}: unknown TCVT rounding mode {mode!r}; "
                               f"expected one of {', '.join(ROUND_MODES)}")

@@ -37,16 +37,10 @@ def _binary(fn):
     return unit
 
 
-def _unary(fn):
+def _unary(fn, float_only: bool = False):
     def unit(ctx) -> None:
-        (a,) = ctx.srcs
-        ctx.dst[...] = compute(ctx.dtype, fn, a)
-    return unit
-
-
-def _float_unary(fn):
-    def unit(ctx) -> None:
-        require_float(ctx)
+        if float_only:
+            require_float(ctx)
         (a,) = ctx.srcs
         ctx.dst[...] = compute(ctx.dtype, fn, a)
     return unit
@@ -91,10 +85,10 @@ KERNELS = {
     "TABS": _unary(np.abs),
     "TNEG": _unary(np.negative),
     "TRELU": _trelu,
-    "TEXP": _float_unary(np.exp),
-    "TLOG": _float_unary(np.log),
-    "TSQRT": _float_unary(np.sqrt),
-    "TRSQRT": _float_unary(_rsqrt),
+    "TEXP": _unary(np.exp, float_only=True),
+    "TLOG": _unary(np.log, float_only=True),
+    "TSQRT": _unary(np.sqrt, float_only=True),
+    "TRSQRT": _unary(_rsqrt, float_only=True),
     "TRECIP": _trecip,
     "TADDC": _taddc,
     "TSUBC": _tsubc,

@@ -4,7 +4,7 @@ TROWEXPAND copies ``src[i, 0]`` across row i of the destination (src is an R x 1
 TCOLEXPAND copies ``src[0, j]`` down column j (src is a 1 x C view).
 
 TROWEXPAND{ADD,SUB,MUL,DIV,MAX,MIN} compute ``src0[i, j] OP src1[i, 0]`` and
-TCOLEXPAND{ADD,SUB,MUL,DIV} compute ``src0[i, j] OP src1[0, j]``: the second operand is
+TCOLEXPAND{ADD,SUB,MUL,DIV,MAX,MIN} compute ``src0[i, j] OP src1[0, j]``: the second operand is
 broadcast first, then the element-wise value rules apply unchanged (wrap-around for
 integers, IEEE floats, the integer division-by-zero rule for DIV, with errors naming
 the destination element).
@@ -43,13 +43,13 @@ def _elementwise(fn):
     return lambda ctx, a, b: compute(ctx.dtype, fn, a, b)
 
 
-_COL_OPS = {"ADD": _elementwise(np.add), "SUB": _elementwise(np.subtract),
-            "MUL": _elementwise(np.multiply), "DIV": divide}
-_ROW_OPS = {**_COL_OPS, "MAX": _elementwise(np.maximum), "MIN": _elementwise(np.minimum)}
+_OPS = {"ADD": _elementwise(np.add), "SUB": _elementwise(np.subtract),
+        "MUL": _elementwise(np.multiply), "DIV": divide,
+        "MAX": _elementwise(np.maximum), "MIN": _elementwise(np.minimum)}
 
 KERNELS = {
     "TROWEXPAND": _expand(_row_source),
     "TCOLEXPAND": _expand(_col_source),
-    **{f"TROWEXPAND{name}": _expand_op(_row_source, op) for name, op in _ROW_OPS.items()},
-    **{f"TCOLEXPAND{name}": _expand_op(_col_source, op) for name, op in _COL_OPS.items()},
+    **{f"TROWEXPAND{name}": _expand_op(_row_source, op) for name, op in _OPS.items()},
+    **{f"TCOLEXPAND{name}": _expand_op(_col_source, op) for name, op in _OPS.items()},
 }

@@ -13,9 +13,10 @@ Float summation order follows what is known of the A2/A3 lowering:
   and rounds once to the element type, so f16 results can differ from the hardware in
   the last bits.
 * TCOLSUM copies row 0 and adds the following rows one at a time, each add rounded to
-  the element type; the unit does exactly that. With ``ctx.attrs["binary"]`` (the
-  ``isBinary`` form) rows are added pairwise — row 2k + row 2k+1, an odd last row carried
-  over — and the halving repeats until one row is left.
+  the element type; the unit does exactly that. With ``ctx.attrs["isBinary"]`` rows are
+  added pairwise and the halving repeats until one row is left. Which rows are paired is
+  not documented; the unit pairs neighbours (row 2k + row 2k+1, an odd last row carried
+  over).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def _sequential(ctx, src, fn) -> np.ndarray:
 def _pairwise(ctx, src, fn) -> np.ndarray:
     rows = src
     while len(rows) > 1:
-        paired = compute(ctx.dtype, fn, rows[0:len(rows) - 1:2], rows[1::2])
-        rows = np.concatenate([paired, rows[len(rows) - 1:]]) if len(rows) % 2 else paired
+        even = len(rows) // 2 * 2
+        paired = compute(ctx.dtype, fn, rows[0:even:2], rows[1:even:2])
+        rows = np.concatenate([paired, rows[even:]])
     return rows[0]
 
 
@@ -56,7 +58,7 @@ def _col_reduce(fn, has_binary_form: bool = False):
         (src,) = ctx.srcs
         if src.size == 0:
             return
-        combine = _pairwise if has_binary_form and ctx.attrs.get("binary") else _sequential
+        combine = _pairwise if has_binary_form and ctx.attrs.get("isBinary") else _sequential
         ctx.dst[...] = combine(ctx, src, fn).reshape(1, -1)
     return unit
 

@@ -53,7 +53,7 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
     cold, warm, closed = evaluate(items, target.cce, vec.get("count_mode_floor_cycles", 0))
     return Plan(tuple(items), int(math.floor(cold + 0.5)), int(math.floor(warm + 0.5)), closed,
                 sum(i.repeats for i in items if i.kind in ("v", "cube")),
-                sum(i.bytes for i in items))
+                sum(i.bytes for i in items), "; ".join(i.describe() for i in items))
 
 
 def lower(shape: Shape, pipe: str, target) -> Plan:

@@ -64,9 +64,7 @@ class Plan:
     breaks_stream: bool        # the stream is closed after this instruction
     repeats: int
     bytes: int
-
-    def describe(self) -> str:
-        return "; ".join(i.describe() for i in self.items)
+    detail: str = ""           # the items as text, for the trace's cce column
 
 
 def evaluate(items, costs, floor_cycles: float) -> tuple[float, float, bool]:
