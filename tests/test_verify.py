@@ -29,7 +29,13 @@ def declared(t):
 
 
 def check(target, op, outs, ins, valid_of=declared, **attrs_):
-    verify_instr(Instr(op, outs, ins, attrs_), target, valid_of, WHERE)
+    """Verify one instruction; returns its warnings (a VerifyError propagates)."""
+    return verify_instr(Instr(op, outs, ins, attrs_), target, valid_of, WHERE)
+
+
+def clean(target, op, outs, ins, **kw):
+    """The instruction is legal and draws no warning."""
+    assert check(target, op, outs, ins, **kw) == []
 
 
 def rejects(target, op, outs, ins, match, valid_of=declared):
@@ -60,12 +66,58 @@ def test_trem_tmp_rules_on_a2a3_only():
     check(A5, "TREM", [d], [a, b, vec("t", "f16", rows=1, cols=32)])
 
 
-def test_trem_in_place_rejected_on_a2a3():
+TREM_REASON = ("writes intermediates into dst before the last reads of src0 and src1, and its "
+               "i32 path converts src0 and src1 in place (instructions.md §3.1) "
+               "[inferred from code]")
+
+
+def test_trem_in_place_warns_on_a2a3():
     a, b = vec("a"), vec("b")
-    rejects(A2, "TREM", [a], [a, b],
-            r"operand src0 \(%a\): distinct from dst: expected a tile other than %a, "
-            r"found the same tile")
-    check(A5, "TREM", [a], [a, b])
+    warnings = check(A2, "TREM", [a], [a, b])               # no VerifyError: still issued
+    assert warnings == [f"{WHERE}: warning: operands dst and src0 are the same tile (%a): "
+                        f"TREM on a2a3 {TREM_REASON}"]
+    assert check(A2, "TREM", [b], [a, b]) == [
+        f"{WHERE}: warning: operands dst and src1 are the same tile (%b): TREM on a2a3 "
+        f"{TREM_REASON}"]
+    clean(A2, "TREM", [vec("d")], [a, b])
+    clean(A5, "TREM", [a], [a, b])
+
+
+def test_in_place_warnings_name_operands_and_reason():
+    a, b = vec("a"), vec("b")
+    (w,) = check(A2, "TRECIP", [a], [a])
+    assert w == (f"{WHERE}: warning: operands dst and src are the same tile (%a): TRECIP on "
+                 f"a2a3 fills dst with 1.0 before dividing by src (instructions.md §3.1)")
+    (w,) = check(A2, "TREMS", [a], [a, Const(3.0, "f32")])
+    assert "operands dst and src are the same tile (%a): TREMS on a2a3 " in w
+    assert w.endswith("[inferred from code]")
+    (w,) = check(A2, "TFMODS", [a], [a, Const(3.0, "f32")])
+    assert "operands dst and src are the same tile (%a): TFMODS on a2a3 overwrites dst" in w
+    (w,) = check(A2, "TFMOD", [a], [a, b])
+    assert "operands dst and src0 are the same tile (%a): TFMOD on a2a3 " in w
+    clean(A2, "TFMOD", [vec("d")], [a, a])                   # only dst must stay apart
+    d = vec("d", "i16")
+    warnings = check(A2, "TXOR", [d], [d, d, vec("t", "i16")])
+    assert [w.split(": warning: ")[1].split(":")[0] for w in warnings] == [
+        "operands dst and src0 are the same tile (%d)",
+        "operands dst and src1 are the same tile (%d)",
+        "operands src0 and src1 are the same tile (%d)"]
+    mask = vec("m", "u8", rows=17, cols=32)
+    clean(A2, "TPRELU", [vec("d")], [a, b, mask])
+    (w,) = check(A2, "TPRELU", [b], [a, b, mask])
+    assert "operands dst and src1 are the same tile (%b): TPRELU on a2a3 " in w
+    clean(A5, "TRECIP", [a], [a])
+    clean(A5, "TREMS", [a], [a, Const(3.0, "f32")])
+    clean(A5, "TXOR", [d], [d, d])
+
+
+def test_errors_still_raise_and_carry_the_warnings():
+    a = vec("a", "f16")
+    with pytest.raises(VerifyError) as info:
+        check(A2, "TREM", [a], [a, vec("b", "f16")])
+    assert "dtype" in str(info.value)
+    assert info.value.warnings == [f"{WHERE}: warning: operands dst and src0 are the same tile "
+                                   f"(%a): TREM on a2a3 {TREM_REASON}"]
 
 
 def test_tfmods_is_float_only_on_a2a3():
@@ -204,11 +256,105 @@ def test_scalar_where_a_tile_is_expected():
 
 
 def test_opcode_not_available_on_target():
+    # Every opcode of the registry is now in both tables: drop one to get an unavailable op.
+    ops = {k: v for k, v in A2.ops["ops"].items() if k != "TADDC"}
+    without = attrs.evolve(A2, ops={**A2.ops, "ops": ops})
     exact = "^" + re.escape(WHERE) + ": opcode TADDC is not available on target a2a3$"
     with pytest.raises(VerifyError, match=exact):
-        check(A2, "TADDC", [vec("d")], [vec("a"), vec("b"), vec("c")])
+        check(without, "TADDC", [vec("d")], [vec("a"), vec("b"), vec("c")])
     with pytest.raises(VerifyError, match=r"unknown opcode 'TFOO'"):
         check(A2, "TFOO", [vec("d")], [])
+
+
+# --- ops the reference gives no check list for (ASSUMPTION: rules of the base op) ----------
+
+EXPANDS = ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")
+ASSUMED = {"TADDC": "TADD", "TSUBC": "TSUB", "TANDS": "TAND", "TORS": "TOR", "TSHLS": "TSHL",
+           "TSHRS": "TSHR", **{f"TROWEXPAND{n}": f"T{n}" for n in EXPANDS},
+           **{f"TCOLEXPAND{n}": f"T{n}" for n in EXPANDS}}
+
+
+def block_cols(dt):
+    return 32 // DTYPES[dt].size_bytes
+
+
+def assumed_operands(op, dt):
+    """A legal (outs, ins) of ``op`` with element type ``dt`` (16x64 data tiles)."""
+    d, a = vec("d", dt), vec("a", dt)
+    if op in ("TADDC", "TSUBC"):
+        return [d], [a, vec("b", dt), vec("c", dt)]
+    if op.startswith("TROWEXPAND"):
+        return [d], [a, vec("c", dt, cols=block_cols(dt), valid_cols=1)]
+    if op.startswith("TCOLEXPAND"):
+        return [d], [a, vec("r", dt, rows=1)]
+    return [d], [a, Const(3, "i32")]
+
+
+def legal_and_wrong_dtype(op, target):
+    if op in ("TANDS", "TORS", "TSHLS", "TSHRS"):
+        return "i16", "f32"                                  # bitwise: integers only
+    if op.endswith("EXPANDDIV"):
+        return "f32", "i32"                                  # DIV: float only
+    return "f32", ("u8" if target is A2 else "f8e4m3")
+
+
+@pytest.mark.parametrize("op", sorted(ASSUMED))
+@pytest.mark.parametrize("target", [A2, A5], ids=lambda t: t.name)
+def test_assumed_ops_accept_legal_and_reject_wrong_dtype(target, op):
+    good, bad = legal_and_wrong_dtype(op, target)
+    clean(target, op, *assumed_operands(op, good))
+    rejects(target, op, *assumed_operands(op, bad),
+            rf"operand dst \(%d\): dtype: expected one of .* on {target.name}, found {bad}")
+    entry = target.ops["ops"][op]
+    assert entry["source"] == (f"ASSUMPTION: by analogy with {ASSUMED[op]}; the reference has "
+                               f"no implementation-check list")
+    if not op.endswith("EXPANDDIV"):
+        assert entry["dtypes"] == target.ops["ops"][ASSUMED[op]]["dtypes"]
+
+
+def test_taddc_needs_three_sources_of_one_type():
+    rejects(A2, "TADDC", [vec("d")], [vec("a"), vec("b")], r"operand count: expected 3")
+    rejects(A2, "TADDC", [vec("d")], [vec("a"), vec("b"), vec("c", "i32")],
+            r"operand src2 \(%c\): same dtype as dst")
+
+
+def test_rowexpand_ops_take_a_column_tile():
+    d, a = vec("d"), vec("a")
+    for target in (A2, A5):
+        clean(target, "TROWEXPANDMUL", [d], [a, vec("c", cols=8, valid_cols=1)])
+        clean(target, "TROWEXPANDMUL", [d], [a, vec("c", cols=8)])       # one 32-byte block
+        clean(target, "TROWEXPANDSUB", [d], [a, vec("c", cols=16, valid_cols=8)])
+        clean(target, "TROWEXPANDDIV", [d], [a, vec("c", cols=1, blayout="col_major")])  # DN
+        clean(target, "TROWEXPANDADD", [d], [a, vec("c", cols=8, valid_cols=1), vec("t")])
+    clean(A2, "TROWEXPANDMAX", [vec("d", "f16")],
+          [vec("a", "f16"), vec("c", "f16", cols=16)])                   # 16 halves = 32 B
+    rejects(A2, "TROWEXPANDMUL", [d], [a, vec("c", cols=8, valid_cols=4)],
+            r"operand src1 \(%c\): valid cols: expected one of 1, 8 \(32 bytes of f32\) on "
+            r"a2a3, found 4")
+    rejects(A5, "TROWEXPANDMUL", [d], [a, vec("c", cols=64)],
+            r"operand src1 \(%c\): valid cols: expected one of 1, 8 \(32 bytes of f32\) on a5, "
+            r"found 64")
+    rejects(A2, "TROWEXPANDMUL", [d], [a, vec("c", rows=8, cols=8, valid_cols=1)],
+            r"operand src1 \(%c\): valid rows equal to dst: expected 16, found 8")
+    rejects(A2, "TROWEXPANDMUL", [d], [vec("a", valid_cols=32), vec("c", cols=8, valid_cols=1)],
+            r"operand src0 \(%a\): valid region equal to dst: expected 16x64, found 16x32")
+    rejects(A2, "TROWEXPANDMUL", [d], [vec("a", blayout="col_major"), vec("c", cols=8)],
+            r"operand src0 \(%a\): layout: expected row-major unboxed \(nd\), found dn")
+    rejects(A5, "TROWEXPANDDIV", [vec("d", "i32")],
+            [vec("a", "i32"), vec("c", "i32", cols=8, valid_cols=1)],
+            r"dtype: expected one of f16, f32 on a5, found i32")     # though TDIV takes i32
+    check(A5, "TDIV", [vec("d", "i32")], [vec("a", "i32"), vec("b", "i32")])
+
+
+def test_colexpand_ops_take_a_row_tile():
+    d, a = vec("d"), vec("a")
+    for target in (A2, A5):
+        clean(target, "TCOLEXPANDMUL", [d], [a, vec("r", rows=1)])
+        clean(target, "TCOLEXPANDADD", [d], [a, vec("r", rows=8, valid_rows=1)])
+    rejects(A2, "TCOLEXPANDMUL", [d], [a, vec("r", rows=1, valid_cols=32)],
+            r"operand src1 \(%r\): valid cols equal to dst: expected 64, found 32")
+    rejects(A5, "TCOLEXPANDSUB", [d], [a, vec("r", "f16", rows=1)],
+            r"operand src1 \(%r\): same dtype as dst")
 
 
 # --- data movement and cube -----------------------------------------------------------------
@@ -344,6 +490,18 @@ def test_bad_table_is_reported():
         assert part in text
 
 
+def test_table_needs_a_reason_for_each_warning_rule():
+    bad = {"ops": {"TREM": {"source": "x", "distinct": ["dst", "src0"]},
+                   "TFMOD": {"source": "x", "distinct": [["dst", "srcq"]], "distinct_reason": "y"},
+                   "TROWEXPANDADD": {"source": "x", "valid_cols_in": {"src1": [0, "blk"]}}}}
+    with pytest.raises(UserError) as info:
+        check_ops_table(attrs.evolve(A2, ops=bad))
+    text = str(info.value)
+    for part in ("ops.TREM: distinct needs a distinct_reason", "unknown role 'srcq'",
+                 "valid_cols_in: unknown extent 0", "valid_cols_in: unknown extent 'blk'"):
+        assert part in text
+
+
 # --- whole programs -------------------------------------------------------------------------
 
 def _program(*body, loc_from=0):
@@ -366,8 +524,20 @@ def test_valid_vector_program_passes():
                     Instr("TADD", [d], [a, b]), Instr("TREM", [d], [a, b, t]),
                     Instr("TMULS", [d], [d, Const(2.0, "f32")]),
                     Instr("TSTORE", [pv], [d]))
-    verify_program(prog, A2)
-    verify_program(prog, A5)
+    assert verify_program(prog, A2) == []
+    assert verify_program(prog, A5) == []
+
+
+def test_program_returns_warnings_with_locations():
+    io, pv = _io()
+    a, b = vec("a"), vec("b")
+    prog = _program(*io, Alloc(a), Alloc(b), Instr("TLOAD", [a], [pv]),
+                    Instr("TLOAD", [b], [pv]), Instr("TREM", [a], [a, b]),
+                    Instr("TSTORE", [pv], [a]), loc_from=1)
+    assert verify_program(prog, A2) == [
+        f"instruction #2 TREM (k.py:7): warning: operands dst and src0 are the same tile (%a): "
+        f"TREM on a2a3 {TREM_REASON}"]
+    assert verify_program(prog, A5) == []
 
 
 def test_valid_cube_program_passes():

@@ -13,9 +13,18 @@ target (``models/<target>/ops.toml``, whose header documents the schema); nothin
 target-specific is written here. An opcode the target's table does not list is not
 available on that target.
 
+Rules have one of two severities. An *error* makes the instruction illegal: the hardware
+cannot issue it (a dtype, location, layout, shape or signature the implementation rejects),
+and ``verify_instr``/``verify_program`` raise VerifyError. A *warning* describes an
+instruction the hardware still issues and the simulator can time, but whose result is
+wrong or only inferred to be wrong (the reference marks such rules "[inferred from code]"):
+the no-aliasing rule ``distinct`` of the multi-step A2/A3 lowerings is a warning. Warnings
+are returned as strings, ``"<where>: warning: operands <a> and <b> are the same tile
+(<tile>): <op> on <target> <reason>"``, the reason coming from the op's ``distinct_reason``.
+
 Valid extents come from the caller: ``verify_program`` uses the declared tile types (a
 dynamic extent is unknown and its equality checks are skipped), the engine can pass the
-run-time extents to ``verify_instr``. Every violation is reported as
+run-time extents to ``verify_instr``. Every error is reported as
 ``"<where>: operand <role> (<operand>): <rule>: expected <...>, found <...>"``.
 """
 
@@ -29,8 +38,8 @@ from sim.isa.opcodes import OPCODES, OpSpec, opcode as _opcode
 from sim.isa.program import Alloc, Const, Instr, PartView, Scalar, SetValidShape, TensorView
 from sim.isa.tile import Loc, Tile
 
-__all__ = ["verify_instr", "verify_program", "instr_errors", "op_rules", "check_ops_table",
-           "bind_operands", "RULE_KEYS"]
+__all__ = ["verify_instr", "verify_program", "diagnose", "instr_errors", "op_rules",
+           "check_ops_table", "bind_operands", "RULE_KEYS"]
 
 ValidOf = Callable[[Tile], "tuple[int | None, int | None]"]
 
@@ -109,8 +118,8 @@ def bind_operands(spec: OpSpec, instr: Instr) -> "dict[str, object] | str":
 # --- the operands of one instruction as the checkers see them ------------------------------
 
 class _Operands:
-    def __init__(self, bound: dict, target, valid_of: ValidOf):
-        self.bound, self.target, self.valid_of = bound, target, valid_of
+    def __init__(self, op: str, bound: dict, target, valid_of: ValidOf):
+        self.op, self.bound, self.target, self.valid_of = op, bound, target, valid_of
 
     def get(self, role):
         return self.bound.get(role)
@@ -257,13 +266,39 @@ def _check_positive_valid(ops: _Operands, on: bool) -> Iterator[str]:
             yield _msg(role, t, "valid region", "rows > 0 and cols > 0", _fmt_valid(v, (0, 1)))
 
 
-def _check_distinct(ops: _Operands, roles: list) -> Iterator[str]:
-    tiles = ops.tiles(roles)
-    for i, (role, t) in enumerate(tiles):
-        for other, u in tiles[:i]:
-            if t == u:
-                yield _msg(role, t, f"distinct from {other}", f"a tile other than {u}",
-                           "the same tile")
+def _block_elems(t: Tile) -> int:
+    return max(1, 32 // t.dtype.size_bytes)
+
+
+def _check_valid_cols_in(ops: _Operands, table: dict) -> Iterator[str]:
+    for role, allowed in table.items():
+        t = ops.tile(role)
+        have = ops.valid(role)[1]
+        if t is None or have is None:
+            continue
+        values = [_block_elems(t) if a == "block" else a for a in allowed]
+        if have not in values:
+            shown = ", ".join(f"{v} (32 bytes of {t.dtype})" if a == "block" else str(v)
+                              for a, v in zip(allowed, values))
+            yield _msg(role, t, "valid cols", f"one of {shown} on {ops.target.name}", have)
+
+
+def _distinct_groups(value: list) -> list[list[str]]:
+    """``distinct`` is one list of roles (pairwise distinct) or a list of such lists."""
+    return [list(g) for g in value] if value and not isinstance(value[0], str) else [value]
+
+
+def _warn_distinct(ops: _Operands, value: list, rules: dict) -> Iterator[str]:
+    reason = rules.get("distinct_reason", "may compute a wrong result when they alias")
+    seen = set()
+    for group in _distinct_groups(value):
+        tiles = ops.tiles(group)
+        for i, (role, t) in enumerate(tiles):
+            for other, u in tiles[:i]:
+                if t == u and (other, role) not in seen:
+                    seen.add((other, role))
+                    yield (f"warning: operands {other} and {role} are the same tile ({t}): "
+                           f"{ops.op} on {ops.target.name} {reason}")
 
 
 def _tmp_dtype(ops: _Operands, tmp: Tile, req: dict) -> Iterator[str]:
@@ -353,14 +388,19 @@ _CHECKS = {
     "max_valid_rows": _max_valid((0,), "valid rows"),
     "max_valid_cols": _max_valid((1,), "valid cols"),
     "positive_valid": _check_positive_valid,
-    "distinct": _check_distinct,
+    "valid_cols_in": _check_valid_cols_in,
     "tmp": _check_tmp,
     "cvt_pairs": _check_cvt_pairs,
     "dtype_combos": _check_dtype_combos,
     "int_input_range": _check_int_input_range,
 }
-_META_KEYS = ("source", "note", "cases")
-RULE_KEYS = tuple(_CHECKS) + _META_KEYS
+# Warning rules: the instruction is issued and timed, its result is wrong (or inferred to
+# be); checkers take (operands, rule value, effective rules).
+_WARNINGS = {
+    "distinct": _warn_distinct,
+}
+_META_KEYS = ("source", "note", "distinct_reason", "cases")
+RULE_KEYS = tuple(_CHECKS) + tuple(_WARNINGS) + _META_KEYS
 _EXTENTS = ("rows", "cols", "valid_rows", "valid_cols")
 _TMP_KEYS = ("same_dtype", "dtypes", "min_valid_rows", "min_valid_cols", "more_rows_than")
 
@@ -391,36 +431,54 @@ def _effective(rules: dict, ops: _Operands) -> dict:
     return merged
 
 
-def instr_errors(instr: Instr, target, valid_of: ValidOf) -> list[str]:
-    """Every violation of ``instr`` (messages without the ``where`` prefix)."""
+def diagnose(instr: Instr, target, valid_of: ValidOf) -> tuple[list[str], list[str]]:
+    """(errors, warnings) of ``instr`` on ``target``, messages without the ``where`` prefix.
+
+    Warnings are only looked for when the operands match the signature.
+    """
     try:
         spec = _opcode(instr.opcode)
     except UserError as e:
-        return [str(e)]
+        return [str(e)], []
     try:
         rules = op_rules(target, spec.name)
     except VerifyError as e:
-        return [str(e)]
+        return [str(e)], []
     bound = bind_operands(spec, instr)
     if isinstance(bound, str):
-        return [bound]
-    ops = _Operands(bound, target, valid_of)
+        return [bound], []
+    ops = _Operands(spec.name, bound, target, valid_of)
     rules = _effective(rules, ops)
-    return [m for key, check in _CHECKS.items() if key in rules for m in check(ops, rules[key])]
+    errors = [m for key, check in _CHECKS.items() if key in rules for m in check(ops, rules[key])]
+    warnings = [m for key, warn in _WARNINGS.items() if key in rules
+                for m in warn(ops, rules[key], rules)]
+    return errors, warnings
 
 
-def _raise(errors: list[str]) -> None:
+def instr_errors(instr: Instr, target, valid_of: ValidOf) -> list[str]:
+    """Every error of ``instr`` (messages without the ``where`` prefix)."""
+    return diagnose(instr, target, valid_of)[0]
+
+
+def _raise(errors: list[str], warnings: list[str]) -> None:
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     err = VerifyError(errors[0] + more)
     err.errors = errors
+    err.warnings = warnings
     raise err
 
 
-def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> None:
-    """Raise VerifyError naming ``where`` if ``instr`` breaks a signature or target rule."""
-    errors = [f"{where}: {e}" for e in instr_errors(instr, target, valid_of)]
+def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[str]:
+    """The warnings of ``instr`` (each prefixed by ``where``; empty when clean).
+
+    Raises VerifyError naming ``where`` if ``instr`` breaks a signature or target rule
+    (its ``errors`` and ``warnings`` attributes list every message).
+    """
+    errors, warnings = diagnose(instr, target, valid_of)
+    warnings = [f"{where}: {w}" for w in warnings]
     if errors:
-        _raise(errors)
+        _raise([f"{where}: {e}" for e in errors], warnings)
+    return warnings
 
 
 # --- whole programs --------------------------------------------------------------------------
@@ -429,8 +487,10 @@ def _extent_value(x):
     return x.value if isinstance(x, Const) else None
 
 
-def verify_program(program, target) -> None:
-    """Check every instruction of the entry function; one VerifyError lists all problems.
+def verify_program(program, target) -> list[str]:
+    """Check every instruction of the entry function; return the warnings of all of them.
+
+    One VerifyError lists all errors (``errors``; ``warnings`` holds the warnings).
 
     Valid extents are the declared ones, updated by constant ``valid_row``/``valid_col``
     of ``alloc_tile`` and by ``set_validshape`` (a non-constant extent becomes unknown).
@@ -438,6 +498,7 @@ def verify_program(program, target) -> None:
     check_ops_table(target)
     valid: dict = {}
     errors: list[str] = []
+    warnings: list[str] = []
 
     def valid_of(t: Tile):
         return valid.get(t, (t.type.valid_rows, t.type.valid_cols))
@@ -450,19 +511,25 @@ def verify_program(program, target) -> None:
             valid[stmt.tile] = (_extent_value(stmt.rows), _extent_value(stmt.cols))
         elif isinstance(stmt, Instr):
             where = f"instruction #{k} {stmt.opcode}" + (f" ({stmt.loc})" if stmt.loc else "")
-            errors += [f"{where}: {e}" for e in instr_errors(stmt, target, valid_of)]
+            errs, warns = diagnose(stmt, target, valid_of)
+            errors += [f"{where}: {e}" for e in errs]
+            warnings += [f"{where}: {w}" for w in warns]
             k += 1
     if errors:
-        _raise(errors)
+        _raise(errors, warnings)
+    return warnings
 
 
 # --- checking an ops table itself ------------------------------------------------------------
 
 def _role_refs(key: str, value) -> list:
-    if key in ("dtypes", "locs", "layouts", "max_valid", "max_valid_rows", "max_valid_cols"):
+    if key in ("dtypes", "locs", "layouts", "max_valid", "max_valid_rows", "max_valid_cols",
+               "valid_cols_in"):
         return list(value) if isinstance(value, dict) else []
+    if key == "distinct":
+        return [r for group in _distinct_groups(value) for r in group]
     if key in ("same_dtype", "same_dtype_size", "equal_valid", "equal_valid_rows",
-               "equal_valid_cols", "distinct") or (key == "row_major" and isinstance(value, list)):
+               "equal_valid_cols") or (key == "row_major" and isinstance(value, list)):
         return list(value)
     if key == "equal_extents":
         return [r.split(".")[0] for pair in value for r in pair if isinstance(r, str)]
@@ -513,6 +580,10 @@ def _table_problems(label: str, roles: set, rules: dict) -> Iterator[str]:
         if key == "locs":
             yield from (f"{label}.locs: unknown location {loc!r}"
                         for ls in value.values() for loc in ls if loc not in locs)
+        if key == "valid_cols_in":
+            yield from (f"{label}.valid_cols_in: unknown extent {v!r}; expected a positive "
+                        f"int or 'block'" for vs in value.values() for v in vs
+                        if v != "block" and not (isinstance(v, int) and v > 0))
 
 
 def check_ops_table(target) -> None:
@@ -528,7 +599,12 @@ def check_ops_table(target) -> None:
         roles = _possible_roles(OPCODES[op])
         own = {k: v for k, v in entry.items() if k != "cases"}
         problems += _table_problems(f"ops.{op}", roles, own)
+        inherited = {**target.ops.get("defaults", {}), **own}
         for n, case in enumerate(entry.get("cases", ())):
             problems += _table_problems(f"ops.{op}.cases[{n}]", roles, case)
+            if "distinct" in case and "distinct_reason" not in {**inherited, **case}:
+                problems.append(f"ops.{op}.cases[{n}]: distinct needs a distinct_reason")
+        if "distinct" in inherited and "distinct_reason" not in inherited:
+            problems.append(f"ops.{op}: distinct needs a distinct_reason (the warning text)")
     if problems:
         raise UserError(f"{target.path / 'ops.toml'}: " + "; ".join(problems))
