@@ -17,6 +17,7 @@ class Result:
     target: object = attrs.field(repr=False)
     trace: pd.DataFrame = attrs.field(repr=False)
     gm: dict = attrs.field(repr=False, factory=dict)
+    warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
 
     @property
     def total_cycles(self) -> int:
@@ -36,11 +37,15 @@ class Result:
                 "total_cycles": self.total_cycles,
                 "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
                 "pipes": self.pipes,
-                "instructions": int((self.trace["kind"] == "op").sum())}
+                "instructions": int((self.trace["kind"] == "op").sum()),
+                "warnings": list(self.warnings)}
 
     def report(self, max_rows: int = 40) -> str:
-        return text_report(self.trace, kernel=self.kernel, target=self.target.name,
+        text = text_report(self.trace, kernel=self.kernel, target=self.target.name,
                            clock_hz=self.target.clock_hz, max_rows=max_rows)
+        if self.warnings:
+            text += "\n\n" + "\n".join(self.warnings)
+        return text
 
     def __str__(self) -> str:
         return self.report()

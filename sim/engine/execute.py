@@ -74,6 +74,7 @@ class Interpreter:
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
+        self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
         self._placed = place_tiles(self.fn.body, target)
@@ -326,7 +327,8 @@ class Interpreter:
         if cached is None:
             where = self._where(seq, instr)
             if self._verify is not None:
-                self._verify(instr, self.target, self.valid_of, where)
+                for w in self._verify(instr, self.target, self.valid_of, where) or ():
+                    self.warnings.setdefault(w, None)
             shape = self._shape(instr, spec, srcs, where)
             cached = self._plans[sig] = (shape, lower(shape, pipe, self.target))
         return cached
@@ -405,11 +407,11 @@ class Interpreter:
         dst_st = self._state(dst, where)
         if spec.domain == "src":
             dview = self.tile_view(dst, dst_st, dst_st.rows, dst_st.cols)
-            sviews = tuple(self.tile_view(s, self.tiles[s], self.tiles[s].rows, self.tiles[s].cols)
-                           for s in srcs)
+            sviews = tuple(self._valid_view(s) for s in srcs)
         else:
             dview = self.tile_view(dst, dst_st, R, C)
-            sviews = tuple(self._src_view(s, R, C) for s in srcs)
+            sviews = tuple(self._valid_view(s) if _WHOLE_SOURCE(fam, i) else self._src_view(s, R, C)
+                           for i, s in enumerate(srcs))
         tview = None
         if tmp is not None:
             ts = self.tiles[tmp]
@@ -424,6 +426,10 @@ class Interpreter:
             strict=self.strict, quirks=self.target.quirks)
         self._run_unit(ctx)
 
+    def _valid_view(self, tile):
+        st = self.tiles[tile]
+        return self.tile_view(tile, st, st.rows, st.cols)
+
     def _src_view(self, tile, R, C):
         st = self.tiles[tile]
         t = tile.type
@@ -436,6 +442,14 @@ class Interpreter:
         if window.shape != (rows, cols):
             raise SimulationError(f"{where}: GM window is {window.shape[0]}x{window.shape[1]}, "
                                   f"the tile's valid region is {rows}x{cols}; they must match")
+
+
+def _WHOLE_SOURCE(family: str, index: int) -> bool:
+    """Sources read whole (their own valid region) rather than cut to the iteration domain:
+    broadcast sources and TSEL's packed mask."""
+    return (family in ("rowexpand", "colexpand")
+            or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
+            or (family == "select" and index == 0))
 
 
 # IR attribute names -> the keys the functional units read

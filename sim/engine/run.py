@@ -41,4 +41,4 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     except DeadlockError as e:
         e.trace = _frame(machine.rows)
         raise
-    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm))
+    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm), tuple(interp.warnings))

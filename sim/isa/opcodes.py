@@ -96,7 +96,7 @@ _op("TREMS", "T", "T S T?", "remainder")
 _op("TFMODS", "T", "T S", "remainder")
 _op("TEXPANDS", "T", "S", "fill", pipe=_route_texpands)
 # --- compare / select / convert --------------------------------------------------------
-_op("TCMP", "T", "T T", "compare", attrs_allowed=("cmpMode",))
+_op("TCMP", "T", "T T", "compare", domain="src", attrs_allowed=("cmpMode",))
 _op("TCMPS", "T", "T S | T T", "compare", domain="src", attrs_allowed=("cmpMode",))
 _op("TSEL", "T", "T T T T?", "select")
 _op("TCVT", "T", "T T?", "convert", attrs_allowed=("rmode", "sat"))
