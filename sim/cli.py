@@ -107,6 +107,31 @@ def cmd_op(args) -> int:
     return 0
 
 
+def cmd_validate(args) -> int:
+    from sim.calibrate import format_validation, load_cases, validate
+    report = validate(load_cases(args.cases), args.target)
+    print(json.dumps(report) if args.json else format_validation(report))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from sim.calibrate import fit, format_validation, load_cases, validate, write_model
+    cases = load_cases(args.measurements)
+    before = validate(cases, args.target)
+    out = write_model(args.target, fit(cases, args.target), args.output,
+                      f"{len(cases)} cases of {args.measurements}")
+    after = validate(cases, out)
+    if args.json:
+        print(json.dumps({"model": str(out), "before": before, "after": after}))
+        return 0
+    print(f"before ({before['target']}):")
+    print(format_validation(before).splitlines()[-1])
+    print(f"after ({out}):")
+    print(format_validation(after).splitlines()[-1])
+    print(f"calibrated model written to {out}; use it with --target {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sim import __version__
     p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
@@ -143,6 +168,29 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
     o.add_argument("--json", action="store_true", help='print {"op": ..., "cycles": int, ...}')
     o.set_defaults(func=cmd_op)
+
+    v = sub.add_parser("validate", help="predict measured single-instruction cases and score them",
+                       description="Predict every case of CASES.csv (columns op,dtype,rows,cols,"
+                                   "valid_rows,valid_cols,variant,measured_cycles; variant is empty, "
+                                   "tile_scalar, scalar_tile, inplace or binary; TCVT dtype f32>f16) "
+                                   "and print predicted, measured and accuracy = 1 - |p - m| / m, "
+                                   "then the median and mean accuracy.")
+    v.add_argument("cases", metavar="CASES.csv")
+    v.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
+    v.add_argument("--json", action="store_true",
+                   help='print {"cases": [...], "median_accuracy": x, "mean_accuracy": y}')
+    v.set_defaults(func=cmd_validate)
+
+    c = sub.add_parser("calibrate", help="fit the vector cost table to measurements",
+                       description="Fit start-up latency and per-repeat slope of every CCE vector "
+                                   "instruction to MEASUREMENTS.csv (validate's format) by least "
+                                   "squares and write a complete model directory usable with "
+                                   "--target DIR. Prints validate's summary before and after.")
+    c.add_argument("measurements", metavar="MEASUREMENTS.csv")
+    c.add_argument("--target", default="a2a3", help="model to start from (default a2a3)")
+    c.add_argument("-o", "--output", required=True, metavar="NEW_MODEL_DIR")
+    c.add_argument("--json", action="store_true", help='print {"model", "before", "after"}')
+    c.set_defaults(func=cmd_calibrate)
     return p
 
 

@@ -88,3 +88,28 @@ def evaluate(items, costs, floor_cycles: float) -> tuple[float, float, bool]:
     cold, _ = run(False)
     warm, open_at_end = run(True)
     return cold, warm, not open_at_end
+
+
+def linear_terms(items, costs, floor_cycles: float) -> tuple[float, dict]:
+    """The cold cost of ``items`` as ``const + sum(coef * parameter)``.
+
+    Parameters are ``("latency", name)`` (head + tail of CCE instruction ``name``, paid each
+    time it opens a stream) and ``("slope", name)`` (cycles per repeat). Used to fit the
+    cost table to measurements by least squares; ``evaluate`` gives the same number.
+    """
+    const, coef = 0.0, {}
+    warm = False
+    for it in items:
+        if it.kind == "v":
+            c = costs(it.name)
+            coef[("slope", it.name)] = coef.get(("slope", it.name), 0.0) + it.repeats
+            if it.masked and c.floor:
+                const += floor_cycles
+            if not warm:
+                coef[("latency", it.name)] = coef.get(("latency", it.name), 0.0) + 1
+            warm = True
+        else:
+            const += it.cycles
+            if it.breaks_stream:
+                warm = False
+    return const, coef

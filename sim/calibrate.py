@@ -1,0 +1,226 @@
+"""Validating the timing model against measurements, and fitting it to them.
+
+A case file is a CSV with the columns ``op,dtype,rows,cols,valid_rows,valid_cols,variant,
+measured_cycles`` (extra columns are ignored, ``#`` lines are comments, empty valid
+extents mean the whole tile). Each case is one tile instruction in isolation — operands
+resident in UB, every pipe idle — exactly what ``ptosim op`` simulates.
+
+``validate`` predicts every case and scores it with accuracy = 1 - |p - m| / m.
+``calibrate`` refits, per CCE vector instruction, the start-up latency (head + tail) and
+the per-repeat slope by linear least squares: an isolated op's cost is linear in those
+figures (``sim.timing.plan.linear_terms``), so all cases are fitted jointly. A weak ridge
+pull towards the current figures keeps instructions that no case exercises unchanged
+and makes under-determined pairs take the smallest change. The fitted model is written
+as a complete target directory usable with ``--target DIR``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import shutil
+import statistics
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from sim.engine.execute import Interpreter
+from sim.engine.items import OP
+from sim.errors import UserError
+from sim.ops import VARIANTS, OpCase, parse_dtype_pair
+from sim.target import load_target
+from sim.timing.plan import linear_terms
+
+__all__ = ["Case", "load_cases", "predict", "validate", "fit", "write_model"]
+
+REQUIRED = ("op", "dtype", "rows", "cols", "valid_rows", "valid_cols", "variant", "measured_cycles")
+
+
+@attrs.frozen
+class Case:
+    line: int
+    row: dict = attrs.field(eq=False)          # the input columns as read
+    op: OpCase
+    measured: float
+
+
+def _int(path, line, row, key, default=None):
+    text = (row.get(key) or "").strip()
+    if not text:
+        if default is not None:
+            return default
+        raise UserError(f"{path}:{line}: column {key}: expected a positive integer, found nothing")
+    try:
+        v = int(text)
+    except ValueError:
+        raise UserError(f"{path}:{line}: column {key}: expected a positive integer, found {text!r}") from None
+    if v <= 0:
+        raise UserError(f"{path}:{line}: column {key}: expected a positive integer, found {v}")
+    return v
+
+
+def load_cases(path) -> list[Case]:
+    """Read a case CSV; errors name ``FILE:LINE`` and the column."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{path}: no such file")
+    lines = p.read_text().splitlines(keepends=True)
+    body = [(n, l) for n, l in enumerate(lines, start=1) if l.strip() and not l.lstrip().startswith("#")]
+    if not body:
+        raise UserError(f"{path}: no header line")
+    header_line = body[0][0]
+    reader = csv.DictReader(io.StringIO("".join(l for _, l in body)))
+    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise UserError(f"{path}:{header_line}: header: expected columns {', '.join(REQUIRED)}; "
+                        f"missing {', '.join(missing)}")
+    cases = []
+    for (line, _), row in zip(body[1:], reader):
+        from sim.isa.opcodes import opcode
+        try:
+            spec = opcode((row["op"] or "").strip())
+        except UserError:
+            raise UserError(f"{path}:{line}: column op: unknown opcode {row['op']!r}") from None
+        try:
+            parse_dtype_pair((row["dtype"] or "").strip())
+        except UserError as e:
+            raise UserError(f"{path}:{line}: column dtype: {e}") from None
+        rows, cols = _int(path, line, row, "rows"), _int(path, line, row, "cols")
+        vr = _int(path, line, row, "valid_rows", rows)
+        vc = _int(path, line, row, "valid_cols", cols)
+        variant = (row["variant"] or "").strip()
+        if variant not in VARIANTS:
+            raise UserError(f"{path}:{line}: column variant: expected one of "
+                            f"{', '.join(repr(v) for v in VARIANTS)}, found {variant!r}")
+        try:
+            measured = float(row["measured_cycles"])
+            if measured <= 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise UserError(f"{path}:{line}: column measured_cycles: expected a positive number, "
+                            f"found {row['measured_cycles']!r}") from None
+        op = OpCase(spec.name, row["dtype"].strip(), (rows, cols), (vr, vc), variant)
+        cases.append(Case(line, {k: row.get(k) for k in REQUIRED}, op, measured))
+    return cases
+
+
+def _plan(case: Case, target):
+    """The plan of the case's instruction (the one op of its single-op kernel)."""
+    try:
+        program = case.op.kernel().program()
+        items = [it for it in Interpreter(program, target, functional=False).issue() if it.kind is OP]
+    except UserError as e:
+        raise UserError(f"line {case.line}: {e}") from None
+    return items[-1].plan
+
+
+def predict(case: Case, target) -> int:
+    return _plan(case, target).cold_cycles
+
+
+def accuracy(predicted: float, measured: float) -> float:
+    return 1.0 - abs(predicted - measured) / measured
+
+
+def validate(cases, target) -> dict:
+    """Predicted cycles and accuracy per case, with the median and mean accuracy."""
+    tgt = load_target(target)
+    out = []
+    for c in cases:
+        p = predict(c, tgt)
+        out.append({"line": c.line, **c.row, "predicted": p,
+                    "accuracy": round(accuracy(p, c.measured), 4)})
+    accs = [r["accuracy"] for r in out]
+    return {"target": tgt.name, "cases": out,
+            "median_accuracy": round(statistics.median(accs), 4) if accs else None,
+            "mean_accuracy": round(statistics.fmean(accs), 4) if accs else None,
+            "within_15_percent": round(sum(a >= 0.85 for a in accs) / len(accs), 4) if accs else None}
+
+
+def format_validation(report: dict) -> str:
+    lines = [f"{'line':>4}  {'op':<12} {'dtype':<8} {'shape':>9} {'valid':>9} {'variant':<11} "
+             f"{'measured':>9} {'predicted':>9} {'accuracy':>8}"]
+    for r in report["cases"]:
+        shape = f"{r['rows']}x{r['cols']}"
+        valid = f"{r['valid_rows'] or r['rows']}x{r['valid_cols'] or r['cols']}"
+        lines.append(f"{r['line']:>4}  {r['op']:<12} {r['dtype']:<8} {shape:>9} {valid:>9} "
+                     f"{(r['variant'] or '-'):<11} {float(r['measured_cycles']):>9.0f} "
+                     f"{r['predicted']:>9} {r['accuracy']:>8.3f}")
+    lines.append(f"{len(report['cases'])} cases on {report['target']}: median accuracy "
+                 f"{report['median_accuracy']}, mean accuracy {report['mean_accuracy']}, "
+                 f"{report['within_15_percent']:.0%} within 15%")
+    return "\n".join(lines)
+
+
+def fit(cases, target, ridge: float = 0.05) -> dict:
+    """Least-squares latency and slope per CCE instruction -> new {name: CceCost}."""
+    tgt = load_target(target)
+    floor = tgt.vector.get("count_mode_floor_cycles", 0)
+    rows, consts, ys = [], [], []
+    for c in cases:
+        const, coef = linear_terms(_plan(c, tgt).items, tgt.cce, floor)
+        rows.append(coef)
+        consts.append(const)
+        ys.append(c.measured)
+    params = sorted({k for r in rows for k in r})
+    if not params:
+        raise UserError("no case exercises a vector instruction: nothing to calibrate")
+    index = {k: i for i, k in enumerate(params)}
+    A = np.zeros((len(rows), len(params)))
+    for i, r in enumerate(rows):
+        for k, v in r.items():
+            A[i, index[k]] = v
+    prior = np.array([_current(tgt, k) for k in params])
+    # Relative errors matter (accuracy is relative), so weight each case by 1 / measured.
+    w = 1.0 / np.asarray(ys)
+    lhs = np.vstack([A * w[:, None], ridge * np.eye(len(params)) / max(np.median(ys), 1.0)])
+    rhs = np.concatenate([(np.asarray(ys) - consts) * w, ridge * prior / max(np.median(ys), 1.0)])
+    theta, *_ = np.linalg.lstsq(lhs, rhs, rcond=None)
+    theta = np.clip(theta, 0.0, None)
+    costs = dict(tgt.vector_costs)
+    counts = {}
+    for k, i in index.items():
+        counts[k[1]] = counts.get(k[1], 0) + int(np.count_nonzero(A[:, i]))
+    for name in {k[1] for k in params}:
+        old = costs[name]
+        lat = theta[index[("latency", name)]] if ("latency", name) in index else old.latency_cycles
+        slope = theta[index[("slope", name)]] if ("slope", name) in index else old.slope_cycles_per_repeat
+        share = old.head_cycles / old.latency_cycles if old.latency_cycles else 1.0
+        costs[name] = attrs.evolve(old, head_cycles=round(lat * share, 3),
+                                   tail_cycles=round(lat * (1 - share), 3),
+                                   slope_cycles_per_repeat=round(float(slope), 4),
+                                   source=f"calibrated ({counts[name]} cases)")
+    return costs
+
+
+def _current(tgt, key) -> float:
+    c = tgt.cce(key[1])
+    return c.latency_cycles if key[0] == "latency" else c.slope_cycles_per_repeat
+
+
+def write_model(base, costs: dict, out_dir, note: str) -> Path:
+    """Copy target ``base`` to ``out_dir`` with ``costs`` as its vector cost table."""
+    tgt = load_target(base)
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise UserError(f"{out}: output directory exists and is not empty")
+    shutil.copytree(tgt.path, out, dirs_exist_ok=True)
+    machine = (out / "machine.toml").read_text()
+    machine = re.sub(r'(?m)^name = ".*"$', f'name = "{tgt.name}-calibrated"', machine, count=1)
+    machine = re.sub(r'(?m)^costs = ".*"', 'costs = "vector_costs.csv"', machine, count=1)
+    (out / "machine.toml").write_text(machine)
+    with (out / "vector_costs.csv").open("w", newline="") as f:
+        f.write(f"# Calibrated from {note} on top of {tgt.path} (sim/calibrate.py).\n")
+        f.write("# head/tail keep the original split of the fitted start-up latency.\n")
+        w = csv.writer(f)
+        w.writerow(["instruction", "head_cycles", "slope_cycles_per_repeat", "tail_cycles", "floor", "source"])
+        for c in costs.values():
+            w.writerow([c.name, _num(c.head_cycles), _num(c.slope_cycles_per_repeat),
+                        _num(c.tail_cycles), "yes" if c.floor else "no", c.source])
+    return out
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
