@@ -73,22 +73,22 @@ class DmaPath:
     fitted_k_bytes: "float | None" = None
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)      # identity: one object per loaded directory (see _load)
 class Target:
     name: str
-    path: Path = attrs.field(eq=False)
+    path: Path
     clock_hz: float
-    units: dict = attrs.field(eq=False)
-    buffers: dict = attrs.field(eq=False)
-    vector: dict = attrs.field(eq=False)
-    vector_costs: dict = attrs.field(eq=False)
-    sync: dict = attrs.field(eq=False)
-    scalar: dict = attrs.field(eq=False)
+    units: dict
+    buffers: dict
+    vector: dict
+    vector_costs: dict
+    sync: dict
+    scalar: dict
     dma_model: str
-    dma_paths: dict = attrs.field(eq=False)
-    cube: dict = attrs.field(eq=False)
-    ops: dict = attrs.field(eq=False)
-    quirks: frozenset = attrs.field(eq=False)
+    dma_paths: dict
+    cube: dict
+    ops: dict
+    quirks: frozenset
 
     def buffer(self, name: str) -> Buffer:
         try:

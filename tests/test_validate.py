@@ -1,0 +1,144 @@
+"""ptosim validate / calibrate: case files, accuracy, least-squares recovery."""
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.calibrate import fit, load_cases, validate, write_model
+from sim.errors import UserError
+from sim.target import load_target, models_dir
+
+REFERENCE_CASES = models_dir() / "a2a3" / "calibration" / "reference_cases.csv"
+HEADER = "op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True)
+
+
+def _write(tmp_path, body, name="cases.csv"):
+    p = tmp_path / name
+    p.write_text(HEADER + body)
+    return p
+
+
+def test_accuracy_is_one_minus_relative_error(tmp_path):
+    # TADD f32 16x64 is one vadd of 16 repeats: 24 + 2*16 = 56 cycles (timing-model.md §4).
+    p = _write(tmp_path, "TADD,f32,16,64,,,,70\nTADD,f32,16,64,,,,56\n")
+    r = validate(load_cases(p), "a2a3")
+    assert [c["predicted"] for c in r["cases"]] == [56, 56]
+    assert r["cases"][0]["accuracy"] == pytest.approx(1 - 14 / 70, abs=1e-4)
+    assert r["cases"][1]["accuracy"] == 1.0
+    assert r["median_accuracy"] == pytest.approx((0.8 + 1.0) / 2, abs=1e-4)
+
+
+def test_validate_json_contract(tmp_path):
+    p = _write(tmp_path, "TDIVS,f32,16,64,,,inplace,40\nTCVT,f32>f16,16,64,8,48,,50,extra\n")
+    out = _cli("validate", str(p), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {"cases", "median_accuracy", "mean_accuracy"}
+    first = data["cases"][0]
+    assert first["op"] == "TDIVS" and first["variant"] == "inplace"
+    assert isinstance(first["predicted"], int) and isinstance(first["accuracy"], float)
+    # in-place float TDIVS on A2/A3 is one vmuls by 1/s: 26 + 16 repeats
+    assert first["predicted"] == 42
+
+
+@pytest.mark.parametrize("row, message", [
+    ("TFOO,f32,16,64,,,,50", r"cases.csv:2: column op: unknown opcode 'TFOO'"),
+    ("TADD,f99,16,64,,,,50", r"cases.csv:2: column dtype"),
+    ("TADD,f32,16,sixty,,,,50", r"cases.csv:2: column cols: expected a positive integer, found 'sixty'"),
+    ("TADD,f32,16,64,,,sideways,50", r"cases.csv:2: column variant"),
+    ("TADD,f32,16,64,,,,-3", r"cases.csv:2: column measured_cycles"),
+])
+def test_bad_rows_name_the_line(tmp_path, row, message):
+    p = _write(tmp_path, row + "\n")
+    with pytest.raises(UserError, match=message):
+        load_cases(p)
+    out = _cli("validate", str(p))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_missing_column_is_an_error(tmp_path):
+    p = tmp_path / "c.csv"
+    p.write_text("op,dtype,rows,cols\nTADD,f32,16,64\n")
+    with pytest.raises(UserError, match=r"c.csv:1: header: .*missing valid_rows"):
+        load_cases(p)
+
+
+def test_reference_cases_validate():
+    cases = load_cases(REFERENCE_CASES)
+    assert len(cases) > 500
+    r = validate(cases, "a2a3")
+    assert len(r["cases"]) == len(cases)
+    # the 910B3-fitted single instructions (timing-model.md §2.4) are reproduced closely
+    with REFERENCE_CASES.open() as f:
+        sources = [row["source"] for row in csv.DictReader(l for l in f if not l.startswith("#"))]
+    fitted = [c for c, s in zip(r["cases"], sources) if s.startswith("910B3")]
+    assert len(fitted) == 60
+    assert min(c["accuracy"] for c in fitted) > 0.85
+    assert sorted(c["accuracy"] for c in fitted)[len(fitted) // 2] > 0.95
+
+
+def _perturbed_model(tmp_path, changes):
+    """A copy of a2a3 whose vector cost table has some figures changed: 'the hardware'."""
+    hw = tmp_path / "hw"
+    shutil.copytree(load_target("a2a3").path, hw)
+    rows = list(csv.reader(l for l in (hw / "vector_costs.csv").read_text().splitlines()
+                           if not l.startswith("#")))
+    head = rows[0]
+    for r in rows[1:]:
+        if r[0] in changes:
+            for k, v in changes[r[0]].items():
+                r[head.index(k)] = str(v)
+    with (hw / "vector_costs.csv").open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    return hw
+
+
+def test_calibrate_recovers_perturbed_figures(tmp_path):
+    # "Hardware" where vadd starts slower (head 14 + tail 14 = 28) and streams at 3/repeat,
+    # and vmuls costs 2/repeat.
+    hw = _perturbed_model(tmp_path, {"vadd": {"head_cycles": 14, "slope_cycles_per_repeat": 3},
+                                     "vmuls": {"slope_cycles_per_repeat": 2}})
+    shapes = [(r, 64) for r in (1, 4, 16, 64, 128)] + [(8, 128), (16, 96)]
+    body = ""
+    for op, variant in (("TADD", ""), ("TMULS", ""), ("TDIVS", "inplace")):
+        for rows, cols in shapes:
+            body += f"{op},f32,{rows},{cols},,,{variant},1\n"
+    p = _write(tmp_path, body, "shapes.csv")
+    truth = validate(load_cases(p), hw)
+    measured = "".join(
+        f"{c['op']},f32,{c['rows']},{c['cols']},,,{c['variant']},{c['predicted']}\n" for c in truth["cases"])
+    m = _write(tmp_path, measured, "measured.csv")
+    cases = load_cases(m)
+    before = validate(cases, "a2a3")
+    assert before["median_accuracy"] < 0.95
+    costs = fit(cases, "a2a3")
+    assert costs["vadd"].latency_cycles == pytest.approx(28, abs=0.5)
+    assert costs["vadd"].slope_cycles_per_repeat == pytest.approx(3, abs=0.05)
+    assert costs["vmuls"].slope_cycles_per_repeat == pytest.approx(2, abs=0.05)
+    out = write_model("a2a3", costs, tmp_path / "fitted", "test")
+    after = validate(cases, out)
+    assert after["median_accuracy"] > 0.99
+    # the written directory is a complete target
+    assert load_target(out).name == "a2a3-calibrated"
+    assert (out / "ops.toml").is_file() and (out / "semantics.toml").is_file()
+
+
+def test_calibrate_cli_writes_model_and_prints_before_after(tmp_path):
+    p = _write(tmp_path, "TADD,f32,16,64,,,,60\nTADD,f32,64,64,,,,160\nTADD,f32,4,64,,,,36\n")
+    out = _cli("calibrate", str(p), "--target", "a2a3", "-o", str(tmp_path / "m"))
+    assert out.returncode == 0, out.stderr
+    assert "before" in out.stdout and "after" in out.stdout
+    again = _cli("validate", str(p), "--target", str(tmp_path / "m"), "--json")
+    assert json.loads(again.stdout)["median_accuracy"] > 0.97
+    exists = _cli("calibrate", str(p), "-o", str(tmp_path / "m"))
+    assert exists.returncode == 2 and "not empty" in exists.stderr
