@@ -76,7 +76,8 @@ def _write_outputs(result, args) -> None:
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
     kernel = _load_kernel(args.kernel)
-    result = simulate(kernel, args.target, functional=not args.timing_only, seed=args.seed)
+    result = simulate(kernel, args.target, functional=not args.timing_only, seed=args.seed,
+                      detail=args.detail)
     _write_outputs(result, args)
     if args.json:
         print(json.dumps(result.to_json()))
@@ -150,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", metavar="FILE.csv", help="write the timing trace (one row per instruction)")
     r.add_argument("--plot", metavar="FILE.png", help="write the pipeline-occupancy Gantt")
     r.add_argument("--timing-only", action="store_true", help="skip the functional units")
+    r.add_argument("--detail", choices=("op", "cce"), default="op",
+                   help="trace granularity: one row per PTO op (default) or also one row per "
+                        "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")
     r.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
     r.add_argument("--rows", type=int, default=40, help="instructions listed in the report (default 40)")
     r.set_defaults(func=cmd_run)

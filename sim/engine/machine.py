@@ -48,7 +48,7 @@ class _Pipe:
 class Machine:
     """Runs a stream of ``Issued`` items on the pipes of one unit; collects trace rows."""
 
-    def __init__(self, target, *, core=0, unit="AIV0"):
+    def __init__(self, target, *, core=0, unit="AIV0", detail=False):
         self.env = simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
@@ -62,6 +62,7 @@ class Machine:
         self.dispatch_done = False
         self.dispatch_blocked = None
         self.stream = None
+        self.detail = detail      # add one "cce" row per lowered CCE item under each op
 
     # --- public --------------------------------------------------------------------------
 
@@ -82,6 +83,19 @@ class Machine:
                "", "", item.text, item.source, plan.detail if plan else ""]
         self.rows.append(row)
         return row
+
+    def _cce_rows(self, item, pipe, dispatch, start, end, warm):
+        """One row per CCE item, laid end to end inside the op's interval."""
+        from sim.timing.plan import timeline
+        floor = self.target.vector.get("count_mode_floor_cycles", 0)
+        t = float(start)
+        for it, cycles in timeline(item.plan.items, self.target.cce, floor, warm):
+            s = min(int(t + 0.5), end)
+            t += cycles
+            e = min(int(t + 0.5), end)
+            self.rows.append([item.seq, self.core, self.unit, pipe, "cce", it.name or it.kind,
+                              dispatch, s, e, e - s, "", it.repeats, it.bytes, "", "", item.text,
+                              item.source, it.describe()])
 
     # --- flags ---------------------------------------------------------------------------
 
@@ -207,6 +221,8 @@ class Machine:
                     row[13] = ";".join(p.pending_waits)
                     p.pending_waits = []
                 p.last_op_row = row
+                if self.detail and item.plan is not None:
+                    self._cce_rows(item, p.name, dispatched, start, end, warm)
             elif kind is WAIT:
                 start = env.now
                 ev = self._wait_event(item.flag)

@@ -6,7 +6,7 @@ import pandas as pd
 
 from sim.engine.execute import Interpreter
 from sim.engine.machine import Machine
-from sim.errors import DeadlockError
+from sim.errors import DeadlockError, UserError
 from sim.result import Result
 from sim.target import load_target
 from sim.trace.schema import COLUMNS, DTYPES
@@ -20,22 +20,26 @@ def _frame(rows) -> pd.DataFrame:
     return df.astype(DTYPES)
 
 
-def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0) -> Result:
+def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
+             detail: str = "op") -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
     data) and scalar argument names to values. ``functional=False`` skips the numpy
     functional units (timing only). ``strict`` turns integer division by zero and
     out-of-range inputs into errors. Every executed instruction is verified against the
-    target profile (once per distinct instruction and operand state).
+    target profile (once per distinct instruction and operand state). ``detail="cce"``
+    adds a row per lowered CCE instruction (kind ``cce``) under each op row.
     """
+    if detail not in ("op", "cce"):
+        raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
     if hasattr(program, "program"):          # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
         program = program.program()
     tgt = load_target(target)
     interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
                          seed=seed)
-    machine = Machine(tgt)
+    machine = Machine(tgt, detail=detail == "cce")
     try:
         rows = machine.run(interp.issue())
     except DeadlockError as e:

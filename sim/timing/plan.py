@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["Item", "Plan", "Shape", "evaluate"]
+__all__ = ["Item", "Plan", "Shape", "evaluate", "linear_terms", "timeline"]
 
 
 @attrs.frozen
@@ -113,3 +113,23 @@ def linear_terms(items, costs, floor_cycles: float) -> tuple[float, dict]:
             if it.breaks_stream:
                 warm = False
     return const, coef
+
+
+def timeline(items, costs, floor_cycles: float, warm: bool) -> list[tuple]:
+    """``(item, cycles)`` for each item of a plan that starts warm or cold; sums to its cost."""
+    out = []
+    for it in items:
+        if it.kind == "v":
+            c = costs(it.name)
+            t = c.slope_cycles_per_repeat * it.repeats
+            if it.masked and c.floor:
+                t += floor_cycles
+            if not warm:
+                t += c.head_cycles + c.tail_cycles
+            warm = True
+        else:
+            t = it.cycles
+            if it.breaks_stream:
+                warm = False
+        out.append((it, t))
+    return out

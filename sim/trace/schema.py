@@ -15,8 +15,10 @@ _SCHEMA = (
     ("core", "int64", "block index of the AI core"),
     ("unit", "string", "AIV0 / AIV1 (vector cores) or AIC (cube core)"),
     ("pipe", "string", "hardware pipe: PIPE_S, PIPE_V, PIPE_MTE1/2/3, PIPE_M, PIPE_FIX"),
-    ("kind", "string", "op, scalar, set_flag, wait_flag or barrier"),
-    ("opcode", "string", "PTO opcode (TADD ...) or the sync statement name"),
+    ("kind", "string", "op, scalar, set_flag, wait_flag, barrier, or cce (a lowered CCE "
+                       "instruction of the op with the same id; only with --detail cce)"),
+    ("opcode", "string", "PTO opcode (TADD ...), the sync statement name, or the CCE "
+                         "instruction (vadd ...) of a cce row"),
     ("dispatch_cycle", "int64", "cycle the scalar unit handed the item to its pipe queue"),
     ("start_cycle", "int64", "cycle the item reached the head of its queue and started; "
                              "for wait_flag: when it began waiting"),
@@ -34,7 +36,7 @@ _SCHEMA = (
 
 COLUMNS = tuple(c[0] for c in _SCHEMA)
 DTYPES = {c[0]: c[1] for c in _SCHEMA}
-KINDS = ("op", "scalar", "set_flag", "wait_flag", "barrier")
+KINDS = ("op", "scalar", "set_flag", "wait_flag", "barrier", "cce")
 
 
 def describe() -> str:
