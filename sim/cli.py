@@ -51,9 +51,11 @@ def _load_kernel(path: str):
     except UserError:
         raise
     except Exception as e:          # an error in the user's own code: point at it
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == str(p)]
+        here = p.resolve()
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == here]
         where = f"{path}:{frames[-1].lineno}" if frames else path
-        raise UserError(f"{where}: {type(e).__name__} while building the kernel: {e}") from None
+        message = " ".join(str(e).split())       # one line, whatever the exception says
+        raise UserError(f"{where}: {type(e).__name__} while building the kernel: {message}") from None
     if not hasattr(kernel, "program") and not hasattr(kernel, "functions"):
         raise UserError(f"{path}: build() returned {type(kernel).__name__}, expected a sim.Kernel")
     return kernel

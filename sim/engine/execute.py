@@ -19,6 +19,7 @@ import zlib
 import numpy as np
 
 from sim.errors import SimulationError, UserError
+from sim.engine.control import ControlFlow
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.placement import place_tiles
 from sim.isa.dtypes import DType, dtype as _dtype
@@ -27,6 +28,7 @@ from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView
                              PartitionView, PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.timing import Shape, lower
+from sim.timing.hints import shape_hints
 
 __all__ = ["Interpreter"]
 
@@ -54,7 +56,7 @@ class _TileState:
         self.addr, self.rows, self.cols = addr, rows, cols
 
 
-class Interpreter:
+class Interpreter(ControlFlow):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items."""
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0):
@@ -78,6 +80,13 @@ class Interpreter:
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
         self._placed = place_tiles(self.fn.body, target)
+        self.ids = {"get_block_idx": 0, "get_block_num": 1, "get_subblock_idx": 0,
+                    "get_subblock_num": 1}
+        self._instr_type = Instr
+        self._handlers = {Alloc: self._alloc, SetValidShape: self._set_valid,
+                          MakeTensorView: self._make_view, PartitionView: self._partition,
+                          SetFlag: self._flag, WaitFlag: self._flag, Barrier: self._barrier,
+                          **self._control_handlers()}
         self._bind_args()
         try:
             from sim.isa.verify import verify_instr
@@ -96,9 +105,13 @@ class Interpreter:
                 if a.name not in self.inputs:
                     raise UserError(f"kernel argument %{a.name} ({a.type}) has no value; "
                                     f"pass it with --arg {a.name}=VALUE")
-                self.values[a.name] = self.inputs[a.name]
+                self._bind(a, self.inputs[a.name])
 
     def _gm_array(self, ptr: GmPtr, min_elems: int) -> np.ndarray:
+        # a pointer parameter of a called function names its caller's array
+        key = self.values.get(ptr.name, ptr.name)
+        if key != ptr.name:
+            ptr = GmPtr(key, ptr.dtype)
         arr = self.gm.get(ptr.name)
         if arr is None:
             given = self.inputs.get(ptr.name)
@@ -169,25 +182,7 @@ class Interpreter:
 
     def issue(self):
         """Generator of ``Issued`` items, in program order."""
-        for st in self.fn.body:
-            kind = type(st)
-            if kind is Instr:
-                yield self._instr(st)
-            elif kind is SetFlag or kind is WaitFlag:
-                yield self._flag(st)
-            elif kind is Barrier:
-                yield self._barrier(st)
-            elif kind is Alloc:
-                self._alloc(st)
-            elif kind is SetValidShape:
-                yield self._set_valid(st)
-            elif kind is MakeTensorView:
-                self._make_view(st)
-            elif kind is PartitionView:
-                self._partition(st)
-            else:
-                raise UserError(f"{getattr(st, 'loc', '')}: statement {kind.__name__} is not "
-                                f"supported by the simulator yet")
+        yield from self._block(self.fn.body)
 
     def _next(self) -> int:
         self.seq += 1
@@ -222,7 +217,8 @@ class Interpreter:
         strides = [int(self.scalar(x)) for x in st.strides]
         reach = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
         self._gm_array(st.ptr, reach)
-        self.views[st.result.name] = (st.ptr, 0, tuple(shape), tuple(strides))
+        key = self.values.get(st.ptr.name, st.ptr.name)
+        self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
 
     def _partition(self, st: PartitionView) -> None:
         ptr, base, shape, strides = self.views[st.source.name]
@@ -384,6 +380,13 @@ class Interpreter:
         elif srcs and isinstance(dst, Tile) and srcs[0].loc is dst.loc and \
                 self.tiles[srcs[0]].addr == self.tiles[dst].addr:
             variant = "inplace"
+        if not path and fam != "matmul":        # vector op: facts beyond the geometry
+            hv, extra = shape_hints(
+                instr.opcode, fam, instr.attrs,
+                dst_col_major=isinstance(dst, Tile) and dst.type.blayout is BLayout.COL_MAJOR,
+                src_valid=self.valid_of(srcs[-1]) if srcs else None,
+                has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs))
+            variant = hv or variant
         return Shape(instr.opcode, dt, t.type.rows, t.type.cols, t.type.valid_cols, R, C,
                      src_dt, variant, path, extra)
 

@@ -11,7 +11,9 @@ any program back as text:
 * ``PartitionView``    a window of a tensor view (what TLOAD / TSTORE move);
 * ``Instr``            one PTO tile instruction in destination-passing form;
 * ``SetValidShape``    change a dynamic tile's valid region;
-* ``SetFlag`` / ``WaitFlag`` / ``Barrier``   level-3 synchronisation.
+* ``SetFlag`` / ``WaitFlag`` / ``Barrier``   level-3 synchronisation;
+* ``Arith``, ``ScalarOp``, ``For``, ``If``, ``Call``, ``Section`` ...  scalar code and control
+  flow, which the engine runs with concrete values.
 
 Every value is an immutable object compared by value, so two programs built the same way
 are equal. Source locations ride along for diagnostics but never take part in equality.
@@ -26,9 +28,10 @@ import attrs
 from sim.isa.dtypes import DType, dtype as _dtype
 from sim.isa.tile import Tile
 
-__all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "Operand",
+__all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "Operand", "RawAttr",
            "Alloc", "MakeTensorView", "PartitionView", "Instr", "SetValidShape", "SetFlag",
-           "WaitFlag", "Barrier", "Function", "Program", "Stmt"]
+           "WaitFlag", "Barrier", "Arith", "ScalarOp", "Subview", "Yield", "For", "If", "Call",
+           "Return", "Section", "PipeOp", "Function", "Program", "Stmt"]
 
 
 @attrs.frozen
@@ -107,6 +110,19 @@ class PartView:
 
 
 Operand = Union[Tile, Const, Scalar, GmPtr, TensorView, PartView]
+
+
+@attrs.frozen(cache_hash=True)
+class RawAttr:
+    """An attribute value kept as its source text (``#pto.kernel_kind<vector>``,
+    ``[1, 2]``, ``1 : i32``, ``unit`` for a key written without a value ...): printed back
+    verbatim. Attributes the engine reads are normalised instead (``rmode`` -> ``"RINT"``,
+    ``cmpMode`` -> ``"lt"``, plain numbers, booleans and strings -> Python values)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 # --- statements ----------------------------------------------------------------------------
@@ -197,14 +213,130 @@ class Barrier:
     loc: "SourceLoc | None" = _loc_field()
 
 
-Stmt = Union[Alloc, MakeTensorView, PartitionView, Instr, SetValidShape, SetFlag, WaitFlag, Barrier]
+# --- scalar code and control flow (MLIR arith / scf / func, and PTO scalar ops) ----------
+
+@attrs.frozen
+class Arith:
+    """A scalar op: ``%r = arith.addi %a, %b : index``, ``arith.constant``, ``arith.cmpi slt``...
+
+    ``op`` is the full MLIR name; ``attrs`` holds e.g. the cmpi/cmpf predicate; ``type`` is
+    the result type.
+    """
+
+    result: Scalar
+    op: str
+    operands: tuple = attrs.field(converter=tuple)
+    attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class ScalarOp:
+    """A PTO scalar-side op with scalar results: ``pto.get_block_idx``, ``pto.load_scalar``,
+    ``pto.store_scalar`` (no result), ``pto.get_subblock_idx`` ..."""
+
+    results: tuple = attrs.field(converter=tuple)
+    op: str = ""
+    operands: tuple = attrs.field(default=(), converter=tuple)
+    attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class Subview:
+    """``%s = pto.subview %t[offsets] sizes [..] [valid [..]]`` / ``pto.subset``: a tile
+    aliasing a window of another tile's bytes."""
+
+    result: Tile
+    source: Tile
+    offsets: tuple = attrs.field(converter=tuple)
+    sizes: tuple = attrs.field(converter=tuple)
+    valid: tuple = attrs.field(default=(), converter=tuple)
+    op: str = "pto.subview"
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class Yield:
+    values: tuple = attrs.field(default=(), converter=tuple)
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class For:
+    """``scf.for %iv = %lb to %ub step %s iter_args(%x = %init) -> (T)``; the body ends with
+    a ``Yield`` of the next iter values when there are any."""
+
+    iv: Scalar
+    lower: "Const | Scalar"
+    upper: "Const | Scalar"
+    step: "Const | Scalar"
+    body: tuple = attrs.field(converter=tuple)
+    iter_args: tuple = attrs.field(default=(), converter=tuple)   # Scalars bound in the body
+    inits: tuple = attrs.field(default=(), converter=tuple)       # their initial operands
+    results: tuple = attrs.field(default=(), converter=tuple)     # Scalars after the loop
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class If:
+    cond: "Const | Scalar"
+    then_body: tuple = attrs.field(converter=tuple)
+    else_body: tuple = attrs.field(default=(), converter=tuple)
+    results: tuple = attrs.field(default=(), converter=tuple)
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class Call:
+    callee: str
+    args: tuple = attrs.field(default=(), converter=tuple)
+    results: tuple = attrs.field(default=(), converter=tuple)
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class Return:
+    values: tuple = attrs.field(default=(), converter=tuple)
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class Section:
+    """``pto.section.cube { ... }`` / ``pto.section.vector { ... }``: code for one core kind."""
+
+    kind: str            # "cube" | "vector"
+    body: tuple = attrs.field(converter=tuple)
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class PipeOp:
+    """Cube<->vector pipe ops (``reserve_buffer``, ``import_reserved_buffer``,
+    ``aic_initialize_pipe``, ``tpush_*``, ``tpop_*``, ``tfree_*``) kept verbatim: parsed,
+    checked and printed; the engine reports them as unsupported until cube/vector
+    pipes are modelled."""
+
+    results: tuple = attrs.field(converter=tuple)
+    op: str = ""
+    operands: tuple = attrs.field(default=(), converter=tuple)
+    attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
+    loc: "SourceLoc | None" = _loc_field()
+
+
+Stmt = Union[Alloc, MakeTensorView, PartitionView, Instr, SetValidShape, SetFlag, WaitFlag,
+             Barrier, Arith, ScalarOp, Subview, Yield, For, If, Call, Return, Section, PipeOp]
 
 
 @attrs.frozen
 class Function:
+    """``func.func [private] @name(args) [-> results] [attributes {...}] { body }``."""
+
     name: str
     args: tuple = attrs.field(converter=tuple)
     body: tuple = attrs.field(converter=tuple)
+    private: bool = attrs.field(default=False, kw_only=True)
+    result_types: tuple = attrs.field(default=(), converter=tuple, kw_only=True)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
 
 

@@ -1,0 +1,176 @@
+"""Scalar code and control flow of the interpreter: arith, scf.for / scf.if, func.call,
+sections, subviews and the PTO scalar ops.
+
+Loops and branches run with concrete values, so the pipes see the dynamic instruction
+stream a real core would issue. SSA values live in one frame per function activation;
+tiles and GM pointers passed to a callee share the caller's state.
+"""
+
+from __future__ import annotations
+
+from sim.engine.items import SCALAR, Issued
+from sim.engine.scalars import coerce, evaluate
+from sim.errors import SimulationError, UserError
+from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PipeOp, Return, Scalar,
+                             ScalarOp, Section, Subview, Tile, Yield)
+from sim.isa.tile import BLayout
+
+__all__ = ["ControlFlow"]
+
+
+def _where(st) -> str:
+    return f" ({st.loc})" if getattr(st, "loc", None) else ""
+
+
+class ControlFlow:
+    """Mixin of ``Interpreter``: executes the non-tile statements of a block."""
+
+    def _block(self, body):
+        """Run ``body``; yields pipe items and returns the values of its Yield / Return."""
+        instr_type = self._instr_type
+        for st in body:
+            kind = type(st)
+            if kind is instr_type:
+                yield self._instr(st)
+                continue
+            handler = self._handlers.get(kind)
+            if handler is None:
+                raise UserError(f"statement {kind.__name__}{_where(st)} is not supported by the "
+                                f"simulator yet")
+            if kind is Yield or kind is Return:
+                return tuple(self._value(v) for v in st.values)
+            out = handler(st)
+            if out is None:
+                continue
+            if isinstance(out, Issued):
+                yield out
+            else:
+                yield from out
+        return ()
+
+    def _value(self, op):
+        """Run-time value of an operand: a number, a tile, or a GM pointer key."""
+        if isinstance(op, (Const, Scalar)):
+            return self.scalar(op)
+        if isinstance(op, GmPtr):
+            return self.values.get(op.name, op.name)
+        return op
+
+    def _bind(self, target, value) -> None:
+        if isinstance(target, Tile):
+            self.tiles[target] = self.tiles[value] if isinstance(value, Tile) else value
+        elif isinstance(target, GmPtr):
+            self.values[target.name] = value
+        else:
+            self.values[target.name] = coerce(value, target.type) if not isinstance(value, Tile) else value
+
+    # --- scalar code ---------------------------------------------------------------------
+
+    def _arith(self, st: Arith) -> None:
+        args = [self.scalar(o) for o in st.operands]
+        types = [getattr(o, "type", "index") for o in st.operands]
+        try:
+            self.values[st.result.name] = evaluate(st.op, args, types, st.result.type, dict(st.attrs))
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
+            raise SimulationError(f"{st.op}{_where(st)}: cannot evaluate with operands {args}: {e}") from None
+        except SimulationError as e:
+            raise SimulationError(f"{e}{_where(st)}") from None
+
+    def _scalar_op(self, st: ScalarOp):
+        name = st.op.removeprefix("pto.")
+        ids = self.ids
+        if name in ids:
+            self.values[st.results[0].name] = ids[name]
+            return None
+        if name == "load_scalar":
+            data, index = self._scalar_cell(st)
+            self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
+        elif name == "store_scalar":
+            data, index = self._scalar_cell(st, first=1)
+            data[index] = self.scalar(st.operands[0])
+        else:
+            raise UserError(f"unsupported op '{st.op}'{_where(st)}")
+        c = int(self.target.scalar.get("scalar_memory_cycles", 1))
+        seq = self.seq
+        self.seq += 1
+        return Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
+
+    def _scalar_cell(self, st: ScalarOp, first: int = 0):
+        """(flat array, index) addressed by a load_scalar / store_scalar."""
+        base, idx = st.operands[first], st.operands[first + 1:]
+        index = sum(int(self.scalar(i)) for i in idx[:1])
+        if isinstance(base, Tile):
+            s = self._state(base, st.op)
+            data = self.tile_view(base, s, base.type.rows, base.type.cols).reshape(-1) \
+                if base.type.blayout is BLayout.ROW_MAJOR else self.tile_view(base, s, base.type.rows, base.type.cols).T.reshape(-1)
+        else:
+            data = self._gm_array(base, index + 1) if isinstance(base, GmPtr) else None
+        if data is None or not 0 <= index < data.size:
+            raise SimulationError(f"{st.op}{_where(st)}: index {index} outside the {getattr(data, 'size', 0)} elements")
+        return data, index
+
+    def _subview(self, st: Subview) -> None:
+        src = self._state(st.source, st.op)
+        offs = [int(self.scalar(o)) for o in st.offsets]
+        t = st.source.type
+        r0, c0 = (offs + [0, 0])[:2]
+        elem = (r0 * t.cols + c0) if t.blayout is BLayout.ROW_MAJOR else (c0 * t.rows + r0)
+        valid = [int(self.scalar(v)) for v in st.valid] or [st.result.type.valid_rows, st.result.type.valid_cols]
+        from sim.engine.execute import _TileState
+        self.tiles[st.result] = _TileState(src.addr + elem * t.dtype.size_bytes, *valid)
+        self.epoch += 1
+
+    # --- control flow --------------------------------------------------------------------
+
+    def _for(self, st: For):
+        lb, ub, step = (int(self.scalar(x)) for x in (st.lower, st.upper, st.step))
+        if step <= 0:
+            raise SimulationError(f"scf.for{_where(st)}: step must be positive, found {step}")
+        carried = [self._value(v) for v in st.inits]
+        for i in range(lb, ub, step):
+            self.values[st.iv.name] = i
+            for var, val in zip(st.iter_args, carried):
+                self._bind(var, val)
+            out = yield from self._block(st.body)
+            if st.iter_args:
+                carried = list(out)
+        for res, val in zip(st.results, carried):
+            self._bind(res, val)
+
+    def _if(self, st: If):
+        body = st.then_body if self.scalar(st.cond) else st.else_body
+        out = yield from self._block(body)
+        for res, val in zip(st.results, out):
+            self._bind(res, val)
+
+    def _call(self, st: Call):
+        try:
+            fn = self.program.function(st.callee)
+        except KeyError:
+            raise UserError(f"func.call{_where(st)}: no function @{st.callee}") from None
+        if len(fn.args) != len(st.args):
+            raise UserError(f"func.call @{st.callee}{_where(st)}: expected {len(fn.args)} "
+                            f"arguments, found {len(st.args)}")
+        args = [self._value(a) for a in st.args]
+        saved = self.values
+        self.values = {}
+        for param, val in zip(fn.args, args):
+            self._bind(param, val)
+        out = yield from self._block(fn.body)
+        self.values = saved
+        for res, val in zip(st.results, out):
+            self._bind(res, val)
+
+    def _section(self, st: Section):
+        # One unit is simulated per run for now: both kinds of section issue in program
+        # order to the pipes of that unit (cube pipes and vector pipes are disjoint).
+        yield from self._block(st.body)
+
+    def _pipe_op(self, st: PipeOp):
+        raise SimulationError(f"{st.op}{_where(st)}: cube<->vector pipe ops are parsed and checked "
+                              f"but cannot be simulated yet")
+
+    def _control_handlers(self) -> dict:
+        return {Arith: self._arith, ScalarOp: self._scalar_op, Subview: self._subview,
+                For: self._for, If: self._if, Call: self._call, Section: self._section,
+                PipeOp: self._pipe_op, Yield: None, Return: None}
