@@ -8,7 +8,7 @@
     e = k.TLOAD(a, ga)                 # returns a RecordEvent token
     e = k.TADDS(c, a, 1.0, e)          # waits on it: set_flag/wait_flag MTE2 -> V
     k.TSTORE(gc, c, e)
-    print(k.simulate().total_cycles)
+    print(sim.simulate(k).total_cycles)
 
 Every opcode of the registry is a method spelled as the ISA spells it, taking the
 destination(s) first, then sources and scalars, then any RecordEvent tokens to wait on —
@@ -295,11 +295,6 @@ class Kernel:
             body.append(stmt)
             body.extend(after)
         return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)
-
-    def simulate(self, target="a2a3", **kwargs):
-        """Simulate this kernel (see ``sim.simulate``)."""
-        from sim.engine.run import simulate
-        return simulate(self, target, **kwargs)
 
 
 def _method(name: str):

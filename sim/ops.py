@@ -12,6 +12,7 @@ import math
 import attrs
 
 from sim.builder import Kernel
+from sim.engine.run import simulate
 from sim.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
@@ -71,7 +72,7 @@ class OpCase:
         def tile(dt, r=rows, c=cols, valid=(vr, vc), **kw):
             return k.tile("vec", dt, r, c, valid=valid, **kw)
 
-        src = tile(src_dt, name="src0")
+        src = self._shaped_operand(fam, 0, src_dt, tile) or tile(src_dt, name="src0")
         if fam == "rowreduce":
             width = 32 // _dtype(dst_dt).size_bytes
             dst = tile(dst_dt, rows, width, (vr, 1), name="dst")
@@ -99,7 +100,11 @@ class OpCase:
             if tok == "S":
                 ins.append(self.scalar)
             elif tok == "T":
-                ins.append(src if n_tiles == 0 else tile(src_dt, name=f"src{n_tiles}"))
+                if n_tiles == 0:
+                    ins.append(src)
+                else:
+                    ins.append(self._shaped_operand(spec.family, n_tiles, src_dt, tile)
+                               or tile(src_dt, name=f"src{n_tiles}"))
                 n_tiles += 1
             elif tok == "T?" and (spec.family in ("remainder", "rowreduce") or
                                   spec.name == "TXOR" or self.variant == "binary"):
@@ -107,6 +112,22 @@ class OpCase:
                 ins.append(tile(src_dt, max(2, r), c + 64 // _dtype(src_dt).size_bytes,
                                 (max(2, self.valid[0]), self.valid[1]), name="tmp"))
         return ins
+
+    def _shaped_operand(self, family, index, src_dt, tile):
+        """Operands whose shape is not the domain's (instructions.md §3.3, §3.5): TSEL's
+        packed u8 mask, the R x 1 column of TROWEXPAND(<op>) (a row-major column tile is
+        one 32-byte block wide) and the 1 x C row of TCOLEXPAND(<op>)."""
+        rows, cols = self.shape
+        vr, vc = self.valid
+        name = f"src{index}"
+        if family == "select" and index == 0:
+            width = max(32, math.ceil(math.ceil(cols / 8) / 32) * 32)
+            return tile("u8", rows, width, (vr, math.ceil(vc / 8)), name="mask")
+        if (family, index) in (("rowexpand", 0), ("rowexpand_binary", 1)):
+            return tile(src_dt, rows, 32 // _dtype(src_dt).size_bytes, (vr, 1), name=name)
+        if (family, index) in (("colexpand", 0), ("colexpand_binary", 1)):
+            return tile(src_dt, 1, cols, (1, vc), name=name)
+        return None
 
     def _attrs(self, spec):
         if spec.name == "TCVT":
@@ -124,4 +145,4 @@ def simulate_op(op: str, dtype="f32", shape=(16, 64), valid=None, *, variant: st
     shape = parse_shape(shape)
     valid = parse_shape(valid) if valid is not None else shape
     case = OpCase(op, dtype, shape, valid, variant, scalar)
-    return case.kernel().simulate(target, functional=functional)
+    return simulate(case.kernel(), target, functional=functional)

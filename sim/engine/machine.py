@@ -257,15 +257,25 @@ class Machine:
                               "next": behind[0].label() if behind else ""})
         if self.dispatch_blocked is not None:
             it = self.dispatch_blocked
-            stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text or it.kind,
-                          "wait": it.label(), "next": ""})
+            if it.kind == BARRIER:
+                busy = [p.name for p in self.pipes.values() if p.busy or p.queue]
+                stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": "",
+                              "wait": it.label(), "next": "",
+                              "text": f"PIPE_S (dispatch) waits in pipe_barrier(PIPE_ALL) "
+                                      f"({it.label()}) for {', '.join(busy)} to drain"})
+            else:
+                stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text,
+                              "wait": it.label(), "next": ""})
         parts = []
         for s in stuck:
+            if "text" in s:
+                parts.append(s.pop("text"))
+                continue
             msg = f"{s['pipe']} waits for flag {s['waits_for']} ({s['wait']})"
             if s["next"]:
                 msg += f" before {s['next']}"
             parts.append(msg)
-        never = [s["waits_for"] for s in stuck]
+        never = [s["waits_for"] for s in stuck if s["waits_for"]]
         raise DeadlockError(
             f"deadlock at cycle {now}: " + "; ".join(parts) +
             (f"; no set_flag for {', '.join(never)} can still happen" if never else ""),
