@@ -89,6 +89,7 @@ class Target:
     cube: dict
     ops: dict
     quirks: frozenset
+    scalar_loops: dict = attrs.Factory(dict)   # [scalar_loops]: per-element scalar-unit figures
 
     def buffer(self, name: str) -> Buffer:
         try:
@@ -186,6 +187,7 @@ def _load(path: Path) -> Target:
         name=name, path=path, clock_hz=clock, units=machine.get("units", {}), buffers=buffers,
         vector=vector, vector_costs=_vector_costs(path / vector.get("costs", "vector_costs.csv")),
         sync=machine.get("sync", {}), scalar=machine.get("scalar", {}),
+        scalar_loops=machine.get("scalar_loops", {}),
         dma_model=machine.get("dma", {}).get("model", "flat"),
         dma_paths=_dma_paths(machine.get("dma", {}), clock), cube=machine.get("cube", {}),
         ops=_read_toml(path / "ops.toml"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import math
 
+import attrs
+
 from sim.isa.dtypes import dtype as _dtype
 from sim.timing.plan import Item, Plan, Shape, evaluate
 from sim.timing.vector import lower_vector
@@ -34,6 +36,39 @@ def _cube_items(s: Shape, target) -> list[Item]:
     return [Item("cube", "mad", repeats=reps, cycles=slope * reps + cube["head_cycles"])]
 
 
+def _resolve(items, s: Shape, target) -> list[Item]:
+    """Fixed cycles of the non-vector items from the target, and dtype-specific cost rows.
+
+    * cfg / bar / flag: ``[vector] config_cycles`` / ``barrier_cycles`` / ``flag_cycles``
+      per write (§2.6, §7);
+    * copy (``copy_ubuf_to_ubuf``): ``floor(bytes / UB->UB bytes per cycle)`` (§5.1), at
+      least ``[vector] ub_copy_min_cycles`` — ASSUMPTION: the reference truncates copies
+      under 595 bytes to 0 cycles (§12 caveat 3), but an issued instruction takes a cycle;
+    * sloop: ``elements * [scalar_loops] <name>_cycles_per_element`` (ASSUMPTION figures;
+      a target without the table leaves the loop untimed, as the reference does);
+    * v: the cost row ``<instr>.<dtype>`` when the table has one (``vdiv.f16``), else
+      ``<instr>``.
+    """
+    vec = target.vector
+    scale = {"cfg": vec.get("config_cycles", 1), "bar": vec.get("barrier_cycles", 1),
+             "flag": vec.get("flag_cycles", 1)}
+    out = []
+    for it in items:
+        k = it.kind
+        if k in scale:
+            it = attrs.evolve(it, cycles=it.cycles * scale[k])
+        elif k == "copy":
+            bw = target.dma("UB_UB").bytes_per_cycle
+            it = attrs.evolve(it, cycles=max(vec.get("ub_copy_min_cycles", 1), math.floor(it.bytes / bw)))
+        elif k == "sloop":
+            per = target.scalar_loops.get(f"{it.name}_cycles_per_element", 0)
+            it = attrs.evolve(it, cycles=it.repeats * per)
+        elif k == "v" and f"{it.name}.{s.dtype}" in target.vector_costs:
+            it = attrs.evolve(it, name=f"{it.name}.{s.dtype}")
+        out.append(it)
+    return out
+
+
 @functools.lru_cache(maxsize=65536)
 def _lower(s: Shape, pipe: str, target) -> Plan:
     if pipe == "PIPE_S":
@@ -43,13 +78,15 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         items = _dma_items(s, target)
     elif pipe == "PIPE_M":
         items = _cube_items(s, target)
+    elif pipe == "PIPE_MTE2" and s.opcode == "TEXPANDS" and "L1_FILL" in target.dma_paths:
+        # Mat tile: create_cbuf_matrix over the whole tile on the L1-fill path (§5.2)
+        nbytes = s.rows * s.cols * _dtype(s.dtype).size_bytes
+        items = [Item("dma", "L1_FILL", cycles=math.floor(nbytes / target.dma("L1_FILL").bytes_per_cycle),
+                      bytes=nbytes)]
     else:
-        items = lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
-                             target.vector.get("max_repeats", 255))
+        items = _resolve(lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
+                                      target.vector.get("max_repeats", 255)), s, target)
     vec = target.vector
-    cfg_scale = vec.get("config_cycles", 1)
-    items = [Item(i.kind, i.name, i.repeats, i.masked, i.cycles * cfg_scale, i.bytes, i.breaks_stream)
-             if i.kind == "cfg" else i for i in items]
     cold, warm, closed = evaluate(items, target.cce, vec.get("count_mode_floor_cycles", 0))
     return Plan(tuple(items), int(math.floor(cold + 0.5)), int(math.floor(warm + 0.5)), closed,
                 sum(i.repeats for i in items if i.kind in ("v", "cube")),

@@ -5,7 +5,9 @@ Vector items follow timing-model.md §2.2: an instruction costs ``slope * repeat
 it is an "F-op" issued with a partial mask. ``cfg`` items (mask and mode writes) and
 intra-op barriers and flags cost one cycle each; a barrier (or a wait whose source is
 the vector pipe) inside an op ends the stream, so the next vector item pays its latency
-again.
+again. ``copy`` items (``copy_ubuf_to_ubuf``, UB->UB bandwidth, §5.1) and ``sloop``
+items (a loop on the scalar unit, ``[scalar_loops]`` of the target) carry fixed cycles
+resolved by ``lower``; neither opens nor closes the vector stream.
 """
 
 from __future__ import annotations
@@ -34,7 +36,12 @@ class Shape:
 
 @attrs.frozen
 class Item:
-    """One CCE-level step: kind is "v" (vector instr), "cfg", "bar", "flag", "dma", "cube"."""
+    """One CCE-level step.
+
+    kind: "v" (vector instruction: ``repeats``, ``masked``), "cfg", "bar", "flag",
+    "copy" (copy_ubuf_to_ubuf of ``bytes``), "sloop" (scalar loop over ``repeats``
+    elements, ``name`` = its [scalar_loops] key), "dma", "cube", "scalar".
+    """
 
     kind: str
     name: str = ""
@@ -47,8 +54,10 @@ class Item:
     def describe(self) -> str:
         if self.kind == "v":
             return f"{self.name}(rep={self.repeats}{', masked' if self.masked else ''})"
-        if self.kind == "dma":
+        if self.kind in ("dma", "copy"):
             return f"{self.name}({self.bytes} B)"
+        if self.kind == "sloop":
+            return f"scalar_loop[{self.name}](n={self.repeats})"
         if self.kind == "cube":
             return f"{self.name}(rep={self.repeats})"
         if self.kind == "cfg":

@@ -1,229 +1,175 @@
 """A2/A3 vector lowering: which CCE instructions a vector tile op becomes.
 
-The A2/A3 backend picks a code path from the tile geometry (timing-model.md §3):
+Entry point ``lower_vector(shape, dtype, src_dtype, maxrep)`` returns the CCE items
+(vector instructions with repeats/masks, config writes, barriers, flags, UB->UB copies,
+scalar loops) that ``sim.timing.lower`` costs. The path selection of timing-model.md §3
+lives in ``vpath``; the op families with multi-instruction sequences have one module
+each:
 
-1. *small shape* — the capacity row is narrower than one repeat: one masked instruction
-   walks all rows (binary ops only);
-2. *flat* — the valid region is contiguous (full-width rows, or one row): one instruction
-   over ``R*C`` elements plus a masked tail, or count mode when the capacity row is not
-   a whole number of repeats or the tile needs more than 255 repeats;
-3. *per-row* — narrow tiles whose rows are not contiguous: one count-mode or norm-mode
-   instruction per row;
-4. *row-repeat* — one instruction per 256-byte column chunk walking down all rows with a
-   repeat stride of one capacity row, plus a masked instruction for the column tail;
-5. *very tall or wide* — per-row instructions split at 255 repeats.
+* this module — element-wise ops: one CCE instruction per §3 pass (TADD ... TMIN, the
+  unary and tile-scalar ops, 16-bit-lane bitwise ops), TXOR, TADDC/TSUBC, float TDIVS /
+  TRECIP, TRSQRT, TCVT (§4 table rows of the same names);
+* ``vscalar``    — ops that run a loop on the scalar pipe (TSHL/TSHR, integer TDIVS);
+* ``vremainder`` — TREM, TFMOD, TREMS, TFMODS per-row step sequences;
+* ``vselect``    — TCMP, TCMPS, TSEL, TPRELU;
+* ``vreduce``    — TROWSUM/MAX/MIN, TCOLSUM/MAX/MIN;
+* ``vexpand``    — TEXPANDS, TROWEXPAND, TCOLEXPAND and the expand-and-operate families.
 
-A path is a list of segments ``(repeats, masked)`` plus the config writes that set masks
-and modes. Each op maps its CCE instruction(s) over the path; composite ops (TREM, TFMOD,
-TDIVS ...) chain several steps separated by intra-op barriers.
+Instruction facts beyond the geometry (compare mode, TCOLSUM's binary form, a DN
+reduction output, a TROWEXPAND source's shape, TCVT saturation) reach the lowering
+through ``Shape.variant`` / ``Shape.extra`` as built by ``sim.timing.hints``.
 """
 
 from __future__ import annotations
 
 import math
 
+import attrs
+
+from sim.isa.dtypes import dtype as _dtype
+from sim.timing import vexpand, vreduce, vremainder, vscalar, vselect
+from sim.timing.hints import hint
 from sim.timing.plan import Item
+from sim.timing.vpath import BAR, cfg, count_row, geometry, pass_items, path, v
 
-__all__ = ["lower_vector"]
+__all__ = ["lower_vector", "path", "elementwise"]
 
-# The CCE instruction behind each single-instruction op (instructions.md §1).
-_CCE = {
-    "TADD": "vadd", "TSUB": "vsub", "TMUL": "vmul", "TDIV": "vdiv", "TMAX": "vmax",
-    "TMIN": "vmin", "TAND": "vand", "TOR": "vor", "TNOT": "vnot",
-    "TABS": "vabs", "TEXP": "vexp", "TLOG": "vln", "TSQRT": "vsqrt", "TRSQRT": "vrsqrt",
-    "TRELU": "vrelu", "TNEG": "vmuls",
-    "TADDS": "vadds", "TSUBS": "vadds", "TMULS": "vmuls", "TMAXS": "vmaxs",
-    "TMINS": "vmins", "TLRELU": "vlrelu", "TEXPANDS": "vector_dup", "TCVT": "vconv",
+# Single-CCE-instruction ops: (instruction, §3 path kind). instructions.md §1 / timing §4.
+_SINGLE = {
+    "TADD": ("vadd", "binary"), "TSUB": ("vsub", "binary"), "TMUL": ("vmul", "binary"),
+    "TDIV": ("vdiv", "binary"), "TMAX": ("vmax", "binary"), "TMIN": ("vmin", "binary"),
+    "TABS": ("vabs", "unary"), "TEXP": ("vexp", "unary"), "TLOG": ("vln", "unary"),
+    "TSQRT": ("vsqrt", "unary"), "TRELU": ("vrelu", "unary"),
+    "TNEG": ("vmuls", "scalar"),          # literally TMULS(dst, src, -1) (§3.1)
+    "TADDS": ("vadds", "scalar"), "TSUBS": ("vadds", "scalar"),   # TSUBS adds -s (§3.4)
+    "TMULS": ("vmuls", "scalar"), "TMAXS": ("vmaxs", "scalar"), "TMINS": ("vmins", "scalar"),
+    "TLRELU": ("vlrelu", "scalar"),
 }
+# Bitwise ops reinterpret every element type as 16-bit lanes (§3.2; timing §4 "Rep16").
+_BITWISE = {"TAND": ("vand", "binary"), "TOR": ("vor", "binary"), "TNOT": ("vnot", "unary")}
 
 
-def _cfg(n: int) -> Item:
-    return Item("cfg", cycles=n)
+def elementwise(s, op: str, dtype, maxrep: int) -> list[Item]:
+    """One §3 pass of single-instruction op ``op`` over ``s`` (op may differ from s.opcode:
+    composite ops reuse it for their parts)."""
+    if op in _BITWISE:
+        name, kind = _BITWISE[op]
+        scale = dtype.size_bytes / 2
+        s16 = attrs.evolve(
+            s, cols=max(1, math.ceil(s.cols * scale)), valid_cols=max(1, math.ceil(s.valid_cols * scale)),
+            static_valid_cols=None if s.static_valid_cols is None else max(1, math.ceil(s.static_valid_cols * scale)))
+        return pass_items(name, path(kind, *geometry(s16, 128, 16, maxrep)))
+    name, kind = _SINGLE[op]
+    E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
+    return pass_items(name, path(kind, *geometry(s, E, B, maxrep)))
 
 
-_BAR = Item("bar", "pipe_barrier(PIPE_V)", cycles=1, breaks_stream=True)
+def _txor(s, dtype, maxrep):
+    """§4 TXOR: vor(tmp) bar vand(dst) bar vnot bar vand — 4 passes, 3 barriers."""
+    return (elementwise(s, "TOR", dtype, maxrep) + [BAR] + elementwise(s, "TAND", dtype, maxrep)
+            + [BAR] + elementwise(s, "TNOT", dtype, maxrep) + [BAR] + elementwise(s, "TAND", dtype, maxrep))
 
 
-def _v(name: str, segs) -> list[Item]:
-    return [Item("v", name, rep, masked) for rep, masked in segs]
+def _binary3(s, dtype, maxrep):
+    """TADDC (a+b+c) / TSUBC (a-b+c). ASSUMPTION: the reference gives no lowering (§3.1 only
+    says they are 3-input adds); modelled as two dependent binary passes with a barrier:
+    vadd|vsub then vadd, like the functional unit's two rounded steps."""
+    first = "TADD" if s.opcode == "TADDC" else "TSUB"
+    return elementwise(s, first, dtype, maxrep) + [BAR] + elementwise(s, "TADD", dtype, maxrep)
 
 
-# --- paths ------------------------------------------------------------------------------
-
-def _flat(n: int, E: int, count_mode: bool):
-    """One contiguous run of n elements."""
-    if count_mode:
-        return [(math.ceil(n / E), True)], 4
-    full, tail = divmod(n, E)
-    segs = [(full, False)]               # issued even when full == 0 (costs its latency)
-    if tail:
-        return segs + [(1, True)], 2
-    return segs, 0
-
-
-def _per_row(R: int, C: int, E: int):
-    if C % E:
-        return [(math.ceil(C / E), True)] * R, 4
-    return [(C // E, False)] * R, 0
+def _tdivs(s, dtype, maxrep):
+    """§4 TDIVS / TRECIP rows. Float tile/scalar: vector_dup(dst, s) bar vdiv(src/dst);
+    in place (dst == src, tile/scalar only): vmuls by 1/s; scalar/tile (TRECIP =
+    TDIVS(dst, 1, src)): vector_dup bar vdiv. Integer: scalar loop (``vscalar``)."""
+    if not dtype.is_float:
+        return vscalar.int_divide(s)
+    E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
+    segs, n_cfg = path("scalar", *geometry(s, E, B, maxrep))
+    if s.opcode == "TDIVS" and s.variant == "inplace":
+        return cfg(n_cfg) + v("vmuls", segs)
+    # a count-mode bracket (4 cfg) spans both instructions; masked tails re-set the mask
+    # around each instruction (2 cfg per pass)
+    if n_cfg == 4:
+        return cfg(4) + v("vector_dup", segs) + [BAR] + v("vdiv", segs)
+    return cfg(n_cfg) + v("vector_dup", segs) + [BAR] + cfg(n_cfg) + v("vdiv", segs)
 
 
-def _row_repeat(R: int, C: int, E: int, Cols: int, B: int, maxrep: int):
-    if R <= maxrep and Cols // B <= maxrep:
-        segs = [(R, False)] * (C // E)
-        if C % E:
-            return segs + [(R, True)], 2
-        return segs, 0
-    # very tall or wide tiles: per-row head instructions split at the repeat limit, tail
-    # instructions per block of rows (per row when the row stride exceeds the limit)
-    segs = []
-    head = C // E
-    for _ in range(R):
-        for start in range(0, head, maxrep):
-            segs.append((min(maxrep, head - start), False))
-    cfg = 0
-    if C % E:
-        step = 1 if Cols // B > maxrep else maxrep
-        segs += [(min(step, R - r), True) for r in range(0, R, step)]
-        cfg = 2
-    return segs, cfg
-
-
-def path(kind: str, Rows, Cols, VC, R, C, E, B, maxrep=255):
-    """Segments and config cycles for one pass over the iteration domain (§3)."""
-    if kind == "binary" and Rows <= maxrep and Cols < E:
-        return [(R, C < E)], 2
-    static_contig = VC == Cols or Rows == 1
-    runtime_contig = C == Cols or R == 1
-    if static_contig or (kind != "scalar" and runtime_contig):
-        n = R * C
-        if kind == "binary":
-            if static_contig:
-                count = (Cols % E != 0 and Cols > E) or math.ceil(Rows * Cols / E) > maxrep
-            else:
-                count = C > E and C % E != 0
-        else:
-            count = math.ceil(n / E) > maxrep
-        return _flat(n, E, count)
-    k = Cols // E
-    if (k > 1 and Rows * k < 4) or Rows < k + 1:
-        return _per_row(R, C, E)
-    return _row_repeat(R, C, E, Cols, B, maxrep)
-
-
-def _count_row(C: int, E: int):
-    return [(math.ceil(C / E), True)]
-
-
-# --- op families --------------------------------------------------------------------------
-
-def _single(s, E, B, kind):
-    segs, cfg = path(kind, s.rows, s.cols, s.static_valid_cols, s.valid_rows, s.valid_cols, E, B)
-    return ([_cfg(cfg)] if cfg else []) + _v(_CCE[s.opcode], segs)
-
-
-def _tdivs(s, E, B, dtype_is_float):
-    if not dtype_is_float:
-        # Integer TDIVS runs a scalar loop on PIPE_S between V->S and S->V hand-offs
-        # (programming-model.md §6.3); only the four flag calls are costed (§2.6).
-        return [Item("flag", "set_flag(V,S)", cycles=1),
-                Item("flag", "wait_flag(V,S)", cycles=1, breaks_stream=True),
-                Item("flag", "set_flag(S,V)", cycles=1),
-                Item("flag", "wait_flag(S,V)", cycles=1)]
-    segs, cfg = path("scalar", s.rows, s.cols, s.static_valid_cols, s.valid_rows, s.valid_cols, E, B)
-    pre = [_cfg(cfg)] if cfg else []
-    if s.variant == "inplace" and s.opcode == "TDIVS":
-        return pre + _v("vmuls", segs)
-    return pre + _v("vector_dup", segs) + [_BAR] + _v("vdiv", segs)
-
-
-def _texpands(s, E, B):
+def _trsqrt(s, dtype, maxrep):
+    """§4 TRSQRT: 2-arg = one vrsqrt pass; 3-arg (with tmp, Shape.variant "tmp") = count
+    mode: vector_dup(32 B of tmp = 1.0); R x vsqrt (C each); bar; R x vdiv(1/x), 5 cfg."""
+    E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
+    if s.variant != "tmp":
+        return pass_items("vrsqrt", path("unary", *geometry(s, E, B, maxrep)))
     R, C = s.valid_rows, s.valid_cols
-    if s.static_valid_cols == s.cols or s.rows == 1:
-        return [_cfg(4)] + _v("vector_dup", [(math.ceil(R * C / E), True)])
-    return [_cfg(4)] + _v("vector_dup", _count_row(C, E) * R)
+    return (cfg(5) + v("vector_dup", [(1, True)]) + v("vsqrt", count_row(C, E) * R) + [BAR]
+            + v("vdiv", count_row(C, E) * R))
 
 
-# Per-row step sequences of the composite remainder ops (timing-model.md §4). A step is
-# (cce instruction, mode): "count" = count mode over the row's C elements, "full" = one
-# full-mask repeat, "cmp" = ceil(C/64) norm repeats; "cfg" = a one-cycle config write.
-_REMAINDER_STEPS = {
-    ("TFMOD", "f32"): ["vdiv", "vconv", "vmul", "vsub"],
-    ("TFMODS", "f32"): ["vector_dup", "vdiv", "vconv", "vmuls", "vsub"],
-    ("TREM", "f32"): ["vdiv", "vconv", "vmul", "vsub", "vmul", ("vector_dup", "full"),
-                      ("set_cmpmask", "cfg"), ("vcmpvs", "cmp"), "vadd", "vsel"],
-    ("TREM", "i32"): ["vconv", "vconv", "vdiv", "vconv", "vconv", "vconv", "vmul", "vsub",
-                      "vconv", "vconv", "vmul", ("vector_dup", "full"), ("set_cmpmask", "cfg"),
-                      ("vcmpvs", "cmp"), "vadd", "vsel", "vconv"],
-    ("TREMS", "f32"): ["vector_dup", "vdiv", "vconv", "vmuls", "vsub", "vmuls",
-                       ("vcmpvs", "cmp"), ("set_cmpmask", "cfg"), "vadds", "vsel"],
-    ("TREMS", "i32"): ["vconv", "vector_dup", "vdiv", "vconv", "vmuls", "vsub", "vmuls",
-                       ("vcmpvs", "cmp"), ("set_cmpmask", "cfg"), "vadds", "vsel", "vconv"],
-}
+# TCVT pairs whose default (non-saturating, PyTorch wrap-around) conversion goes through
+# i32 with a tmp tile (instructions.md §3.3): vconv to i32, vand keeps the low bits (16-bit
+# lanes), vconv to the narrow type. ASSUMPTION on the exact steps: §4 only says "some
+# pairs need 2-3 steps (e.g. non-saturating narrowing through i32 and vand masks)".
+_CVT_VIA_I32 = {("f32", "i16"), ("f16", "i16"), ("f16", "i8")}
 
 
-def _remainder(s, E):
-    key = (s.opcode, "i32" if s.dtype in ("i32", "u32") else "f32")
-    steps = _REMAINDER_STEPS.get(key) or _REMAINDER_STEPS[(s.opcode, "f32")]
-    C = s.valid_cols
-    row: list[Item] = []
-    for step in steps:
-        name, mode = step if isinstance(step, tuple) else (step, "count")
-        if mode == "cfg":
-            row.append(Item("cfg", name, cycles=1))
-        elif mode == "full":
-            row.append(Item("v", name, 1, False))
-        elif mode == "cmp":
-            row.append(Item("v", name, math.ceil(C / 64), False))
-        else:
-            row.append(Item("v", name, math.ceil(C / E), True))
-        row.append(_BAR)
-    return [_cfg(4)] + row * s.valid_rows
+def _tcvt(s, dtype, src, maxrep):
+    """§4 TCVT: one vconv per §3-like (unary) pass with E = 256/max(sizeof src, sizeof dst)."""
+    def conv(a_size, b_size):
+        E = 256 // max(a_size, b_size)
+        return pass_items("vconv", path("unary", *geometry(s, E, E // 8, maxrep)))
+    sat = str(hint(s, "sat", "")).lower() in ("on", "true", "1", "sat_on", "saturate")
+    if (src.name, dtype.name) in _CVT_VIA_I32 and not sat:
+        return (conv(src.size_bytes, 4) + [BAR] + elementwise(s, "TAND", _dtype("i32"), maxrep)
+                + [BAR] + conv(4, dtype.size_bytes))
+    return conv(src.size_bytes, dtype.size_bytes)
+
+
+def _generic(s, dtype, maxrep):
+    """Ops without a modelled lowering (TTRANS, TANDS/TORS/TSHLS/TSHRS, ...): ASSUMPTION —
+    the cost of one vadd-class pass over the iteration domain (CCE name ``vadd``)."""
+    E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
+    return pass_items("vadd", path("binary", *geometry(s, E, B, maxrep)))
+
+
+def _dispatch():
+    t = {op: (lambda s, d, src, m, op=op: elementwise(s, op, d, m)) for op in (*_SINGLE, *_BITWISE)}
+    t.update({
+        "TXOR": lambda s, d, src, m: _txor(s, d, m),
+        "TADDC": lambda s, d, src, m: _binary3(s, d, m),
+        "TSUBC": lambda s, d, src, m: _binary3(s, d, m),
+        "TDIVS": lambda s, d, src, m: _tdivs(s, d, m),
+        "TRECIP": lambda s, d, src, m: _tdivs(s, d, m),
+        "TRSQRT": lambda s, d, src, m: _trsqrt(s, d, m),
+        "TCVT": lambda s, d, src, m: _tcvt(s, d, src, m),
+        "TSHL": lambda s, d, src, m: vscalar.shift(s),
+        "TSHR": lambda s, d, src, m: vscalar.shift(s),
+        "TEXPANDS": lambda s, d, src, m: vexpand.texpands(s, d),
+        "TROWEXPAND": lambda s, d, src, m: vexpand.trowexpand(s, d, m),
+        "TCOLEXPAND": lambda s, d, src, m: vexpand.tcolexpand(s, d),
+        "TCMP": lambda s, d, src, m: vselect.tcmp(s, d, m),
+        "TCMPS": lambda s, d, src, m: vselect.tcmps(s, d, m),
+        "TSEL": lambda s, d, src, m: vselect.tsel(s, d),
+        "TPRELU": lambda s, d, src, m: vselect.tprelu(s, d, m, elementwise),
+    })
+    for op in vremainder.OPS:
+        t[op] = lambda s, d, src, m: vremainder.lower(s, d)
+    for op in ("TROWSUM", "TROWMAX", "TROWMIN"):
+        t[op] = lambda s, d, src, m: vreduce.row_reduce(s, d, m)
+    for op in ("TCOLSUM", "TCOLMAX", "TCOLMIN"):
+        t[op] = lambda s, d, src, m: vreduce.col_reduce(s, d)
+    for name in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
+        t[f"TROWEXPAND{name}"] = lambda s, d, src, m: vexpand.rowexpand_op(s, d, m)
+        t[f"TCOLEXPAND{name}"] = lambda s, d, src, m: vexpand.colexpand_op(s, d, m)
+    return t
+
+
+_LOWER = _dispatch()
 
 
 def lower_vector(s, dtype, src_dtype, maxrep=255) -> list[Item]:
-    """CCE items of a PIPE_V tile op with shape ``s``."""
-    E = 256 // dtype.size_bytes
-    B = 32 // dtype.size_bytes
-    family = _FAMILY.get(s.opcode)
-    if s.opcode in ("TDIVS", "TRECIP"):
-        return _tdivs(s, E, B, dtype.is_float)
-    if s.opcode == "TEXPANDS":
-        return _texpands(s, E, B)
-    if family == "remainder":
-        return _remainder(s, E)
-    if s.opcode == "TCVT":
-        E = 256 // max(dtype.size_bytes, src_dtype.size_bytes)
-        B = E // 8
-        return _single(s, E, B, "unary")
-    if s.opcode in ("TAND", "TOR", "TNOT"):
-        # bitwise ops reinterpret every element type as 16-bit lanes
-        scale = dtype.size_bytes / 2
-        E, B = 128, 16
-        s = _scaled(s, scale)
-        return _single(s, E, B, "binary" if s.opcode != "TNOT" else "unary")
-    if family in ("binary", "unary", "scalar"):
-        return _single(s, E, B, family)
-    return _generic(s, E, B)
-
-
-def _scaled(s, scale):
-    import attrs
-    return attrs.evolve(s, cols=int(s.cols * scale),
-                        static_valid_cols=None if s.static_valid_cols is None else math.ceil(s.static_valid_cols * scale),
-                        valid_cols=math.ceil(s.valid_cols * scale))
-
-
-_FAMILY = {**{k: "binary" for k in ("TADD", "TSUB", "TMUL", "TDIV", "TMAX", "TMIN")},
-           **{k: "unary" for k in ("TABS", "TEXP", "TLOG", "TSQRT", "TRSQRT", "TRELU", "TNEG")},
-           **{k: "scalar" for k in ("TADDS", "TSUBS", "TMULS", "TMAXS", "TMINS", "TLRELU")},
-           **{k: "remainder" for k in ("TREM", "TFMOD", "TREMS", "TFMODS")}}
-
-
-def _generic(s, E, B):
-    """Ops whose detailed lowering is not modelled yet: one vadd-class pass per element.
-
-    ASSUMPTION (stated in the trace as the CCE name "generic"): cost of a vadd over the
-    iteration domain. Replaced op by op as the lowering grows.
-    """
-    segs, cfg = path("binary", s.rows, s.cols, s.static_valid_cols, s.valid_rows, s.valid_cols, E, B)
-    return ([_cfg(cfg)] if cfg else []) + _v("vadd", segs)
+    """CCE items of a PIPE_V tile op with shape ``s`` (timing-model.md §3-4)."""
+    fn = _LOWER.get(s.opcode)
+    if fn is None:
+        return _generic(s, dtype, maxrep)
+    return fn(s, dtype, src_dtype, maxrep)

@@ -1,0 +1,56 @@
+"""Instruction facts beyond the domain geometry that the vector lowering reads.
+
+A ``Shape`` carries the geometry of the tile that sets the path. A few lowerings also
+depend on something else about the instruction:
+
+* TCMP / TCMPS compare mode (``cmp``): GE and NE cost differently (timing-model.md §2.4,
+  §4); NE adds a ``vnot``;
+* TCOLSUM's binary form (``Shape.variant == "binary"``): pairwise tree (§4);
+* TRSQRT with a tmp tile (``Shape.variant == "tmp"``): the 3-argument sequence (§4);
+* the layout of a row reduction's destination (``dst_layout`` = ``"DN"``): the four
+  special f32 shapes (§4);
+* TROWEXPAND's source shape (``src_rows``, ``src_cols``): the vbrcb fast path needs a
+  single-row or single-column source (instructions.md §3.5);
+* TCVT saturation (``sat``): the non-saturating narrowing pairs take extra steps (§3.3).
+
+They travel in ``Shape.extra`` as ``(key, value)`` pairs (``Shape.variant`` for the two
+form switches). ``shape_hints`` computes both from an instruction; the interpreter's
+``_shape`` calls it for PIPE_V ops. Lowerings read them with ``hint`` and fall back to
+the common case when a hint is absent.
+"""
+
+from __future__ import annotations
+
+__all__ = ["hint", "shape_hints"]
+
+
+def hint(s, key: str, default=None):
+    """Value of hint ``key`` in ``s.extra`` (a tuple of ``(key, value)`` pairs)."""
+    for kv in s.extra or ():
+        if isinstance(kv, tuple) and len(kv) == 2 and kv[0] == key:
+            return kv[1]
+    return default
+
+
+def shape_hints(opcode: str, family: str, attrs, *, dst_col_major: bool = False,
+                src_valid: "tuple | None" = None, has_tmp: bool = False) -> tuple[str, tuple]:
+    """``(variant, extra)`` of a vector instruction. ``variant`` is "" when no form switch
+    applies (the caller keeps its own "inplace" / "scalar_tile" then). ``attrs`` are the
+    instruction's IR attributes, ``dst_col_major`` whether the destination is DN,
+    ``src_valid`` the run-time valid (rows, cols) of the last source tile, ``has_tmp``
+    whether a tmp tile was passed."""
+    attrs = dict(attrs or {})
+    variant, extra = "", []
+    if family == "colreduce" and attrs.get("isBinary") in (True, "true", "True", 1, "1"):
+        variant = "binary"
+    if opcode == "TRSQRT" and has_tmp:
+        variant = "tmp"
+    if family == "compare" and "cmpMode" in attrs:
+        extra.append(("cmp", str(attrs["cmpMode"]).lower()))
+    if opcode == "TCVT" and "sat" in attrs:
+        extra.append(("sat", str(attrs["sat"]).lower()))
+    if family == "rowreduce" and dst_col_major:
+        extra.append(("dst_layout", "DN"))
+    if family in ("rowexpand", "rowexpand_binary") and src_valid is not None:
+        extra += [("src_rows", src_valid[0]), ("src_cols", src_valid[1])]
+    return variant, tuple(extra)

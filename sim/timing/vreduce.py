@@ -1,0 +1,171 @@
+"""Row and column reductions (timing-model.md §4 TROWSUM / TROWMAX / TROWMIN / TCOL* rows;
+instructions.md §3.5). The Shape is the *source* tile (domain = src): R x C valid of a
+Rows x Cols capacity.
+
+Float row reduction, general path (E lanes per repeat):
+
+* C <= E: only the final cross-lane ``vcadd``/``vcmax``/``vcmin`` (rep = R, masked when
+  C < E: +2 cfg), barrier;
+* E < C < 2E: ``copy_ubuf_to_ubuf`` of the first E of each row into tmp (R bursts of one
+  repeat), barrier;
+* C >= 2E, TROWSUM: floor(C/E)//2 count-mode ``vadd`` of repeat pairs over all rows (R
+  effective repeats each) + barrier each; an odd full repeat: one more ``vadd`` +
+  barrier; TROWMAX/MIN: ``vmax``(rep0, rep1) -> tmp, then one ``vmax`` per further repeat
+  (no tree), each count mode over all rows + barrier;
+* tail C % E: masked op (rep = R) + barrier;
+* TROWSUM only: pairwise tree over the partial repeats held in tmp (count ``vadd`` +
+  barrier per halving);
+* final count-mode ``vcadd``/``vcmax``/``vcmin`` over all rows (R repeats) + barrier.
+Worked example (§4) f32 16x128 TROWSUM: 4+24+32+16 +1 + 4+46+112 +1 = 240.
+
+Float special shapes (f32, DN 1-column destination, full valid region): 64x128, 32x256,
+16x512, 8x1024 use the group-reduce chains of §4 (``vcgadd``/``vcgmax``/``vcgmin`` and
+full-mask ``vadd``/``vmax``/``vmin``; §4's 64x128 example = 255).
+
+Integer row reduction (i32/i16), per row: count ``vector_dup`` of one block, barrier; per
+32-byte block of the row one masked op on that block + barrier; V->S hand-off; scalar fold
+of the 8/16 block partials (``[scalar_loops] row_fold``, [silent] in the reference);
+S->V hand-off. §4: ≈ 1 + 25 + 1 + blocks*43 + 4 per row + the fold.
+
+Column reductions: ``copy_ubuf_to_ubuf`` row 0 -> dst, barrier; rows 1..R-1: one
+count-mode op over the 256-byte-aligned part of C + barrier each; then, if C % E, one
+masked op (rep 1) per row for the tail + barrier each; final barrier. §4: ≈ (R-1)*(lat +
+16 + 2*ceil(C/E) + 1). TCOLSUM binary form (``Shape.variant == "binary"``): pairwise adds
+into tmp, halving. ASSUMPTION on its instruction granularity (§4 gives none): one
+count-mode ``vadd`` over C per row pair, the pairs of one level back to back, a barrier
+per level; an odd row left over at a level is moved with one ``copy_ubuf_to_ubuf``;
+finally tmp row 0 is copied to dst.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sim.timing.hints import hint
+from sim.timing.plan import Item
+from sim.timing.vpath import BAR, cfg, copy_ub, count_row, s_to_v, scalar_loop, split, v, v_to_s
+
+__all__ = ["row_reduce", "col_reduce", "DN_SPECIAL"]
+
+_OP = {"SUM": "vadd", "MAX": "vmax", "MIN": "vmin"}
+_FINAL = {"SUM": "vcadd", "MAX": "vcmax", "MIN": "vcmin"}
+_GROUP = {"SUM": "vcgadd", "MAX": "vcgmax", "MIN": "vcgmin"}
+
+# §4 group-reduce chains of the f32 DN special shapes: ("g", rep) = vcg*, ("v", rep) =
+# vadd/vmax/vmin, all norm mode with a full mask; a barrier after each step. §4's
+# 64x128 example: (38+128) +1+ (24+16) +1+ (38+8) +1 = 255.
+DN_SPECIAL = {
+    (64, 128): (("g", 128), ("v", 8), ("g", 8)),
+    (32, 256): (("g", 128), ("v", 8), ("v", 4), ("g", 4)),
+    (16, 512): (("g", 128), ("g", 16), ("g", 2)),
+    (8, 1024): (("g", 128), ("g", 16), ("v", 1), ("g", 1)),
+}
+
+
+def _kind(s) -> str:
+    return s.opcode[4:]          # TROWSUM -> SUM, TCOLMAX -> MAX
+
+
+def _count_all_rows(name: str, R: int, E: int, reps_per_row: int = 1) -> list[Item]:
+    return cfg(4) + v(name, count_row(R * reps_per_row * E, E)) + [BAR]
+
+
+def _special(s, kind) -> "list[Item] | None":
+    if not (s.dtype == "f32" and hint(s, "dst_layout") == "DN"
+            and (s.valid_rows, s.valid_cols) == (s.rows, s.cols)):
+        return None
+    chain = DN_SPECIAL.get((s.rows, s.cols))
+    if chain is None:
+        return None
+    out: list[Item] = []
+    for step, rep in chain:
+        name = _GROUP[kind] if step == "g" else _OP[kind]
+        out += v(name, [(rep, False)]) + [BAR]
+    return out
+
+
+def _float_row(s, kind, E, maxrep) -> list[Item]:
+    special = _special(s, kind)
+    if special is not None:
+        return special
+    R, C = s.valid_rows, s.valid_cols
+    op, final = _OP[kind], _FINAL[kind]
+    if C <= E:
+        masked = C < E
+        return cfg(2 if masked else 0) + v(final, [(r, masked) for r in split(R, maxrep)]) + [BAR]
+    full, tail = divmod(C, E)
+    out: list[Item] = []
+    held = 1                                     # repeats per row held in tmp
+    if full == 1:
+        out += [copy_ub(R * 256), BAR]
+    elif kind == "SUM":
+        held = full // 2
+        for _ in range(held + full % 2):
+            out += _count_all_rows(op, R, E)
+    else:
+        for _ in range(full - 1):
+            out += _count_all_rows(op, R, E)
+    if tail:
+        out += cfg(2) + v(op, [(r, True) for r in split(R, maxrep)]) + [BAR]
+    while held > 1:                              # pairwise tree (sum only)
+        half = held // 2
+        out += _count_all_rows(op, R, E, half)
+        held -= half
+    return out + _count_all_rows(final, R, E)
+
+
+def _int_row(s, kind, dtype) -> list[Item]:
+    per_block = 32 // dtype.size_bytes
+    blocks = math.ceil(s.valid_cols * dtype.size_bytes / 32)
+    row = (cfg(1) + v("vector_dup", [(1, True)]) + [BAR]
+           + (v(_OP[kind], [(1, True)]) + [BAR]) * blocks
+           + v_to_s() + [scalar_loop("row_fold", per_block)] + s_to_v())
+    return row * s.valid_rows
+
+
+def row_reduce(s, dtype, maxrep) -> list[Item]:
+    E = 256 // dtype.size_bytes
+    if dtype.is_float:
+        return _float_row(s, _kind(s), E, maxrep)
+    return _int_row(s, _kind(s), dtype)
+
+
+def _row_bytes(C: int, dtype) -> int:
+    return math.ceil(C * dtype.size_bytes / 32) * 32
+
+
+def _col_sequential(s, kind, dtype) -> list[Item]:
+    R, C = s.valid_rows, s.valid_cols
+    E = 256 // dtype.size_bytes
+    op = _OP[kind]
+    out: list[Item] = [copy_ub(_row_bytes(C, dtype)), BAR]
+    if R > 1 and C // E:
+        out += cfg(4)
+        for _ in range(R - 1):
+            out += v(op, count_row(C // E * E, E)) + [BAR]
+    if R > 1 and C % E:
+        out += cfg(2)
+        for _ in range(R - 1):
+            out += v(op, [(1, True)]) + [BAR]
+    return out + [BAR]
+
+
+def _col_binary(s, dtype) -> list[Item]:
+    R, C = s.valid_rows, s.valid_cols
+    E = 256 // dtype.size_bytes
+    out: list[Item] = cfg(4)
+    n = R
+    while n > 1:
+        out += v("vadd", count_row(C, E) * (n // 2))
+        if n % 2:
+            out.append(copy_ub(_row_bytes(C, dtype)))
+        out.append(BAR)
+        n = math.ceil(n / 2)
+    return out + [copy_ub(_row_bytes(C, dtype)), BAR]
+
+
+def col_reduce(s, dtype) -> list[Item]:
+    kind = _kind(s)
+    if kind == "SUM" and s.variant == "binary":
+        return _col_binary(s, dtype)
+    return _col_sequential(s, kind, dtype)

@@ -1,0 +1,501 @@
+"""Vector lowering (sim/timing/vector.py and the family modules) against the reference.
+
+Expected figures are derived by hand from timing-model.md §2-4 with the cost table in
+models/a2a3/vector_costs.csv; each test writes the arithmetic out. Notation: lat = head +
+tail, F = 16-cycle count-mode floor of F-ops (vadd, vsub, vmul, vdiv, vmax, vmin, vand,
+vor, and — CSV evidence, see vector_costs.csv — vadds, vmuls, vmaxs, vmins), r =
+ceil(C/E). Costs used: vadd/vsub/vmax/vmin 24+2r, vmul 25+2r, vdiv 30+4r, vand/vor/vnot
+20+2r, vadds 25+r, vmuls 26+r, vmaxs 23+r, vmins 23+r, vexp 31+2r, vln 33+2r, vsqrt 39+2r,
+vrsqrt 24+r, vector_dup 24+r, vconv 27+r, vsel 27+2r, vcadd 46+7r, vcmax 32+7r, vcgadd
+38+r, vcgmax 31+r, vcmpv_eq/lt 6+2r, vcmpv_ge 36+2r, vcmpvs 6+2r, vbrcb 18 flat; cfg, bar
+and flag items 1 cycle each.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+import pytest
+
+import sim
+from sim.errors import VerifyError
+from sim.target import load_target
+from sim.timing import Shape, lower
+
+T = load_target("a2a3")
+FORMULA_CSV = Path("/work/shared/reference/data/a2a3_formula_params.csv")
+
+
+def S(op, dtype, rows, cols, vr=None, vc=None, vcols="static", **kw) -> Shape:
+    """A Shape with capacity rows x cols, valid vr x vc; ``vcols`` is the static valid
+    cols (default: = vc, a static tile; None = dynamic)."""
+    vr = rows if vr is None else vr
+    vc = cols if vc is None else vc
+    static = vc if vcols == "static" else vcols
+    return Shape(op, dtype, rows, cols, static, vr, vc, **kw)
+
+
+def cold(*a, **kw) -> int:
+    return lower(S(*a, **kw), "PIPE_V", T).cold_cycles
+
+
+def plan(*a, **kw):
+    return lower(S(*a, **kw), "PIPE_V", T)
+
+
+# --- §4 worked examples -----------------------------------------------------------------
+
+def test_worked_examples():
+    assert cold("TADD", "f32", 16, 64) == 56          # flat: one vadd rep 16: 24 + 32
+    assert cold("TADD", "f32", 16, 16) == 74          # small shape: 1 + (24+32+16) + 1
+    assert cold("TADD", "f32", 16, 72) == 80          # count n=1152 (18 reps): 4+24+36+16
+    assert cold("TDIVS", "f32", 16, 64) == 135        # dup (24+16) + bar + vdiv (30+64)
+    # TROWSUM 16x128: count vadd(rep0+rep1, 16 eff reps) 4+24+32+16, bar,
+    # count vcadd(16) 4+46+112, bar
+    assert cold("TROWSUM", "f32", 16, 128) == 240
+    # back to back: TEXP cold (31+32) then TADD warm (32) = 95
+    assert plan("TEXP", "f32", 16, 64).cold_cycles + plan("TADD", "f32", 16, 64).warm_cycles == 95
+
+
+def test_dn_special_rowsum():
+    dn = (("dst_layout", "DN"),)
+    # 64x128: vcgadd(128) 38+128, bar, vadd(8) 24+16, bar, vcgadd(8) 38+8, bar = 255
+    assert cold("TROWSUM", "f32", 64, 128, extra=dn) == 255
+    # 32x256: 166 +1+ 40 +1+ (24+8) +1+ (38+4) +1 = 284
+    assert cold("TROWSUM", "f32", 32, 256, extra=dn) == 284
+    # 16x512: 166 +1+ (38+16) +1+ (38+2) +1 = 263
+    assert cold("TROWSUM", "f32", 16, 512, extra=dn) == 263
+    # 8x1024: 166 +1+ 54 +1+ (24+2) +1+ (38+1) +1 = 289
+    assert cold("TROWSUM", "f32", 8, 1024, extra=dn) == 289
+    # TROWMAX 64x128: vcgmax (31+128) +1+ vmax (24+16) +1+ vcgmax (31+8) +1 = 241
+    assert cold("TROWMAX", "f32", 64, 128, extra=dn) == 241
+    # same geometry without a DN destination: general path (pair vadd + final vcadd)
+    # 4+24+128+16 +1+ 4+46+448 +1 = 672
+    assert cold("TROWSUM", "f32", 64, 128) == 672
+
+
+# --- §3 paths ---------------------------------------------------------------------------
+
+def test_partial_valid_paths():
+    # dynamic 16x128 tile, valid 16x100: row-repeat (4): vadd(16) + masked vadd(16) + 2 cfg
+    # = 2 + 24 + 32 + 32 + 16
+    p = plan("TADD", "f32", 16, 128, 16, 100, vcols=None)
+    assert [i.repeats for i in p.items if i.kind == "v"] == [16, 16]
+    assert p.cold_cycles == 106
+    # dynamic 2x256, valid 2x100: Rows < k+1 (k = 4): per-row count mode, 4 cfg:
+    # 4 + (24 + 4 + 16) + (4 + 16)
+    p = plan("TADD", "f32", 2, 256, 2, 100, vcols=None)
+    assert [i.repeats for i in p.items if i.kind == "v"] == [2, 2]
+    assert p.cold_cycles == 68
+    # valid 2x128 of the same tile: per-row norm mode, no cfg: 24 + 4 + 4
+    assert cold("TADD", "f32", 2, 256, 2, 128, vcols=None) == 32
+    # run-time contiguity: dynamic tile whose valid width is the capacity: flat
+    assert cold("TADD", "f32", 16, 64, 8, 64, vcols=None) == 24 + 16
+    # tile-scalar ops decide contiguity at compile time only: row-repeat, 1 rep per chunk
+    assert [i.repeats for i in plan("TADDS", "f32", 16, 64, 8, 64, vcols=None).items
+            if i.kind == "v"] == [8]
+
+
+def test_one_row_shapes():
+    assert cold("TADD", "f32", 1, 16) == 44           # small shape: 2 + 24 + 2 + 16
+    assert cold("TADD", "f32", 1, 100) == 48          # count (Cols > E, not multiple): 4+24+4+16
+    assert cold("TADDS", "f32", 1, 100) == 47         # count: 4 + 25 + 2 + 16
+    assert cold("TEXP", "f32", 1, 100) == 37          # unary flat: vexp(1) + masked tail(1): 2+31+2+2
+    assert cold("TADD", "f32", 1, 128) == 28          # flat 2 reps: 24 + 4
+
+
+def test_rows_over_255_disable_small_shape():
+    # 255x16: small shape, one masked repeat per row: 2 + 24 + 510 + 16
+    assert cold("TADD", "f32", 255, 16) == 552
+    # 256x16: flat, 64 full repeats: 24 + 128
+    assert cold("TADD", "f32", 256, 16) == 152
+    # dynamic 300x128 valid 300x100: (5) per-row heads (300 x rep 1) + tails per 255 rows
+    # 2 + 24 + 300*2 + (2*255 + 16) + (2*45 + 16) = 1258
+    p = plan("TADD", "f32", 300, 128, 300, 100, vcols=None)
+    assert p.cold_cycles == 1258
+    assert [i.repeats for i in p.items if i.kind == "v" and i.masked] == [255, 45]
+
+
+def test_over_255_repeats_switch_to_count_mode():
+    assert cold("TADD", "f32", 128, 256) == 4 + 24 + 1024 + 16       # 512 repeats
+    assert cold("TEXP", "f32", 128, 256) == 4 + 31 + 1024            # unary: count, no F
+    assert cold("TADDS", "f32", 128, 256) == 4 + 25 + 512 + 16       # vadds: F (CSV evidence)
+
+
+def test_over_255_boundary():
+    # exactly 255 repeats stays in norm mode; 256 switches to count mode
+    assert cold("TADD", "f32", 255, 64) == 24 + 510
+    assert cold("TADD", "f32", 256, 64) == 4 + 24 + 512 + 16
+
+
+# --- element-wise families --------------------------------------------------------------
+
+def test_single_instruction_ops():
+    # 16x64 f32: flat, 16 repeats
+    expected = {"TSUB": 24 + 32, "TMUL": 25 + 32, "TDIV": 30 + 64, "TMAX": 24 + 32,
+                "TMIN": 24 + 32, "TABS": 29 + 16, "TEXP": 31 + 32, "TLOG": 33 + 32,
+                "TSQRT": 39 + 32, "TRSQRT": 24 + 16, "TRELU": 23 + 16, "TNEG": 26 + 16,
+                "TADDS": 25 + 16, "TSUBS": 25 + 16, "TMULS": 26 + 16, "TMAXS": 23 + 16,
+                "TMINS": 23 + 16, "TLRELU": 26 + 16}
+    for op, want in expected.items():
+        assert cold(op, "f32", 16, 64) == want, op
+
+
+def test_tile_scalar_count_mode_pays_floor():
+    # capacity 96 > E and not a multiple: count mode n = 16*96 (24 reps), 4 cfg + F
+    assert cold("TADDS", "f32", 16, 96) == 4 + 25 + 24 + 16
+    assert cold("TMULS", "f32", 16, 96) == 4 + 26 + 24 + 16
+    assert cold("TMINS", "f32", 16, 96) == 4 + 23 + 24 + 16
+    # f16 capacity 96 < E = 128: flat (no small-shape step for tile-scalar ops), 12 reps
+    assert cold("TADDS", "f16", 16, 96) == 25 + 12
+
+
+def test_bitwise_16bit_lanes():
+    assert cold("TAND", "i32", 16, 64) == 20 + 32      # 4096 B = 16 Rep16
+    assert cold("TOR", "i32", 16, 64) == 20 + 32
+    assert cold("TNOT", "i32", 16, 64) == 20 + 32
+    # i16 16x64: a 128-byte row is narrower than one repeat -> small shape: 2 + 20 + 32 + 16
+    assert cold("TAND", "i16", 16, 64) == 70
+    # TXOR: vor bar vand bar vnot bar vand, each pays its latency: 4 * 52 + 3
+    assert cold("TXOR", "i32", 16, 64) == 211
+
+
+def test_taddc_assumption():
+    # ASSUMPTION: vadd bar vadd (TSUBC: vsub bar vadd): 56 + 1 + 56
+    assert cold("TADDC", "f32", 16, 64) == 113
+    assert cold("TSUBC", "f32", 16, 64) == 113
+
+
+def test_tdivs_forms():
+    # float tile/scalar: dup (24+16) bar vdiv (30+64) = 135; scalar/tile the same; TRECIP too
+    assert cold("TDIVS", "f32", 16, 64, variant="scalar_tile") == 135
+    assert cold("TRECIP", "f32", 16, 64) == 135
+    # in place: vmuls by 1/s = 26 + 16
+    assert cold("TDIVS", "f32", 16, 64, variant="inplace") == 42
+    # f16 uses the vdiv.f16 row (8 per repeat): 16x128 f16 = 16 reps: (24+16) + 1 + (30+128)
+    assert cold("TDIVS", "f16", 16, 128) == 199
+
+
+def test_trsqrt_three_arg():
+    # 5 cfg + dup (24+1) + 16 vsqrt in-stream (16*2) + bar + vdiv cold (30+4+16) + 15 x (4+16)
+    assert cold("TRSQRT", "f32", 16, 64, variant="tmp") == 5 + 25 + 32 + 1 + 50 + 15 * 20
+
+
+def test_tcvt():
+    assert cold("TCVT", "f16", 16, 64, src_dtype="f32") == 27 + 16    # E = 64: 16 reps
+    assert cold("TCVT", "f32", 16, 128, src_dtype="f16") == 27 + 32   # E = 64: 32 reps
+    assert cold("TCVT", "f32", 16, 64, src_dtype="i32") == 27 + 16
+    # non-saturating f32 -> i16 (default): vconv(->i32) bar vand(16-bit lanes) bar vconv
+    # (27+16) + 1 + (20+32) + 1 + (27+16) = 140; saturating: one vconv
+    assert cold("TCVT", "i16", 16, 64, src_dtype="f32") == 140
+    assert cold("TCVT", "i16", 16, 64, src_dtype="f32", extra=(("sat", "on"),)) == 43
+
+
+def test_texpands():
+    assert cold("TEXPANDS", "f32", 16, 64) == 4 + 24 + 16
+    # dynamic, not contiguous: one count-mode dup per row: 4 + (24+1) + 15*1
+    assert cold("TEXPANDS", "f32", 16, 128, 16, 50, vcols=None) == 44
+
+
+# --- scalar-pipe loops (ASSUMPTION figures from [scalar_loops]) --------------------------
+
+def test_scalar_loops():
+    k = T.scalar_loops
+    # 4 flags + R*C * per-element figure, not the reference's flat 4
+    assert cold("TDIVS", "i32", 16, 64) == 4 + 1024 * k["int_div_cycles_per_element"]
+    assert cold("TDIVS", "i32", 16, 64) > 16 * 64 * 10
+    assert cold("TRECIP", "i32", 16, 64) == cold("TDIVS", "i32", 16, 64)
+    assert cold("TSHL", "i16", 8, 32) == 4 + 256 * k["shift_cycles_per_element"]
+    assert cold("TSHR", "i32", 16, 64) == 4 + 1024 * k["shift_cycles_per_element"]
+
+
+# --- remainder family (§4) ---------------------------------------------------------------
+
+def test_trem_f32_per_row():
+    # per row (C <= 64, r = 1): 8 cfg + vdiv 50 + vconv 28 + vmul 43 + vsub 42 + vmul 43
+    # + dup 25 + set_cmpmask 1 + vcmpvs 8 + vadd 42 + vsel 29 + 10 bars = 329; + 2 cfg once
+    assert cold("TREM", "f32", 1, 64) == 2 + 329
+    assert cold("TREM", "f32", 16, 16) == 2 + 16 * 329          # §4: ≈ 5.3k
+    # C = 128: count steps r = 2 (vdiv +4, vconv +1, vmul/vsub/vmul/vadd +2 each, vsel +2),
+    # vcmpvs ceil(128/64) = 2 (+2): 329 + 4 + 1 + 8 + 2 + 2 = 346
+    assert cold("TREM", "f32", 1, 128) == 2 + 346
+
+
+def test_trem_i32_per_row():
+    # 8 cfg; 2x vconv 29, vdiv 50, vconv 28, 2x vconv 29, vmul 43, vsub 42, 2x vconv 29,
+    # vmul 43, dup 25, set_cmpmask 1, vcmpvs 8, vadd 42, vsel 29, vconv 28; 14 bars = 448
+    assert cold("TREM", "i32", 16, 64) == 2 + 16 * 448
+
+
+def test_tfmod_per_row():
+    # 46+4r + 27+r + 41+2r + 40+2r + 4 bars = 167 at r = 1; + 4 cfg once
+    assert cold("TFMOD", "f32", 1, 64) == 4 + 167
+    assert cold("TFMOD", "f32", 16, 16) == 4 + 16 * 167          # §4: ≈ 2.7k
+
+
+def test_tfmods_per_row():
+    # §4 ≈ 177: dup 25 + vdiv 50 + vconv 28 + vmuls 27 + vsub 42 + 5 bars. vmuls is an F-op
+    # here (CSV evidence), so its count-mode step adds 16: 193 per row; + 4 cfg once
+    assert cold("TFMODS", "f32", 1, 64) == 4 + 177 + 16
+    assert cold("TFMODS", "f32", 16, 64) == 4 + 16 * 193
+
+
+def test_trems_per_row():
+    # §4 ≈ 280 (table vadds 31, vmuls/vadds without floor): dup 25 + vdiv 50 + vconv 28 +
+    # vmuls 27 + vsub 42 + vmuls 27 + vcmpvs 8 + set_cmpmask 1 + vadds 32 + vsel 29 +
+    # 10 bars = 279. Here vadds is 25+r and vmuls/vadds pay F: 279 - 6 + 3*16 = 321
+    assert cold("TREMS", "f32", 1, 64) == 4 + 321
+    assert cold("TREMS", "f32", 16, 64) == 4 + 16 * 321
+
+
+# --- compare / select (§4) ---------------------------------------------------------------
+
+def test_tcmp():
+    # lat once + 2r per row: 6 + 16*2
+    assert cold("TCMP", "f32", 16, 64) == 38
+    assert cold("TCMP", "f32", 16, 64, extra=(("cmp", "lt"),)) == 38
+    assert cold("TCMP", "f32", 16, 64, extra=(("cmp", "ge"),)) == 36 + 32
+    # NE: EQ 38 + bar + 4 cfg + count vnot over 16 rows x 32 B (256 16-bit lanes = 2 reps): 20+4
+    assert cold("TCMP", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 24
+    # i32 compares EQ whatever the mode (A2/A3 quirk)
+    assert cold("TCMP", "i32", 16, 64, extra=(("cmp", "ge"),)) == 38
+    # r = 3 per row (f32 C = 160): 6 + 8*6
+    assert cold("TCMP", "f32", 8, 160) == 54
+    # split at 240 repeats: one f16 row of 241 repeats -> 2 instructions: 6 + 2*241
+    p = plan("TCMP", "f16", 1, 241 * 128)
+    assert [i.repeats for i in p.items if i.kind == "v"] == [240, 1]
+    assert p.cold_cycles == 6 + 482
+
+
+def test_tcmps():
+    assert cold("TCMPS", "f32", 16, 64) == 6 + 32
+    assert cold("TCMPS", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 24
+
+
+def test_tsel():
+    # first row: 2 cfg + dup (24+1) + bar + set_cmpmask + bar + vsel (27+2) = 59
+    assert cold("TSEL", "f32", 1, 64) == 59
+    # further rows: 2 cfg + dup 1 (in stream) + bar + 1 + bar + vsel 29 (after a barrier) = 35
+    assert cold("TSEL", "f32", 16, 64) == 59 + 15 * 35
+    # C = 128: vsel r = 2 (+2 per row)
+    assert cold("TSEL", "f32", 4, 128) == 61 + 3 * 37
+
+
+def test_tprelu():
+    # TMUL 57 + bar + TCMPS(GT) (6+2 + 15*2) + bar + TSEL 584
+    assert cold("TPRELU", "f32", 16, 64) == 57 + 1 + 38 + 1 + 584
+
+
+# --- reductions (§4) ---------------------------------------------------------------------
+
+def test_trowsum_paths():
+    # C <= E: final vcadd only (rep = R): 46 + 7*16 + bar
+    assert cold("TROWSUM", "f32", 16, 64) == 159
+    # C < E: masked vcadd: 2 cfg + 46 + 112 + bar (vcadd is not an F-op)
+    assert cold("TROWSUM", "f32", 16, 32) == 161
+    # E < C < 2E: copy_ubuf_to_ubuf (16 rows x 256 B = 4096 B / 594.3 B/cyc = 6) + bar;
+    # masked tail vadd rep 16: 2 + 24 + 32 + 16, bar; count vcadd 4 + 46 + 112, bar
+    p = plan("TROWSUM", "f32", 16, 96)
+    assert [i.kind for i in p.items][:2] == ["copy", "bar"]
+    assert p.cold_cycles == 6 + 1 + 74 + 1 + 162 + 1
+    # C = 4E: 2 pair vadds (76 each) + bar, tree step (76) + bar, vcadd 162 + bar
+    assert cold("TROWSUM", "f32", 16, 256) == 3 * 77 + 163
+    # C = 5E + 16: 2 pairs + odd repeat + masked tail (2+24+32+16) + tree + final
+    assert cold("TROWSUM", "f32", 16, 336) == 3 * 77 + 75 + 77 + 163
+
+
+def test_trowmax_paths():
+    assert cold("TROWMAX", "f32", 16, 64) == 32 + 112 + 1               # vcmax rep 16
+    # C = 3E: vmax(rep0, rep1) count 76 + bar, vmax(rep2) 76 + bar, vcmax count 4+32+112 + bar
+    assert cold("TROWMAX", "f32", 16, 192) == 77 + 77 + 149
+    assert cold("TROWMIN", "f32", 16, 192) == cold("TROWMAX", "f32", 16, 192)
+
+
+def test_int_row_reduce():
+    # per row: 1 cfg + dup (24+1) + bar + 8 blocks x (vadd masked 24+2+16 + bar) + 4 flags
+    # + scalar fold of 8 partials (ASSUMPTION figure)
+    fold = 8 * T.scalar_loops["row_fold_cycles_per_element"]
+    assert cold("TROWSUM", "i32", 16, 64) == 16 * (1 + 25 + 1 + 8 * 43 + 4 + fold)
+    # i16: 16 partials per block; C = 64 i16 = 4 blocks
+    fold16 = 16 * T.scalar_loops["row_fold_cycles_per_element"]
+    assert cold("TROWMAX", "i16", 4, 64) == 4 * (1 + 25 + 1 + 4 * 43 + 4 + fold16)
+
+
+def test_tcol_reduce():
+    # copy row 0 (256 B -> 0 cycles by bandwidth, 1 minimum) + bar + 4 cfg
+    # + 15 x (count vadd 24+2+16 + bar) + final bar = (R-1)*(lat+16+2r+1) + 7
+    assert cold("TCOLSUM", "f32", 16, 64) == 1 + 1 + 4 + 15 * 43 + 1
+    assert cold("TCOLMAX", "f32", 16, 64) == 652
+    # C = 96: aligned part (1 rep) then a masked tail per row: + 2 cfg + 15 x 43
+    assert cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 43 + 2 + 15 * 43 + 1
+    # binary (ASSUMPTION granularity): 4 cfg; level 1: 8 pair vadds (cold 42, then 18 each)
+    # + bar; level 2: 4 pairs (42 + 3*18) + bar; level 3: 2 (42+18) + bar; level 4: 1 (42)
+    # + bar; copy tmp row 0 (1) + bar
+    want = 4 + (42 + 7 * 18 + 1) + (42 + 3 * 18 + 1) + (42 + 18 + 1) + (42 + 1) + 1 + 1
+    assert cold("TCOLSUM", "f32", 16, 64, variant="binary") == want
+
+
+# --- broadcasts (§4) ---------------------------------------------------------------------
+
+def test_trowexpand():
+    # fast path: dst one 32-byte block wide (f32 x 8), source a column: vbrcb rep 2 = 18
+    assert cold("TROWEXPAND", "f32", 16, 8) == 18
+    p = plan("TROWEXPAND", "f32", 4000, 8)                  # 500 reps -> chunks of 254
+    assert [i.repeats for i in p.items] == [254, 246]
+    # source not a single row/column: general path
+    g = S("TROWEXPAND", "f32", 16, 8, extra=(("src_rows", 16), ("src_cols", 8)))
+    read = T.scalar_loops["row_read_cycles_per_element"]
+    assert lower(g, "PIPE_V", T).cold_cycles == 4 + 16 * (4 + read + 25)
+    # general path: 4 cfg + per row 4 flags + read + count dup (24 + r); the V->S wait
+    # breaks the stream every row
+    assert cold("TROWEXPAND", "f32", 16, 64) == 4 + 16 * (4 + read + 25)
+    assert cold("TROWEXPAND", "f32", 16, 128) == 4 + 16 * (4 + read + 26)
+
+
+def test_tcolexpand():
+    # one copy_ubuf_to_ubuf per row; 256 B rows round to 0 cycles: 1-cycle minimum each
+    assert cold("TCOLEXPAND", "f32", 16, 64) == 16
+    # 4096-byte rows: floor(4096 / 594.33) = 6 per row
+    assert cold("TCOLEXPAND", "f32", 16, 1024) == 96
+
+
+def test_expand_binary_assumption():
+    # TROWEXPANDMUL: vbrcb (18) + bar + per-row vmul (rep 1): 25+2 then 15 x 2
+    assert cold("TROWEXPANDMUL", "f32", 16, 64) == 18 + 1 + 27 + 30
+    # TCOLEXPANDMUL: per-row vmul only: 25 + 16*2
+    assert cold("TCOLEXPANDMUL", "f32", 16, 64) == 57
+    # TROWEXPANDADD on 16x100 (dynamic): per-row heads (1 rep) + one masked tail over 16
+    # rows: 18 + 1 + 2 cfg + 24 + 16*2 + (32 + 16)
+    assert cold("TROWEXPANDADD", "f32", 16, 128, 16, 100, vcols=None) == 18 + 1 + 2 + 24 + 32 + 48
+
+
+# --- the lightweight formula fits (data/a2a3_formula_params.csv) ------------------------
+
+# The §4 decompositions re-pay an instruction's full latency after every intra-op
+# barrier (and every V->S wait). The formula fits of the reductions and of TROWEXPAND
+# show much cheaper barrier-separated steps (TCOLSUM/TCOLMAX ≈ 16 + 2r per row, i.e. no
+# latency re-paid; TROWEXPAND ≈ 14 per row), so these ops do not reach 0.9 while the
+# model follows §2.3/§4 (which the worked examples above pin down).
+_CONFLICT = {
+    "TCOLSUM": "§4 re-pays lat per row (43/row at C=64); CSV ≈ 19.5/row",
+    "TCOLMAX": "§4 re-pays lat per row (41/row at C=64); CSV ≈ 17.5/row",
+    "TROWEXPAND": "§4 general path ≈ 33/row, fast path flat 18; CSV ≈ 14/row + 37",
+    "TROWSUM": "§4 stages re-pay lat after each barrier (≈ +45 per stage); CSV ≈ +17",
+    "TROWMAX": "as TROWSUM",
+}
+
+
+def _formula_cases(variant=""):
+    cases = {}
+    with FORMULA_CSV.open() as f:
+        for r in csv.DictReader(f):
+            op, dt = r["op"], r["dtype"]
+            slope, bias = float(r["slope"]), float(r["bias"])
+            dtypes = ["f32", "f16"] if dt == "any" else [{"fp32": "f32", "fp16": "f16"}[dt]]
+            cols_list = [64, 128, 256] if r["cols"] == "*" else [int(r["cols"])]
+            for d in dtypes:
+                for c in cols_list:
+                    for rows in (8, 16, 32, 64):
+                        m = round(slope * rows * c + bias)
+                        p = lower(Shape(op, d, rows, c, c, rows, c, variant=variant), "PIPE_V", T).cold_cycles
+                        cases.setdefault(op, []).append(1 - abs(p - m) / m)
+    return cases
+
+
+_ACC = _formula_cases() if FORMULA_CSV.exists() else {}
+
+
+def test_formula_csv_report(capsys):
+    if not _ACC:
+        pytest.skip("reference formula CSV not available")
+    with capsys.disabled():
+        print("\nformula-CSV median accuracy per op:")
+        for op, a in sorted(_ACC.items()):
+            print(f"  {op:12s} {statistics.median(a):6.3f}  (min {min(a):6.3f}, n={len(a)})")
+
+
+@pytest.mark.parametrize("op", [
+    pytest.param(op, marks=pytest.mark.xfail(strict=True, reason=_CONFLICT[op])) if op in _CONFLICT
+    else op
+    for op in ("TADDS", "TCOLMAX", "TCOLSUM", "TDIVS", "TEXP", "TMINS", "TMUL", "TMULS",
+               "TROWEXPAND", "TROWMAX", "TROWSUM", "TSQRT", "TSUB")])
+def test_formula_csv_accuracy(op):
+    if not _ACC:
+        pytest.skip("reference formula CSV not available")
+    assert statistics.median(_ACC[op]) >= 0.9
+
+
+def test_formula_csv_tcolsum_binary_form():
+    # The TCOLSUM fits match the binary (pairwise, back-to-back) form closely
+    if not FORMULA_CSV.exists():
+        pytest.skip("reference formula CSV not available")
+    acc = _formula_cases("binary")["TCOLSUM"]
+    assert statistics.median(acc) >= 0.9
+
+
+# --- every op of the list runs end to end ------------------------------------------------
+
+_OPS = [
+    ("TADD", "f32", ""), ("TSUB", "f32", ""), ("TMUL", "f32", ""), ("TDIV", "f32", ""),
+    ("TMAX", "f32", ""), ("TMIN", "f32", ""), ("TAND", "i32", ""), ("TOR", "i32", ""),
+    ("TNOT", "i32", ""), ("TXOR", "i32", ""), ("TSHL", "i32", ""), ("TSHR", "i32", ""),
+    ("TREM", "f32", ""), ("TREM", "i32", ""), ("TFMOD", "f32", ""), ("TREMS", "f32", ""),
+    ("TREMS", "i32", ""), ("TFMODS", "f32", ""), ("TDIVS", "f32", ""),
+    ("TDIVS", "f32", "inplace"), ("TDIVS", "f32", "scalar_tile"), ("TDIVS", "i32", ""),
+    ("TRECIP", "f32", ""), ("TEXP", "f32", ""), ("TLOG", "f32", ""), ("TSQRT", "f32", ""),
+    ("TRSQRT", "f32", ""), ("TABS", "f32", ""), ("TRELU", "f32", ""), ("TNEG", "f32", ""),
+    ("TLRELU", "f32", ""), ("TADDS", "f32", ""), ("TSUBS", "f32", ""), ("TMULS", "f32", ""),
+    ("TMAXS", "f32", ""), ("TMINS", "f32", ""), ("TEXPANDS", "f32", ""),
+    ("TCVT", "f32>f16", ""), ("TCVT", "f32>i16", ""), ("TCMP", "f32", ""), ("TCMPS", "f32", ""),
+    ("TSEL", "f32", ""), ("TPRELU", "f32", ""), ("TADDC", "f32", ""), ("TSUBC", "f32", ""),
+    ("TROWSUM", "f32", ""), ("TROWMAX", "f32", ""), ("TROWMIN", "f32", ""),
+    ("TROWSUM", "i32", ""), ("TCOLSUM", "f32", ""), ("TCOLSUM", "f32", "binary"),
+    ("TCOLMAX", "f32", ""), ("TCOLMIN", "f32", ""), ("TROWEXPAND", "f32", ""),
+    ("TCOLEXPAND", "f32", ""),
+    *[(f"TROWEXPAND{n}", "f32", "") for n in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")],
+    *[(f"TCOLEXPAND{n}", "f32", "") for n in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")],
+]
+
+
+@pytest.mark.parametrize("op,dtype,variant", _OPS)
+@pytest.mark.parametrize("shape,valid", [((16, 64), None), ((16, 128), (16, 100))])
+def test_simulate_op_runs(op, dtype, variant, shape, valid):
+    try:
+        r = sim.simulate_op(op, dtype, shape, valid, variant=variant)
+    except VerifyError as e:
+        if "not available on target" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert r.total_cycles > 0
+
+
+def test_simulate_op_uses_the_lowering():
+    assert sim.simulate_op("TADD", "f32", (16, 64)).total_cycles == 56
+    assert sim.simulate_op("TCOLSUM", "f32", (16, 64)).total_cycles == 652
+    assert (sim.simulate_op("TCOLSUM", "f32", (16, 64), variant="binary").total_cycles
+            == cold("TCOLSUM", "f32", 16, 64, variant="binary"))
+    assert sim.simulate_op("TDIVS", "f32", (16, 64), variant="inplace").total_cycles == 42
+    assert sim.simulate_op("TSEL", "f32", (16, 64)).total_cycles == 59 + 15 * 35
+    # TROWEXPAND: ops.py builds an R x 1 column source -> vbrcb fast path on a 1-block dst
+    assert sim.simulate_op("TROWEXPAND", "f32", (16, 8)).total_cycles == 18
+    # the compare mode reaches the lowering (ops.py uses LT)
+    assert sim.simulate_op("TCMP", "f32", (16, 64)).total_cycles == 38
+
+
+def test_every_emitted_instruction_has_a_cost_row():
+    for op, dtype, variant in _OPS:
+        src, dst = (dtype.split(">") + [dtype])[:2] if ">" in dtype else (dtype, dtype)
+        for shape in ((16, 64), (3, 100), (300, 40)):
+            p = lower(S(op, dst, *shape, src_dtype=src, variant=variant), "PIPE_V", T)
+            for it in p.items:
+                if it.kind == "v":
+                    assert it.name in T.vector_costs, (op, it.name)
+
+
+
+def test_texpands_mat_tile_fills_l1():
+    # create_cbuf_matrix over the whole tile on MTE2: 32 KiB / 18.57 B/cycle (32 GiB/s)
+    p = lower(S("TEXPANDS", "f16", 128, 128), "PIPE_MTE2", T)
+    assert p.cold_cycles == 1764 and p.bytes == 32768
