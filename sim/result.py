@@ -18,6 +18,7 @@ class Result:
     trace: pd.DataFrame = attrs.field(repr=False)
     gm: dict = attrs.field(repr=False, factory=dict)
     warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
+    races: tuple = ()          # race-check findings (simulate(..., races=True))
 
     @property
     def total_cycles(self) -> int:

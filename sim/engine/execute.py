@@ -19,6 +19,7 @@ import zlib
 import numpy as np
 
 from sim.errors import SimulationError, UserError
+from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.placement import place_tiles
@@ -59,11 +60,13 @@ class _TileState:
 class Interpreter(ControlFlow):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items."""
 
-    def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0):
+    def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
+                 track_accesses=False):
         self.program = program
         self.fn = program.main
         self.target = target
         self.functional = functional
+        self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})
@@ -306,8 +309,11 @@ class Interpreter(ControlFlow):
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, shape, self._where(seq, instr))
-        return Issued(seq, OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles,
+        item = Issued(seq, OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles,
                       plan.breaks_stream, None, plan, text, source)
+        if self.track_accesses:
+            item.accesses = instr_accesses(self, instr, srcs, tmp)
+        return item
 
     def _plan(self, instr, spec, pipe, srcs, tiles, key, seq):
         """(shape, plan) of an instruction in the current tile state; verified once."""

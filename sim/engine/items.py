@@ -15,7 +15,7 @@ class Issued:
     """
 
     __slots__ = ("seq", "kind", "pipe", "opcode", "cold", "warm", "breaks", "flag",
-                 "plan", "text", "source")
+                 "plan", "text", "source", "accesses", "dclock")
 
     def __init__(self, seq, kind, pipe, opcode="", cold=0, warm=0, breaks=False, flag=None,
                  plan=None, text="", source=""):
@@ -30,6 +30,8 @@ class Issued:
         self.plan = plan
         self.text = text
         self.source = source
+        self.accesses = None      # bytes touched (race detection only)
+        self.dclock = None        # dispatcher's vector clock at issue (race detection only)
 
     def label(self) -> str:
         where = f" ({self.source})" if self.source else ""

@@ -14,6 +14,12 @@ pipes, the flags they wait for and the instructions behind them.
 
 The cost of a run grows with the number of items and sync points, not with cycles: a
 pipe advances by one timeout per instruction, whatever its duration.
+
+Two idealisations bound what a kernel could gain (``sim.whatif`` uses them):
+``ideal_sync`` satisfies every ``wait_flag`` at once and makes barriers free (they
+neither hold dispatch nor restart the vector stream), so only the pipes' own queues
+remain; ``infinite_bandwidth`` costs the DMA items of an instruction (TLOAD, TSTORE, TMOV
+paths) 0 cycles. The trace keeps every sync row, with zero duration.
 """
 
 from __future__ import annotations
@@ -24,12 +30,13 @@ import simpy
 
 from sim.errors import DeadlockError
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT
+from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine"]
 
 
 class _Pipe:
-    __slots__ = ("name", "queue", "wake", "busy", "last_end", "stream_open", "blocked",
+    __slots__ = ("name", "queue", "wake", "busy", "last_end", "stream", "blocked",
                  "pending_waits", "last_op_row", "drained")
 
     def __init__(self, name):
@@ -38,7 +45,7 @@ class _Pipe:
         self.wake = None          # event the idle process sleeps on
         self.busy = False
         self.last_end = -1
-        self.stream_open = False
+        self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
         self.blocked = None       # the wait item at the head of the queue, while blocked
         self.pending_waits = []
         self.last_op_row = None
@@ -48,13 +55,16 @@ class _Pipe:
 class Machine:
     """Runs a stream of ``Issued`` items on the pipes of one unit; collects trace rows."""
 
-    def __init__(self, target, *, core=0, unit="AIV0", detail=False):
+    def __init__(self, target, *, core=0, unit="AIV0", detail=False, races=None,
+                 ideal_sync=False, infinite_bandwidth=False):
         self.env = simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
         vec = target.vector
         self.break_on_barrier = bool(vec.get("stream_break_on_kernel_barrier", True))
         self.break_on_idle = bool(vec.get("stream_break_on_idle", True))
+        self.restart_rule = vec.get("barrier_restart", "latency")
+        self.floor_cycles = vec.get("count_mode_floor_cycles", 0)
         self.dispatch_cycles = int(target.scalar.get("dispatch_cycles", 0))
         self.pipes: dict[str, _Pipe] = {}
         self.flags: dict[tuple, list] = {}      # key -> [count, waiting event or None]
@@ -63,6 +73,9 @@ class Machine:
         self.dispatch_blocked = None
         self.stream = None
         self.detail = detail      # add one "cce" row per lowered CCE item under each op
+        self.ideal_sync = ideal_sync                  # waits never block, barriers are free
+        self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
+        self.races = races        # a RaceDetector fed as items run, or None
 
     # --- public --------------------------------------------------------------------------
 
@@ -84,12 +97,12 @@ class Machine:
         self.rows.append(row)
         return row
 
-    def _cce_rows(self, item, pipe, dispatch, start, end, warm):
+    def _cce_rows(self, item, pipe, dispatch, start, end, state):
         """One row per CCE item, laid end to end inside the op's interval."""
-        from sim.timing.plan import timeline
-        floor = self.target.vector.get("count_mode_floor_cycles", 0)
+        steps, _ = timeline(item.plan.items, self.target.cce, self.floor_cycles, state,
+                            self.restart_rule)
         t = float(start)
-        for it, cycles in timeline(item.plan.items, self.target.cce, floor, warm):
+        for it, cycles in steps:
             s = min(int(t + 0.5), end)
             t += cycles
             e = min(int(t + 0.5), end)
@@ -109,6 +122,8 @@ class Machine:
             ev.succeed()
 
     def _wait_event(self, key):
+        if self.ideal_sync:
+            return None
         f = self.flags.get(key)
         if f is None:
             f = self.flags[key] = [0, None]
@@ -118,7 +133,8 @@ class Machine:
         return f[1]
 
     def _take(self, key):
-        self.flags[key][0] -= 1
+        if not self.ideal_sync:
+            self.flags[key][0] -= 1
 
     # --- processes -----------------------------------------------------------------------
 
@@ -140,6 +156,8 @@ class Machine:
             elif item.kind == BARRIER and pipe == "PIPE_ALL":
                 yield from self._barrier_all(item)
             else:
+                if self.races is not None:
+                    item.dclock = self.races.issued(item)
                 p = self._pipe(pipe)
                 p.queue.append((item, env.now))
                 if p.wake is not None:
@@ -161,9 +179,13 @@ class Machine:
                 yield ev
                 self.dispatch_blocked = None
             self._take(item.flag)
+            if self.races is not None:
+                self.races.wait_flag("PIPE_S", item.flag, {}, on_dispatcher=True)
             self._row(item, "PIPE_S", now, now, env.now)
         elif item.kind == SET:
             self._set(item.flag)
+            if self.races is not None:
+                self.races.set_flag("PIPE_S", item.flag, item.label(), self.races.dispatch)
             self._row(item, "PIPE_S", now, now, now)
         elif item.kind == BARRIER:
             self._row(item, "PIPE_S", now, now, now)
@@ -175,6 +197,9 @@ class Machine:
     def _barrier_all(self, item):
         env = self.env
         now = env.now
+        if self.ideal_sync:
+            self._row(item, "PIPE_ALL", now, now, now)
+            return
         self.dispatch_blocked = item
         waits = []
         for p in self.pipes.values():
@@ -184,9 +209,12 @@ class Machine:
         if waits:
             yield env.all_of(waits)
         self.dispatch_blocked = None
+        if self.races is not None:
+            self.races.barrier_all()
         if self.break_on_barrier:
             for p in self.pipes.values():
-                p.stream_open = False
+                if p.stream is WARM:
+                    p.stream = RESTART
         self._row(item, "PIPE_ALL", now, now, env.now)
 
     def _run_pipe(self, p: _Pipe):
@@ -208,21 +236,29 @@ class Machine:
             kind = item.kind
             if kind is OP:
                 start = env.now
-                warm = p.stream_open and (start == p.last_end or not self.break_on_idle)
-                cost = item.warm if warm else item.cold
+                state = p.stream
+                if self.break_on_idle and start != p.last_end:
+                    state = COLD
+                cost = item.warm if state is WARM else (
+                    item.cold if state is COLD else item.plan.restart_cycles)
+                if self.infinite_bandwidth and cost:
+                    cost = max(0, cost - _dma_cycles(item.plan))
                 if cost:
                     yield env.timeout(cost)
                 end = env.now
                 p.last_end = end
-                p.stream_open = not item.breaks
+                p.stream = RESTART if item.breaks else WARM
                 row = self._row(item, p.name, dispatched, start, end,
-                                ("warm" if warm else "cold") if p.name == "PIPE_V" else "")
+                                state if p.name == "PIPE_V" else "")
                 if p.pending_waits:
                     row[13] = ";".join(p.pending_waits)
                     p.pending_waits = []
                 p.last_op_row = row
+                if self.races is not None:
+                    self.races.op(p.name, item.label(), item.accesses or (), item.dclock or {},
+                                  item.seq)
                 if self.detail and item.plan is not None:
-                    self._cce_rows(item, p.name, dispatched, start, end, warm)
+                    self._cce_rows(item, p.name, dispatched, start, end, state)
             elif kind is WAIT:
                 start = env.now
                 ev = self._wait_event(item.flag)
@@ -231,17 +267,21 @@ class Machine:
                     yield ev
                     p.blocked = None
                 self._take(item.flag)
+                if self.races is not None:
+                    self.races.wait_flag(p.name, item.flag, item.dclock or {})
                 self._row(item, p.name, dispatched, start, env.now)
                 p.pending_waits.append(item.text)
             elif kind is SET:
                 self._set(item.flag)
+                if self.races is not None:
+                    self.races.set_flag(p.name, item.flag, item.label(), item.dclock or {})
                 self._row(item, p.name, dispatched, env.now, env.now)
                 if p.last_op_row is not None:
                     r = p.last_op_row
                     r[14] = f"{r[14]};{item.text}" if r[14] else item.text
             else:   # a barrier on this pipe: everything before it has finished already
-                if self.break_on_barrier:
-                    p.stream_open = False
+                if self.break_on_barrier and p.stream is WARM and not self.ideal_sync:
+                    p.stream = RESTART
                 self._row(item, p.name, dispatched, env.now, env.now)
 
     # --- deadlock ------------------------------------------------------------------------
@@ -280,3 +320,10 @@ class Machine:
             f"deadlock at cycle {now}: " + "; ".join(parts) +
             (f"; no set_flag for {', '.join(never)} can still happen" if never else ""),
             stuck)
+
+
+def _dma_cycles(plan) -> int:
+    """Cycles of a plan's DMA items (rounded as the plan's totals are)."""
+    if plan is None:
+        return 0
+    return int(sum(it.cycles for it in plan.items if it.kind == "dma") + 0.5)

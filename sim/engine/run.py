@@ -6,6 +6,7 @@ import pandas as pd
 
 from sim.engine.execute import Interpreter
 from sim.engine.machine import Machine
+from sim.engine.races import RaceDetector
 from sim.errors import DeadlockError, UserError
 from sim.result import Result
 from sim.target import load_target
@@ -21,7 +22,7 @@ def _frame(rows) -> pd.DataFrame:
 
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
-             detail: str = "op") -> Result:
+             detail: str = "op", races: bool = False) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -29,7 +30,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     functional units (timing only). ``strict`` turns integer division by zero and
     out-of-range inputs into errors. Every executed instruction is verified against the
     target profile (once per distinct instruction and operand state). ``detail="cce"``
-    adds a row per lowered CCE instruction (kind ``cce``) under each op row.
+    adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
+    checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -38,11 +40,13 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         program = program.program()
     tgt = load_target(target)
     interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
-                         seed=seed)
-    machine = Machine(tgt, detail=detail == "cce")
+                         seed=seed, track_accesses=races)
+    detector = RaceDetector() if races else None
+    machine = Machine(tgt, detail=detail == "cce", races=detector)
     try:
         rows = machine.run(interp.issue())
     except DeadlockError as e:
         e.trace = _frame(machine.rows)
         raise
-    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm), tuple(interp.warnings))
+    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm), tuple(interp.warnings),
+                  tuple(detector.finish()) if detector else ())
