@@ -160,7 +160,8 @@ def fit(cases, target, ridge: float = 0.05) -> dict:
     floor = tgt.vector.get("count_mode_floor_cycles", 0)
     rows, consts, ys = [], [], []
     for c in cases:
-        const, coef = linear_terms(_plan(c, tgt).items, tgt.cce, floor)
+        const, coef = linear_terms(_plan(c, tgt).items, tgt.cce, floor,
+                                   tgt.vector.get("barrier_restart", "latency"))
         rows.append(coef)
         consts.append(const)
         ys.append(c.measured)

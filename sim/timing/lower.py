@@ -87,10 +87,16 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         items = _resolve(lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
                                       target.vector.get("max_repeats", 255)), s, target)
     vec = target.vector
-    cold, warm, closed = evaluate(items, target.cce, vec.get("count_mode_floor_cycles", 0))
-    return Plan(tuple(items), int(math.floor(cold + 0.5)), int(math.floor(warm + 0.5)), closed,
+    cold, warm, restart, closed = evaluate(items, target.cce, vec.get("count_mode_floor_cycles", 0),
+                                           vec.get("barrier_restart", "latency"))
+    return Plan(tuple(items), _cycles(cold), _cycles(warm), closed,
                 sum(i.repeats for i in items if i.kind in ("v", "cube")),
-                sum(i.bytes for i in items), "; ".join(i.describe() for i in items))
+                sum(i.bytes for i in items), "; ".join(i.describe() for i in items),
+                _cycles(restart))
+
+
+def _cycles(x: float) -> int:
+    return int(math.floor(x + 0.5))
 
 
 def lower(shape: Shape, pipe: str, target) -> Plan:

@@ -70,75 +70,90 @@ class Plan:
     items: tuple
     cold_cycles: int           # cost when the instruction opens a vector stream
     warm_cycles: int           # cost when it streams behind the previous vector instruction
-    breaks_stream: bool        # the stream is closed after this instruction
+    breaks_stream: bool        # the op ends with a barrier: the next one restarts the stream
     repeats: int
     bytes: int
     detail: str = ""           # the items as text, for the trace's cce column
+    restart_cycles: int = 0    # cost right after a pipe_barrier(PIPE_V) on a busy pipe
 
 
-def evaluate(items, costs, floor_cycles: float) -> tuple[float, float, bool]:
-    """(cold, warm, stream_closed_at_end) of a list of items; ``costs[name]`` is a CceCost."""
-    def run(warm: bool):
-        total = 0.0
-        for it in items:
-            if it.kind == "v":
-                c = costs(it.name)
-                total += c.slope_cycles_per_repeat * it.repeats
-                if it.masked and c.floor:
-                    total += floor_cycles
-                if not warm:
-                    total += c.head_cycles + c.tail_cycles
-                warm = True
-            else:
-                total += it.cycles
-                if it.breaks_stream:
-                    warm = False
-        return total, warm
-    cold, _ = run(False)
-    warm, open_at_end = run(True)
-    return cold, warm, not open_at_end
+# Stream states of the vector pipe (timing-model.md §2.3).
+COLD, WARM, RESTART = "cold", "warm", "restart"
 
 
-def linear_terms(items, costs, floor_cycles: float) -> tuple[float, dict]:
-    """The cold cost of ``items`` as ``const + sum(coef * parameter)``.
+def _vector_cycles(c, it, state: str, floor_cycles: float, restart: str) -> float:
+    """Cycles of one vector instruction entering the pipe in ``state``.
 
-    Parameters are ``("latency", name)`` (head + tail of CCE instruction ``name``, paid each
-    time it opens a stream) and ``("slope", name)`` (cycles per repeat). Used to fit the
-    cost table to measurements by least squares; ``evaluate`` gives the same number.
+    cold: head + tail (+ floor); warm: in-stream, slope only (+ floor); restart: right
+    after a barrier drained the pipe. With ``restart == "tail"`` the instruction's issue
+    (head) and the count-mode dispatch floor overlap the drain, so it pays
+    max(tail, floor); with ``"latency"`` it pays head + tail + floor like a cold start.
     """
-    const, coef = 0.0, {}
-    warm = False
-    for it in items:
-        if it.kind == "v":
-            c = costs(it.name)
-            coef[("slope", it.name)] = coef.get(("slope", it.name), 0.0) + it.repeats
-            if it.masked and c.floor:
-                const += floor_cycles
-            if not warm:
-                coef[("latency", it.name)] = coef.get(("latency", it.name), 0.0) + 1
-            warm = True
-        else:
-            const += it.cycles
-            if it.breaks_stream:
-                warm = False
-    return const, coef
+    t = c.slope_cycles_per_repeat * it.repeats
+    f = floor_cycles if (it.masked and c.floor) else 0.0
+    if state == COLD or (state == RESTART and restart != "tail"):
+        return t + c.head_cycles + c.tail_cycles + f
+    if state == RESTART:
+        return t + max(c.tail_cycles, f)
+    return t + f
 
 
-def timeline(items, costs, floor_cycles: float, warm: bool) -> list[tuple]:
-    """``(item, cycles)`` for each item of a plan that starts warm or cold; sums to its cost."""
+def timeline(items, costs, floor_cycles: float, state: str = COLD, restart: str = "tail"):
+    """``[(item, cycles)]`` of a plan entered in ``state``, and the stream state after it."""
     out = []
     for it in items:
         if it.kind == "v":
-            c = costs(it.name)
-            t = c.slope_cycles_per_repeat * it.repeats
-            if it.masked and c.floor:
-                t += floor_cycles
-            if not warm:
-                t += c.head_cycles + c.tail_cycles
-            warm = True
+            t = _vector_cycles(costs(it.name), it, state, floor_cycles, restart)
+            state = WARM
         else:
             t = it.cycles
             if it.breaks_stream:
-                warm = False
+                state = RESTART
         out.append((it, t))
-    return out
+    return out, state
+
+
+def evaluate(items, costs, floor_cycles: float, restart: str = "tail"):
+    """(cold, warm, restart costs, ends with a barrier) of a list of items."""
+    totals = {}
+    for state in (COLD, WARM, RESTART):
+        steps, end = timeline(items, costs, floor_cycles, state, restart)
+        totals[state] = sum(t for _, t in steps)
+    return totals[COLD], totals[WARM], totals[RESTART], end == RESTART
+
+
+def linear_terms(items, costs, floor_cycles: float, restart: str = "tail") -> tuple[float, dict]:
+    """The cold cost of ``items`` as ``const + sum(coef * parameter)``.
+
+    Parameters are ``("latency", name)`` (head + tail of CCE instruction ``name``) and
+    ``("slope", name)`` (cycles per repeat). A restart after a barrier pays the tail, a
+    fixed share of the latency, unless the floor is larger. Used to fit the cost table to
+    measurements by least squares; ``evaluate`` gives the same number.
+    """
+    const, coef = 0.0, {}
+    state = COLD
+
+    def add(key, v):
+        coef[key] = coef.get(key, 0.0) + v
+
+    for it in items:
+        if it.kind != "v":
+            const += it.cycles
+            if it.breaks_stream:
+                state = RESTART
+            continue
+        c = costs(it.name)
+        add(("slope", it.name), it.repeats)
+        f = floor_cycles if (it.masked and c.floor) else 0.0
+        if state == COLD or (state == RESTART and restart != "tail"):
+            add(("latency", it.name), 1.0)
+            const += f
+        elif state == RESTART:
+            if c.tail_cycles >= f and c.latency_cycles:
+                add(("latency", it.name), c.tail_cycles / c.latency_cycles)
+            else:
+                const += f
+        else:
+            const += f
+        state = WARM
+    return const, coef

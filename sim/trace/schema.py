@@ -24,7 +24,9 @@ _SCHEMA = (
                              "for wait_flag: when it began waiting"),
     ("end_cycle", "int64", "cycle the item finished; for wait_flag: when the flag arrived"),
     ("duration_cycles", "int64", "end_cycle - start_cycle"),
-    ("stream", "string", "vector stream state: cold (paid head+tail), warm, or empty (not PIPE_V)"),
+    ("stream", "string", "vector stream state the op entered: cold (paid head+tail), warm "
+                         "(streamed behind its predecessor), restart (right after a barrier), "
+                         "or empty (not PIPE_V)"),
     ("repeats", "int64", "vector repeats (or cube fractal steps) of the lowered instructions"),
     ("bytes", "int64", "bytes moved by DMA items"),
     ("waits", "string", "flags waited on just before this op on its pipe: SRC->DST#id, ';'-separated"),
