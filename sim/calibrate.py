@@ -189,8 +189,8 @@ def fit(cases, target, ridge: float = 0.05) -> dict:
         lat = theta[index[("latency", name)]] if ("latency", name) in index else old.latency_cycles
         slope = theta[index[("slope", name)]] if ("slope", name) in index else old.slope_cycles_per_repeat
         share = old.head_cycles / old.latency_cycles if old.latency_cycles else 1.0
-        costs[name] = attrs.evolve(old, head_cycles=round(lat * share, 3),
-                                   tail_cycles=round(lat * (1 - share), 3),
+        costs[name] = attrs.evolve(old, head_cycles=round(float(lat) * share, 3),
+                                   tail_cycles=round(float(lat) * (1 - share), 3),
                                    slope_cycles_per_repeat=round(float(slope), 4),
                                    source=f"calibrated ({counts[name]} cases)")
     return costs

@@ -13,18 +13,26 @@ asking the simulator for the cost of the same instruction:
   = 32.
 * Kernel-level sync costs 0 cycles (machine.toml [sync] kernel_sync_cycles = 0).
 * Stream modelling choices stated in machine.toml: a kernel-level PIPE_V/PIPE_ALL barrier
-  and an idle vector pipe both restart the stream (§2.3 "modelling choice"/"suggestion").
+  and an idle vector pipe both break the stream (§2.3 "modelling choice"/"suggestion").
+  An idle pipe starts the next op cold. A barrier between back-to-back ops (the pipe busy
+  up to it) puts the next op in the "restart" state, which costs the plan's
+  restart_cycles: under a2a3's ``barrier_restart = "tail"`` the first vector instruction
+  pays slope*rep + max(tail, floor) -> TADD 16x64 = tail 14 + 2*16 = 46 (full mask, no
+  floor); under ``"latency"`` it pays head+tail again = 56 (§4's arithmetic).
 """
 
 from __future__ import annotations
 
 import math
+import re
+import shutil
 
 import numpy as np
 import pytest
 
 import sim
 from sim.errors import UserError
+from sim.target import load_target
 
 CLOCK_HZ = 1.85e9
 GIB = 2 ** 30
@@ -40,9 +48,11 @@ STORE_16x64 = dma_cycles(16 * 64 * 4, 188.46)    # UB->GM
 LOAD_8x32 = dma_cycles(8 * 32 * 4, 100.9)
 TADD_COLD = 24 + 2 * 16                          # vadd lat 24, slope 2, 16 repeats
 TADD_WARM = 2 * 16
+TADD_RESTART = 14 + 2 * 16                       # vadd tail 14, slope 2 ("tail" rule)
 
 # sanity of the hand derivation itself (not of the simulator)
-assert (LOAD_16x64, STORE_16x64, LOAD_8x32, TADD_COLD, TADD_WARM) == (69, 37, 17, 56, 32)
+assert (LOAD_16x64, STORE_16x64, LOAD_8x32, TADD_COLD, TADD_WARM, TADD_RESTART) == \
+    (69, 37, 17, 56, 32, 46)
 
 
 def vec(k, rows=16, cols=64, dt="f32", **kw):
@@ -164,9 +174,10 @@ def test_same_pipe_token_becomes_pipe_barrier():
     assert (bar["pipe"], bar["opcode"], bar["operands"]) == ("PIPE_V", "pipe_barrier", "PIPE_V")
     assert bar["start_cycle"] == bar["end_cycle"] == TADD_COLD    # costs 0, after the drain
     assert not t["kind"].isin(["set_flag", "wait_flag"]).any()
-    # kernel-level barrier breaks the stream (machine.toml modelling choice): cold again
-    assert list(t["stream"]) == ["cold", "", "cold"]
-    assert r.total_cycles == 2 * TADD_COLD
+    # kernel-level barrier breaks the stream (machine.toml modelling choice); the pipe was
+    # busy up to it, so the second TADD restarts: tail + slope*rep = 46, not cold 56
+    assert list(t["stream"]) == ["cold", "", "restart"]
+    assert r.total_cycles == TADD_COLD + TADD_RESTART == 102
 
 
 def test_explicit_set_wait_flag_with_ids():
@@ -308,8 +319,88 @@ def test_back_to_back_vector_ops_stream():
 
 
 def test_kernel_level_barrier_restarts_the_stream():
+    # the second TADD starts at 56, right when the first ends: "restart", 14 + 32 = 46
     o = _two_tadds(barrier=True)
-    assert list(o["stream"]) == ["cold", "cold"]
+    assert list(o["stream"]) == ["cold", "restart"]
+    assert list(o["duration_cycles"]) == [TADD_COLD, TADD_RESTART]
+    assert o["end_cycle"].max() == TADD_COLD + TADD_RESTART == 102
+
+
+def test_restart_cce_rows_sum_to_the_restart_cost():
+    """--detail cce: the restarted TADD's one vadd row spans its 46 cycles."""
+    k = sim.Kernel("stream_cce")
+    a, b, c = vec(k), vec(k), vec(k)
+    k.TADD(c, a, b)
+    k.pipe_barrier("PIPE_V")
+    k.TADD(a, c, b)
+    t = sim.simulate(k, detail="cce").trace
+    add2 = ops(sim.simulate(k))[lambda d: d["opcode"] == "TADD"].iloc[1]
+    cce = t[(t["kind"] != "op") & (t["pipe"] == "PIPE_V") & (t["start_cycle"] >= TADD_COLD)
+            & (t["kind"] != "barrier")]
+    assert len(cce) == 1
+    assert (cce.iloc[0]["start_cycle"], cce.iloc[0]["end_cycle"]) == (TADD_COLD, TADD_COLD + TADD_RESTART)
+    assert add2["end_cycle"] == TADD_COLD + TADD_RESTART
+
+
+def test_pipe_all_barrier_between_busy_vector_ops_restarts():
+    """PIPE_ALL waits for every pipe; only V is busy, so the next TADD is dispatched at 56,
+    when V ends: no idle gap -> restart, 56 + 46 = 102."""
+    k = sim.Kernel("all_busy")
+    a, b, c = vec(k), vec(k), vec(k)
+    k.TADD(c, a, b)
+    k.pipe_barrier("PIPE_ALL")
+    k.TADD(a, c, b)
+    o = ops(sim.simulate(k))
+    assert list(o["stream"]) == ["cold", "restart"]
+    assert list(o["start_cycle"]) == [0, TADD_COLD]
+    assert o["end_cycle"].max() == TADD_COLD + TADD_RESTART
+
+
+def test_barrier_then_idle_gap_is_cold():
+    """TADD [0, 56), pipe_barrier(PIPE_V), then a TADD waiting for a 16x64 TLOAD that ends
+    at 69: the vector pipe idled from 56 to 69, so the second TADD is cold (56), not a
+    restart: ends at 69 + 56 = 125."""
+    k = sim.Kernel("bar_idle")
+    x = k.gm("x", "f32", (16, 64))
+    a, b, c = vec(k), vec(k), vec(k)
+    k.TADD(c, b, b)
+    e = k.TLOAD(a, x)
+    k.pipe_barrier("PIPE_V")
+    k.TADD(c, a, b, e)
+    adds = ops(sim.simulate(k))[lambda d: d["opcode"] == "TADD"]
+    assert list(adds["stream"]) == ["cold", "cold"]
+    assert list(adds["start_cycle"]) == [0, LOAD_16x64]
+    assert list(adds["end_cycle"]) == [TADD_COLD, LOAD_16x64 + TADD_COLD]
+
+
+def test_barrier_before_any_vector_op_leaves_the_pipe_cold():
+    """A barrier on a pipe that has run nothing does not make the first op a restart."""
+    k = sim.Kernel("bar_first")
+    a, b, c = vec(k), vec(k), vec(k)
+    k.pipe_barrier("PIPE_V")
+    k.TADD(c, a, b)
+    o = ops(sim.simulate(k))
+    assert list(o["stream"]) == ["cold"]
+    assert o["end_cycle"].max() == TADD_COLD
+
+
+def test_restart_under_the_latency_rule(tmp_path):
+    """The same kernel on a copy of a2a3 with barrier_restart = "latency": the restarted
+    TADD pays head + tail again (§4's arithmetic): 56 + 56 = 112, still marked restart."""
+    copy = tmp_path / "a2a3"
+    shutil.copytree(load_target("a2a3").path, copy)
+    machine = copy / "machine.toml"
+    text, n = re.subn(r'(?m)^barrier_restart\s*=\s*"[a-z]+"', 'barrier_restart = "latency"',
+                      machine.read_text())
+    assert n == 1
+    machine.write_text(text)
+    k = sim.Kernel("stream_latency")
+    a, b, c = vec(k), vec(k), vec(k)
+    k.TADD(c, a, b)
+    k.pipe_barrier("PIPE_V")
+    k.TADD(a, c, b)
+    o = ops(sim.simulate(k, load_target(copy)))
+    assert list(o["stream"]) == ["cold", "restart"]
     assert list(o["duration_cycles"]) == [TADD_COLD, TADD_COLD]
     assert o["end_cycle"].max() == 2 * TADD_COLD == 112
 
@@ -380,7 +471,9 @@ def test_tsync_event_and_pipe_forms():
     o = ops(r)
     assert list(o["start_cycle"]) == [0, LOAD_16x64, LOAD_16x64 + TADD_COLD]
     assert o.iloc[1]["waits"] == "PIPE_MTE2->PIPE_V#0"
-    assert list(o["stream"]) == ["", "cold", "cold"]
+    # TSYNC("PIPE_V") is a kernel-level barrier between back-to-back TADDs: restart
+    assert list(o["stream"]) == ["", "cold", "restart"]
+    assert o["end_cycle"].max() == LOAD_16x64 + TADD_COLD + TADD_RESTART
     assert only(r.trace, kind="barrier")["pipe"] == "PIPE_V"
     with pytest.raises(UserError, match="on=PIPE"):
         k.TSYNC(e)

@@ -9,11 +9,33 @@ ceil(C/E). Costs used: vadd/vsub/vmax/vmin 24+2r, vmul 25+2r, vdiv 30+4r, vand/v
 vrsqrt 24+r, vector_dup 24+r, vconv 27+r, vsel 27+2r, vcadd 46+7r, vcmax 32+7r, vcgadd
 38+r, vcgmax 31+r, vcmpv_eq/lt 6+2r, vcmpv_ge 36+2r, vcmpvs 6+2r, vbrcb 18 flat; cfg, bar
 and flag items 1 cycle each.
+
+Two rules for the first vector instruction after a barrier (machine.toml [vector]
+``barrier_restart``; a V->S wait inside an op counts as a barrier):
+
+* ``"latency"`` — it pays head + tail (+F) again, like a cold start. This is exactly
+  timing-model.md §4's Variant S arithmetic: the tests that pin the reference's worked
+  examples and per-row figures (TDIVS 135, TROWSUM 240, TREM ≈329/row, TFMOD ≈167/row,
+  TSEL 59 + 35/row, DN TROWSUM 255, ...) run on a copy of a2a3 with that rule (fixture
+  ``lat``).
+* ``"tail"`` (the a2a3 default) — its head and the count-mode floor overlap the drain:
+  it pays slope*r + max(tail, F if masked F-op else 0). Restart costs used below (tails
+  from vector_costs.csv): vadd/vsub/vmax/vmin 2r+14 (masked 2r+16), vmul 2r+15 (masked
+  2r+16), vdiv 4r+19 (19 > F either way), vand/vor 2r+12 (masked 2r+16), vnot 2r+12,
+  vadds 15+r / vmuls 15+r (masked 16+r), vconv 13+r, vector_dup 13+r, vsel 14+2r, vcadd
+  32+7r, vcmax 22+7r, vcgadd 24+r, vcgmax 17+r, vcmpvs / vcmpv_eq 2r (placeholder tail 0),
+  vbrcb 18. These tests use the bundled target (``cold`` / ``plan``).
+
+An intra-op barrier switches the stream to "restart" whatever came before it
+(sim.timing.plan.timeline): a barrier after a ``copy_ubuf_to_ubuf`` or a V->S wait at the
+very start of an op also makes the next vector instruction a restart.
 """
 
 from __future__ import annotations
 
 import csv
+import re
+import shutil
 import statistics
 from pathlib import Path
 
@@ -37,43 +59,75 @@ def S(op, dtype, rows, cols, vr=None, vc=None, vcols="static", **kw) -> Shape:
     return Shape(op, dtype, rows, cols, static, vr, vc, **kw)
 
 
-def cold(*a, **kw) -> int:
-    return lower(S(*a, **kw), "PIPE_V", T).cold_cycles
+class At:
+    """``plan`` / ``cold`` of a Shape on one target."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def plan(self, *a, **kw):
+        return lower(S(*a, **kw), "PIPE_V", self.target)
+
+    def cold(self, *a, **kw) -> int:
+        return self.plan(*a, **kw).cold_cycles
 
 
-def plan(*a, **kw):
-    return lower(S(*a, **kw), "PIPE_V", T)
+_DEFAULT = At(T)
+plan, cold = _DEFAULT.plan, _DEFAULT.cold
+
+
+@pytest.fixture(scope="module")
+def lat(tmp_path_factory) -> At:
+    """a2a3 with ``barrier_restart = "latency"``: a copy of the bundled target directory
+    with that one key of machine.toml rewritten (timing-model.md §4's arithmetic)."""
+    copy = tmp_path_factory.mktemp("a2a3_latency") / "a2a3"
+    shutil.copytree(load_target("a2a3").path, copy)
+    machine = copy / "machine.toml"
+    text, n = re.subn(r'(?m)^barrier_restart\s*=\s*"[a-z]+"', 'barrier_restart = "latency"',
+                      machine.read_text())
+    assert n == 1, "machine.toml must set [vector] barrier_restart exactly once"
+    machine.write_text(text)
+    target = load_target(copy)
+    assert target.vector["barrier_restart"] == "latency"
+    assert {k: v for k, v in target.vector.items() if k != "barrier_restart"} == \
+        {k: v for k, v in T.vector.items() if k != "barrier_restart"}
+    return At(target)
+
+
+def test_default_rule_is_tail():
+    assert T.vector["barrier_restart"] == "tail"
 
 
 # --- §4 worked examples -----------------------------------------------------------------
 
-def test_worked_examples():
-    assert cold("TADD", "f32", 16, 64) == 56          # flat: one vadd rep 16: 24 + 32
-    assert cold("TADD", "f32", 16, 16) == 74          # small shape: 1 + (24+32+16) + 1
-    assert cold("TADD", "f32", 16, 72) == 80          # count n=1152 (18 reps): 4+24+36+16
-    assert cold("TDIVS", "f32", 16, 64) == 135        # dup (24+16) + bar + vdiv (30+64)
+def test_worked_examples(lat):
+    # §4's worked examples are exactly the "latency" rule's arithmetic (see the module doc)
+    assert lat.cold("TADD", "f32", 16, 64) == 56          # flat: one vadd rep 16: 24 + 32
+    assert lat.cold("TADD", "f32", 16, 16) == 74          # small shape: 1 + (24+32+16) + 1
+    assert lat.cold("TADD", "f32", 16, 72) == 80          # count n=1152 (18 reps): 4+24+36+16
+    assert lat.cold("TDIVS", "f32", 16, 64) == 135        # dup (24+16) + bar + vdiv (30+64)
     # TROWSUM 16x128: count vadd(rep0+rep1, 16 eff reps) 4+24+32+16, bar,
     # count vcadd(16) 4+46+112, bar
-    assert cold("TROWSUM", "f32", 16, 128) == 240
+    assert lat.cold("TROWSUM", "f32", 16, 128) == 240
     # back to back: TEXP cold (31+32) then TADD warm (32) = 95
-    assert plan("TEXP", "f32", 16, 64).cold_cycles + plan("TADD", "f32", 16, 64).warm_cycles == 95
+    assert lat.plan("TEXP", "f32", 16, 64).cold_cycles + lat.plan("TADD", "f32", 16, 64).warm_cycles == 95
 
 
-def test_dn_special_rowsum():
+def test_dn_special_rowsum(lat):
     dn = (("dst_layout", "DN"),)
     # 64x128: vcgadd(128) 38+128, bar, vadd(8) 24+16, bar, vcgadd(8) 38+8, bar = 255
-    assert cold("TROWSUM", "f32", 64, 128, extra=dn) == 255
+    assert lat.cold("TROWSUM", "f32", 64, 128, extra=dn) == 255
     # 32x256: 166 +1+ 40 +1+ (24+8) +1+ (38+4) +1 = 284
-    assert cold("TROWSUM", "f32", 32, 256, extra=dn) == 284
+    assert lat.cold("TROWSUM", "f32", 32, 256, extra=dn) == 284
     # 16x512: 166 +1+ (38+16) +1+ (38+2) +1 = 263
-    assert cold("TROWSUM", "f32", 16, 512, extra=dn) == 263
+    assert lat.cold("TROWSUM", "f32", 16, 512, extra=dn) == 263
     # 8x1024: 166 +1+ 54 +1+ (24+2) +1+ (38+1) +1 = 289
-    assert cold("TROWSUM", "f32", 8, 1024, extra=dn) == 289
+    assert lat.cold("TROWSUM", "f32", 8, 1024, extra=dn) == 289
     # TROWMAX 64x128: vcgmax (31+128) +1+ vmax (24+16) +1+ vcgmax (31+8) +1 = 241
-    assert cold("TROWMAX", "f32", 64, 128, extra=dn) == 241
+    assert lat.cold("TROWMAX", "f32", 64, 128, extra=dn) == 241
     # same geometry without a DN destination: general path (pair vadd + final vcadd)
     # 4+24+128+16 +1+ 4+46+448 +1 = 672
-    assert cold("TROWSUM", "f32", 64, 128) == 672
+    assert lat.cold("TROWSUM", "f32", 64, 128) == 672
 
 
 # --- §3 paths ---------------------------------------------------------------------------
@@ -152,45 +206,45 @@ def test_tile_scalar_count_mode_pays_floor():
     assert cold("TADDS", "f16", 16, 96) == 25 + 12
 
 
-def test_bitwise_16bit_lanes():
-    assert cold("TAND", "i32", 16, 64) == 20 + 32      # 4096 B = 16 Rep16
-    assert cold("TOR", "i32", 16, 64) == 20 + 32
-    assert cold("TNOT", "i32", 16, 64) == 20 + 32
+def test_bitwise_16bit_lanes(lat):
+    assert lat.cold("TAND", "i32", 16, 64) == 20 + 32      # 4096 B = 16 Rep16
+    assert lat.cold("TOR", "i32", 16, 64) == 20 + 32
+    assert lat.cold("TNOT", "i32", 16, 64) == 20 + 32
     # i16 16x64: a 128-byte row is narrower than one repeat -> small shape: 2 + 20 + 32 + 16
-    assert cold("TAND", "i16", 16, 64) == 70
+    assert lat.cold("TAND", "i16", 16, 64) == 70
     # TXOR: vor bar vand bar vnot bar vand, each pays its latency: 4 * 52 + 3
-    assert cold("TXOR", "i32", 16, 64) == 211
+    assert lat.cold("TXOR", "i32", 16, 64) == 211
 
 
-def test_taddc_assumption():
+def test_taddc_assumption(lat):
     # ASSUMPTION: vadd bar vadd (TSUBC: vsub bar vadd): 56 + 1 + 56
-    assert cold("TADDC", "f32", 16, 64) == 113
-    assert cold("TSUBC", "f32", 16, 64) == 113
+    assert lat.cold("TADDC", "f32", 16, 64) == 113
+    assert lat.cold("TSUBC", "f32", 16, 64) == 113
 
 
-def test_tdivs_forms():
+def test_tdivs_forms(lat):
     # float tile/scalar: dup (24+16) bar vdiv (30+64) = 135; scalar/tile the same; TRECIP too
-    assert cold("TDIVS", "f32", 16, 64, variant="scalar_tile") == 135
-    assert cold("TRECIP", "f32", 16, 64) == 135
+    assert lat.cold("TDIVS", "f32", 16, 64, variant="scalar_tile") == 135
+    assert lat.cold("TRECIP", "f32", 16, 64) == 135
     # in place: vmuls by 1/s = 26 + 16
-    assert cold("TDIVS", "f32", 16, 64, variant="inplace") == 42
+    assert lat.cold("TDIVS", "f32", 16, 64, variant="inplace") == 42
     # f16 uses the vdiv.f16 row (8 per repeat): 16x128 f16 = 16 reps: (24+16) + 1 + (30+128)
-    assert cold("TDIVS", "f16", 16, 128) == 199
+    assert lat.cold("TDIVS", "f16", 16, 128) == 199
 
 
-def test_trsqrt_three_arg():
+def test_trsqrt_three_arg(lat):
     # 5 cfg + dup (24+1) + 16 vsqrt in-stream (16*2) + bar + vdiv cold (30+4+16) + 15 x (4+16)
-    assert cold("TRSQRT", "f32", 16, 64, variant="tmp") == 5 + 25 + 32 + 1 + 50 + 15 * 20
+    assert lat.cold("TRSQRT", "f32", 16, 64, variant="tmp") == 5 + 25 + 32 + 1 + 50 + 15 * 20
 
 
-def test_tcvt():
-    assert cold("TCVT", "f16", 16, 64, src_dtype="f32") == 27 + 16    # E = 64: 16 reps
-    assert cold("TCVT", "f32", 16, 128, src_dtype="f16") == 27 + 32   # E = 64: 32 reps
-    assert cold("TCVT", "f32", 16, 64, src_dtype="i32") == 27 + 16
+def test_tcvt(lat):
+    assert lat.cold("TCVT", "f16", 16, 64, src_dtype="f32") == 27 + 16    # E = 64: 16 reps
+    assert lat.cold("TCVT", "f32", 16, 128, src_dtype="f16") == 27 + 32   # E = 64: 32 reps
+    assert lat.cold("TCVT", "f32", 16, 64, src_dtype="i32") == 27 + 16
     # non-saturating f32 -> i16 (default): vconv(->i32) bar vand(16-bit lanes) bar vconv
     # (27+16) + 1 + (20+32) + 1 + (27+16) = 140; saturating: one vconv
-    assert cold("TCVT", "i16", 16, 64, src_dtype="f32") == 140
-    assert cold("TCVT", "i16", 16, 64, src_dtype="f32", extra=(("sat", "on"),)) == 43
+    assert lat.cold("TCVT", "i16", 16, 64, src_dtype="f32") == 140
+    assert lat.cold("TCVT", "i16", 16, 64, src_dtype="f32", extra=(("sat", "on"),)) == 43
 
 
 def test_texpands():
@@ -213,145 +267,145 @@ def test_scalar_loops():
 
 # --- remainder family (§4) ---------------------------------------------------------------
 
-def test_trem_f32_per_row():
+def test_trem_f32_per_row(lat):
     # per row (C <= 64, r = 1): 8 cfg + vdiv 50 + vconv 28 + vmul 43 + vsub 42 + vmul 43
     # + dup 25 + set_cmpmask 1 + vcmpvs 8 + vadd 42 + vsel 29 + 10 bars = 329; + 2 cfg once
-    assert cold("TREM", "f32", 1, 64) == 2 + 329
-    assert cold("TREM", "f32", 16, 16) == 2 + 16 * 329          # §4: ≈ 5.3k
+    assert lat.cold("TREM", "f32", 1, 64) == 2 + 329
+    assert lat.cold("TREM", "f32", 16, 16) == 2 + 16 * 329          # §4: ≈ 5.3k
     # C = 128: count steps r = 2 (vdiv +4, vconv +1, vmul/vsub/vmul/vadd +2 each, vsel +2),
     # vcmpvs ceil(128/64) = 2 (+2): 329 + 4 + 1 + 8 + 2 + 2 = 346
-    assert cold("TREM", "f32", 1, 128) == 2 + 346
+    assert lat.cold("TREM", "f32", 1, 128) == 2 + 346
 
 
-def test_trem_i32_per_row():
+def test_trem_i32_per_row(lat):
     # 8 cfg; 2x vconv 29, vdiv 50, vconv 28, 2x vconv 29, vmul 43, vsub 42, 2x vconv 29,
     # vmul 43, dup 25, set_cmpmask 1, vcmpvs 8, vadd 42, vsel 29, vconv 28; 14 bars = 448
-    assert cold("TREM", "i32", 16, 64) == 2 + 16 * 448
+    assert lat.cold("TREM", "i32", 16, 64) == 2 + 16 * 448
 
 
-def test_tfmod_per_row():
+def test_tfmod_per_row(lat):
     # 46+4r + 27+r + 41+2r + 40+2r + 4 bars = 167 at r = 1; + 4 cfg once
-    assert cold("TFMOD", "f32", 1, 64) == 4 + 167
-    assert cold("TFMOD", "f32", 16, 16) == 4 + 16 * 167          # §4: ≈ 2.7k
+    assert lat.cold("TFMOD", "f32", 1, 64) == 4 + 167
+    assert lat.cold("TFMOD", "f32", 16, 16) == 4 + 16 * 167          # §4: ≈ 2.7k
 
 
-def test_tfmods_per_row():
+def test_tfmods_per_row(lat):
     # §4 ≈ 177: dup 25 + vdiv 50 + vconv 28 + vmuls 27 + vsub 42 + 5 bars. vmuls is an F-op
     # here (CSV evidence), so its count-mode step adds 16: 193 per row; + 4 cfg once
-    assert cold("TFMODS", "f32", 1, 64) == 4 + 177 + 16
-    assert cold("TFMODS", "f32", 16, 64) == 4 + 16 * 193
+    assert lat.cold("TFMODS", "f32", 1, 64) == 4 + 177 + 16
+    assert lat.cold("TFMODS", "f32", 16, 64) == 4 + 16 * 193
 
 
-def test_trems_per_row():
+def test_trems_per_row(lat):
     # §4 ≈ 280 (table vadds 31, vmuls/vadds without floor): dup 25 + vdiv 50 + vconv 28 +
     # vmuls 27 + vsub 42 + vmuls 27 + vcmpvs 8 + set_cmpmask 1 + vadds 32 + vsel 29 +
     # 10 bars = 279. Here vadds is 25+r and vmuls/vadds pay F: 279 - 6 + 3*16 = 321
-    assert cold("TREMS", "f32", 1, 64) == 4 + 321
-    assert cold("TREMS", "f32", 16, 64) == 4 + 16 * 321
+    assert lat.cold("TREMS", "f32", 1, 64) == 4 + 321
+    assert lat.cold("TREMS", "f32", 16, 64) == 4 + 16 * 321
 
 
 # --- compare / select (§4) ---------------------------------------------------------------
 
-def test_tcmp():
+def test_tcmp(lat):
     # lat once + 2r per row: 6 + 16*2
-    assert cold("TCMP", "f32", 16, 64) == 38
-    assert cold("TCMP", "f32", 16, 64, extra=(("cmp", "lt"),)) == 38
-    assert cold("TCMP", "f32", 16, 64, extra=(("cmp", "ge"),)) == 36 + 32
+    assert lat.cold("TCMP", "f32", 16, 64) == 38
+    assert lat.cold("TCMP", "f32", 16, 64, extra=(("cmp", "lt"),)) == 38
+    assert lat.cold("TCMP", "f32", 16, 64, extra=(("cmp", "ge"),)) == 36 + 32
     # NE: EQ 38 + bar + 4 cfg + count vnot over 16 rows x 32 B (256 16-bit lanes = 2 reps): 20+4
-    assert cold("TCMP", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 24
+    assert lat.cold("TCMP", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 24
     # i32 compares EQ whatever the mode (A2/A3 quirk)
-    assert cold("TCMP", "i32", 16, 64, extra=(("cmp", "ge"),)) == 38
+    assert lat.cold("TCMP", "i32", 16, 64, extra=(("cmp", "ge"),)) == 38
     # r = 3 per row (f32 C = 160): 6 + 8*6
-    assert cold("TCMP", "f32", 8, 160) == 54
+    assert lat.cold("TCMP", "f32", 8, 160) == 54
     # split at 240 repeats: one f16 row of 241 repeats -> 2 instructions: 6 + 2*241
-    p = plan("TCMP", "f16", 1, 241 * 128)
+    p = lat.plan("TCMP", "f16", 1, 241 * 128)
     assert [i.repeats for i in p.items if i.kind == "v"] == [240, 1]
     assert p.cold_cycles == 6 + 482
 
 
-def test_tcmps():
-    assert cold("TCMPS", "f32", 16, 64) == 6 + 32
-    assert cold("TCMPS", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 24
+def test_tcmps(lat):
+    assert lat.cold("TCMPS", "f32", 16, 64) == 6 + 32
+    assert lat.cold("TCMPS", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 24
 
 
-def test_tsel():
+def test_tsel(lat):
     # first row: 2 cfg + dup (24+1) + bar + set_cmpmask + bar + vsel (27+2) = 59
-    assert cold("TSEL", "f32", 1, 64) == 59
+    assert lat.cold("TSEL", "f32", 1, 64) == 59
     # further rows: 2 cfg + dup 1 (in stream) + bar + 1 + bar + vsel 29 (after a barrier) = 35
-    assert cold("TSEL", "f32", 16, 64) == 59 + 15 * 35
+    assert lat.cold("TSEL", "f32", 16, 64) == 59 + 15 * 35
     # C = 128: vsel r = 2 (+2 per row)
-    assert cold("TSEL", "f32", 4, 128) == 61 + 3 * 37
+    assert lat.cold("TSEL", "f32", 4, 128) == 61 + 3 * 37
 
 
-def test_tprelu():
+def test_tprelu(lat):
     # TMUL 57 + bar + TCMPS(GT) (6+2 + 15*2) + bar + TSEL 584
-    assert cold("TPRELU", "f32", 16, 64) == 57 + 1 + 38 + 1 + 584
+    assert lat.cold("TPRELU", "f32", 16, 64) == 57 + 1 + 38 + 1 + 584
 
 
 # --- reductions (§4) ---------------------------------------------------------------------
 
-def test_trowsum_paths():
+def test_trowsum_paths(lat):
     # C <= E: final vcadd only (rep = R): 46 + 7*16 + bar
-    assert cold("TROWSUM", "f32", 16, 64) == 159
+    assert lat.cold("TROWSUM", "f32", 16, 64) == 159
     # C < E: masked vcadd: 2 cfg + 46 + 112 + bar (vcadd is not an F-op)
-    assert cold("TROWSUM", "f32", 16, 32) == 161
+    assert lat.cold("TROWSUM", "f32", 16, 32) == 161
     # E < C < 2E: copy_ubuf_to_ubuf (16 rows x 256 B = 4096 B / 594.3 B/cyc = 6) + bar;
     # masked tail vadd rep 16: 2 + 24 + 32 + 16, bar; count vcadd 4 + 46 + 112, bar
-    p = plan("TROWSUM", "f32", 16, 96)
+    p = lat.plan("TROWSUM", "f32", 16, 96)
     assert [i.kind for i in p.items][:2] == ["copy", "bar"]
     assert p.cold_cycles == 6 + 1 + 74 + 1 + 162 + 1
     # C = 4E: 2 pair vadds (76 each) + bar, tree step (76) + bar, vcadd 162 + bar
-    assert cold("TROWSUM", "f32", 16, 256) == 3 * 77 + 163
+    assert lat.cold("TROWSUM", "f32", 16, 256) == 3 * 77 + 163
     # C = 5E + 16: 2 pairs + odd repeat + masked tail (2+24+32+16) + tree + final
-    assert cold("TROWSUM", "f32", 16, 336) == 3 * 77 + 75 + 77 + 163
+    assert lat.cold("TROWSUM", "f32", 16, 336) == 3 * 77 + 75 + 77 + 163
 
 
-def test_trowmax_paths():
-    assert cold("TROWMAX", "f32", 16, 64) == 32 + 112 + 1               # vcmax rep 16
+def test_trowmax_paths(lat):
+    assert lat.cold("TROWMAX", "f32", 16, 64) == 32 + 112 + 1               # vcmax rep 16
     # C = 3E: vmax(rep0, rep1) count 76 + bar, vmax(rep2) 76 + bar, vcmax count 4+32+112 + bar
-    assert cold("TROWMAX", "f32", 16, 192) == 77 + 77 + 149
-    assert cold("TROWMIN", "f32", 16, 192) == cold("TROWMAX", "f32", 16, 192)
+    assert lat.cold("TROWMAX", "f32", 16, 192) == 77 + 77 + 149
+    assert lat.cold("TROWMIN", "f32", 16, 192) == lat.cold("TROWMAX", "f32", 16, 192)
 
 
-def test_int_row_reduce():
+def test_int_row_reduce(lat):
     # per row: 1 cfg + dup (24+1) + bar + 8 blocks x (vadd masked 24+2+16 + bar) + 4 flags
     # + scalar fold of 8 partials (ASSUMPTION figure)
-    fold = 8 * T.scalar_loops["row_fold_cycles_per_element"]
-    assert cold("TROWSUM", "i32", 16, 64) == 16 * (1 + 25 + 1 + 8 * 43 + 4 + fold)
+    fold = 8 * lat.target.scalar_loops["row_fold_cycles_per_element"]
+    assert lat.cold("TROWSUM", "i32", 16, 64) == 16 * (1 + 25 + 1 + 8 * 43 + 4 + fold)
     # i16: 16 partials per block; C = 64 i16 = 4 blocks
-    fold16 = 16 * T.scalar_loops["row_fold_cycles_per_element"]
-    assert cold("TROWMAX", "i16", 4, 64) == 4 * (1 + 25 + 1 + 4 * 43 + 4 + fold16)
+    fold16 = 16 * lat.target.scalar_loops["row_fold_cycles_per_element"]
+    assert lat.cold("TROWMAX", "i16", 4, 64) == 4 * (1 + 25 + 1 + 4 * 43 + 4 + fold16)
 
 
-def test_tcol_reduce():
+def test_tcol_reduce(lat):
     # copy row 0 (256 B -> 0 cycles by bandwidth, 1 minimum) + bar + 4 cfg
     # + 15 x (count vadd 24+2+16 + bar) + final bar = (R-1)*(lat+16+2r+1) + 7
-    assert cold("TCOLSUM", "f32", 16, 64) == 1 + 1 + 4 + 15 * 43 + 1
-    assert cold("TCOLMAX", "f32", 16, 64) == 652
+    assert lat.cold("TCOLSUM", "f32", 16, 64) == 1 + 1 + 4 + 15 * 43 + 1
+    assert lat.cold("TCOLMAX", "f32", 16, 64) == 652
     # C = 96: aligned part (1 rep) then a masked tail per row: + 2 cfg + 15 x 43
-    assert cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 43 + 2 + 15 * 43 + 1
+    assert lat.cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 43 + 2 + 15 * 43 + 1
     # binary (ASSUMPTION granularity): 4 cfg; level 1: 8 pair vadds (cold 42, then 18 each)
     # + bar; level 2: 4 pairs (42 + 3*18) + bar; level 3: 2 (42+18) + bar; level 4: 1 (42)
     # + bar; copy tmp row 0 (1) + bar
     want = 4 + (42 + 7 * 18 + 1) + (42 + 3 * 18 + 1) + (42 + 18 + 1) + (42 + 1) + 1 + 1
-    assert cold("TCOLSUM", "f32", 16, 64, variant="binary") == want
+    assert lat.cold("TCOLSUM", "f32", 16, 64, variant="binary") == want
 
 
 # --- broadcasts (§4) ---------------------------------------------------------------------
 
-def test_trowexpand():
+def test_trowexpand(lat):
     # fast path: dst one 32-byte block wide (f32 x 8), source a column: vbrcb rep 2 = 18
-    assert cold("TROWEXPAND", "f32", 16, 8) == 18
-    p = plan("TROWEXPAND", "f32", 4000, 8)                  # 500 reps -> chunks of 254
+    assert lat.cold("TROWEXPAND", "f32", 16, 8) == 18
+    p = lat.plan("TROWEXPAND", "f32", 4000, 8)                  # 500 reps -> chunks of 254
     assert [i.repeats for i in p.items] == [254, 246]
     # source not a single row/column: general path
     g = S("TROWEXPAND", "f32", 16, 8, extra=(("src_rows", 16), ("src_cols", 8)))
-    read = T.scalar_loops["row_read_cycles_per_element"]
-    assert lower(g, "PIPE_V", T).cold_cycles == 4 + 16 * (4 + read + 25)
+    read = lat.target.scalar_loops["row_read_cycles_per_element"]
+    assert lower(g, "PIPE_V", lat.target).cold_cycles == 4 + 16 * (4 + read + 25)
     # general path: 4 cfg + per row 4 flags + read + count dup (24 + r); the V->S wait
     # breaks the stream every row
-    assert cold("TROWEXPAND", "f32", 16, 64) == 4 + 16 * (4 + read + 25)
-    assert cold("TROWEXPAND", "f32", 16, 128) == 4 + 16 * (4 + read + 26)
+    assert lat.cold("TROWEXPAND", "f32", 16, 64) == 4 + 16 * (4 + read + 25)
+    assert lat.cold("TROWEXPAND", "f32", 16, 128) == 4 + 16 * (4 + read + 26)
 
 
 def test_tcolexpand():
@@ -361,33 +415,220 @@ def test_tcolexpand():
     assert cold("TCOLEXPAND", "f32", 16, 1024) == 96
 
 
-def test_expand_binary_assumption():
+def test_expand_binary_assumption(lat):
     # TROWEXPANDMUL: vbrcb (18) + bar + per-row vmul (rep 1): 25+2 then 15 x 2
-    assert cold("TROWEXPANDMUL", "f32", 16, 64) == 18 + 1 + 27 + 30
+    assert lat.cold("TROWEXPANDMUL", "f32", 16, 64) == 18 + 1 + 27 + 30
     # TCOLEXPANDMUL: per-row vmul only: 25 + 16*2
-    assert cold("TCOLEXPANDMUL", "f32", 16, 64) == 57
+    assert lat.cold("TCOLEXPANDMUL", "f32", 16, 64) == 57
     # TROWEXPANDADD on 16x100 (dynamic): per-row heads (1 rep) + one masked tail over 16
     # rows: 18 + 1 + 2 cfg + 24 + 16*2 + (32 + 16)
-    assert cold("TROWEXPANDADD", "f32", 16, 128, 16, 100, vcols=None) == 18 + 1 + 2 + 24 + 32 + 48
+    assert lat.cold("TROWEXPANDADD", "f32", 16, 128, 16, 100, vcols=None) == 18 + 1 + 2 + 24 + 32 + 48
+
+
+# --- the default "tail" rule (restart after a barrier = slope*r + max(tail, F)) --------------
+# Fresh derivations from vector_costs.csv; restart costs are listed in the module doc.
+
+def test_tdivs_tail_rule():
+    # dup cold (24+16) + bar 1 + vdiv restart (tail 19 + 4*16) = 40 + 1 + 83 = 124 (§4: 135)
+    assert cold("TDIVS", "f32", 16, 64) == 124
+    assert cold("TDIVS", "f32", 16, 64, variant="scalar_tile") == 124
+    assert cold("TRECIP", "f32", 16, 64) == 124
+    assert cold("TDIVS", "f32", 16, 64, variant="inplace") == 42       # one vmuls, no barrier
+    # f16 16x128 (16 reps of 128 lanes): dup 40 + 1 + vdiv.f16 restart (19 + 8*16) = 188
+    assert cold("TDIVS", "f16", 16, 128) == 188
+    # formula CSV TDIVS fp32 cols 32/64 bias 45: the constant part is dup lat 24 + bar 1 +
+    # vdiv tail 19 = 44 (+ slopes 1 + 4 per repeat)
+    p = plan("TDIVS", "f32", 16, 64)
+    assert p.cold_cycles - 16 * (1 + 4) == 24 + 1 + 19
+
+
+def test_two_step_ops_tail_rule():
+    # TADDC: vadd cold (24+32) + bar + vadd restart (14+32) = 56 + 1 + 46 = 103 (TSUBC alike)
+    assert cold("TADDC", "f32", 16, 64) == 103
+    assert cold("TSUBC", "f32", 16, 64) == 103
+    # TXOR i32 16x64 (16 reps of 16-bit lanes, full mask): vor cold 20+32, then vand, vnot,
+    # vand each restart 12+32 = 44 after a barrier: 52 + 3*44 + 3 bars = 187
+    assert cold("TXOR", "i32", 16, 64) == 187
+    # TCVT f32->i16 non-saturating: vconv (27+16) + bar + vand restart (12+32) + bar
+    # + vconv restart (13+16) = 43 + 1 + 44 + 1 + 29 = 118
+    assert cold("TCVT", "i16", 16, 64, src_dtype="f32") == 118
+    # TCMP NE: 16 vcmpv_eq (6+2, then 15*2) = 38 + bar + 4 cfg + vnot (2 reps, not an F-op)
+    # restart 12+4 = 16 -> 59; TCMPS NE the same with vcmpvs
+    assert cold("TCMP", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 16
+    assert cold("TCMPS", "f32", 16, 64, extra=(("cmp", "ne"),)) == 38 + 1 + 4 + 16
+    # TRSQRT (tmp): 5 cfg + dup (24+1) + 16 vsqrt in stream (32) + bar + vdiv restart
+    # (4 + max(19, 16)) + 15 masked vdiv in stream (4+16 each) = 5+25+32+1+23+300 = 386
+    assert cold("TRSQRT", "f32", 16, 64, variant="tmp") == 386
+
+
+def test_trem_tail_rule():
+    # Per row (C <= 64, r = 1), every step after a barrier: 8 cfg + vdiv 4+19 + vconv 1+13
+    # + vmul 2+16 + vsub 2+16 + vmul 2+16 + dup(full) 1+13 + set_cmpmask 1 + vcmpvs 2+0
+    # + vadd 2+16 + vsel 2+14 + 10 bars = 8+23+14+18+18+18+14+1+2+18+16+10 = 160 (§4: 329).
+    # Row 0 enters cold: its vdiv pays 30+4+16 = 50 instead of 23 (+27) -> 187; + 2 cfg once
+    assert cold("TREM", "f32", 1, 64) == 2 + 187
+    assert cold("TREM", "f32", 16, 16) == 2 + 187 + 15 * 160
+    # C = 128 (r = 2): vdiv +4, vconv +1, vmul/vsub/vmul/vadd +2 each, vcmpvs +2, vsel +2
+    # -> 177 per row; row 0: vdiv cold 54 vs restart 27 -> 204
+    assert cold("TREM", "f32", 1, 128) == 2 + 204
+    assert cold("TREM", "f32", 2, 128) == 2 + 204 + 177
+    # i32: 8 cfg; (vconv 14 + vconv in stream 1) | vdiv 23 | vconv 14 | (14 + 1) | vmul 18 |
+    # vsub 18 | (14 + 1) | vmul 18 | dup 14 | cfg 1 | vcmpvs 2 | vadd 18 | vsel 16 | vconv 14 |
+    # 14 bars = 223 per row; row 0's first vconv cold 27+1 (+14) -> 237
+    assert cold("TREM", "i32", 16, 64) == 2 + 237 + 15 * 223
+
+
+def test_tfmod_family_tail_rule():
+    # TFMOD per row: vdiv 23 + vconv 14 + vmul 18 + vsub 18 + 4 bars = 77 (§4: 167);
+    # row 0: vdiv cold 50 -> 104; + 4 cfg once
+    assert cold("TFMOD", "f32", 1, 64) == 4 + 104
+    assert cold("TFMOD", "f32", 16, 16) == 4 + 104 + 15 * 77
+    # TFMODS per row: dup 1+13 + vdiv 23 + vconv 14 + vmuls 1+max(15,16) + vsub 18 + 5 bars
+    # = 14+23+14+17+18+5 = 91; row 0: dup cold 25 (+11) -> 102
+    assert cold("TFMODS", "f32", 1, 64) == 4 + 102
+    assert cold("TFMODS", "f32", 16, 64) == 4 + 102 + 15 * 91
+    # TREMS per row: dup 14 + vdiv 23 + vconv 14 + vmuls 17 + vsub 18 + vmuls 17 + vcmpvs 2
+    # + set_cmpmask 1 + vadds 1+max(15,16) + vsel 16 + 10 bars = 149; row 0: dup 25 -> 160
+    assert cold("TREMS", "f32", 1, 64) == 4 + 160
+    assert cold("TREMS", "f32", 16, 64) == 4 + 160 + 15 * 149
+
+
+def test_tsel_tprelu_tail_rule():
+    # row 0: 2 cfg + dup cold (24+1) + bar + set_cmpmask + bar + vsel restart (14+2) = 46;
+    # further rows: 2 cfg + dup in stream 1 + 1 + 1 + 1 + vsel 16 = 22 (§4: 59 + 35/row)
+    assert cold("TSEL", "f32", 1, 64) == 46
+    assert cold("TSEL", "f32", 16, 64) == 46 + 15 * 22
+    # C = 128: vsel r = 2 (+2): 48 + 3 * 24
+    assert cold("TSEL", "f32", 4, 128) == 48 + 3 * 24
+    # TPRELU: TMUL cold 25+32 = 57 + bar + vcmpvs restart 2 (tail 0) then 15 x 2 = 32
+    # + bar + TSEL whose first dup restarts (13+1): 2+14+1+1+1+16 = 35, then 15 x 22
+    assert cold("TPRELU", "f32", 16, 64) == 57 + 1 + 32 + 1 + 35 + 15 * 22
+
+
+def test_row_reduce_tail_rule():
+    # TROWSUM 16x128: cfg 4 + count vadd cold (24+32+16) + bar = 77; cfg 4 + count vcadd
+    # restart (32 + 7*16) + bar = 149; total 226 (§4: 240)
+    assert cold("TROWSUM", "f32", 16, 128) == 226
+    # C <= E: a single vcadd, no restart: unchanged
+    assert cold("TROWSUM", "f32", 16, 64) == 46 + 112 + 1
+    # 16x96: copy (6) + bar; the masked tail vadd after that barrier restarts:
+    # 2 cfg + 32 + max(14, 16) + bar; count vcadd 4 + 144 + bar = 6+1+2+48+1+149 = 207
+    assert cold("TROWSUM", "f32", 16, 96) == 207
+    # C = 4E: pair vadd 77, pair vadd restart (4 + 32+16 + 1 = 53), tree 53, final 149
+    assert cold("TROWSUM", "f32", 16, 256) == 77 + 53 + 53 + 149
+    # C = 5E + 16: 2 pairs + odd repeat (77 + 53 + 53), masked tail (2 + 48 + 1), tree 53,
+    # final 149
+    assert cold("TROWSUM", "f32", 16, 336) == 77 + 53 + 53 + 51 + 53 + 149
+    # TROWMAX 16x192: vmax count 77, vmax restart 53, vcmax 4 + (22 + 7*16) + 1 = 139
+    assert cold("TROWMAX", "f32", 16, 192) == 77 + 53 + 139
+    assert cold("TROWMIN", "f32", 16, 192) == 269
+    # DN special 64x128: vcgadd cold 38+128 + bar + vadd(8) restart 14+16 + bar + vcgadd(8)
+    # restart 24+8 + bar = 166+1+30+1+32+1 = 231 (§4: 255)
+    dn = (("dst_layout", "DN"),)
+    assert cold("TROWSUM", "f32", 64, 128, extra=dn) == 231
+    # 16x512: 166 + 1 + vcgadd(16) 24+16 + 1 + vcgadd(2) 24+2 + 1 = 235
+    assert cold("TROWSUM", "f32", 16, 512, extra=dn) == 235
+    # TROWMAX 64x128 DN: vcgmax 31+128 + 1 + vmax(8) 14+16 + 1 + vcgmax(8) 17+8 + 1 = 217
+    assert cold("TROWMAX", "f32", 64, 128, extra=dn) == 217
+
+
+def test_int_row_reduce_tail_rule():
+    # per row: 1 cfg + dup + bar + 8 x (masked vadd after a barrier: 2 + max(14, 16) = 18,
+    # + bar) + 4 flags + fold. Row 0's dup is cold (24+1); every later row starts after
+    # the previous row's V->S wait, so its dup restarts (13+1)
+    fold = 8 * T.scalar_loops["row_fold_cycles_per_element"]
+    row0, row = 1 + 25 + 1 + 8 * 19 + 4 + fold, 1 + 14 + 1 + 8 * 19 + 4 + fold
+    assert cold("TROWSUM", "i32", 16, 64) == row0 + 15 * row
+    # i16 C = 64: 4 blocks, 16 partials each
+    fold16 = 16 * T.scalar_loops["row_fold_cycles_per_element"]
+    assert cold("TROWMAX", "i16", 4, 64) == (1 + 25 + 1 + 4 * 19 + 4 + fold16) + 3 * (
+        1 + 14 + 1 + 4 * 19 + 4 + fold16)
+
+
+def test_col_reduce_tail_rule():
+    # copy row 0 (1) + bar + 4 cfg + 15 x (count vadd after a barrier: 2 + max(14, 16) = 18,
+    # + bar) + final bar: each row ≈ 1 + max(14, 16) + 2 = 19 (§4: 43; CSV ≈ 19.5)
+    assert cold("TCOLSUM", "f32", 16, 64) == 1 + 1 + 4 + 15 * 19 + 1 == 292
+    assert cold("TCOLMAX", "f32", 16, 64) == 292
+    # C = 96: the aligned part and then a masked tail op per row, both restarts:
+    # 1 + 1 + 4 + 15*19 + 2 + 15*19 + 1 (copy of 384 B -> 1-cycle minimum)
+    assert cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 19 + 2 + 15 * 19 + 1
+    # binary: 4 cfg; level 1: 8 pair vadds, first cold 42 then 7 x 18 in stream, bar;
+    # level 2: 4 x 18 (the restart costs max(14, 16) + 2 = 18 like the stream), bar;
+    # level 3: 2 x 18, bar; level 4: 18, bar; copy 1 + bar
+    want = 4 + (42 + 7 * 18 + 1) + (4 * 18 + 1) + (2 * 18 + 1) + (18 + 1) + 1 + 1
+    assert cold("TCOLSUM", "f32", 16, 64, variant="binary") == want == 304
+
+
+def test_expand_tail_rule():
+    read = T.scalar_loops["row_read_cycles_per_element"]
+    # general TROWEXPAND: 4 cfg + per row 4 flags + read + count dup after the V->S wait.
+    # Row 0's wait drains an idle pipe, so its dup is a cold start (24 + r); every later
+    # row's wait drains the previous dup, so that dup restarts (tail 13 + r).
+    assert cold("TROWEXPAND", "f32", 16, 64) == 4 + (4 + read + 25) + 15 * (4 + read + 14)
+    assert cold("TROWEXPAND", "f32", 16, 128) == 4 + (4 + read + 26) + 15 * (4 + read + 15)
+    assert cold("TROWEXPAND", "f32", 16, 8) == 18                      # vbrcb fast path
+    # TROWEXPANDMUL: vbrcb 18 + bar + per-row vmul (rep 1): restart 15+2, then 15 x 2
+    assert cold("TROWEXPANDMUL", "f32", 16, 64) == 18 + 1 + 17 + 30
+    # TROWEXPANDADD 16x100 of 16x128: 18 + 1 + 2 cfg + vadd restart (14+2) + 15 x 2 + masked
+    # tail over 16 rows in stream (32 + 16)
+    assert cold("TROWEXPANDADD", "f32", 16, 128, 16, 100, vcols=None) == 18 + 1 + 2 + 16 + 30 + 48
+    # no barrier: unchanged
+    assert cold("TCOLEXPANDMUL", "f32", 16, 64) == 57
+
+
+def test_barrier_free_ops_do_not_depend_on_the_rule(lat):
+    # without an intra-op barrier the two rules give the same cold and warm costs (the
+    # restart cost, the plan entered after a kernel-level barrier, differs by design)
+    for args, kw in [(("TADD", "f32", 16, 64), {}), (("TADD", "f32", 16, 72), {}),
+                     (("TEXP", "f32", 1, 100), {}), (("TADDS", "f32", 128, 256), {}),
+                     (("TCMP", "f32", 8, 160), {}), (("TROWSUM", "f32", 16, 32), {}),
+                     (("TDIVS", "f32", 16, 64), {"variant": "inplace"}),
+                     (("TADD", "f32", 300, 128, 300, 100), {"vcols": None})]:
+        a, b = plan(*args, **kw), lat.plan(*args, **kw)
+        assert (a.cold_cycles, a.warm_cycles) == (b.cold_cycles, b.warm_cycles), args
+
+
+def test_restart_cycles_of_a_plan():
+    # a plan entered right after a kernel-level barrier on a busy pipe: TADD 16x64 =
+    # tail 14 + 2*16 = 46 (cold 56, warm 32); TDIVS: dup restart 13+16 + 1 + vdiv 83 = 113
+    p = plan("TADD", "f32", 16, 64)
+    assert (p.cold_cycles, p.warm_cycles, p.restart_cycles) == (56, 32, 46)
+    assert plan("TDIVS", "f32", 16, 64).restart_cycles == 29 + 1 + 83
+    # masked F-op: the floor is larger than the tail: TADD 16x16 (small shape, masked rep 16)
+    # 2 cfg + 32 + max(14, 16) = 50 (cold 74 = 2 + 24 + 32 + 16)
+    p = plan("TADD", "f32", 16, 16)
+    assert (p.cold_cycles, p.restart_cycles) == (74, 50)
+
+
+def test_restart_cycles_latency_rule(lat):
+    # under "latency" a restart costs the same as a cold start
+    for args in [("TADD", "f32", 16, 64), ("TADD", "f32", 16, 16), ("TDIVS", "f32", 16, 64)]:
+        p = lat.plan(*args)
+        assert p.restart_cycles == p.cold_cycles, args
 
 
 # --- the lightweight formula fits (data/a2a3_formula_params.csv) ------------------------
 
-# The §4 decompositions re-pay an instruction's full latency after every intra-op
-# barrier (and every V->S wait). The formula fits of the reductions and of TROWEXPAND
-# show much cheaper barrier-separated steps (TCOLSUM/TCOLMAX ≈ 16 + 2r per row, i.e. no
-# latency re-paid; TROWEXPAND ≈ 14 per row), so these ops do not reach 0.9 while the
-# model follows §2.3/§4 (which the worked examples above pin down).
+# Scored on the bundled target (barrier_restart = "tail"). Under §4's "latency" rule every
+# barrier-separated step re-pays head + tail and the reductions miss the fits (TCOLMAX
+# 41/row at C=64 vs CSV ≈ 17.5/row); under "tail" TCOLMAX (19/row at C <= 64: 1 + max(14,
+# 16) + 2) and TROWSUM reach 0.9 (see test_formula_csv_tail_rule_beats_latency). The ops
+# below still miss, for reasons the restart rule does not touch; each reason states the
+# median measured when the rule was introduced.
 _CONFLICT = {
-    "TCOLSUM": "§4 re-pays lat per row (43/row at C=64); CSV ≈ 19.5/row",
-    "TCOLMAX": "§4 re-pays lat per row (41/row at C=64); CSV ≈ 17.5/row",
-    "TROWEXPAND": "§4 general path ≈ 33/row, fast path flat 18; CSV ≈ 14/row + 37",
-    "TROWSUM": "§4 stages re-pay lat after each barrier (≈ +45 per stage); CSV ≈ +17",
-    "TROWMAX": "as TROWSUM",
+    "TCOLSUM": "median 0.546 (min 0.229): rows with C <= E fit (19/row vs CSV 19-19.5), but "
+               "when C > E and C % E != 0 (most CSV rows) the model adds a masked tail op + "
+               "barrier per row (f32 C=96: 36/row vs CSV 21/row)",
+    "TROWEXPAND": "median 0.569 (min 0.019): fast path (f32 C=8) is a flat vbrcb 18 where the "
+                  "fit grows 14/row; general path 4 flags + scalar read 4 (ASSUMPTION) + "
+                  "restart dup 14 = 22/row vs CSV ≈ 14/row + 37",
+    "TROWMAX": "median 0.886 (min 0.714): C >= 2E runs one count-mode vmax step per extra "
+               "repeat plus a restart vcmax (f32 16x128: 216 vs CSV 176; 16x336: 426 vs 356)",
 }
 
 
-def _formula_cases(variant=""):
+def _formula_cases(variant="", target=T):
     cases = {}
     with FORMULA_CSV.open() as f:
         for r in csv.DictReader(f):
@@ -399,7 +640,8 @@ def _formula_cases(variant=""):
                 for c in cols_list:
                     for rows in (8, 16, 32, 64):
                         m = round(slope * rows * c + bias)
-                        p = lower(Shape(op, d, rows, c, c, rows, c, variant=variant), "PIPE_V", T).cold_cycles
+                        p = lower(Shape(op, d, rows, c, c, rows, c, variant=variant), "PIPE_V",
+                                  target).cold_cycles
                         cases.setdefault(op, []).append(1 - abs(p - m) / m)
     return cases
 
@@ -433,6 +675,16 @@ def test_formula_csv_tcolsum_binary_form():
         pytest.skip("reference formula CSV not available")
     acc = _formula_cases("binary")["TCOLSUM"]
     assert statistics.median(acc) >= 0.9
+
+
+def test_formula_csv_tail_rule_beats_latency(lat):
+    # the machine.toml evidence for "tail": on the reductions it scores better than §4's rule
+    if not _ACC:
+        pytest.skip("reference formula CSV not available")
+    latency = _formula_cases(target=lat.target)
+    for op in ("TCOLMAX", "TCOLSUM", "TROWMAX", "TROWSUM"):
+        assert statistics.median(_ACC[op]) > statistics.median(latency[op]), op
+    assert statistics.median(latency["TCOLMAX"]) < 0.9 <= statistics.median(_ACC["TCOLMAX"])
 
 
 # --- every op of the list runs end to end ------------------------------------------------
@@ -471,16 +723,30 @@ def test_simulate_op_runs(op, dtype, variant, shape, valid):
     assert r.total_cycles > 0
 
 
-def test_simulate_op_uses_the_lowering():
-    assert sim.simulate_op("TADD", "f32", (16, 64)).total_cycles == 56
-    assert sim.simulate_op("TCOLSUM", "f32", (16, 64)).total_cycles == 652
-    assert (sim.simulate_op("TCOLSUM", "f32", (16, 64), variant="binary").total_cycles
-            == cold("TCOLSUM", "f32", 16, 64, variant="binary"))
-    assert sim.simulate_op("TDIVS", "f32", (16, 64), variant="inplace").total_cycles == 42
-    assert sim.simulate_op("TSEL", "f32", (16, 64)).total_cycles == 59 + 15 * 35
+def test_simulate_op_uses_the_lowering(lat):
+    def run(*a, **kw):
+        return sim.simulate_op(*a, target=lat.target, **kw).total_cycles
+    assert run("TADD", "f32", (16, 64)) == 56
+    assert run("TCOLSUM", "f32", (16, 64)) == 652
+    assert run("TCOLSUM", "f32", (16, 64), variant="binary") == lat.cold("TCOLSUM", "f32", 16, 64,
+                                                                          variant="binary")
+    assert run("TDIVS", "f32", (16, 64), variant="inplace") == 42
+    assert run("TSEL", "f32", (16, 64)) == 59 + 15 * 35
     # TROWEXPAND: ops.py builds an R x 1 column source -> vbrcb fast path on a 1-block dst
-    assert sim.simulate_op("TROWEXPAND", "f32", (16, 8)).total_cycles == 18
+    assert run("TROWEXPAND", "f32", (16, 8)) == 18
     # the compare mode reaches the lowering (ops.py uses LT)
+    assert run("TCMP", "f32", (16, 64)) == 38
+
+
+def test_simulate_op_uses_the_lowering_tail_rule():
+    # the same ops on the bundled target ("tail"); derivations in test_*_tail_rule below
+    assert sim.simulate_op("TADD", "f32", (16, 64)).total_cycles == 56
+    assert sim.simulate_op("TCOLSUM", "f32", (16, 64)).total_cycles == 292
+    assert sim.simulate_op("TCOLSUM", "f32", (16, 64), variant="binary").total_cycles == 304
+    assert sim.simulate_op("TDIVS", "f32", (16, 64)).total_cycles == 124
+    assert sim.simulate_op("TDIVS", "f32", (16, 64), variant="inplace").total_cycles == 42
+    assert sim.simulate_op("TSEL", "f32", (16, 64)).total_cycles == 46 + 15 * 22
+    assert sim.simulate_op("TROWEXPAND", "f32", (16, 8)).total_cycles == 18
     assert sim.simulate_op("TCMP", "f32", (16, 64)).total_cycles == 38
 
 

@@ -8,10 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.calibrate import fit, load_cases, validate, write_model
 from sim.errors import UserError
 from sim.target import load_target, models_dir
+from sim.target.model import CceCost
+from sim.timing import Shape, lower
+from sim.timing.plan import evaluate, linear_terms
 
 REFERENCE_CASES = models_dir() / "a2a3" / "calibration" / "reference_cases.csv"
 HEADER = "op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
@@ -131,6 +136,103 @@ def test_calibrate_recovers_perturbed_figures(tmp_path):
     # the written directory is a complete target
     assert load_target(out).name == "a2a3-calibrated"
     assert (out / "ops.toml").is_file() and (out / "semantics.toml").is_file()
+
+
+def test_calibrate_recovers_figures_through_barrier_restarts(tmp_path):
+    # "Hardware" where vdiv is slower: head 15 + tail 26 = 41 (share of the tail as in the
+    # table, 19/30), 5 per repeat. TDIV pays vdiv cold (41 + 5r); TDIVS and TRECIP pay it
+    # right after the dup's barrier, which under the default "tail" rule costs tail + 5r:
+    # linear_terms gives that restart the coefficient tail/latency on vdiv's latency.
+    hw = _perturbed_model(tmp_path, {"vdiv": {"head_cycles": 15, "tail_cycles": 26,
+                                              "slope_cycles_per_repeat": 5}})
+    shapes = [(r, 64) for r in (1, 4, 16, 64, 128)] + [(8, 128), (16, 96)]
+    body = "".join(f"{op},f32,{rows},{cols},,,,1\n" for op in ("TDIVS", "TDIV", "TADDC")
+                   for rows, cols in shapes)
+    truth = validate(load_cases(_write(tmp_path, body, "shapes.csv")), hw)
+    measured = "".join(f"{c['op']},f32,{c['rows']},{c['cols']},,,,{c['predicted']}\n"
+                       for c in truth["cases"])
+    cases = load_cases(_write(tmp_path, measured, "measured.csv"))
+    assert validate(cases, "a2a3")["median_accuracy"] < 0.9
+    costs = fit(cases, "a2a3")
+    assert costs["vdiv"].latency_cycles == pytest.approx(41, abs=0.5)
+    assert costs["vdiv"].tail_cycles == pytest.approx(26, abs=0.5)
+    assert costs["vdiv"].slope_cycles_per_repeat == pytest.approx(5, abs=0.05)
+    assert costs["vadd"].latency_cycles == pytest.approx(24, abs=0.5)     # unchanged
+    after = validate(cases, write_model("a2a3", costs, tmp_path / "fitted", "test"))
+    assert after["median_accuracy"] > 0.99
+
+
+# --- linear_terms == evaluate (the calibration's linear form of the cold cost) -------------
+
+_A2A3 = load_target("a2a3")
+# (opcode, dst dtype, src dtype, variant): barrier-free ops, intra-op barriers, V->S waits,
+# masked F-ops whose floor exceeds the restart tail, copies and scalar loops
+_LINEAR_OPS = [
+    ("TADD", "f32", "", ""), ("TEXP", "f32", "", ""), ("TADDS", "f32", "", ""),
+    ("TDIV", "f32", "", ""), ("TDIVS", "f32", "", ""), ("TDIVS", "f16", "", ""),
+    ("TDIVS", "f32", "", "inplace"), ("TDIVS", "i32", "", ""), ("TRECIP", "f32", "", ""),
+    ("TADDC", "f32", "", ""), ("TXOR", "i32", "", ""), ("TCVT", "i16", "f32", ""),
+    ("TRSQRT", "f32", "", "tmp"), ("TREM", "f32", "", ""), ("TREM", "i32", "", ""),
+    ("TFMOD", "f32", "", ""), ("TFMODS", "f32", "", ""), ("TREMS", "f32", "", ""),
+    ("TREMS", "i32", "", ""), ("TCMP", "f32", "", ""), ("TCMPS", "f32", "", ""),
+    ("TSEL", "f32", "", ""), ("TPRELU", "f32", "", ""), ("TROWSUM", "f32", "", ""),
+    ("TROWMAX", "f32", "", ""), ("TROWSUM", "i32", "", ""), ("TROWMIN", "i16", "", ""),
+    ("TCOLSUM", "f32", "", ""), ("TCOLSUM", "f32", "", "binary"), ("TCOLMAX", "f16", "", ""),
+    ("TROWEXPAND", "f32", "", ""), ("TROWEXPANDADD", "f32", "", ""),
+    ("TCOLEXPANDMUL", "f32", "", ""), ("TEXPANDS", "f32", "", ""),
+]
+
+
+def _linear_value(items, costs, floor, rule):
+    const, coef = linear_terms(items, costs, floor, rule)
+    param = {"latency": lambda c: c.latency_cycles, "slope": lambda c: c.slope_cycles_per_repeat}
+    return const + sum(v * param[kind](costs(name)) for (kind, name), v in coef.items())
+
+
+@st.composite
+def _shapes(draw):
+    op, dt, src, variant = draw(st.sampled_from(_LINEAR_OPS))
+    rows = draw(st.sampled_from([1, 2, 3, 8, 16, 17, 64, 255, 256, 300]))
+    cols = draw(st.sampled_from([8, 16, 32, 40, 64, 72, 96, 100, 128, 192, 256, 336, 1024]))
+    vr = draw(st.integers(1, rows))
+    vc = draw(st.integers(1, cols))
+    static = draw(st.booleans())
+    if static:
+        vr, vc = rows, cols
+    extra = draw(st.sampled_from([(), (("cmp", "ne"),), (("dst_layout", "DN"),)]))
+    return Shape(op, dt, rows, cols, vc if static else None, vr, vc, src_dtype=src,
+                 variant=variant, extra=extra)
+
+
+@settings(max_examples=400, deadline=None)
+@given(shape=_shapes(), rule=st.sampled_from(["tail", "latency"]))
+def test_linear_terms_equal_evaluate_on_the_cost_table(shape, rule):
+    items = lower(shape, "PIPE_V", _A2A3).items
+    floor = _A2A3.vector["count_mode_floor_cycles"]
+    want = evaluate(items, _A2A3.cce, floor, rule)[0]
+    assert _linear_value(items, _A2A3.cce, floor, rule) == pytest.approx(want, abs=1e-6)
+
+
+_FIGURE = st.sampled_from([0.0, 0.5, 1.0, 3.0, 11.0, 14.0, 16.0, 19.0, 32.0])
+
+
+@settings(max_examples=400, deadline=None)
+@given(shape=_shapes(), rule=st.sampled_from(["tail", "latency"]),
+       floor=st.sampled_from([0, 16, 25]), data=st.data())
+def test_linear_terms_equal_evaluate_on_any_cost_table(shape, rule, floor, data):
+    # the same identity whatever the figures: head 0, tail 0, tail below / equal to /
+    # above the floor, fractional figures (a calibrated table)
+    items = lower(shape, "PIPE_V", _A2A3).items
+    table = {}
+
+    def costs(name):
+        if name not in table:
+            table[name] = CceCost(name, data.draw(_FIGURE), data.draw(_FIGURE), data.draw(_FIGURE),
+                                  data.draw(st.booleans()))
+        return table[name]
+
+    want = evaluate(items, costs, floor, rule)[0]
+    assert _linear_value(items, costs, floor, rule) == pytest.approx(want, abs=1e-6)
 
 
 def test_calibrate_cli_writes_model_and_prints_before_after(tmp_path):

@@ -3,11 +3,13 @@
 Vector items follow timing-model.md §2.2: an instruction costs ``slope * repeats``, plus
 ``head + tail`` when it is the first of a vector stream, plus the count-mode floor when
 it is an "F-op" issued with a partial mask. ``cfg`` items (mask and mode writes) and
-intra-op barriers and flags cost one cycle each; a barrier (or a wait whose source is
-the vector pipe) inside an op ends the stream, so the next vector item pays its latency
-again. ``copy`` items (``copy_ubuf_to_ubuf``, UB->UB bandwidth, §5.1) and ``sloop``
-items (a loop on the scalar unit, ``[scalar_loops]`` of the target) carry fixed cycles
-resolved by ``lower``; neither opens nor closes the vector stream.
+intra-op barriers and flags cost one cycle each. A barrier (or a wait whose source is the
+vector pipe) inside an op drains the pipe: if vector work was in flight, the next vector
+item *restarts* the stream and pays what the target's ``barrier_restart`` rule says (its
+full latency under "latency", max(tail, floor) under "tail"); on an idle pipe it stays a
+cold start. ``copy`` items (``copy_ubuf_to_ubuf``, UB->UB bandwidth, §5.1) are vector-pipe
+work that a barrier must drain; ``sloop`` items (a loop on the scalar unit,
+``[scalar_loops]`` of the target) carry fixed cycles resolved by ``lower``.
 """
 
 from __future__ import annotations
@@ -98,7 +100,14 @@ def _vector_cycles(c, it, state: str, floor_cycles: float, restart: str) -> floa
     return t + f
 
 
-def timeline(items, costs, floor_cycles: float, state: str = COLD, restart: str = "tail"):
+def _after(state: str, it) -> str:
+    """Stream state after a non-vector item: a barrier restarts a busy pipe."""
+    if it.breaks_stream:
+        return RESTART if state == WARM else state
+    return WARM if it.kind == "copy" else state
+
+
+def timeline(items, costs, floor_cycles: float, state: str = COLD, restart: str = "latency"):
     """``[(item, cycles)]`` of a plan entered in ``state``, and the stream state after it."""
     out = []
     for it in items:
@@ -107,13 +116,12 @@ def timeline(items, costs, floor_cycles: float, state: str = COLD, restart: str 
             state = WARM
         else:
             t = it.cycles
-            if it.breaks_stream:
-                state = RESTART
+            state = _after(state, it)
         out.append((it, t))
     return out, state
 
 
-def evaluate(items, costs, floor_cycles: float, restart: str = "tail"):
+def evaluate(items, costs, floor_cycles: float, restart: str = "latency"):
     """(cold, warm, restart costs, ends with a barrier) of a list of items."""
     totals = {}
     for state in (COLD, WARM, RESTART):
@@ -122,7 +130,7 @@ def evaluate(items, costs, floor_cycles: float, restart: str = "tail"):
     return totals[COLD], totals[WARM], totals[RESTART], end == RESTART
 
 
-def linear_terms(items, costs, floor_cycles: float, restart: str = "tail") -> tuple[float, dict]:
+def linear_terms(items, costs, floor_cycles: float, restart: str = "latency") -> tuple[float, dict]:
     """The cold cost of ``items`` as ``const + sum(coef * parameter)``.
 
     Parameters are ``("latency", name)`` (head + tail of CCE instruction ``name``) and
@@ -139,8 +147,7 @@ def linear_terms(items, costs, floor_cycles: float, restart: str = "tail") -> tu
     for it in items:
         if it.kind != "v":
             const += it.cycles
-            if it.breaks_stream:
-                state = RESTART
+            state = _after(state, it)
             continue
         c = costs(it.name)
         add(("slope", it.name), it.repeats)

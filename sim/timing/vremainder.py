@@ -5,8 +5,9 @@ Each op repeats a fixed sequence once per valid row. The sequences are data: a s
 ``name`` (count mode over the row's C elements, ceil(C/E) effective repeats, mask not full
 so F-ops pay the floor), ``name:full`` (one norm-mode full-mask repeat), ``name:cmp``
 (ceil(C/64) norm repeats — the compare writing the select mask), ``name:cfg`` (a one-cycle
-config write such as ``set_cmpmask``); ``|`` is ``pipe_barrier(PIPE_V)``, which ends the
-stream so the next instruction pays its latency again. ``vconv`` stands for every
+config write such as ``set_cmpmask``); ``|`` is ``pipe_barrier(PIPE_V)``, which drains the
+pipe so the next instruction restarts the stream (plan.py: its cost follows the target's
+``barrier_restart`` rule; §4's figures are the "latency" rule). ``vconv`` stands for every
 ``vconv_*`` variant (one cost row, §2.4).
 
 Config writes (§2.6): ``once`` cycles before the row loop (count-mode bracket) and
