@@ -382,8 +382,9 @@ def test_tcol_reduce(lat):
     # + 15 x (count vadd 24+2+16 + bar) + final bar = (R-1)*(lat+16+2r+1) + 7
     assert lat.cold("TCOLSUM", "f32", 16, 64) == 1 + 1 + 4 + 15 * 43 + 1
     assert lat.cold("TCOLMAX", "f32", 16, 64) == 652
-    # C = 96: aligned part (1 rep) then a masked tail per row: + 2 cfg + 15 x 43
-    assert lat.cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 43 + 2 + 15 * 43 + 1
+    # C = 96: one count-mode vmin over the 96 elements per row (2 effective repeats; the
+    # formula-CSV evidence in vreduce.py): 15 x (24 + 2*2 + 16 + 1)
+    assert lat.cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 45 + 1
     # binary (ASSUMPTION granularity): 4 cfg; level 1: 8 pair vadds (cold 42, then 18 each)
     # + bar; level 2: 4 pairs (42 + 3*18) + bar; level 3: 2 (42+18) + bar; level 4: 1 (42)
     # + bar; copy tmp row 0 (1) + bar
@@ -550,9 +551,10 @@ def test_col_reduce_tail_rule():
     # + bar) + final bar: each row ≈ 1 + max(14, 16) + 2 = 19 (§4: 43; CSV ≈ 19.5)
     assert cold("TCOLSUM", "f32", 16, 64) == 1 + 1 + 4 + 15 * 19 + 1 == 292
     assert cold("TCOLMAX", "f32", 16, 64) == 292
-    # C = 96: the aligned part and then a masked tail op per row, both restarts:
-    # 1 + 1 + 4 + 15*19 + 2 + 15*19 + 1 (copy of 384 B -> 1-cycle minimum)
-    assert cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 19 + 2 + 15 * 19 + 1
+    # C = 96: one count-mode op of 2 effective repeats per row, a restart after the
+    # previous row's barrier: 1 + max(14, 16) + 2*2 = 21 per row (CSV: 21.0 per row);
+    # 1 + 1 + 4 + 15*21 + 1 (copy of 384 B -> 1-cycle minimum)
+    assert cold("TCOLMIN", "f32", 16, 96) == 1 + 1 + 4 + 15 * 21 + 1
     # binary: 4 cfg; level 1: 8 pair vadds, first cold 42 then 7 x 18 in stream, bar;
     # level 2: 4 x 18 (the restart costs max(14, 16) + 2 = 18 like the stream), bar;
     # level 3: 2 x 18, bar; level 4: 18, bar; copy 1 + bar
@@ -617,9 +619,6 @@ def test_restart_cycles_latency_rule(lat):
 # below still miss, for reasons the restart rule does not touch; each reason states the
 # median measured when the rule was introduced.
 _CONFLICT = {
-    "TCOLSUM": "median 0.546 (min 0.229): rows with C <= E fit (19/row vs CSV 19-19.5), but "
-               "when C > E and C % E != 0 (most CSV rows) the model adds a masked tail op + "
-               "barrier per row (f32 C=96: 36/row vs CSV 21/row)",
     "TROWEXPAND": "median 0.569 (min 0.019): fast path (f32 C=8) is a flat vbrcb 18 where the "
                   "fit grows 14/row; general path 4 flags + scalar read 4 (ASSUMPTION) + "
                   "restart dup 14 = 22/row vs CSV ≈ 14/row + 37",

@@ -28,9 +28,13 @@ of the 8/16 block partials (``[scalar_loops] row_fold``, [silent] in the referen
 S->V hand-off. §4: ≈ 1 + 25 + 1 + blocks*43 + 4 per row + the fold.
 
 Column reductions: ``copy_ubuf_to_ubuf`` row 0 -> dst, barrier; rows 1..R-1: one
-count-mode op over the 256-byte-aligned part of C + barrier each; then, if C % E, one
-masked op (rep 1) per row for the tail + barrier each; final barrier. §4: ≈ (R-1)*(lat +
-16 + 2*ceil(C/E) + 1). TCOLSUM binary form (``Shape.variant == "binary"``): pairwise adds
+count-mode op over the row's C elements + barrier each; final barrier. §4 splits each row
+into a count-mode op over the 256-byte-aligned part and a masked op for the C % E tail,
+but the fits of data/a2a3_formula_params.csv grow by only ≈2 cycles per extra repeat
+across C = 64, 96, 144 ... 336 (TCOLSUM f32 19.5, 21, 22.7 ... 28 cycles per row, TCOLMAX
+alike), which is one count-mode instruction per row; a second, masked instruction would
+add at least its floor. ASSUMPTION: one instruction per row (evidence above). §4: ≈ (R-1)
+*(lat + 16 + 2*ceil(C/E) + 1). TCOLSUM binary form (``Shape.variant == "binary"``): pairwise adds
 into tmp, halving. ASSUMPTION on its instruction granularity (§4 gives none): one
 count-mode ``vadd`` over C per row pair, the pairs of one level back to back, a barrier
 per level; an odd row left over at a level is moved with one ``copy_ubuf_to_ubuf``;
@@ -139,14 +143,10 @@ def _col_sequential(s, kind, dtype) -> list[Item]:
     E = 256 // dtype.size_bytes
     op = _OP[kind]
     out: list[Item] = [copy_ub(_row_bytes(C, dtype)), BAR]
-    if R > 1 and C // E:
+    if R > 1:
         out += cfg(4)
         for _ in range(R - 1):
-            out += v(op, count_row(C // E * E, E)) + [BAR]
-    if R > 1 and C % E:
-        out += cfg(2)
-        for _ in range(R - 1):
-            out += v(op, [(1, True)]) + [BAR]
+            out += v(op, count_row(C, E)) + [BAR]
     return out + [BAR]
 
 
