@@ -8,6 +8,8 @@ Three lines from import to a cycle count::
 
 Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them with
 ``sim.simulate`` and read ``Result.trace`` (a pandas DataFrame, one row per instruction).
+``sim.trace`` reads, writes, analyses and plots traces (Gantt, stalls, critical path);
+``sim.whatif`` bounds the speedup with ideal synchronisation and infinite bandwidth.
 """
 
 from sim.builder import Event, GlobalTensor, Kernel
@@ -18,8 +20,11 @@ from sim.isa.tile import TileType
 from sim.ops import simulate_op
 from sim.result import Result
 from sim.target import load_target
+from sim import trace
+from sim.whatif import whatif
 
 __version__ = "0.1.0"
 
 __all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
-           "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError"]
+           "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",
+           "trace", "whatif"]

@@ -22,7 +22,8 @@ def _frame(rows) -> pd.DataFrame:
 
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
-             detail: str = "op", races: bool = False) -> Result:
+             detail: str = "op", races: bool = False, ideal_sync: bool = False,
+             infinite_bandwidth: bool = False) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -32,6 +33,9 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     target profile (once per distinct instruction and operand state). ``detail="cce"``
     adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
     checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
+    ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
+    ``infinite_bandwidth=True`` costs DMA items 0 cycles (the what-if bounds of
+    ``sim.whatif``).
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -42,7 +46,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
                          seed=seed, track_accesses=races)
     detector = RaceDetector() if races else None
-    machine = Machine(tgt, detail=detail == "cce", races=detector)
+    machine = Machine(tgt, detail=detail == "cce", races=detector, ideal_sync=ideal_sync,
+                      infinite_bandwidth=infinite_bandwidth)
     try:
         rows = machine.run(interp.issue())
     except DeadlockError as e:

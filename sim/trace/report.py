@@ -1,10 +1,13 @@
-"""Text and dictionary summaries of a trace (reads only the trace schema)."""
+"""Text, dictionary and table summaries of a trace (reads only the trace schema)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["pipe_summary", "op_summary", "text_report"]
+from sim.trace.frame import busy_rows, lanes
+from sim.trace.frame import total_cycles as _total
+
+__all__ = ["pipe_summary", "pipe_table", "op_summary", "text_report"]
 
 _PIPE_ORDER = ["PIPE_S", "PIPE_MTE2", "PIPE_MTE1", "PIPE_V", "PIPE_M", "PIPE_FIX", "PIPE_MTE3"]
 
@@ -25,6 +28,24 @@ def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
                      "utilization": round(busy / total_cycles, 4) if total_cycles else 0.0,
                      "instructions": int(len(rows))}
     return out
+
+
+def pipe_table(trace: pd.DataFrame, total_cycles: int | None = None) -> pd.DataFrame:
+    """Per lane (core, unit, pipe): busy cycles, utilisation and instruction count.
+
+    Busy cycles are the durations of the instructions (kind op or scalar); utilisation
+    is busy / ``total_cycles`` (default: the trace's largest end cycle).
+    """
+    total = _total(trace) if total_cycles is None else total_cycles
+    busy = busy_rows(trace)
+    out = []
+    for core, unit, pipe in lanes(trace):
+        rows = busy[(busy["core"] == core) & (busy["unit"] == unit) & (busy["pipe"] == pipe)]
+        b = int(rows["duration_cycles"].sum())
+        out.append({"core": core, "unit": unit, "pipe": pipe, "busy_cycles": b,
+                    "utilization": b / total if total else 0.0, "instructions": len(rows)})
+    return pd.DataFrame(out, columns=["core", "unit", "pipe", "busy_cycles", "utilization",
+                                      "instructions"])
 
 
 def op_summary(trace: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,110 @@
+"""What-if re-runs: ideal synchronisation and infinite bandwidth, through the engine.
+
+Hand-derived bounds on the kernels of ``trace_kernels``:
+
+* ideal sync: waits never block and barriers are free, so every pipe runs its own queue
+  back to back from cycle 0 and the total is the longest single pipe's busy sum (for
+  ``add2``: the two loads, L1 + L2);
+* infinite bandwidth: TLOAD and TSTORE cost 0, the flags still order the add after the
+  loads, so the total is the add alone (A), started cold as in the as-is run;
+* both: A as well.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import sim
+from sim.errors import DeadlockError
+from trace_kernels import add2, barriers, op_rows
+
+
+@pytest.fixture(scope="module")
+def as_is():
+    return sim.simulate(add2(), "a2a3")
+
+
+@pytest.fixture(scope="module")
+def durations(as_is):
+    return op_rows(as_is.trace)["duration_cycles"].tolist()      # L1, L2, A, S
+
+
+def test_whatif_table(as_is, durations):
+    l1, l2, a, s = durations
+    df = sim.whatif(add2(), "a2a3")
+    assert df.index.tolist() == ["as-is", "ideal sync", "infinite bandwidth", "both"]
+    assert df.columns.tolist() == ["total_cycles", "speedup"]
+    assert df["total_cycles"].tolist() == [l1 + l2 + a + s, l1 + l2, a, a]
+    assert df.loc["as-is", "total_cycles"] == as_is.total_cycles
+    assert df["speedup"].tolist() == pytest.approx(
+        [1.0, as_is.total_cycles / (l1 + l2), as_is.total_cycles / a, as_is.total_cycles / a])
+
+
+def test_ideal_sync_runs_every_pipe_back_to_back_from_zero():
+    r = sim.simulate(add2(), "a2a3", ideal_sync=True)
+    ops = r.trace[r.trace["kind"] == "op"].sort_values("id")
+    for _, pipe_ops in ops.groupby("pipe"):
+        starts, ends = pipe_ops["start_cycle"].tolist(), pipe_ops["end_cycle"].tolist()
+        assert starts == [0] + ends[:-1]
+    busy = {p: s["busy_cycles"] for p, s in r.pipes.items()}
+    assert r.total_cycles == max(busy.values())
+    sync = r.trace[r.trace["kind"].isin(["wait_flag", "set_flag", "barrier"])]
+    assert len(sync) == 6 and (sync["duration_cycles"] == 0).all()   # rows kept, zero cost
+    assert r.trace["waits"].str.len().sum() > 0                       # still named on the ops
+
+
+def test_ideal_sync_makes_pipe_all_barriers_free():
+    as_is = sim.simulate(barriers(), "a2a3")
+    load, adds, store = op_rows(as_is.trace)["duration_cycles"].tolist()
+    r = sim.simulate(barriers(), "a2a3", ideal_sync=True)
+    assert as_is.total_cycles == load + adds + store
+    assert r.total_cycles == max(load, adds, store)
+    held = r.trace[r.trace["pipe"] == "PIPE_ALL"]
+    assert len(held) == 2 and (held["duration_cycles"] == 0).all()
+    assert (held["dispatch_cycle"] == 0).all()
+
+
+def test_ideal_sync_keeps_the_vector_stream_open_across_barriers():
+    k = sim.Kernel("stream")
+    a = k.tile("vec", "f32", 32, 64)
+    k.TADDS(a, a, 1.0)
+    k.pipe_barrier("PIPE_V")
+    k.TADDS(a, a, 1.0)
+    as_is = op_rows(sim.simulate(k, "a2a3").trace)
+    ideal = op_rows(sim.simulate(k, "a2a3", ideal_sync=True).trace)
+    assert as_is["stream"].tolist() == ["cold", "restart"]
+    assert ideal["stream"].tolist() == ["cold", "warm"]
+    assert ideal["duration_cycles"].iloc[1] <= as_is["duration_cycles"].iloc[1]
+
+
+def test_ideal_sync_satisfies_a_wait_that_would_deadlock():
+    k = sim.Kernel("stuck")
+    a = k.tile("vec", "f32", 32, 64)
+    k.wait_flag("PIPE_MTE2", "PIPE_V", 0)          # no set_flag ever
+    k.TADDS(a, a, 1.0)
+    with pytest.raises(DeadlockError):
+        sim.simulate(k, "a2a3")
+    r = sim.simulate(k, "a2a3", ideal_sync=True)
+    assert op_rows(r.trace)["start_cycle"].tolist() == [0]
+
+
+def test_infinite_bandwidth_zeroes_dma_and_nothing_else(as_is, durations):
+    r = sim.simulate(add2(), "a2a3", infinite_bandwidth=True)
+    ops = op_rows(r.trace)
+    assert ops.set_index("opcode")["duration_cycles"].to_dict() == {
+        "TLOAD": 0, "TADD": durations[2], "TSTORE": 0}
+    assert ops["bytes"].tolist() == op_rows(as_is.trace)["bytes"].tolist()   # still reported
+    assert r.total_cycles == durations[2]
+
+
+def test_infinite_bandwidth_with_barriers_leaves_the_vector_work():
+    as_is = sim.simulate(barriers(), "a2a3")
+    adds = op_rows(as_is.trace)["duration_cycles"].iloc[1]
+    assert sim.simulate(barriers(), "a2a3", infinite_bandwidth=True).total_cycles == adds
+
+
+def test_whatif_passes_simulate_options_and_keeps_results_identical():
+    k = add2()
+    timing_only = sim.whatif(k, "a2a3", functional=False)
+    assert timing_only.equals(sim.whatif(k, "a2a3"))
+    assert timing_only.index.name == "scenario"
