@@ -1,7 +1,8 @@
 """The ``ptosim`` command line.
 
 User errors (a bad kernel, flag or file) print one line, ``ptosim: error: ...``, on
-stderr and exit with code 2; they never show a traceback.
+stderr and exit with code 2; they never show a traceback. Mistakes located in a ``.pto``
+file print as a compiler does: ``FILE:LINE:COL: error: ...``, the source line and a caret.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from sim.errors import UserError
 __all__ = ["main"]
 
 _EPILOG = """\
-A kernel file (KERNEL.py) is a Python module that defines build() returning a
-sim.Kernel (or a sim Program). Example:
+A kernel is PTO IR text (KERNEL.pto, the MLIR form the PTO compiler reads and
+prints) or a Python module (KERNEL.py) that defines build() returning a sim.Kernel
+(or a sim Program). Example:
 
     import sim
     def build():
@@ -35,11 +37,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _load_kernel(path: str):
+    """The kernel in ``path``: a Program for ``.pto`` text, a builder Kernel for ``.py``."""
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{path}: no such file")
+    if p.suffix == ".pto":
+        from sim.frontend import parse_file
+        return parse_file(path)
     if p.suffix != ".py":
-        raise UserError(f"{path}: expected a Python kernel file (.py)")
+        raise UserError(f"{path}: expected a PTO IR file (.pto) or a Python kernel file (.py)")
     spec = importlib.util.spec_from_file_location(f"ptosim_kernel_{p.stem}", p)
     module = importlib.util.module_from_spec(spec)
     try:
@@ -63,8 +69,9 @@ def _load_kernel(path: str):
 
 def _write_outputs(result, args) -> None:
     if args.trace:
+        from sim.trace.export import write_trace
         Path(args.trace).parent.mkdir(parents=True, exist_ok=True)
-        result.trace.to_csv(args.trace, index=False)
+        write_trace(result.trace, args.trace, kernel=result.kernel, target=result.target.name)
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -75,11 +82,101 @@ def _write_outputs(result, args) -> None:
         fig.savefig(args.plot, dpi=120)
 
 
+def _program(kernel):
+    return kernel.program() if hasattr(kernel, "program") else kernel
+
+
+def _target_name(args, kernel) -> str:
+    """--target > the module's pto.target_arch / pto.device-spec > a2a3."""
+    from sim.frontend import resolve_target
+    return resolve_target(_program(kernel), args.target, where=args.kernel)
+
+
+def _pairs(items, flag: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        name = name.strip().removeprefix("%")
+        if not sep or not name or not value:
+            raise UserError(f"{flag} {item!r}: expected NAME=VALUE")
+        out.append((name, value))
+    return out
+
+
+def _scalar_value(name: str, text: str, type_: str):
+    t = type_.lower()
+    try:
+        if t == "i1":
+            low = text.strip().lower()
+            if low not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return low in ("true", "1")
+        if t == "index" or t.lstrip("su").startswith("i") or t.startswith("u"):
+            return int(text, 0)
+        return float(text)
+    except ValueError:
+        raise UserError(f"--arg {name}={text}: expected a value of type {type_}") from None
+
+
+def _kernel_inputs(args, kernel) -> dict:
+    """--arg scalars and --input GM arrays, by kernel argument name."""
+    from sim.isa.program import GmPtr, Scalar
+    fn_args = _program(kernel).main.args
+    scalars = {a.name: a for a in fn_args if isinstance(a, Scalar)}
+    pointers = {a.name: a for a in fn_args if isinstance(a, GmPtr)}
+    inputs = {}
+    for name, text in _pairs(args.arg, "--arg"):
+        if name not in scalars:
+            known = ", ".join(f"%{n}: {a.type}" for n, a in scalars.items()) or "none"
+            raise UserError(f"--arg {name}: the kernel has no scalar argument %{name} "
+                            f"(scalar arguments: {known})")
+        inputs[name] = _scalar_value(name, text, scalars[name].type)
+    for name, path in _pairs(args.input, "--input"):
+        if name not in pointers:
+            known = ", ".join(f"%{n}" for n in pointers) or "none"
+            raise UserError(f"--input {name}: the kernel has no GM pointer argument %{name} "
+                            f"(pointer arguments: {known})")
+        inputs[name] = _load_array(path, f"--input {name}")
+    for name, _ in _pairs(args.output, "--output"):
+        if name not in pointers:
+            known = ", ".join(f"%{n}" for n in pointers) or "none"
+            raise UserError(f"--output {name}: the kernel has no GM pointer argument %{name} "
+                            f"(pointer arguments: {known})")
+    return inputs
+
+
+def _load_array(path: str, what: str):
+    import numpy as np
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise UserError(f"{what}: {path}: no such file") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{what}: {path}: not a .npy array ({e})") from None
+    if not isinstance(arr, np.ndarray):
+        raise UserError(f"{what}: {path}: expected one array (.npy), found an archive")
+    return arr
+
+
+def _save_outputs(args, result) -> None:
+    import numpy as np
+    for name, path in _pairs(args.output, "--output"):
+        try:
+            arr = result.output(name)
+        except KeyError:
+            raise UserError(f"--output {name}: the kernel never touched %{name}") from None
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, arr)
+
+
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
     kernel = _load_kernel(args.kernel)
-    result = simulate(kernel, args.target, functional=not args.timing_only, seed=args.seed,
-                      detail=args.detail)
+    target = _target_name(args, kernel)
+    inputs = _kernel_inputs(args, kernel)
+    result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
+                      seed=args.seed, detail=args.detail)
+    _save_outputs(args, result)
     _write_outputs(result, args)
     if args.json:
         print(json.dumps(result.to_json()))
@@ -88,6 +185,33 @@ def cmd_run(args) -> int:
         for what, path in (("trace", args.trace), ("plot", args.plot)):
             if path:
                 print(f"{what} written to {path}")
+        for name, path in _pairs(args.output, "--output"):
+            print(f"%{name} written to {path}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from sim.frontend import check_program
+    from sim.isa.program import Instr
+    from sim.frontend.check import flat_statements
+    from sim.target import load_target
+    kernel = _load_kernel(args.kernel)
+    program = _program(kernel)
+    target = load_target(_target_name(args, kernel))
+    warnings = check_program(program, target)
+    for w in warnings:
+        print(w, file=sys.stderr)
+    n = sum(isinstance(st, Instr) for f in program.functions for st in flat_statements(f.body))
+    funcs = len(program.functions)
+    print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
+          f"{'s' * (n != 1)}, verified for {target.name}"
+          + (f", {len(warnings)} warning{'s' * (len(warnings) != 1)}" if warnings else ""))
+    return 0
+
+
+def cmd_print(args) -> int:
+    from sim.frontend import print_program
+    sys.stdout.write(print_program(_program(_load_kernel(args.kernel))))
     return 0
 
 
@@ -143,14 +267,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="simulate a kernel and print its cycle report",
-                       description="Simulate KERNEL.py (defines build() -> sim.Kernel) and print "
-                                   "total, per-pipe and per-instruction cycles.",
+                       description="Simulate KERNEL.pto (PTO IR) or KERNEL.py (defines build() "
+                                   "-> sim.Kernel) and print total, per-pipe and "
+                                   "per-instruction cycles.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("kernel", metavar="KERNEL.py")
-    r.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
+    r.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
+    r.add_argument("--target", default=None,
+                   help="target name (a2a3, a5) or model directory (default: the module's "
+                        "pto.target_arch / pto.device-spec, else a2a3)")
+    r.add_argument("--arg", action="append", metavar="NAME=VALUE",
+                   help="value of a scalar kernel argument (repeatable)")
+    r.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="bind a GM pointer argument to a numpy array (repeatable; unbound "
+                        "pointers get seeded random data)")
+    r.add_argument("--output", action="append", metavar="NAME=FILE.npy",
+                   help="write a GM pointer argument's final contents (flat) to FILE.npy "
+                        "(repeatable)")
     r.add_argument("--json", action="store_true",
                    help="print one JSON object: total_cycles, pipes {busy_cycles, utilization}, ...")
-    r.add_argument("--trace", metavar="FILE.csv", help="write the timing trace (one row per instruction)")
+    r.add_argument("--trace", metavar="FILE.{csv,json,parquet}",
+                   help="write the timing trace (one row per instruction): CSV, Chrome Trace "
+                        "Event JSON for Perfetto / chrome://tracing, or Parquet, by suffix")
     r.add_argument("--plot", metavar="FILE.png", help="write the pipeline-occupancy Gantt")
     r.add_argument("--timing-only", action="store_true", help="skip the functional units")
     r.add_argument("--detail", choices=("op", "cce"), default="op",
@@ -159,6 +296,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
     r.add_argument("--rows", type=int, default=40, help="instructions listed in the report (default 40)")
     r.set_defaults(func=cmd_run)
+
+    ch = sub.add_parser("check", help="parse and verify a kernel without simulating it",
+                        description="Parse KERNEL.pto (or build KERNEL.py) and verify every "
+                                    "tile instruction, inside loops and branches too, against "
+                                    "the target's rules. Exit 0 when clean (warnings go to "
+                                    "stderr), 2 with FILE:LINE:COL: error: ... otherwise.")
+    ch.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
+    ch.add_argument("--target", default=None,
+                    help="target name or model directory (default: from the module, else a2a3)")
+    ch.set_defaults(func=cmd_check)
+
+    pr = sub.add_parser("print", help="print a kernel as canonical PTO IR",
+                        description="Parse KERNEL.pto (or build KERNEL.py) and print it back as "
+                                    "PTO IR in one canonical spelling (compact tile_buf types, "
+                                    "printed sync form); the output parses to the same program.")
+    pr.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
+    pr.set_defaults(func=cmd_print)
 
     o = sub.add_parser("op", help="cycles of one tile instruction in isolation",
                        description="Cost of one instruction with its operands resident in UB and "
@@ -205,7 +359,9 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except UserError as e:
-        print(f"ptosim: error: {e}", file=sys.stderr)
+        from sim.frontend import ParseError
+        # a located diagnostic already reads FILE:LINE:COL: error: ...
+        print(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -33,12 +33,12 @@ class ControlFlow:
             if kind is instr_type:
                 yield self._instr(st)
                 continue
+            if kind is Yield or kind is Return:
+                return tuple(self._value(v) for v in st.values)
             handler = self._handlers.get(kind)
             if handler is None:
                 raise UserError(f"statement {kind.__name__}{_where(st)} is not supported by the "
                                 f"simulator yet")
-            if kind is Yield or kind is Return:
-                return tuple(self._value(v) for v in st.values)
             out = handler(st)
             if out is None:
                 continue

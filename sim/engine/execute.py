@@ -82,7 +82,7 @@ class Interpreter(ControlFlow):
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
-        self._placed = place_tiles(self.fn.body, target)
+        self._placed = place_tiles(program, target)
         self.ids = {"get_block_idx": 0, "get_block_num": 1, "get_subblock_idx": 0,
                     "get_subblock_num": 1}
         self._instr_type = Instr
@@ -455,8 +455,8 @@ class Interpreter(ControlFlow):
 
 def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
-    broadcast sources and TSEL's packed mask."""
-    return (family in ("rowexpand", "colexpand")
+    broadcast sources, matmul operands, move/extract sources and TSEL's packed mask."""
+    return (family in ("rowexpand", "colexpand", "matmul", "move")
             or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
             or (family == "select" and index == 0))
 

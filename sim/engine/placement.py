@@ -18,15 +18,33 @@ def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def place_tiles(body, target) -> dict:
-    """Tile -> byte address for every ``Alloc`` without a constant address."""
+def _allocs(body):
+    """Every Alloc in ``body`` and the regions nested in it (loops, branches, sections)."""
+    for st in body:
+        if isinstance(st, Alloc):
+            yield st
+        for region in ("body", "then_body", "else_body"):
+            inner = getattr(st, region, None)
+            if isinstance(inner, tuple):
+                yield from _allocs(inner)
+
+
+def place_tiles(program_or_body, target) -> dict:
+    """Tile -> byte address for every ``Alloc`` without a constant address, in every
+    function of a program (or in one body)."""
+    if hasattr(program_or_body, "functions"):
+        allocs = [a for f in program_or_body.functions for a in _allocs(f.body)]
+    else:
+        allocs = list(_allocs(program_or_body))
     taken: dict[str, list[tuple[int, int]]] = {}
     for buf in target.buffers.values():
         taken[buf.name] = [(s, e) for _, s, e in buf.reserved]
     pending = []
-    for st in body:
-        if not isinstance(st, Alloc):
+    seen = set()
+    for st in allocs:
+        if st.tile in seen:
             continue
+        seen.add(st.tile)
         bufname = st.tile.loc.buffer
         if isinstance(st.addr, Const):
             taken.setdefault(bufname, []).append((int(st.addr.value), int(st.addr.value) + st.tile.type.nbytes))

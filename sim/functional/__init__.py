@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Callable
 
 from sim.errors import SimulationError
-from sim.functional import (activation, bitwise, compare, convert, elementwise, expand,
-                            reduce, remainder, scalar)
+from sim.functional import (activation, bitwise, compare, convert, cube, elementwise,
+                            expand, reduce, remainder, scalar)
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS", "execute", "FnContext"]
@@ -28,6 +28,7 @@ KERNELS: dict[str, Callable[[FnContext], None]] = {
     **compare.KERNELS,
     **reduce.KERNELS,
     **expand.KERNELS,
+    **cube.KERNELS,
 }
 
 

@@ -1,0 +1,27 @@
+"""The PTO IR front end: ``.pto`` text <-> the program IR.
+
+::
+
+    from sim.frontend import parse_file, print_program
+    program = parse_file("examples/row_softmax.pto")
+    print(print_program(program))          # canonical text; parses back to an equal program
+
+``parse_file`` / ``parse_text`` accept the MLIR subset real tile kernels use
+(pto-ir-in-the-wild.md §4.2) and raise ``ParseError`` — a ``UserError`` whose ``str()`` is
+``FILE:LINE:COL: error: ...`` followed by the source line and a caret — for syntax errors,
+unsupported ops and constructs, type mismatches and malformed types. ``check_program``
+runs the target verifier over every instruction (loops and regions included) and reports a
+failure at its statement. ``target_from_attrs`` / ``resolve_target`` pick the bundled
+target from ``pto.target_arch`` / ``pto.device-spec``.
+
+The front end builds IR only: it imports neither the engine nor SimPy.
+"""
+
+from sim.frontend.check import check_program
+from sim.frontend.diagnostics import ParseError, VerifyDiagnostic
+from sim.frontend.parse import parse_file, parse_text
+from sim.frontend.printer import print_program
+from sim.frontend.targets import resolve_target, target_from_attrs
+
+__all__ = ["parse_file", "parse_text", "print_program", "ParseError", "VerifyDiagnostic",
+           "check_program", "resolve_target", "target_from_attrs"]

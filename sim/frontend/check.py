@@ -1,0 +1,89 @@
+"""``ptosim check``: verify every instruction of a parsed program against a target.
+
+``sim.isa.verify.verify_program`` checks the statements of the entry function's body.
+Kernels keep most of their instructions inside ``scf.for`` / ``scf.if`` / sections and in
+called functions, so the check runs it over one flat function holding every statement of
+every function, nested bodies included, in program order (valid extents follow the
+``alloc_tile`` / ``set_validshape`` seen so far; a run-time extent is unknown and the
+checks that need it are skipped). The first error is reported at its instruction:
+``FILE:LINE:COL: error: <message>`` with the source line and a caret.
+"""
+
+from __future__ import annotations
+
+from sim.errors import VerifyError
+from sim.frontend.diagnostics import VerifyDiagnostic, render
+from sim.isa.program import For, Function, If, Instr, Program, Section
+
+__all__ = ["check_program", "flat_statements"]
+
+
+def flat_statements(body):
+    """Every statement of ``body`` and of the regions nested in it, in text order."""
+    for st in body:
+        yield st
+        if isinstance(st, (For, Section)):
+            yield from flat_statements(st.body)
+        elif isinstance(st, If):
+            yield from flat_statements(st.then_body)
+            yield from flat_statements(st.else_body)
+
+
+def _where(k: int, instr: Instr) -> str:
+    # the prefix verify_program gives instruction k
+    return f"instruction #{k} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
+
+
+def _located(text: str, instrs: list, severity: str) -> "tuple[object, str] | None":
+    """(loc, message without the prefix) of a verifier message, when it names a statement."""
+    if not text.startswith("instruction #"):
+        return None
+    try:
+        k = int(text[len("instruction #"):].split(" ", 1)[0])
+    except ValueError:
+        return None
+    if not 0 <= k < len(instrs):
+        return None
+    instr = instrs[k]
+    prefix = _where(k, instr) + ": "
+    if instr.loc is None or not text.startswith(prefix):
+        return None
+    message = text[len(prefix):]
+    if severity == "warning":
+        message = message.removeprefix("warning: ")
+    return instr.loc, f"{instr.opcode}: {message}"
+
+
+def check_program(program: Program, target) -> list[str]:
+    """Verify ``program`` on ``target`` (a loaded Target); return the warnings, each a
+    located diagnostic. Raise VerifyDiagnostic (a ParseError and a VerifyError) at the
+    first illegal instruction."""
+    from sim.isa.verify import verify_program
+
+    main = program.main
+    others = [f for f in program.functions if f is not main]
+    flat = [st for f in (main, *others) for st in flat_statements(f.body)]
+    instrs = [st for st in flat if isinstance(st, Instr)]
+    flat_program = Program((Function(main.name, main.args, tuple(flat)),), main.name)
+    try:
+        warnings = verify_program(flat_program, target)
+    except VerifyError as e:
+        errors = getattr(e, "errors", None) or [str(e)]
+        first = errors[0]
+        hit = _located(first, instrs, "error")
+        if hit is None:
+            raise
+        loc, message = hit
+        more = len(errors) - 1
+        if more:
+            message += f" (and {more} more error{'s' * (more != 1)})"
+        raise VerifyDiagnostic(loc.file, loc.line, loc.col or 1, message) from None
+    out = []
+    for w in warnings:
+        hit = _located(w, instrs, "warning")
+        if hit is None:
+            out.append(w)
+        else:
+            loc, message = hit
+            out.append(render(loc.file, loc.line, loc.col or 1, message, severity="warning"))
+    return out

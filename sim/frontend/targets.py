@@ -1,0 +1,65 @@
+"""Which bundled target a module is written for.
+
+``module attributes {pto.target_arch = "a5"}`` (``a2``, ``a3``, ``a2a3``, ``a5``) or the
+older ``{"pto.device-spec" = "Ascend910B1"}`` name the target. ``pto.target_arch`` wins
+when both are present. A value no bundled model covers is an error naming it (never a
+silent fallback): the caller can override it with an explicit target (``--target``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sim.errors import UserError
+from sim.isa.program import RawAttr
+
+__all__ = ["target_from_attrs", "resolve_target", "DEFAULT_TARGET"]
+
+DEFAULT_TARGET = "a2a3"
+
+_ARCH = {"a2": "a2a3", "a3": "a2a3", "a2a3": "a2a3", "a5": "a5"}
+# device names: A2 = Ascend910B*, A3 = Ascend910_93*, A5 = Ascend950*
+_DEVICES = ((re.compile(r"ascend910b\w*"), "a2a3"),
+            (re.compile(r"ascend910_?93\w*"), "a2a3"),
+            (re.compile(r"ascend950\w*"), "a5"))
+
+
+def _text(v) -> str:
+    s = v.text if isinstance(v, RawAttr) else str(v)
+    return s[1:-1] if len(s) >= 2 and s[0] == s[-1] == '"' else s
+
+
+def target_from_attrs(attrs, where: str = "") -> "str | None":
+    """The bundled target named by module attributes, or None when they name none.
+
+    Raises UserError for a value no bundled target models.
+    """
+    d = dict(attrs)
+    prefix = f"{where}: " if where else ""
+    arch = d.get("pto.target_arch")
+    if arch is not None:
+        value = _text(arch)
+        target = _ARCH.get(value.lower())
+        if target is None:
+            raise UserError(f"{prefix}module attribute pto.target_arch = \"{value}\" names no "
+                            f"bundled target; expected one of {', '.join(_ARCH)} (or pass "
+                            f"--target)")
+        return target
+    spec = d.get("pto.device-spec")
+    if spec is not None:
+        value = _text(spec)
+        for pattern, target in _DEVICES:
+            if pattern.fullmatch(value.lower()):
+                return target
+        raise UserError(f"{prefix}module attribute \"pto.device-spec\" = \"{value}\" names no "
+                        f"bundled target; known devices: Ascend910B* and Ascend910_93* (a2a3), "
+                        f"Ascend950* (a5) (or pass --target)")
+    return None
+
+
+def resolve_target(program, explicit=None, where: str = ""):
+    """Explicit target (a name or model directory) > module attributes > ``a2a3``."""
+    if explicit:
+        return explicit
+    attrs = getattr(program, "attrs", ())
+    return target_from_attrs(attrs, where) or DEFAULT_TARGET
