@@ -22,9 +22,10 @@ from sim.result import Result
 from sim.target import load_target
 from sim import trace
 from sim.whatif import whatif
+from sim.placement import compare
 
 __version__ = "0.1.0"
 
 __all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
            "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",
-           "trace", "whatif"]
+           "trace", "whatif", "compare"]

@@ -137,7 +137,7 @@ def _kernel_inputs(args, kernel) -> dict:
             raise UserError(f"--input {name}: the kernel has no GM pointer argument %{name} "
                             f"(pointer arguments: {known})")
         inputs[name] = _load_array(path, f"--input {name}")
-    for name, _ in _pairs(args.output, "--output"):
+    for name, _ in _pairs(getattr(args, "output", None), "--output"):
         if name not in pointers:
             known = ", ".join(f"%{n}" for n in pointers) or "none"
             raise UserError(f"--output {name}: the kernel has no GM pointer argument %{name} "
@@ -206,6 +206,11 @@ def cmd_check(args) -> int:
     print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
           f"{'s' * (n != 1)}, verified for {target.name}"
           + (f", {len(warnings)} warning{'s' * (len(warnings) != 1)}" if warnings else ""))
+    if args.races:
+        from sim.placement import check_races, format_findings
+        findings = check_races(kernel, target, inputs=_kernel_inputs(args, kernel))
+        print(format_findings(findings, kernel=args.kernel))
+        return 1 if findings else 0
     return 0
 
 
@@ -259,6 +264,34 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _kernel_args(p) -> None:
+    """--arg / --input: bind a kernel's scalar and GM pointer arguments."""
+    p.add_argument("--arg", action="append", metavar="NAME=VALUE",
+                   help="value of a scalar kernel argument (repeatable)")
+    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                   help="bind a GM pointer argument to a numpy array (repeatable; unbound "
+                        "pointers get seeded random data)")
+
+
+def cmd_compare(args) -> int:
+    from sim.placement import format_compare, run_comparison
+    kernel = _load_kernel(args.kernel)
+    c = run_comparison(kernel, _target_name(args, kernel), inputs=_kernel_inputs(args, kernel),
+                       seed=args.seed)
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        c.figure().savefig(args.plot, dpi=110)
+    if args.json:
+        print(json.dumps(c.to_json()))
+    else:
+        print(format_compare(c.frame()))
+        if args.plot:
+            print(f"plot written to {args.plot}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sim import __version__
     p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
@@ -275,11 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--target", default=None,
                    help="target name (a2a3, a5) or model directory (default: the module's "
                         "pto.target_arch / pto.device-spec, else a2a3)")
-    r.add_argument("--arg", action="append", metavar="NAME=VALUE",
-                   help="value of a scalar kernel argument (repeatable)")
-    r.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="bind a GM pointer argument to a numpy array (repeatable; unbound "
-                        "pointers get seeded random data)")
+    _kernel_args(r)
     r.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="write a GM pointer argument's final contents (flat) to FILE.npy "
                         "(repeatable)")
@@ -305,7 +334,31 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
     ch.add_argument("--target", default=None,
                     help="target name or model directory (default: from the module, else a2a3)")
+    ch.add_argument("--races", action="store_true",
+                    help="also run the kernel as written and report races: unordered cross-pipe "
+                         "accesses to the same bytes (RAW/WAR/WAW), event ids set again while "
+                         "pending, unmatched sets, deadlocks; exit 1 when any is found")
+    _kernel_args(ch)
     ch.set_defaults(func=cmd_check)
+
+    cp = sub.add_parser("compare", help="manual vs auto placement and synchronisation",
+                        description="Run the kernel as written (manual mode) and as the "
+                                    "toolchain's auto mode would: tiles placed by a liveness-based "
+                                    "allocator, every set/wait flag inserted from the tile-byte "
+                                    "dependencies. Prints total cycles, per-pipe busy cycles, "
+                                    "set/wait pairs, barriers, peak bytes per buffer and races, "
+                                    "side by side.")
+    cp.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
+    cp.add_argument("--target", default=None,
+                    help="target name or model directory (default: from the module, else a2a3)")
+    _kernel_args(cp)
+    cp.add_argument("--json", action="store_true",
+                    help='print {"manual": {...}, "auto": {...}} with total_cycles, syncs, '
+                         'barriers, peak_bytes, ...')
+    cp.add_argument("--plot", metavar="FILE.png",
+                    help="write the buffer occupancy maps and pipeline Gantts of both runs")
+    cp.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
+    cp.set_defaults(func=cmd_compare)
 
     pr = sub.add_parser("print", help="print a kernel as canonical PTO IR",
                         description="Parse KERNEL.pto (or build KERNEL.py) and print it back as "

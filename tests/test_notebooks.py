@@ -41,7 +41,8 @@ def _ids(paths):
 
 def test_the_two_notebooks_exist():
     assert [p.name for p in NOTEBOOKS] == ["01_cycle_count.ipynb",
-                                           "02_occupancy_and_stalls.ipynb"]
+                                           "02_occupancy_and_stalls.ipynb",
+                                           "03_manual_vs_auto_placement.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))

@@ -393,6 +393,14 @@ class Interpreter(ControlFlow):
                 src_valid=self.valid_of(srcs[-1]) if srcs else None,
                 has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs))
             variant = hv or variant
+        if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
+            # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
+            # for placement decisions, not for addresses the engine picked itself
+            from sim.timing.banks import HINT as BANK_HINT, same_bank
+            a, b = self.tiles[srcs[0]].addr, self.tiles[srcs[1]].addr
+            if (self._placed.get(srcs[0]) != a and self._placed.get(srcs[1]) != b
+                    and same_bank(self.target, a, b)):
+                extra = (*extra, (BANK_HINT, True))
         return Shape(instr.opcode, dt, t.type.rows, t.type.cols, t.type.valid_cols, R, C,
                      src_dt, variant, path, extra)
 

@@ -11,7 +11,10 @@ depend on something else about the instruction:
   special f32 shapes (§4);
 * TROWEXPAND's source shape (``src_rows``, ``src_cols``): the vbrcb fast path needs a
   single-row or single-column source (instructions.md §3.5);
-* TCVT saturation (``sat``): the non-saturating narrowing pairs take extra steps (§3.3).
+* TCVT saturation (``sat``): the non-saturating narrowing pairs take extra steps (§3.3);
+* a UB bank conflict between a binary op's two sources (``ub_bank_conflict``): set by the
+  interpreter from the tiles' addresses, costed by ``sim.timing.lower`` (ASSUMPTION,
+  ``sim.timing.banks``).
 
 They travel in ``Shape.extra`` as ``(key, value)`` pairs (``Shape.variant`` for the two
 form switches). ``shape_hints`` computes both from an instruction; the interpreter's

@@ -8,6 +8,8 @@ import math
 import attrs
 
 from sim.isa.dtypes import dtype as _dtype
+from sim.timing.banks import HINT as _BANK_HINT, ub_banks
+from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
 from sim.timing.vector import lower_vector
 
@@ -69,6 +71,17 @@ def _resolve(items, s: Shape, target) -> list[Item]:
     return out
 
 
+def _bank_items(items, target) -> list[Item]:
+    """UB bank conflict of a binary op's two sources (ASSUMPTION, ``sim.timing.banks``):
+    ``bank_conflict_cycles_per_repeat`` for every repeat of the op's vector instructions."""
+    banks = ub_banks(target)
+    reps = sum(i.repeats for i in items if i.kind == "v")
+    if banks is None or not reps or banks.conflict_cycles_per_repeat <= 0:
+        return []
+    return [Item("bank", "ub_bank_conflict", repeats=reps,
+                 cycles=reps * banks.conflict_cycles_per_repeat)]
+
+
 @functools.lru_cache(maxsize=65536)
 def _lower(s: Shape, pipe: str, target) -> Plan:
     if pipe == "PIPE_S":
@@ -86,6 +99,8 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
     else:
         items = _resolve(lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
                                       target.vector.get("max_repeats", 255)), s, target)
+        if hint(s, _BANK_HINT):
+            items += _bank_items(items, target)
     vec = target.vector
     cold, warm, restart, closed = evaluate(items, target.cce, vec.get("count_mode_floor_cycles", 0),
                                            vec.get("barrier_restart", "latency"))

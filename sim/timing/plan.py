@@ -42,7 +42,8 @@ class Item:
 
     kind: "v" (vector instruction: ``repeats``, ``masked``), "cfg", "bar", "flag",
     "copy" (copy_ubuf_to_ubuf of ``bytes``), "sloop" (scalar loop over ``repeats``
-    elements, ``name`` = its [scalar_loops] key), "dma", "cube", "scalar".
+    elements, ``name`` = its [scalar_loops] key), "dma", "cube", "scalar", "bank" (UB
+    bank-conflict stall of a binary op over ``repeats`` repeats, ``sim.timing.banks``).
     """
 
     kind: str
@@ -64,6 +65,8 @@ class Item:
             return f"{self.name}(rep={self.repeats})"
         if self.kind == "cfg":
             return f"cfg x{int(self.cycles)}"
+        if self.kind == "bank":
+            return f"ub_bank_conflict(+{self.cycles:g} over {self.repeats} rep)"
         return self.name or self.kind
 
 

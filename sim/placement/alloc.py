@@ -1,0 +1,205 @@
+"""Auto-mode tile placement: live ranges, double buffering, first fit with reuse.
+
+Positions number the statements of the entry function in program order (nested bodies
+included, pre-order). A tile is live from its first access to its last; a tile used
+inside a loop it was not allocated in is live for the whole loop (its bytes must survive
+every iteration). A tile allocated inside a loop body is *fresh per iteration* when the
+first access to it in the body is an unconditional pure write (every read in the body
+follows a write in the same iteration); otherwise its value is carried into the next
+iteration and it is live for the whole loop too.
+
+Double buffering: a fresh-per-iteration tile of a loop body gets two copies when both
+fit; iteration ``i`` uses copy ``((iv - lower) / step) % 2``, so iteration i+1 can fill
+one copy while iteration i still reads the other. Both copies are reserved for the whole
+loop.
+
+First fit: tiles are placed in order of their live-range start (then declaration order)
+at the lowest ``alignment_bytes``-aligned address of their buffer that is free of the
+target's reserved ranges and of every placed tile whose live range overlaps — so tiles
+with disjoint live ranges share bytes (the sync pass then orders their accesses). In UB,
+when the target has a bank model (``sim.timing.banks``), an address whose bank equals
+the bank of a tile read together with this one by a binary vector op is skipped while a
+gap still offers another (a stagger of at most ``bank_count - 1`` blocks).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from sim.errors import UserError
+from sim.isa.opcodes import opcode as _opcode
+from sim.isa.program import Alloc, For, If, Instr, Section
+from sim.isa.tile import Loc, Tile
+from sim.placement.ir import Aliases, tile_roles
+from sim.timing.banks import ub_banks
+
+__all__ = ["Slot", "allocate"]
+
+
+@attrs.frozen
+class Slot:
+    """Where auto mode puts one tile: one address, or two alternated by ``loop``'s parity."""
+
+    tile: Tile
+    buffer: str
+    addrs: tuple
+    live: tuple                    # (first, last) statement position
+    loop: "For | None" = None      # the loop whose iterations alternate the copies
+
+    @property
+    def double(self) -> bool:
+        return len(self.addrs) == 2
+
+    @property
+    def nbytes(self) -> int:
+        return self.tile.type.nbytes
+
+
+class _Use:
+    __slots__ = ("pos", "reads", "writes", "loops", "cond")
+
+    def __init__(self, pos, reads, writes, loops, cond):
+        self.pos, self.reads, self.writes, self.loops, self.cond = pos, reads, writes, loops, cond
+
+
+def _align(x: int, a: int) -> int:
+    return (x + a - 1) // a * a
+
+
+class _Scan:
+    """Positions, loop spans, allocations and uses of one function body."""
+
+    def __init__(self, fn):
+        self.root = Aliases(fn)
+        self.pos = -1
+        self.loop_span: dict[int, tuple] = {}
+        self.allocs: dict[Tile, tuple] = {}     # tile -> (pos, loops, order)
+        self.uses: dict[Tile, list] = {}
+        self.partners: dict[Tile, set] = {}
+        self._visit(fn.body, (), 0)
+
+    def _visit(self, body, loops, cond):
+        for st in body:
+            self.pos += 1
+            p = self.pos
+            if isinstance(st, Alloc):
+                self.allocs.setdefault(st.tile, (p, loops, len(self.allocs)))
+            elif isinstance(st, Instr):
+                if st.opcode == "TASSIGN":
+                    continue
+                roles: dict[Tile, list] = {}
+                for t, r, w in tile_roles(st):      # an in-place op reads and writes
+                    rw = roles.setdefault(self.root(t), [False, False])
+                    rw[0] |= r
+                    rw[1] |= w
+                for t, (r, w) in roles.items():
+                    self.uses.setdefault(t, []).append(_Use(p, r, w, loops, cond))
+                spec = _opcode(st.opcode)
+                srcs = [self.root(t) for t in st.tiles_in]
+                if spec.family == "binary" and len(srcs) >= 2 and srcs[0] != srcs[1] \
+                        and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
+                    self.partners.setdefault(srcs[0], set()).add(srcs[1])
+                    self.partners.setdefault(srcs[1], set()).add(srcs[0])
+            elif isinstance(st, For):
+                self._visit(st.body, loops + (st,), cond)
+                self.loop_span[id(st)] = (p, self.pos)
+            elif isinstance(st, If):
+                self._visit(st.then_body, loops, cond + 1)
+                self._visit(st.else_body, loops, cond + 1)
+            elif isinstance(st, Section):
+                self._visit(st.body, loops, cond)
+
+
+def allocate(fn, target, *, double_buffer: bool = True) -> dict:
+    """Tile -> ``Slot`` for every allocated tile of ``fn`` (subviews alias their source)."""
+    scan = _Scan(fn)
+    where = "auto placement"
+    plans = []       # (start, order, tile, live, loop-or-None, db candidate)
+    for tile, (apos, aloops, order) in scan.allocs.items():
+        uses = scan.uses.get(tile, [])
+        if not uses:
+            plans.append((apos, order, tile, (apos, apos), None, False))
+            continue
+        s = min(u.pos for u in uses)
+        e = max(u.pos for u in uses)
+        for u in uses:
+            for L in u.loops:
+                if L not in aloops:
+                    ls, le = scan.loop_span[id(L)]
+                    s, e = min(s, ls), max(e, le)
+        db_loop = None
+        if aloops:
+            inner = aloops[-1]
+            first = min(uses, key=lambda u: u.pos)
+            fresh = (first.writes and not first.reads and first.loops == aloops
+                     and first.cond == 0 and all(inner in u.loops for u in uses))
+            ls, le = scan.loop_span[id(inner)]
+            if fresh and double_buffer:
+                db_loop = inner
+                s, e = min(s, ls), max(e, le)
+            elif not fresh:
+                s, e = min(s, ls), max(e, le)
+        plans.append((s, order, tile, (s, e), db_loop, db_loop is not None))
+    plans.sort(key=lambda x: (x[0], x[1]))
+
+    placed: dict[Tile, Slot] = {}
+    by_buffer: dict[str, list] = {}
+    for _, _, tile, live, loop, db in plans:
+        buf = target.buffer(tile.loc.buffer)
+        size = tile.type.nbytes
+        banks = ub_banks(target) if buf.name == "UB" else None
+        others = [sl for sl in by_buffer.get(buf.name, ()) if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
+        busy = [(s, e) for _, s, e in buf.reserved]
+        busy += [(a, a + sl.nbytes) for sl in others for a in sl.addrs]
+        partner_banks = set()
+        if banks is not None:
+            for p in scan.partners.get(tile, ()):
+                if p in placed:
+                    partner_banks |= {banks.bank(a) for a in placed[p].addrs}
+
+        def bank_ok(a):
+            return banks is None or banks.bank(a) not in partner_banks
+
+        addr = _first_fit(size, busy, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
+                          banks.count if banks else 1)
+        if addr is None:
+            held = sorted(((a, sl) for sl in others for a in sl.addrs), key=lambda x: x[0])
+            desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})" for a, sl in held)
+            used = sum(sl.nbytes for _, sl in held)
+            raise UserError(
+                f"{where}: tile %{tile.name} ({size} B) does not fit in {buf.name} "
+                f"({buf.capacity_bytes} B on {target.name}, reserved ranges excluded): "
+                f"{used} B are held by the tiles live at the same time"
+                + (f": {desc}" if desc else ""))
+        addrs = (addr,)
+        if db:
+            busy2 = busy + [(addr, addr + size)]
+            second = _first_fit(size, busy2, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
+                                banks.count if banks else 1)
+            if second is not None:
+                addrs = (addr, second)
+            else:
+                loop = None
+        slot = Slot(tile, buf.name, addrs, live, loop if len(addrs) == 2 else None)
+        placed[tile] = slot
+        by_buffer.setdefault(buf.name, []).append(slot)
+    return placed
+
+
+def _first_fit(size, busy, capacity, align, bank_ok, tries):
+    """Lowest aligned address of a gap that holds ``size`` bytes and passes ``bank_ok``;
+    failing that, the lowest that holds it; None when nothing does."""
+    fallback = None
+    cursor = 0
+    for bs, be in sorted(busy) + [(capacity, capacity)]:
+        a = _align(cursor, align)
+        for _ in range(max(1, tries)):
+            if a + size > min(bs, capacity):
+                break
+            if fallback is None:
+                fallback = a
+            if bank_ok(a):
+                return a
+            a += align
+        cursor = max(cursor, be)
+    return fallback

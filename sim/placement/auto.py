@@ -1,0 +1,196 @@
+"""Auto mode: the simulator places every tile and inserts every flag, as the compiler's
+auto mode does (programming-model.md §5; PTOAS ``--enable-insert-sync``,
+pto-as-syntax.md §1).
+
+``to_auto(program, target)`` returns the program rewritten in three steps; ``plan_auto``
+returns the same program with what was decided (addresses, counts).
+
+**(a) Strip.** Every ``set_flag`` / ``wait_flag`` / ``pipe_barrier`` and every ``TASSIGN``
+is removed and every ``alloc_tile`` loses its address: in auto mode the toolchain decides
+(TASSIGN compiles to nothing, §5). Programs that rely on two tiles *aliasing* the same
+bytes on purpose (reinterpreting data through a second tile) are manual-only: auto mode
+gives every tile its own bytes. ``func.call`` and cube<->vector pipe ops are refused.
+
+**(b) Place** (``sim.placement.alloc``). A tile is live from its first access to its last,
+over the statements in program order; a tile used inside a loop it was not allocated in is
+live for the whole loop. A tile allocated inside a loop body whose first access in the body
+is an unconditional write is double-buffered when two copies fit: iteration i uses copy
+``((iv - lower) / step) % 2``, computed at the top of the body with ``arith`` ops, and the
+``alloc_tile`` takes that scalar as its address — no IR extension is needed, since an
+``alloc_tile`` address may be an SSA value. Tiles are placed first-fit per buffer, in
+order of their live-range start, at ``alignment_bytes``-aligned addresses free of the
+target's reserved ranges (the TMP_UB_OFFSET scratch on A2/A3) and of every tile live at the
+same time, so tiles with disjoint live ranges share bytes. In UB the allocator staggers
+the two sources of a binary vector op into different banks when a gap allows it (the UB
+bank ASSUMPTION of ``machine.toml``). Too little space is a ``UserError`` naming the tile
+and the tiles that hold the buffer.
+
+**(c) Synchronise** (``sim.placement.sync``). Every instruction's pipe comes from the
+opcode registry and its bytes from the placement: a tile access covers the tile's whole
+capacity (conservative may-alias), GM views the hull of their window. Going through the
+program in order, each access is checked against the earlier accesses of overlapping bytes
+(RAW, WAR, WAW) and a hazard is skipped when it is already ordered by the syncs inserted so
+far, transitively (static vector clocks over the pipe queues). Otherwise:
+
+* cross-pipe (P -> Q): one ``set_flag(P, Q, id)`` right after the latest unordered P
+  producer (it fires when all earlier P work is done, so it covers older ones) and one
+  ``wait_flag`` right before the consumer. The id comes from the (P, Q) pool of
+  ``event_ids_per_pipe_pair`` (8) by live range: free over [set, wait], and when reused,
+  the previous wait of that id must already be ordered before the new set (so no id is
+  ever set while still pending). No free id: ``pipe_barrier(PIPE_ALL)`` before the
+  consumer instead, counted as a fallback barrier.
+* same pipe: ``pipe_barrier(Q)`` right before the consumer (RAW, WAR and WAW alike, as
+  PTOAS does).
+* a ``load_scalar`` / ``store_scalar`` (the scalar unit reads or writes buffer / GM
+  bytes at dispatch) gets ``pipe_barrier(PIPE_ALL)`` before it.
+
+Loops, branches and sections are synchronised inside first; from outside, a loop is one
+step of every pipe it uses: hazards from earlier code are ordered before the loop, hazards
+into later code after it. Hazards *carried* from one iteration to a later one are found by
+walking three iterations of the synchronised body: a same-pipe one gets a barrier before
+its consumer; a cross-pipe one a loop flag — ``set_flag`` after the last producer in the
+body, ``wait_flag`` before the first consumer (or at the top / bottom of the body), primed
+by a ``set_flag`` before the loop and drained by a ``wait_flag`` after it (the idiom of
+pto-as-syntax.md §8 Example 3). When only double-buffered copies carry the hazard (distance
+2), the flag alternates two ids by parity and is primed twice. A body flag whose id could
+be set again by the next iteration before its wait ran also alternates two ids. When ids
+run out, one ``pipe_barrier(PIPE_ALL)`` at the bottom of the body orders the iterations
+instead (counted as a fallback barrier). The result is correct and conservative.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import attrs
+
+from sim.errors import UserError
+from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, Program, Scalar, Section,
+                             SetFlag, WaitFlag)
+from sim.placement.alloc import allocate
+from sim.placement.ir import Aliases, Views, check_supported, instr_text, pipe_of, walk
+from sim.placement.sync import SyncStats, _Ctx, _parity_scalar, _parity_value, synchronise
+from sim.target import load_target
+
+__all__ = ["AutoPlan", "plan_auto", "to_auto", "program_of"]
+
+
+def program_of(program_or_kernel) -> Program:
+    if hasattr(program_or_kernel, "program") and callable(program_or_kernel.program):
+        return program_or_kernel.program()
+    if isinstance(program_or_kernel, Program):
+        return program_or_kernel
+    raise UserError(f"expected a Program or a sim.Kernel, found {type(program_or_kernel).__name__}")
+
+
+@attrs.frozen
+class AutoPlan:
+    """An auto-mode program and what was decided for it."""
+
+    program: Program
+    slots: dict                    # Tile -> Slot (addresses, live range, double buffering)
+    stats: SyncStats
+    double_buffered: tuple = ()    # names of double-buffered tiles
+    first_access: dict = attrs.Factory(dict)   # DB tile name -> (opcode, operands text)
+
+    @property
+    def addresses(self) -> dict:
+        """Tile name -> (buffer, address, ...) — two addresses for double-buffered tiles."""
+        return {t.name: (s.buffer, *s.addrs) for t, s in self.slots.items()}
+
+
+def _strip(body) -> list:
+    out = []
+    for st in body:
+        if isinstance(st, (SetFlag, WaitFlag, Barrier)):
+            continue
+        if isinstance(st, Instr) and st.opcode == "TASSIGN":
+            continue
+        if isinstance(st, Alloc):
+            st = attrs.evolve(st, addr=None)
+        elif isinstance(st, For):
+            st = attrs.evolve(st, body=tuple(_strip(st.body)))
+        elif isinstance(st, If):
+            st = attrs.evolve(st, then_body=tuple(_strip(st.then_body)),
+                              else_body=tuple(_strip(st.else_body)))
+        elif isinstance(st, Section):
+            st = attrs.evolve(st, body=tuple(_strip(st.body)))
+        out.append(st)
+    return out
+
+
+def _names(fn):
+    taken = {a.name for a in fn.args}
+    for st in walk(fn.body):
+        for f in ("result", "iv"):
+            v = getattr(st, f, None)
+            if isinstance(v, Scalar):
+                taken.add(v.name)
+        for f in ("results", "iter_args"):
+            for v in getattr(st, f, ()) or ():
+                if isinstance(v, Scalar):
+                    taken.add(v.name)
+    counter = itertools.count()
+
+    def fresh(prefix: str) -> str:
+        while True:
+            name = f"auto_{prefix}{next(counter)}"
+            if name not in taken:
+                taken.add(name)
+                return name
+    return fresh
+
+
+def _place(body, slots, ctx) -> list:
+    out = []
+    for st in body:
+        if isinstance(st, Alloc) and st.tile in slots:
+            slot = slots[st.tile]
+            if slot.double:
+                par = _parity_scalar(ctx, slot.loop)
+                stmts, addr = _parity_value(ctx, par, slot.addrs[0], slot.addrs[1], "addr")
+                out += stmts
+                st = attrs.evolve(st, addr=addr)
+            else:
+                st = attrs.evolve(st, addr=Const(slot.addrs[0], "i64"))
+        elif isinstance(st, For):
+            new = attrs.evolve(st, body=tuple(_place(st.body, slots, ctx)))
+            ctx.loop_alias[id(new)] = ctx.key(st)
+            st = new
+        elif isinstance(st, If):
+            st = attrs.evolve(st, then_body=tuple(_place(st.then_body, slots, ctx)),
+                              else_body=tuple(_place(st.else_body, slots, ctx)))
+        elif isinstance(st, Section):
+            st = attrs.evolve(st, body=tuple(_place(st.body, slots, ctx)))
+        out.append(st)
+    return out
+
+
+def plan_auto(program, target="a2a3", *, double_buffer: bool = True) -> AutoPlan:
+    """The auto-mode version of ``program`` (a Program or a builder Kernel) and its plan."""
+    prog = program_of(program)
+    tgt = load_target(target)
+    fn = prog.main
+    check_supported(fn, "auto mode")
+    fn1 = attrs.evolve(fn, body=tuple(_strip(fn.body)))
+    slots = allocate(fn1, tgt, double_buffer=double_buffer)
+    pipes = {pipe_of(st) for st in walk(fn1.body) if isinstance(st, Instr)}
+    ctx = _Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {})
+    body = _place(fn1.body, slots, ctx)
+    body = synchronise(body, ctx)
+    new_fn = attrs.evolve(fn1, body=tuple(body))
+    functions = tuple(new_fn if f is fn else f for f in prog.functions)
+    db = tuple(t.name for t, s in slots.items() if s.double)
+    first = {}
+    for st in walk(fn1.body):
+        if isinstance(st, Instr):
+            for o in st.outs + st.ins:
+                if getattr(o, "name", None) in db and o.name not in first:
+                    first[o.name] = (st.opcode, instr_text(st))
+    return AutoPlan(attrs.evolve(prog, functions=functions), slots, ctx.stats, db, first)
+
+
+def to_auto(program, target="a2a3", *, double_buffer: bool = True) -> Program:
+    """``program`` in auto mode: placed by the simulator, synchronised by the simulator
+    (the policy is this module's documentation)."""
+    return plan_auto(program, target, double_buffer=double_buffer).program

@@ -1,0 +1,151 @@
+"""Manual-mode checks: hand placement against the target's buffer map, overlapping tiles,
+and races.
+
+``check_placement`` checks every constant ``TASSIGN`` / ``alloc_tile addr=`` against the
+buffer of the tile's location: the tile must lie inside the buffer's capacity, start on
+an ``alignment_bytes`` boundary (32 B, programming-model.md §5, §8) and stay out of the
+target's reserved ranges (the A2/A3 TMP_UB_OFFSET scratch, §8). It then runs the program
+with race detection: two *different* tiles whose bytes overlap and whose accesses no flag
+or barrier orders are an error naming both tiles and both byte ranges; overlapping tiles
+whose accesses are ordered are legal reuse (ping-pong, in-place views).
+
+``check_races`` lists every race of a run: unordered cross-pipe accesses to overlapping
+bytes (RAW / WAR / WAW, naming pipes, instructions and byte ranges), an event id set again
+while still pending, a set never waited, and a deadlock (a wait that can never be
+satisfied; the run stops there, so races after it are not seen).
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from sim.errors import DeadlockError, VerifyError
+from sim.isa.program import Alloc, Const, Instr
+from sim.placement.auto import program_of
+from sim.placement.ir import walk
+from sim.target import load_target
+
+__all__ = ["Finding", "check_placement", "check_races", "format_findings"]
+
+
+@attrs.frozen
+class Finding:
+    """One problem: ``kind`` is capacity / alignment / reserved / overlap, or a race kind
+    (RAW / WAR / WAW / pending_set / unmatched_set) or ``deadlock``."""
+
+    kind: str
+    message: str
+    first: str = ""            # instruction or tile
+    second: str = ""
+    space: str = ""            # buffer name or GM:<arg>
+    first_range: tuple = ()
+    second_range: tuple = ()
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "first": self.first,
+                "second": self.second, "space": self.space,
+                "first_range": list(self.first_range), "second_range": list(self.second_range)}
+
+
+_PAIR = re.compile(r"touch (%\S+) \[(0x[0-9a-f]+), (0x[0-9a-f]+)\) and (%\S+) "
+                   r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)")
+
+
+def _static(prog, tgt) -> list[Finding]:
+    out = []
+    for st in walk(prog.main.body):
+        if isinstance(st, Alloc) and isinstance(st.addr, Const):
+            tile, addr, how = st.tile, int(st.addr.value), "alloc_tile addr="
+        elif isinstance(st, Instr) and st.opcode == "TASSIGN" and st.ins and isinstance(st.ins[0], Const):
+            tile, addr, how = st.outs[0], int(st.ins[0].value), "TASSIGN"
+        else:
+            continue
+        buf = tgt.buffer(tile.loc.buffer)
+        end = addr + tile.type.nbytes
+        where = f"{st.loc}: " if st.loc else ""
+        what = f"{where}{how} places tile %{tile.name} ({tile.type.nbytes} B) at [{addr:#x}, {end:#x}) in {buf.name}"
+        if addr < 0 or end > buf.capacity_bytes:
+            out.append(Finding("capacity", f"{what}: outside the {buf.capacity_bytes}-byte "
+                                           f"{buf.name} of {tgt.name} (rule: capacity)",
+                               f"%{tile.name}", space=buf.name, first_range=(addr, end)))
+        if addr % buf.alignment_bytes:
+            out.append(Finding("alignment", f"{what}: the address is not a multiple of "
+                                            f"{buf.alignment_bytes} bytes (rule: alignment)",
+                               f"%{tile.name}", space=buf.name, first_range=(addr, end)))
+        for name, s, e in buf.reserved:
+            if addr < e and s < end:
+                out.append(Finding("reserved", f"{what}: overlaps the reserved range "
+                                               f"[{s:#x}, {e:#x}) ({name}) (rule: reserved range)",
+                                   f"%{tile.name}", name, buf.name, (addr, end), (s, e)))
+    return out
+
+
+def _run(prog, target, inputs):
+    from sim.placement.compare import run_checked
+    return run_checked(prog, target, inputs=inputs)
+
+
+def _inputs(program_or_kernel, inputs):
+    if hasattr(program_or_kernel, "inputs") and hasattr(program_or_kernel, "program"):
+        return {**program_or_kernel.inputs, **(inputs or {})}
+    return inputs
+
+
+def check_placement(program_or_kernel, target="a2a3", *, inputs=None,
+                    raise_errors: bool = True) -> list[Finding]:
+    """Placement findings of a manually placed program; raises ``VerifyError`` listing
+    them all when there is any and ``raise_errors`` is true."""
+    prog = program_of(program_or_kernel)
+    tgt = load_target(target)
+    findings = _static(prog, tgt)
+    if not findings:
+        try:
+            result = _run(prog, tgt, _inputs(program_or_kernel, inputs))
+        except DeadlockError as e:
+            findings.append(Finding("deadlock", f"overlap analysis incomplete: {e}"))
+        else:
+            seen = set()
+            for race in result.races:
+                m = _PAIR.search(race.message)
+                if m is None or race.space.startswith("GM:"):
+                    continue
+                a, b = m.group(1), m.group(4)
+                ra = (int(m.group(2), 16), int(m.group(3), 16))
+                rb = (int(m.group(5), 16), int(m.group(6), 16))
+                key = tuple(sorted((a, b)))
+                if key in seen:
+                    continue
+                seen.add(key)
+                findings.append(Finding(
+                    "overlap",
+                    f"tiles {a} [{ra[0]:#x}, {ra[1]:#x}) and {b} [{rb[0]:#x}, {rb[1]:#x}) "
+                    f"overlap in {race.space} and nothing orders their accesses: {race.first} "
+                    f"and {race.second} ({race.kind}); order them with a flag or barrier, or "
+                    f"move one tile", a, b, race.space, ra, rb))
+    if findings and raise_errors:
+        raise VerifyError("placement check failed:\n" + "\n".join(f"  {f.message}" for f in findings))
+    return findings
+
+
+def check_races(program_or_kernel, target="a2a3", *, inputs=None) -> list[Finding]:
+    """Every race of a run of the program as written, and a deadlock if it has one."""
+    prog = program_of(program_or_kernel)
+    try:
+        result = _run(prog, load_target(target), _inputs(program_or_kernel, inputs))
+    except DeadlockError as e:
+        return [Finding("deadlock", str(e))]
+    return [Finding(r.kind, r.message, r.first, r.second, r.space, tuple(r.first_range),
+                    tuple(r.second_range)) for r in result.races]
+
+
+def format_findings(findings, *, kernel: str = "") -> str:
+    """The findings as text, one per line, then a count (``clean`` when there is none)."""
+    who = f"{kernel}: " if kernel else ""
+    if not findings:
+        return f"{who}clean: no races, no deadlock"
+    lines = [f"{f.kind}: {f.message}" for f in findings]
+    n = len(findings)
+    lines.append(f"{who}{n} finding{'s' if n != 1 else ''}")
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""Manual vs auto: run a kernel as written and in auto mode, side by side.
+
+"Manual" is the program exactly as written: its addresses (tiles declared without one
+are placed by the engine, first fit without reuse) and its flags and barriers. "Auto" is
+``to_auto`` of it: placed and synchronised by the simulator (``sim.placement.auto``).
+Both runs check races. The comparison holds, for each run: total cycles, busy cycles per
+pipe, executed set/wait pairs, pipe barriers and full barriers, peak bytes per buffer and
+the races found.
+
+This is the one module of ``sim.placement`` that runs the engine.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pandas as pd
+
+from sim.errors import DeadlockError
+from sim.isa.opcodes import PIPES
+from sim.placement.auto import AutoPlan, plan_auto, program_of
+from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync_counts
+from sim.target import load_target
+
+__all__ = ["Run", "Comparison", "run_comparison", "compare", "compare_json", "compare_figure",
+           "format_compare", "run_checked"]
+
+
+def run_checked(program, target, *, inputs=None, seed=0, functional=True):
+    """``simulate(program, target, races=True)`` (the race-checking run of this package)."""
+    from sim.engine.run import simulate
+    return simulate(program, target, inputs=inputs, seed=seed, functional=functional, races=True)
+
+
+@attrs.frozen
+class Run:
+    """One side of a comparison."""
+
+    mode: str                      # "manual" | "auto"
+    program: object = attrs.field(repr=False)
+    result: object = attrs.field(repr=False)          # sim.Result, or None on deadlock
+    occupancy: pd.DataFrame = attrs.field(repr=False)
+    deadlock: "str | None" = None
+
+    @property
+    def total_cycles(self) -> "int | None":
+        return None if self.result is None else self.result.total_cycles
+
+    def metrics(self) -> dict:
+        if self.result is None:
+            return {"total_cycles": None, "pipes": {}, "syncs": None, "waits": None,
+                    "barriers": None, "full_barriers": None, "peak_bytes": {},
+                    "races": None, "race_findings": [], "deadlock": self.deadlock}
+        r = self.result
+        return {"total_cycles": r.total_cycles,
+                "pipes": {p: int(v["busy_cycles"]) for p, v in r.pipes.items()},
+                **sync_counts(r.trace), "peak_bytes": peak_bytes(self.occupancy),
+                "races": len(r.races), "race_findings": [f.message for f in r.races],
+                "deadlock": None}
+
+
+@attrs.frozen
+class Comparison:
+    kernel: str
+    target: object = attrs.field(repr=False)
+    manual: Run
+    auto: Run
+    plan: AutoPlan = attrs.field(repr=False)
+
+    def frame(self) -> pd.DataFrame:
+        return _frame(self)
+
+    def to_json(self) -> dict:
+        return _json(self)
+
+    def figure(self, **kw):
+        from sim.placement.plot import comparison_figure
+        return comparison_figure(self, **kw)
+
+
+def _run(mode, prog, tgt, inputs, seed, addresses, double=None) -> Run:
+    try:
+        result = run_checked(prog, tgt, inputs=inputs, seed=seed)
+    except DeadlockError as e:
+        empty = pd.DataFrame(columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"])
+        return Run(mode, prog, None, empty, str(e))
+    return Run(mode, prog, result, occupancy(result.trace, prog, addresses, double))
+
+
+def run_comparison(program_or_kernel, target="a2a3", *, inputs=None, seed=0,
+                   double_buffer: bool = True) -> Comparison:
+    """Run ``program_or_kernel`` as written and in auto mode (see the module doc)."""
+    if isinstance(program_or_kernel, Comparison):
+        return program_or_kernel
+    prog = program_of(program_or_kernel)
+    if hasattr(program_or_kernel, "inputs") and hasattr(program_or_kernel, "program"):
+        inputs = {**program_or_kernel.inputs, **(inputs or {})}
+    tgt = load_target(target)
+    from sim.engine.placement import place_tiles
+    manual = _run("manual", prog, tgt, inputs, seed,
+                  initial_addresses(prog, place_tiles(prog.main.body, tgt)))
+    plan = plan_auto(prog, tgt, double_buffer=double_buffer)
+    addrs = {t.name: s.addrs[0] for t, s in plan.slots.items() if not s.double}
+    double = {t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
+              for t, s in plan.slots.items() if s.double}
+    auto = _run("auto", plan.program, tgt, inputs, seed, addrs, double)
+    return Comparison(prog.main.name, tgt, manual, auto, plan)
+
+
+def _pipes(*runs) -> list[str]:
+    seen = set()
+    for r in runs:
+        if r.result is not None:
+            seen |= set(r.result.pipes)
+    return [p for p in PIPES if p in seen] + sorted(seen - set(PIPES))
+
+
+def _frame(c: Comparison) -> pd.DataFrame:
+    m, a = c.manual.metrics(), c.auto.metrics()
+    rows = [("total_cycles", m["total_cycles"], a["total_cycles"])]
+    for p in _pipes(c.manual, c.auto):
+        rows.append((f"busy_cycles[{p}]", m["pipes"].get(p, 0) if m["total_cycles"] is not None else None,
+                     a["pipes"].get(p, 0) if a["total_cycles"] is not None else None))
+    for key in ("syncs", "barriers", "full_barriers"):
+        rows.append((key, m[key], a[key]))
+    for buf in sorted(set(m["peak_bytes"]) | set(a["peak_bytes"])):
+        rows.append((f"peak_bytes[{buf}]", m["peak_bytes"].get(buf, 0), a["peak_bytes"].get(buf, 0)))
+    rows.append(("races", m["races"], a["races"]))
+    df = pd.DataFrame(rows, columns=["metric", "manual", "auto"]).set_index("metric")
+    return df.astype("Int64")
+
+
+def _json(c: Comparison) -> dict:
+    out = {}
+    for run in (c.manual, c.auto):
+        out[run.mode] = run.metrics()
+    plan = c.plan
+    out["auto"]["placement"] = {name: list(v) for name, v in plan.addresses.items()}
+    out["auto"]["double_buffered"] = list(plan.double_buffered)
+    out["auto"]["inserted"] = {"syncs": plan.stats.pairs, "barriers": plan.stats.barriers,
+                               "fallback_barriers": plan.stats.fallback_barriers,
+                               "scalar_barriers": plan.stats.scalar_barriers,
+                               "loop_flags": plan.stats.loop_flags}
+    return out
+
+
+def compare(program_or_kernel, target="a2a3", **kw) -> pd.DataFrame:
+    """Manual vs auto as a DataFrame: one row per metric (total_cycles,
+    busy_cycles[PIPE], syncs = set/wait pairs, barriers, full_barriers,
+    peak_bytes[BUFFER], races), columns ``manual`` and ``auto`` (``<NA>`` for a run that
+    deadlocked). ``program_or_kernel`` may also be a ``Comparison``; ``kw`` go to
+    ``run_comparison`` (``inputs``, ``seed``, ``double_buffer``)."""
+    return run_comparison(program_or_kernel, target, **kw).frame()
+
+
+def compare_json(program_or_kernel, target="a2a3", **kw) -> dict:
+    """``{"manual": {...}, "auto": {...}}``: total_cycles, pipes (busy cycles), syncs,
+    waits, barriers, full_barriers, peak_bytes (buffer -> bytes), races, race_findings,
+    deadlock; auto adds placement, double_buffered and the inserted sync counts."""
+    return run_comparison(program_or_kernel, target, **kw).to_json()
+
+
+def compare_figure(program_or_kernel, target="a2a3", **kw):
+    """The buffer occupancy maps (cycle x byte address) and pipeline Gantts of both runs."""
+    fig_kw = {k: kw.pop(k) for k in ("title",) if k in kw}
+    return run_comparison(program_or_kernel, target, **kw).figure(**fig_kw)
+
+
+def format_compare(df: pd.DataFrame) -> str:
+    """The comparison table as text, with an ``auto - manual`` column."""
+    def cell(v):
+        return "-" if v is None or pd.isna(v) else f"{int(v):,}"
+    rows = [("metric", "manual", "auto", "auto - manual")]
+    for metric, r in df.iterrows():
+        m, a = r["manual"], r["auto"]
+        d = "-" if pd.isna(m) or pd.isna(a) else f"{int(a) - int(m):+,}"
+        rows.append((str(metric), cell(m), cell(a), d))
+    w = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [f"{r[0]:<{w[0]}}  {r[1]:>{w[1]}}  {r[2]:>{w[2]}}  {r[3]:>{w[3]}}" for r in rows]
+    lines.insert(1, "  ".join("-" * x for x in w))
+    return "\n".join(lines)
