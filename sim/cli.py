@@ -264,6 +264,14 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _kernel_target(p) -> None:
+    """The kernel file and the target it runs on."""
+    p.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
+    p.add_argument("--target", default=None,
+                   help="target name (a2a3, a5) or model directory (default: the module's "
+                        "pto.target_arch / pto.device-spec, else a2a3)")
+
+
 def _kernel_args(p) -> None:
     """--arg / --input: bind a kernel's scalar and GM pointer arguments."""
     p.add_argument("--arg", action="append", metavar="NAME=VALUE",
@@ -304,10 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "-> sim.Kernel) and print total, per-pipe and "
                                    "per-instruction cycles.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
-    r.add_argument("--target", default=None,
-                   help="target name (a2a3, a5) or model directory (default: the module's "
-                        "pto.target_arch / pto.device-spec, else a2a3)")
+    _kernel_target(r)
     _kernel_args(r)
     r.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="write a GM pointer argument's final contents (flat) to FILE.npy "
@@ -331,9 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "tile instruction, inside loops and branches too, against "
                                     "the target's rules. Exit 0 when clean (warnings go to "
                                     "stderr), 2 with FILE:LINE:COL: error: ... otherwise.")
-    ch.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
-    ch.add_argument("--target", default=None,
-                    help="target name or model directory (default: from the module, else a2a3)")
+    _kernel_target(ch)
     ch.add_argument("--races", action="store_true",
                     help="also run the kernel as written and report races: unordered cross-pipe "
                          "accesses to the same bytes (RAW/WAR/WAW), event ids set again while "
@@ -348,9 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "dependencies. Prints total cycles, per-pipe busy cycles, "
                                     "set/wait pairs, barriers, peak bytes per buffer and races, "
                                     "side by side.")
-    cp.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
-    cp.add_argument("--target", default=None,
-                    help="target name or model directory (default: from the module, else a2a3)")
+    _kernel_target(cp)
     _kernel_args(cp)
     cp.add_argument("--json", action="store_true",
                     help='print {"manual": {...}, "auto": {...}} with total_cycles, syncs, '

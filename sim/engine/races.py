@@ -20,6 +20,8 @@ from collections import deque
 
 import attrs
 
+from sim.vclock import join
+
 __all__ = ["Access", "Race", "RaceDetector"]
 
 
@@ -43,14 +45,6 @@ class Race:
     space: str = ""
     first_range: tuple = ()
     second_range: tuple = ()
-
-
-def _join(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for k, v in b.items():
-        if out.get(k, 0) < v:
-            out[k] = v
-    return out
 
 
 class _Record:
@@ -85,7 +79,7 @@ class RaceDetector:
         return dict(self.dispatch)
 
     def start(self, pipe: str, dispatch_clock: dict) -> dict:
-        c = _join(self._clock(pipe), dispatch_clock)
+        c = join(self._clock(pipe), dispatch_clock)
         c[pipe] = c.get(pipe, 0) + 1
         self.clocks[pipe] = c
         return c
@@ -107,14 +101,14 @@ class RaceDetector:
         if self.setters.get(key):
             self.setters[key].popleft()
         if on_dispatcher:
-            self.dispatch = _join(self.dispatch, got)
+            self.dispatch = join(self.dispatch, got)
         else:
             c = self.start(pipe, dispatch_clock)
-            self.clocks[pipe] = _join(c, got)
+            self.clocks[pipe] = join(c, got)
 
     def barrier_all(self) -> None:
         for c in self.clocks.values():
-            self.dispatch = _join(self.dispatch, c)
+            self.dispatch = join(self.dispatch, c)
 
     # --- accesses -----------------------------------------------------------------------
 

@@ -21,16 +21,9 @@ import attrs
 from sim.isa.program import (Arith, Barrier, Const, For, If, Instr, PartView, Scalar,
                              ScalarOp, Section, SetFlag, WaitFlag, Yield)
 from sim.placement.ir import Access, pipe_of, tile_roles
+from sim.vclock import join
 
 __all__ = ["Order", "SyncStats", "synchronise"]
-
-
-def _join(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for k, v in b.items():
-        if out.get(k, 0) < v:
-            out[k] = v
-    return out
 
 
 class Order:
@@ -44,7 +37,7 @@ class Order:
         self.last_wait: dict = {}
 
     def clock(self, pipe: str) -> dict:
-        return _join(self.vc.get(pipe, {}), self.floor)
+        return join(self.vc.get(pipe, {}), self.floor)
 
     def knows(self, q: str, p: str, k: int) -> bool:
         return max(self.vc.get(q, {}).get(p, 0), self.floor.get(p, 0)) >= k
@@ -52,11 +45,11 @@ class Order:
     def op(self, pipe: str):
         k = self.n.get(pipe, 0) + 1
         self.n[pipe] = k
-        return k, _join(self.clock(pipe), {pipe: k})
+        return k, join(self.clock(pipe), {pipe: k})
 
     def set(self, pipe: str, key, clock=None) -> None:
         if clock is None:
-            clock = _join(self.clock(pipe), {pipe: self.n.get(pipe, 0)})
+            clock = join(self.clock(pipe), {pipe: self.n.get(pipe, 0)})
         self.fifo.setdefault(key, deque()).append(clock)
 
     def wait(self, dst: str, key, clock=None) -> int:
@@ -65,15 +58,15 @@ class Order:
         if clock is None:
             q = self.fifo.get(key)
             clock = q.popleft() if q else {}
-        self.vc[dst] = _join(self.clock(dst), clock)
+        self.vc[dst] = join(self.clock(dst), clock)
         self.last_wait[key] = (dst, k)
         return k
 
     def barrier(self, pipe: str) -> None:
-        self.vc[pipe] = _join(self.clock(pipe), {pipe: self.n.get(pipe, 0)})
+        self.vc[pipe] = join(self.clock(pipe), {pipe: self.n.get(pipe, 0)})
 
     def barrier_all(self) -> None:
-        self.floor = _join(self.floor, self.n)
+        self.floor = join(self.floor, self.n)
 
 
 @attrs.define
