@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -49,11 +50,19 @@ def _pipe_name(p: str) -> str:
     return name
 
 
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
 def _caller() -> "SourceLoc | None":
+    """file:line of the user code that called into the builder (frames of sim itself,
+    such as ``ptosim op``'s generated kernels, carry no user location)."""
     f = sys._getframe(2)
-    while f is not None and f.f_globals.get("__name__", "").startswith("sim."):
+    while f is not None and (f.f_globals.get("__name__", "").startswith("sim.")
+                             or f.f_code.co_filename.startswith(_PACKAGE_DIR)):
         f = f.f_back
-    return SourceLoc(f.f_code.co_filename, f.f_lineno) if f else None
+    if f is None or f.f_code.co_filename.startswith("<frozen"):
+        return None
+    return SourceLoc(f.f_code.co_filename, f.f_lineno)
 
 
 class Event:
