@@ -201,6 +201,10 @@ def cmd_check(args) -> int:
     warnings = check_program(program, target)
     for w in warnings:
         print(w, file=sys.stderr)
+    from sim.placement.check import static_findings
+    placement = static_findings(program, target)
+    if placement:
+        raise UserError("placement check failed: " + "; ".join(f.message for f in placement))
     n = sum(isinstance(st, Instr) for f in program.functions for st in flat_statements(f.body))
     funcs = len(program.functions)
     print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"

@@ -72,8 +72,14 @@ class OpCase:
         def tile(dt, r=rows, c=cols, valid=(vr, vc), **kw):
             return k.tile("vec", dt, r, c, valid=valid, **kw)
 
+        if fam == "index":                  # TCI: no source tile, an integer start
+            k.instr(spec.name, tile(dst_dt, name="dst"), int(self.scalar))
+            return k
         src = self._shaped_operand(fam, 0, src_dt, tile) or tile(src_dt, name="src0")
-        if fam == "rowreduce":
+        if fam == "fillpad" and self.variant != "inplace":
+            # the padded destination: same capacity, fully valid
+            dst = tile(dst_dt, valid=(rows, cols), name="dst")
+        elif fam == "rowreduce":
             width = 32 // _dtype(dst_dt).size_bytes
             dst = tile(dst_dt, rows, width, (vr, 1), name="dst")
         elif fam == "colreduce":
@@ -116,7 +122,8 @@ class OpCase:
     def _shaped_operand(self, family, index, src_dt, tile):
         """Operands whose shape is not the domain's (instructions.md §3.3, §3.5): TSEL's
         packed u8 mask, the R x 1 column of TROWEXPAND(<op>) (a row-major column tile is
-        one 32-byte block wide) and the 1 x C row of TCOLEXPAND(<op>)."""
+        one 32-byte block wide), the 1 x C row of TCOLEXPAND(<op>) and TGATHER's i32
+        index tile (dst's valid shape)."""
         rows, cols = self.shape
         vr, vc = self.valid
         name = f"src{index}"
@@ -127,6 +134,8 @@ class OpCase:
             return tile(src_dt, rows, 32 // _dtype(src_dt).size_bytes, (vr, 1), name=name)
         if (family, index) in (("colexpand", 0), ("colexpand_binary", 1)):
             return tile(src_dt, 1, cols, (1, vc), name=name)
+        if (family, index) == ("gather", 1):
+            return tile("i32", rows, cols, (vr, vc), name="indices")
         return None
 
     def _attrs(self, spec):

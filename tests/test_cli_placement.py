@@ -63,3 +63,29 @@ def test_compare_text_table_and_racy_manual(tmp_path):
     rows = {line.split()[0]: line.split()[1:] for line in p.stdout.splitlines()[2:] if line.strip()}
     manual_races, auto_races = rows["races"][0], rows["races"][1]
     assert int(manual_races) >= 2 and int(auto_races) == 0
+
+
+BAD_ADDRESSES = textwrap.dedent("""\
+    import sim
+
+    def build():
+        k = sim.Kernel("bad")
+        x = k.gm("x", "f32", (16, 64))
+        a = k.tile("vec", "f32", 16, 64, name="a", addr=188416)   # inside TMP_UB scratch
+        b = k.tile("vec", "f32", 16, 64, name="b", addr=0x10)     # not 32-byte aligned
+        e = k.TLOAD(a, x)
+        k.TADDS(b, a, 1.0, e)
+        return k
+    """)
+
+
+def test_hand_placement_is_checked_by_check_and_run(tmp_path):
+    k = tmp_path / "bad.py"
+    k.write_text(BAD_ADDRESSES)
+    p = _cli("check", str(k))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "%a" in p.stderr and "[0x2e000, 0x2f000)" in p.stderr and "reserved" in p.stderr
+    assert "%b" in p.stderr and "multiple of 32" in p.stderr
+    r = _cli("run", str(k))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "%a" in r.stderr and "reserved" in r.stderr

@@ -591,7 +591,7 @@ def test_malformed_tile_types_point_inside_the_type():
     ("    %v = pto.vlds %p[%n] : !pto.ptr<f32> -> !pto.vreg<64xf32>", 10, "unsupported op 'pto.vlds'"),
     ("    %v = pto.vmi.vload %p : !pto.ptr<f32> -> !pto.vmi<64xf32>", 10, "unsupported op 'pto.vmi.vload'"),
     ("    pto.vecscope {\n    }", 5, "unsupported op 'pto.vecscope'"),
-    ("    pto.tgather ins(%p : !pto.ptr<f32>) outs(%p : !pto.ptr<f32>)", 5, "unsupported op 'pto.tgather'"),
+    ("    pto.tgatherb ins(%p : !pto.ptr<f32>) outs(%p : !pto.ptr<f32>)", 5, "unsupported op 'pto.tgatherb'"),
     ('    "pto.tmov"(%p) : (!pto.ptr<f32>) -> ()', 5, "generic MLIR operation form"),
     ("    %r = scf.while (%a = %n) : (index) -> index {\n    }", 10, "unsupported op 'scf.while'"),
     ("    %m = memref.alloc() : memref<16xf32>", 10, "unsupported op 'memref.alloc'"),

@@ -191,11 +191,28 @@ class Interpreter(ControlFlow):
         self.seq += 1
         return self.seq - 1
 
+    def _check_address(self, tile: Tile, addr: int, where: str) -> None:
+        """A hand-placed address against the buffer map: capacity, alignment, reserved."""
+        buf = self.target.buffer(tile.loc.buffer)
+        end = addr + tile.type.nbytes
+        if addr < 0 or addr % buf.alignment_bytes or end > buf.capacity_bytes:
+            raise SimulationError(
+                f"{where}: address of %{tile.name}: expected a multiple of {buf.alignment_bytes} "
+                f"with the {tile.type.nbytes}-byte tile inside the {buf.capacity_bytes}-byte "
+                f"{buf.name}, found {addr:#x}")
+        for name, lo, hi in buf.reserved:
+            if addr < hi and lo < end:
+                raise SimulationError(
+                    f"{where}: %{tile.name} at [{addr:#x}, {end:#x}) overlaps the reserved "
+                    f"{buf.name} range [{lo:#x}, {hi:#x}) ({name}); expected a range outside it")
+
     def _alloc(self, st: Alloc) -> None:
         t = st.tile.type
         addr = self._placed.get(st.tile)
         if addr is None:
             addr = int(self.scalar(st.addr))
+            self._check_address(st.tile, addr,
+                                f"alloc_tile %{st.tile.name}" + (f" ({st.loc})" if st.loc else ""))
         rows = t.valid_rows if st.valid_row is None else int(self.scalar(st.valid_row))
         cols = t.valid_cols if st.valid_col is None else int(self.scalar(st.valid_col))
         self.tiles[st.tile] = _TileState(addr, rows, cols)
@@ -338,12 +355,7 @@ class Interpreter(ControlFlow):
     def _tassign(self, instr, seq, where, text) -> Issued:
         tile = instr.outs[0]
         addr = int(self.scalar(instr.ins[0]))
-        buf = self.target.buffer(tile.loc.buffer)
-        if addr < 0 or addr % buf.alignment_bytes or addr + tile.type.nbytes > buf.capacity_bytes:
-            raise SimulationError(
-                f"{where}: address of %{tile.name}: expected a multiple of {buf.alignment_bytes} "
-                f"with the {tile.type.nbytes}-byte tile inside the {buf.capacity_bytes}-byte "
-                f"{buf.name}, found {addr:#x}")
+        self._check_address(tile, addr, where)
         self._state(tile, where).addr = addr
         self.epoch += 1
         c = int(self.target.scalar.get("tassign_cycles", 1))
@@ -435,12 +447,16 @@ class Interpreter(ControlFlow):
             tview = self.tile_view(tmp, ts, ts.rows, ts.cols)
         scalars = tuple(self.scalar(o) for o in instr.ins if isinstance(o, (Const, Scalar)))
         attrs = dict(instr.attrs)
+        extra = {}
+        if fam == "fillpad":        # TFILLPAD writes dst's whole capacity with its PadValue
+            extra = {"pad": dst.type.pad,
+                     "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
         ctx = FnContext(
             op=instr.opcode, where=where, dtype=dst.dtype, dst=dview, srcs=sviews,
             scalars=scalars, scalar_first=isinstance(instr.ins[0], (Const, Scalar)),
             tmp=tview, attrs={_ATTR.get(k, k): v for k, v in attrs.items()},
             src_dtypes=tuple(s.dtype for s in srcs), inplace=shape.variant == "inplace",
-            strict=self.strict, quirks=self.target.quirks)
+            strict=self.strict, quirks=self.target.quirks, extra=extra)
         self._run_unit(ctx)
 
     def _valid_view(self, tile):
@@ -463,10 +479,11 @@ class Interpreter(ControlFlow):
 
 def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
-    broadcast sources, matmul operands, move/extract sources and TSEL's packed mask."""
+    broadcast sources, matmul operands, move/extract sources, TSEL's packed mask and
+    TGATHER's table."""
     return (family in ("rowexpand", "colexpand", "matmul", "move")
             or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
-            or (family == "select" and index == 0))
+            or (family in ("select", "gather") and index == 0))
 
 
 # IR attribute names -> the keys the functional units read

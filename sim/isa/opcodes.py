@@ -44,6 +44,7 @@ def _route_tmov(outs, ins):
 
 
 def _route_texpands(outs, ins):
+    """TEXPANDS and TFILLPAD: a Mat destination is filled on MTE2, a Vec one on V."""
     return "PIPE_MTE2" if outs[0] is Loc.MAT else "PIPE_V"
 
 
@@ -123,6 +124,15 @@ _op("TMATMUL_BIAS", "T", "T T T", "matmul", pipe="PIPE_M")
 _op("TGEMV", "T", "T T", "matmul", pipe="PIPE_M")
 # --- scalar-pipe configuration ---------------------------------------------------------
 _op("TASSIGN", "T", "S", "config", pipe="PIPE_S")
+# --- index, gather, pad (§6.1: TCI on PIPE_S; gather in UB and TFILLPAD on Vec on
+# PIPE_V, TFILLPAD on Mat on PIPE_MTE2). The reference gives almost no semantics for
+# these three; the ASSUMPTIONs are stated in sim/functional/gather.py and
+# sim/timing/vgather.py. TGATHER ins = table, indices [, tmp]: the table is read whole
+# (its own valid region), the indices over dst's valid region. TFILLPAD iterates over
+# the destination's capacity; its cost follows the source's geometry (domain "src").
+_op("TCI", "T", "S", "index", pipe="PIPE_S")
+_op("TGATHER", "T", "T T T?", "gather")
+_op("TFILLPAD", "T", "T", "fillpad", pipe=_route_texpands, domain="src")
 
 
 def opcode(name: str) -> OpSpec:

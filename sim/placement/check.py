@@ -53,7 +53,8 @@ _PAIR = re.compile(r"touch (%\S+) \[(0x[0-9a-f]+), (0x[0-9a-f]+)\) and (%\S+) "
                    r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)")
 
 
-def _static(prog, tgt) -> list[Finding]:
+def static_findings(prog, tgt) -> list[Finding]:
+    """Hand-placed constant addresses (alloc_tile addr=, TASSIGN) against the buffer map."""
     out = []
     for st in walk(prog.main.body):
         if isinstance(st, Alloc) and isinstance(st.addr, Const):
@@ -99,7 +100,7 @@ def check_placement(program_or_kernel, target="a2a3", *, inputs=None,
     them all when there is any and ``raise_errors`` is true."""
     prog = program_of(program_or_kernel)
     tgt = load_target(target)
-    findings = _static(prog, tgt)
+    findings = static_findings(prog, tgt)
     if not findings:
         try:
             result = _run(prog, tgt, _inputs(program_or_kernel, inputs))

@@ -84,7 +84,7 @@ def _bank_items(items, target) -> list[Item]:
 
 @functools.lru_cache(maxsize=65536)
 def _lower(s: Shape, pipe: str, target) -> Plan:
-    if pipe == "PIPE_S":
+    if pipe == "PIPE_S" and s.opcode == "TASSIGN":
         cycles = target.scalar.get("tassign_cycles", 1)
         items = [Item("scalar", s.opcode, cycles=cycles)]
     elif s.path:

@@ -13,7 +13,10 @@ each:
 * ``vremainder`` — TREM, TFMOD, TREMS, TFMODS per-row step sequences;
 * ``vselect``    — TCMP, TCMPS, TSEL, TPRELU;
 * ``vreduce``    — TROWSUM/MAX/MIN, TCOLSUM/MAX/MIN;
-* ``vexpand``    — TEXPANDS, TROWEXPAND, TCOLEXPAND and the expand-and-operate families.
+* ``vexpand``    — TEXPANDS, TROWEXPAND, TCOLEXPAND and the expand-and-operate families;
+* ``vgather``    — TGATHER, TFILLPAD and TCI (a PIPE_S scalar loop: its items are built
+  here, but ``sim.timing.lower`` must route PIPE_S ops other than TASSIGN to
+  ``lower_vector`` for them to be costed).
 
 Instruction facts beyond the geometry (compare mode, TCOLSUM's binary form, a DN
 reduction output, a TROWEXPAND source's shape, TCVT saturation) reach the lowering
@@ -27,7 +30,7 @@ import math
 import attrs
 
 from sim.isa.dtypes import dtype as _dtype
-from sim.timing import vexpand, vreduce, vremainder, vscalar, vselect
+from sim.timing import vexpand, vgather, vreduce, vremainder, vscalar, vselect
 from sim.timing.hints import hint
 from sim.timing.plan import Item
 from sim.timing.vpath import BAR, cfg, count_row, geometry, pass_items, path, v
@@ -151,6 +154,9 @@ def _dispatch():
         "TCMPS": lambda s, d, src, m: vselect.tcmps(s, d, m),
         "TSEL": lambda s, d, src, m: vselect.tsel(s, d),
         "TPRELU": lambda s, d, src, m: vselect.tprelu(s, d, m, elementwise),
+        "TGATHER": lambda s, d, src, m: vgather.tgather(s, d),
+        "TFILLPAD": lambda s, d, src, m: vgather.tfillpad(s, d),
+        "TCI": lambda s, d, src, m: vgather.tci(s),
     })
     for op in vremainder.OPS:
         t[op] = lambda s, d, src, m: vremainder.lower(s, d)
