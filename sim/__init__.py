@@ -10,6 +10,8 @@ Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them
 ``sim.simulate`` and read ``Result.trace`` (a pandas DataFrame, one row per instruction).
 ``sim.trace`` reads, writes, analyses and plots traces (Gantt, stalls, critical path);
 ``sim.whatif`` bounds the speedup with ideal synchronisation and infinite bandwidth.
+``sim.parse_file`` reads PTO IR text into the same program IR the builder makes;
+``sim.print_program`` writes it back; ``sim.compare`` runs manual vs auto placement.
 """
 
 from sim.builder import Event, GlobalTensor, Kernel
@@ -23,9 +25,10 @@ from sim.target import load_target
 from sim import trace
 from sim.whatif import whatif
 from sim.placement import compare
+from sim.frontend import parse_file, parse_text, print_program
 
 __version__ = "0.1.0"
 
 __all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
            "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",
-           "trace", "whatif", "compare"]
+           "trace", "whatif", "compare", "parse_file", "parse_text", "print_program"]
