@@ -15,7 +15,6 @@ target data is found through ``sim.target.models_dir()``.
 
 from __future__ import annotations
 
-import sim
 import ast
 import importlib.metadata
 import json

@@ -23,7 +23,7 @@ from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.placement import place_tiles
-from sim.isa.dtypes import DType, dtype as _dtype
+from sim.isa.dtypes import DType
 from sim.isa.opcodes import OPCODES, PIPES
 from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView,
                              PartitionView, PartView, Scalar, SetFlag, SetValidShape, WaitFlag)

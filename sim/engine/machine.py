@@ -29,7 +29,7 @@ from collections import deque
 import simpy
 
 from sim.errors import DeadlockError
-from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT
+from sim.engine.items import BARRIER, OP, SET, WAIT
 from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine"]
