@@ -11,6 +11,7 @@ from sim.isa.dtypes import dtype as _dtype
 from sim.timing.banks import HINT as _BANK_HINT, ub_banks
 from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
+from sim.timing.formula import formula_cycles
 from sim.timing.vector import lower_vector
 
 __all__ = ["lower"]
@@ -96,6 +97,9 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         nbytes = s.rows * s.cols * _dtype(s.dtype).size_bytes
         items = [Item("dma", "L1_FILL", cycles=math.floor(nbytes / target.dma("L1_FILL").bytes_per_cycle),
                       bytes=nbytes)]
+    elif pipe == "PIPE_V" and (vf := formula_cycles(s, target)) is not None:
+        # a target whose vector ops are fitted per op (A5): one vector function
+        items = [Item("vf", f"{s.opcode} VF fit", cycles=vf)]
     else:
         items = _resolve(lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
                                       target.vector.get("max_repeats", 255)), s, target)

@@ -1,0 +1,66 @@
+"""A5 vector timing: the per-op vector-function fits of timing-model.md §11.1."""
+
+import csv
+import math
+
+import pytest
+
+from sim.target import load_target, models_dir
+from sim.timing import Shape, lower
+
+A5 = load_target("a5")
+
+
+def cycles(op, dt, rows, cols, vrows=None, vcols=None, src=""):
+    vr, vc = vrows or rows, vcols or cols
+    return lower(Shape(op, dt, rows, cols, cols, vr, vc, src), "PIPE_V", A5).cold_cycles
+
+
+def test_reference_worked_examples():
+    # §11.1: TADD f32 64x64 1-D: 1.247*64 + 55.07 ≈ 135
+    assert cycles("TADD", "f32", 64, 64) == 135
+    # TADD 2-D, 64 rows, 48 of 64 cols: (1.875*1 + 2.876)*64 + 44.34 ≈ 348
+    assert cycles("TADD", "f32", 64, 64, 64, 48) == 348
+    # TDIVS f32 1-D: 1.908*loops + 64.5; 16x64 -> 16 loops -> 95
+    assert cycles("TDIVS", "f32", 16, 64) == round(1.908 * 16 + 64.5)
+    # TEXP f32 1-D: 1.967*loops + 62.7; 32x64 -> 32 loops
+    assert abs(cycles("TEXP", "f32", 32, 64) - (1.967 * 32 + 62.7)) <= 1
+
+
+def test_fits_are_per_lane_count_not_per_shape():
+    # f16 has 128 lanes: a 16x128 f16 TADD is 16 loops, the same as 16x64 f32 (1-D fits
+    # of TADD are identical for fp16 and fp32 in the table)
+    assert cycles("TADD", "f16", 16, 128) == cycles("TADD", "f32", 16, 64)
+    # one row is always 1-D, whatever the valid width
+    assert cycles("TSUB", "f32", 1, 256, 1, 200) < cycles("TSUB", "f32", 4, 256, 4, 200)
+
+
+def test_ops_without_a_fit_fall_back_to_the_cce_lowering():
+    p = lower(Shape("TREM", "f32", 16, 64, 64, 16, 64), "PIPE_V", A5)
+    assert any(i.name == "vdiv" for i in p.items)
+    q = lower(Shape("TADD", "f32", 16, 64, 64, 16, 64), "PIPE_V", A5)
+    assert [i.kind for i in q.items] == ["vf"]
+
+
+def test_every_fitted_op_and_dtype_is_reachable():
+    path = models_dir() / "a5" / "vector_formulas.csv"
+    rows = list(csv.DictReader(l for l in path.read_text().splitlines() if not l.startswith("#")))
+    names = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "int8": "i8"}
+    seen = set()
+    for r in rows:
+        if r["op"] in ("TCVT", "TRECIP") or r["src_dtype"] not in names:
+            continue
+        dt = names[r["src_dtype"]]
+        lanes = 256 // {"f32": 4, "f16": 2, "bf16": 2, "i8": 1}[dt]
+        key = (r["op"], dt)
+        if key in seen:
+            continue
+        seen.add(key)
+        full = lower(Shape(r["op"], dt, 8, lanes, lanes, 8, lanes), "PIPE_V", A5)
+        assert [i.kind for i in full.items] == ["vf"], key
+    assert {"TADD", "TSUB", "TMUL", "TDIVS", "TEXP", "TSQRT", "TNEG", "TMINS", "TSEL"} <= {o for o, _ in seen}
+
+
+def test_a2a3_is_unaffected():
+    a2 = load_target("a2a3")
+    assert lower(Shape("TADD", "f32", 16, 64, 64, 16, 64), "PIPE_V", a2).cold_cycles == 56
