@@ -82,6 +82,14 @@ class ControlFlow:
         if name in ids:
             self.values[st.results[0].name] = ids[name]
             return None
+        if name == "get_tensor_view_dim":
+            view, dim = st.operands
+            shape = self.views[view.name][2]
+            d = int(self.scalar(dim))
+            if not 0 <= d < len(shape):
+                raise SimulationError(f"{st.op}{_where(st)}: dim {d} of a rank-{len(shape)} view")
+            self.values[st.results[0].name] = shape[d]
+            return None
         if name == "load_scalar":
             data, index = self._scalar_cell(st)
             self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)

@@ -58,6 +58,9 @@ class _Shapes(Transformer):
     def alias_def(self, c):
         return ("alias", c[0], c[1])
 
+    def attr_alias_def(self, c):
+        return ("attr_alias", c[0], c[1])
+
     def module(self, c):
         attrs = next((x for x in c if isinstance(x, tuple) and x[0] == "dict"), None)
         funcs = [x for x in c if isinstance(x, tuple) and x[0] == "func"]
@@ -199,7 +202,8 @@ def _statement_callback(kind: str):
 
 
 for _kind in ("dps", "simple", "for", "if", "yield", "call", "return", "alloc", "mtv", "pv",
-              "subview", "setvalid", "load_scalar", "store_scalar", "getter", "section", "flag",
+              "subview", "setvalid", "load_scalar", "store_scalar", "getter", "tvdim", "section",
+              "flag",
               "barrier", "barrier_sync", "pipe"):
     setattr(_Shapes, f"{_kind}_stmt", _statement_callback(_kind))
 
@@ -311,10 +315,15 @@ _LEVEL1 = {"!pto.tile": "level-1 tile values (!pto.tile) are not used by real ke
                         "write tile buffers (!pto.tile_buf)"}
 
 
+# Element type spellings the census shows beyond the IR names sim.isa.dtypes knows:
+# `f8E4M3` (24 kv-form tile_bufs) names the same 8-bit e4m3 format the hardware has.
+_ELEM_ALIASES = {"f8E4M3": "f8E4M3FN"}
+
+
 def _elem_dtype(tok: Token):
     text = str(tok)
     try:
-        return _dtype(text)
+        return _dtype(_ELEM_ALIASES.get(text, text))
     except UserError:
         raise _TypeProblem(f"unsupported element type '{text}'", tok.start_pos) from None
 
@@ -418,16 +427,26 @@ def _parse_pto_type(text: str):
     return result
 
 
+_KNOWN_KINDS = ("!pto.ptr", "!pto.tensor_view", "!pto.partition_tensor_view", "!pto.tile_buf")
+_KIND = re.compile(r"!pto\.[A-Za-z_][\w.]*")
+
+
 def _build_pto_type(text: str):
+    kind = _KIND.match(text).group()
+    if kind not in _KNOWN_KINDS:
+        why = _LEVEL1.get(kind, "")
+        raise _TypeProblem(f"unsupported type '{_short(text)}'" + (f": {why}" if why else ""), 0)
     try:
         tree = _type_parser().parse(text)
     except UnexpectedInput as e:
+        if kind == "!pto.tile_buf" and re.match(r"!pto\.tile_buf<\s*[\d?]+x", text):
+            raise _TypeProblem(f"unsupported type '{_short(text)}': the obsolete memref-like "
+                               f"tile_buf; write the key=value or the compact form", 0) from None
         pos = getattr(e, "pos_in_stream", None)
         if pos is None:
             tok = getattr(e, "token", None)
             pos = getattr(tok, "start_pos", None) or len(text) - 1
         raise _TypeProblem(f"malformed type '{_short(text)}'", pos) from None
-    kind = str(tree.children[0])
     params = tree.children[1].children if len(tree.children) > 1 else []
     if kind == "!pto.ptr":
         if not params or len(params) > 2 or not all(isinstance(p, Token) for p in params):
@@ -438,10 +457,7 @@ def _build_pto_type(text: str):
             raise _TypeProblem(f"{kind}: expected <d0 x d1 x ... x T>", 0)
         shape_tok, elem = params[0].children
         return ViewType(kind[5:], _elem_dtype(elem), _dims(shape_tok))
-    if kind == "!pto.tile_buf":
-        return _tile_buf(params)
-    why = _LEVEL1.get(kind, "")
-    raise _TypeProblem(f"unsupported type '{_short(text)}'" + (f": {why}" if why else ""), 0)
+    return _tile_buf(params)
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -469,7 +485,7 @@ _OP_KEYWORDS = {
     "FUNC_FUNC", "FUNC_CALL", "CALL", "FUNC_RETURN", "RETURN", "SCF_FOR", "SCF_IF",
     "SCF_YIELD", "ALLOC_TILE", "MAKE_TENSOR_VIEW", "PARTITION_VIEW", "SUBVIEW", "SUBSET",
     "SET_VALIDSHAPE", "LOAD_SCALAR", "STORE_SCALAR", "GET_BLOCK_IDX", "GET_BLOCK_NUM",
-    "GET_SUBBLOCK_IDX", "GET_SUBBLOCK_NUM", "SECTION_CUBE", "SECTION_VECTOR", "SET_FLAG",
+    "GET_SUBBLOCK_IDX", "GET_SUBBLOCK_NUM", "GET_TENSOR_VIEW_DIM", "SECTION_CUBE", "SECTION_VECTOR", "SET_FLAG",
     "WAIT_FLAG", "SET_FLAG_DYN", "WAIT_FLAG_DYN", "RECORD_EVENT", "WAIT_EVENT", "BARRIER",
     "BARRIER_SYNC", "RESERVE_BUFFER", "IMPORT_RESERVED_BUFFER", "AIC_INITIALIZE_PIPE",
     "AIV_INITIALIZE_PIPE", "TPUSH_TO_AIV", "TPUSH_TO_AIC", "TPOP_FROM_AIC", "TPOP_FROM_AIV",
@@ -480,6 +496,7 @@ _FRIENDLY = {
     "SSA": "a value (%name)", "OPNAME": "an op name", "NAME": "a name", "PTO_TYPE": "a type",
     "TYPE_ALIAS": "a type alias", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
     "SYMBOL": "a symbol (@name)", "HASH_ATTR": "an attribute (#...)", "$END": "end of input",
+    "BUILTIN": "a builtin attribute or type", "LOCATION": "a location",
 }
 
 
@@ -501,6 +518,7 @@ class _Lowering:
         self.file, self.text = filename, text
         self.scopes: list[dict] = []
         self.aliases: dict[str, object] = {}
+        self.attr_aliases: dict[str, tuple] = {}     # #name = value (top of the file)
         self.calls: list = []                # (token, callee, args, result types)
         self.left_blayout = None             # set from the module's target attributes
         self.signatures: dict[str, tuple] = {}
@@ -574,9 +592,13 @@ class _Lowering:
         if tok.type == "TYPE_ALIAS":
             t = self.aliases.get(str(tok))
             if t is None:
+                if "<" in str(tok):          # !dialect.type<...> of another dialect
+                    self.fail(tok, f"unsupported type '{_short(str(tok))}'")
                 self.fail(tok, f"undefined type alias '{tok}'")
             return self.arch_layout(t, tok)
         name = str(tok)
+        if tok.type == "BUILTIN":            # memref<...>, vector<...>, tensor<...> ...
+            self.fail(tok, f"unsupported type '{name.split('<', 1)[0]}<...>'")
         if not is_scalar_type(name):
             self.fail(tok, f"unsupported type '{name}'")
         return name
@@ -671,9 +693,15 @@ class _Lowering:
         return out
 
     def raw(self, start: int, end: int) -> RawAttr:
-        return RawAttr(re.sub(r"\s*\n\s*", " ", self.text[start:end]))
+        """The source text of an attribute value on one line (comments inside dropped)."""
+        text = self.text[start:end]
+        if "//" in text:
+            text = _COMMENT_OR_STRING.sub(lambda m: m.group() if m.group()[0] == '"' else "", text)
+        if "\n" in text:
+            text = re.sub(r"\s*\n\s*", " ", text)
+        return RawAttr(text)
 
-    def attr_value(self, key: str, val):
+    def attr_value(self, key: str, val, aliases: bool = True):
         if val is None:
             return RawAttr("unit")
         _, parts, start, end = val
@@ -688,6 +716,8 @@ class _Lowering:
         if len(parts) == 1 and isinstance(first, Token):
             if first.type == "STRING":
                 return _unquote(str(first))
+            if aliases and first.type == "HASH_ATTR" and str(first) in self.attr_aliases:
+                return self.attr_value(key, self.attr_aliases[str(first)], False)
             if first.type == "HASH_ATTR" and key in ENUM_ATTR_KINDS:
                 m = re.fullmatch(r"#pto(?:\.\w+)?<\s*(?:\w+\s+)?(\w+)\s*>", str(first))
                 if m:
@@ -706,6 +736,17 @@ class _Lowering:
                 if name in self.aliases:
                     self.fail(item[1], f"type alias '{name}' defined twice")
                 self.aliases[name] = self.type_of(item[2])
+            elif item[0] == "attr_alias":
+                name = str(item[1])
+                if name in self.attr_aliases or "<" in name:
+                    self.fail(item[1], f"attribute alias '{_short(name)}' defined twice"
+                              if "<" not in name else f"unexpected '{_short(name)}'")
+                value = item[2]
+                parts = value[1]
+                if len(parts) == 1 and isinstance(parts[0], Token) and \
+                        str(parts[0]) in self.attr_aliases:      # an alias of an alias
+                    value = self.attr_aliases[str(parts[0])]
+                self.attr_aliases[name] = value
             elif item[0] == "module":
                 module_attrs = self.attrs(item[2])
                 try:
@@ -854,6 +895,12 @@ class _Lowering:
         if outs is not None:
             o_ops = next((x for x in outs[1][1:] if x[0] == "ops"), None)
             o_types = next((x for x in outs[1][1:] if x[0] == "types"), None)
+            for x in outs[1][1:]:
+                if x[0] == "dict":
+                    for k, v in self.attrs(x).items():
+                        if k in attrs:
+                            self.fail(x[1], f"attribute '{k}' given twice")
+                        attrs[k] = v
             if o_ops is None and o_types is not None:
                 self.fail(outs[1][0], f"'{name}': outs without operands returns a value, which "
                                       f"only ops outside the simulated set do")
@@ -870,6 +917,9 @@ class _Lowering:
         name = str(op)
         short = name[6:] if name.startswith("arith.") else None
         if short not in SUPPORTED_ARITH:
+            if _opcode_of(name) is not None:
+                self.fail(op, f"unsupported: the level-1 SSA form of '{name}' (not used by real "
+                              f"kernels); write {name} ins(...) outs(...)")
             self.fail(op, f"unsupported op '{name}'")
         (rtok, rname), = self.result_names(results, 1, name)
         flags, attrs_node, sig = [], None, None
@@ -1227,7 +1277,7 @@ class _Lowering:
             if isinstance(x, tuple) and x[0] == "valid":
                 valid = self._index_list(x[2])
         types = [x for x in c if isinstance(x, Token) and x.type in ("PTO_TYPE", "NAME",
-                                                                      "TYPE_ALIAS")]
+                                                                      "TYPE_ALIAS", "BUILTIN")]
         src_t = self.type_of(types[0])
         if value_type(src) != src_t:
             self.mismatch(c[2], src, src_t)
@@ -1319,9 +1369,23 @@ class _Lowering:
         self.define(rtok, res)
         return ScalarOp((res,), str(op), (), attrs, loc=self.loc(first))
 
+    def s_tvdim(self, st) -> ScalarOp:
+        """``%d = pto.get_tensor_view_dim %tv, %i : !pto.tensor_view<...> -> index``."""
+        _, first, c = st
+        (rtok, rname), = self.result_names(c[0], 1, "pto.get_tensor_view_dim")
+        view = self.lookup(c[2])
+        if not isinstance(view, TensorView):
+            self.fail(c[2], "pto.get_tensor_view_dim: expected a !pto.tensor_view operand")
+        index = self.scalar_operand(c[3], role="dim ")
+        types = [x for x in c[4:] if isinstance(x, Token) and x.type != "ARROW"]
+        rt = self.type_of(types[1]) if len(types) > 1 else "index"
+        res = Scalar(rname, rt if isinstance(rt, str) else "index")
+        self.define(rtok, res)
+        return ScalarOp((res,), "pto.get_tensor_view_dim", (view, index), loc=self.loc(first))
+
     def s_section(self, st) -> Section:
         _, first, c = st
-        body = self.block(c[1])
+        body = self.block(next(x for x in c if isinstance(x, tuple) and x[0] == "region"))
         return Section("cube" if c[0].type == "SECTION_CUBE" else "vector", body,
                        loc=self.loc(first))
 
@@ -1366,7 +1430,7 @@ class _Lowering:
 
     def s_flag(self, st):
         _, first, c = st
-        kw, e1, e2, e3 = c
+        kw, e1, e2, e3 = c[:4]                # an attribute dict after the brackets is dropped
         kind = kw.type
         endpoints = kind in ("RECORD_EVENT", "WAIT_EVENT")
         src, dst = self.pipe(e1, endpoints), self.pipe(e2, endpoints)
@@ -1434,6 +1498,12 @@ class _Lowering:
                 op = item
                 break
         prev = stack[-1] if stack else None
+        if op is not None and op.type == "OPNAME" and _opcode_of(str(op)) is not None:
+            after = stack[[i for i, x in enumerate(stack) if x is op][-1] + 1:]
+            nxt = after[0] if after else getattr(e, "token", None)
+            if isinstance(nxt, tuple) or isinstance(nxt, Token) and nxt.type in ("SSA", "LPAR"):
+                return self._err(op, f"unsupported: the level-1 SSA form of '{op}' (not used by "
+                                     f"real kernels); write {op} ins(...) outs(...)")
         if isinstance(e, UnexpectedCharacters):
             pos = e.pos_in_stream
             ch = self.text[pos] if pos < len(self.text) else ""
@@ -1489,6 +1559,9 @@ class _Lowering:
         return ParseError(self.file, line, col, msg, self.text)
 
 
+_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*')
+
+
 def _int(text: str) -> int:
     """An INT token: decimal (leading zeros allowed) or 0x-hexadecimal, optional sign."""
     body = text.lstrip("+-")
@@ -1496,9 +1569,18 @@ def _int(text: str) -> int:
     return -value if text.startswith("-") else value
 
 
+_ESCAPE = re.compile(r'\\(?:([0-9a-fA-F]{2})|(.))', re.S)
+_ESCAPED = {"n": "\n", "t": "\t"}
+
+
 def _unquote(s: str) -> str:
+    """The value of an MLIR string literal: ``\\"``, ``\\\\``, ``\\n``, ``\\t`` and ``\\XX`` (hex)
+    escapes, as the MLIR lexer reads them (the printer writes the same)."""
     body = s[1:-1] if len(s) >= 2 and s[0] == s[-1] == '"' else s
-    return re.sub(r'\\(["\\])', r"\1", body)
+    if "\\" not in body:
+        return body
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1)
+                       else _ESCAPED.get(m.group(2), m.group(2)), body)
 
 
 def _symbol(tok) -> str:
@@ -1535,6 +1617,8 @@ def parse_text(text: str, filename: str = "<string>") -> Program:
     """Parse PTO IR ``text``; raise ParseError (``FILE:LINE:COL: error: ...``) on any mistake."""
     if not isinstance(text, str):
         raise TypeError("parse_text expects str")
+    if text.startswith("\ufeff"):             # a UTF-8 byte order mark
+        text = text[1:]
     remember_source(filename, text)
     low = _Lowering(filename, text)
     # The parse allocates many small acyclic objects; the cyclic collector would rescan

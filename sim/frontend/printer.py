@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-import json
+import re
 
 from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, format_type, value_type
 from sim.isa.opcodes import OPCODES
@@ -25,6 +25,7 @@ from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, 
 __all__ = ["print_program", "print_function", "print_statement"]
 
 _IND = "  "
+_ENUM_WORD = re.compile(r"\w+")
 
 
 def _v(x) -> str:
@@ -46,7 +47,20 @@ def _typed(values) -> str:
 
 
 def _str(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
+    """An MLIR string literal (the parser reads these escapes back)."""
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\{ord(ch):02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def _attr_value(key: str, v) -> str:
@@ -60,7 +74,8 @@ def _attr_value(key: str, v) -> str:
         return format_literal(v, "f64")
     if isinstance(v, str):
         kind = ENUM_ATTR_KINDS.get(key)
-        return f"#pto<{kind} {v}>" if kind else _str(v)
+        # an enum value the parser normalised; any other string stays a quoted string
+        return f"#pto<{kind} {v}>" if kind and _ENUM_WORD.fullmatch(v) else _str(v)
     return _str(str(v))
 
 
@@ -145,6 +160,9 @@ def _scalar_op(st: ScalarOp) -> str:
         val, ptr, off = st.operands
         return f"pto.store_scalar {_v(val)}, {_v(ptr)}[{_v(off)}]{attrs} : {_t(ptr)}, {_t(val)}"
     r = st.results[0]
+    if st.op == "pto.get_tensor_view_dim":
+        view, dim = st.operands
+        return f"{_results((r,))}{st.op} {_v(view)}, {_v(dim)}{attrs} : {_t(view)} -> {r.type}"
     return f"{_results((r,))}{st.op}{attrs} : {r.type}"
 
 
@@ -248,7 +266,8 @@ def _body(body, indent: int) -> list[str]:
 def print_function(f: Function, indent: int = 1) -> list[str]:
     pad = _IND * indent
     vis = "private " if f.private else ""
-    declaration = f.private and not f.body
+    # no body: a declaration (always for results: a body would have to return them)
+    declaration = not f.body and (f.private or bool(f.result_types))
     if declaration and all(getattr(a, "name", "") == f"arg{i}" for i, a in enumerate(f.args)):
         args = ", ".join(_t(a) for a in f.args)
     else:

@@ -178,4 +178,4 @@ ENDPOINT_PIPE = {
 # attributes the engine reads, normalised to their enum value: key -> #pto<KIND value>
 ENUM_ATTR_KINDS = {"rmode": "round_mode", "cmpMode": "cmp"}
 
-BARE_KEY = re.compile(r"[A-Za-z_][\w$.]*")
+BARE_KEY = re.compile(r"[A-Za-z_][\w$]*(?:\.[\w$]+)*")     # a NAME or OPNAME token
