@@ -329,3 +329,15 @@ def test_input_array_of_the_caller_is_not_modified():
     r = sim.simulate(k)
     assert (r.output("a") == 0).all()
     np.testing.assert_array_equal(data, A)                       # caller's array untouched
+
+
+def test_empty_valid_region_is_a_no_op():
+    # PTO IR files declare v_row=0 (set later); an op over an empty region computes nothing
+    k = sim.Kernel("empty")
+    a = k.tile("vec", "f32", 16, 64, valid=(0, 64))
+    b = k.tile("vec", "f32", 16, 64, valid=(0, 64))
+    k.TEXPANDS(a, 5.0)
+    k.TADD(b, a, a)
+    r = sim.simulate(k)
+    ops = r.trace[r.trace["kind"] == "op"]
+    assert list(ops["duration_cycles"]) == [0, 0]

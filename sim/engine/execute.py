@@ -223,7 +223,7 @@ class Interpreter(ControlFlow):
         s = self._state(st.tile, where)
         rows, cols = int(self.scalar(st.rows)), int(self.scalar(st.cols))
         t = st.tile.type
-        if not (0 < rows <= t.rows and 0 < cols <= t.cols):
+        if not (0 <= rows <= t.rows and 0 <= cols <= t.cols):
             raise SimulationError(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
                                   f"capacity, found {rows}x{cols}")
         s.rows, s.cols = rows, cols

@@ -115,10 +115,12 @@ class TileType:
         where = f"tile type {self.short()}"
         if self.rows <= 0 or self.cols <= 0:
             raise UserError(f"{where}: capacity must be positive, found {self.rows}x{self.cols}")
+        # 0 is legal in the IR (an empty region, set later at run time) though the C++
+        # template asserts 0 < valid: PTO IR files in the wild declare v_row=0
         for name, v, cap in (("valid rows", self.valid_rows, self.rows),
                              ("valid cols", self.valid_cols, self.cols)):
-            if v is not None and not 0 < v <= cap:
-                raise UserError(f"{where}: {name} must be in 1..{cap}, found {v}")
+            if v is not None and not 0 <= v <= cap:
+                raise UserError(f"{where}: {name} must be in 0..{cap}, found {v}")
         if self.fractal not in (32, 512, 1024):
             raise UserError(f"{where}: fractal size must be 32, 512 or 1024, found {self.fractal}")
         if self.compact not in (0, 1, 2):

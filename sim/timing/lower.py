@@ -97,6 +97,8 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         nbytes = s.rows * s.cols * _dtype(s.dtype).size_bytes
         items = [Item("dma", "L1_FILL", cycles=math.floor(nbytes / target.dma("L1_FILL").bytes_per_cycle),
                       bytes=nbytes)]
+    elif pipe == "PIPE_V" and (s.valid_rows == 0 or s.valid_cols == 0):
+        items = []          # an empty valid region: nothing to compute
     elif pipe == "PIPE_V" and (vf := formula_cycles(s, target)) is not None:
         # a target whose vector ops are fitted per op (A5): one vector function
         items = [Item("vf", f"{s.opcode} VF fit", cycles=vf)]
