@@ -384,16 +384,18 @@ for _name, _body in _DPS_FORMS.items():
     ok(f"s2.4-dps-{_name}", kernel(_DPS_PRE + _body))
 bad("s2.4-tprint-ins-only", kernel(tiles("a") + f"    pto.tprint ins(%a : {TB})"),
     "unsupported op 'pto.tprint'")
-bad("s2.4-tgetval-outs-type", kernel(tiles("a") + f"    %v = pto.tgetval ins(%a, %n : {TB}, index) outs : f32"),
-    "unsupported op 'pto.tgetval'")
+ok("s2.4-tgetval-outs-type", kernel(C + tiles("a") + f"    %v = pto.tgetval ins(%a, %n : {TB}, index) outs : f32\n"
+                                    f"    %w = pto.tgetval ins(%a, %c1 : {TB}, index)\n      outs : f32"))
 bad("s2.4-dps-with-result", kernel(tiles("a", "b") + f"    %r = pto.tmov ins(%a : {TB}) outs(%b : {TB}) -> {TB}"),
     "returns no values")
 bad("s2.4-level1-ssa", kernel(tiles("a", "b") + f"    %c = pto.tadd %a, %b : {TB}"),
     "unsupported: the level-1 SSA form of 'pto.tadd'")
 bad("s2.4-level1-ssa-functional-type",
     kernel(tiles("a", "b") + f"    %c = pto.tadd %a, %b : ({TB}, {TB}) -> {TB}"), "unsupported")
-bad("s2.4-treshape", kernel(tiles("a") + f"    %r = pto.treshape %a : {TB} -> {TB}"),
-    "unsupported op 'pto.treshape'")
+ok("s2.4-treshape", kernel(tiles("a") + f"    %r = pto.treshape %a : {TB} -> {TB}\n"
+                           f"    %r2 = pto.treshape %r : {TB} -> !pto.tile_buf<vec, 1x1024xf32>"))
+bad("s2.4-treshape-size", kernel(tiles("a") + f"    %r = pto.treshape %a : {TB} -> {TBH}"),
+    "expected the same total size")
 ok("s2.4-get_tensor_view_dim", kernel(VIEWS + f"    %d = pto.get_tensor_view_dim %tv, %c0 : {TV} -> index"))
 
 _ALLOC = {

@@ -11,8 +11,8 @@ from __future__ import annotations
 from sim.engine.items import SCALAR, Issued
 from sim.engine.scalars import coerce, evaluate
 from sim.errors import SimulationError, UserError
-from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PipeOp, Return, Scalar,
-                             ScalarOp, Section, Subview, Tile, Yield)
+from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PipeOp, Reshape, Return,
+                             Scalar, ScalarOp, Section, Subview, Tile, Yield)
 from sim.isa.tile import BLayout
 
 __all__ = ["ControlFlow"]
@@ -96,6 +96,12 @@ class ControlFlow:
         elif name == "store_scalar":
             data, index = self._scalar_cell(st, first=1)
             data[index] = self.scalar(st.operands[0])
+        elif name == "tgetval":
+            # ASSUMPTION: the index is the element offset from the tile's base address in
+            # storage order (row-major r * cols + c for a row-major tile), over the whole
+            # capacity, as load_scalar addresses a tile.
+            data, index = self._scalar_cell(st)
+            self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
         else:
             raise UserError(f"unsupported op '{st.op}'{_where(st)}")
         c = int(self.target.scalar.get("scalar_memory_cycles", 1))
@@ -126,6 +132,14 @@ class ControlFlow:
         valid = [int(self.scalar(v)) for v in st.valid] or [st.result.type.valid_rows, st.result.type.valid_cols]
         from sim.engine.execute import _TileState
         self.tiles[st.result] = _TileState(src.addr + elem * t.dtype.size_bytes, *valid)
+        self.epoch += 1
+
+    def _reshape(self, st: Reshape) -> None:
+        # the same bytes seen with another tile type; its valid region is the one declared
+        src = self._state(st.source, "pto.treshape" + _where(st))
+        t = st.result.type
+        from sim.engine.execute import _TileState
+        self.tiles[st.result] = _TileState(src.addr, t.valid_rows, t.valid_cols)
         self.epoch += 1
 
     # --- control flow --------------------------------------------------------------------
@@ -180,5 +194,6 @@ class ControlFlow:
 
     def _control_handlers(self) -> dict:
         return {Arith: self._arith, ScalarOp: self._scalar_op, Subview: self._subview,
+                Reshape: self._reshape,
                 For: self._for, If: self._if, Call: self._call, Section: self._section,
                 PipeOp: self._pipe_op, Yield: None, Return: None}

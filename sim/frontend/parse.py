@@ -38,7 +38,7 @@ from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import OPCODES
 from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, GmPtr, If,
                              Instr, MakeTensorView, PartitionView, PartView, PipeOp, Program,
-                             RawAttr, Return, Scalar, ScalarOp, Section, SetFlag,
+                             RawAttr, Reshape, Return, Scalar, ScalarOp, Section, SetFlag,
                              SetValidShape, SourceLoc, Subview, TensorView, WaitFlag, Yield)
 from sim.isa.tile import BLayout, Loc, Tile, TileType
 
@@ -202,8 +202,8 @@ def _statement_callback(kind: str):
 
 
 for _kind in ("dps", "simple", "for", "if", "yield", "call", "return", "alloc", "mtv", "pv",
-              "subview", "setvalid", "load_scalar", "store_scalar", "getter", "tvdim", "section",
-              "flag",
+              "subview", "reshape", "setvalid", "load_scalar", "store_scalar", "getter", "tvdim",
+              "section", "flag",
               "barrier", "barrier_sync", "pipe"):
     setattr(_Shapes, f"{_kind}_stmt", _statement_callback(_kind))
 
@@ -484,7 +484,7 @@ _CMPF = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
 _OP_KEYWORDS = {
     "FUNC_FUNC", "FUNC_CALL", "CALL", "FUNC_RETURN", "RETURN", "SCF_FOR", "SCF_IF",
     "SCF_YIELD", "ALLOC_TILE", "MAKE_TENSOR_VIEW", "PARTITION_VIEW", "SUBVIEW", "SUBSET",
-    "SET_VALIDSHAPE", "LOAD_SCALAR", "STORE_SCALAR", "GET_BLOCK_IDX", "GET_BLOCK_NUM",
+    "TRESHAPE", "SET_VALIDSHAPE", "LOAD_SCALAR", "STORE_SCALAR", "GET_BLOCK_IDX", "GET_BLOCK_NUM",
     "GET_SUBBLOCK_IDX", "GET_SUBBLOCK_NUM", "GET_TENSOR_VIEW_DIM", "SECTION_CUBE", "SECTION_VECTOR", "SET_FLAG",
     "WAIT_FLAG", "SET_FLAG_DYN", "WAIT_FLAG_DYN", "RECORD_EVENT", "WAIT_EVENT", "BARRIER",
     "BARRIER_SYNC", "RESERVE_BUFFER", "IMPORT_RESERVED_BUFFER", "AIC_INITIALIZE_PIPE",
@@ -507,10 +507,14 @@ def _opcode_of(name: str) -> "str | None":
     return key if key in OPCODES else None
 
 
+# PTO ops written in the DPS spelling that are not tile instructions of OPCODES
+_DPS_SCALAR_OPS = {"pto.tgetval"}
+
+
 def _is_supported_op(name: str) -> bool:
     if name.startswith("arith."):
         return name[6:] in SUPPORTED_ARITH
-    return _opcode_of(name) is not None
+    return _opcode_of(name) is not None or name in _DPS_SCALAR_OPS
 
 
 class _Lowering:
@@ -876,6 +880,8 @@ class _Lowering:
             elif x[0] == "dict":
                 attrs_node = x
         name = str(op)
+        if name in _DPS_SCALAR_OPS:
+            return self.tgetval(st, op, results, ins, outs, attrs_node)
         opcode = _opcode_of(name)
         if opcode is None:
             self.fail(op, f"unsupported op '{name}'")
@@ -910,6 +916,50 @@ class _Lowering:
                 self.fail(attrs_node[1], f"attribute '{k}' given twice")
             attrs[k] = v
         return Instr(opcode, outs_vals, ins_vals, attrs, loc=self.loc(first))
+
+    def tgetval(self, st, op, results, ins, outs, attrs_node) -> ScalarOp:
+        """``%v = pto.tgetval ins(%tile, %i : !pto.tile_buf<...>, index) outs : T``: element
+        ``%i`` of the tile (flat, in storage order) as a scalar of type ``T``."""
+        _, first, c = st
+        name = str(op)
+        if results is None:
+            self.fail(op, f"{name} has 1 result, found 0 names")
+        (rtok, rname), = self.result_names(results, 1, name)
+        for x in c:
+            if isinstance(x, tuple) and x[0] == "ret":
+                self.fail(x[1][1][0], f"{name}: unexpected '-> T'; the result type is 'outs : T'")
+        attrs: dict = {}
+        ins_ops = ins_types = None
+        for x in ins[1][1:]:
+            if x[0] == "ops":
+                ins_ops = x
+            elif x[0] == "types":
+                ins_types = x
+            elif x[0] == "dict":
+                attrs.update(self.attrs(x))
+        vals = self.typed_list(ins_ops, ins_types, ins[1][0], "ins")
+        if len(vals) != 2 or not isinstance(vals[0], Tile) or \
+                not isinstance(vals[1], (Scalar, Const)) or not is_int_type(value_type(vals[1])):
+            self.fail(ins[1][0], f"{name}: expected ins(%tile, %index : !pto.tile_buf<...>, "
+                                 f"index)")
+        o_ops = o_types = None
+        if outs is not None:
+            o_ops = next((x for x in outs[1][1:] if x[0] == "ops"), None)
+            o_types = next((x for x in outs[1][1:] if x[0] == "types"), None)
+        if outs is None or o_ops is not None or o_types is None or len(o_types[1]) != 1:
+            self.fail(outs[1][0] if outs is not None else op,
+                      f"{name}: expected 'outs : T' giving the scalar result type")
+        rt = self.type_of(o_types[1][0])
+        if not isinstance(rt, str):
+            self.fail(o_types[1][0], f"{name}: expected a scalar result type, found "
+                                     f"{format_type(rt)}")
+        for k, v in self.attrs(attrs_node).items():
+            if k in attrs:
+                self.fail(attrs_node[1], f"attribute '{k}' given twice")
+            attrs[k] = v
+        res = Scalar(rname, rt)
+        self.define(rtok, res)
+        return ScalarOp((res,), name, vals, attrs, loc=self.loc(first))
 
     def s_simple(self, st) -> Arith:
         _, first, c = st
@@ -1297,6 +1347,31 @@ class _Lowering:
         tile = Tile(rname, rt)
         self.define(rtok, tile)
         return Subview(tile, src, offsets, tuple(sizes), valid, str(op), loc=self.loc(first))
+
+    def s_reshape(self, st) -> Reshape:
+        """``%r = pto.treshape %t : !pto.tile_buf<A> -> !pto.tile_buf<B>``."""
+        _, first, c = st
+        op = c[1]
+        (rtok, rname), = self.result_names(c[0], 1, str(op))
+        src = self.lookup(c[2])
+        if not isinstance(src, Tile):
+            self.fail(c[2], f"type mismatch: {c[2]} has type {format_type(value_type(src))}, "
+                            f"but a tile is expected here")
+        src_t, rt = self.type_of(c[-3]), self.type_of(c[-1])
+        if value_type(src) != src_t:
+            self.mismatch(c[2], src, src_t)
+        if not isinstance(rt, TileType):
+            self.fail(c[-1], f"{op}: expected a !pto.tile_buf result type, found "
+                             f"{format_type(rt)}")
+        if rt.loc is not src_t.loc:
+            self.fail(c[-1], f"{op}: the result must be in the source's buffer "
+                             f"({src_t.loc.value}), found {rt.loc.value}")
+        if rt.nbytes != src_t.nbytes:
+            self.fail(c[-1], f"{op}: the result type has {rt.nbytes} bytes, the source "
+                             f"{src_t.nbytes}; expected the same total size")
+        tile = Tile(rname, rt)
+        self.define(rtok, tile)
+        return Reshape(tile, src, loc=self.loc(first))
 
     def s_setvalid(self, st) -> SetValidShape:
         _, first, c = st

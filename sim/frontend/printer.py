@@ -18,8 +18,8 @@ import re
 from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, format_type, value_type
 from sim.isa.opcodes import OPCODES
 from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, If, Instr,
-                             MakeTensorView, PartitionView, PipeOp, Program, RawAttr, Return,
-                             ScalarOp, Section, SetFlag, SetValidShape, Subview, WaitFlag,
+                             MakeTensorView, PartitionView, PipeOp, Program, RawAttr, Reshape,
+                             Return, ScalarOp, Section, SetFlag, SetValidShape, Subview, WaitFlag,
                              Yield)
 
 __all__ = ["print_program", "print_function", "print_statement"]
@@ -160,6 +160,9 @@ def _scalar_op(st: ScalarOp) -> str:
         val, ptr, off = st.operands
         return f"pto.store_scalar {_v(val)}, {_v(ptr)}[{_v(off)}]{attrs} : {_t(ptr)}, {_t(val)}"
     r = st.results[0]
+    if st.op == "pto.tgetval":
+        vals, types = ", ".join(map(_v, st.operands)), ", ".join(map(_t, st.operands))
+        return f"{_results((r,))}pto.tgetval ins({vals}{attrs} : {types}) outs : {r.type}"
     if st.op == "pto.get_tensor_view_dim":
         view, dim = st.operands
         return f"{_results((r,))}{st.op} {_v(view)}, {_v(dim)}{attrs} : {_t(view)} -> {r.type}"
@@ -223,6 +226,9 @@ def print_statement(st, indent: int = 0) -> list[str]:
         return [pad + _scalar_op(st)]
     if isinstance(st, Subview):
         return [pad + _subview(st)]
+    if isinstance(st, Reshape):
+        return [f"{pad}{_results((st.result,))}pto.treshape %{st.source.name} : "
+                f"{_t(st.source)} -> {_t(st.result)}"]
     if isinstance(st, PipeOp):
         return [pad + _pipe_op(st)]
     if isinstance(st, Yield):

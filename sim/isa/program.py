@@ -11,6 +11,7 @@ any program back as text:
 * ``PartitionView``    a window of a tensor view (what TLOAD / TSTORE move);
 * ``Instr``            one PTO tile instruction in destination-passing form;
 * ``SetValidShape``    change a dynamic tile's valid region;
+* ``Subview`` / ``Reshape``   a tile aliasing (a window of) another tile's bytes;
 * ``SetFlag`` / ``WaitFlag`` / ``Barrier``   level-3 synchronisation;
 * ``Arith``, ``ScalarOp``, ``For``, ``If``, ``Call``, ``Section`` ...  scalar code and control
   flow, which the engine runs with concrete values.
@@ -30,8 +31,8 @@ from sim.isa.tile import Tile
 
 __all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "Operand", "RawAttr",
            "Alloc", "MakeTensorView", "PartitionView", "Instr", "SetValidShape", "SetFlag",
-           "WaitFlag", "Barrier", "Arith", "ScalarOp", "Subview", "Yield", "For", "If", "Call",
-           "Return", "Section", "PipeOp", "Function", "Program", "Stmt"]
+           "WaitFlag", "Barrier", "Arith", "ScalarOp", "Subview", "Reshape", "Yield", "For", "If",
+           "Call", "Return", "Section", "PipeOp", "Function", "Program", "Stmt"]
 
 
 @attrs.frozen
@@ -257,6 +258,17 @@ class Subview:
 
 
 @attrs.frozen
+class Reshape:
+    """``%r = pto.treshape %t : !pto.tile_buf<A> -> !pto.tile_buf<B>``: a tile of type B
+    aliasing all of ``source``'s bytes (same buffer, same total bytes); its valid region
+    is the one B declares."""
+
+    result: Tile
+    source: Tile
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
 class Yield:
     values: tuple = attrs.field(default=(), converter=tuple)
     loc: "SourceLoc | None" = _loc_field()
@@ -325,7 +337,7 @@ class PipeOp:
 
 
 Stmt = Union[Alloc, MakeTensorView, PartitionView, Instr, SetValidShape, SetFlag, WaitFlag,
-             Barrier, Arith, ScalarOp, Subview, Yield, For, If, Call, Return, Section, PipeOp]
+             Barrier, Arith, ScalarOp, Subview, Reshape, Yield, For, If, Call, Return, Section, PipeOp]
 
 
 @attrs.frozen

@@ -15,7 +15,7 @@ import attrs
 from sim.errors import UserError
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import (Const, For, If, Instr, MakeTensorView, PartitionView, PartView,
-                             Section, Subview)
+                             Reshape, Section, Subview)
 from sim.isa.tile import Tile
 
 __all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases", "walk", "instr_text",
@@ -113,12 +113,12 @@ class Views:
 
 
 class Aliases:
-    """Subview results -> the tile whose bytes they alias (transitively)."""
+    """Subview / treshape results -> the tile whose bytes they alias (transitively)."""
 
     def __init__(self, fn):
         self.root: dict[Tile, Tile] = {}
         for st in walk(fn.body):
-            if isinstance(st, Subview):
+            if isinstance(st, (Subview, Reshape)):
                 self.root[st.result] = self.root.get(st.source, st.source)
 
     def __call__(self, tile: Tile) -> Tile:

@@ -18,7 +18,7 @@ import re
 
 import pandas as pd
 
-from sim.isa.program import Alloc, Const, Subview
+from sim.isa.program import Alloc, Const, Reshape, Subview
 from sim.placement.ir import walk
 
 __all__ = ["sync_counts", "occupancy", "peak_bytes", "initial_addresses", "OCCUPANCY_COLUMNS"]
@@ -45,7 +45,7 @@ def occupancy(trace: pd.DataFrame, program, addresses: dict, double: "dict | Non
     for st in walk(program.main.body):
         if isinstance(st, Alloc):
             tiles[st.tile.name] = st.tile
-        elif isinstance(st, Subview):
+        elif isinstance(st, (Subview, Reshape)):
             root[st.result.name] = root.get(st.source.name, st.source.name)
     current = {n: a for n, a in addresses.items() if a is not None}
     count: dict[str, int] = {}
