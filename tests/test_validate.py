@@ -243,3 +243,15 @@ def test_calibrate_cli_writes_model_and_prints_before_after(tmp_path):
     assert json.loads(again.stdout)["median_accuracy"] > 0.97
     exists = _cli("calibrate", str(p), "-o", str(tmp_path / "m"))
     assert exists.returncode == 2 and "not empty" in exists.stderr
+
+
+def test_cases_outside_the_target_checks_are_still_predicted(tmp_path):
+    # TRELU i16 is not in A2/A3's TRELU type list, but a measured case means the hardware
+    # ran it: predict it (one vrelu of 16*64*2/256 = 8 repeats: 23 + 8) and flag it.
+    p = _write(tmp_path, "TRELU,i16,16,64,,,,40\nTADD,f32,16,64,,,,56\n")
+    r = validate(load_cases(p), "a2a3")
+    relu, add = r["cases"]
+    assert relu["legal"] is False and relu["predicted"] == 23 + 8
+    assert add["legal"] is True and add["predicted"] == 56
+    out = _cli("validate", str(p))
+    assert out.returncode == 0 and "outside the target's checks" in out.stdout

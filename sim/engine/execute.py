@@ -28,6 +28,7 @@ from sim.isa.opcodes import OPCODES, PIPES
 from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView,
                              PartitionView, PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
 from sim.isa.tile import BLayout, Loc, Tile
+from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
 from sim.timing.hints import shape_hints
 
@@ -61,7 +62,7 @@ class Interpreter(ControlFlow):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items."""
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
-                 track_accesses=False):
+                 track_accesses=False, verify=True):
         self.program = program
         self.fn = program.main
         self.target = target
@@ -91,11 +92,7 @@ class Interpreter(ControlFlow):
                           SetFlag: self._flag, WaitFlag: self._flag, Barrier: self._barrier,
                           **self._control_handlers()}
         self._bind_args()
-        try:
-            from sim.isa.verify import verify_instr
-        except ImportError:     # verifier not available: legality is not checked
-            verify_instr = None
-        self._verify = verify_instr
+        self._verify = verify_instr if verify else None
         if functional:
             from sim.functional import execute as run_unit
             self._run_unit = run_unit
