@@ -71,7 +71,6 @@ class Machine:
         self.rows: list[list] = []
         self.dispatch_done = False
         self.dispatch_blocked = None
-        self.stream = None
         self.detail = detail      # add one "cce" row per lowered CCE item under each op
         self.ideal_sync = ideal_sync                  # waits never block, barriers are free
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
@@ -80,7 +79,6 @@ class Machine:
     # --- public --------------------------------------------------------------------------
 
     def run(self, stream) -> list[list]:
-        self.stream = stream
         dispatcher = self.env.process(self._dispatch(stream))
         self.env.run()
         if not dispatcher.triggered or any(p.queue or p.blocked for p in self.pipes.values()):
