@@ -119,3 +119,33 @@ def test_race_checking_does_not_change_timing():
     plain, checked = sim.simulate(k), sim.simulate(k, races=True)
     assert plain.total_cycles == checked.total_cycles
     assert plain.trace.equals(checked.trace)
+
+
+TGETVAL = """
+module {
+  func.func @k(%pa: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c5 = arith.constant 5 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %ta = pto.make_tensor_view %pa, shape = [%c16, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+    %va = pto.partition_view %ta, offsets = [%c0, %c0], sizes = [%c16, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>
+    %t = pto.alloc_tile : !pto.tile_buf<vec, 16x64xf32>
+    pto.tload ins(%va : !pto.partition_tensor_view<16x64xf32>) outs(%t : !pto.tile_buf<vec, 16x64xf32>)
+    SYNC
+    %v = pto.tgetval ins(%t, %c5 : !pto.tile_buf<vec, 16x64xf32>, index) outs : f32
+    return
+  }
+}
+"""
+
+
+def test_scalar_read_of_a_loading_tile_races_unless_synchronised():
+    racy = sim.parse_text(TGETVAL.replace("SYNC", ""), "racy.pto")
+    r = sim.simulate(racy, races=True)
+    assert [(f.kind, f.space) for f in r.races] == [("RAW", "UB")]
+    assert "PIPE_MTE2" in r.races[0].message and "PIPE_S" in r.races[0].message
+    synced = TGETVAL.replace("SYNC", 'pto.set_flag["PIPE_MTE2", "PIPE_S", "EVENT_ID0"]\n'
+                                     '    pto.wait_flag["PIPE_MTE2", "PIPE_S", "EVENT_ID0"]')
+    assert sim.simulate(sim.parse_text(synced, "ok.pto"), races=True).races == ()

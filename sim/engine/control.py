@@ -9,6 +9,7 @@ tiles and GM pointers passed to a callee share the caller's state.
 from __future__ import annotations
 
 from sim.engine.items import SCALAR, Issued
+from sim.engine.races import Access
 from sim.engine.scalars import coerce, evaluate
 from sim.errors import SimulationError, UserError
 from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PipeOp, Reshape, Return,
@@ -107,7 +108,22 @@ class ControlFlow:
         c = int(self.target.scalar.get("scalar_memory_cycles", 1))
         seq = self.seq
         self.seq += 1
-        return Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
+        item = Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
+        if self.track_accesses:
+            item.accesses = (self._scalar_access(st, write=name == "store_scalar"),)
+        return item
+
+    def _scalar_access(self, st: ScalarOp, write: bool) -> Access:
+        """The element a scalar load / store / tgetval touches, for race detection."""
+        base, idx = (st.operands[1], st.operands[2]) if write else st.operands[:2]
+        index = int(self.scalar(idx))
+        if isinstance(base, Tile):
+            size = base.dtype.size_bytes
+            start = self.tiles[base].addr + index * size
+            return Access(base.loc.buffer, start, start + size, write, f"%{base.name}")
+        key = self.values.get(base.name, base.name)
+        size = base.dtype.size_bytes
+        return Access(f"GM:{key}", index * size, (index + 1) * size, write, f"%{base.name}")
 
     def _scalar_cell(self, st: ScalarOp, first: int = 0):
         """(flat array, index) addressed by a load_scalar / store_scalar."""

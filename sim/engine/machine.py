@@ -190,6 +190,10 @@ class Machine:
         else:
             if item.cold:
                 yield env.timeout(item.cold)
+            if self.races is not None and item.accesses:
+                # the scalar unit is the dispatcher: what it does orders everything after it
+                self.races.op("PIPE_S", item.label(), item.accesses, self.races.dispatch, item.seq)
+                self.races.dispatch = dict(self.races.clocks["PIPE_S"])
             self._row(item, "PIPE_S", now, now, env.now)
 
     def _barrier_all(self, item):
