@@ -193,7 +193,7 @@ def cmd_run(args) -> int:
 def cmd_check(args) -> int:
     from sim.frontend import check_program
     from sim.isa.program import Instr
-    from sim.frontend.check import flat_statements
+    from sim.isa.program import walk
     from sim.target import load_target
     kernel = _load_kernel(args.kernel)
     program = _program(kernel)
@@ -205,7 +205,7 @@ def cmd_check(args) -> int:
     placement = static_findings(program, target)
     if placement:
         raise UserError("placement check failed: " + "; ".join(f.message for f in placement))
-    n = sum(isinstance(st, Instr) for f in program.functions for st in flat_statements(f.body))
+    n = sum(isinstance(st, Instr) for f in program.functions for st in walk(f.body))
     funcs = len(program.functions)
     print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
           f"{'s' * (n != 1)}, verified for {target.name}"

@@ -9,7 +9,7 @@ hand-placed tiles, of earlier auto-placed tiles and of the target's reserved ran
 from __future__ import annotations
 
 from sim.errors import UserError
-from sim.isa.program import Alloc, Const
+from sim.isa.program import Alloc, Const, walk
 
 __all__ = ["place_tiles"]
 
@@ -19,14 +19,7 @@ def _align(x: int, a: int) -> int:
 
 
 def _allocs(body):
-    """Every Alloc in ``body`` and the regions nested in it (loops, branches, sections)."""
-    for st in body:
-        if isinstance(st, Alloc):
-            yield st
-        for region in ("body", "then_body", "else_body"):
-            inner = getattr(st, region, None)
-            if isinstance(inner, tuple):
-                yield from _allocs(inner)
+    return (st for st in walk(body) if isinstance(st, Alloc))
 
 
 def place_tiles(program_or_body, target) -> dict:

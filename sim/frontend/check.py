@@ -13,20 +13,9 @@ from __future__ import annotations
 
 from sim.errors import VerifyError
 from sim.frontend.diagnostics import VerifyDiagnostic, render
-from sim.isa.program import For, Function, If, Instr, Program, Section
+from sim.isa.program import Function, Instr, Program, walk
 
-__all__ = ["check_program", "flat_statements"]
-
-
-def flat_statements(body):
-    """Every statement of ``body`` and of the regions nested in it, in text order."""
-    for st in body:
-        yield st
-        if isinstance(st, (For, Section)):
-            yield from flat_statements(st.body)
-        elif isinstance(st, If):
-            yield from flat_statements(st.then_body)
-            yield from flat_statements(st.else_body)
+__all__ = ["check_program"]
 
 
 def _where(k: int, instr: Instr) -> str:
@@ -62,7 +51,7 @@ def check_program(program: Program, target) -> list[str]:
 
     main = program.main
     others = [f for f in program.functions if f is not main]
-    flat = [st for f in (main, *others) for st in flat_statements(f.body)]
+    flat = [st for f in (main, *others) for st in walk(f.body)]
     instrs = [st for st in flat if isinstance(st, Instr)]
     flat_program = Program((Function(main.name, main.args, tuple(flat)),), main.name)
     try:

@@ -1144,32 +1144,30 @@ class _Lowering:
             return ()
         return self.typed_list(ops, tys, anchor, what)
 
-    def yield_stmt(self, st, expected) -> Yield:
-        _, first, c = st
-        if expected is None:
-            self.fail(first, "scf.yield outside scf.for / scf.if")
-        values = self._values_with_types(c[1:], first, "scf.yield")
+    def _terminator_values(self, first, c, what: str, expected, expects: str) -> tuple:
+        """Values of a ``scf.yield`` / ``return``, checked against the types expected."""
+        values = self._values_with_types(c[1:], first, what)
         if len(values) != len(expected):
-            self.fail(first, f"scf.yield gives {len(values)} value{'s' * (len(values) != 1)}, "
-                             f"the enclosing op expects {len(expected)}")
+            self.fail(first, f"{what} gives {len(values)} value{'s' * (len(values) != 1)}, "
+                             f"{expects} {len(expected)}")
         ops = next((x for x in c[1:] if x[0] == "ops"), ("ops", []))[1]
         for v, t, at in zip(values, expected, ops):
             if value_type(v) != t:
                 self.mismatch(at, v, t)
+        return values
+
+    def yield_stmt(self, st, expected) -> Yield:
+        _, first, c = st
+        if expected is None:
+            self.fail(first, "scf.yield outside scf.for / scf.if")
+        values = self._terminator_values(first, c, "scf.yield", expected, "the enclosing op expects")
         return Yield(values, loc=self.loc(first))
 
     def return_stmt(self, st, expected, func_name) -> Return:
         _, first, c = st
         if expected is None:
             self.fail(first, "return outside a function body")
-        values = self._values_with_types(c[1:], first, "return")
-        if len(values) != len(expected):
-            self.fail(first, f"return gives {len(values)} value{'s' * (len(values) != 1)}, "
-                             f"@{func_name} returns {len(expected)}")
-        ops = next((x for x in c[1:] if x[0] == "ops"), ("ops", []))[1]
-        for v, t, at in zip(values, expected, ops):
-            if value_type(v) != t:
-                self.mismatch(at, v, t)
+        values = self._terminator_values(first, c, "return", expected, f"@{func_name} returns")
         return Return(values, loc=self.loc(first))
 
     def s_call(self, st) -> Call:

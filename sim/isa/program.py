@@ -32,7 +32,7 @@ from sim.isa.tile import Tile
 __all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "Operand", "RawAttr",
            "Alloc", "MakeTensorView", "PartitionView", "Instr", "SetValidShape", "SetFlag",
            "WaitFlag", "Barrier", "Arith", "ScalarOp", "Subview", "Reshape", "Yield", "For", "If",
-           "Call", "Return", "Section", "PipeOp", "Function", "Program", "Stmt"]
+           "Call", "Return", "Section", "PipeOp", "walk", "Function", "Program", "Stmt"]
 
 
 @attrs.frozen
@@ -338,6 +338,18 @@ class PipeOp:
 
 Stmt = Union[Alloc, MakeTensorView, PartitionView, Instr, SetValidShape, SetFlag, WaitFlag,
              Barrier, Arith, ScalarOp, Subview, Reshape, Yield, For, If, Call, Return, Section, PipeOp]
+
+
+def walk(body):
+    """Every statement of ``body`` and of the regions nested in it (loops, branches,
+    sections), in program text order."""
+    for st in body:
+        yield st
+        if isinstance(st, (For, Section)):
+            yield from walk(st.body)
+        elif isinstance(st, If):
+            yield from walk(st.then_body)
+            yield from walk(st.else_body)
 
 
 @attrs.frozen

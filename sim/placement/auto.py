@@ -66,9 +66,9 @@ import attrs
 
 from sim.errors import UserError
 from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, Program, Scalar, Section,
-                             SetFlag, WaitFlag)
+                             SetFlag, WaitFlag, walk)
 from sim.placement.alloc import allocate
-from sim.placement.ir import Aliases, Views, check_supported, instr_text, pipe_of, walk
+from sim.placement.ir import Aliases, Views, check_supported, instr_text, pipe_of
 from sim.placement.sync import SyncStats, _Ctx, _parity_scalar, _parity_value, synchronise
 from sim.target import load_target
 

@@ -24,7 +24,7 @@ import attrs
 from sim.errors import DeadlockError, VerifyError
 from sim.isa.program import Alloc, Const, Instr
 from sim.placement.auto import program_of
-from sim.placement.ir import walk
+from sim.isa.program import walk
 from sim.target import load_target
 
 __all__ = ["Finding", "check_placement", "check_races", "format_findings"]

@@ -14,8 +14,8 @@ import attrs
 
 from sim.errors import UserError
 from sim.isa.opcodes import opcode as _opcode
-from sim.isa.program import (Const, For, If, Instr, MakeTensorView, PartitionView, PartView,
-                             Reshape, Section, Subview)
+from sim.isa.program import (Const, Instr, MakeTensorView, PartitionView, PartView, Reshape,
+                             Subview, walk)
 from sim.isa.tile import Tile
 
 __all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases", "walk", "instr_text",
@@ -60,19 +60,6 @@ def tile_roles(instr: Instr) -> list[tuple[Tile, bool, bool]]:
 def instr_text(instr: Instr) -> str:
     """The trace's ``operands`` text of an instruction (as the interpreter writes it)."""
     return ", ".join(str(o) for o in instr.outs) + " <- " + ", ".join(str(o) for o in instr.ins)
-
-
-def walk(body):
-    """Every statement of ``body`` and of its nested bodies, in program order."""
-    for st in body:
-        yield st
-        if isinstance(st, For):
-            yield from walk(st.body)
-        elif isinstance(st, If):
-            yield from walk(st.then_body)
-            yield from walk(st.else_body)
-        elif isinstance(st, Section):
-            yield from walk(st.body)
 
 
 def _const(x):

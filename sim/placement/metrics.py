@@ -19,7 +19,7 @@ import re
 import pandas as pd
 
 from sim.isa.program import Alloc, Const, Reshape, Subview
-from sim.placement.ir import walk
+from sim.isa.program import walk
 
 __all__ = ["sync_counts", "occupancy", "peak_bytes", "initial_addresses", "OCCUPANCY_COLUMNS"]
 
