@@ -299,7 +299,7 @@ class Interpreter(ControlFlow):
             tiles_in = [o for o in instr.ins if isinstance(o, Tile)]
             n_req = max(sig.split().count("T") for sig in spec.ins)
             srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
-            text = ", ".join(str(o) for o in instr.outs) + " <- " + ", ".join(str(o) for o in instr.ins)
+            text = instr.operand_text
             tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
             # the cell caches (state epoch, (shape, plan)) for every equal instruction
             info = self._by_value[instr] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text,

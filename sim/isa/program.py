@@ -170,6 +170,11 @@ class Instr:
         return dict(self.attrs).get(key, default)
 
     @property
+    def operand_text(self) -> str:
+        """``outs <- ins`` as %names and literals (the trace's ``operands`` column)."""
+        return ", ".join(str(o) for o in self.outs) + " <- " + ", ".join(str(o) for o in self.ins)
+
+    @property
     def tiles_in(self) -> tuple:
         return tuple(o for o in self.ins if isinstance(o, Tile))
 

@@ -68,7 +68,7 @@ from sim.errors import UserError
 from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, Program, Scalar, Section,
                              SetFlag, WaitFlag, walk)
 from sim.placement.alloc import allocate
-from sim.placement.ir import Aliases, Views, check_supported, instr_text, pipe_of
+from sim.placement.ir import Aliases, Views, check_supported, pipe_of
 from sim.placement.sync import SyncStats, _Ctx, _parity_scalar, _parity_value, synchronise
 from sim.target import load_target
 
@@ -186,7 +186,7 @@ def plan_auto(program, target="a2a3", *, double_buffer: bool = True) -> AutoPlan
         if isinstance(st, Instr):
             for o in st.outs + st.ins:
                 if getattr(o, "name", None) in db and o.name not in first:
-                    first[o.name] = (st.opcode, instr_text(st))
+                    first[o.name] = (st.opcode, st.operand_text)
     return AutoPlan(attrs.evolve(prog, functions=functions), slots, ctx.stats, db, first)
 
 

@@ -18,7 +18,7 @@ from sim.isa.program import (Const, Instr, MakeTensorView, PartitionView, PartVi
                              Subview, walk)
 from sim.isa.tile import Tile
 
-__all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases", "walk", "instr_text",
+__all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases",
            "check_supported", "ALL"]
 
 ALL = 1 << 62          # "to the end of the space" for unknown GM windows
@@ -55,11 +55,6 @@ def tile_roles(instr: Instr) -> list[tuple[Tile, bool, bool]]:
     for i, t in enumerate(tiles_in):
         out.append((t, True, i >= n_req))
     return out
-
-
-def instr_text(instr: Instr) -> str:
-    """The trace's ``operands`` text of an instruction (as the interpreter writes it)."""
-    return ", ".join(str(o) for o in instr.outs) + " <- " + ", ".join(str(o) for o in instr.ins)
 
 
 def _const(x):
