@@ -179,18 +179,18 @@ class Kernel:
     def set_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
         self._open_manual[(src, dst, int(event_id))] = len(self._entries)
-        self._emit(SetFlag(src, dst, int(event_id), loc=_caller()))
+        self._emit(self._intern(SetFlag(src, dst, int(event_id), loc=_caller())))
 
     def wait_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
         key = (src, dst, int(event_id))
         start = self._open_manual.pop(key, None)
-        self._emit(WaitFlag(src, dst, int(event_id), loc=_caller()))
+        self._emit(self._intern(WaitFlag(src, dst, int(event_id), loc=_caller())))
         if start is not None:
             self._intervals(key).add(start, len(self._entries) - 1)
 
     def pipe_barrier(self, pipe) -> None:
-        self._emit(Barrier(_pipe_name(pipe), loc=_caller()))
+        self._emit(self._intern(Barrier(_pipe_name(pipe), loc=_caller())))
 
     def TSYNC(self, *events_or_pipes, on=None) -> None:
         """C++ ``TSYNC``: a pipe name drains that pipe (``TSYNC<Op>()`` = pipe_barrier);
@@ -202,7 +202,7 @@ class Kernel:
                     raise UserError(f"{loc}: TSYNC(event) needs on=PIPE to name the waiting pipe")
                 self._wait(x, _pipe_name(on), loc)
             else:
-                self._emit(Barrier(_pipe_name(x), loc=loc))
+                self._emit(self._intern(Barrier(_pipe_name(x), loc=loc)))
 
     def set_valid(self, tile: Tile, rows: int, cols: int) -> Event:
         """Set a dynamic tile's valid region (``pto.set_validshape``)."""
@@ -210,6 +210,11 @@ class Kernel:
         return Event(self, len(self._entries) - 1, "PIPE_S")
 
     # --- instructions --------------------------------------------------------------------
+
+    def _intern(self, stmt):
+        """Statements are immutable: one issued from the same line with the same operands
+        (a Python loop) shares its object, which lets the engine cache its work per object."""
+        return self._interned.setdefault((stmt, stmt.loc), stmt)
 
     def _emit(self, stmt) -> int:
         self._entries.append([stmt, []])
@@ -262,11 +267,7 @@ class Kernel:
         loc = _caller()
         for ev in events:
             self._wait(ev, pipe, loc)
-        instr = Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc)
-        # Instructions are immutable: one issued from the same line with the same operands
-        # (a Python loop) shares its object, which lets the engine cache per object.
-        instr = self._interned.setdefault((instr, loc), instr)
-        idx = self._emit(instr)
+        idx = self._emit(self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc)))
         return Event(self, idx, pipe)
 
     def _wait(self, ev: Event, pipe: str, loc) -> None:
@@ -276,12 +277,12 @@ class Kernel:
             return
         ev.waited.add(pipe)
         if ev.pipe == pipe:
-            self._emit(Barrier(pipe, loc=loc))
+            self._emit(self._intern(Barrier(pipe, loc=loc)))
             return
         here = len(self._entries)
         eid = self._free_id(ev.pipe, pipe, ev.index, here, loc)
-        self._entries[ev.index][1].append(SetFlag(ev.pipe, pipe, eid, loc=loc))
-        self._emit(WaitFlag(ev.pipe, pipe, eid, loc=loc))
+        self._entries[ev.index][1].append(self._intern(SetFlag(ev.pipe, pipe, eid, loc=loc)))
+        self._emit(self._intern(WaitFlag(ev.pipe, pipe, eid, loc=loc)))
 
     def _intervals(self, key) -> "_Intervals":
         busy = self._busy.get(key)

@@ -106,9 +106,8 @@ class ControlFlow:
         else:
             raise UserError(f"unsupported op '{st.op}'{_where(st)}")
         c = int(self.target.scalar.get("scalar_memory_cycles", 1))
-        seq = self.seq
         self.seq += 1
-        item = Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
+        item = Issued(SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
         if self.track_accesses:
             item.accesses = (self._scalar_access(st, write=name == "store_scalar"),)
         return item
