@@ -92,9 +92,9 @@ def test_scf_if_yields_a_tensor_view_and_calls_pass_views():
     # rows 16..31 of the view the branch picks are loaded, then stored back by the callee
     # through the partition view it receives: only the chosen tensor is touched
     r = simulate(program, "a2a3", inputs={"flag": 1})
-    assert "px" in r.gm and "py" not in r.gm
+    assert r.gm["px"][1024:].any() and not r.gm["py"].any()
     r = simulate(program, "a2a3", inputs={"flag": 0})
-    assert "py" in r.gm and "px" not in r.gm
+    assert r.gm["py"][1024:].any() and not r.gm["px"].any()
 
 
 def test_view_typed_kernel_arguments_are_dense_gm_tensors():
@@ -131,7 +131,7 @@ def test_hif8_is_timed_and_its_arithmetic_refused_functionally():
 
 
 def test_gm_arguments_get_memory_only_for_the_windows_touched():
-    # a 64 GiB tensor of which one 16x64 window is read and written
+    # a 1.5 GiB tensor of which one 16x64 window is read and written
     text = """
 module {
   func.func @k(%p: !pto.ptr<f32>) {
@@ -139,7 +139,8 @@ module {
     %c1 = arith.constant 1 : index
     %c16 = arith.constant 16 : index
     %c64 = arith.constant 64 : index
-    %rows = arith.constant 16777216 : index
+    %c1f = arith.constant 1.0 : f32
+    %rows = arith.constant 393216 : index
     %cols = arith.constant 1024 : index
     %t = pto.make_tensor_view %p, shape = [%rows, %cols], strides = [%cols, %c1] : !pto.tensor_view<?x?xf32>
     %v = pto.partition_view %t, offsets = [%c16, %c0], sizes = [%c16, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>
@@ -150,10 +151,16 @@ module {
     return
   }
 }
-""".replace("%cols = arith", "%c1f = arith.constant 1.0 : f32\n    %cols = arith")
+"""
+    import resource
     program = parse_text(text, "k.pto")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss        # KiB on Linux
     r = simulate(program, "a2a3")
-    assert r.gm["p"].size == 31 * 1024 + 64          # up to the window's last element
-    again = simulate(program, "a2a3", seed=0).gm["p"]
-    assert np.array_equal(r.gm["p"], again)           # seeded per page: deterministic
-    assert r.gm["p"][:16 * 1024].any()                # the page holding the window is filled
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    p = r.gm["p"]
+    assert p.size == 393216 * 1024                    # outputs span the whole tensor
+    assert grown < 256 * 1024                         # ... but only touched pages are memory
+    window = p[16 * 1024:32 * 1024].reshape(16, 1024)[:, :64]
+    again = simulate(program, "a2a3", seed=0).gm["p"][16 * 1024:32 * 1024]
+    assert np.array_equal(window, again.reshape(16, 1024)[:, :64])   # deterministic
+    assert window.any() and not p[-1024:].any()       # the window's page filled, far ones not

@@ -167,9 +167,10 @@ class Interpreter(ControlFlow):
                 raise UserError(f"input {ptr.name}: has {arr.size} elements, the views of the "
                                 f"kernel reach element {min_elems - 1}")
             grown = np.zeros(min_elems, arr.dtype)
-            grown[:arr.size] = arr
-            self.gm[ptr.name] = arr = grown
             filled = self._filled[ptr.name]
+            for p in np.flatnonzero(filled).tolist():     # copy only pages holding data
+                grown[p * _PAGE:(p + 1) * _PAGE] = arr[p * _PAGE:(p + 1) * _PAGE]
+            self.gm[ptr.name] = arr = grown
             self._filled[ptr.name] = np.concatenate(
                 [filled, np.zeros(-(-min_elems // _PAGE) - filled.size, bool)])
         return arr
@@ -288,11 +289,18 @@ class Interpreter(ControlFlow):
                       text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
 
     def _make_view(self, st: MakeTensorView) -> None:
-        # no memory yet: a view's window gets its pages when an instruction touches it
         shape = [int(self.scalar(x)) for x in st.shape]
         strides = [int(self.scalar(x)) for x in st.strides]
         key = self.values.get(st.ptr.name, st.ptr.name)
         self._gm_dtypes.setdefault(key, st.ptr.dtype)
+        # The array spans the whole tensor (outputs have its size) but takes pages only
+        # where a window is touched; a tensor larger than the address space the OS grants
+        # grows with the windows instead.
+        if all(n > 0 for n in shape):
+            try:
+                self._gm_array(st.ptr, 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
+            except MemoryError:
+                pass
         self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
 
     def _partition(self, st: PartitionView) -> None:
