@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import sys
 import traceback
@@ -21,10 +22,12 @@ __all__ = ["main"]
 _EPILOG = """\
 A kernel is PTO IR text (KERNEL.pto, the MLIR form the PTO compiler reads and
 prints) or a Python module (KERNEL.py) that defines build() returning a sim.Kernel
-(or a sim Program). Example:
+(or a sim Program). --arg NAME=VALUE binds a .pto kernel's scalar argument %NAME and
+is passed to a .py kernel as build(NAME=VALUE) (an int, float or true/false when it
+parses as one, else the text). Example:
 
     import sim
-    def build():
+    def build(rows=32, cols=64):
         k = sim.Kernel("vadd")
         ...
         return k
@@ -36,8 +39,9 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{self.prog}: {message}")
 
 
-def _load_kernel(path: str):
-    """The kernel in ``path``: a Program for ``.pto`` text, a builder Kernel for ``.py``."""
+def _load_kernel(path: str, params=()):
+    """The kernel in ``path``: a Program for ``.pto`` text, a builder Kernel for ``.py``
+    built by ``build(**params)`` (``params``: the ``--arg`` NAME=VALUE pairs)."""
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{path}: no such file")
@@ -53,7 +57,7 @@ def _load_kernel(path: str):
         build = getattr(module, "build", None)
         if build is None:
             raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
-        kernel = build()
+        kernel = build(**_build_params(build, path, params))
     except UserError:
         raise
     except Exception as e:          # an error in the user's own code: point at it
@@ -65,6 +69,47 @@ def _load_kernel(path: str):
     if not hasattr(kernel, "program") and not hasattr(kernel, "functions"):
         raise UserError(f"{path}: build() returned {type(kernel).__name__}, expected a sim.Kernel")
     return kernel
+
+
+def _build_params(build, path: str, params) -> dict:
+    """``--arg`` pairs as keyword arguments of a ``.py`` kernel's ``build()``."""
+    sig = inspect.signature(build)
+    named = {n: p for n, p in sig.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    any_name = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    out = {}
+    for name, text in params:
+        if name not in named and not any_name:
+            raise UserError(f"--arg {name}: {path}: build() has no parameter {name!r} "
+                            f"(parameters: {', '.join(named) or 'none'})")
+        default = named[name].default if name in named else None
+        out[name] = _param_value(name, text, default)
+    missing = [n for n, p in named.items() if p.default is p.empty and n not in out]
+    if missing:
+        raise UserError(f"{path}: build() needs " + ", ".join(f"--arg {n}=VALUE" for n in missing))
+    return out
+
+
+def _param_value(name: str, text: str, default=None):
+    """A ``.py`` kernel parameter: an int (``int(text, 0)``, as a ``.pto`` index argument),
+    a float, ``true``/``false``, else the text itself (a dtype name, say). A parameter
+    whose default is an int, float or bool takes only a value of that kind."""
+    value = text
+    for parse in (lambda t: int(t, 0), float, {"true": True, "false": False}.__getitem__):
+        try:
+            value = parse(text.strip().lower() if parse is not float else text)
+            break
+        except (ValueError, KeyError):
+            pass
+    kind = type(default)
+    if kind is str:
+        return text
+    if kind is float and type(value) is int:
+        return float(value)
+    if kind in (int, float, bool) and type(value) is not kind:
+        raise UserError(f"--arg {name}={text}: expected {kind.__name__} like the default "
+                        f"{default!r} of build()'s parameter {name}")
+    return value
 
 
 def _write_outputs(result, args) -> None:
@@ -119,13 +164,15 @@ def _scalar_value(name: str, text: str, type_: str):
 
 
 def _kernel_inputs(args, kernel) -> dict:
-    """--arg scalars and --input GM arrays, by kernel argument name."""
+    """--arg scalars (a ``.py`` kernel's went to its build()) and --input GM arrays, by
+    kernel argument name."""
     from sim.isa.program import GmPtr, Scalar
     fn_args = _program(kernel).main.args
     scalars = {a.name: a for a in fn_args if isinstance(a, Scalar)}
     pointers = {a.name: a for a in fn_args if isinstance(a, GmPtr)}
     inputs = {}
-    for name, text in _pairs(args.arg, "--arg"):
+    py = Path(args.kernel).suffix == ".py"
+    for name, text in _pairs(None if py else args.arg, "--arg"):
         if name not in scalars:
             known = ", ".join(f"%{n}: {a.type}" for n, a in scalars.items()) or "none"
             raise UserError(f"--arg {name}: the kernel has no scalar argument %{name} "
@@ -171,7 +218,7 @@ def _save_outputs(args, result) -> None:
 
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
-    kernel = _load_kernel(args.kernel)
+    kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
     result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
@@ -195,7 +242,7 @@ def cmd_check(args) -> int:
     from sim.isa.program import Instr
     from sim.isa.program import walk
     from sim.target import load_target
-    kernel = _load_kernel(args.kernel)
+    kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
     program = _program(kernel)
     target = load_target(_target_name(args, kernel))
     warnings = check_program(program, target)
@@ -279,7 +326,8 @@ def _kernel_target(p) -> None:
 def _kernel_args(p) -> None:
     """--arg / --input: bind a kernel's scalar and GM pointer arguments."""
     p.add_argument("--arg", action="append", metavar="NAME=VALUE",
-                   help="value of a scalar kernel argument (repeatable)")
+                   help="value of a .pto kernel's scalar argument %%NAME, or parameter NAME "
+                        "of a .py kernel's build() (repeatable)")
     p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
                    help="bind a GM pointer argument to a numpy array (repeatable; unbound "
                         "pointers get seeded random data)")
@@ -287,7 +335,7 @@ def _kernel_args(p) -> None:
 
 def cmd_compare(args) -> int:
     from sim.placement import format_compare, run_comparison
-    kernel = _load_kernel(args.kernel)
+    kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
     c = run_comparison(kernel, _target_name(args, kernel), inputs=_kernel_inputs(args, kernel),
                        seed=args.seed)
     if args.plot:

@@ -15,6 +15,15 @@ pipes, the flags they wait for and the instructions behind them.
 The cost of a run grows with the number of items and sync points, not with cycles: a
 pipe advances by one timeout per instruction, whatever its duration.
 
+A chip runs one ``Machine`` per unit (AIC, AIV0, AIV1 of every physical core) in one
+shared SimPy environment: each is built with ``env=`` and ``start``-ed, the chip runs the
+environment, then asks each unit what is ``stuck``. ``gm=`` is the chip's shared
+global-memory model: when set, a GM transfer's cost is what the model grants it (the
+path's own bandwidth, slowed down by the other units' traffic). ``shared=`` holds the
+chip's cross-unit flags (cube<->vector FIFO slots, cross-core flags, all-core barriers):
+a set or wait item whose key is not a plain ``(src, dst, id)`` tuple goes to it, through
+the same ``set`` / ``wait_event`` / ``take`` calls the local counters answer.
+
 Two idealisations bound what a kernel could gain (``sim.whatif`` uses them):
 ``ideal_sync`` satisfies every ``wait_flag`` at once and makes barriers free (they
 neither hold dispatch nor restart the vector stream), so only the pipes' own queues
@@ -32,7 +41,7 @@ from sim.errors import DeadlockError
 from sim.engine.items import BARRIER, OP, SET, WAIT
 from sim.timing.plan import COLD, RESTART, WARM, timeline
 
-__all__ = ["Machine"]
+__all__ = ["Machine", "describe_stuck"]
 
 
 class _Pipe:
@@ -55,9 +64,9 @@ class _Pipe:
 class Machine:
     """Runs a stream of ``Issued`` items on the pipes of one unit; collects trace rows."""
 
-    def __init__(self, target, *, core=0, unit="AIV0", detail=False, races=None,
-                 ideal_sync=False, infinite_bandwidth=False):
-        self.env = simpy.Environment()
+    def __init__(self, target, *, env=None, core=0, unit="AIV0", detail=False, races=None,
+                 ideal_sync=False, infinite_bandwidth=False, gm=None, shared=None):
+        self.env = env if env is not None else simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
         vec = target.vector
@@ -75,13 +84,27 @@ class Machine:
         self.ideal_sync = ideal_sync                  # waits never block, barriers are free
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
         self.races = races        # a RaceDetector fed as items run, or None
+        self.gm = gm              # shared GM model (sim.engine.gm) or None: path bandwidth only
+        self.shared = shared      # the chip's cross-unit flags (sim.engine.chip), or None
+        self.dispatcher = None
 
     # --- public --------------------------------------------------------------------------
 
+    def start(self, stream):
+        """Start dispatching ``stream`` in ``env``; returns the dispatcher process."""
+        self.dispatcher = self.env.process(self._dispatch(stream))
+        return self.dispatcher
+
+    def finished(self) -> bool:
+        """True when the whole stream was dispatched and every pipe ran dry."""
+        return self.dispatcher is not None and self.dispatcher.triggered and not any(
+            p.queue or p.blocked for p in self.pipes.values())
+
     def run(self, stream) -> list[list]:
-        dispatcher = self.env.process(self._dispatch(stream))
+        """Run ``stream`` alone in this machine's environment; the trace rows."""
+        self.start(stream)
         self.env.run()
-        if not dispatcher.triggered or any(p.queue or p.blocked for p in self.pipes.values()):
+        if not self.finished():
             self._deadlock()
         return self.rows
 
@@ -111,6 +134,8 @@ class Machine:
     # --- flags ---------------------------------------------------------------------------
 
     def _set(self, key):
+        if type(key) is not tuple:
+            return self.shared.set(key)
         f = self.flags.get(key)
         if f is None:
             f = self.flags[key] = [0, None]
@@ -122,6 +147,8 @@ class Machine:
     def _wait_event(self, key):
         if self.ideal_sync:
             return None
+        if type(key) is not tuple:
+            return self.shared.wait_event(key)
         f = self.flags.get(key)
         if f is None:
             f = self.flags[key] = [0, None]
@@ -131,7 +158,11 @@ class Machine:
         return f[1]
 
     def _take(self, key):
-        if not self.ideal_sync:
+        if self.ideal_sync:
+            return
+        if type(key) is not tuple:
+            self.shared.take(key)
+        else:
             self.flags[key][0] -= 1
 
     # --- processes -----------------------------------------------------------------------
@@ -245,6 +276,8 @@ class Machine:
                     item.cold if state is COLD else item.plan.restart_cycles)
                 if self.infinite_bandwidth and cost:
                     cost = max(0, cost - _dma_cycles(item.plan))
+                elif self.gm is not None and item.plan is not None and item.plan.bytes:
+                    cost = self.gm.cost(start, item.plan, cost)
                 if cost:
                     yield env.timeout(cost)
                 end = env.now
@@ -289,7 +322,13 @@ class Machine:
     # --- deadlock ------------------------------------------------------------------------
 
     def _deadlock(self):
-        now = self.env.now
+        stuck = self.stuck()
+        raise DeadlockError(f"deadlock at cycle {self.env.now}: " + describe_stuck(stuck), stuck)
+
+    def stuck(self) -> list[dict]:
+        """What keeps this unit from finishing: one dict per blocked pipe (``pipe``,
+        ``waits_for`` flag text, ``wait`` item label, ``next`` op behind it, optional
+        ``text`` for a full sentence)."""
         stuck = []
         for p in self.pipes.values():
             if p.blocked is not None:
@@ -308,20 +347,24 @@ class Machine:
             else:
                 stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text,
                               "wait": it.label(), "next": ""})
-        parts = []
-        for s in stuck:
-            if "text" in s:
-                parts.append(s.pop("text"))
-                continue
-            msg = f"{s['pipe']} waits for flag {s['waits_for']} ({s['wait']})"
-            if s["next"]:
-                msg += f" before {s['next']}"
-            parts.append(msg)
-        never = [s["waits_for"] for s in stuck if s["waits_for"]]
-        raise DeadlockError(
-            f"deadlock at cycle {now}: " + "; ".join(parts) +
-            (f"; no set_flag for {', '.join(never)} can still happen" if never else ""),
-            stuck)
+        return stuck
+
+
+def describe_stuck(stuck, prefix: str = "") -> str:
+    """The sentence a DeadlockError gives for ``Machine.stuck()`` entries (``prefix``
+    names the unit on a chip); drops the ``text`` keys it used."""
+    parts = []
+    for s in stuck:
+        if "text" in s:
+            parts.append(prefix + s.pop("text"))
+            continue
+        msg = f"{prefix}{s['pipe']} waits for flag {s['waits_for']} ({s['wait']})"
+        if s["next"]:
+            msg += f" before {s['next']}"
+        parts.append(msg)
+    never = [s["waits_for"] for s in stuck if s["waits_for"]]
+    return "; ".join(parts) + (f"; no set_flag for {', '.join(never)} can still happen"
+                               if never else "")
 
 
 def _dma_cycles(plan) -> int:
