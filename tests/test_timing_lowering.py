@@ -793,5 +793,6 @@ def test_every_emitted_instruction_has_a_cost_row():
 
 def test_texpands_mat_tile_fills_l1():
     # create_cbuf_matrix over the whole tile on MTE2: 32 KiB / 18.57 B/cycle (32 GiB/s)
+    # = 1764, after the on-chip start-up of 1 cycle (ASSUMPTION in machine.toml)
     p = lower(S("TEXPANDS", "f16", 128, 128), "PIPE_MTE2", T)
-    assert p.cold_cycles == 1764 and p.bytes == 32768
+    assert p.cold_cycles == 1 + 1764 and p.bytes == 32768
