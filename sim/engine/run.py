@@ -41,10 +41,11 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
     checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
-    ``infinite_bandwidth=True`` costs DMA items 0 cycles (the what-if bounds of
-    ``sim.whatif``). ``trace`` selects the rows kept: ``"full"`` (default), ``"ops"``
-    (no set_flag / wait_flag / barrier rows) or ``"none"`` (no rows; ``total_cycles`` and
-    ``pipes`` still work) — the lighter modes are for sweeps.
+    ``infinite_bandwidth=True`` costs the bytes of DMA items 0 cycles, keeping their
+    start-up latency (the what-if bounds of ``sim.whatif``). ``trace`` selects the rows
+    kept: ``"full"`` (default), ``"ops"`` (no set_flag / wait_flag / barrier rows) or
+    ``"none"`` (no rows; ``total_cycles`` and ``pipes`` still work) — the lighter modes are
+    for sweeps.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
