@@ -118,7 +118,7 @@ class ControlFlow:
             self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
         else:
             raise UserError(f"unsupported op '{st.op}'{_where(st)}")
-        c = int(self.target.scalar.get("scalar_memory_cycles", 1))
+        c = int(self.target.scalar.get(f"{name}_cycles", 1))   # [scalar] of machine.toml
         seq = self.seq
         self.seq += 1
         item = Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
