@@ -167,11 +167,12 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
         inputs = params if path.endswith(".pto") else None
         run = run_mode(kernel, row["target"], mode, inputs=inputs, seed=seed, functional=False)
     except Exception as e:          # a configuration that fails is a row, not a lost sweep
-        row["error"] = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        text = " ".join(str(e).split())
+        row["error"] = text if isinstance(e, UserError) else f"{type(e).__name__}: {text}"
         return row
     m = run.metrics()
     if m["deadlock"]:
-        row["error"] = "DeadlockError: " + " ".join(m["deadlock"].split())
+        row["error"] = " ".join(m["deadlock"].split())
         return row
     row.update({k: m[k] for k in METRICS})
     row.update({f"busy_cycles[{p}]": v for p, v in m["pipes"].items()})

@@ -140,3 +140,23 @@ def test_ctrl_c_keeps_finished_rows_and_the_next_run_resumes(client, tmp_path):
     df = pd.read_parquet(out)
     assert len(df) == 36 and len(journal.read_text().splitlines()) == 36
     pd.testing.assert_frame_equal(df.merge(kept[["config"]]), kept, check_dtype=False)
+
+
+def test_heatmap_cells_are_the_rows_and_failures_are_grey():
+    df = pd.DataFrame({"rows": [8, 8, 16, 16], "cols": [64] * 4, "buffers": [1, 2, 1, 2],
+                       "total_cycles": pd.array([1200, 800, 900, None], dtype="Int64"),
+                       "error": [None, None, None, "tile %r1 does not fit in UB"]})
+    ax = sim.sweep_heatmap(df, ["rows", "cols"], "buffers").axes[0]
+    cells = ax.images[0].get_array()
+    assert cells.mask.tolist() == [[False, False], [False, True]]
+    assert cells.data[:1].tolist() == [[1200, 800]] and cells.data[1, 0] == 900
+    assert [t.get_text() for t in ax.texts] == ["1,200", "800", "900", "failed"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["8x64", "16x64"]
+    assert ax.get_ylabel() == "rows x cols" and ax.get_xlabel() == "buffers"
+
+
+def test_heatmap_refuses_cells_that_hide_configurations():
+    df = pd.DataFrame({"rows": [8, 8], "buffers": [1, 1], "sync": ["manual", "auto"],
+                       "total_cycles": [10, 12], "error": [None, None]})
+    with pytest.raises(sim.UserError, match="several configurations per cell; .* sync"):
+        sim.sweep_heatmap(df, "rows", "buffers")
