@@ -234,9 +234,32 @@ def _save_outputs(args, result) -> None:
         np.save(path, arr)
 
 
+def _select_function(args, kernel):
+    """The kernel with the function ``--func`` names as its entry; without --func, a note on
+    stderr says which one runs when the file has several kernel functions."""
+    program = _program(kernel)
+    name = getattr(args, "function", None)
+    if name is None:
+        kernels = program.kernels()
+        if len(kernels) > 1:
+            print(f"ptosim: note: {args.kernel} has {len(kernels)} kernel functions ("
+                  f"{', '.join('@' + k for k in kernels)}); running @{program.main.name} "
+                  f"(pick one with --func NAME)", file=sys.stderr)
+        return kernel
+    name = name.removeprefix("@")
+    names = [f.name for f in program.functions]
+    if name not in names:
+        raise UserError(f"--func {name}: {args.kernel} has no function @{name} (functions: "
+                        f"{', '.join('@' + n for n in names)})")
+    if program is not kernel:
+        raise UserError("--func: a .py kernel picks its function in build()")
+    import attrs
+    return attrs.evolve(program, entry=name)
+
+
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
-    kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
+    kernel = _select_function(args, _load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
     result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
@@ -408,6 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "per-instruction cycles.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _kernel_target(r)
+    r.add_argument("--func", dest="function", metavar="NAME",
+                   help="the function to run when the file has several (default: the one "
+                        "marked pto.entry, else the first public function nothing calls)")
     _kernel_args(r)
     r.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="write a GM pointer argument's final contents (flat) to FILE.npy "
@@ -483,11 +509,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "valid_rows,valid_cols,variant,measured_cycles; variant is empty, "
                                    "tile_scalar, scalar_tile, inplace or binary; TCVT dtype f32>f16) "
                                    "and print predicted, measured and accuracy = 1 - |p - m| / m, "
-                                   "then the median and mean accuracy.")
+                                   "then the median and mean accuracy and the share within 15% per "
+                                   "op family and overall. A case that cannot be predicted (tiles "
+                                   "larger than the buffers) gets no prediction and a reason.")
     v.add_argument("cases", metavar="CASES.csv")
     v.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
     v.add_argument("--json", action="store_true",
-                   help='print {"cases": [...], "median_accuracy": x, "mean_accuracy": y}')
+                   help='print {"cases": [...], "summary": {...}, "families": {...}, "median_accuracy": x, ...}')
     v.set_defaults(func=cmd_validate)
 
     c = sub.add_parser("calibrate", help="fit the vector cost table to measurements",

@@ -12,8 +12,8 @@ from sim.engine.items import SCALAR, Issued
 from sim.engine.races import Access
 from sim.engine.scalars import coerce, evaluate
 from sim.errors import SimulationError, UserError
-from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PipeOp, Reshape, Return,
-                             Scalar, ScalarOp, Section, Subview, Tile, Yield)
+from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PartView, PipeOp, Reshape,
+                             Return, Scalar, ScalarOp, Section, Subview, TensorView, Tile, Yield)
 from sim.isa.tile import BLayout
 
 __all__ = ["ControlFlow"]
@@ -50,15 +50,23 @@ class ControlFlow:
         return ()
 
     def _value(self, op):
-        """Run-time value of an operand: a number, a tile, or a GM pointer key."""
+        """Run-time value of an operand: a number, a tile, a GM pointer key or the
+        (pointer, base, sizes, strides) of a GM view."""
         if isinstance(op, (Const, Scalar)):
             return self.scalar(op)
         if isinstance(op, GmPtr):
             return self.values.get(op.name, op.name)
+        if isinstance(op, (TensorView, PartView)):
+            try:
+                return self.views[op.name]
+            except KeyError:
+                raise UserError(f"view %{op.name} is used before it is defined") from None
         return op
 
     def _bind(self, target, value) -> None:
-        if isinstance(target, Tile):
+        if isinstance(target, (TensorView, PartView)):
+            self.views[target.name] = value
+        elif isinstance(target, Tile):
             self.tiles[target] = self.tiles[value] if isinstance(value, Tile) else value
         elif isinstance(target, GmPtr):
             self.values[target.name] = value
@@ -75,7 +83,10 @@ class ControlFlow:
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise SimulationError(f"{st.op}{_where(st)}: cannot evaluate with operands {args}: {e}") from None
         except SimulationError as e:
-            raise SimulationError(f"{e}{_where(st)}") from None
+            # e.g. a division by a value read from random GM data (ASSUMPTION: 0 in a
+            # timing-only run)
+            self.data_error(f"{e}{_where(st)}")
+            self.values[st.result.name] = coerce(0, st.result.type)
 
     def _scalar_op(self, st: ScalarOp):
         name = st.op.removeprefix("pto.")
@@ -93,10 +104,12 @@ class ControlFlow:
             return None
         if name == "load_scalar":
             data, index = self._scalar_cell(st)
-            self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
+            value = data[index].item() if data is not None else 0
+            self.values[st.results[0].name] = coerce(value, st.results[0].type)
         elif name == "store_scalar":
             data, index = self._scalar_cell(st, first=1)
-            data[index] = self.scalar(st.operands[0])
+            if data is not None:
+                data[index] = self.scalar(st.operands[0])
         elif name == "tgetval":
             # ASSUMPTION: the index is the element offset from the tile's base address in
             # storage order (row-major r * cols + c for a row-major tile), over the whole
@@ -105,7 +118,7 @@ class ControlFlow:
             self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
         else:
             raise UserError(f"unsupported op '{st.op}'{_where(st)}")
-        c = int(self.target.scalar.get("scalar_memory_cycles", 1))
+        c = int(self.target.scalar.get(f"{name}_cycles", 1))   # [scalar] of machine.toml
         seq = self.seq
         self.seq += 1
         item = Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
@@ -134,9 +147,19 @@ class ControlFlow:
             data = self.tile_view(base, s, base.type.rows, base.type.cols).reshape(-1) \
                 if base.type.blayout is BLayout.ROW_MAJOR else self.tile_view(base, s, base.type.rows, base.type.cols).T.reshape(-1)
         else:
-            data = self._gm_array(base, index + 1) if isinstance(base, GmPtr) else None
+            data = None
+            if isinstance(base, GmPtr) and index >= 0:
+                key = self.values.get(base.name, base.name)
+                data = self._gm_array(base, index + 1)
+                self._touch(key, data, index, index + 1)
+                if key in self._filled and st.op.endswith("load_scalar"):
+                    self._scalar_reads.add(key)
         if data is None or not 0 <= index < data.size:
-            raise SimulationError(f"{st.op}{_where(st)}: index {index} outside the {getattr(data, 'size', 0)} elements")
+            # a negative GM index (data-dependent): ASSUMPTION for a timing-only run, the
+            # load reads 0 and the store is dropped
+            self.data_error(f"{st.op}{_where(st)}: index {index} outside the "
+                            f"{getattr(data, 'size', 0)} elements")
+            return None, 0
         return data, index
 
     def _subview(self, st: Subview) -> None:
@@ -163,9 +186,9 @@ class ControlFlow:
     def _for(self, st: For):
         lb, ub, step = (int(self.scalar(x)) for x in (st.lower, st.upper, st.step))
         if step <= 0:
-            raise SimulationError(f"scf.for{_where(st)}: step must be positive, found {step}")
+            self.data_error(f"scf.for{_where(st)}: step must be positive, found {step}")
         carried = [self._value(v) for v in st.inits]
-        for i in range(lb, ub, step):
+        for i in range(lb, ub, step) if step > 0 else ():
             self.values[st.iv.name] = i
             for var, val in zip(st.iter_args, carried):
                 self._bind(var, val)

@@ -26,7 +26,8 @@ from sim.engine.placement import place_tiles
 from sim.isa.dtypes import DType
 from sim.isa.opcodes import OPCODES, PIPES
 from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView,
-                             PartitionView, PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
+                             PartitionView, PartView, Scalar, SetFlag, SetValidShape,
+                             TensorView, WaitFlag)
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
@@ -41,6 +42,14 @@ _MOVE_PATH = {(Loc.VEC, Loc.VEC): "UB_UB", (Loc.MAT, Loc.LEFT): "L1_L0A",
               (Loc.MAT, Loc.SCALING): "L1_FB", (Loc.ACC, Loc.MAT): "L0C_L1",
               (Loc.ACC, Loc.VEC): "L0C_UB"}
 _SYNC_PIPES = set(PIPES) | {"PIPE_ALL"}
+
+
+_PAGE = 1 << 16      # elements per lazily filled page of a GM argument without an input
+
+
+def _dtype_of(arr: np.ndarray) -> DType:
+    from sim.isa.dtypes import DTYPES
+    return next(d for d in DTYPES.values() if d.np_type == arr.dtype)
 
 
 def _random(dt: DType, n: int, rng) -> np.ndarray:
@@ -72,6 +81,9 @@ class Interpreter(ControlFlow):
         self.seed = seed
         self.inputs = dict(inputs or {})
         self.gm: dict[str, np.ndarray] = {}
+        self._filled: dict[str, np.ndarray] = {}     # per GM array: pages holding data
+        self._gm_dtypes: dict[str, DType] = {}
+        self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
         self.tiles: dict[Tile, _TileState] = {}
@@ -100,14 +112,40 @@ class Interpreter(ControlFlow):
     # --- arguments and memory ------------------------------------------------------------
 
     def _bind_args(self) -> None:
+        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs]
+        if missing:
+            names = ", ".join(f"%{a.name} ({a.type})" for a in missing)
+            flags = " ".join(f"--arg {a.name}=VALUE" for a in missing)
+            raise UserError(f"kernel @{self.fn.name}: scalar argument{'s' * (len(missing) > 1)} "
+                            f"{names} {'have' if len(missing) > 1 else 'has'} no value; pass "
+                            f"{flags}")
         for a in self.fn.args:
             if isinstance(a, Scalar):
-                if a.name not in self.inputs:
-                    raise UserError(f"kernel argument %{a.name} ({a.type}) has no value; "
-                                    f"pass it with --arg {a.name}=VALUE")
                 self._bind(a, self.inputs[a.name])
+            elif isinstance(a, (TensorView, PartView)):
+                self._bind_view_arg(a)
+
+    def _bind_view_arg(self, a) -> None:
+        """A kernel argument typed as a GM view is a dense row-major tensor of its static
+        shape in a GM array of the argument's name (``--input NAME=...`` fills it)."""
+        if None in a.shape:
+            dims = "x".join("?" if d is None else str(d) for d in a.shape)
+            raise UserError(f"kernel @{self.fn.name}: argument %{a.name} is a {dims} GM view "
+                            f"with dynamic dims, which a run cannot size; give the kernel a "
+                            f"!pto.ptr argument and a make_tensor_view")
+        strides = [1] * len(a.shape)
+        for d in range(len(a.shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * a.shape[d + 1]
+        self._gm_dtypes.setdefault(a.name, a.dtype)
+        self.views[a.name] = (GmPtr(a.name, a.dtype), 0, tuple(a.shape), tuple(strides))
 
     def _gm_array(self, ptr: GmPtr, min_elems: int) -> np.ndarray:
+        """The flat GM array behind ``ptr``, at least ``min_elems`` long.
+
+        An argument without ``--input`` gets memory lazily: ``np.zeros`` takes address
+        space, not pages, and only the pages a view or scalar access touches are filled
+        (``_touch``), so a kernel declaring a huge tensor and reading a small window of it
+        costs the window."""
         # a pointer parameter of a called function names its caller's array
         key = self.values.get(ptr.name, ptr.name)
         if key != ptr.name:
@@ -122,17 +160,60 @@ class Interpreter(ControlFlow):
                                     f"the kernel argument type {ptr.dtype}")
                 arr = arr.copy()
             else:
-                rng = np.random.default_rng([self.seed, zlib.crc32(ptr.name.encode())])
-                arr = _random(ptr.dtype, min_elems, rng)
+                arr = np.zeros(min_elems, ptr.dtype.np_type)
+                self._filled[ptr.name] = np.zeros(-(-min_elems // _PAGE), bool)
             self.gm[ptr.name] = arr
         if arr.size < min_elems:
             if ptr.name in self.inputs:
                 raise UserError(f"input {ptr.name}: has {arr.size} elements, the views of the "
                                 f"kernel reach element {min_elems - 1}")
             grown = np.zeros(min_elems, arr.dtype)
-            grown[:arr.size] = arr
+            filled = self._filled[ptr.name]
+            for p in np.flatnonzero(filled).tolist():     # copy only pages holding data
+                a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
+                grown[a:b] = arr[a:b]
             self.gm[ptr.name] = arr = grown
+            self._filled[ptr.name] = np.concatenate(
+                [filled, np.zeros(-(-min_elems // _PAGE) - filled.size, bool)])
         return arr
+
+    def _touch(self, name: str, arr: np.ndarray, lo: int, hi: int) -> None:
+        """Fill the not yet touched pages of GM elements [lo, hi) of an argument without an
+        input with seeded random data; each page's data depends only on the seed, the
+        argument and the page, so the order of accesses never changes it."""
+        filled = self._filled.get(name)
+        if filled is None:
+            return
+        p0, p1 = lo // _PAGE, -(-hi // _PAGE)
+        todo = np.flatnonzero(~filled[p0:p1])
+        if not todo.size:
+            return
+        dt = self._gm_dtypes.get(name) or _dtype_of(arr)
+        for p in (p0 + todo).tolist():
+            rng = np.random.default_rng([self.seed, zlib.crc32(name.encode()), p])
+            a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
+            arr[a:b] = _random(dt, b - a, rng)
+        filled[p0:p1] = True
+
+    def data_error(self, message: str) -> None:
+        """A run-time value is out of range. When the kernel has read GM data nobody gave
+        (seeded random fill), the value may come from it: a timing-only run records a
+        warning and goes on (ASSUMPTION: the caller keeps the value, which only the
+        functional units would dereference), a functional run names the ``--input`` to give.
+        Otherwise the kernel itself is wrong: raise."""
+        random = [n for n, filled in self._filled.items() if filled.any()
+                  and not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float]
+        if not random:
+            raise SimulationError(message)
+        if not self.functional and self._scalar_reads:
+            self.warnings.setdefault(
+                f"{message}; the timing-only run goes on (the value depends on seeded random "
+                f"data read from {', '.join('%' + n for n in sorted(self._scalar_reads))})", None)
+            return
+        flags = " ".join(f"--input {n}=FILE.npy" for n in random)
+        raise SimulationError(f"{message}; the kernel reads indices from integer GM arguments "
+                              f"filled with seeded random data ({', '.join('%' + n for n in random)}): "
+                              f"give real ones with {flags}, or run with --timing-only")
 
     def _buffer(self, name: str) -> np.ndarray:
         buf = self.buffers.get(name)
@@ -221,8 +302,9 @@ class Interpreter(ControlFlow):
         rows, cols = int(self.scalar(st.rows)), int(self.scalar(st.cols))
         t = st.tile.type
         if not (0 <= rows <= t.rows and 0 <= cols <= t.cols):
-            raise SimulationError(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
-                                  f"capacity, found {rows}x{cols}")
+            self.data_error(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
+                            f"capacity, found {rows}x{cols}")
+            rows, cols = min(max(rows, 0), t.rows), min(max(cols, 0), t.cols)
         s.rows, s.cols = rows, cols
         self.epoch += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
@@ -232,9 +314,16 @@ class Interpreter(ControlFlow):
     def _make_view(self, st: MakeTensorView) -> None:
         shape = [int(self.scalar(x)) for x in st.shape]
         strides = [int(self.scalar(x)) for x in st.strides]
-        reach = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-        self._gm_array(st.ptr, reach)
         key = self.values.get(st.ptr.name, st.ptr.name)
+        self._gm_dtypes.setdefault(key, st.ptr.dtype)
+        # The array spans the whole tensor (outputs have its size) but takes pages only
+        # where a window is touched; a tensor larger than the address space the OS grants
+        # grows with the windows instead.
+        if all(n > 0 for n in shape):
+            try:
+                self._gm_array(st.ptr, 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
+            except MemoryError:
+                pass
         self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
 
     def _partition(self, st: PartitionView) -> None:
@@ -244,24 +333,23 @@ class Interpreter(ControlFlow):
         where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
         for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
             if o < 0 or n <= 0 or o + n > cap:
-                raise SimulationError(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
-                                      f"tensor extent {cap}")
+                self.data_error(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
+                                f"tensor extent {cap}")
+                break
         base += sum(o * s for o, s in zip(offs, strides))
         self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
 
     def _gm_window(self, view: PartView, where: str) -> np.ndarray:
+        """The N-D strided numpy view of a partition view's GM window (its pages filled)."""
         try:
             ptr, base, sizes, strides = self.views[view.name]
         except KeyError:
             raise UserError(f"{where}: view %{view.name} is used before it is defined") from None
-        if any(n != 1 for n in sizes[:-2]):
-            raise UserError(f"{where}: views with more than two non-unit dims are not "
-                            f"supported yet, found sizes {list(sizes)}")
-        arr = self.gm[ptr.name]
-        rows, cols = (sizes[-2], sizes[-1]) if len(sizes) >= 2 else (1, sizes[-1])
-        srow, scol = (strides[-2], strides[-1]) if len(strides) >= 2 else (0, strides[-1])
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        arr = self._gm_array(ptr, last + 1)
+        self._touch(ptr.name, arr, base, last + 1)
         isz = arr.itemsize
-        return np.lib.stride_tricks.as_strided(arr[base:], (rows, cols), (srow * isz, scol * isz))
+        return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
 
     def _flag(self, st) -> Issued:
         where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
@@ -420,13 +508,13 @@ class Interpreter(ControlFlow):
             st = self._state(dst, where)
             window = self._gm_window(instr.ins[0], where)
             self._check_window(window, st.rows, st.cols, where)
-            self.tile_view(dst, st, st.rows, st.cols)[...] = window
+            self.tile_view(dst, st, st.rows, st.cols)[...] = window.reshape(st.rows, st.cols)
             return
         if fam == "store":
             st = self._state(srcs[0], where)
             window = self._gm_window(dst, where)
             self._check_window(window, st.rows, st.cols, where)
-            window[...] = self.tile_view(srcs[0], st, st.rows, st.cols)
+            window[...] = self.tile_view(srcs[0], st, st.rows, st.cols).reshape(window.shape)
             return
         from sim.functional.context import FnContext
         R, C = shape.valid_rows, shape.valid_cols
@@ -454,7 +542,12 @@ class Interpreter(ControlFlow):
             tmp=tview, attrs={_ATTR.get(k, k): v for k, v in attrs.items()},
             src_dtypes=tuple(s.dtype for s in srcs), inplace=shape.variant == "inplace",
             strict=self.strict, quirks=self.target.quirks, extra=extra)
-        self._run_unit(ctx)
+        try:
+            self._run_unit(ctx)
+        except SimulationError as e:
+            if fam != "gather":
+                raise
+            self.data_error(str(e))
 
     def _valid_view(self, tile):
         st = self.tiles[tile]
@@ -469,9 +562,15 @@ class Interpreter(ControlFlow):
 
     @staticmethod
     def _check_window(window, rows, cols, where):
-        if window.shape != (rows, cols):
-            raise SimulationError(f"{where}: GM window is {window.shape[0]}x{window.shape[1]}, "
-                                  f"the tile's valid region is {rows}x{cols}; they must match")
+        # An N-D window moves as (product of the outer dims) x (last dim): the outer GM dims
+        # iterate one copy each over consecutive tile rows (timing-model.md §5.2).
+        shape = window.shape or (1,)
+        outer = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        if (outer, shape[-1]) != (rows, cols):
+            dims = "x".join(map(str, shape))
+            raise SimulationError(f"{where}: GM window is {dims} ({outer}x{shape[-1]} as rows x "
+                                  f"cols), the tile's valid region is {rows}x{cols}; they must "
+                                  f"match")
 
 
 def _WHOLE_SOURCE(family: str, index: int) -> bool:

@@ -34,8 +34,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
     checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
-    ``infinite_bandwidth=True`` costs DMA items 0 cycles (the what-if bounds of
-    ``sim.whatif``).
+    ``infinite_bandwidth=True`` costs the bytes of DMA items 0 cycles, keeping their
+    start-up latency (the what-if bounds of ``sim.whatif``).
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
