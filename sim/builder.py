@@ -251,7 +251,7 @@ class Kernel:
         events = [o for o in operands if isinstance(o, Event)]
         events += list(attrs.pop("wait", ()) or ())
         ops = [o for o in operands if not isinstance(o, Event)]
-        n_out = len(spec.outs.split())
+        n_out = sum(not t.endswith("?") for t in spec.outs.split())   # optional outs: IR only
         if len(ops) < n_out:
             raise UserError(f"{spec.name}: expected {n_out} destination operand(s) first")
         outs, ins = ops[:n_out], ops[n_out:]

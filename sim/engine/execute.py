@@ -354,6 +354,13 @@ class Interpreter(ControlFlow):
         isz = arr.itemsize
         return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
 
+    def _gm_table(self, view: PartView, where: str) -> np.ndarray:
+        """The flat GM elements a view reaches, from its first to its last (MGATHER)."""
+        window = self._gm_window(view, where)
+        ptr, base, sizes, strides = self.views[view.name]
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        return self.gm[ptr.name][base:last + 1] if window.size else window.reshape(-1)
+
     def _flag(self, st) -> Issued:
         # checked once per statement (and event id, when that is a run-time value)
         key = id(st) if type(st.event) is not Scalar else (id(st), self.scalar(st.event))
@@ -487,7 +494,9 @@ class Interpreter(ControlFlow):
         src_dt = srcs[0].dtype.name if srcs else ""
         path, extra, variant = "", (), ""
         fam = spec.family
-        if fam == "load":
+        if fam in ("load", "mgather"):
+            # ASSUMPTION: MGATHER moves dst's bytes at the GM read rate of a TLOAD (the
+            # reference gives no gather cost for the MTEs)
             path = _LOAD_PATH.get(dst.loc, "GM_UB")
         elif fam == "store":
             path = _STORE_PATH.get(srcs[0].loc, "UB_GM")
@@ -510,6 +519,8 @@ class Interpreter(ControlFlow):
                 src_valid=self.valid_of(srcs[-1]) if srcs else None,
                 has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs))
             variant = hv or variant
+            if instr.opcode == "TMRGSORT" and len(srcs) > 1:
+                variant = "multi"            # merges its source lists (sim.timing.vsort)
         if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
             # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
             # for placement decisions, not for addresses the engine picked itself
@@ -556,6 +567,10 @@ class Interpreter(ControlFlow):
         if fam == "fillpad":        # TFILLPAD writes dst's whole capacity with its PadValue
             extra = {"pad": dst.type.pad,
                      "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
+        elif instr.opcode == "TINSERT":     # writes a window of dst's capacity
+            extra = {"dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
+        elif fam == "mgather":              # reads GM through the view
+            extra = {"table": self._gm_table(instr.ins[0], where)}
         ctx = FnContext(
             op=instr.opcode, where=where, dtype=dst.dtype, dst=dview, srcs=sviews,
             scalars=scalars, scalar_first=isinstance(instr.ins[0], (Const, Scalar)),
@@ -565,7 +580,7 @@ class Interpreter(ControlFlow):
         try:
             self._run_unit(ctx)
         except SimulationError as e:
-            if fam != "gather":
+            if fam not in ("gather", "mgather"):
                 raise
             self.data_error(str(e))
 
@@ -597,7 +612,7 @@ def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
     broadcast sources, matmul operands, move/extract sources, TSEL's packed mask and
     TGATHER's table."""
-    return (family in ("rowexpand", "colexpand", "matmul", "move")
+    return (family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
             or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
             or (family in ("select", "gather") and index == 0))
 
