@@ -13,7 +13,7 @@ from typing import Callable
 
 from sim.errors import SimulationError
 from sim.functional import (activation, bitwise, compare, convert, cube, elementwise,
-                            expand, gather, reduce, remainder, scalar)
+                            expand, gather, movement, reduce, remainder, scalar)
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS", "execute", "FnContext"]
@@ -29,6 +29,7 @@ KERNELS: dict[str, Callable[[FnContext], None]] = {
     **reduce.KERNELS,
     **expand.KERNELS,
     **cube.KERNELS,
+    **movement.KERNELS,
     **gather.KERNELS,
 }
 
