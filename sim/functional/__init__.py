@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Callable
 
 from sim.errors import SimulationError
-from sim.functional import (activation, bitwise, compare, convert, cube, elementwise,
-                            expand, gather, movement, reduce, remainder, scalar)
+from sim.functional import (activation, bitwise, combine, compare, convert, cube,
+                            elementwise, expand, gather, movement, reduce, reduce_ext, remainder,
+                            scalar, sort)
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS", "execute", "FnContext"]
@@ -31,6 +32,9 @@ KERNELS: dict[str, Callable[[FnContext], None]] = {
     **cube.KERNELS,
     **movement.KERNELS,
     **gather.KERNELS,
+    **combine.KERNELS,
+    **reduce_ext.KERNELS,
+    **sort.KERNELS,
 }
 
 
