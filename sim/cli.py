@@ -122,8 +122,8 @@ def _write_outputs(result, args) -> None:
         matplotlib.use("Agg")
         from sim.trace.plot import gantt
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name} — "
-                                        f"{result.total_cycles} cycles")
+        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name}, "
+                                        f"{result.mode} sync — {result.total_cycles} cycles")
         fig.savefig(args.plot, dpi=120)
 
 
@@ -222,7 +222,7 @@ def cmd_run(args) -> int:
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
     result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
-                      seed=args.seed, detail=args.detail)
+                      seed=args.seed, detail=args.detail, sync=args.sync, races="manual")
     _save_outputs(args, result)
     _write_outputs(result, args)
     if args.json:
@@ -354,6 +354,7 @@ def cmd_compare(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from sim import __version__
+    from sim.engine.mode import SYNC_MODES
     p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
                 epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ptosim {__version__}")
@@ -381,6 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")
     r.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
     r.add_argument("--rows", type=int, default=40, help="instructions listed in the report (default 40)")
+    r.add_argument("--sync", choices=SYNC_MODES, default=None,
+                   help="synchronisation mode. Default: a kernel with no set_flag / wait_flag / "
+                        "pipe_barrier / record_event / wait_event in any function runs in auto "
+                        "mode (sync inserted and unaddressed tiles placed as the toolchain's "
+                        "auto mode does); a kernel with explicit sync runs as written (manual), "
+                        "with a warning when it has races. 'ideal': the default mode's program "
+                        "with every wait satisfied at once (a lower bound)")
     r.set_defaults(func=cmd_run)
 
     ch = sub.add_parser("check", help="parse and verify a kernel without simulating it",

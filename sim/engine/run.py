@@ -6,13 +6,14 @@ import pandas as pd
 
 from sim.engine.execute import Interpreter
 from sim.engine.machine import Machine
+from sim.engine.mode import prepare
 from sim.engine.races import RaceDetector
 from sim.errors import DeadlockError, UserError
 from sim.result import Result
 from sim.target import load_target
 from sim.trace.schema import COLUMNS, DTYPES
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "race_warning"]
 
 
 def _frame(rows) -> pd.DataFrame:
@@ -22,8 +23,8 @@ def _frame(rows) -> pd.DataFrame:
 
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
-             detail: str = "op", races: bool = False, ideal_sync: bool = False,
-             infinite_bandwidth: bool = False) -> Result:
+             detail: str = "op", races: "bool | str" = False, ideal_sync: bool = False,
+             infinite_bandwidth: bool = False, sync: "str | None" = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -39,19 +40,37 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
+    if races not in (True, False, "manual"):
+        raise UserError(f"races: expected True, False or 'manual', found {races!r}")
     if hasattr(program, "program"):          # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
         program = program.program()
     tgt = load_target(target)
-    interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
-                         seed=seed, track_accesses=races)
-    detector = RaceDetector() if races else None
-    machine = Machine(tgt, detail=detail == "cce", races=detector, ideal_sync=ideal_sync,
+    prep = prepare(program, tgt, sync)
+    check = races is True or (races == "manual" and prep.mode == "manual")
+    interp = Interpreter(prep.program, tgt, inputs=inputs, functional=functional, strict=strict,
+                         seed=seed, track_accesses=check)
+    detector = RaceDetector() if check else None
+    machine = Machine(tgt, detail=detail == "cce", races=detector,
+                      ideal_sync=ideal_sync or prep.ideal_sync,
                       infinite_bandwidth=infinite_bandwidth)
     try:
         rows = machine.run(interp.issue())
     except DeadlockError as e:
         e.trace = _frame(machine.rows)
         raise
-    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm), tuple(interp.warnings),
-                  tuple(detector.finish()) if detector else ())
+    found = tuple(detector.finish()) if detector else ()
+    warnings = (*prep.warnings, *interp.warnings)
+    if found and races == "manual":
+        warnings += (race_warning(found),)
+    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm), warnings, found,
+                  mode=prep.mode)
+
+
+def race_warning(found) -> str:
+    """The one-line warning of a manual run with races: the count and the first."""
+    n = len(found)
+    return (f"warning: {n} race{'s' * (n != 1)}: the kernel synchronises by hand (manual "
+            f"mode) and leaves accesses unordered, so its cycles may be below what hardware "
+            f"would run; first: {found[0].message} (ptosim check --races lists them all; "
+            f"--sync auto inserts the toolchain's synchronisation)")

@@ -26,9 +26,11 @@ __all__ = ["Run", "Comparison", "run_comparison", "compare", "compare_json", "co
 
 
 def run_checked(program, target, *, inputs=None, seed=0, functional=True):
-    """``simulate(program, target, races=True)`` (the race-checking run of this package)."""
+    """``simulate(program, target, races=True, sync="manual")``: the program exactly as
+    given, race-checked (the checking run of this package)."""
     from sim.engine.run import simulate
-    return simulate(program, target, inputs=inputs, seed=seed, functional=functional, races=True)
+    return simulate(program, target, inputs=inputs, seed=seed, functional=functional, races=True,
+                    sync="manual")
 
 
 @attrs.frozen
@@ -97,7 +99,7 @@ def run_comparison(program_or_kernel, target="a2a3", *, inputs=None, seed=0,
     tgt = load_target(target)
     from sim.engine.placement import place_tiles
     manual = _run("manual", prog, tgt, inputs, seed,
-                  initial_addresses(prog, place_tiles(prog.main.body, tgt)))
+                  initial_addresses(prog, place_tiles(prog, tgt)))
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
     addrs = {t.name: s.addrs[0] for t, s in plan.slots.items() if not s.double}
     double = {t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
