@@ -32,8 +32,16 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     functional units (timing only). ``strict`` turns integer division by zero and
     out-of-range inputs into errors. Every executed instruction is verified against the
     target profile (once per distinct instruction and operand state). ``detail="cce"``
-    adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
-    checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
+    adds a row per lowered CCE instruction (kind ``cce``) under each op row.
+
+    ``sync`` picks the synchronisation mode (``sim.engine.mode``). By default a kernel with
+    no set/wait flag, event or pipe barrier in any function runs in ``"auto"`` mode (sync
+    inserted, unaddressed tiles placed and calls inlined as the toolchain's auto mode
+    does) and one with explicit sync runs as written (``"manual"``); ``"ideal"`` runs the
+    default mode's program with free synchronisation. ``Result.mode`` says which ran.
+    ``races=True`` checks every pair of unordered cross-pipe accesses to the same bytes
+    (``Result.races``); ``races="manual"`` does so only when the kernel runs as written,
+    and then adds a warning with the count and the first finding to ``Result.warnings``.
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
     ``infinite_bandwidth=True`` costs the bytes of DMA items 0 cycles, keeping their
     start-up latency (the what-if bounds of ``sim.whatif``).
