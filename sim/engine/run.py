@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sim.engine.execute import Interpreter
+from sim.engine.limits import Limits, RunStopped
 from sim.engine.machine import Machine
 from sim.engine.races import RaceDetector
 from sim.errors import DeadlockError, UserError
@@ -23,7 +24,7 @@ def _frame(rows) -> pd.DataFrame:
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
              detail: str = "op", races: bool = False, ideal_sync: bool = False,
-             infinite_bandwidth: bool = False) -> Result:
+             infinite_bandwidth: bool = False, limits: Limits | None = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -35,7 +36,9 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
     ``infinite_bandwidth=True`` costs the bytes of DMA items 0 cycles, keeping their
-    start-up latency (the what-if bounds of ``sim.whatif``).
+    start-up latency (the what-if bounds of ``sim.whatif``). ``limits`` (``sim.engine.limits``)
+    bounds the run by cycles and issued items and reports progress; a run it stops, a
+    deadlock and a KeyboardInterrupt carry the trace recorded so far as ``.trace``.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -46,11 +49,14 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
                          seed=seed, track_accesses=races)
     detector = RaceDetector() if races else None
-    machine = Machine(tgt, detail=detail == "cce", races=detector, ideal_sync=ideal_sync,
-                      infinite_bandwidth=infinite_bandwidth)
+    watched = limits is not None and limits.active
+    machine = Machine(tgt, env=limits.environment() if watched else None, detail=detail == "cce",
+                      races=detector, ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth)
     try:
-        rows = machine.run(interp.issue())
-    except DeadlockError as e:
+        rows = machine.run(limits.stream(interp.issue()) if watched else interp.issue())
+        if watched:
+            limits.check()               # a run shorter than one check interval, too
+    except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
         e.trace = _frame(machine.rows)
         raise
     return Result(program.main.name, tgt, _frame(rows), dict(interp.gm), tuple(interp.warnings),
