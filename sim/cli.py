@@ -342,12 +342,16 @@ def _bounded(args, limits):
         raise
     except KeyboardInterrupt as e:
         trace = getattr(e, "trace", None)
-        if args.trace and trace is not None:
+        if trace is None:
+            raise _Interrupted("interrupted") from None
+        reached = int(trace["end_cycle"].max()) if len(trace) else 0
+        kept = ""
+        if args.trace:
             from sim.trace.export import write_trace
             write_trace(trace, args.trace, kernel=args.kernel)
-        raise _Interrupted(f"interrupted at cycle {limits.cycle} after {limits.items} items"
-                           + (f"; the partial trace is in {args.trace}"
-                              if args.trace and trace is not None else "")) from None
+            kept = f"; the partial trace is in {args.trace}"
+        raise _Interrupted(f"interrupted at cycle {reached} ({len(trace)} trace rows "
+                           f"recorded){kept}") from None
     finally:
         if limits.progress is not None:
             limits.progress.close()
@@ -759,6 +763,11 @@ def main(argv=None) -> int:
             # a located diagnostic already reads FILE:LINE:COL: error: ...
             print(_printable(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}"),
                   file=sys.stderr)
+            return 2
+        except MemoryError as e:        # numpy's, for absurd sizes (--arg n=2**40)
+            print(_printable(f"ptosim: error: out of memory: {' '.join(str(e).split())}: "
+                             f"the kernel's sizes are too large to simulate (smaller --arg "
+                             f"values, or --timing-only)"), file=sys.stderr)
             return 2
         except (KeyboardInterrupt, _Interrupted) as e:
             print(f"ptosim: {e or 'interrupted'}", file=sys.stderr)
