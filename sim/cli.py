@@ -262,17 +262,22 @@ def _save_outputs(args, result, kernel, inputs) -> None:
 
 
 def _output_shape(program, name: str, size: int, given) -> tuple | None:
-    """The shape of GM argument ``name``: its --input array's, else its first tensor view's
-    when static; None when neither matches ``size`` elements."""
-    from sim.isa.program import Const, MakeTensorView, walk
+    """The shape of GM argument ``name``: its --input array's, else that of the first
+    tensor view of it whose dims are constants; None when neither holds ``size`` elements."""
+    from sim.isa.program import Arith, Const, MakeTensorView, walk
     if given is not None and getattr(given, "size", None) == size:
         return given.shape
-    for st in (st for f in program.functions for st in walk(f.body)):
-        if isinstance(st, MakeTensorView) and st.ptr.name == name:
-            dims = [d.value if isinstance(d, Const) else s
-                    for d, s in zip(st.shape, st.result.shape)]
-            if all(isinstance(d, int) for d in dims) and math.prod(dims) == size:
-                return tuple(dims)
+    for f in sorted(program.functions, key=lambda f: f is not program.main):
+        body = list(walk(f.body))
+        known = {st.result.name: st.operands[0].value for st in body
+                 if isinstance(st, Arith) and st.op == "arith.constant"
+                 and isinstance(st.operands[0], Const)}
+        for st in body:
+            if isinstance(st, MakeTensorView) and st.ptr.name == name:
+                dims = [d.value if isinstance(d, Const) else known.get(getattr(d, "name", None), s)
+                        for d, s in zip(st.shape, st.result.shape)]
+                if all(type(d) is int for d in dims) and math.prod(dims) == size:
+                    return tuple(dims)
     return None
 
 
@@ -781,14 +786,18 @@ def _printable(text: str) -> str:
 
 class _PipeSafe:
     """stdout that stops writing, silently, once its reader has gone (``ptosim ... | head``),
-    so the command still ends with its own exit code."""
+    so the command still ends with its own exit code; undecodable file-name bytes in the
+    text print as U+FFFD."""
 
     def __init__(self, stream):
         self._stream = stream
 
     def write(self, text):
         try:
-            return self._stream.write(text)
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError:
+                return self._stream.write(_printable(text))
         except BrokenPipeError:
             self._detach()
             return len(text)
