@@ -163,8 +163,8 @@ def _write_outputs(result, args) -> None:
         matplotlib.use("Agg")
         from sim.trace.plot import gantt
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name} — "
-                                        f"{result.total_cycles} cycles")
+        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name}, "
+                                        f"{result.mode} sync — {result.total_cycles} cycles")
         fig.savefig(args.plot, dpi=120)
 
 
@@ -371,10 +371,14 @@ def cmd_run(args) -> int:
     kernel = _select_function(args, _load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
+    if args.trace_rows == "none" and (args.trace or args.plot):
+        raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
+                        "keep the rows (--trace-rows full or ops)")
     limits = _limits(args, Path(args.kernel).name)
     with _bounded(args, limits):
         result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
-                          seed=args.seed, detail=args.detail, limits=limits)
+                          seed=args.seed, detail=args.detail, trace=args.trace_rows,
+                          sync=args.sync, races="manual", limits=limits)
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)
     if args.json:
@@ -599,6 +603,7 @@ def cmd_sweep(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from sim import __version__
+    from sim.engine.mode import SYNC_MODES
     p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
                 epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ptosim {__version__}")
@@ -630,8 +635,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trace granularity: one row per PTO op (default) or also one row per "
                         "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")
     r.add_argument("--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)")
+    r.add_argument("--trace-rows", choices=("full", "ops", "none"), default="full",
+                   help="trace rows kept: all (default), no sync rows, or none (totals only; "
+                        "fastest, for sweeps)")
     r.add_argument("--rows", type=_count(0), default=40,
                    help="instructions listed in the report (default 40)")
+    r.add_argument("--sync", choices=SYNC_MODES, default=None,
+                   help="synchronisation mode. Default: a kernel with no set_flag / wait_flag / "
+                        "pipe_barrier / record_event / wait_event in any function runs in auto "
+                        "mode (sync inserted and unaddressed tiles placed as the toolchain's "
+                        "auto mode does); a kernel with explicit sync runs as written (manual), "
+                        "with a warning when it has races. 'ideal': the default mode's program "
+                        "with every wait satisfied at once (a lower bound)")
     _run_limits(r)
     r.set_defaults(func=cmd_run)
 

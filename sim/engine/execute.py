@@ -31,6 +31,7 @@ from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
+from sim.timing.dma_geometry import Geometry
 from sim.timing.hints import shape_hints
 
 __all__ = ["Interpreter"]
@@ -86,12 +87,15 @@ class Interpreter(ControlFlow):
         self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
+        self._view_layouts: dict[str, str] = {}     # view name -> GM layout (nd, dn, nz)
         self.tiles: dict[Tile, _TileState] = {}
         self.buffers: dict[str, np.ndarray] = {}
         self.seq = 0
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
+        self._sync_items: dict = {}     # id(statement) -> its Issued item (checked once)
+        self._op_items: dict = {}       # id(instruction) -> its Issued item for the current plan
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
@@ -308,7 +312,8 @@ class Interpreter(ControlFlow):
         s.rows, s.cols = rows, cols
         self.epoch += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
-        return Issued(self._next(), SCALAR, "PIPE_S", "set_validshape", c, c,
+        self._next()
+        return Issued(SCALAR, "PIPE_S", "set_validshape", c, c,
                       text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
 
     def _make_view(self, st: MakeTensorView) -> None:
@@ -325,6 +330,7 @@ class Interpreter(ControlFlow):
             except MemoryError:
                 pass
         self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
+        self._view_layouts[st.result.name] = st.layout
 
     def _partition(self, st: PartitionView) -> None:
         ptr, base, shape, strides = self.views[st.source.name]
@@ -338,6 +344,7 @@ class Interpreter(ControlFlow):
                 break
         base += sum(o * s for o, s in zip(offs, strides))
         self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
+        self._view_layouts[st.result.name] = self._view_layouts.get(st.source.name, "nd")
 
     def _gm_window(self, view: PartView, where: str) -> np.ndarray:
         """The N-D strided numpy view of a partition view's GM window (its pages filled)."""
@@ -351,7 +358,23 @@ class Interpreter(ControlFlow):
         isz = arr.itemsize
         return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
 
+    def _gm_table(self, view: PartView, where: str) -> np.ndarray:
+        """The flat GM elements a view reaches, from its first to its last (MGATHER)."""
+        window = self._gm_window(view, where)
+        ptr, base, sizes, strides = self.views[view.name]
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        return self.gm[ptr.name][base:last + 1] if window.size else window.reshape(-1)
+
     def _flag(self, st) -> Issued:
+        # checked once per statement (and event id, when that is a run-time value)
+        key = id(st) if type(st.event) is not Scalar else (id(st), self.scalar(st.event))
+        item = self._sync_items.get(key)
+        if item is None:
+            item = self._sync_items[key] = self._flag_item(st)
+        self.seq += 1
+        return item.copy() if self.track_accesses else item
+
+    def _flag_item(self, st) -> Issued:
         where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
         for role, p in (("source pipe", st.src), ("destination pipe", st.dst)):
             if p not in PIPES:
@@ -360,15 +383,19 @@ class Interpreter(ControlFlow):
         if not 0 <= ev < self._event_ids:
             raise UserError(f"{where}: event id: expected 0..{self._event_ids - 1}, found {ev}")
         kind, pipe = (SET, st.src) if type(st) is SetFlag else (WAIT, st.dst)
-        return Issued(self._next(), kind, pipe, kind, flag=(st.src, st.dst, ev),
+        return Issued(kind, pipe, kind, flag=(st.src, st.dst, ev),
                       text=f"{st.src}->{st.dst}#{ev}", source=str(st.loc or ""))
 
     def _barrier(self, st: Barrier) -> Issued:
-        if st.pipe not in _SYNC_PIPES:
-            raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
-                            f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
-        return Issued(self._next(), BARRIER, st.pipe, "pipe_barrier", text=st.pipe,
-                      source=str(st.loc or ""))
+        item = self._sync_items.get(id(st))
+        if item is None:
+            if st.pipe not in _SYNC_PIPES:
+                raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
+                                f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
+            item = self._sync_items[id(st)] = Issued(BARRIER, st.pipe, "pipe_barrier",
+                                                     text=st.pipe, source=str(st.loc or ""))
+        self.seq += 1
+        return item.copy() if self.track_accesses else item
 
     # --- instructions --------------------------------------------------------------------
 
@@ -411,9 +438,13 @@ class Interpreter(ControlFlow):
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, shape, self._where(seq, instr))
-        item = Issued(seq, OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles,
-                      plan.breaks_stream, None, plan, text, source)
+        item = self._op_items.get(id(instr))      # one item per statement and plan
+        if item is None or item.plan is not plan:
+            item = self._op_items[id(instr)] = Issued(
+                OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles, plan.breaks_stream,
+                None, plan, text, source)
         if self.track_accesses:
+            item = item.copy()
             item.accesses = instr_accesses(self, instr, srcs, tmp)
         return item
 
@@ -444,7 +475,7 @@ class Interpreter(ControlFlow):
         self._state(tile, where).addr = addr
         self.epoch += 1
         c = int(self.target.scalar.get("tassign_cycles", 1))
-        return Issued(seq, SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
+        return Issued(SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
 
     def _domain(self, instr, spec, srcs, where):
         """(tile whose geometry sets the path, iteration rows, cols)."""
@@ -467,17 +498,23 @@ class Interpreter(ControlFlow):
         src_dt = srcs[0].dtype.name if srcs else ""
         path, extra, variant = "", (), ""
         fam = spec.family
-        if fam == "load":
+        if fam in ("load", "mgather"):
+            # ASSUMPTION: MGATHER moves dst's bytes at the GM read rate of a TLOAD (the
+            # reference gives no gather cost for the MTEs)
             path = _LOAD_PATH.get(dst.loc, "GM_UB")
+            extra = self._geometry(instr.ins[0], dst)
         elif fam == "store":
             path = _STORE_PATH.get(srcs[0].loc, "UB_GM")
+            extra = self._geometry(dst, srcs[0])
         elif fam == "move":
             path = _MOVE_PATH.get((srcs[0].loc, dst.loc), "UB_UB")
+            extra = Geometry(dst.type.layout, "", dst.dtype.size_bytes)
         elif fam == "matmul":
             a, b = (srcs[-2], srcs[-1])
             ra, ca = self.valid_of(a)
-            _, cb = self.valid_of(b)
-            extra = (ra, ca, cb, a.dtype.name)
+            rb, cb = self.valid_of(b)
+            # TGEMV: one row of A, k = B's valid rows (instructions.md §3.7)
+            extra = (1, rb, cb, a.dtype.name) if spec.name == "TGEMV" else (ra, ca, cb, a.dtype.name)
         if isinstance(instr.ins[0], (Const, Scalar)) and fam == "scalar":
             variant = "scalar_tile"
         elif srcs and isinstance(dst, Tile) and srcs[0].loc is dst.loc and \
@@ -487,9 +524,10 @@ class Interpreter(ControlFlow):
             hv, extra = shape_hints(
                 instr.opcode, fam, instr.attrs,
                 dst_col_major=isinstance(dst, Tile) and dst.type.blayout is BLayout.COL_MAJOR,
-                src_valid=self.valid_of(srcs[-1]) if srcs else None,
                 has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs))
             variant = hv or variant
+            if instr.opcode == "TMRGSORT" and len(srcs) > 1:
+                variant = "multi"            # merges its source lists (sim.timing.vsort)
         if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
             # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
             # for placement decisions, not for addresses the engine picked itself
@@ -501,19 +539,43 @@ class Interpreter(ControlFlow):
         return Shape(instr.opcode, dt, t.type.rows, t.type.cols, t.type.valid_cols, R, C,
                      src_dt, variant, path, extra)
 
+    def _geometry(self, view: PartView, tile: Tile) -> Geometry:
+        """Layout facts a transfer's cost depends on (``sim.timing.dma_geometry``)."""
+        gm_layout = self._view_layouts.get(view.name, "nd")
+        ptr, _, sizes, _ = self.views.get(view.name, (None, 0, (), ()))
+        outer = int(np.prod(sizes[:-2])) if gm_layout != "nz" and len(sizes) > 2 else 1
+        size = (ptr.dtype if ptr is not None else tile.dtype).size_bytes
+        return Geometry(tile.type.layout, gm_layout, size, max(1, outer))
+
+    def _gm_tile(self, view: PartView, where: str) -> np.ndarray:
+        """A GM window as the 2-D matrix a tile holds. An NZ view is 4-D or 5-D (..., column
+        fractals, row fractals, 16, C0) (programming-model.md §3.3-4): element (r, c) of the
+        matrix is [c // C0, r // 16, r % 16, c % C0]; other layouts' strides already say
+        where element (r, c) lives."""
+        window = self._gm_window(view, where)
+        if self._view_layouts.get(view.name) == "nz" and window.ndim >= 4:
+            n1, n2, r0, c0 = window.shape[-4:]
+            lead = window.reshape(-1, n1, n2, r0, c0)
+            if lead.shape[0] != 1:
+                raise SimulationError(f"{where}: an NZ window's leading dims must be 1, found "
+                                      f"{list(window.shape)}")
+            return lead[0].transpose(1, 2, 0, 3).reshape(n2 * r0, n1 * c0)
+        return window
+
     def _execute(self, instr, spec, srcs, tmp, shape, where) -> None:
         dst = instr.outs[0]
         fam = spec.family
         if fam == "load":
             st = self._state(dst, where)
-            window = self._gm_window(instr.ins[0], where)
+            window = self._gm_tile(instr.ins[0], where)
             self._check_window(window, st.rows, st.cols, where)
             self.tile_view(dst, st, st.rows, st.cols)[...] = window.reshape(st.rows, st.cols)
             return
         if fam == "store":
             st = self._state(srcs[0], where)
-            window = self._gm_window(dst, where)
+            window = self._gm_tile(dst, where)
             self._check_window(window, st.rows, st.cols, where)
+            # an Acc source is converted to the GM element type on the way out (FIXPIPE)
             window[...] = self.tile_view(srcs[0], st, st.rows, st.cols).reshape(window.shape)
             return
         from sim.functional.context import FnContext
@@ -536,6 +598,13 @@ class Interpreter(ControlFlow):
         if fam == "fillpad":        # TFILLPAD writes dst's whole capacity with its PadValue
             extra = {"pad": dst.type.pad,
                      "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
+        elif spec.name == "TEXTRACT":   # the window may reach past the source's valid region
+            s0 = srcs[0]
+            extra = {"src_capacity": self.tile_view(s0, self.tiles[s0], s0.type.rows, s0.type.cols)}
+        elif instr.opcode == "TINSERT":     # writes a window of dst's capacity
+            extra = {"dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
+        elif fam == "mgather":              # reads GM through the view
+            extra = {"table": self._gm_table(instr.ins[0], where)}
         ctx = FnContext(
             op=instr.opcode, where=where, dtype=dst.dtype, dst=dview, srcs=sviews,
             scalars=scalars, scalar_first=isinstance(instr.ins[0], (Const, Scalar)),
@@ -545,7 +614,7 @@ class Interpreter(ControlFlow):
         try:
             self._run_unit(ctx)
         except SimulationError as e:
-            if fam != "gather":
+            if fam not in ("gather", "mgather"):
                 raise
             self.data_error(str(e))
 
@@ -577,7 +646,7 @@ def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
     broadcast sources, matmul operands, move/extract sources, TSEL's packed mask and
     TGATHER's table."""
-    return (family in ("rowexpand", "colexpand", "matmul", "move")
+    return (family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
             or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
             or (family in ("select", "gather") and index == 0))
 

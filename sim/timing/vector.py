@@ -14,6 +14,9 @@ each:
 * ``vselect``    — TCMP, TCMPS, TSEL, TPRELU;
 * ``vreduce``    — TROWSUM/MAX/MIN, TCOLSUM/MAX/MIN;
 * ``vexpand``    — TEXPANDS, TROWEXPAND, TCOLEXPAND and the expand-and-operate families;
+* ``vcombine``, ``vreduce_ext``, ``vsort`` — the ops real kernels use beyond the
+  reference's entries (TCONCAT, TPART*, *EXPANDEXPDIF, TSELS, TXORS; arg and product
+  reductions; TSORT32, TMRGSORT), each composed of costed CCE instructions;
 * ``vgather``    — TGATHER, TFILLPAD and TCI (a PIPE_S scalar loop: its items are built
   here, but ``sim.timing.lower`` must route PIPE_S ops other than TASSIGN to
   ``lower_vector`` for them to be costed).
@@ -30,7 +33,8 @@ import math
 import attrs
 
 from sim.isa.dtypes import dtype as _dtype
-from sim.timing import vexpand, vgather, vreduce, vremainder, vscalar, vselect
+from sim.timing import (transpose, vcombine, vexpand, vgather, vreduce, vreduce_ext, vremainder,
+                        vscalar, vselect, vsort)
 from sim.timing.hints import hint
 from sim.timing.plan import Item
 from sim.timing.vpath import BAR, cfg, count_row, geometry, pass_items, path, v
@@ -129,7 +133,7 @@ def _tcvt(s, dtype, src, maxrep):
 
 
 def _generic(s, dtype, maxrep):
-    """Ops without a modelled lowering (TTRANS, TANDS/TORS/TSHLS/TSHRS, ...): ASSUMPTION —
+    """Ops without a modelled lowering (TANDS/TORS/TSHLS/TSHRS, ...): ASSUMPTION —
     the cost of one vadd-class pass over the iteration domain (CCE name ``vadd``)."""
     E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
     return pass_items("vadd", path("binary", *geometry(s, E, B, maxrep)))
@@ -157,6 +161,7 @@ def _dispatch():
         "TGATHER": lambda s, d, src, m: vgather.tgather(s, d),
         "TFILLPAD": lambda s, d, src, m: vgather.tfillpad(s, d),
         "TCI": lambda s, d, src, m: vgather.tci(s),
+        "TTRANS": lambda s, d, src, m: transpose.ttrans(s, d, m),
     })
     for op in vremainder.OPS:
         t[op] = lambda s, d, src, m: vremainder.lower(s, d)
@@ -167,6 +172,8 @@ def _dispatch():
     for name in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
         t[f"TROWEXPAND{name}"] = lambda s, d, src, m: vexpand.rowexpand_op(s, d, m)
         t[f"TCOLEXPAND{name}"] = lambda s, d, src, m: vexpand.colexpand_op(s, d, m)
+    for extra in (vcombine, vreduce_ext, vsort):    # ops beyond the reference's entries
+        t.update(extra.lowerings(elementwise))
     return t
 
 
