@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import attrs
+import numpy as np
 import pandas as pd
 
 from sim.errors import UserError
@@ -74,7 +75,7 @@ def sweep(kernel, params=None, *, targets=None, sync=("manual",), scheduler=None
     values = _typed_params(str(kernel), params or {})
     modes = _modes(sync)
     configs = configurations(path, values, targets, modes, seed)
-    journal = Path(f"{output}.journal") if output is not None else None
+    journal = _writable_journal(output)
     done = _read_journal(journal)
     rows = [done.get(c.key) for c in configs]
     todo = [i for i, r in enumerate(rows) if r is None]
@@ -87,7 +88,6 @@ def sweep(kernel, params=None, *, targets=None, sync=("manual",), scheduler=None
         bar.close()
         df = _frame(configs, rows, list(values))
         if output is not None:
-            Path(output).parent.mkdir(parents=True, exist_ok=True)
             df.to_parquet(output, index=False)
     return df
 
@@ -97,7 +97,8 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0) -> li
     import sim
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     names = list(values)
-    targets = list(targets) if targets else [None]
+    targets = [targets] if isinstance(targets, (str, Path)) else list(targets or [None])
+    targets = [None if t is None else str(t) for t in targets]
     out = []
     for combo in itertools.product(*values.values(), targets, modes):
         params, target, mode = dict(zip(names, combo[:len(names)])), combo[-2], combo[-1]
@@ -133,7 +134,8 @@ def _typed_params(kernel: str, params: dict) -> dict:
     """Name -> list of values, checked against the kernel before any worker starts: a
     ``.py`` kernel's ``build()`` parameters, a ``.pto`` kernel's scalar arguments."""
     from sim.cli import _build_params, _kernel_source, _scalar_value   # the CLI's kernel-file rules
-    values = {str(n): (list(v) if isinstance(v, (list, tuple, range)) else [v])
+    values = {str(n): [x.item() if isinstance(x, np.generic) else x for x in
+                       (v if isinstance(v, (list, tuple, range, np.ndarray)) else [v])]
               for n, v in params.items()}
     empty = [n for n, v in values.items() if not v]
     if empty:
@@ -216,7 +218,7 @@ def _client(scheduler, workers: int, processes: bool):
         try:
             client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as e:
-            raise UserError(f"--scheduler {scheduler}: cannot connect ({e})") from None
+            raise UserError(f"scheduler {scheduler}: cannot connect ({e})") from None
         with client:
             yield client
         return
@@ -245,6 +247,19 @@ def _sigint_ignored():
         signal.signal(signal.SIGINT, previous)
 
 
+def _writable_journal(output) -> "Path | None":
+    """``OUTPUT.journal``, checked writable (with the output's folder) before anything runs."""
+    if output is None:
+        return None
+    journal = Path(f"{output}.journal")
+    try:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        journal.open("a").close()
+    except OSError as e:
+        raise UserError(f"{output}: cannot write the sweep's output there ({e.strerror})") from None
+    return journal
+
+
 def _read_journal(journal) -> dict:
     """Config key -> row of the configurations already run. A torn last line (the sweep
     was killed mid-write) is skipped and ended, so appends start on a line of their own."""
@@ -268,7 +283,6 @@ def _read_journal(journal) -> dict:
 def _append_journal(journal, row: dict) -> None:
     if journal is None:
         return
-    journal.parent.mkdir(parents=True, exist_ok=True)
     with journal.open("a") as f:
         f.write(json.dumps(row) + "\n")
 
