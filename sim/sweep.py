@@ -224,7 +224,12 @@ def _client(scheduler, workers: int, processes: bool):
         return
     if workers < 1:
         raise UserError(f"sweep: workers must be at least 1, found {workers}")
-    with _sigint_ignored():        # inherited by the worker processes: Ctrl-C stops this one only
+    import dask
+    # The workers' statistical profiler samples the deep SimPy stacks of a run every 10 ms
+    # (a few per cent of the CPU, measured with bench/bench_sweep.py); nobody reads it here.
+    # SIGINT is ignored while the worker processes start, which they inherit: Ctrl-C
+    # stops this process only, which then stops them in order.
+    with dask.config.set({"distributed.worker.profile.enabled": False}), _sigint_ignored():
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                                dashboard_address=None, silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
