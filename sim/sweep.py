@@ -5,7 +5,9 @@ A configuration is one point of the cartesian product of the parameter lists (th
 ``build()`` parameters of a ``.py`` kernel, the scalar arguments of a ``.pto`` one, bound
 as ``--arg`` binds them), the targets and the sync modes. Each runs in a Dask worker as
 one side of ``ptosim compare`` does — the kernel as written (``manual``) or placed and
-synchronised by the simulator (``auto``), timing only — and comes back as one row: the
+synchronised by the simulator (``auto``); by default the mode ``ptosim run`` would pick
+(manual for a kernel with explicit synchronisation, auto otherwise); timing only — and
+comes back as one row: the
 parameters, target, sync mode, total cycles, busy cycles per pipe, set/wait pairs,
 barriers, peak bytes per buffer, races, and the error of a configuration that failed
 (its metrics then empty). A failure is a row, never a lost sweep.
@@ -55,12 +57,14 @@ class Config:
     key: str
 
 
-def sweep(kernel, params=None, *, targets=None, sync=("manual",), scheduler=None,
+def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
           workers: int = 2, processes: bool = True, output=None, progress=None,
           seed: int = 0) -> pd.DataFrame:
     """Run ``kernel`` (a ``.py`` or ``.pto`` path) for every combination of ``params``
     (name -> list of values; a text value is parsed as ``--arg`` parses it), ``targets``
-    (default: the kernel's own) and ``sync`` modes; one row per configuration, in order.
+    (default: the kernel's own) and ``sync`` modes (``"manual"``, ``"auto"`` or a list of
+    them; default: ``ptosim run``'s rule, manual for a kernel with explicit synchronisation,
+    auto otherwise); one row per configuration, in order.
 
     ``scheduler``: None starts a LocalCluster of ``workers`` processes (threads with
     ``processes=False``); an address (``"tcp://host:8786"``) or a ``distributed.Client``
@@ -121,7 +125,10 @@ def _target_key(target) -> str:
     return "dir:" + h.hexdigest()
 
 
-def _modes(sync) -> list[str]:
+def _modes(sync) -> list:
+    """The sync modes to sweep; ``[None]`` is the run's default rule, resolved per kernel."""
+    if sync is None:
+        return [None]
     modes = [sync] if isinstance(sync, str) else list(sync)
     bad = [m for m in modes if m not in SYNC_MODES]
     if bad or not modes:
@@ -160,12 +167,14 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
     """One configuration's row (what a worker runs); any failure becomes its ``error``."""
     from sim.cli import _load_kernel
     from sim.frontend import resolve_target
+    from sim.engine.mode import default_mode
     from sim.placement.compare import run_mode
-    row = {"target": target, "error": None}
+    row = {"target": target, "sync": mode, "error": None}
     try:
         kernel = _load_kernel(path, list(params.items()))
         program = kernel.program() if hasattr(kernel, "program") else kernel
         row["target"] = resolve_target(program, target, where=path)
+        mode = row["sync"] = default_mode(program) if mode is None else mode
         inputs = params if path.endswith(".pto") else None
         run = run_mode(kernel, row["target"], mode, inputs=inputs, seed=seed, functional=False)
     except Exception as e:          # a configuration that fails is a row, not a lost sweep
@@ -297,8 +306,9 @@ def _frame(configs, rows, names) -> pd.DataFrame:
     records = []
     for c, r in zip(configs, rows):
         if r is not None:
-            records.append({**c.params, "target": r.get("target") or c.target, "sync": c.sync,
-                            **{k: v for k, v in r.items() if k not in ("target", "config")},
+            records.append({**c.params, "target": r.get("target") or c.target,
+                            "sync": r.get("sync") or c.sync,
+                            **{k: v for k, v in r.items() if k not in ("target", "sync", "config")},
                             "config": c.key})
     df = pd.DataFrame.from_records(records)
     found = set(df.columns)

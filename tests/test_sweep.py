@@ -77,6 +77,16 @@ def test_a_pto_kernel_sweeps_its_scalar_arguments(client):
     assert df["total_cycles"].tolist() == expected
 
 
+def test_without_sync_modes_each_kernel_runs_in_the_mode_run_picks(client):
+    tdivs = ROOT / "examples" / "tdivs.pto"          # no explicit sync: auto
+    df = sim.sweep(tdivs, scheduler=client)
+    assert df["sync"].tolist() == ["auto"] and df["error"].isna().all()
+    expected = sim.simulate(sim.parse_file(tdivs), functional=False)
+    assert expected.mode == "auto" and df["total_cycles"][0] == expected.total_cycles
+    tiled = sim.sweep(TILED, {"rows": [32], **SMALL}, scheduler=client)   # hand-synchronised
+    assert tiled["sync"].tolist() == ["manual"]
+
+
 def test_resume_reads_the_journal_instead_of_rerunning(client, tmp_path, capsys):
     out = tmp_path / "r.parquet"
     first = sim.sweep(TILED, {"rows": [16, 32], **SMALL}, scheduler=client, output=out)
