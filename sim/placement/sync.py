@@ -144,7 +144,13 @@ class _Ctx:
                 out.append(s[1])
                 continue
             _, tile, w = s
-            slot = self.slots[tile]
+            slot = self.slots.get(tile)
+            if slot is None:
+                # a tile no alloc_tile of this function made (its address is only known
+                # at run time): it may touch any byte of its buffer
+                buf = self.target.buffer(tile.loc.buffer)
+                out.append(Access(buf.name, 0, buf.capacity_bytes, w, f"%{tile.name}"))
+                continue
             addrs = slot.addrs
             if slot.double and id(slot.loop) in parity:
                 addrs = (addrs[parity[id(slot.loop)]],)
