@@ -13,21 +13,44 @@ __all__ = ["Result"]
 
 @attrs.frozen
 class Result:
+    """``trace`` is built from the run's columnar recording the first time it is read."""
+
     kernel: str
     target: object = attrs.field(repr=False)
-    trace: pd.DataFrame = attrs.field(repr=False)
+    recording: object = attrs.field(repr=False)    # sim.engine.record.Recorder
     gm: dict = attrs.field(repr=False, factory=dict)
     warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()          # race-check findings (simulate(..., races=True))
+    _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
+
+    @property
+    def trace(self) -> pd.DataFrame:
+        """The trace DataFrame (``sim.trace.schema``); empty when run with ``trace="none"``."""
+        if not self._trace:
+            self._trace.append(self.recording.frame())
+        return self._trace[0]
 
     @property
     def total_cycles(self) -> int:
-        return int(self.trace["end_cycle"].max()) if len(self.trace) else 0
+        return int(self.recording.end)
 
     @property
     def pipes(self) -> dict:
         """Pipe -> {busy_cycles, utilization, instructions}."""
-        return pipe_summary(self.trace, self.total_cycles)
+        total = self.total_cycles
+        if self.recording.mode != "none":
+            return pipe_summary(self.trace, total)
+        return {pipe: {"busy_cycles": busy,
+                       "utilization": round(busy / total, 4) if total else 0.0,
+                       "instructions": n}
+                for pipe, (busy, n) in self.recording.pipe_totals().items()}
+
+    @property
+    def instructions(self) -> int:
+        """PTO instructions executed (trace rows of kind ``op``)."""
+        if self.recording.mode == "none":
+            return self.recording.ops
+        return int((self.trace["kind"] == "op").sum())
 
     def output(self, name: str) -> np.ndarray:
         """Final contents of GM argument ``name`` (flat)."""
@@ -38,12 +61,13 @@ class Result:
                 "total_cycles": self.total_cycles,
                 "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
                 "pipes": self.pipes,
-                "instructions": int((self.trace["kind"] == "op").sum()),
+                "instructions": self.instructions,
                 "warnings": list(self.warnings)}
 
     def report(self, max_rows: int = 40) -> str:
         text = text_report(self.trace, kernel=self.kernel, target=self.target.name,
-                           clock_hz=self.target.clock_hz, max_rows=max_rows)
+                           clock_hz=self.target.clock_hz, max_rows=max_rows,
+                           total=self.total_cycles, pipes=self.pipes)
         if self.warnings:
             text += "\n\n" + "\n".join(self.warnings)
         return text

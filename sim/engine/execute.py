@@ -92,6 +92,8 @@ class Interpreter(ControlFlow):
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
+        self._sync_items: dict = {}     # id(statement) -> its Issued item (checked once)
+        self._op_items: dict = {}       # id(instruction) -> its Issued item for the current plan
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
@@ -308,7 +310,8 @@ class Interpreter(ControlFlow):
         s.rows, s.cols = rows, cols
         self.epoch += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
-        return Issued(self._next(), SCALAR, "PIPE_S", "set_validshape", c, c,
+        self._next()
+        return Issued(SCALAR, "PIPE_S", "set_validshape", c, c,
                       text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
 
     def _make_view(self, st: MakeTensorView) -> None:
@@ -359,6 +362,15 @@ class Interpreter(ControlFlow):
         return self.gm[ptr.name][base:last + 1] if window.size else window.reshape(-1)
 
     def _flag(self, st) -> Issued:
+        # checked once per statement (and event id, when that is a run-time value)
+        key = id(st) if type(st.event) is not Scalar else (id(st), self.scalar(st.event))
+        item = self._sync_items.get(key)
+        if item is None:
+            item = self._sync_items[key] = self._flag_item(st)
+        self.seq += 1
+        return item.copy() if self.track_accesses else item
+
+    def _flag_item(self, st) -> Issued:
         where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
         for role, p in (("source pipe", st.src), ("destination pipe", st.dst)):
             if p not in PIPES:
@@ -367,15 +379,19 @@ class Interpreter(ControlFlow):
         if not 0 <= ev < self._event_ids:
             raise UserError(f"{where}: event id: expected 0..{self._event_ids - 1}, found {ev}")
         kind, pipe = (SET, st.src) if type(st) is SetFlag else (WAIT, st.dst)
-        return Issued(self._next(), kind, pipe, kind, flag=(st.src, st.dst, ev),
+        return Issued(kind, pipe, kind, flag=(st.src, st.dst, ev),
                       text=f"{st.src}->{st.dst}#{ev}", source=str(st.loc or ""))
 
     def _barrier(self, st: Barrier) -> Issued:
-        if st.pipe not in _SYNC_PIPES:
-            raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
-                            f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
-        return Issued(self._next(), BARRIER, st.pipe, "pipe_barrier", text=st.pipe,
-                      source=str(st.loc or ""))
+        item = self._sync_items.get(id(st))
+        if item is None:
+            if st.pipe not in _SYNC_PIPES:
+                raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
+                                f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
+            item = self._sync_items[id(st)] = Issued(BARRIER, st.pipe, "pipe_barrier",
+                                                     text=st.pipe, source=str(st.loc or ""))
+        self.seq += 1
+        return item.copy() if self.track_accesses else item
 
     # --- instructions --------------------------------------------------------------------
 
@@ -418,9 +434,13 @@ class Interpreter(ControlFlow):
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, shape, self._where(seq, instr))
-        item = Issued(seq, OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles,
-                      plan.breaks_stream, None, plan, text, source)
+        item = self._op_items.get(id(instr))      # one item per statement and plan
+        if item is None or item.plan is not plan:
+            item = self._op_items[id(instr)] = Issued(
+                OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles, plan.breaks_stream,
+                None, plan, text, source)
         if self.track_accesses:
+            item = item.copy()
             item.accesses = instr_accesses(self, instr, srcs, tmp)
         return item
 
@@ -451,7 +471,7 @@ class Interpreter(ControlFlow):
         self._state(tile, where).addr = addr
         self.epoch += 1
         c = int(self.target.scalar.get("tassign_cycles", 1))
-        return Issued(seq, SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
+        return Issued(SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
 
     def _domain(self, instr, spec, srcs, where):
         """(tile whose geometry sets the path, iteration rows, cols)."""
