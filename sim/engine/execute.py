@@ -529,7 +529,6 @@ class Interpreter(ControlFlow):
             hv, extra = shape_hints(
                 instr.opcode, fam, instr.attrs,
                 dst_col_major=isinstance(dst, Tile) and dst.type.blayout is BLayout.COL_MAJOR,
-                src_valid=self.valid_of(srcs[-1]) if srcs else None,
                 has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs))
             variant = hv or variant
             if instr.opcode == "TMRGSORT" and len(srcs) > 1:
