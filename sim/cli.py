@@ -404,7 +404,7 @@ def cmd_sweep(args) -> int:
         if name in params:
             raise UserError(f"--param {name}: given twice; list every value once: {name}=V1,V2,...")
         params[name] = [v.strip() for v in text.split(",")]
-    modes = [m.strip() for m in args.sync.split(",")]
+    modes = args.sync and [m.strip() for m in args.sync.split(",")]
     try:
         df = sweep(args.kernel, params, targets=args.target, sync=modes, scheduler=args.scheduler,
                    workers=args.workers, output=args.output)
@@ -560,9 +560,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "product)")
     sw.add_argument("--target", nargs="+", action="extend", metavar="T",
                     help="targets to run on (default: the kernel's own, else a2a3)")
-    sw.add_argument("--sync", default="manual", metavar="MODE,...",
+    sw.add_argument("--sync", default=None, metavar="MODE,...",
                     help="sync modes: manual (as written), auto (placed and synchronised by "
-                         "the simulator), or both: manual,auto (default manual)")
+                         "the simulator), or both: manual,auto (default: run's rule, manual "
+                         "for a kernel with explicit sync, auto otherwise)")
     sw.add_argument("--scheduler", metavar="ADDR",
                     help="a running Dask scheduler, e.g. tcp://host:8786 (default: a local "
                          "cluster of --workers processes)")
