@@ -6,6 +6,7 @@ import gc
 from contextlib import contextmanager
 
 from sim.engine.execute import Interpreter
+from sim.engine.limits import Limits, RunStopped
 from sim.engine.machine import Machine
 from sim.engine.mode import prepare
 from sim.engine.races import RaceDetector
@@ -32,7 +33,7 @@ def _frozen_gc():
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
              detail: str = "op", races: "bool | str" = False, ideal_sync: bool = False,
              infinite_bandwidth: bool = False, trace: str = "full",
-             sync: "str | None" = None) -> Result:
+             sync: "str | None" = None, limits: Limits | None = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -55,7 +56,9 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     start-up latency (the what-if bounds of ``sim.whatif``). ``trace`` selects the rows
     kept: ``"full"`` (default), ``"ops"`` (no set_flag / wait_flag / barrier rows) or
     ``"none"`` (no rows; ``total_cycles`` and ``pipes`` still work) — the lighter modes are
-    for sweeps.
+    for sweeps. ``limits`` (``sim.engine.limits``) bounds the run by cycles and issued items
+    and reports progress; a run it stops, a deadlock and a KeyboardInterrupt carry the trace
+    recorded so far as ``.trace``.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -72,13 +75,16 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     interp = Interpreter(prep.program, tgt, inputs=inputs, functional=functional, strict=strict,
                          seed=seed, track_accesses=check)
     detector = RaceDetector() if check else None
-    machine = Machine(tgt, detail=detail == "cce", races=detector,
-                      ideal_sync=ideal_sync or prep.ideal_sync,
+    watched = limits is not None and limits.active
+    machine = Machine(tgt, env=limits.environment() if watched else None, detail=detail == "cce",
+                      races=detector, ideal_sync=ideal_sync or prep.ideal_sync,
                       infinite_bandwidth=infinite_bandwidth, trace=trace)
     try:
         with _frozen_gc():
-            recording = machine.run(interp.issue())
-    except DeadlockError as e:
+            recording = machine.run(limits.stream(interp.issue()) if watched else interp.issue())
+            if watched:
+                limits.check()           # a run shorter than one check interval, too
+    except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
         e.trace = machine.recorder.frame()
         raise
     found = tuple(detector.finish()) if detector else ()
