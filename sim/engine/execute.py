@@ -53,8 +53,10 @@ def _zeros(name: str, n: int, dt: DType) -> np.ndarray:
     try:
         return np.zeros(n, dt.np_type)
     except MemoryError:
-        raise SimulationError(f"GM argument %{name}: {n} {dt} elements exceed the address "
-                              f"space this machine grants") from None
+        raise SimulationError(f"GM argument %{name}: the window it touches is too large to "
+                              f"simulate functionally ({n} {dt} elements exceed the address "
+                              f"space this machine grants); use smaller sizes or "
+                              f"--timing-only") from None
 
 
 def _dtype_of(arr: np.ndarray) -> DType:
