@@ -212,13 +212,7 @@ class ControlFlow:
             self._bind(res, val)
 
     def _call(self, st: Call):
-        try:
-            fn = self.program.function(st.callee)
-        except KeyError:
-            raise UserError(f"func.call{_where(st)}: no function @{st.callee}") from None
-        if len(fn.args) != len(st.args):
-            raise UserError(f"func.call @{st.callee}{_where(st)}: expected {len(fn.args)} "
-                            f"arguments, found {len(st.args)}")
+        fn = self.program.callee(st)
         chain = self._calls or (self.program.main.name,)
         if st.callee in chain:          # no call stack on the hardware to recurse with
             raise UserError(f"func.call @{st.callee}{_where(st)}: recursive call ("
