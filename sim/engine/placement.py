@@ -1,9 +1,13 @@
-"""Placing tiles the program did not place by hand (auto mode).
+"""Placing tiles the program did not place by hand, in a run as written.
 
 Tiles declared with an address (``TASSIGN`` at declaration / ``alloc_tile addr=``) keep
 it. Every other tile gets the lowest 32-byte-aligned gap in its buffer that is free of
 hand-placed tiles, of earlier auto-placed tiles and of the target's reserved ranges
-(first fit, no reuse: every auto tile is live for the whole kernel).
+(first fit, no reuse: every auto tile is live for the whole kernel, so placement adds no
+hazard the kernel's own flags do not order). When that does not fit, the tiles of the
+entry function are placed by liveness instead (``sim.placement.alloc``: tiles whose live
+ranges do not overlap share bytes), as the toolchain's allocator would; the bytes a dead
+tile hands over are then ordered only by the kernel's flags (race checking shows it).
 """
 
 from __future__ import annotations
@@ -24,7 +28,33 @@ def _allocs(body):
 
 def place_tiles(program_or_body, target) -> dict:
     """Tile -> byte address for every ``Alloc`` without a constant address, in every
-    function of a program (or in one body)."""
+    function of a program (or in one body); by liveness when one address per tile does
+    not fit (see the module doc)."""
+    try:
+        return _first_fit_all(program_or_body, target)
+    except UserError:
+        if not hasattr(program_or_body, "functions"):
+            raise
+        return _by_liveness(program_or_body, target)
+
+
+def _by_liveness(program, target) -> dict:
+    from sim.placement.alloc import allocate
+    from sim.placement.ir import constant_addresses
+    fn = program.main
+    hand = constant_addresses(fn)
+    slots = allocate(fn, target, double_buffer=False, pinned=hand)
+    placed = {t: s.addrs[0] for t, s in slots.items() if t not in hand}
+    rest = [st for f in program.functions if f is not fn for st in _allocs(f.body)
+            if st.addr is None]
+    if rest:        # callee tiles: one address each, clear of every entry-function tile
+        raise UserError(f"auto placement: the tiles of @{fn.name} only fit by liveness, and "
+                        f"tiles allocated in callees (%{rest[0].tile.name}) cannot be placed "
+                        f"around them; give them addresses or run with --sync auto")
+    return placed
+
+
+def _first_fit_all(program_or_body, target) -> dict:
     if hasattr(program_or_body, "functions"):
         allocs = [a for f in program_or_body.functions for a in _allocs(f.body)]
     else:

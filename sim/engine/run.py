@@ -6,14 +6,16 @@ import gc
 from contextlib import contextmanager
 
 from sim.engine.execute import Interpreter
+from sim.engine.limits import Limits, RunStopped
 from sim.engine.machine import Machine
+from sim.engine.mode import prepare
 from sim.engine.races import RaceDetector
 from sim.engine.record import TRACE_MODES
 from sim.errors import DeadlockError, UserError
 from sim.result import Result
 from sim.target import load_target
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "race_warning"]
 
 
 @contextmanager
@@ -29,8 +31,9 @@ def _frozen_gc():
 
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
-             detail: str = "op", races: bool = False, ideal_sync: bool = False,
-             infinite_bandwidth: bool = False, trace: str = "full") -> Result:
+             detail: str = "op", races: "bool | str" = False, ideal_sync: bool = False,
+             infinite_bandwidth: bool = False, trace: str = "full",
+             sync: "str | None" = None, limits: Limits | None = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -38,33 +41,64 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     functional units (timing only). ``strict`` turns integer division by zero and
     out-of-range inputs into errors. Every executed instruction is verified against the
     target profile (once per distinct instruction and operand state). ``detail="cce"``
-    adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
-    checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
+    adds a row per lowered CCE instruction (kind ``cce``) under each op row.
+
+    ``sync`` picks the synchronisation mode (``sim.engine.mode``). By default a kernel with
+    no set/wait flag, event or pipe barrier in any function runs in ``"auto"`` mode (sync
+    inserted, unaddressed tiles placed and calls inlined as the toolchain's auto mode
+    does) and one with explicit sync runs as written (``"manual"``); ``"ideal"`` runs the
+    default mode's program with free synchronisation. ``Result.mode`` says which ran.
+    ``races=True`` checks every pair of unordered cross-pipe accesses to the same bytes
+    (``Result.races``); ``races="manual"`` does so only when the kernel runs as written,
+    and then adds a warning with the count and the first finding to ``Result.warnings``.
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
     ``infinite_bandwidth=True`` costs the bytes of DMA items 0 cycles, keeping their
     start-up latency (the what-if bounds of ``sim.whatif``). ``trace`` selects the rows
     kept: ``"full"`` (default), ``"ops"`` (no set_flag / wait_flag / barrier rows) or
     ``"none"`` (no rows; ``total_cycles`` and ``pipes`` still work) — the lighter modes are
-    for sweeps.
+    for sweeps. ``limits`` (``sim.engine.limits``) bounds the run by cycles and issued items
+    and reports progress; a run it stops, a deadlock and a KeyboardInterrupt carry the trace
+    recorded so far as ``.trace``.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
+    if races not in (True, False, "manual"):
+        raise UserError(f"races: expected True, False or 'manual', found {races!r}")
     if trace not in TRACE_MODES:
         raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {trace!r}")
     if hasattr(program, "program"):          # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
         program = program.program()
     tgt = load_target(target)
-    interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
-                         seed=seed, track_accesses=races)
-    detector = RaceDetector() if races else None
-    machine = Machine(tgt, detail=detail == "cce", races=detector, ideal_sync=ideal_sync,
+    prep = prepare(program, tgt, sync)
+    check = races is True or (races == "manual" and prep.mode == "manual")
+    interp = Interpreter(prep.program, tgt, inputs=inputs, functional=functional, strict=strict,
+                         seed=seed, track_accesses=check)
+    detector = RaceDetector() if check else None
+    watched = limits is not None and limits.active
+    machine = Machine(tgt, env=limits.environment() if watched else None, detail=detail == "cce",
+                      races=detector, ideal_sync=ideal_sync or prep.ideal_sync,
                       infinite_bandwidth=infinite_bandwidth, trace=trace)
     try:
         with _frozen_gc():
-            recording = machine.run(interp.issue())
-    except DeadlockError as e:
+            recording = machine.run(limits.stream(interp.issue()) if watched else interp.issue())
+            if watched:
+                limits.check()           # a run shorter than one check interval, too
+    except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
         e.trace = machine.recorder.frame()
         raise
-    return Result(program.main.name, tgt, recording, dict(interp.gm), tuple(interp.warnings),
-                  tuple(detector.finish()) if detector else ())
+    found = tuple(detector.finish()) if detector else ()
+    warnings = (*prep.warnings, *interp.warnings)
+    if found and races == "manual":
+        warnings += (race_warning(found),)
+    return Result(program.main.name, tgt, recording, dict(interp.gm), warnings, found,
+                  mode=prep.mode)
+
+
+def race_warning(found) -> str:
+    """The one-line warning of a manual run with races: the count and the first."""
+    n = len(found)
+    return (f"warning: {n} race{'s' * (n != 1)}: the kernel synchronises by hand (manual "
+            f"mode) and leaves accesses unordered, so its cycles may be below what hardware "
+            f"would run; first: {found[0].message} (ptosim check --races lists them all; "
+            f"--sync auto inserts the toolchain's synchronisation)")
