@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 import pandas as pd
 
-from sim.trace.report import pipe_summary, text_report
+from sim.trace.report import opcode_share, pipe_summary, text_report, unit_summary
 
 __all__ = ["Result"]
 
@@ -19,6 +19,8 @@ class Result:
     gm: dict = attrs.field(repr=False, factory=dict)
     warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()          # race-check findings (simulate(..., races=True))
+    block_dim: int = 1         # physical cores the kernel ran on
+    memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
 
     @property
     def total_cycles(self) -> int:
@@ -29,6 +31,17 @@ class Result:
         """Pipe -> {busy_cycles, utilization, instructions}."""
         return pipe_summary(self.trace, self.total_cycles)
 
+    @property
+    def units(self) -> list:
+        """Per core and unit: per-pipe busy cycles and utilisation, per-opcode busy cycles
+        and share of the total time."""
+        return unit_summary(self.trace, self.total_cycles)
+
+    @property
+    def opcodes(self) -> dict:
+        """Opcode -> busy cycles and mean busy ratio over the units that run it."""
+        return opcode_share(self.trace, self.total_cycles)
+
     def output(self, name: str) -> np.ndarray:
         """Final contents of GM argument ``name`` (flat)."""
         return self.gm[name]
@@ -37,7 +50,11 @@ class Result:
         return {"kernel": self.kernel, "target": self.target.name,
                 "total_cycles": self.total_cycles,
                 "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
+                "block_dim": self.block_dim,
                 "pipes": self.pipes,
+                "opcodes": self.opcodes,
+                "units": self.units,
+                "memory": self.memory,
                 "instructions": int((self.trace["kind"] == "op").sum()),
                 "warnings": list(self.warnings)}
 

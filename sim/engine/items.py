@@ -15,7 +15,7 @@ class Issued:
     """
 
     __slots__ = ("seq", "kind", "pipe", "opcode", "cold", "warm", "breaks", "flag",
-                 "plan", "text", "source", "accesses", "dclock")
+                 "plan", "text", "source", "accesses", "dclock", "gm")
 
     def __init__(self, seq, kind, pipe, opcode="", cold=0, warm=0, breaks=False, flag=None,
                  plan=None, text="", source=""):
@@ -32,6 +32,7 @@ class Issued:
         self.source = source
         self.accesses = None      # bytes touched (race detection only)
         self.dclock = None        # dispatcher's vector clock at issue (race detection only)
+        self.gm = None            # GM window (array key, rows, cols, strides ...) for an L2 model
 
     def label(self) -> str:
         where = f" ({self.source})" if self.source else ""

@@ -277,7 +277,7 @@ class Machine:
                 if self.infinite_bandwidth and cost:
                     cost = max(0, cost - _dma_cycles(item.plan))
                 elif self.gm is not None and item.plan is not None and item.plan.bytes:
-                    cost = self.gm.cost(start, item.plan, cost)
+                    cost = self.gm.cost(start, item, cost)
                 if cost:
                     yield env.timeout(cost)
                 end = env.now

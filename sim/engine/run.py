@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sim.engine.execute import Interpreter
-from sim.engine.machine import Machine
-from sim.engine.races import RaceDetector
+from sim.engine.chip import Chip
 from sim.errors import DeadlockError, UserError
 from sim.result import Result
 from sim.target import load_target
@@ -23,7 +21,8 @@ def _frame(rows) -> pd.DataFrame:
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
              detail: str = "op", races: bool = False, ideal_sync: bool = False,
-             infinite_bandwidth: bool = False) -> Result:
+             infinite_bandwidth: bool = False, block_dim: "int | None" = None,
+             l2: "bool | None" = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -35,23 +34,31 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
     ``infinite_bandwidth=True`` costs DMA items 0 cycles (the what-if bounds of
-    ``sim.whatif``).
+    ``sim.whatif``). ``block_dim`` physical cores run the kernel SPMD (a builder
+    ``Kernel`` brings its own; default 1); ``l2`` overrides the target's ``[gm.l2]
+    enabled`` switch.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
     if hasattr(program, "program"):          # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
+        if block_dim is None:
+            block_dim = program.block_dim
         program = program.program()
+    if block_dim is None:
+        block_dim = 1
+    if isinstance(block_dim, bool) or not isinstance(block_dim, int):
+        raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
-    interp = Interpreter(program, tgt, inputs=inputs, functional=functional, strict=strict,
-                         seed=seed, track_accesses=races)
-    detector = RaceDetector() if races else None
-    machine = Machine(tgt, detail=detail == "cce", races=detector, ideal_sync=ideal_sync,
-                      infinite_bandwidth=infinite_bandwidth)
+    chip = Chip(program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
+                strict=strict, seed=seed, detail=detail == "cce", races=races,
+                ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth, l2=l2)
     try:
-        rows = machine.run(interp.issue())
+        rows = chip.run()
     except DeadlockError as e:
-        e.trace = _frame(machine.rows)
+        e.trace = _frame(e.trace_rows)
         raise
-    return Result(program.main.name, tgt, _frame(rows), dict(interp.gm), tuple(interp.warnings),
-                  tuple(detector.finish()) if detector else ())
+    trace = _frame(rows)
+    total = int(trace["end_cycle"].max()) if len(trace) else 0
+    return Result(program.main.name, tgt, trace, dict(chip.gm_arrays), chip.warnings,
+                  chip.races(), block_dim=block_dim, memory=chip.gm.summary(total))

@@ -7,7 +7,8 @@ import pandas as pd
 from sim.trace.frame import busy_rows, lanes
 from sim.trace.frame import total_cycles as _total
 
-__all__ = ["pipe_summary", "pipe_table", "op_summary", "text_report"]
+__all__ = ["pipe_summary", "pipe_table", "op_summary", "unit_summary", "opcode_share",
+           "text_report"]
 
 _PIPE_ORDER = ["PIPE_S", "PIPE_MTE2", "PIPE_MTE1", "PIPE_V", "PIPE_M", "PIPE_FIX", "PIPE_MTE3"]
 
@@ -18,15 +19,63 @@ def _pipes_in(trace) -> list[str]:
 
 
 def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
-    """Pipe -> busy cycles (instructions only), utilisation and instruction count."""
-    ops = trace[trace["kind"].isin(["op", "scalar"])]
+    """Pipe -> busy cycles (instructions only), utilisation and instruction count.
+
+    Summed over every unit that has the pipe; utilisation is busy / (total x number of
+    such units), the mean over them.
+    """
+    ops = busy_rows(trace)
+    units = trace.loc[trace["pipe"] != "PIPE_ALL"].groupby("pipe")[["core", "unit"]] \
+        .apply(lambda d: len(d.drop_duplicates()))
     out = {}
     for pipe in _pipes_in(trace):
         rows = ops[ops["pipe"] == pipe]
         busy = int(rows["duration_cycles"].sum())
+        span = total_cycles * int(units.get(pipe, 1))
         out[pipe] = {"busy_cycles": busy,
-                     "utilization": round(busy / total_cycles, 4) if total_cycles else 0.0,
+                     "utilization": round(busy / span, 4) if span else 0.0,
                      "instructions": int(len(rows))}
+    return out
+
+
+def unit_summary(trace: pd.DataFrame, total_cycles: int) -> list[dict]:
+    """Per (core, unit): busy cycles, utilisation and instructions of each pipe, and each
+    opcode's busy cycles and share of the total time (``ratio`` = busy / total)."""
+    busy = busy_rows(trace)
+    per_pipe = busy.groupby(["core", "unit", "pipe"], sort=False)["duration_cycles"] \
+        .agg(["sum", "count"])
+    per_op = busy[busy["kind"] == "op"].groupby(["core", "unit", "opcode"])[
+        "duration_cycles"].sum()
+    out = []
+    for core, unit in sorted({(int(c), str(u)) for c, u, _ in lanes(trace)}):
+        pipes = {}
+        for pipe in _pipes_in(trace):
+            if (core, unit, pipe) in per_pipe.index:
+                b, n = per_pipe.loc[(core, unit, pipe)]
+                pipes[pipe] = {"busy_cycles": int(b), "instructions": int(n),
+                               "utilization": round(b / total_cycles, 4) if total_cycles else 0.0}
+        ops = {}
+        if (core, unit) in per_op.index.droplevel(2):
+            for op, b in per_op.loc[(core, unit)].sort_values(ascending=False,
+                                                             kind="stable").items():
+                ops[str(op)] = {"busy_cycles": int(b),
+                                "ratio": round(b / total_cycles, 4) if total_cycles else 0.0}
+        out.append({"core": core, "unit": unit, "pipes": pipes, "opcodes": ops})
+    return out
+
+
+def opcode_share(trace: pd.DataFrame, total_cycles: int) -> dict:
+    """Opcode -> its busy cycles over all units, and ``ratio``: the mean over the units
+    that run it of busy / total (the per-engine busy ratio, e.g. TMATMUL on the cubes)."""
+    ops = trace[trace["kind"] == "op"]
+    g = ops.groupby("opcode", sort=False)
+    busy = g["duration_cycles"].sum()
+    n_units = g[["core", "unit"]].apply(lambda d: len(d.drop_duplicates()))
+    out = {}
+    for op in busy.sort_values(ascending=False, kind="stable").index:
+        span = total_cycles * int(n_units[op])
+        out[str(op)] = {"busy_cycles": int(busy[op]), "units": int(n_units[op]),
+                        "ratio": round(busy[op] / span, 4) if span else 0.0}
     return out
 
 
@@ -64,6 +113,14 @@ def text_report(trace: pd.DataFrame, *, kernel: str, target: str, clock_hz: floa
              "", f"{'pipe':<10} {'busy':>9} {'util':>7} {'instrs':>7}"]
     for pipe, s in pipe_summary(trace, total).items():
         lines.append(f"{pipe:<10} {s['busy_cycles']:>9} {s['utilization']:>7.1%} {s['instructions']:>7}")
+    units = unit_summary(trace, total)
+    if len(units) > 1:
+        lines += ["", "per core and unit: pipe utilisation | opcode share of the total time"]
+        for u in units:
+            pipes = "  ".join(f"{p.removeprefix('PIPE_')} {v['utilization']:.1%}"
+                              for p, v in u["pipes"].items())
+            ops_ = "  ".join(f"{o} {v['ratio']:.1%}" for o, v in list(u["opcodes"].items())[:4])
+            lines.append(f"core {u['core']:<3} {u['unit']:<5} {pipes}" + (f" | {ops_}" if ops_ else ""))
     ops = op_summary(trace)
     if len(ops):
         lines += ["", f"{'opcode':<14} {'pipe':<10} {'count':>6} {'cycles':>9} {'mean':>8}"]

@@ -1,0 +1,102 @@
+"""The chip: every unit of every launched core in one SimPy environment.
+
+``block_dim`` physical cores run the kernel SPMD (programming-model.md §2.1). Each unit
+— AIC, AIV0, AIV1 of a core, as ``sim.engine.units.layout`` decides from the kernel — gets
+its own interpreter (its own buffers, tiles and scalar values; ``get_block_idx`` and
+``get_subblock_idx`` answer with its ids) and its own ``Machine`` (its own pipes). What
+the units share:
+
+* one ``simpy.Environment``, so all timelines advance together;
+* the GM arrays (functional data) and the GM model (``sim.engine.gm``): every GM
+  transfer of every unit competes for the chip's bandwidth;
+* the cross-unit flags and FIFO data of ``sim.engine.xunit``.
+
+Each interpreter issues lazily as its dispatcher pulls, so the cost per simulated
+instruction does not grow with the number of units. When the environment runs dry with a
+unit unfinished, the run is deadlocked: ``DeadlockError`` names, for every stuck unit,
+its core, unit, pipe and the flag it waits for.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from sim.engine.execute import Interpreter
+from sim.engine.gm import GlobalMemory
+from sim.engine.machine import Machine, describe_stuck
+from sim.engine.placement import place_tiles
+from sim.engine.races import RaceDetector
+from sim.engine.units import layout, unit_program
+from sim.engine.xunit import ChipState
+from sim.errors import DeadlockError
+
+__all__ = ["Chip"]
+
+
+class Chip:
+    """One run of ``program`` on ``block_dim`` cores of ``target``."""
+
+    def __init__(self, program, target, *, block_dim=1, inputs=None, functional=True,
+                 strict=True, seed=0, detail=False, races=False, ideal_sync=False,
+                 infinite_bandwidth=False, l2=None):
+        self.target = target
+        self.layout = layout(program, target, block_dim)
+        self.env = simpy.Environment()
+        self.gm = GlobalMemory(target, l2=l2)
+        self.state = ChipState(self.env, target)
+        self.gm_arrays: dict = {}
+        gm_model = self.gm if self.gm.active else None
+        programs, placed = {}, {}
+        self.units = []
+        for spec in self.layout.units:
+            if spec.kind not in programs:
+                programs[spec.kind] = unit_program(program, spec.kind, target)
+                placed[spec.kind] = place_tiles(programs[spec.kind], target)
+            interp = Interpreter(programs[spec.kind], target, inputs=inputs,
+                                 functional=functional, strict=strict, seed=seed,
+                                 track_accesses=races, spec=spec, chip=self.state,
+                                 gm=self.gm_arrays, placed=placed[spec.kind],
+                                 gm_windows=gm_model is not None and gm_model.needs_window())
+            machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
+                              detail=detail, races=RaceDetector() if races else None,
+                              ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
+                              gm=gm_model, shared=self.state.flags)
+            self.units.append((spec, interp, machine))
+
+    def run(self) -> list[list]:
+        """Run every unit to the end; the trace rows of all of them."""
+        for _, interp, machine in self.units:
+            machine.start(interp.issue())
+        self.env.run()
+        stuck = [(spec, m) for spec, _, m in self.units if not m.finished()]
+        if stuck:
+            self._deadlock(stuck)
+        return self.rows()
+
+    def rows(self) -> list[list]:
+        if len(self.units) == 1:
+            return self.units[0][2].rows
+        return [r for _, _, m in self.units for r in m.rows]
+
+    @property
+    def warnings(self) -> tuple:
+        seen = {}
+        for _, interp, _ in self.units:
+            seen.update(interp.warnings)
+        return tuple(seen)
+
+    def races(self) -> tuple:
+        return tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())
+
+    def _deadlock(self, stuck):
+        multi = len(self.units) > 1
+        parts, entries = [], []
+        for spec, m in stuck:
+            items = m.stuck()
+            for s in items:
+                s["core"], s["unit"] = spec.core, spec.unit
+            entries += items
+            parts.append(describe_stuck(items, f"core {spec.core} {spec.unit} " if multi else ""))
+        e = DeadlockError(f"deadlock at cycle {self.env.now}: " + "; ".join(parts), entries)
+        e.trace_rows = self.rows()
+        raise e
