@@ -20,15 +20,17 @@ import csv
 import io
 import re
 import shutil
-import statistics
 from pathlib import Path
 
 import attrs
 import numpy as np
 
+from sim.accuracy import accuracy, by_family, summary
+from sim.accuracy import format_report as format_validation
 from sim.engine.execute import Interpreter
 from sim.engine.items import OP
 from sim.errors import UserError, VerifyError
+from sim.isa.opcodes import opcode
 from sim.ops import VARIANTS, OpCase, parse_dtype_pair
 from sim.target import load_target
 from sim.timing.plan import linear_terms
@@ -132,49 +134,57 @@ def predict(case: Case, target) -> int:
     return _plan(case, target)[0].cold_cycles
 
 
-def accuracy(predicted: float, measured: float) -> float:
-    return 1.0 - abs(predicted - measured) / measured
+def _number(text: str):
+    """A CSV cell as a number (int when integral), for the JSON report."""
+    x = float(text)
+    return int(x) if x.is_integer() else x
+
+
+def _predicted(case: Case, tgt) -> dict:
+    """Prediction fields of one case; a case that cannot be predicted (its tiles do not fit
+    in the target's buffers, ...) gets ``predicted: None`` and the reason."""
+    try:
+        plan, legal = _plan(case, tgt)
+    except UserError as e:
+        return {"predicted": None, "accuracy": None, "legal": None,
+                "reason": re.sub(r"^line \d+: ", "", str(e))}
+    p = plan.cold_cycles
+    return {"predicted": p, "accuracy": round(accuracy(p, case.measured), 4), "legal": legal,
+            "reason": None}
 
 
 def validate(cases, target) -> dict:
-    """Predicted cycles and accuracy per case, with the median and mean accuracy."""
+    """Predicted cycles and accuracy per case; summaries overall and per op family.
+
+    Never stops at one case: an unpredictable case is reported with ``predicted: None``
+    and a ``reason`` and counted in the summaries as unpredicted."""
     tgt = load_target(target)
     out = []
     for c in cases:
-        plan, legal = _plan(c, tgt)
-        p = plan.cold_cycles
-        out.append({"line": c.line, **c.row, "predicted": p,
-                    "accuracy": round(accuracy(p, c.measured), 4), "legal": legal})
-    accs = [r["accuracy"] for r in out]
-    return {"target": tgt.name, "cases": out,
-            "median_accuracy": round(statistics.median(accs), 4) if accs else None,
-            "mean_accuracy": round(statistics.fmean(accs), 4) if accs else None,
-            "within_15_percent": round(sum(a >= 0.85 for a in accs) / len(accs), 4) if accs else None}
-
-
-def format_validation(report: dict) -> str:
-    lines = [f"{'line':>4}  {'op':<12} {'dtype':<8} {'shape':>9} {'valid':>9} {'variant':<11} "
-             f"{'measured':>9} {'predicted':>9} {'accuracy':>8}"]
-    for r in report["cases"]:
-        shape = f"{r['rows']}x{r['cols']}"
-        valid = f"{r['valid_rows'] or r['rows']}x{r['valid_cols'] or r['cols']}"
-        lines.append(f"{r['line']:>4}  {r['op']:<12} {r['dtype']:<8} {shape:>9} {valid:>9} "
-                     f"{(r['variant'] or '-'):<11} {float(r['measured_cycles']):>9.0f} "
-                     f"{r['predicted']:>9} {r['accuracy']:>8.3f}"
-                     + ("" if r["legal"] else "  (outside the target's checks)"))
-    lines.append(f"{len(report['cases'])} cases on {report['target']}: median accuracy "
-                 f"{report['median_accuracy']}, mean accuracy {report['mean_accuracy']}, "
-                 f"{report['within_15_percent']:.0%} within 15%")
-    return "\n".join(lines)
+        rows, cols = c.op.shape
+        vr, vc = c.op.valid
+        out.append({"line": c.line, "op": c.op.op, "family": opcode(c.op.op).family,
+                    "dtype": c.op.dtype, "rows": rows, "cols": cols, "valid_rows": vr,
+                    "valid_cols": vc, "variant": c.op.variant,
+                    "measured_cycles": _number(c.row["measured_cycles"]), **_predicted(c, tgt)})
+    total = summary(out)
+    return {"target": tgt.name, "cases": out, "summary": total, "families": by_family(out),
+            "median_accuracy": total["median_accuracy"], "mean_accuracy": total["mean_accuracy"],
+            "within_15_percent": total["within_15_percent"]}
 
 
 def fit(cases, target, ridge: float = 0.05) -> dict:
-    """Least-squares latency and slope per CCE instruction -> new {name: CceCost}."""
+    """Least-squares latency and slope per CCE instruction -> new {name: CceCost}.
+    Cases that cannot be predicted (``validate`` reports them) are left out."""
     tgt = load_target(target)
     floor = tgt.vector.get("count_mode_floor_cycles", 0)
     rows, consts, ys = [], [], []
     for c in cases:
-        const, coef = linear_terms(_plan(c, tgt)[0].items, tgt.cce, floor,
+        try:
+            plan = _plan(c, tgt)[0]
+        except UserError:
+            continue
+        const, coef = linear_terms(plan.items, tgt.cce, floor,
                                    tgt.vector.get("barrier_restart", "latency"))
         rows.append(coef)
         consts.append(const)

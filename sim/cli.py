@@ -440,11 +440,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "valid_rows,valid_cols,variant,measured_cycles; variant is empty, "
                                    "tile_scalar, scalar_tile, inplace or binary; TCVT dtype f32>f16) "
                                    "and print predicted, measured and accuracy = 1 - |p - m| / m, "
-                                   "then the median and mean accuracy.")
+                                   "then the median and mean accuracy and the share within 15% per "
+                                   "op family and overall. A case that cannot be predicted (tiles "
+                                   "larger than the buffers) gets no prediction and a reason.")
     v.add_argument("cases", metavar="CASES.csv")
     v.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
     v.add_argument("--json", action="store_true",
-                   help='print {"cases": [...], "median_accuracy": x, "mean_accuracy": y}')
+                   help='print {"cases": [...], "summary": {...}, "families": {...}, "median_accuracy": x, ...}')
     v.set_defaults(func=cmd_validate)
 
     c = sub.add_parser("calibrate", help="fit the vector cost table to measurements",

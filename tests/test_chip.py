@@ -192,11 +192,10 @@ def test_cores_share_gm_bandwidth():
     many = sim.simulate(_loads(24), functional=False)
     hbm = tgt.gm["bandwidth_gib_per_s"] * 2**30 / tgt.clock_hz
     nbytes = 24 * 8 * 64 * 256 * 4
-    # 24 cores at GM->UB rate would need 24 x 58.6 B/cycle > the HBM channel (first touch
-    # misses the L2): the run takes at least bytes / channel bandwidth
-    assert 24 * tgt.dma("GM_UB").bytes_per_cycle > hbm
+    # first touch misses the L2: every byte crosses the HBM channel, so the run takes at
+    # least bytes / channel bandwidth, longer than one core alone takes
+    assert nbytes / hbm > one.total_cycles           # the chip cannot keep every core's pace
     assert many.total_cycles >= int(nbytes / hbm)
-    assert many.total_cycles > 1.5 * one.total_cycles
     assert many.memory["hbm"]["bytes"] == nbytes
     assert many.memory["hbm"]["utilization"] > 0.9
 

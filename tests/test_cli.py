@@ -4,7 +4,7 @@ Every invocation is a subprocess started in a fresh temporary directory (cwd=tmp
 the package and its bundled models must work from anywhere, not only from the checkout.
 Two entry points: ``python -m sim`` and the installed console script ``ptosim``.
 
-Hand-derived numbers (timing-model.md §2, §4, §5.1; a2a3 constants):
+Hand-derived numbers (timing-model.md §2, §4, §5.1, §5.3; a2a3 constants):
 * TADD f32 16x64: one vadd of 16 repeats: 24 + 2*16 = 56.
 * TADD f32 16x64 valid 8x48: rows not contiguous, one repeat per capacity row -> row-repeat
   path: one masked vadd of 8 repeats (F-op: +16 floor) + 2 cfg: 2 + 24 + 2*8 + 16 = 58.
@@ -14,14 +14,16 @@ Hand-derived numbers (timing-model.md §2, §4, §5.1; a2a3 constants):
   "latency" arithmetic would re-pay head + tail: 30 + 64 -> 135).
 * TCVT f32>f16 16x64: E = 256 / max(4, 2) = 64 lanes, 16 repeats of vconv: 27 + 16 = 43.
 * examples/relu_sub.py: 8 chunks of 32x64 f32 (8192 B each).
-    TLOAD  = floor(8192 / 58.56)  = 139 cycles, 2 per chunk -> MTE2 busy 16*139 = 2224
-    TSTORE = floor(8192 / 109.38) = 74 cycles,  1 per chunk -> MTE3 busy 8*74 = 592
+    TLOAD  = start-up 213.6 + floor(8192 / 58.56) = 213.6 + 139 = 352.6 -> 353 cycles,
+             2 per chunk -> MTE2 busy 16*353 = 5648
+    TSTORE = start-up 107.3 + floor(8192 / 109.38) = 107.3 + 74 = 181.3 -> 181 cycles,
+             1 per chunk -> MTE3 busy 8*181 = 1448
     per chunk on V: TSUB waits for its loads with V idle -> cold, 24 + 2*32 = 88; TRELU and
       TMULS follow same-pipe tokens, i.e. pipe_barrier(PIPE_V) on a busy pipe -> restart
       ("tail" rule: tail + slope*rep, full mask so no floor): TRELU 13 + 32 = 45, TMULS
       15 + 32 = 47 -> 180 per chunk; V busy 8*180 = 1440
-    MTE2 is the bottleneck: total = 2224 (all loads) + 180 (last chunk) + 74 (last store)
-    = 2478.
+    MTE2 is the bottleneck: total = 5648 (all loads) + 180 (last chunk) + 181 (last store)
+    = 6009.
 """
 
 from __future__ import annotations
@@ -95,25 +97,25 @@ def one_json(p):
 def test_run_json(ptosim):
     out = one_json(ptosim("run", EXAMPLE, "--json"))
     assert isinstance(out["total_cycles"], int)
-    assert out["total_cycles"] == 2224 + 180 + 74 == 2478
-    busy = {"PIPE_MTE2": 2224, "PIPE_V": 8 * (88 + 45 + 47), "PIPE_MTE3": 592}
+    assert out["total_cycles"] == 5648 + 180 + 181 == 6009
+    busy = {"PIPE_MTE2": 16 * 353, "PIPE_V": 8 * (88 + 45 + 47), "PIPE_MTE3": 8 * 181}
     assert set(busy) <= set(out["pipes"])
     for pipe, cycles in busy.items():
         entry = out["pipes"][pipe]
         assert isinstance(entry["busy_cycles"], int)
         assert entry["busy_cycles"] == cycles
         assert isinstance(entry["utilization"], float)
-        assert entry["utilization"] == pytest.approx(cycles / 2478, abs=1e-4)
+        assert entry["utilization"] == pytest.approx(cycles / 6009, abs=1e-4)
 
 
 def test_run_trace_and_plot(ptosim, tmp_path):
     trace, plot = tmp_path / "out" / "trace.csv", tmp_path / "out" / "occ.png"
     p = ok(ptosim("run", EXAMPLE, "--trace", trace, "--plot", plot))
-    assert "2478" in p.stdout                                   # the text report
+    assert "6009" in p.stdout                                   # the text report
     import pandas as pd
     df = pd.read_csv(trace, keep_default_na=False)
     assert tuple(df.columns) == COLUMNS
-    assert int(df["end_cycle"].max()) == 2478
+    assert int(df["end_cycle"].max()) == 6009
     ops = df[df["kind"] == "op"]
     assert (ops["opcode"] == "TLOAD").sum() == 16 and (ops["opcode"] == "TSTORE").sum() == 8
     assert plot.read_bytes()[:8] == PNG_MAGIC
@@ -123,7 +125,7 @@ def test_run_relative_kernel_path_from_cwd(tmp_path):
     """A kernel file given relative to the working directory."""
     shutil.copy(EXAMPLE, tmp_path / "k.py")
     out = one_json(_module(["run", "k.py", "--json", "--timing-only"], tmp_path))
-    assert out["total_cycles"] == 2478                          # timing does not need the data
+    assert out["total_cycles"] == 6009                          # timing does not need the data
 
 
 # --- op -----------------------------------------------------------------------------------------

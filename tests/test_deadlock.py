@@ -56,8 +56,8 @@ def test_wait_without_set_raises_deadlock_naming_pipe_flag_and_instruction():
     assert "PIPE_MTE2->PIPE_V#2" in msg
     assert "TADD" in msg                            # the instruction stuck behind the wait
     assert THIS_FILE in msg                         # ... with its source location
-    # The TLOAD (69 cycles, GM->UB 4096 B at 58.56 B/cycle) completed before the engine ran dry.
-    assert "cycle 69" in msg
+    # The TLOAD (283 cycles: start-up 213.6 + 4096 B at 58.56 B/cycle = 69) completed before the engine ran dry.
+    assert "cycle 283" in msg
 
     assert len(e.stuck) == 1
     s = e.stuck[0]
@@ -127,8 +127,8 @@ def test_wait_consumes_the_flag_so_a_second_wait_deadlocks():
         sim.simulate(k)
     (s,) = info.value.stuck
     assert s["pipe"] == "PIPE_V" and s["waits_for"] == "PIPE_MTE2->PIPE_V#1"
-    # the first TADD ran (69 + 56 = 125), the second is the one behind the stuck wait
-    assert "cycle 125" in str(info.value)
+    # the first TADD ran (283 + 56 = 339), the second is the one behind the stuck wait
+    assert "cycle 339" in str(info.value)
     assert list(info.value.trace.loc[info.value.trace["kind"] == "op", "opcode"]) == ["TLOAD", "TADD"]
 
 

@@ -4,10 +4,14 @@ Every expected cycle below is derived by hand from the reference formulas
 (/work/shared/reference/timing-model.md) and the a2a3 machine description, never by
 asking the simulator for the cost of the same instruction:
 
-* DMA, flat model (§5.1): ``cycles = floor(bytes / (BW * 2**30 / 1.85e9))``
-    - GM->UB  100.9  GiB/s -> 58.56 B/cycle; 16x64 f32 = 4096 B -> floor(69.94) = 69
-                                               8x32 f32 = 1024 B -> floor(17.49) = 17
-    - UB->GM  188.46 GiB/s -> 109.38 B/cycle;         4096 B -> floor(37.45) = 37
+* DMA: the flat model (§5.1) ``floor(bytes / (BW * 2**30 / 1.85e9))`` plus the path's
+  start-up, the K term of the fitted model (§5.3, ``startup_cycles`` in machine.toml),
+  the sum rounded to the nearest cycle:
+    - GM->UB  100.9  GiB/s -> 58.56 B/cycle, start-up 213.6;
+        16x64 f32 = 4096 B -> 213.6 + floor(69.94) = 282.6 -> 283
+         8x32 f32 = 1024 B -> 213.6 + floor(17.49) = 230.6 -> 231
+    - UB->GM  188.46 GiB/s -> 109.38 B/cycle, start-up 107.3;
+                    4096 B -> 107.3 + floor(37.45) = 144.3 -> 144
 * Vector, Variant S (§2.2-§2.4, §4): TADD f32 16x64 = one ``vadd`` of 16 repeats (flat
   path, no tail) -> cold = head+tail + slope*rep = 24 + 2*16 = 56; warm (in stream) = 2*16
   = 32.
@@ -38,21 +42,21 @@ CLOCK_HZ = 1.85e9
 GIB = 2 ** 30
 
 
-def dma_cycles(nbytes: int, gib_per_s: float) -> int:
-    """timing-model.md §5.1, flat model."""
-    return math.floor(nbytes / (gib_per_s * GIB / CLOCK_HZ))
+def dma_cycles(nbytes: int, gib_per_s: float, startup: float) -> int:
+    """timing-model.md §5.1 flat streaming plus a §5.3 start-up, rounded half up."""
+    return math.floor(startup + math.floor(nbytes / (gib_per_s * GIB / CLOCK_HZ)) + 0.5)
 
 
-LOAD_16x64 = dma_cycles(16 * 64 * 4, 100.9)      # GM->UB
-STORE_16x64 = dma_cycles(16 * 64 * 4, 188.46)    # UB->GM
-LOAD_8x32 = dma_cycles(8 * 32 * 4, 100.9)
+LOAD_16x64 = dma_cycles(16 * 64 * 4, 100.9, 213.6)      # GM->UB
+STORE_16x64 = dma_cycles(16 * 64 * 4, 188.46, 107.3)    # UB->GM
+LOAD_8x32 = dma_cycles(8 * 32 * 4, 100.9, 213.6)
 TADD_COLD = 24 + 2 * 16                          # vadd lat 24, slope 2, 16 repeats
 TADD_WARM = 2 * 16
 TADD_RESTART = 14 + 2 * 16                       # vadd tail 14, slope 2 ("tail" rule)
 
 # sanity of the hand derivation itself (not of the simulator)
 assert (LOAD_16x64, STORE_16x64, LOAD_8x32, TADD_COLD, TADD_WARM, TADD_RESTART) == \
-    (69, 37, 17, 56, 32, 46)
+    (283, 144, 231, 56, 32, 46)
 
 
 def vec(k, rows=16, cols=64, dt="f32", **kw):
@@ -101,7 +105,7 @@ def test_chain_exact_timeline():
     assert store["start_cycle"] == add["end_cycle"]
     assert (store["pipe"], store["end_cycle"]) == ("PIPE_MTE3", LOAD_16x64 + TADD_COLD + STORE_16x64)
     assert load["bytes"] == store["bytes"] == 4096
-    assert r.total_cycles == 69 + 56 + 37 == 162
+    assert r.total_cycles == 283 + 56 + 144 == 483
 
     # waits / records name the flag
     assert load["records"] == "PIPE_MTE2->PIPE_V#0"
@@ -114,18 +118,18 @@ def test_chain_exact_timeline():
     # destination pipe from the moment it reached the queue head (0) to the flag's arrival
     s1 = only(t, kind="set_flag", operands="PIPE_MTE2->PIPE_V#0")
     w1 = only(t, kind="wait_flag", operands="PIPE_MTE2->PIPE_V#0")
-    assert (s1["pipe"], s1["start_cycle"], s1["end_cycle"]) == ("PIPE_MTE2", 69, 69)
-    assert (w1["pipe"], w1["start_cycle"], w1["end_cycle"]) == ("PIPE_V", 0, 69)
+    assert (s1["pipe"], s1["start_cycle"], s1["end_cycle"]) == ("PIPE_MTE2", 283, 283)
+    assert (w1["pipe"], w1["start_cycle"], w1["end_cycle"]) == ("PIPE_V", 0, 283)
     w2 = only(t, kind="wait_flag", operands="PIPE_V->PIPE_MTE3#0")
-    assert (w2["pipe"], w2["start_cycle"], w2["end_cycle"]) == ("PIPE_MTE3", 0, 125)
+    assert (w2["pipe"], w2["start_cycle"], w2["end_cycle"]) == ("PIPE_MTE3", 0, 283 + 56)
     # program order of the ids: producer, its set_flag, wait, consumer
     assert load["id"] < s1["id"] < w1["id"] < add["id"]
 
     pipes = r.pipes
-    assert pipes["PIPE_MTE2"]["busy_cycles"] == 69
+    assert pipes["PIPE_MTE2"]["busy_cycles"] == 283
     assert pipes["PIPE_V"]["busy_cycles"] == 56
-    assert pipes["PIPE_MTE3"]["busy_cycles"] == 37
-    assert pipes["PIPE_V"]["utilization"] == pytest.approx(56 / 162, abs=1e-4)
+    assert pipes["PIPE_MTE3"]["busy_cycles"] == 144
+    assert pipes["PIPE_V"]["utilization"] == pytest.approx(56 / 483, abs=1e-4)
 
 
 def test_two_loads_on_mte2_run_back_to_back():
@@ -406,8 +410,8 @@ def test_restart_under_the_latency_rule(tmp_path):
 
 
 def test_vector_op_after_idle_wait_is_cold():
-    """V runs a TADD [0, 56); a 16x64 TLOAD ends at 69; the dependent TADD starts at 69,
-    after the vector pipe went idle at 56 -> cold: 69 + 56 = 125."""
+    """V runs a TADD [0, 56); a 16x64 TLOAD ends at 283; the dependent TADD starts at 283,
+    after the vector pipe went idle at 56 -> cold: 283 + 56 = 339."""
     k = sim.Kernel("idle")
     x = k.gm("x", "f32", (16, 64))
     a, b, c = vec(k), vec(k), vec(k)
@@ -421,20 +425,23 @@ def test_vector_op_after_idle_wait_is_cold():
 
 
 def test_vector_op_whose_flag_arrived_before_idle_stays_warm():
-    """Control for the test above: an 8x32 TLOAD ends at 17, before the first TADD ends
-    at 56, so the dependent TADD follows without a gap and streams: 56 + 32 = 88."""
+    """Control for the test above: an 8x32 TLOAD ends at 231, before seven back-to-back
+    TADDs end (56 + 6 * 32 = 248), so the dependent TADD follows without a gap and
+    streams: 248 + 32 = 280."""
     k = sim.Kernel("busy")
     x = k.gm("x", "f32", (8, 32))
     small = vec(k, 8, 32)
     a, b, c = vec(k), vec(k), vec(k)
-    k.TADD(c, b, b)
+    for _ in range(7):
+        k.TADD(c, b, b)
     e = k.TLOAD(small, x)
     k.TADD(c, a, b, e)
     o = ops(sim.simulate(k))
-    assert only(o, opcode="TLOAD")["end_cycle"] == LOAD_8x32
+    assert only(o, opcode="TLOAD")["end_cycle"] == LOAD_8x32 < TADD_COLD + 6 * TADD_WARM
     adds = o[o["opcode"] == "TADD"]
-    assert list(adds["stream"]) == ["cold", "warm"]
-    assert list(adds["end_cycle"]) == [TADD_COLD, TADD_COLD + TADD_WARM]
+    assert list(adds["stream"]) == ["cold"] + ["warm"] * 7
+    assert list(adds["end_cycle"]) == [TADD_COLD + i * TADD_WARM for i in range(8)]
+    assert adds["end_cycle"].iloc[-1] == 280
 
 
 def test_automatic_ids_avoid_an_open_explicit_flag():

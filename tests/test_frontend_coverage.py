@@ -170,12 +170,12 @@ bad("s2.1-scf.condition", kernel("    scf.condition(%flag) %n : index"), "unsupp
 # === §2.2 !pto.* types ===================================================================
 
 for _t in ["f32", "f16", "bf16", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64",
-           "si8", "si16", "si32", "si64", "f8E4M3FN", "f8E5M2"]:
+           "si8", "si16", "si32", "si64", "f8E4M3FN", "f8E5M2", "!pto.hif8"]:
     ok(f"s2.2-ptr-{_t}", kernel("", f"%a: !pto.ptr<{_t}>"))
 for _sp in ["ub", "gm", "l1", "l0c", "l0a", "l0b", "fb", "bt", "mat", "vec", "left", "right",
             "acc", "bias", "scaling"]:
     ok(f"s2.2-ptr-space-{_sp}", kernel("", f"%a: !pto.ptr<f16, {_sp}>, %b: !pto.ptr<f32,{_sp}>"))
-for _t in ["!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.hif8", "!pto.f8E8M0", "!pto.bf16x2",
+for _t in ["!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.f8E8M0", "!pto.bf16x2",
            "vector<2xbf16>", "f64"]:
     bad(f"s2.2-ptr-special-{_t.strip('!').replace('<', '_').rstrip('>')}",
         kernel("", f"%a: !pto.ptr<{_t}>"), "unsupported element type")
@@ -267,13 +267,13 @@ for _pad in range(4):
                                     f"rows=16, cols=64, v_row=16, v_col=64, blayout=row_major, "
                                     f"slayout=none_box, fractal=512, pad={_pad}>"))
 for _dt in ["f32", "bf16", "f16", "i32", "i8", "i16", "ui32", "ui8", "f8E4M3FN", "f8E5M2", "ui16",
-            "ui64", "f8E4M3", "si8", "i64", "si32", "si64", "si16"]:
+            "ui64", "f8E4M3", "si8", "i64", "si32", "si64", "si16", "!pto.hif8"]:
     ok(f"s2.3-kv-dtype-{_dt}", kernel(f"    %a = pto.alloc_tile : !pto.tile_buf<loc=vec, "
                                       f"dtype={_dt}, rows=16, cols=256, v_row=16, v_col=256, "
                                       f"blayout=row_major, slayout=none_box, fractal=512, pad=0>"))
     ok(f"s2.3-compact-dtype-{_dt}", kernel(f"    %a = pto.alloc_tile : "
                                            f"!pto.tile_buf<vec, 16x256x{_dt}>"))
-for _dt in ["!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.f8E8M0", "!pto.hif8", "f64"]:
+for _dt in ["!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.f8E8M0", "f64"]:
     bad(f"s2.3-kv-dtype-{_dt.lstrip('!')}",
         kernel(f"    %a = pto.alloc_tile : !pto.tile_buf<loc=vec, dtype={_dt}, rows=16, cols=256, "
                f"v_row=16, v_col=256, blayout=row_major, slayout=none_box, fractal=512, pad=0>"),

@@ -255,3 +255,46 @@ def test_cases_outside_the_target_checks_are_still_predicted(tmp_path):
     assert add["legal"] is True and add["predicted"] == 56
     out = _cli("validate", str(p))
     assert out.returncode == 0 and "outside the target's checks" in out.stdout
+
+
+def test_unpredictable_case_is_reported_not_fatal(tmp_path):
+    # three 256x256 f32 tiles (256 KiB each) cannot be placed in A2/A3's 192 KiB UB: that
+    # case gets no prediction and a reason; the other cases are still scored
+    p = _write(tmp_path, "TADD,f32,256,256,,,,500\nTADD,f32,16,64,,,,56\nTEXP,f32,16,64,,,,70\n")
+    r = validate(load_cases(p), "a2a3")
+    big, add, exp = r["cases"]
+    assert big["predicted"] is None and big["accuracy"] is None
+    assert "does not fit in UB" in big["reason"]
+    assert add["predicted"] == 56 and add["reason"] is None
+    assert r["summary"]["cases"] == 3 and r["summary"]["predicted"] == 2
+    assert r["summary"]["unpredicted"] == 1
+    assert r["families"]["binary"]["unpredicted"] == 1
+    out = _cli("validate", str(p))
+    assert out.returncode == 0, out.stderr
+    assert "no prediction: " in out.stdout and "1 without a prediction" in out.stdout.splitlines()[-1]
+
+
+def test_validate_json_numbers_are_numbers(tmp_path):
+    p = _write(tmp_path, "TADD,f32,16,64,8,,,56.5\nTADD,f32,256,256,,,,500\n")
+    data = json.loads(_cli("validate", str(p), "--json").stdout)
+    first, big = data["cases"]
+    assert (first["rows"], first["cols"], first["valid_rows"], first["valid_cols"]) == (16, 64, 8, 64)
+    assert first["measured_cycles"] == 56.5 and big["measured_cycles"] == 500
+    assert isinstance(big["measured_cycles"], int) and big["predicted"] is None
+    assert isinstance(data["summary"]["unpredicted"], int)
+
+
+def test_validate_reports_per_op_family(tmp_path):
+    # binary: TADD f32 16x64 = 56 (exact) and TSUB predicted 56 vs 100 (0.56);
+    # unary: TEXP f32 16x64 = vexp 31 + 2*16 = 63 vs 63 (exact)
+    p = _write(tmp_path, "TADD,f32,16,64,,,,56\nTSUB,f32,16,64,,,,100\nTEXP,f32,16,64,,,,63\n")
+    r = validate(load_cases(p), "a2a3")
+    fam = r["families"]
+    assert set(fam) == {"binary", "unary"}
+    assert fam["binary"]["median_accuracy"] == pytest.approx((1.0 + 0.56) / 2, abs=1e-4)
+    assert fam["binary"]["within_15_percent"] == 0.5
+    assert fam["unary"] == {"cases": 1, "predicted": 1, "unpredicted": 0, "median_accuracy": 1.0,
+                            "mean_accuracy": 1.0, "within_15_percent": 1.0}
+    text = _cli("validate", str(p)).stdout
+    assert "per op family:" in text
+    assert any(l.strip().startswith("binary") and "50% within 15%" in l for l in text.splitlines())

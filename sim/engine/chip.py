@@ -44,7 +44,7 @@ class Chip:
         self.env = simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2)
         self.state = ChipState(self.env, target)
-        self.gm_arrays: dict = {}
+        self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
         gm_model = self.gm if self.gm.active else None
         programs, placed = {}, {}
         self.units = []
@@ -55,7 +55,7 @@ class Chip:
             interp = Interpreter(programs[spec.kind], target, inputs=inputs,
                                  functional=functional, strict=strict, seed=seed,
                                  track_accesses=races, spec=spec, chip=self.state,
-                                 gm=self.gm_arrays, placed=placed[spec.kind],
+                                 gm=self.gm_state, placed=placed[spec.kind],
                                  gm_windows=gm_model is not None and gm_model.needs_window())
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
                               detail=detail, races=RaceDetector() if races else None,

@@ -12,8 +12,8 @@ from sim.engine.items import SCALAR, Issued
 from sim.engine.races import Access
 from sim.engine.scalars import coerce, evaluate
 from sim.errors import SimulationError, UserError
-from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PipeOp, Reshape, Return,
-                             Scalar, ScalarOp, Section, Subview, Tile, Yield)
+from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PartView, PipeOp, Reshape,
+                             Return, Scalar, ScalarOp, Section, Subview, TensorView, Tile, Yield)
 from sim.isa.tile import BLayout
 
 __all__ = ["ControlFlow"]
@@ -50,15 +50,23 @@ class ControlFlow:
         return ()
 
     def _value(self, op):
-        """Run-time value of an operand: a number, a tile, or a GM pointer key."""
+        """Run-time value of an operand: a number, a tile, a GM pointer key or the
+        (pointer, base, sizes, strides) of a GM view."""
         if isinstance(op, (Const, Scalar)):
             return self.scalar(op)
         if isinstance(op, GmPtr):
             return self.values.get(op.name, op.name)
+        if isinstance(op, (TensorView, PartView)):
+            try:
+                return self.views[op.name]
+            except KeyError:
+                raise UserError(f"view %{op.name} is used before it is defined") from None
         return op
 
     def _bind(self, target, value) -> None:
-        if isinstance(target, Tile):
+        if isinstance(target, (TensorView, PartView)):
+            self.views[target.name] = value
+        elif isinstance(target, Tile):
             self.tiles[target] = self.tiles[value] if isinstance(value, Tile) else value
         elif isinstance(target, GmPtr):
             self.values[target.name] = value
@@ -105,7 +113,7 @@ class ControlFlow:
             self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
         else:
             raise UserError(f"unsupported op '{st.op}'{_where(st)}")
-        c = int(self.target.scalar.get("scalar_memory_cycles", 1))
+        c = int(self.target.scalar.get(f"{name}_cycles", 1))   # [scalar] of machine.toml
         seq = self.seq
         self.seq += 1
         item = Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
@@ -134,7 +142,10 @@ class ControlFlow:
             data = self.tile_view(base, s, base.type.rows, base.type.cols).reshape(-1) \
                 if base.type.blayout is BLayout.ROW_MAJOR else self.tile_view(base, s, base.type.rows, base.type.cols).T.reshape(-1)
         else:
-            data = self._gm_array(base, index + 1) if isinstance(base, GmPtr) else None
+            data = None
+            if isinstance(base, GmPtr) and index >= 0:
+                data = self._gm_array(base, index + 1)
+                self._touch(self.values.get(base.name, base.name), data, index, index + 1)
         if data is None or not 0 <= index < data.size:
             raise SimulationError(f"{st.op}{_where(st)}: index {index} outside the {getattr(data, 'size', 0)} elements")
         return data, index

@@ -28,7 +28,8 @@ from sim.engine.xunit import CrossUnit
 from sim.isa.dtypes import DType
 from sim.isa.opcodes import OPCODES, PIPES
 from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView,
-                             PartitionView, PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
+                             PartitionView, PartView, Scalar, SetFlag, SetValidShape,
+                             TensorView, WaitFlag)
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
@@ -43,6 +44,14 @@ _MOVE_PATH = {(Loc.VEC, Loc.VEC): "UB_UB", (Loc.MAT, Loc.LEFT): "L1_L0A",
               (Loc.MAT, Loc.SCALING): "L1_FB", (Loc.ACC, Loc.MAT): "L0C_L1",
               (Loc.ACC, Loc.VEC): "L0C_UB"}
 _SYNC_PIPES = set(PIPES) | {"PIPE_ALL"}
+
+
+_PAGE = 1 << 16      # elements per lazily filled page of a GM argument without an input
+
+
+def _dtype_of(arr: np.ndarray) -> DType:
+    from sim.isa.dtypes import DTYPES
+    return next(d for d in DTYPES.values() if d.np_type == arr.dtype)
 
 
 def _random(dt: DType, n: int, rng) -> np.ndarray:
@@ -65,7 +74,8 @@ class Interpreter(CrossUnit, ControlFlow):
 
     On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
     ids and start function), ``chip`` is the state the units share (cross-unit flags,
-    FIFO data), ``gm`` the GM arrays every unit reads and writes; ``gm_windows`` attaches
+    FIFO data), ``gm`` the GM state every unit reads and writes (arrays, filled pages,
+    dtypes: three dicts); ``gm_windows`` attaches
     each TLOAD / TSTORE's GM window to its item (for an L2 model).
     """
 
@@ -81,7 +91,8 @@ class Interpreter(CrossUnit, ControlFlow):
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})
-        self.gm: dict[str, np.ndarray] = {} if gm is None else gm
+        # GM arrays, their filled pages and dtypes: shared by the units of a chip
+        self.gm, self._filled, self._gm_dtypes = ({}, {}, {}) if gm is None else gm
         self.chip = chip
         self._gm_windows = gm_windows
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
@@ -116,14 +127,40 @@ class Interpreter(CrossUnit, ControlFlow):
     # --- arguments and memory ------------------------------------------------------------
 
     def _bind_args(self) -> None:
+        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs]
+        if missing:
+            names = ", ".join(f"%{a.name} ({a.type})" for a in missing)
+            flags = " ".join(f"--arg {a.name}=VALUE" for a in missing)
+            raise UserError(f"kernel @{self.fn.name}: scalar argument{'s' * (len(missing) > 1)} "
+                            f"{names} {'have' if len(missing) > 1 else 'has'} no value; pass "
+                            f"{flags}")
         for a in self.fn.args:
             if isinstance(a, Scalar):
-                if a.name not in self.inputs:
-                    raise UserError(f"kernel argument %{a.name} ({a.type}) has no value; "
-                                    f"pass it with --arg {a.name}=VALUE")
                 self._bind(a, self.inputs[a.name])
+            elif isinstance(a, (TensorView, PartView)):
+                self._bind_view_arg(a)
+
+    def _bind_view_arg(self, a) -> None:
+        """A kernel argument typed as a GM view is a dense row-major tensor of its static
+        shape in a GM array of the argument's name (``--input NAME=...`` fills it)."""
+        if None in a.shape:
+            dims = "x".join("?" if d is None else str(d) for d in a.shape)
+            raise UserError(f"kernel @{self.fn.name}: argument %{a.name} is a {dims} GM view "
+                            f"with dynamic dims, which a run cannot size; give the kernel a "
+                            f"!pto.ptr argument and a make_tensor_view")
+        strides = [1] * len(a.shape)
+        for d in range(len(a.shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * a.shape[d + 1]
+        self._gm_dtypes.setdefault(a.name, a.dtype)
+        self.views[a.name] = (GmPtr(a.name, a.dtype), 0, tuple(a.shape), tuple(strides))
 
     def _gm_array(self, ptr: GmPtr, min_elems: int) -> np.ndarray:
+        """The flat GM array behind ``ptr``, at least ``min_elems`` long.
+
+        An argument without ``--input`` gets memory lazily: ``np.zeros`` takes address
+        space, not pages, and only the pages a view or scalar access touches are filled
+        (``_touch``), so a kernel declaring a huge tensor and reading a small window of it
+        costs the window."""
         # a pointer parameter of a called function names its caller's array
         key = self.values.get(ptr.name, ptr.name)
         if key != ptr.name:
@@ -138,17 +175,39 @@ class Interpreter(CrossUnit, ControlFlow):
                                     f"the kernel argument type {ptr.dtype}")
                 arr = arr.copy()
             else:
-                rng = np.random.default_rng([self.seed, zlib.crc32(ptr.name.encode())])
-                arr = _random(ptr.dtype, min_elems, rng)
+                arr = np.zeros(min_elems, ptr.dtype.np_type)
+                self._filled[ptr.name] = np.zeros(-(-min_elems // _PAGE), bool)
             self.gm[ptr.name] = arr
         if arr.size < min_elems:
             if ptr.name in self.inputs:
                 raise UserError(f"input {ptr.name}: has {arr.size} elements, the views of the "
                                 f"kernel reach element {min_elems - 1}")
             grown = np.zeros(min_elems, arr.dtype)
-            grown[:arr.size] = arr
+            filled = self._filled[ptr.name]
+            for p in np.flatnonzero(filled).tolist():     # copy only pages holding data
+                grown[p * _PAGE:(p + 1) * _PAGE] = arr[p * _PAGE:(p + 1) * _PAGE]
             self.gm[ptr.name] = arr = grown
+            self._filled[ptr.name] = np.concatenate(
+                [filled, np.zeros(-(-min_elems // _PAGE) - filled.size, bool)])
         return arr
+
+    def _touch(self, name: str, arr: np.ndarray, lo: int, hi: int) -> None:
+        """Fill the not yet touched pages of GM elements [lo, hi) of an argument without an
+        input with seeded random data; each page's data depends only on the seed, the
+        argument and the page, so the order of accesses never changes it."""
+        filled = self._filled.get(name)
+        if filled is None:
+            return
+        p0, p1 = lo // _PAGE, -(-hi // _PAGE)
+        todo = np.flatnonzero(~filled[p0:p1])
+        if not todo.size:
+            return
+        dt = self._gm_dtypes.get(name) or _dtype_of(arr)
+        for p in (p0 + todo).tolist():
+            rng = np.random.default_rng([self.seed, zlib.crc32(name.encode()), p])
+            a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
+            arr[a:b] = _random(dt, b - a, rng)
+        filled[p0:p1] = True
 
     def _buffer(self, name: str) -> np.ndarray:
         buf = self.buffers.get(name)
@@ -248,9 +307,16 @@ class Interpreter(CrossUnit, ControlFlow):
     def _make_view(self, st: MakeTensorView) -> None:
         shape = [int(self.scalar(x)) for x in st.shape]
         strides = [int(self.scalar(x)) for x in st.strides]
-        reach = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-        self._gm_array(st.ptr, reach)
         key = self.values.get(st.ptr.name, st.ptr.name)
+        self._gm_dtypes.setdefault(key, st.ptr.dtype)
+        # The array spans the whole tensor (outputs have its size) but takes pages only
+        # where a window is touched; a tensor larger than the address space the OS grants
+        # grows with the windows instead.
+        if all(n > 0 for n in shape):
+            try:
+                self._gm_array(st.ptr, 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
+            except MemoryError:
+                pass
         self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
 
     def _partition(self, st: PartitionView) -> None:
@@ -266,18 +332,16 @@ class Interpreter(CrossUnit, ControlFlow):
         self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
 
     def _gm_window(self, view: PartView, where: str) -> np.ndarray:
+        """The N-D strided numpy view of a partition view's GM window (its pages filled)."""
         try:
             ptr, base, sizes, strides = self.views[view.name]
         except KeyError:
             raise UserError(f"{where}: view %{view.name} is used before it is defined") from None
-        if any(n != 1 for n in sizes[:-2]):
-            raise UserError(f"{where}: views with more than two non-unit dims are not "
-                            f"supported yet, found sizes {list(sizes)}")
-        arr = self.gm[ptr.name]
-        rows, cols = (sizes[-2], sizes[-1]) if len(sizes) >= 2 else (1, sizes[-1])
-        srow, scol = (strides[-2], strides[-1]) if len(strides) >= 2 else (0, strides[-1])
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        arr = self._gm_array(ptr, last + 1)
+        self._touch(ptr.name, arr, base, last + 1)
         isz = arr.itemsize
-        return np.lib.stride_tricks.as_strided(arr[base:], (rows, cols), (srow * isz, scol * isz))
+        return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
 
     def _flag(self, st) -> Issued:
         where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
@@ -445,13 +509,13 @@ class Interpreter(CrossUnit, ControlFlow):
             st = self._state(dst, where)
             window = self._gm_window(instr.ins[0], where)
             self._check_window(window, st.rows, st.cols, where)
-            self.tile_view(dst, st, st.rows, st.cols)[...] = window
+            self.tile_view(dst, st, st.rows, st.cols)[...] = window.reshape(st.rows, st.cols)
             return
         if fam == "store":
             st = self._state(srcs[0], where)
             window = self._gm_window(dst, where)
             self._check_window(window, st.rows, st.cols, where)
-            window[...] = self.tile_view(srcs[0], st, st.rows, st.cols)
+            window[...] = self.tile_view(srcs[0], st, st.rows, st.cols).reshape(window.shape)
             return
         from sim.functional.context import FnContext
         R, C = shape.valid_rows, shape.valid_cols
@@ -494,9 +558,15 @@ class Interpreter(CrossUnit, ControlFlow):
 
     @staticmethod
     def _check_window(window, rows, cols, where):
-        if window.shape != (rows, cols):
-            raise SimulationError(f"{where}: GM window is {window.shape[0]}x{window.shape[1]}, "
-                                  f"the tile's valid region is {rows}x{cols}; they must match")
+        # An N-D window moves as (product of the outer dims) x (last dim): the outer GM dims
+        # iterate one copy each over consecutive tile rows (timing-model.md §5.2).
+        shape = window.shape or (1,)
+        outer = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        if (outer, shape[-1]) != (rows, cols):
+            dims = "x".join(map(str, shape))
+            raise SimulationError(f"{where}: GM window is {dims} ({outer}x{shape[-1]} as rows x "
+                                  f"cols), the tile's valid region is {rows}x{cols}; they must "
+                                  f"match")
 
 
 def _WHOLE_SOURCE(family: str, index: int) -> bool:

@@ -27,8 +27,8 @@ the same ``set`` / ``wait_event`` / ``take`` calls the local counters answer.
 Two idealisations bound what a kernel could gain (``sim.whatif`` uses them):
 ``ideal_sync`` satisfies every ``wait_flag`` at once and makes barriers free (they
 neither hold dispatch nor restart the vector stream), so only the pipes' own queues
-remain; ``infinite_bandwidth`` costs the DMA items of an instruction (TLOAD, TSTORE, TMOV
-paths) 0 cycles. The trace keeps every sync row, with zero duration.
+remain; ``infinite_bandwidth`` costs the bytes of an instruction's DMA items (TLOAD,
+TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps every sync row, with zero duration.
 """
 
 from __future__ import annotations

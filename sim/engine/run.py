@@ -33,10 +33,10 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
     checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
-    ``infinite_bandwidth=True`` costs DMA items 0 cycles (the what-if bounds of
-    ``sim.whatif``). ``block_dim`` physical cores run the kernel SPMD (a builder
-    ``Kernel`` brings its own; default 1); ``l2`` overrides the target's ``[gm.l2]
-    enabled`` switch.
+    ``infinite_bandwidth=True`` costs the bytes of DMA items 0 cycles, keeping their
+    start-up latency (the what-if bounds of ``sim.whatif``). ``block_dim`` physical cores
+    run the kernel SPMD (a builder ``Kernel`` brings its own; default 1); ``l2`` overrides
+    the target's ``[gm.l2] enabled`` switch.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -60,5 +60,5 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         raise
     trace = _frame(rows)
     total = int(trace["end_cycle"].max()) if len(trace) else 0
-    return Result(program.main.name, tgt, trace, dict(chip.gm_arrays), chip.warnings,
+    return Result(program.main.name, tgt, trace, dict(chip.gm_state[0]), chip.warnings,
                   chip.races(), block_dim=block_dim, memory=chip.gm.summary(total))

@@ -1008,6 +1008,8 @@ class _Lowering:
         if short == "constant":
             arity(1)
             lit = args[0]
+            if isinstance(lit, Token) and lit.type == "BUILTIN":
+                lit = self.dense_splat(lit, types)
             if not isinstance(lit, tuple):
                 self.fail(lit, f"arith.constant takes a literal, found '{lit}'")
             if not types:
@@ -1062,6 +1064,25 @@ class _Lowering:
             res = Scalar(rname, t)
         self.define(rtok, res)
         return Arith(res, name, operands, attrs, loc=loc)
+
+    def dense_splat(self, tok: Token, types: list) -> tuple:
+        """The literal of ``arith.constant dense<V> : T`` for a scalar ``T`` (a splat of one
+        value: the constant is that value); a shaped constant is not a scalar."""
+        text = str(tok)
+        body = text[text.index("<") + 1:-1].strip()
+        while body.startswith("[") and body.endswith("]"):
+            body = body[1:-1].strip()
+        if not text.startswith("dense<") or (types and not isinstance(types[0], str)):
+            self.fail(tok, f"unsupported: constant '{_short(text)}' (only scalar constants "
+                           f"are simulated)")
+        kind = "TRUE" if body == "true" else "FALSE" if body == "false" else \
+            "FLOAT" if re.fullmatch(r"[-+]?(\d+\.\d*([eE][-+]?\d+)?|\d+[eE][-+]?\d+)", body) else \
+            "INT" if re.fullmatch(r"[-+]?(0x[0-9a-fA-F]+|\d+)", body) else None
+        if kind is None:
+            self.fail(tok, f"unsupported: constant '{_short(text)}' (only a splat of one "
+                           f"number is a scalar constant)")
+        return ("lit", Token(kind, body, tok.start_pos, tok.line, tok.column, tok.end_line,
+                             tok.end_column, tok.end_pos))
 
     def s_for(self, st) -> For:
         _, first, c = st
@@ -1219,8 +1240,6 @@ class _Lowering:
                 kv[key] = self.scalar_operand(x[2], "i64" if key == "addr" else "index",
                                               role=f"{key} ") \
                     if isinstance(x[2], tuple) else self.scalar_operand(x[2], role=f"{key} ")
-        if ("valid_row" in kv) != ("valid_col" in kv):
-            self.fail(c[1], "pto.alloc_tile: valid_row and valid_col come together")
         t = self.type_of(c[-1])
         if not isinstance(t, TileType):
             self.fail(c[-1], f"pto.alloc_tile: expected a !pto.tile_buf type, found "

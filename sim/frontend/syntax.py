@@ -71,7 +71,7 @@ def make_value(name: str, t):
 # --- spelling ----------------------------------------------------------------------------
 
 _IR_DTYPE = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64",
-             "f8e4m3": "f8E4M3FN", "f8e5m2": "f8E5M2"}
+             "f8e4m3": "f8E4M3FN", "f8e5m2": "f8E5M2", "hif8": "!pto.hif8"}
 
 
 def format_dtype(d: DType) -> str:

@@ -37,4 +37,13 @@ def execute(ctx: FnContext) -> None:
     unit = KERNELS.get(ctx.op)
     if unit is None:
         raise SimulationError(f"{ctx.where}: no functional unit for {ctx.op}")
+    raw = next((d for d in (ctx.dtype, *ctx.src_dtypes) if d.kind == "raw"), None)
+    if raw is not None and ctx.op not in _BYTE_COPIES:
+        # ASSUMPTION (sim.isa.dtypes): raw element types have no modelled encoding
+        raise SimulationError(f"{ctx.where}: {ctx.op} computes on {raw} values, whose encoding "
+                              f"the simulator does not model; run with --timing-only")
     unit(ctx)
+
+
+# units that only copy elements, so they work on raw bytes too
+_BYTE_COPIES = {"TMOV", "TEXTRACT", "TINSERT", "TCONCAT", "TRESHAPE"}

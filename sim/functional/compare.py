@@ -39,7 +39,12 @@ def pack_bits(bits: np.ndarray) -> np.ndarray:
 
 
 def unpack_bits(mask: np.ndarray, cols: int) -> np.ndarray:
-    return np.unpackbits(mask, axis=1, count=cols, bitorder="little").astype(bool)
+    # a mask tile of any integer type (real kernels use i8 as well as u8) holds bits:
+    # read its bytes in storage order
+    data = np.ascontiguousarray(mask)
+    if data.dtype != np.uint8:
+        data = data.view(np.uint8).reshape(data.shape[0], -1)
+    return np.unpackbits(data, axis=1, count=cols, bitorder="little").astype(bool)
 
 
 def _predicate(ctx):

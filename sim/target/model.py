@@ -64,13 +64,22 @@ class CceCost:
         return self.head_cycles + self.tail_cycles
 
 
+def _non_negative(inst, attribute, value):
+    if value < 0:
+        raise UserError(f"data path {inst.name}: {attribute.name} must be >= 0, found {value}")
+
+
 @attrs.frozen
 class DmaPath:
+    """One data path: flat bandwidth, start-up latency, optional fitted (Hill) figures
+    (the cost formula is ``sim.timing.dma``)."""
+
     name: str
     pipe: str
     bytes_per_cycle: float
     fitted_peak_bytes_per_cycle: "float | None" = None
     fitted_k_bytes: "float | None" = None
+    startup_cycles: float = attrs.field(default=0.0, validator=_non_negative)
 
 
 @attrs.frozen(eq=False)      # identity: one object per loaded directory (see _load)
@@ -153,7 +162,8 @@ def _dma_paths(dma: dict, clock_hz: float) -> dict:
     for name, p in dma.get("paths", {}).items():
         peak = p.get("fitted_peak_gib_per_s")
         paths[name] = DmaPath(name, p["pipe"], bpc(p["bandwidth_gib_per_s"]),
-                              bpc(peak) if peak else None, p.get("fitted_k_bytes"))
+                              bpc(peak) if peak else None, p.get("fitted_k_bytes"),
+                              float(p.get("startup_cycles", 0.0)))
     return paths
 
 

@@ -9,6 +9,7 @@ import attrs
 
 from sim.isa.dtypes import dtype as _dtype
 from sim.timing.banks import HINT as _BANK_HINT, ub_banks
+from sim.timing.dma import transfer_items
 from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
 from sim.timing.formula import formula_cycles
@@ -18,14 +19,10 @@ __all__ = ["lower"]
 
 
 def _dma_items(s: Shape, target) -> list[Item]:
-    """TLOAD / TSTORE / TMOV bytes over one data path (timing-model.md §5)."""
+    """TLOAD / TSTORE / TMOV: the valid region's bytes over one data path, start-up
+    included (``sim.timing.dma``, timing-model.md §5)."""
     nbytes = s.valid_rows * s.valid_cols * _dtype(s.dtype).size_bytes
-    p = target.dma(s.path)
-    if target.dma_model == "fitted" and p.fitted_peak_bytes_per_cycle:
-        cycles = (p.fitted_k_bytes + nbytes) / p.fitted_peak_bytes_per_cycle
-    else:
-        cycles = math.floor(nbytes / p.bytes_per_cycle)
-    return [Item("dma", s.path, cycles=cycles, bytes=nbytes)]
+    return transfer_items(target, s.path, nbytes)
 
 
 def _cube_items(s: Shape, target) -> list[Item]:
@@ -94,9 +91,7 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         items = _cube_items(s, target)
     elif pipe == "PIPE_MTE2" and s.opcode == "TEXPANDS" and "L1_FILL" in target.dma_paths:
         # Mat tile: create_cbuf_matrix over the whole tile on the L1-fill path (§5.2)
-        nbytes = s.rows * s.cols * _dtype(s.dtype).size_bytes
-        items = [Item("dma", "L1_FILL", cycles=math.floor(nbytes / target.dma("L1_FILL").bytes_per_cycle),
-                      bytes=nbytes)]
+        items = transfer_items(target, "L1_FILL", s.rows * s.cols * _dtype(s.dtype).size_bytes)
     elif pipe == "PIPE_V" and (s.valid_rows == 0 or s.valid_cols == 0):
         items = []          # an empty valid region: nothing to compute
     elif pipe == "PIPE_V" and (vf := formula_cycles(s, target)) is not None:

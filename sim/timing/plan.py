@@ -7,7 +7,8 @@ intra-op barriers and flags cost one cycle each. A barrier (or a wait whose sour
 vector pipe) inside an op drains the pipe: if vector work was in flight, the next vector
 item *restarts* the stream and pays what the target's ``barrier_restart`` rule says (its
 full latency under "latency", max(tail, floor) under "tail"); on an idle pipe it stays a
-cold start. ``copy`` items (``copy_ubuf_to_ubuf``, UB->UB bandwidth, §5.1) are vector-pipe
+cold start. ``copy`` items (``copy_ubuf_to_ubuf``: UB->UB bandwidth, §5.1, plus the
+start-up latency of its cost row when it opens or restarts the stream) are vector-pipe
 work that a barrier must drain; ``sloop`` items (a loop on the scalar unit,
 ``[scalar_loops]`` of the target) carry fixed cycles resolved by ``lower``.
 """
@@ -42,7 +43,8 @@ class Item:
 
     kind: "v" (vector instruction: ``repeats``, ``masked``), "cfg", "bar", "flag",
     "copy" (copy_ubuf_to_ubuf of ``bytes``), "sloop" (scalar loop over ``repeats``
-    elements, ``name`` = its [scalar_loops] key), "dma", "cube", "scalar", "bank" (UB
+    elements, ``name`` = its [scalar_loops] key), "dma" (bytes over a data path),
+    "dma_startup" (the fixed latency of a transfer, ``sim.timing.dma``), "cube", "scalar", "bank" (UB
     bank-conflict stall of a binary op over ``repeats`` repeats, ``sim.timing.banks``).
     """
 
@@ -107,15 +109,23 @@ def _after(state: str, it) -> str:
     """Stream state after a non-vector item: a barrier restarts a busy pipe."""
     if it.breaks_stream:
         return RESTART if state == WARM else state
-    return WARM if it.kind == "copy" else state
+    return state
+
+
+def _streams(it) -> bool:
+    """Items that enter the vector stream: vector instructions and UB->UB copies (a copy
+    pays its bandwidth cycles, ``it.cycles``, plus its cost row's latency when it opens
+    or restarts the stream)."""
+    return it.kind in ("v", "copy")
 
 
 def timeline(items, costs, floor_cycles: float, state: str = COLD, restart: str = "latency"):
     """``[(item, cycles)]`` of a plan entered in ``state``, and the stream state after it."""
     out = []
     for it in items:
-        if it.kind == "v":
+        if _streams(it):
             t = _vector_cycles(costs(it.name), it, state, floor_cycles, restart)
+            t += it.cycles if it.kind == "copy" else 0
             state = WARM
         else:
             t = it.cycles
@@ -148,10 +158,11 @@ def linear_terms(items, costs, floor_cycles: float, restart: str = "latency") ->
         coef[key] = coef.get(key, 0.0) + v
 
     for it in items:
-        if it.kind != "v":
+        if not _streams(it):
             const += it.cycles
             state = _after(state, it)
             continue
+        const += it.cycles if it.kind == "copy" else 0
         c = costs(it.name)
         add(("slope", it.name), it.repeats)
         f = floor_cycles if (it.masked and c.floor) else 0.0

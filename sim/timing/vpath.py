@@ -3,7 +3,11 @@
 The backend picks a code path from the tile geometry:
 
 1. *small shape* — the capacity row is narrower than one repeat: one masked instruction
-   walks all rows (binary ops only);
+   walks all rows, one repeat per row (binary ops only). §3 takes this step only while
+   Rows <= 255 and sends taller tiles down the flat path, but hardware costs a tall
+   narrow binary op per row as well (256 x 16 f32: ≈3x the flat path's 64 repeats,
+   issue 13): here every narrow tile takes it, one instruction per 255 rows (§3 (5)
+   splits the same way);
 2. *flat* — the valid region is contiguous (full-width rows, or one row): one instruction
    over ``R*C`` elements plus a masked tail, or count mode when the capacity row is not
    a whole number of repeats or the tile needs more than 255 repeats;
@@ -124,8 +128,8 @@ def _row_repeat(R: int, C: int, E: int, Cols: int, B: int, maxrep: int):
 
 def path(kind: str, Rows, Cols, VC, R, C, E, B, maxrep=255):
     """Segments and config cycles for one pass over the iteration domain (§3)."""
-    if kind == "binary" and Rows <= maxrep and Cols < E:                  # (1)
-        return [(R, True)], 2
+    if kind == "binary" and Cols < E:                                      # (1)
+        return [(r, True) for r in split(R, maxrep)], 2
     static_contig = VC == Cols or Rows == 1
     runtime_contig = C == Cols or R == 1
     if static_contig or (kind != "scalar" and runtime_contig):            # (2)

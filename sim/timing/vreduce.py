@@ -28,13 +28,16 @@ of the 8/16 block partials (``[scalar_loops] row_fold``, [silent] in the referen
 S->V hand-off. §4: ≈ 1 + 25 + 1 + blocks*43 + 4 per row + the fold.
 
 Column reductions: ``copy_ubuf_to_ubuf`` row 0 -> dst, barrier; rows 1..R-1: one
-count-mode op over the row's C elements + barrier each; final barrier. §4 splits each row
-into a count-mode op over the 256-byte-aligned part and a masked op for the C % E tail,
-but the fits of data/a2a3_formula_params.csv grow by only ≈2 cycles per extra repeat
-across C = 64, 96, 144 ... 336 (TCOLSUM f32 19.5, 21, 22.7 ... 28 cycles per row, TCOLMAX
-alike), which is one count-mode instruction per row; a second, masked instruction would
-add at least its floor. ASSUMPTION: one instruction per row (evidence above). §4: ≈ (R-1)
-*(lat + 16 + 2*ceil(C/E) + 1). TCOLSUM binary form (``Shape.variant == "binary"``): pairwise adds
+count-mode op over the row + barrier each; final barrier. When C is wider than one repeat
+and not a whole number of repeats, §4 splits each row into a count-mode op over the
+256-byte-aligned part and a masked op (rep 1) for the C % E tail, each with its barrier;
+the TCOLMAX fits of data/a2a3_formula_params.csv show exactly that (≈35 cycles per row at
+f32 C = 96 and f16 C = 160, 192 against ≈17.5 at C = 64 / 128: two restarted F-ops per
+row instead of one). C <= E or a multiple of E: one count-mode op per row. TCOLSUM does
+not split: its fits grow by only ≈2 cycles per row per extra repeat at the same widths
+(f32 C = 64, 96, 144 ... 336: 19.5, 21, 22.7 ... 28 cycles per row, fp16 alike), one
+count-mode vadd per row (ASSUMPTION on the reason: the sum needs no separate tail pass).
+§4: ≈ (R-1)*(lat + 16 + 2*ceil(C/E) + 1). One row: only the copy. TCOLSUM binary form (``Shape.variant == "binary"``): pairwise adds
 into tmp, halving. ASSUMPTION on its instruction granularity (§4 gives none): one
 count-mode ``vadd`` over C per row pair, the pairs of one level back to back, a barrier
 per level; an odd row left over at a level is moved with one ``copy_ubuf_to_ubuf``;
@@ -143,10 +146,16 @@ def _col_sequential(s, kind, dtype) -> list[Item]:
     E = 256 // dtype.size_bytes
     op = _OP[kind]
     out: list[Item] = [copy_ub(_row_bytes(C, dtype)), BAR]
-    if R > 1:
-        out += cfg(4)
-        for _ in range(R - 1):
-            out += v(op, count_row(C, E)) + [BAR]
+    if R == 1:
+        return out + [BAR]
+    aligned, tail = (C // E) * E, C % E
+    if aligned and tail and kind != "SUM":
+        # §4: count-mode op over the 256-byte-aligned part of each row, then a masked op
+        # (rep 1) per row for the tail
+        out += cfg(4) + (v(op, count_row(aligned, E)) + [BAR]) * (R - 1)
+        out += cfg(2) + (v(op, [(1, True)]) + [BAR]) * (R - 1)
+    else:
+        out += cfg(4) + (v(op, count_row(C, E)) + [BAR]) * (R - 1)
     return out + [BAR]
 
 
