@@ -11,7 +11,9 @@ Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them
 ``sim.trace`` reads, writes, analyses and plots traces (Gantt, stalls, critical path);
 ``sim.whatif`` bounds the speedup with ideal synchronisation and infinite bandwidth.
 ``sim.parse_file`` reads PTO IR text into the same program IR the builder makes;
-``sim.print_program`` writes it back; ``sim.compare`` runs manual vs auto placement.
+``sim.print_program`` writes it back; ``sim.compare`` runs manual vs auto placement;
+``sim.sweep`` runs a kernel over a grid of parameters, targets and sync modes on Dask
+(a DataFrame; ``sim.sweep_heatmap`` draws one metric of it over two axes).
 """
 
 from sim.builder import Event, GlobalTensor, Kernel
@@ -26,9 +28,12 @@ from sim import trace
 from sim.whatif import whatif
 from sim.placement import compare
 from sim.frontend import parse_file, parse_text, print_program
+from sim.sweep import sweep
+from sim.sweep_plot import sweep_heatmap
 
 __version__ = "0.1.0"
 
 __all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
            "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",
-           "trace", "whatif", "compare", "parse_file", "parse_text", "print_program"]
+           "trace", "whatif", "compare", "parse_file", "parse_text", "print_program", "sweep",
+           "sweep_heatmap"]

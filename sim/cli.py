@@ -8,6 +8,7 @@ file print as a compiler does: ``FILE:LINE:COL: error: ...``, the source line an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import inspect
 import json
@@ -41,7 +42,19 @@ class _Parser(argparse.ArgumentParser):
 
 def _load_kernel(path: str, params=()):
     """The kernel in ``path``: a Program for ``.pto`` text, a builder Kernel for ``.py``
-    built by ``build(**params)`` (``params``: the ``--arg`` NAME=VALUE pairs)."""
+    built by ``build(**params)`` (``params``: NAME, VALUE pairs, such as ``--arg``'s)."""
+    source = _kernel_source(path)
+    if not callable(source):
+        return source
+    with _user_code(path):
+        kernel = source(**_build_params(source, path, params))
+    if not hasattr(kernel, "program") and not hasattr(kernel, "functions"):
+        raise UserError(f"{path}: build() returned {type(kernel).__name__}, expected a sim.Kernel")
+    return kernel
+
+
+def _kernel_source(path: str):
+    """A ``.pto`` file's Program, or a ``.py`` file's ``build`` function."""
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{path}: no such file")
@@ -52,38 +65,43 @@ def _load_kernel(path: str, params=()):
         raise UserError(f"{path}: expected a PTO IR file (.pto) or a Python kernel file (.py)")
     spec = importlib.util.spec_from_file_location(f"ptosim_kernel_{p.stem}", p)
     module = importlib.util.module_from_spec(spec)
-    try:
+    with _user_code(path):
         spec.loader.exec_module(module)
-        build = getattr(module, "build", None)
-        if build is None:
-            raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
-        kernel = build(**_build_params(build, path, params))
+    build = getattr(module, "build", None)
+    if build is None:
+        raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
+    return build
+
+
+@contextlib.contextmanager
+def _user_code(path: str):
+    """An error raised by the user's own code in ``path`` becomes a UserError at its line."""
+    try:
+        yield
     except UserError:
         raise
-    except Exception as e:          # an error in the user's own code: point at it
-        here = p.resolve()
+    except Exception as e:
+        here = Path(path).resolve()
         frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == here]
         where = f"{path}:{frames[-1].lineno}" if frames else path
         message = " ".join(str(e).split())       # one line, whatever the exception says
         raise UserError(f"{where}: {type(e).__name__} while building the kernel: {message}") from None
-    if not hasattr(kernel, "program") and not hasattr(kernel, "functions"):
-        raise UserError(f"{path}: build() returned {type(kernel).__name__}, expected a sim.Kernel")
-    return kernel
 
 
 def _build_params(build, path: str, params) -> dict:
-    """``--arg`` pairs as keyword arguments of a ``.py`` kernel's ``build()``."""
+    """NAME, VALUE pairs as keyword arguments of a ``.py`` kernel's ``build()`` (text
+    values, as ``--arg`` gives them, parsed by ``_param_value``)."""
     sig = inspect.signature(build)
     named = {n: p for n, p in sig.parameters.items()
              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     any_name = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     out = {}
-    for name, text in params:
+    for name, value in params:
         if name not in named and not any_name:
             raise UserError(f"--arg {name}: {path}: build() has no parameter {name!r} "
                             f"(parameters: {', '.join(named) or 'none'})")
         default = named[name].default if name in named else None
-        out[name] = _param_value(name, text, default)
+        out[name] = _param_value(name, value, default) if isinstance(value, str) else value
     missing = [n for n, p in named.items() if p.default is p.empty and n not in out]
     if missing:
         raise UserError(f"{path}: build() needs " + ", ".join(f"--arg {n}=VALUE" for n in missing))
@@ -216,9 +234,32 @@ def _save_outputs(args, result) -> None:
         np.save(path, arr)
 
 
+def _select_function(args, kernel):
+    """The kernel with the function ``--func`` names as its entry; without --func, a note on
+    stderr says which one runs when the file has several kernel functions."""
+    program = _program(kernel)
+    name = getattr(args, "function", None)
+    if name is None:
+        kernels = program.kernels()
+        if len(kernels) > 1:
+            print(f"ptosim: note: {args.kernel} has {len(kernels)} kernel functions ("
+                  f"{', '.join('@' + k for k in kernels)}); running @{program.main.name} "
+                  f"(pick one with --func NAME)", file=sys.stderr)
+        return kernel
+    name = name.removeprefix("@")
+    names = [f.name for f in program.functions]
+    if name not in names:
+        raise UserError(f"--func {name}: {args.kernel} has no function @{name} (functions: "
+                        f"{', '.join('@' + n for n in names)})")
+    if program is not kernel:
+        raise UserError("--func: a .py kernel picks its function in build()")
+    import attrs
+    return attrs.evolve(program, entry=name)
+
+
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
-    kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
+    kernel = _select_function(args, _load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
     result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
@@ -352,6 +393,31 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from sim.sweep import sweep
+    params = {}
+    for name, text in _pairs(args.param, "--param"):
+        if name in params:
+            raise UserError(f"--param {name}: given twice; list every value once: {name}=V1,V2,...")
+        params[name] = [v.strip() for v in text.split(",")]
+    modes = [m.strip() for m in args.sync.split(",")]
+    try:
+        df = sweep(args.kernel, params, targets=args.target, sync=modes, scheduler=args.scheduler,
+                   workers=args.workers, output=args.output)
+    except KeyboardInterrupt:
+        print(f"ptosim: interrupted: the configurations finished are in {args.output} and "
+              f"{args.output}.journal; run the same command again to resume", file=sys.stderr)
+        return 130
+    failed = int(df["error"].notna().sum())
+    shown = df.drop(columns=["config"]).head(args.rows).astype(object)
+    print(shown.where(shown.notna(), "-").to_string(index=False, max_colwidth=60))
+    if len(df) > len(shown):
+        print(f"... {len(df) - len(shown)} more")
+    print(f"{len(df)} configuration{'s' * (len(df) != 1)}, {failed} failed; "
+          f"written to {args.output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sim import __version__
     p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
@@ -365,6 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "per-instruction cycles.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _kernel_target(r)
+    r.add_argument("--func", dest="function", metavar="NAME",
+                   help="the function to run when the file has several (default: the one "
+                        "marked pto.entry, else the first public function nothing calls)")
     _kernel_args(r)
     r.add_argument("--output", action="append", metavar="NAME=FILE.npy",
                    help="write a GM pointer argument's final contents (flat) to FILE.npy "
@@ -459,6 +528,34 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", required=True, metavar="NEW_MODEL_DIR")
     c.add_argument("--json", action="store_true", help='print {"model", "before", "after"}')
     c.set_defaults(func=cmd_calibrate)
+
+    sw = sub.add_parser("sweep", help="run a kernel over every combination of parameters on Dask",
+                        description="Run KERNEL for every combination of the --param values "
+                                    "(.py: build() parameters, .pto: scalar arguments), targets "
+                                    "and sync modes, in parallel on Dask distributed, and write "
+                                    "one row per configuration (parameters, target, sync, "
+                                    "total_cycles, busy_cycles[PIPE], syncs, barriers, "
+                                    "peak_bytes[BUFFER], races, error) to a Parquet file. Rows "
+                                    "are journalled to OUT.journal as they finish; running the "
+                                    "same command again skips the configurations done.",
+                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sw.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
+    sw.add_argument("--param", action="append", metavar="NAME=V1,V2,...",
+                    help="values of one parameter (repeatable; the sweep is the cartesian "
+                         "product)")
+    sw.add_argument("--target", nargs="+", action="extend", metavar="T",
+                    help="targets to run on (default: the kernel's own, else a2a3)")
+    sw.add_argument("--sync", default="manual", metavar="MODE,...",
+                    help="sync modes: manual (as written), auto (placed and synchronised by "
+                         "the simulator), or both: manual,auto (default manual)")
+    sw.add_argument("--scheduler", metavar="ADDR",
+                    help="a running Dask scheduler, e.g. tcp://host:8786 (default: a local "
+                         "cluster of --workers processes)")
+    sw.add_argument("--workers", type=int, default=2,
+                    help="worker processes of the local cluster (default 2)")
+    sw.add_argument("-o", "--output", required=True, metavar="RESULTS.parquet")
+    sw.add_argument("--rows", type=int, default=40, help="rows printed (default 40)")
+    sw.set_defaults(func=cmd_sweep)
     return p
 
 

@@ -3,7 +3,9 @@
 Each notebook is executed with nbclient in a fresh ipykernel started from this test's
 own interpreter (a temporary ``python3`` kernel spec placed first on ``JUPYTER_PATH``,
 so a user-level spec for another Python cannot be picked up), in a temporary working
-directory, and must finish within 20 seconds without an error.
+directory ``notebooks/`` beside a link to the repository's ``examples/`` (so the
+notebooks reach ``../examples`` as they do in the repository), and must finish within
+20 seconds without an error.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 TIME_LIMIT_S = 20
 
 
@@ -42,7 +45,8 @@ def _ids(paths):
 def test_the_two_notebooks_exist():
     assert [p.name for p in NOTEBOOKS] == ["01_cycle_count.ipynb",
                                            "02_occupancy_and_stalls.ipynb",
-                                           "03_manual_vs_auto_placement.ipynb"]
+                                           "03_manual_vs_auto_placement.ipynb",
+                                           "05_sweep.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
@@ -76,8 +80,10 @@ def test_notebook_imports_only_the_public_api(path):
 def test_notebook_executes(path, kernel_path, tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", str(kernel_path))
     nb = nbformat.read(path, as_version=4)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    (tmp_path / "notebooks").mkdir()
     client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=TIME_LIMIT_S,
-                                     resources={"metadata": {"path": str(tmp_path)}})
+                                     resources={"metadata": {"path": str(tmp_path / "notebooks")}})
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0

@@ -83,7 +83,10 @@ class ControlFlow:
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise SimulationError(f"{st.op}{_where(st)}: cannot evaluate with operands {args}: {e}") from None
         except SimulationError as e:
-            raise SimulationError(f"{e}{_where(st)}") from None
+            # e.g. a division by a value read from random GM data (ASSUMPTION: 0 in a
+            # timing-only run)
+            self.data_error(f"{e}{_where(st)}")
+            self.values[st.result.name] = coerce(0, st.result.type)
 
     def _scalar_op(self, st: ScalarOp):
         name = st.op.removeprefix("pto.")
@@ -101,10 +104,12 @@ class ControlFlow:
             return None
         if name == "load_scalar":
             data, index = self._scalar_cell(st)
-            self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
+            value = data[index].item() if data is not None else 0
+            self.values[st.results[0].name] = coerce(value, st.results[0].type)
         elif name == "store_scalar":
             data, index = self._scalar_cell(st, first=1)
-            data[index] = self.scalar(st.operands[0])
+            if data is not None:
+                data[index] = self.scalar(st.operands[0])
         elif name == "tgetval":
             # ASSUMPTION: the index is the element offset from the tile's base address in
             # storage order (row-major r * cols + c for a row-major tile), over the whole
@@ -144,10 +149,17 @@ class ControlFlow:
         else:
             data = None
             if isinstance(base, GmPtr) and index >= 0:
+                key = self.values.get(base.name, base.name)
                 data = self._gm_array(base, index + 1)
-                self._touch(self.values.get(base.name, base.name), data, index, index + 1)
+                self._touch(key, data, index, index + 1)
+                if key in self._filled and st.op.endswith("load_scalar"):
+                    self._scalar_reads.add(key)
         if data is None or not 0 <= index < data.size:
-            raise SimulationError(f"{st.op}{_where(st)}: index {index} outside the {getattr(data, 'size', 0)} elements")
+            # a negative GM index (data-dependent): ASSUMPTION for a timing-only run, the
+            # load reads 0 and the store is dropped
+            self.data_error(f"{st.op}{_where(st)}: index {index} outside the "
+                            f"{getattr(data, 'size', 0)} elements")
+            return None, 0
         return data, index
 
     def _subview(self, st: Subview) -> None:
@@ -174,9 +186,9 @@ class ControlFlow:
     def _for(self, st: For):
         lb, ub, step = (int(self.scalar(x)) for x in (st.lower, st.upper, st.step))
         if step <= 0:
-            raise SimulationError(f"scf.for{_where(st)}: step must be positive, found {step}")
+            self.data_error(f"scf.for{_where(st)}: step must be positive, found {step}")
         carried = [self._value(v) for v in st.inits]
-        for i in range(lb, ub, step):
+        for i in range(lb, ub, step) if step > 0 else ():
             self.values[st.iv.name] = i
             for var, val in zip(st.iter_args, carried):
                 self._bind(var, val)

@@ -98,6 +98,7 @@ class Interpreter(CrossUnit, ControlFlow):
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
+        self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
         self.tiles: dict[Tile, _TileState] = {}
@@ -185,7 +186,8 @@ class Interpreter(CrossUnit, ControlFlow):
             grown = np.zeros(min_elems, arr.dtype)
             filled = self._filled[ptr.name]
             for p in np.flatnonzero(filled).tolist():     # copy only pages holding data
-                grown[p * _PAGE:(p + 1) * _PAGE] = arr[p * _PAGE:(p + 1) * _PAGE]
+                a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
+                grown[a:b] = arr[a:b]
             self.gm[ptr.name] = arr = grown
             self._filled[ptr.name] = np.concatenate(
                 [filled, np.zeros(-(-min_elems // _PAGE) - filled.size, bool)])
@@ -208,6 +210,26 @@ class Interpreter(CrossUnit, ControlFlow):
             a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
             arr[a:b] = _random(dt, b - a, rng)
         filled[p0:p1] = True
+
+    def data_error(self, message: str) -> None:
+        """A run-time value is out of range. When the kernel has read GM data nobody gave
+        (seeded random fill), the value may come from it: a timing-only run records a
+        warning and goes on (ASSUMPTION: the caller keeps the value, which only the
+        functional units would dereference), a functional run names the ``--input`` to give.
+        Otherwise the kernel itself is wrong: raise."""
+        random = [n for n, filled in self._filled.items() if filled.any()
+                  and not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float]
+        if not random:
+            raise SimulationError(message)
+        if not self.functional and self._scalar_reads:
+            self.warnings.setdefault(
+                f"{message}; the timing-only run goes on (the value depends on seeded random "
+                f"data read from {', '.join('%' + n for n in sorted(self._scalar_reads))})", None)
+            return
+        flags = " ".join(f"--input {n}=FILE.npy" for n in random)
+        raise SimulationError(f"{message}; the kernel reads indices from integer GM arguments "
+                              f"filled with seeded random data ({', '.join('%' + n for n in random)}): "
+                              f"give real ones with {flags}, or run with --timing-only")
 
     def _buffer(self, name: str) -> np.ndarray:
         buf = self.buffers.get(name)
@@ -296,8 +318,9 @@ class Interpreter(CrossUnit, ControlFlow):
         rows, cols = int(self.scalar(st.rows)), int(self.scalar(st.cols))
         t = st.tile.type
         if not (0 <= rows <= t.rows and 0 <= cols <= t.cols):
-            raise SimulationError(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
-                                  f"capacity, found {rows}x{cols}")
+            self.data_error(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
+                            f"capacity, found {rows}x{cols}")
+            rows, cols = min(max(rows, 0), t.rows), min(max(cols, 0), t.cols)
         s.rows, s.cols = rows, cols
         self.epoch += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
@@ -326,8 +349,9 @@ class Interpreter(CrossUnit, ControlFlow):
         where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
         for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
             if o < 0 or n <= 0 or o + n > cap:
-                raise SimulationError(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
-                                      f"tensor extent {cap}")
+                self.data_error(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
+                                f"tensor extent {cap}")
+                break
         base += sum(o * s for o, s in zip(offs, strides))
         self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
 
@@ -543,7 +567,12 @@ class Interpreter(CrossUnit, ControlFlow):
             tmp=tview, attrs={_ATTR.get(k, k): v for k, v in attrs.items()},
             src_dtypes=tuple(s.dtype for s in srcs), inplace=shape.variant == "inplace",
             strict=self.strict, quirks=self.target.quirks, extra=extra)
-        self._run_unit(ctx)
+        try:
+            self._run_unit(ctx)
+        except SimulationError as e:
+            if fam != "gather":
+                raise
+            self.data_error(str(e))
 
     def _valid_view(self, tile):
         st = self.tiles[tile]

@@ -6,13 +6,15 @@ called functions, so the check runs it over one flat function holding every stat
 every function, nested bodies included, in program order (valid extents follow the
 ``alloc_tile`` / ``set_validshape`` seen so far; a run-time extent is unknown and the
 checks that need it are skipped). The first error is reported at its instruction:
-``FILE:LINE:COL: error: <message>`` with the source line and a caret.
+``FILE:LINE:COL: error: <message>`` with the source line and a caret. Synchronisation
+errors provable without a run (``sim.frontend.static_sync``) come first.
 """
 
 from __future__ import annotations
 
 from sim.errors import VerifyError
 from sim.frontend.diagnostics import VerifyDiagnostic, render
+from sim.frontend.static_sync import check_sync
 from sim.isa.program import Function, Instr, Program, walk
 
 __all__ = ["check_program"]
@@ -49,6 +51,7 @@ def check_program(program: Program, target) -> list[str]:
     first illegal instruction."""
     from sim.isa.verify import verify_program
 
+    check_sync(program, target)
     main = program.main
     others = [f for f in program.functions if f is not main]
     flat = [st for f in (main, *others) for st in walk(f.body)]

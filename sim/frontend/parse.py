@@ -1681,26 +1681,10 @@ def _symbol(tok) -> str:
 
 
 def _entry(functions: list) -> str:
-    """The kernel: a function marked ``pto.entry``, else the first public function with a
-    body that no other function calls, else the first function."""
-    for f in functions:
-        if "pto.entry" in dict(f.attrs):
-            return f.name
-    called = set()
-
-    def walk(body):
-        for st in body:
-            if isinstance(st, Call):
-                called.add(st.callee)
-            for sub in ("body", "then_body", "else_body"):
-                if hasattr(st, sub):
-                    walk(getattr(st, sub))
-    for f in functions:
-        walk(f.body)
-    for f in functions:
-        if f.body and not f.private and f.name not in called:
-            return f.name
-    return functions[0].name
+    """The kernel: the first function marked ``pto.entry``, else the first public function
+    with a body that no other function calls, else the first function."""
+    kernels = Program(tuple(functions)).kernels()
+    return kernels[0] if kernels else functions[0].name
 
 
 # --- public ----------------------------------------------------------------------------------

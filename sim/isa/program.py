@@ -387,3 +387,14 @@ class Program:
     @property
     def main(self) -> Function:
         return self.function()
+
+    def kernels(self) -> tuple:
+        """Names of the functions a run could start at: those marked ``pto.entry``, else the
+        public functions with a body that no function calls."""
+        marked = tuple(f.name for f in self.functions if "pto.entry" in dict(f.attrs))
+        if marked:
+            return marked
+        called = {st.callee for f in self.functions for st in walk(f.body)
+                  if isinstance(st, Call)}
+        return tuple(f.name for f in self.functions
+                     if f.body and not f.private and f.name not in called)

@@ -15,14 +15,14 @@ from __future__ import annotations
 import attrs
 import pandas as pd
 
-from sim.errors import DeadlockError
+from sim.errors import DeadlockError, UserError
 from sim.isa.opcodes import PIPES
 from sim.placement.auto import AutoPlan, plan_auto, program_of
 from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync_counts
 from sim.target import load_target
 
 __all__ = ["Run", "Comparison", "run_comparison", "compare", "compare_json", "compare_figure",
-           "format_compare", "run_checked"]
+           "format_compare", "run_checked", "run_mode"]
 
 
 def run_checked(program, target, *, inputs=None, seed=0, functional=True):
@@ -77,13 +77,32 @@ class Comparison:
         return comparison_figure(self, **kw)
 
 
-def _run(mode, prog, tgt, inputs, seed, addresses, double=None) -> Run:
+def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True) -> Run:
     try:
-        result = run_checked(prog, tgt, inputs=inputs, seed=seed)
+        result = run_checked(prog, tgt, inputs=inputs, seed=seed, functional=functional)
     except DeadlockError as e:
         empty = pd.DataFrame(columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"])
         return Run(mode, prog, None, empty, str(e))
     return Run(mode, prog, result, occupancy(result.trace, prog, addresses, double))
+
+
+def _manual(prog, tgt, inputs, seed, functional=True) -> Run:
+    from sim.engine.placement import place_tiles
+    return _run("manual", prog, tgt, inputs, seed,
+                initial_addresses(prog, place_tiles(prog.main.body, tgt)), functional=functional)
+
+
+def _auto(plan: AutoPlan, tgt, inputs, seed, functional=True) -> Run:
+    addrs = {t.name: s.addrs[0] for t, s in plan.slots.items() if not s.double}
+    double = {t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
+              for t, s in plan.slots.items() if s.double}
+    return _run("auto", plan.program, tgt, inputs, seed, addrs, double, functional=functional)
+
+
+def _program_inputs(program_or_kernel, inputs):
+    if hasattr(program_or_kernel, "inputs") and hasattr(program_or_kernel, "program"):
+        inputs = {**program_or_kernel.inputs, **(inputs or {})}
+    return program_of(program_or_kernel), inputs
 
 
 def run_comparison(program_or_kernel, target="a2a3", *, inputs=None, seed=0,
@@ -91,19 +110,23 @@ def run_comparison(program_or_kernel, target="a2a3", *, inputs=None, seed=0,
     """Run ``program_or_kernel`` as written and in auto mode (see the module doc)."""
     if isinstance(program_or_kernel, Comparison):
         return program_or_kernel
-    prog = program_of(program_or_kernel)
-    if hasattr(program_or_kernel, "inputs") and hasattr(program_or_kernel, "program"):
-        inputs = {**program_or_kernel.inputs, **(inputs or {})}
+    prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
-    from sim.engine.placement import place_tiles
-    manual = _run("manual", prog, tgt, inputs, seed,
-                  initial_addresses(prog, place_tiles(prog.main.body, tgt)))
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
-    addrs = {t.name: s.addrs[0] for t, s in plan.slots.items() if not s.double}
-    double = {t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
-              for t, s in plan.slots.items() if s.double}
-    auto = _run("auto", plan.program, tgt, inputs, seed, addrs, double)
-    return Comparison(prog.main.name, tgt, manual, auto, plan)
+    return Comparison(prog.main.name, tgt, _manual(prog, tgt, inputs, seed),
+                      _auto(plan, tgt, inputs, seed), plan)
+
+
+def run_mode(program_or_kernel, target="a2a3", mode: str = "manual", *, inputs=None, seed=0,
+             functional: bool = True, double_buffer: bool = True) -> Run:
+    """One side of a comparison: the run in ``mode`` ("manual" or "auto") alone."""
+    prog, inputs = _program_inputs(program_or_kernel, inputs)
+    tgt = load_target(target)
+    if mode == "manual":
+        return _manual(prog, tgt, inputs, seed, functional)
+    if mode == "auto":
+        return _auto(plan_auto(prog, tgt, double_buffer=double_buffer), tgt, inputs, seed, functional)
+    raise UserError(f"sync mode {mode!r}: expected 'manual' or 'auto'")
 
 
 def _pipes(*runs) -> list[str]:

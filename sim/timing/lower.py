@@ -14,6 +14,7 @@ from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
 from sim.timing.formula import formula_cycles
 from sim.timing.vector import lower_vector
+from sim.timing.vf import vf_cycles
 
 __all__ = ["lower"]
 
@@ -97,6 +98,9 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
     elif pipe == "PIPE_V" and (vf := formula_cycles(s, target)) is not None:
         # a target whose vector ops are fitted per op (A5): one vector function
         items = [Item("vf", f"{s.opcode} VF fit", cycles=vf)]
+    elif pipe == "PIPE_V" and (vf := vf_cycles(s, target)) is not None:
+        # no fit: the analytic model of the op's vector-function loop (A5)
+        items = [Item("vf", f"{s.opcode} VF model", cycles=vf)]
     else:
         items = _resolve(lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
                                       target.vector.get("max_repeats", 255)), s, target)

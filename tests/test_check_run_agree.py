@@ -1,0 +1,85 @@
+"""``check`` and ``run`` agree (issue 9 item 5) and runs stay data-independent (item 4):
+check proves what a run would hit (event ids outside the pool, waits nothing sets, in
+every function and branch); run says which of several kernel functions it runs; missing
+scalar arguments come in one message; data read from GM nobody gave never stops a
+timing-only run, and a functional run names the --input to give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.cli import main
+from sim.engine.run import simulate
+from sim.errors import SimulationError
+from sim.frontend import parse_file
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_check_rejects_an_event_id_outside_the_pool_as_run_does(capsys):
+    path = str(DATA / "sync_event_id9.pto")
+    code, _, err = _run(["check", path], capsys)
+    assert code == 2
+    assert f"{path}:4:5: error: set_flag [PIPE_MTE2, PIPE_V, EVENT_ID9]: event id: expected " \
+           f"EVENT_ID0..EVENT_ID7" in err
+    code, _, err = _run(["run", path], capsys)
+    assert code == 2 and "event id: expected 0..7, found 9" in err
+
+
+def test_check_proves_a_wait_nothing_sets_in_a_callee_else_branch(capsys):
+    path = str(DATA / "sync_never_set.pto")
+    code, _, err = _run(["check", path], capsys)
+    assert code == 2
+    assert f"{path}:16:7: error: deadlock: wait_flag [PIPE_MTE2, PIPE_V, EVENT_ID1] is never " \
+           f"set" in err
+    # the run reaches it when %n <= 0 and reports the deadlock; with %n > 0 it finishes
+    code, _, err = _run(["run", path, "--arg", "n=0"], capsys)
+    assert code == 2 and "deadlock" in err and "PIPE_MTE2->PIPE_V#1" in err
+    code, _, _ = _run(["run", path, "--arg", "n=1"], capsys)
+    assert code == 0
+
+
+def test_run_says_which_of_several_kernels_runs_and_func_picks(capsys):
+    path = str(DATA / "two_kernels.pto")
+    code, out, err = _run(["run", path, "--arg", "n=1", "--arg", "m=2"], capsys)
+    assert code == 0
+    assert "2 kernel functions (@mm_aic, @mm_aiv); running @mm_aic (pick one with --func" in err
+    code, out, err = _run(["run", path, "--func", "mm_aiv"], capsys)
+    assert code == 0 and "kernel mm_aiv" in out and "note" not in err
+    code, _, err = _run(["run", path, "--func", "mm"], capsys)
+    assert code == 2 and "no function @mm (functions: @mm_aic, @mm_aiv)" in err
+
+
+def test_missing_scalar_arguments_are_listed_together(capsys):
+    code, _, err = _run(["run", str(DATA / "two_kernels.pto")], capsys)
+    assert code == 2
+    assert "scalar arguments %n (index), %m (i32) have no value; pass --arg n=VALUE " \
+           "--arg m=VALUE" in err
+
+
+def test_indices_from_random_gm_data_never_stop_a_timing_only_run():
+    program = parse_file(DATA / "wild" / "index_table.pto")
+    r = simulate(program, "a2a3", functional=False)
+    assert (r.trace["opcode"] == "TLOAD").sum() == 4
+    assert any("timing-only run goes on" in w and "%idx" in w for w in r.warnings)
+
+
+def test_a_functional_run_names_the_index_input_to_give():
+    program = parse_file(DATA / "wild" / "index_table.pto")
+    with pytest.raises(SimulationError, match=r"random data \(%idx\): give real ones with "
+                                               r"--input idx=FILE.npy"):
+        simulate(program, "a2a3")
+    idx = np.array([3, 0, 15, 7], np.int32)
+    x = np.arange(256 * 64, dtype=np.float32)
+    r = simulate(program, "a2a3", inputs={"idx": idx, "px": x})
+    rows = x.reshape(16, 16, 64)[idx].reshape(64, 64)
+    assert np.array_equal(r.gm["py"].reshape(64, 64), rows)
