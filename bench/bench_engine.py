@@ -1,69 +1,113 @@
-"""Engine speed: simulated instructions per second for a 10^5-instruction vector kernel.
+"""Engine speed: simulated instructions per second, memory and trace size, 10^3 ... 10^6 instructions.
 
-The kernel streams TADD / TMULS / TEXP / TMAX over a handful of resident UB tiles, with a
-load -> compute -> store hand-off every 50 instructions, so the run exercises the vector
-queue, the flags and the dispatcher. Reported twice: timing only, and with the numpy
-functional units. Target on a 2-core machine: >= 100 k instr/s timing-only.
+For every kernel of ``bench/kernels.py`` (``vector``: double-buffered with RecordEvent sync
+and WAR hand-backs; ``cube``: that plus a double-buffered cube stream) at every size, it
+builds the kernel through the builder, then simulates it timing-only and with the numpy
+functional units, end to end: ``sim.simulate`` plus reading ``Result.trace`` (the pandas
+DataFrame). Each case runs in a fresh process so its peak RSS is its own. Printed per case:
 
-    python bench/bench_engine.py [--instructions N] [--repeat K]
+* ``build s``     building the kernel and its program through the builder;
+* ``k instr/s``   PTO instructions simulated per second, end to end incl. the trace;
+* ``peak MB``     the process's peak RSS;
+* ``B/instr``     (peak RSS - RSS before simulating) / instructions: the engine's memory;
+* ``trace B/instr``  bytes of the trace DataFrame (``memory_usage(deep=True)``) per instruction.
+
+Targets on a 2-core machine (issue #11): >= 300 k instr/s timing-only on ``vector``,
+>= 100 k instr/s functional, flat from 10^3 to 10^6, <= 600 B per instruction.
+
+    python bench/bench_engine.py                 # 10^3 .. 10^5 (about a minute)
+    python bench/bench_engine.py --max 1000000   # up to 10^6
+    python bench/bench_engine.py --kernels vector --modes timing --sizes 100000
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
-import sim
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 
-_OPS = ("TADD", "TMULS", "TEXP", "TMAX")
-
-
-def build(n_instr: int) -> sim.Kernel:
-    k = sim.Kernel("bench")
-    g = k.gm("x", "f32", (32, 64))
-    o = k.gm("y", "f32", (32, 64))
-    a, b, c = (k.tile("vec", "f32", 32, 64, name=n) for n in "abc")
-    issued = 0
-    while issued < n_instr:
-        e = k.TLOAD(a, g)
-        issued += 1
-        for i in range(min(48, n_instr - issued - 1)):
-            op = _OPS[i % len(_OPS)]
-            args = {"TADD": (c, a, b), "TMULS": (b, c, 0.5), "TEXP": (c, b), "TMAX": (b, c, a)}[op]
-            e = k.instr(op, *args, *([e] if i == 0 else []))
-            issued += 1
-        if issued < n_instr:
-            k.TSTORE(o, b, e)
-            issued += 1
-    return k
+MODES = ("timing", "functional")
 
 
-def measure(kernel, functional: bool, repeat: int) -> tuple[float, int, int]:
-    program = kernel.program()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        r = sim.simulate(program, functional=functional, inputs=kernel.inputs)
-        best = min(best, time.perf_counter() - t0)
-    n = int((r.trace["kind"] == "op").sum())
-    return best, n, r.total_cycles
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instructions", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+def one(kernel: str, n: int, mode: str) -> dict:
+    """Run one case in this process; returns its figures."""
+    import kernels
+    import sim
+
+    warm = kernels.build(kernel, 20)          # first use of pandas & co, not the engine's cost
+    sim.simulate(warm, functional=mode == "functional").trace
+    del warm
     t0 = time.perf_counter()
-    kernel = build(args.instructions)
-    kernel.program()
-    print(f"build: {time.perf_counter() - t0:.2f} s for {args.instructions} instructions")
-    for functional in (False, True):
-        secs, n, cycles = measure(kernel, functional, args.repeat)
-        label = "with functional units" if functional else "timing only"
-        print(f"{label:<24} {n:>7} instr  {secs:6.2f} s  {n / secs / 1e3:7.1f} k instr/s  "
-              f"({cycles} simulated cycles)")
+    k = kernels.build(kernel, n)
+    program = k.program()
+    build_s = time.perf_counter() - t0
+    inputs = dict(k.inputs)
+    del k
+    gc.collect()
+    before = _rss_bytes()
+    t0 = time.perf_counter()
+    r = sim.simulate(program, functional=mode == "functional", inputs=inputs)
+    trace = r.trace
+    secs = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    ops = int((trace["kind"] == "op").sum())
+    return {"kernel": kernel, "n": ops, "mode": mode, "build_s": build_s, "sim_s": secs,
+            "instr_per_s": ops / secs, "peak_rss_mb": peak / 2**20,
+            "bytes_per_instr": max(0, peak - before) / ops, "rows": len(trace),
+            "trace_bytes_per_instr": int(trace.memory_usage(deep=True).sum()) / ops,
+            "cycles": r.total_cycles}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", nargs="+", default=["vector", "cube"])
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    ap.add_argument("--sizes", nargs="+", type=int, help="instruction counts (default 10^3 .. --max)")
+    ap.add_argument("--max", type=int, default=100_000, help="largest size when --sizes is not given")
+    ap.add_argument("--json", action="store_true", help="one JSON object per case")
+    ap.add_argument("--one", nargs=3, metavar=("KERNEL", "N", "MODE"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        kernel, n, mode = args.one
+        print(json.dumps(one(kernel, int(n), mode)))
+        return 0
+    sizes = args.sizes or [10 ** e for e in range(3, 7) if 10 ** e <= args.max]
+    if not args.json:
+        print(f"{'kernel':<8} {'mode':<10} {'instrs':>8} {'build s':>8} {'sim s':>7} "
+              f"{'k instr/s':>9} {'peak MB':>8} {'B/instr':>8} {'trace B/instr':>13} {'cycles':>10}")
+    for kernel in args.kernels:
+        for mode in args.modes:
+            for n in sizes:
+                out = subprocess.run([sys.executable, __file__, "--one", kernel, str(n), mode],
+                                     capture_output=True, text=True)
+                if out.returncode:
+                    sys.stderr.write(out.stderr)
+                    return out.returncode
+                r = json.loads(out.stdout)
+                if args.json:
+                    print(json.dumps(r))
+                    continue
+                print(f"{kernel:<8} {mode:<10} {r['n']:>8} {r['build_s']:>8.2f} {r['sim_s']:>7.2f} "
+                      f"{r['instr_per_s'] / 1e3:>9.1f} {r['peak_rss_mb']:>8.0f} "
+                      f"{r['bytes_per_instr']:>8.0f} {r['trace_bytes_per_instr']:>13.0f} "
+                      f"{r['cycles']:>10}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -23,6 +23,7 @@ The builder produces the same ``Program`` IR as the PTO IR parser.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import sys
 from pathlib import Path
@@ -146,7 +147,7 @@ class Kernel(ChipKernel):
         self._counter = itertools.count()
         self._views: dict[tuple, PartView] = {}
         self._tv: dict[str, TensorView] = {}
-        self._busy: dict[tuple, list[tuple[int, float]]] = {}   # (src, dst, id) -> intervals
+        self._busy: dict[tuple, _Intervals] = {}      # (src, dst, id) -> pending intervals
         self._open_manual: dict[tuple, int] = {}
         self._interned: dict = {}
 
@@ -202,18 +203,18 @@ class Kernel(ChipKernel):
     def set_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
         self._open_manual[(src, dst, int(event_id))] = len(self._entries)
-        self._emit(SetFlag(src, dst, int(event_id), loc=_caller()))
+        self._emit(self._intern(SetFlag(src, dst, int(event_id), loc=_caller())))
 
     def wait_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
         key = (src, dst, int(event_id))
         start = self._open_manual.pop(key, None)
-        self._emit(WaitFlag(src, dst, int(event_id), loc=_caller()))
+        self._emit(self._intern(WaitFlag(src, dst, int(event_id), loc=_caller())))
         if start is not None:
-            self._busy.setdefault(key, []).append((start, len(self._entries) - 1))
+            self._intervals(key).add(start, len(self._entries) - 1)
 
     def pipe_barrier(self, pipe) -> None:
-        self._emit(Barrier(_pipe_name(pipe), loc=_caller()))
+        self._emit(self._intern(Barrier(_pipe_name(pipe), loc=_caller())))
 
     def TSYNC(self, *events_or_pipes, on=None) -> None:
         """C++ ``TSYNC``: a pipe name drains that pipe (``TSYNC<Op>()`` = pipe_barrier);
@@ -225,7 +226,7 @@ class Kernel(ChipKernel):
                     raise UserError(f"{loc}: TSYNC(event) needs on=PIPE to name the waiting pipe")
                 self._wait(x, _pipe_name(on), loc)
             else:
-                self._emit(Barrier(_pipe_name(x), loc=loc))
+                self._emit(self._intern(Barrier(_pipe_name(x), loc=loc)))
 
     def set_valid(self, tile: Tile, rows: int, cols: int) -> Event:
         """Set a dynamic tile's valid region (``pto.set_validshape``)."""
@@ -233,6 +234,11 @@ class Kernel(ChipKernel):
         return Event(self, len(self._entries) - 1, "PIPE_S")
 
     # --- instructions --------------------------------------------------------------------
+
+    def _intern(self, stmt):
+        """Statements are immutable: one issued from the same line with the same operands
+        (a Python loop) shares its object, which lets the engine cache its work per object."""
+        return self._interned.setdefault((stmt, stmt.loc), stmt)
 
     def _emit(self, stmt) -> int:
         self._entries.append([stmt, []])
@@ -273,7 +279,7 @@ class Kernel(ChipKernel):
         events = [o for o in operands if isinstance(o, Event)]
         events += list(attrs.pop("wait", ()) or ())
         ops = [o for o in operands if not isinstance(o, Event)]
-        n_out = len(spec.outs.split())
+        n_out = sum(not t.endswith("?") for t in spec.outs.split())   # optional outs: IR only
         if len(ops) < n_out:
             raise UserError(f"{spec.name}: expected {n_out} destination operand(s) first")
         outs, ins = ops[:n_out], ops[n_out:]
@@ -289,11 +295,7 @@ class Kernel(ChipKernel):
         loc = _caller()
         for ev in events:
             self._wait(ev, pipe, loc)
-        instr = Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc)
-        # Instructions are immutable: one issued from the same line with the same operands
-        # (a Python loop) shares its object, which lets the engine cache per object.
-        instr = self._interned.setdefault((instr, loc), instr)
-        idx = self._emit(instr)
+        idx = self._emit(self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc)))
         return Event(self, idx, pipe)
 
     def _wait(self, ev: Event, pipe: str, loc) -> None:
@@ -307,22 +309,28 @@ class Kernel(ChipKernel):
             return
         ev.waited.add(pipe)
         if ev.pipe == pipe:
-            self._emit(Barrier(pipe, loc=loc))
+            self._emit(self._intern(Barrier(pipe, loc=loc)))
             return
         here = len(self._entries)
         eid = self._free_id(ev.pipe, pipe, ev.index, here, loc)
-        self._entries[ev.index][1].append(SetFlag(ev.pipe, pipe, eid, loc=loc))
-        self._emit(WaitFlag(ev.pipe, pipe, eid, loc=loc))
+        self._entries[ev.index][1].append(self._intern(SetFlag(ev.pipe, pipe, eid, loc=loc)))
+        self._emit(self._intern(WaitFlag(ev.pipe, pipe, eid, loc=loc)))
+
+    def _intervals(self, key) -> "_Intervals":
+        busy = self._busy.get(key)
+        if busy is None:
+            busy = self._busy[key] = _Intervals()
+        return busy
 
     def _free_id(self, src, dst, start, end, loc) -> int:
         """Lowest event id of (src, dst) not pending anywhere in [start, end]."""
         for eid in range(8):
-            busy = self._busy.setdefault((src, dst, eid), [])
+            busy = self._intervals((src, dst, eid))
             open_at = self._open_manual.get((src, dst, eid))
             if open_at is not None and open_at <= end:
                 continue
-            if all(e < start or s > end for s, e in busy):
-                busy.append((start, end))
+            if busy.free(start, end):
+                busy.add(start, end)
                 return eid
         raise UserError(f"{loc}: event pool exhausted: all 8 event ids of {src} -> {dst} are "
                         f"pending between statement {start} and {end}; wait on some events "
@@ -344,6 +352,36 @@ class Kernel(ChipKernel):
             body.append(stmt)
             body.extend(after)
         return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)
+
+
+class _Intervals:
+    """The statement intervals over which one event id is pending, for O(log n) queries.
+
+    The builder only adds an interval that overlaps none of an id's others, except for
+    hand-written set/wait pairs (which may overlap anything), so the intervals are kept
+    sorted by start together with the running maximum of their ends: ``[start, end]`` is
+    free when every interval starting at or before ``end`` ended before ``start``.
+    """
+
+    __slots__ = ("starts", "reach")
+
+    def __init__(self):
+        self.starts: list[int] = []
+        self.reach: list[int] = []     # reach[i] = the largest end among intervals 0..i
+
+    def free(self, start: int, end: int) -> bool:
+        i = bisect.bisect_right(self.starts, end)
+        return i == 0 or self.reach[i - 1] < start
+
+    def add(self, start: int, end: int) -> None:
+        i = bisect.bisect_right(self.starts, start)
+        reach = max(end, self.reach[i - 1]) if i else end
+        self.starts.insert(i, start)      # at the end but for tokens waited on out of order
+        self.reach.insert(i, reach)
+        j = i + 1
+        while j < len(self.reach) and self.reach[j] < reach:   # stops at once unless overlapping
+            self.reach[j] = reach
+            j += 1
 
 
 def _method(name: str):

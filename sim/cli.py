@@ -262,8 +262,11 @@ def cmd_run(args) -> int:
     kernel = _select_function(args, _load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
+    if args.trace_rows == "none" and (args.trace or args.plot):
+        raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
+                        "keep the rows (--trace-rows full or ops)")
     result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
-                      seed=args.seed, detail=args.detail)
+                      seed=args.seed, detail=args.detail, trace=args.trace_rows)
     _save_outputs(args, result)
     _write_outputs(result, args)
     if args.json:
@@ -449,6 +452,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trace granularity: one row per PTO op (default) or also one row per "
                         "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")
     r.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
+    r.add_argument("--trace-rows", choices=("full", "ops", "none"), default="full",
+                   help="trace rows kept: all (default), no sync rows, or none (totals only; "
+                        "fastest, for sweeps)")
     r.add_argument("--rows", type=int, default=40, help="instructions listed in the report (default 40)")
     r.set_defaults(func=cmd_run)
 

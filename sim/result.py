@@ -13,28 +13,51 @@ __all__ = ["Result"]
 
 @attrs.frozen
 class Result:
+    """``trace`` is built from the run's columnar recording the first time it is read."""
+
     kernel: str
     target: object = attrs.field(repr=False)
-    trace: pd.DataFrame = attrs.field(repr=False)
+    recording: object = attrs.field(repr=False)    # sim.engine.record.Recorder
     gm: dict = attrs.field(repr=False, factory=dict)
     warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()          # race-check findings (simulate(..., races=True))
     block_dim: int = 1         # physical cores the kernel ran on
     memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
+    _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
+
+    @property
+    def trace(self) -> pd.DataFrame:
+        """The trace DataFrame (``sim.trace.schema``); empty when run with ``trace="none"``."""
+        if not self._trace:
+            self._trace.append(self.recording.frame())
+        return self._trace[0]
 
     @property
     def total_cycles(self) -> int:
-        return int(self.trace["end_cycle"].max()) if len(self.trace) else 0
+        return int(self.recording.end)
 
     @property
     def pipes(self) -> dict:
         """Pipe -> {busy_cycles, utilization, instructions}."""
-        return pipe_summary(self.trace, self.total_cycles)
+        total = self.total_cycles
+        if self.recording.mode != "none":
+            return pipe_summary(self.trace, total)
+        return {pipe: {"busy_cycles": busy,
+                       "utilization": round(busy / total, 4) if total else 0.0,
+                       "instructions": n}
+                for pipe, (busy, n) in self.recording.pipe_totals().items()}
+
+    @property
+    def instructions(self) -> int:
+        """PTO instructions executed (trace rows of kind ``op``)."""
+        if self.recording.mode == "none":
+            return self.recording.ops
+        return int((self.trace["kind"] == "op").sum())
 
     @property
     def units(self) -> list:
         """Per core and unit: per-pipe busy cycles and utilisation, per-opcode busy cycles
-        and share of the total time."""
+        and share of the total time (empty when run with ``trace="none"``)."""
         return unit_summary(self.trace, self.total_cycles)
 
     @property
@@ -55,12 +78,13 @@ class Result:
                 "opcodes": self.opcodes,
                 "units": self.units,
                 "memory": self.memory,
-                "instructions": int((self.trace["kind"] == "op").sum()),
+                "instructions": self.instructions,
                 "warnings": list(self.warnings)}
 
     def report(self, max_rows: int = 40) -> str:
         text = text_report(self.trace, kernel=self.kernel, target=self.target.name,
-                           clock_hz=self.target.clock_hz, max_rows=max_rows)
+                           clock_hz=self.target.clock_hz, max_rows=max_rows,
+                           total=self.total_cycles, pipes=self.pipes)
         if self.warnings:
             text += "\n\n" + "\n".join(self.warnings)
         return text

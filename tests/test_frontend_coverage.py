@@ -857,7 +857,7 @@ _OUT_OF_SCOPE_OPS = {
     "addptr": "    %r = pto.addptr %p, %n : !pto.ptr<f32>, index -> !pto.ptr<f32>",
     "cmo.cacheinvalid": "    pto.cmo.cacheinvalid %p : !pto.ptr<f32>",
     "tmatmul.mx": "    pto.tmatmul.mx ins(%n : index) outs(%n : index)",
-    "tmrgsort": "    pto.tmrgsort ins(%n {exhausted = false} : index) outs(%n : index)",
+    "thistogram": "    pto.thistogram ins(%n {exhausted = false} : index) outs(%n : index)",
 }
 for _name, _body in _OUT_OF_SCOPE_OPS.items():
     bad(f"s3-out-of-scope-op-{_name}", kernel(_body), f"unsupported op 'pto.{_name}'")

@@ -31,8 +31,9 @@ def _stream(k, tgt):
     return Interpreter(k.program(), tgt, inputs=k.inputs).issue()
 
 
-def _cycles(rows):
-    return [(r[0], r[3], r[7], r[8]) for r in rows]
+def _cycles(recording):
+    t = recording.frame()
+    return list(zip(t["id"], t["pipe"].astype(str), t["start_cycle"], t["end_cycle"]))
 
 
 def test_two_machines_in_one_env_each_see_their_own_timeline():
@@ -44,11 +45,11 @@ def test_two_machines_in_one_env_each_see_their_own_timeline():
         m.start(_stream(_kernel(n), tgt))
     env.run()
     assert all(m.finished() for m in ms)
-    for m, rows in zip(ms, alone):
-        assert _cycles(m.rows) == _cycles(rows)
-        assert {r[1] for r in m.rows} == {m.core}
-    assert env.now == max(r[8] for r in alone[1])
-    assert alone[0] != alone[1]      # the two kernels differ, so the check above can fail
+    for m, rec in zip(ms, alone):
+        assert _cycles(m.recorder) == _cycles(rec)
+        assert set(m.recorder.frame()["core"]) == {m.core}
+    assert env.now == alone[1].end
+    assert _cycles(alone[0]) != _cycles(alone[1])   # the kernels differ: the check above can fail
 
 
 def test_machine_with_env_is_not_finished_before_it_runs():

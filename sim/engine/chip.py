@@ -19,6 +19,7 @@ its core, unit, pipe and the flag it waits for.
 
 from __future__ import annotations
 
+import pandas as pd
 import simpy
 
 from sim.engine.execute import Interpreter
@@ -30,7 +31,7 @@ from sim.engine.units import layout, unit_program
 from sim.engine.xunit import ChipState
 from sim.errors import DeadlockError
 
-__all__ = ["Chip"]
+__all__ = ["Chip", "ChipRecording"]
 
 
 class Chip:
@@ -38,7 +39,7 @@ class Chip:
 
     def __init__(self, program, target, *, block_dim=1, inputs=None, functional=True,
                  strict=True, seed=0, detail=False, races=False, ideal_sync=False,
-                 infinite_bandwidth=False, l2=None):
+                 infinite_bandwidth=False, l2=None, trace="full"):
         self.target = target
         self.layout = layout(program, target, block_dim)
         self.env = simpy.Environment()
@@ -60,23 +61,24 @@ class Chip:
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
                               detail=detail, races=RaceDetector() if races else None,
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
-                              gm=gm_model, shared=self.state.flags)
+                              gm=gm_model, shared=self.state.flags, trace=trace)
             self.units.append((spec, interp, machine))
 
-    def run(self) -> list[list]:
-        """Run every unit to the end; the trace rows of all of them."""
+    def run(self):
+        """Run every unit to the end; the trace recording of all of them."""
         for _, interp, machine in self.units:
             machine.start(interp.issue())
         self.env.run()
         stuck = [(spec, m) for spec, _, m in self.units if not m.finished()]
         if stuck:
             self._deadlock(stuck)
-        return self.rows()
+        return self.recording()
 
-    def rows(self) -> list[list]:
+    def recording(self):
+        """One unit's ``Recorder``, or all of them as a ``ChipRecording``."""
         if len(self.units) == 1:
-            return self.units[0][2].rows
-        return [r for _, _, m in self.units for r in m.rows]
+            return self.units[0][2].recorder
+        return ChipRecording(tuple(m.recorder for _, _, m in self.units))
 
     @property
     def warnings(self) -> tuple:
@@ -97,6 +99,31 @@ class Chip:
                 s["core"], s["unit"] = spec.core, spec.unit
             entries += items
             parts.append(describe_stuck(items, f"core {spec.core} {spec.unit} " if multi else ""))
-        e = DeadlockError(f"deadlock at cycle {self.env.now}: " + "; ".join(parts), entries)
-        e.trace_rows = self.rows()
-        raise e
+        raise DeadlockError(f"deadlock at cycle {self.env.now}: " + "; ".join(parts), entries)
+
+
+class ChipRecording:
+    """The recordings of every unit, read as one (the reading side of ``Recorder``)."""
+
+    def __init__(self, recorders):
+        self.recorders = recorders
+        self.mode = recorders[0].mode
+        self.end = max(r.end for r in recorders)
+        self.ops = sum(r.ops for r in recorders)
+
+    def pipe_totals(self) -> dict:
+        out: dict = {}
+        for r in self.recorders:
+            for pipe, (busy, n) in r.pipe_totals().items():
+                b, m = out.get(pipe, (0, 0))
+                out[pipe] = (b + busy, m + n)
+        return out
+
+    def frame(self) -> pd.DataFrame:
+        """Every unit's rows, by start cycle, then core, unit and id."""
+        frames = [r.frame() for r in self.recorders]
+        df = pd.concat([f.astype({c: str for c in f.columns if f[c].dtype == "category"})
+                        for f in frames], ignore_index=True)
+        df = df.sort_values(["start_cycle", "core", "unit", "id"], kind="stable")
+        return df.reset_index(drop=True).astype({c: "category" for c in frames[0].columns
+                                                 if frames[0][c].dtype == "category"})

@@ -119,9 +119,8 @@ class ControlFlow:
         else:
             raise UserError(f"unsupported op '{st.op}'{_where(st)}")
         c = int(self.target.scalar.get(f"{name}_cycles", 1))   # [scalar] of machine.toml
-        seq = self.seq
         self.seq += 1
-        item = Issued(seq, SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
+        item = Issued(SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
         if self.track_accesses:
             item.accesses = (self._scalar_access(st, write=name == "store_scalar"),)
         return item

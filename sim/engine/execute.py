@@ -107,6 +107,8 @@ class Interpreter(CrossUnit, ControlFlow):
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
+        self._sync_items: dict = {}     # id(statement) -> its Issued item (checked once)
+        self._op_items: dict = {}       # id(instruction) -> its Issued item for the current plan
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
@@ -324,7 +326,8 @@ class Interpreter(CrossUnit, ControlFlow):
         s.rows, s.cols = rows, cols
         self.epoch += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
-        return Issued(self._next(), SCALAR, "PIPE_S", "set_validshape", c, c,
+        self._next()
+        return Issued(SCALAR, "PIPE_S", "set_validshape", c, c,
                       text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
 
     def _make_view(self, st: MakeTensorView) -> None:
@@ -367,7 +370,23 @@ class Interpreter(CrossUnit, ControlFlow):
         isz = arr.itemsize
         return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
 
+    def _gm_table(self, view: PartView, where: str) -> np.ndarray:
+        """The flat GM elements a view reaches, from its first to its last (MGATHER)."""
+        window = self._gm_window(view, where)
+        ptr, base, sizes, strides = self.views[view.name]
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        return self.gm[ptr.name][base:last + 1] if window.size else window.reshape(-1)
+
     def _flag(self, st) -> Issued:
+        # checked once per statement (and event id, when that is a run-time value)
+        key = id(st) if type(st.event) is not Scalar else (id(st), self.scalar(st.event))
+        item = self._sync_items.get(key)
+        if item is None:
+            item = self._sync_items[key] = self._flag_item(st)
+        self.seq += 1
+        return item.copy() if self.track_accesses else item
+
+    def _flag_item(self, st) -> Issued:
         where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
         for role, p in (("source pipe", st.src), ("destination pipe", st.dst)):
             if p not in PIPES:
@@ -376,15 +395,19 @@ class Interpreter(CrossUnit, ControlFlow):
         if not 0 <= ev < self._event_ids:
             raise UserError(f"{where}: event id: expected 0..{self._event_ids - 1}, found {ev}")
         kind, pipe = (SET, st.src) if type(st) is SetFlag else (WAIT, st.dst)
-        return Issued(self._next(), kind, pipe, kind, flag=(st.src, st.dst, ev),
+        return Issued(kind, pipe, kind, flag=(st.src, st.dst, ev),
                       text=f"{st.src}->{st.dst}#{ev}", source=str(st.loc or ""))
 
     def _barrier(self, st: Barrier) -> Issued:
-        if st.pipe not in _SYNC_PIPES:
-            raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
-                            f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
-        return Issued(self._next(), BARRIER, st.pipe, "pipe_barrier", text=st.pipe,
-                      source=str(st.loc or ""))
+        item = self._sync_items.get(id(st))
+        if item is None:
+            if st.pipe not in _SYNC_PIPES:
+                raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
+                                f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
+            item = self._sync_items[id(st)] = Issued(BARRIER, st.pipe, "pipe_barrier",
+                                                     text=st.pipe, source=str(st.loc or ""))
+        self.seq += 1
+        return item.copy() if self.track_accesses else item
 
     # --- instructions --------------------------------------------------------------------
 
@@ -427,11 +450,16 @@ class Interpreter(CrossUnit, ControlFlow):
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, shape, self._where(seq, instr))
-        item = Issued(seq, OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles,
-                      plan.breaks_stream, None, plan, text, source)
+        item = self._op_items.get(id(instr))      # one item per statement and plan
+        if item is None or item.plan is not plan:
+            item = self._op_items[id(instr)] = Issued(
+                OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles, plan.breaks_stream,
+                None, plan, text, source)
         if self.track_accesses:
+            item = item.copy()
             item.accesses = instr_accesses(self, instr, srcs, tmp)
         if self._gm_windows and spec.family in _GM_FAMILIES:
+            item = item.copy()
             item.gm = self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
         return item
 
@@ -469,7 +497,7 @@ class Interpreter(CrossUnit, ControlFlow):
         self._state(tile, where).addr = addr
         self.epoch += 1
         c = int(self.target.scalar.get("tassign_cycles", 1))
-        return Issued(seq, SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
+        return Issued(SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
 
     def _domain(self, instr, spec, srcs, where):
         """(tile whose geometry sets the path, iteration rows, cols)."""
@@ -492,7 +520,9 @@ class Interpreter(CrossUnit, ControlFlow):
         src_dt = srcs[0].dtype.name if srcs else ""
         path, extra, variant = "", (), ""
         fam = spec.family
-        if fam == "load":
+        if fam in ("load", "mgather"):
+            # ASSUMPTION: MGATHER moves dst's bytes at the GM read rate of a TLOAD (the
+            # reference gives no gather cost for the MTEs)
             path = _LOAD_PATH.get(dst.loc, "GM_UB")
         elif fam == "store":
             path = _STORE_PATH.get(srcs[0].loc, "UB_GM")
@@ -512,9 +542,10 @@ class Interpreter(CrossUnit, ControlFlow):
             hv, extra = shape_hints(
                 instr.opcode, fam, instr.attrs,
                 dst_col_major=isinstance(dst, Tile) and dst.type.blayout is BLayout.COL_MAJOR,
-                src_valid=self.valid_of(srcs[-1]) if srcs else None,
                 has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs))
             variant = hv or variant
+            if instr.opcode == "TMRGSORT" and len(srcs) > 1:
+                variant = "multi"            # merges its source lists (sim.timing.vsort)
         if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
             # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
             # for placement decisions, not for addresses the engine picked itself
@@ -561,6 +592,10 @@ class Interpreter(CrossUnit, ControlFlow):
         if fam == "fillpad":        # TFILLPAD writes dst's whole capacity with its PadValue
             extra = {"pad": dst.type.pad,
                      "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
+        elif instr.opcode == "TINSERT":     # writes a window of dst's capacity
+            extra = {"dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
+        elif fam == "mgather":              # reads GM through the view
+            extra = {"table": self._gm_table(instr.ins[0], where)}
         ctx = FnContext(
             op=instr.opcode, where=where, dtype=dst.dtype, dst=dview, srcs=sviews,
             scalars=scalars, scalar_first=isinstance(instr.ins[0], (Const, Scalar)),
@@ -570,7 +605,7 @@ class Interpreter(CrossUnit, ControlFlow):
         try:
             self._run_unit(ctx)
         except SimulationError as e:
-            if fam != "gather":
+            if fam not in ("gather", "mgather"):
                 raise
             self.data_error(str(e))
 
@@ -602,7 +637,7 @@ def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
     broadcast sources, matmul operands, move/extract sources, TSEL's packed mask and
     TGATHER's table."""
-    return (family in ("rowexpand", "colexpand", "matmul", "move")
+    return (family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
             or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
             or (family in ("select", "gather") and index == 0))
 

@@ -8,18 +8,21 @@ OP, SET, WAIT, BARRIER, SCALAR = "op", "set_flag", "wait_flag", "barrier", "scal
 
 
 class Issued:
-    """One dynamic instruction or sync statement bound for a pipe queue.
+    """An instruction or sync statement bound for a pipe queue.
 
     ``cold`` / ``warm`` are its costs when it opens / continues a vector stream;
-    ``flag`` is ``(src, dst, id)`` for set/wait items.
+    ``flag`` is ``(src, dst, id)`` for set/wait items. An item holds nothing dynamic
+    unless races are tracked (``accesses``, ``dclock``) or an L2 follows GM
+    addresses (``gm``; such items are copies), so the interpreter hands the same
+    object over for every execution of a statement in the same tile state; the machine
+    numbers the items as they arrive. ``sid`` is its static trace row, set when recorded.
     """
 
-    __slots__ = ("seq", "kind", "pipe", "opcode", "cold", "warm", "breaks", "flag",
-                 "plan", "text", "source", "accesses", "dclock", "gm")
+    __slots__ = ("kind", "pipe", "opcode", "cold", "warm", "breaks", "flag",
+                 "plan", "text", "source", "accesses", "dclock", "sid", "gm")
 
-    def __init__(self, seq, kind, pipe, opcode="", cold=0, warm=0, breaks=False, flag=None,
+    def __init__(self, kind, pipe, opcode="", cold=0, warm=0, breaks=False, flag=None,
                  plan=None, text="", source=""):
-        self.seq = seq
         self.kind = kind
         self.pipe = pipe
         self.opcode = opcode
@@ -32,8 +35,14 @@ class Issued:
         self.source = source
         self.accesses = None      # bytes touched (race detection only)
         self.dclock = None        # dispatcher's vector clock at issue (race detection only)
-        self.gm = None            # GM window (array key, rows, cols, strides ...) for an L2 model
+        self.sid = None
+        self.gm = None            # GM window of a TLOAD / TSTORE (per execution, for an L2)
 
-    def label(self) -> str:
+    def copy(self) -> "Issued":
+        """A fresh item with the same static content (for per-execution race data)."""
+        return Issued(self.kind, self.pipe, self.opcode, self.cold, self.warm, self.breaks,
+                      self.flag, self.plan, self.text, self.source)
+
+    def label(self, seq: int) -> str:
         where = f" ({self.source})" if self.source else ""
-        return f"#{self.seq} {self.opcode or self.kind}{where}"
+        return f"#{seq} {self.opcode or self.kind}{where}"

@@ -39,6 +39,7 @@ import simpy
 
 from sim.errors import DeadlockError
 from sim.engine.items import BARRIER, OP, SET, WAIT
+from sim.engine.record import STREAM, Recorder
 from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine", "describe_stuck"]
@@ -55,17 +56,22 @@ class _Pipe:
         self.busy = False
         self.last_end = -1
         self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
-        self.blocked = None       # the wait item at the head of the queue, while blocked
+        self.blocked = None       # (wait item, seq) at the head of the queue, while blocked
         self.pending_waits = []
-        self.last_op_row = None
+        self.last_op_row = -1     # recorder offset of the last op row (its records grow)
         self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
 
 
 class Machine:
-    """Runs a stream of ``Issued`` items on the pipes of one unit; collects trace rows."""
+    """Runs a stream of ``Issued`` items on the pipes of one unit; records the trace.
+
+    Items are numbered in stream order (the trace's ``id``); the interpreter may hand the
+    same item object over again for every dynamic instance of a statement.
+    """
 
     def __init__(self, target, *, env=None, core=0, unit="AIV0", detail=False, races=None,
-                 ideal_sync=False, infinite_bandwidth=False, gm=None, shared=None):
+                 ideal_sync=False, infinite_bandwidth=False, gm=None, shared=None,
+                 trace="full"):
         self.env = env if env is not None else simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
@@ -77,7 +83,9 @@ class Machine:
         self.dispatch_cycles = int(target.scalar.get("dispatch_cycles", 0))
         self.pipes: dict[str, _Pipe] = {}
         self.flags: dict[tuple, list] = {}      # key -> [count, waiting event or None]
-        self.rows: list[list] = []
+        self.recorder = Recorder(core, unit, trace)
+        self._row = self.recorder.row
+        self._sync_row = self.recorder.sync_row
         self.dispatch_done = False
         self.dispatch_blocked = None
         self.detail = detail      # add one "cce" row per lowered CCE item under each op
@@ -100,25 +108,17 @@ class Machine:
         return self.dispatcher is not None and self.dispatcher.triggered and not any(
             p.queue or p.blocked for p in self.pipes.values())
 
-    def run(self, stream) -> list[list]:
-        """Run ``stream`` alone in this machine's environment; the trace rows."""
+    def run(self, stream) -> Recorder:
+        """Run ``stream`` alone in this machine's environment; its trace recording."""
         self.start(stream)
         self.env.run()
         if not self.finished():
             self._deadlock()
-        return self.rows
+        return self.recorder
 
     # --- rows ----------------------------------------------------------------------------
 
-    def _row(self, item, pipe, dispatch, start, end, stream=""):
-        plan = item.plan
-        row = [item.seq, self.core, self.unit, pipe, item.kind, item.opcode, dispatch, start,
-               end, end - start, stream, plan.repeats if plan else 0, plan.bytes if plan else 0,
-               "", "", item.text, item.source, plan.detail if plan else ""]
-        self.rows.append(row)
-        return row
-
-    def _cce_rows(self, item, pipe, dispatch, start, end, state):
+    def _cce_rows(self, item, seq, pipe, dispatch, start, end, state):
         """One row per CCE item, laid end to end inside the op's interval."""
         steps, _ = timeline(item.plan.items, self.target.cce, self.floor_cycles, state,
                             self.restart_rule)
@@ -127,9 +127,8 @@ class Machine:
             s = min(int(t + 0.5), end)
             t += cycles
             e = min(int(t + 0.5), end)
-            self.rows.append([item.seq, self.core, self.unit, pipe, "cce", it.name or it.kind,
-                              dispatch, s, e, e - s, "", it.repeats, it.bytes, "", "", item.text,
-                              item.source, it.describe()])
+            self.recorder.cce_row((pipe, "cce", it.name or it.kind, it.repeats, it.bytes,
+                                   item.text, item.source, it.describe()), seq, dispatch, s, e)
 
     # --- flags ---------------------------------------------------------------------------
 
@@ -176,19 +175,20 @@ class Machine:
 
     def _dispatch(self, stream):
         env = self.env
-        for item in stream:
+        pipes = self.pipes
+        for seq, item in enumerate(stream):
             if self.dispatch_cycles:
                 yield env.timeout(self.dispatch_cycles)
             pipe = item.pipe
             if pipe == "PIPE_S":
-                yield from self._scalar(item)
-            elif item.kind == BARRIER and pipe == "PIPE_ALL":
-                yield from self._barrier_all(item)
+                yield from self._scalar(item, seq)
+            elif pipe == "PIPE_ALL" and item.kind == BARRIER:
+                yield from self._barrier_all(item, seq)
             else:
                 if self.races is not None:
                     item.dclock = self.races.issued(item)
-                p = self._pipe(pipe)
-                p.queue.append((item, env.now))
+                p = pipes.get(pipe) or self._pipe(pipe)
+                p.queue.append((item, seq, env.now))
                 if p.wake is not None:
                     ev, p.wake = p.wake, None
                     ev.succeed()
@@ -198,42 +198,42 @@ class Machine:
                 ev, p.wake = p.wake, None
                 ev.succeed()
 
-    def _scalar(self, item):
+    def _scalar(self, item, seq):
         env = self.env
         now = env.now
         if item.kind == WAIT:
             ev = self._wait_event(item.flag)
             if ev is not None:
-                self.dispatch_blocked = item
+                self.dispatch_blocked = (item, seq)
                 yield ev
                 self.dispatch_blocked = None
             self._take(item.flag)
             if self.races is not None:
                 self.races.wait_flag("PIPE_S", item.flag, {}, on_dispatcher=True)
-            self._row(item, "PIPE_S", now, now, env.now)
+            self._sync_row(item, seq, now, now, env.now)
         elif item.kind == SET:
             self._set(item.flag)
             if self.races is not None:
-                self.races.set_flag("PIPE_S", item.flag, item.label(), self.races.dispatch)
-            self._row(item, "PIPE_S", now, now, now)
+                self.races.set_flag("PIPE_S", item.flag, item.label(seq), self.races.dispatch)
+            self._sync_row(item, seq, now, now, now)
         elif item.kind == BARRIER:
-            self._row(item, "PIPE_S", now, now, now)
+            self._sync_row(item, seq, now, now, now)
         else:
             if item.cold:
                 yield env.timeout(item.cold)
             if self.races is not None and item.accesses:
                 # the scalar unit is the dispatcher: what it does orders everything after it
-                self.races.op("PIPE_S", item.label(), item.accesses, self.races.dispatch, item.seq)
+                self.races.op("PIPE_S", item.label(seq), item.accesses, self.races.dispatch, seq)
                 self.races.dispatch = dict(self.races.clocks["PIPE_S"])
-            self._row(item, "PIPE_S", now, now, env.now)
+            self._row(item, seq, now, now, env.now)
 
-    def _barrier_all(self, item):
+    def _barrier_all(self, item, seq):
         env = self.env
         now = env.now
         if self.ideal_sync:
-            self._row(item, "PIPE_ALL", now, now, now)
+            self._sync_row(item, seq, now, now, now)
             return
-        self.dispatch_blocked = item
+        self.dispatch_blocked = (item, seq)
         waits = []
         for p in self.pipes.values():
             if p.busy or p.queue:
@@ -248,11 +248,14 @@ class Machine:
             for p in self.pipes.values():
                 if p.stream is WARM:
                     p.stream = RESTART
-        self._row(item, "PIPE_ALL", now, now, env.now)
+        self._sync_row(item, seq, now, now, env.now)
 
     def _run_pipe(self, p: _Pipe):
         env = self.env
         queue = p.queue
+        rec = self.recorder
+        row, sync_row = self._row, self._sync_row
+        is_vector = p.name == "PIPE_V"
         while True:
             if not queue:
                 p.busy = False
@@ -265,7 +268,7 @@ class Machine:
                 yield p.wake
                 continue
             p.busy = True
-            item, dispatched = queue.popleft()
+            item, seq, dispatched = queue.popleft()
             kind = item.kind
             if kind is OP:
                 start = env.now
@@ -283,41 +286,39 @@ class Machine:
                 end = env.now
                 p.last_end = end
                 p.stream = RESTART if item.breaks else WARM
-                row = self._row(item, p.name, dispatched, start, end,
-                                state if p.name == "PIPE_V" else "")
+                waits = 0
                 if p.pending_waits:
-                    row[13] = ";".join(p.pending_waits)
+                    waits = rec.text_id(";".join(p.pending_waits))
                     p.pending_waits = []
-                p.last_op_row = row
+                p.last_op_row = row(item, seq, dispatched, start, end,
+                                    STREAM[state] if is_vector else 0, waits)
                 if self.races is not None:
-                    self.races.op(p.name, item.label(), item.accesses or (), item.dclock or {},
-                                  item.seq)
+                    self.races.op(p.name, item.label(seq), item.accesses or (), item.dclock or {},
+                                  seq)
                 if self.detail and item.plan is not None:
-                    self._cce_rows(item, p.name, dispatched, start, end, state)
+                    self._cce_rows(item, seq, p.name, dispatched, start, end, state)
             elif kind is WAIT:
                 start = env.now
                 ev = self._wait_event(item.flag)
                 if ev is not None:
-                    p.blocked = item
+                    p.blocked = (item, seq)
                     yield ev
                     p.blocked = None
                 self._take(item.flag)
                 if self.races is not None:
                     self.races.wait_flag(p.name, item.flag, item.dclock or {})
-                self._row(item, p.name, dispatched, start, env.now)
+                sync_row(item, seq, dispatched, start, env.now)
                 p.pending_waits.append(item.text)
             elif kind is SET:
                 self._set(item.flag)
                 if self.races is not None:
-                    self.races.set_flag(p.name, item.flag, item.label(), item.dclock or {})
-                self._row(item, p.name, dispatched, env.now, env.now)
-                if p.last_op_row is not None:
-                    r = p.last_op_row
-                    r[14] = f"{r[14]};{item.text}" if r[14] else item.text
+                    self.races.set_flag(p.name, item.flag, item.label(seq), item.dclock or {})
+                sync_row(item, seq, dispatched, env.now, env.now)
+                rec.add_record(p.last_op_row, item.text)
             else:   # a barrier on this pipe: everything before it has finished already
                 if self.break_on_barrier and p.stream is WARM and not self.ideal_sync:
                     p.stream = RESTART
-                self._row(item, p.name, dispatched, env.now, env.now)
+                sync_row(item, seq, dispatched, env.now, env.now)
 
     # --- deadlock ------------------------------------------------------------------------
 
@@ -332,21 +333,21 @@ class Machine:
         stuck = []
         for p in self.pipes.values():
             if p.blocked is not None:
-                behind = [it for it, _ in p.queue if it.kind == OP][:1]
-                stuck.append({"pipe": p.name, "waits_for": p.blocked.text,
-                              "wait": p.blocked.label(),
-                              "next": behind[0].label() if behind else ""})
+                blocked, seq = p.blocked
+                behind = [it.label(n) for it, n, _ in p.queue if it.kind == OP][:1]
+                stuck.append({"pipe": p.name, "waits_for": blocked.text,
+                              "wait": blocked.label(seq), "next": behind[0] if behind else ""})
         if self.dispatch_blocked is not None:
-            it = self.dispatch_blocked
+            it, seq = self.dispatch_blocked
             if it.kind == BARRIER:
                 busy = [p.name for p in self.pipes.values() if p.busy or p.queue]
                 stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": "",
-                              "wait": it.label(), "next": "",
+                              "wait": it.label(seq), "next": "",
                               "text": f"PIPE_S (dispatch) waits in pipe_barrier(PIPE_ALL) "
-                                      f"({it.label()}) for {', '.join(busy)} to drain"})
+                                      f"({it.label(seq)}) for {', '.join(busy)} to drain"})
             else:
                 stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text,
-                              "wait": it.label(), "next": ""})
+                              "wait": it.label(seq), "next": ""})
         return stuck
 
 

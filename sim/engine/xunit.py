@@ -202,7 +202,7 @@ class CrossUnit:
                               f"it on core {self.spec.core} {self.spec.unit}, found none")
 
     def _sync_item(self, kind, pipe, key, text, st):
-        return Issued(self._next(), kind, pipe, kind, flag=key, text=text,
+        return Issued(kind, pipe, kind, flag=key, text=text,
                       source=str(st.loc or ""))
 
     def _move_item(self, opcode, pipe, path, tile, rows, st):
@@ -211,7 +211,7 @@ class CrossUnit:
         cols = self.valid_of(tile)[1]
         shape = Shape(opcode, t.dtype.name, t.rows, t.cols, t.valid_cols, rows, cols, path=path)
         plan = lower(shape, pipe, self.target)
-        return Issued(self._next(), OP, pipe, opcode, plan.cold_cycles, plan.warm_cycles,
+        return Issued(OP, pipe, opcode, plan.cold_cycles, plan.warm_cycles,
                       plan.breaks_stream, None, plan, f"%{tile.name} ({path})",
                       str(st.loc or ""))
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Callable
 
 from sim.errors import SimulationError
-from sim.functional import (activation, bitwise, compare, convert, cube, elementwise,
-                            expand, gather, reduce, remainder, scalar)
+from sim.functional import (activation, bitwise, combine, compare, convert, cube,
+                            elementwise, expand, gather, reduce, reduce_ext, remainder, scalar,
+                            sort)
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS", "execute", "FnContext"]
@@ -30,6 +31,9 @@ KERNELS: dict[str, Callable[[FnContext], None]] = {
     **expand.KERNELS,
     **cube.KERNELS,
     **gather.KERNELS,
+    **combine.KERNELS,
+    **reduce_ext.KERNELS,
+    **sort.KERNELS,
 }
 
 

@@ -66,6 +66,23 @@ def _tgather(ctx) -> None:
     ctx.dst[...] = np.where(bad, ctx.dst, gathered) if bad.any() else gathered
 
 
+def _mgather(ctx) -> None:
+    """MGATHER(dst, view, indices): ``dst[i, j] = GM[view base + indices[i, j]]``.
+    ASSUMPTION (no reference entry): indices are element offsets from the view's first
+    element, within the reach of the view (``ctx.extra["table"]``, the flat GM elements
+    from its first to its last); out-of-range indices behave as TGATHER's."""
+    (indices,) = ctx.srcs
+    table = ctx.extra["table"]
+    k = np.asarray(indices).astype(np.int64)
+    bad = (k < 0) | (k >= table.size)
+    if bad.any() and ctx.strict:
+        at = first_index(bad)
+        raise SimulationError(f"{ctx.where}: index {int(k[at])} at element {at} is outside the "
+                              f"{table.size} GM elements the view reaches")
+    gathered = table[np.where(bad, 0, k)]
+    ctx.dst[...] = np.where(bad, ctx.dst, gathered) if bad.any() else gathered
+
+
 def pad_value(dt: DType, pad) -> "np.ndarray | None":
     """The fill value of PadValue ``pad`` in element type ``dt`` (None for Null)."""
     pad = Pad(int(pad))
@@ -100,6 +117,7 @@ def _tfillpad(ctx) -> None:
 
 
 KERNELS = {
+    "MGATHER": _mgather,
     "TCI": _tci,
     "TGATHER": _tgather,
     "TFILLPAD": _tfillpad,

@@ -135,6 +135,33 @@ _op("TGATHER", "T", "T T T?", "gather")
 _op("TFILLPAD", "T", "T", "fillpad", pipe=_route_texpands, domain="src")
 
 
+# --- ops real compilers emit beyond the reference's ≈60 (pto-ir-in-the-wild.md §3) ------
+# instructions.md is silent on most of these; the semantics follow the pto-isa names and
+# every ASSUMPTION is stated in the functional unit (sim/functional/sort.py, combine.py,
+# reduce_ext.py, gather.py) and the lowering (sim/timing/vsort.py, vcombine.py,
+# vreduce_ext.py) that implement them.
+_op("TCONCAT", "T", "T T", "concat")                      # dst = [src0 | src1] (columns)
+for _n in ("TPARTADD", "TPARTMAX", "TPARTMIN", "TPARTMUL"):
+    _op(_n, "T", "T T", "part")                           # op where both are valid
+for _n in ("TROWARGMAX", "TROWARGMIN", "TROWPROD"):
+    _op(_n, "T", "T T?", "rowreduce", domain="src")
+for _n in ("TCOLARGMAX", "TCOLARGMIN", "TCOLPROD"):
+    _op(_n, "T", "T T?", "colreduce", domain="src")
+_op("TROWEXPANDEXPDIF", "T", "T T T?", "rowexpand_binary")  # exp(src0 - row bcast src1)
+_op("TCOLEXPANDEXPDIF", "T", "T T", "colexpand_binary")     # exp(src0 - col bcast src1)
+_op("TSELS", "T", "T T S | T T T S", "select")           # mask ? src : scalar
+_op("TXORS", "T", "T S T?", "scalar")
+_op("TSORT32", "T", "T T T?", "sort", domain="src")      # 32-element blocks, with indices
+_op("TMRGSORT", "T T?", "T S | T T | T T T | T T T T", "sort", domain="src",
+    attrs_allowed=("exhausted",))
+# TINSERT: src into dst at (row, col); Acc -> Mat on FIXPIPE (programming model §6.1),
+# Vec -> Vec on PIPE_V
+_op("TINSERT", "T", "T S S", "move", pipe=_route_tmov, domain="src")
+# MGATHER: dst[i, j] = GM[indices[i, j]]. The event table puts MGATHER into Mat on MTE2;
+# ASSUMPTION: a Vec destination reads GM on MTE2 too (GM is only reached by the MTEs).
+_op("MGATHER", "T", "V T", "mgather", pipe="PIPE_MTE2")
+
+
 def opcode(name: str) -> OpSpec:
     """The registry entry of ``name`` (``TADD``, ``tadd`` or ``pto.tadd``)."""
     key = name.upper()

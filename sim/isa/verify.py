@@ -52,8 +52,11 @@ _NAMED_TILES = {
     ("TMATMUL_ACC", 3): ("c_in", "a", "b"),
     ("TMATMUL_ACC", 2): ("a", "b"),
     ("TMATMUL_BIAS", 3): ("a", "b", "bias"),
+    ("TSELS", 2): ("mask", "src"),
+    ("TSELS", 3): ("mask", "src", "tmp"),
+    ("MGATHER", 1): ("indices",),
 }
-_NOT_DATA = ("tmp", "mask")
+_NOT_DATA = ("tmp", "mask", "indices")
 _KIND_OF_TOKEN = {"T": "tile", "T?": "tile", "S": "scalar", "V": "GM view"}
 
 

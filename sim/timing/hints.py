@@ -9,8 +9,6 @@ depend on something else about the instruction:
 * TRSQRT with a tmp tile (``Shape.variant == "tmp"``): the 3-argument sequence (§4);
 * the layout of a row reduction's destination (``dst_layout`` = ``"DN"``): the four
   special f32 shapes (§4);
-* TROWEXPAND's source shape (``src_rows``, ``src_cols``): the vbrcb fast path needs a
-  single-row or single-column source (instructions.md §3.5);
 * TCVT saturation (``sat``): the non-saturating narrowing pairs take extra steps (§3.3);
 * a UB bank conflict between a binary op's two sources (``ub_bank_conflict``): set by the
   interpreter from the tiles' addresses, costed by ``sim.timing.lower`` (ASSUMPTION,
@@ -36,12 +34,11 @@ def hint(s, key: str, default=None):
 
 
 def shape_hints(opcode: str, family: str, attrs, *, dst_col_major: bool = False,
-                src_valid: "tuple | None" = None, has_tmp: bool = False) -> tuple[str, tuple]:
+                has_tmp: bool = False) -> tuple[str, tuple]:
     """``(variant, extra)`` of a vector instruction. ``variant`` is "" when no form switch
     applies (the caller keeps its own "inplace" / "scalar_tile" then). ``attrs`` are the
     instruction's IR attributes, ``dst_col_major`` whether the destination is DN,
-    ``src_valid`` the run-time valid (rows, cols) of the last source tile, ``has_tmp``
-    whether a tmp tile was passed."""
+    ``has_tmp`` whether a tmp tile was passed."""
     attrs = dict(attrs or {})
     variant, extra = "", []
     if family == "colreduce" and attrs.get("isBinary") in (True, "true", "True", 1, "1"):
@@ -54,6 +51,4 @@ def shape_hints(opcode: str, family: str, attrs, *, dst_col_major: bool = False,
         extra.append(("sat", str(attrs["sat"]).lower()))
     if family == "rowreduce" and dst_col_major:
         extra.append(("dst_layout", "DN"))
-    if family in ("rowexpand", "rowexpand_binary") and src_valid is not None:
-        extra += [("src_rows", src_valid[0]), ("src_cols", src_valid[1])]
     return variant, tuple(extra)

@@ -14,6 +14,9 @@ each:
 * ``vselect``    — TCMP, TCMPS, TSEL, TPRELU;
 * ``vreduce``    — TROWSUM/MAX/MIN, TCOLSUM/MAX/MIN;
 * ``vexpand``    — TEXPANDS, TROWEXPAND, TCOLEXPAND and the expand-and-operate families;
+* ``vcombine``, ``vreduce_ext``, ``vsort`` — the ops real kernels use beyond the
+  reference's entries (TCONCAT, TPART*, *EXPANDEXPDIF, TSELS, TXORS; arg and product
+  reductions; TSORT32, TMRGSORT), each composed of costed CCE instructions;
 * ``vgather``    — TGATHER, TFILLPAD and TCI (a PIPE_S scalar loop: its items are built
   here, but ``sim.timing.lower`` must route PIPE_S ops other than TASSIGN to
   ``lower_vector`` for them to be costed).
@@ -30,7 +33,8 @@ import math
 import attrs
 
 from sim.isa.dtypes import dtype as _dtype
-from sim.timing import vexpand, vgather, vreduce, vremainder, vscalar, vselect
+from sim.timing import (vcombine, vexpand, vgather, vreduce, vreduce_ext, vremainder, vscalar,
+                        vselect, vsort)
 from sim.timing.hints import hint
 from sim.timing.plan import Item
 from sim.timing.vpath import BAR, cfg, count_row, geometry, pass_items, path, v
@@ -167,6 +171,8 @@ def _dispatch():
     for name in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
         t[f"TROWEXPAND{name}"] = lambda s, d, src, m: vexpand.rowexpand_op(s, d, m)
         t[f"TCOLEXPAND{name}"] = lambda s, d, src, m: vexpand.colexpand_op(s, d, m)
+    for extra in (vcombine, vreduce_ext, vsort):    # ops beyond the reference's entries
+        t.update(extra.lowerings(elementwise))
     return t
 
 

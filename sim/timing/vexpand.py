@@ -5,13 +5,17 @@ TEXPANDS, TROWEXPAND fast path / general, TCOLEXPAND; instructions.md §3.4, §3
 * TEXPANDS (Vec): one count-mode ``vector_dup`` over R*C (per row when the valid region
   is not contiguous), +4 cfg. 8-bit types are duplicated as 16-bit lanes: the same
   256 bytes per repeat.
-* TROWEXPAND fast path (2/4-byte type, static full-width destination exactly one 32-byte
-  block wide, source a single row or column): ``vbrcb``, 8 source elements per repeat,
-  one instruction per 254 repeats (flat 18 cycles each, §2.4).
-* TROWEXPAND general: count mode (+4 cfg); per row a V->S hand-off (the wait drains V:
-  the stream breaks every row), the scalar read of ``src[i, 0]`` (``[scalar_loops]
+* TROWEXPAND: count mode (+4 cfg); per row a V->S hand-off (the wait drains V: the
+  stream breaks every row), the scalar read of ``src[i, 0]`` (``[scalar_loops]
   row_read``; [silent] in the reference), an S->V hand-off, one count-mode
-  ``vector_dup`` of C. §4: ≈ 4 + 24 + r per row (+ the read).
+  ``vector_dup`` of C. §4: ≈ 4 + 24 + r per row (+ the read). The restarted dup pays
+  its tail (5, vector_costs.csv) + r, so a row costs 4 flags + read + 5 + r = 14 at r = 1,
+  the formula CSV's per-row figure at every width it covers (f32 C = 8..128, f16
+  32..192). §4 also lists a ``vbrcb`` fast path (destination one 32-byte block wide,
+  flat 18 cycles per 254 repeats); the CSV's one shape that qualifies (f32 C = 8) costs
+  14 per row like the rest (1.76 per element + 33), and HEAD Perf-Sim replaces the CCE
+  cost of TROWEXPAND by the formula's when larger (timing-model.md §9) — the fast path
+  is not cheaper on hardware, so every TROWEXPAND takes the per-row path here.
 * TCOLEXPAND: per destination row one ``copy_ubuf_to_ubuf`` of ceil(C*sizeof/32) blocks,
   costed by the UB->UB bandwidth (§5.1; see ``sim.timing.lower`` for the 1-cycle
   minimum per copy instruction).
@@ -33,7 +37,6 @@ from __future__ import annotations
 
 import math
 
-from sim.timing.hints import hint
 from sim.timing.plan import Item
 from sim.timing.vpath import (BAR, cfg, copy_ub, count_row, per_row_heads, s_to_v,
                               scalar_loop, split, v, v_to_s)
@@ -65,13 +68,6 @@ def _general_rows(s, dtype) -> list[Item]:
 
 
 def trowexpand(s, dtype, maxrep) -> list[Item]:
-    size = dtype.size_bytes
-    src_rows = hint(s, "src_rows", s.valid_rows)
-    src_cols = hint(s, "src_cols", 1)
-    fast = (size in (2, 4) and s.cols * size == 32 and s.static_valid_cols == s.cols
-            and s.valid_cols == s.cols and 1 in (src_rows, src_cols))
-    if fast:
-        return _vbrcb(src_rows * src_cols)
     return _general_rows(s, dtype)
 
 

@@ -31,7 +31,7 @@ def write_csv(trace: pd.DataFrame, path) -> Path:
 
 
 def read_csv(path) -> pd.DataFrame:
-    text_cols = {c: "string" for c, t in DTYPES.items() if t == "string"}
+    text_cols = {c: "string" for c, t in DTYPES.items() if t != "int64"}
     try:
         df = pd.read_csv(path, dtype=text_cols, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:

@@ -32,7 +32,7 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
         if col not in df.columns:
             df[col] = 0 if DTYPES[col] == "int64" else ""
     for col in COLUMNS:
-        if DTYPES[col] == "string":
+        if DTYPES[col] != "int64":      # text (categorical)
             df[col] = df[col].fillna("").astype(str)
         else:
             df[col] = pd.to_numeric(df[col]).fillna(0)

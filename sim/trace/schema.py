@@ -13,27 +13,27 @@ __all__ = ["COLUMNS", "DTYPES", "KINDS", "describe"]
 _SCHEMA = (
     ("id", "int64", "dynamic sequence number in program order (0-based)"),
     ("core", "int64", "block index of the AI core"),
-    ("unit", "string", "AIV0 / AIV1 (vector cores) or AIC (cube core)"),
-    ("pipe", "string", "hardware pipe: PIPE_S, PIPE_V, PIPE_MTE1/2/3, PIPE_M, PIPE_FIX"),
-    ("kind", "string", "op, scalar, set_flag, wait_flag, barrier, or cce (a lowered CCE "
+    ("unit", "category", "AIV0 / AIV1 (vector cores) or AIC (cube core)"),
+    ("pipe", "category", "hardware pipe: PIPE_S, PIPE_V, PIPE_MTE1/2/3, PIPE_M, PIPE_FIX"),
+    ("kind", "category", "op, scalar, set_flag, wait_flag, barrier, or cce (a lowered CCE "
                        "instruction of the op with the same id; only with --detail cce)"),
-    ("opcode", "string", "PTO opcode (TADD ...), the sync statement name, or the CCE "
+    ("opcode", "category", "PTO opcode (TADD ...), the sync statement name, or the CCE "
                          "instruction (vadd ...) of a cce row"),
     ("dispatch_cycle", "int64", "cycle the scalar unit handed the item to its pipe queue"),
     ("start_cycle", "int64", "cycle the item reached the head of its queue and started; "
                              "for wait_flag: when it began waiting"),
     ("end_cycle", "int64", "cycle the item finished; for wait_flag: when the flag arrived"),
     ("duration_cycles", "int64", "end_cycle - start_cycle"),
-    ("stream", "string", "vector stream state the op entered: cold (paid head+tail), warm "
+    ("stream", "category", "vector stream state the op entered: cold (paid head+tail), warm "
                          "(streamed behind its predecessor), restart (right after a barrier), "
                          "or empty (not PIPE_V)"),
     ("repeats", "int64", "vector repeats (or cube fractal steps) of the lowered instructions"),
     ("bytes", "int64", "bytes moved by DMA items"),
-    ("waits", "string", "flags waited on just before this op on its pipe: SRC->DST#id, ';'-separated"),
-    ("records", "string", "flags set right after this op on its pipe"),
-    ("operands", "string", "outs <- ins, as %names and literals"),
-    ("source", "string", "file:line of the statement that issued it"),
-    ("cce", "string", "the lowered CCE instruction sequence (why the op costs what it costs)"),
+    ("waits", "category", "flags waited on just before this op on its pipe: SRC->DST#id, ';'-separated"),
+    ("records", "category", "flags set right after this op on its pipe"),
+    ("operands", "category", "outs <- ins, as %names and literals"),
+    ("source", "category", "file:line of the statement that issued it"),
+    ("cce", "category", "the lowered CCE instruction sequence (why the op costs what it costs)"),
 )
 
 COLUMNS = tuple(c[0] for c in _SCHEMA)

@@ -1,0 +1,135 @@
+"""Benchmark kernels of any length, built through the Python builder with RecordEvent tokens.
+
+* ``vector``: a double-buffered vector kernel on 32x64 f32 tiles. Per chunk: TLOAD, four
+  vector ops, TSTORE; tokens carry load -> compute (MTE2 -> V), compute -> store
+  (V -> MTE3) and the write-after-read hand-backs that free a buffer set for its next load
+  (V -> MTE2) and a result tile for its next compute (MTE3 -> V): 8 sync statements per 6
+  instructions, as a real double-buffered loop has.
+* ``cube``: the same vector stream interleaved with a double-buffered cube stream per chunk
+  (TLOAD A/B to L1, TEXTRACT / TMOV to L0A / L0B, TMATMUL into L0C, TSTORE from L0C), the
+  two streams independent, as the two sections of a mixed kernel issue on one unit.
+
+Both read and write a small GM window over and over, so memory is the engine's, not the
+data's. ``build(name, n)`` returns a kernel of exactly ``n`` PTO instructions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import sim
+
+__all__ = ["KERNELS", "build"]
+
+ROWS, COLS, CHUNKS = 32, 64, 8
+_VEC_OPS = ("TADD", "TMULS", "TMAX", "TSUB")
+
+
+class _VectorStream:
+    """One double-buffered vector chunk per ``step``: TLOAD, 4 vector ops, TSTORE."""
+
+    per_step = 2 + len(_VEC_OPS)
+
+    def __init__(self, k: sim.Kernel):
+        rng = np.random.default_rng(1)
+        self.k = k
+        self.x = k.gm("x", "f32", (CHUNKS * ROWS, COLS), rng.uniform(-2, 2, (CHUNKS * ROWS, COLS)))
+        self.y = k.gm("y", "f32", (CHUNKS * ROWS, COLS))
+        self.sets = [[k.tile("vec", "f32", ROWS, COLS, name=f"{n}{s}") for n in "abc"]
+                     for s in range(2)]
+        self.inputs_free = [None, None]     # V done reading set s (WAR for its next TLOAD)
+        self.result_free = [None, None]     # store done reading set s's result (WAR for V)
+        self.i = 0
+
+    def step(self, budget: int) -> int:
+        k, s, i = self.k, self.i % 2, self.i
+        a, b, c = self.sets[s]
+        rows = slice((i % CHUNKS) * ROWS, (i % CHUNKS + 1) * ROWS)
+        free = [self.inputs_free[s]] if self.inputs_free[s] else []
+        e = k.TLOAD(a, self.x[rows, :], *free)
+        n = 1
+        last_read = e
+        for j, op in enumerate(_VEC_OPS[:max(0, min(len(_VEC_OPS), budget - 2))]):
+            waits = [e] + ([self.result_free[s]] if self.result_free[s] else []) if j == 0 else []
+            args = {"TADD": (c, a, a), "TMULS": (b, c, 0.5), "TMAX": (c, b, a),
+                    "TSUB": (c, c, b)}[op]
+            last_read = k.instr(op, *args, *waits)
+            n += 1
+        self.inputs_free[s] = last_read
+        if n < budget:
+            self.result_free[s] = k.TSTORE(self.y[rows, :], c, last_read)
+            n += 1
+        self.i += 1
+        return n
+
+
+class _CubeStream:
+    """One double-buffered matmul step per ``step``: TLOAD x2, TEXTRACT, TMOV, TMATMUL, TSTORE."""
+
+    per_step = 6
+
+    def __init__(self, k: sim.Kernel):
+        rng = np.random.default_rng(2)
+        self.k = k
+        self.a = k.gm("ga", "f16", (64, 32), rng.uniform(-1, 1, (64, 32)))
+        self.b = k.gm("gb", "f16", (32, 64), rng.uniform(-1, 1, (32, 64)))
+        self.c = k.gm("gc", "f32", (64, 64))
+        lay = dict(blayout="col_major", slayout="row_major")
+        self.sets = [dict(mA=k.tile("mat", "f16", 64, 32, name=f"mA{s}", **lay),
+                          mB=k.tile("mat", "f16", 32, 64, name=f"mB{s}", **lay),
+                          lA=k.tile("left", "f16", 64, 32, name=f"lA{s}", slayout="row_major"),
+                          rB=k.tile("right", "f16", 32, 64, name=f"rB{s}", slayout="col_major"),
+                          acc=k.tile("acc", "f32", 64, 64, name=f"acc{s}", fractal=1024, **lay))
+                     for s in range(2)]
+        self.l1_free = [None, None]     # MTE1 done reading L1 set s
+        self.l0_free = [None, None]     # cube done reading L0 set s
+        self.acc_free = [None, None]    # fixpipe store done reading L0C set s
+        self.i = 0
+
+    def step(self, budget: int) -> int:
+        k, s = self.k, self.i % 2
+        t = self.sets[s]
+        issued = []
+        free = [self.l1_free[s]] if self.l1_free[s] else []
+        issued.append(k.TLOAD(t["mA"], self.a, *free))
+        issued.append(k.TLOAD(t["mB"], self.b))
+        free = [self.l0_free[s]] if self.l0_free[s] else []
+        issued.append(k.TEXTRACT(t["lA"], t["mA"], 0, 0, issued[0], issued[1], *free))
+        issued.append(k.TMOV(t["rB"], t["mB"]))
+        self.l1_free[s] = issued[-1]
+        free = [self.acc_free[s]] if self.acc_free[s] else []
+        issued.append(k.TMATMUL(t["acc"], t["lA"], t["rB"], issued[-1], *free))
+        self.l0_free[s] = issued[-1]
+        if budget >= 6:
+            self.acc_free[s] = k.TSTORE(self.c, t["acc"], issued[-1])
+            issued.append(self.acc_free[s])
+        self.i += 1
+        return len(issued)
+
+
+def _vector(n: int) -> sim.Kernel:
+    k = sim.Kernel("bench_vector")
+    v = _VectorStream(k)
+    issued = 0
+    while issued < n:
+        issued += v.step(n - issued)
+    return k
+
+
+def _cube(n: int) -> sim.Kernel:
+    k = sim.Kernel("bench_cube")
+    v, c = _VectorStream(k), _CubeStream(k)
+    issued = 0
+    while issued < n:
+        if n - issued >= c.per_step:
+            issued += c.step(n - issued)
+        if issued < n:
+            issued += v.step(n - issued)
+    return k
+
+
+KERNELS = {"vector": _vector, "cube": _cube}
+
+
+def build(name: str, n: int) -> sim.Kernel:
+    return KERNELS[name](n)

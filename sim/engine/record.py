@@ -1,0 +1,176 @@
+"""Columnar trace recording: what the pipes did, as integers, turned into a DataFrame on demand.
+
+A run of 10^6 instructions writes over 2 * 10^6 trace rows. Most of a row never changes
+between the dynamic instances of one statement — its pipe, kind, opcode, repeats, bytes,
+operand text, source line and CCE text — so the recorder keeps one *static row* per
+distinct issued item and, per dynamic row, only integers in one flat ``array``: sequence
+number, static id, dispatch / start / end cycle, stream state, and the ids of its
+``waits`` / ``records`` texts (interned). No Python object is kept per row.
+
+``frame()`` builds the trace DataFrame of ``sim.trace.schema`` from these arrays with numpy:
+the text columns are categoricals whose codes come straight from the static ids, rows sorted
+by start cycle then id (stable), as the schema promises. ``Result.trace`` calls it lazily.
+
+What is kept is selectable (``simulate(..., trace=...)``): ``"full"`` every row, ``"ops"``
+no rows for synchronisation statements (their flags still show in ``waits`` / ``records``),
+``"none"`` no rows at all — only the totals a sweep needs (cycles, per-pipe busy cycles and
+instruction counts).
+"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import pandas as pd
+
+from sim.errors import UserError
+from sim.timing.plan import COLD, RESTART, WARM
+from sim.trace.schema import COLUMNS, DTYPES
+
+__all__ = ["Recorder", "TRACE_MODES", "STREAM"]
+
+TRACE_MODES = ("full", "ops", "none")
+STREAM = {"": 0, COLD: 1, WARM: 2, RESTART: 3}     # stream state -> code in the row array
+_STREAM_TEXT = ("", COLD, WARM, RESTART)
+
+# layout of one dynamic row in the flat array
+_SEQ, _SID, _DISPATCH, _START, _END, _STREAM, _WAITS, _RECORDS = range(8)
+_W = 8
+# fields of one static row
+_STATIC = ("pipe", "kind", "opcode", "repeats", "bytes", "operands", "source", "cce")
+_BUSY = ("op", "scalar")
+
+
+class Recorder:
+    """Trace rows of one unit (``core``, ``unit``) in columnar form; see the module doc."""
+
+    def __init__(self, core: int = 0, unit: str = "AIV0", mode: str = "full"):
+        if mode not in TRACE_MODES:
+            raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {mode!r}")
+        self.core, self.unit, self.mode = core, unit, mode
+        self.cols = array("q")
+        self.statics: list[tuple] = []
+        self._static_ids: dict[tuple, int] = {}
+        self.texts = [""]                       # waits / records strings, interned
+        self._text_ids = {"": 0}
+        self.end = 0                            # largest end cycle of any item
+        self.busy: dict[str, list[int]] = {}    # pipe -> [busy cycles, instructions] ("none")
+        self.ops = 0                            # op rows ("none")
+        if mode == "none":
+            self.row = self._count
+            self.sync_row = self._count
+        elif mode == "ops":
+            self.sync_row = self._skip
+
+    # --- recording -----------------------------------------------------------------------
+
+    def static_id(self, item) -> int:
+        """The static row of an issued item (cached on the item)."""
+        sid = item.sid
+        if sid is None:
+            plan = item.plan
+            sid = item.sid = self.intern((item.pipe, item.kind, item.opcode,
+                                          plan.repeats if plan else 0, plan.bytes if plan else 0,
+                                          item.text, item.source, plan.detail if plan else ""))
+        return sid
+
+    def intern(self, static: tuple) -> int:
+        sid = self._static_ids.get(static)
+        if sid is None:
+            sid = self._static_ids[static] = len(self.statics)
+            self.statics.append(static)
+        return sid
+
+    def text_id(self, text: str) -> int:
+        i = self._text_ids.get(text)
+        if i is None:
+            i = self._text_ids[text] = len(self.texts)
+            self.texts.append(text)
+        return i
+
+    def row(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
+        """Append a row; returns its offset (for ``add_record``)."""
+        sid = item.sid
+        if sid is None:
+            sid = self.static_id(item)
+        cols = self.cols
+        at = len(cols)
+        cols.extend((seq, sid, dispatch, start, end, stream, waits, 0))
+        if end > self.end:
+            self.end = end
+        return at
+
+    sync_row = row          # rows of set_flag / wait_flag / barrier statements
+
+    def _count(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
+        if end > self.end:
+            self.end = end
+        if item.kind == "op":
+            self.ops += 1
+        if item.kind in _BUSY:
+            b = self.busy.get(item.pipe)
+            if b is None:
+                b = self.busy[item.pipe] = [0, 0]
+            b[0] += end - start
+            b[1] += 1
+        return -1
+
+    def _skip(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
+        if end > self.end:
+            self.end = end
+        return -1
+
+    def add_record(self, at: int, text: str) -> None:
+        """Append ``text`` to the ``records`` of the row at offset ``at``."""
+        if at < 0:
+            return
+        i = at + _RECORDS
+        old = self.cols[i]
+        self.cols[i] = self.text_id(f"{self.texts[old]};{text}" if old else text)
+
+    def cce_row(self, static: tuple, seq, dispatch, start, end) -> None:
+        if self.mode == "none":
+            return
+        self.cols.extend((seq, self.intern(static), dispatch, start, end, 0, 0, 0))
+
+    # --- reading -------------------------------------------------------------------------
+
+    def pipe_totals(self) -> dict:
+        """Pipe -> (busy cycles, instructions) of op and scalar items (mode ``"none"``)."""
+        return {p: tuple(v) for p, v in self.busy.items()}
+
+    def frame(self) -> pd.DataFrame:
+        """The trace DataFrame (schema of ``sim.trace.schema``), rows by start cycle, then id."""
+        a = np.frombuffer(self.cols, dtype=np.int64).reshape(-1, _W) if len(self.cols) else \
+            np.zeros((0, _W), np.int64)
+        a = a[np.lexsort((a[:, _SEQ], a[:, _START]))]
+        sid = a[:, _SID]
+        static = list(zip(*self.statics)) if self.statics else [()] * len(_STATIC)
+        field = dict(zip(_STATIC, static))
+        n = len(a)
+        cols = {"id": a[:, _SEQ], "core": np.full(n, self.core, np.int64),
+                "unit": _categorical(np.zeros(n, np.int64), [self.unit]),
+                "dispatch_cycle": a[:, _DISPATCH], "start_cycle": a[:, _START],
+                "end_cycle": a[:, _END], "duration_cycles": a[:, _END] - a[:, _START],
+                "stream": _categorical(a[:, _STREAM], _STREAM_TEXT),
+                "waits": _categorical(a[:, _WAITS], self.texts),
+                "records": _categorical(a[:, _RECORDS], self.texts)}
+        for name in _STATIC:
+            values = field[name]
+            if DTYPES[name] == "int64":
+                cols[name] = np.asarray(values, np.int64).reshape(-1)[sid] if n else \
+                    np.zeros(0, np.int64)
+            else:
+                cols[name] = _categorical(sid, values)
+        return pd.DataFrame({c: cols[c] for c in COLUMNS})
+
+
+def _categorical(codes: np.ndarray, values) -> pd.Categorical:
+    """Categorical of ``values[codes]``: categories the values used, sorted, as pandas infers."""
+    values = np.asarray(list(values), dtype=object)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(values)))
+    cats, inverse = np.unique(values[used], return_inverse=True)
+    remap = np.zeros(len(values), np.int64)
+    remap[used] = inverse.reshape(-1)
+    return pd.Categorical.from_codes(remap[codes], pd.Index(cats, dtype=str))
