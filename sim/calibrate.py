@@ -148,6 +148,9 @@ def _predicted(case: Case, tgt) -> dict:
     except UserError as e:
         return {"predicted": None, "accuracy": None, "legal": None,
                 "reason": re.sub(r"^line \d+: ", "", str(e))}
+    except Exception as e:      # a simulator bug on one case must not cost the whole file
+        return {"predicted": None, "accuracy": None, "legal": None,
+                "reason": f"internal error, please report: {type(e).__name__}: {e}"}
     p = plan.cold_cycles
     return {"predicted": p, "accuracy": round(accuracy(p, case.measured), 4), "legal": legal,
             "reason": None}

@@ -140,8 +140,8 @@ def _write_outputs(result, args) -> None:
         matplotlib.use("Agg")
         from sim.trace.plot import gantt
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name} — "
-                                        f"{result.total_cycles} cycles")
+        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name}, "
+                                        f"{result.mode} sync — {result.total_cycles} cycles")
         fig.savefig(args.plot, dpi=120)
 
 
@@ -266,7 +266,8 @@ def cmd_run(args) -> int:
         raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
                         "keep the rows (--trace-rows full or ops)")
     result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
-                      seed=args.seed, detail=args.detail, trace=args.trace_rows)
+                      seed=args.seed, detail=args.detail, trace=args.trace_rows, sync=args.sync,
+                      races="manual")
     _save_outputs(args, result)
     _write_outputs(result, args)
     if args.json:
@@ -423,6 +424,7 @@ def cmd_sweep(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from sim import __version__
+    from sim.engine.mode import SYNC_MODES
     p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
                 epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ptosim {__version__}")
@@ -456,6 +458,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trace rows kept: all (default), no sync rows, or none (totals only; "
                         "fastest, for sweeps)")
     r.add_argument("--rows", type=int, default=40, help="instructions listed in the report (default 40)")
+    r.add_argument("--sync", choices=SYNC_MODES, default=None,
+                   help="synchronisation mode. Default: a kernel with no set_flag / wait_flag / "
+                        "pipe_barrier / record_event / wait_event in any function runs in auto "
+                        "mode (sync inserted and unaddressed tiles placed as the toolchain's "
+                        "auto mode does); a kernel with explicit sync runs as written (manual), "
+                        "with a warning when it has races. 'ideal': the default mode's program "
+                        "with every wait satisfied at once (a lower bound)")
     r.set_defaults(func=cmd_run)
 
     ch = sub.add_parser("check", help="parse and verify a kernel without simulating it",

@@ -8,7 +8,12 @@ import pandas as pd
 
 from sim.trace.report import opcode_share, pipe_summary, text_report, unit_summary
 
-__all__ = ["Result"]
+__all__ = ["Result", "MODE_TEXT"]
+
+MODE_TEXT = {"auto": "no explicit sync in the kernel: flags and barriers inserted and "
+                     "unaddressed tiles placed by the simulator, as the toolchain's auto mode does",
+             "manual": "run as written, with the kernel's own flags and barriers",
+             "ideal": "every wait satisfied at once, barriers free: a lower bound"}
 
 
 @attrs.frozen
@@ -21,6 +26,7 @@ class Result:
     gm: dict = attrs.field(repr=False, factory=dict)
     warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()          # race-check findings (simulate(..., races=True))
+    mode: str = "manual"       # synchronisation mode that ran: auto | manual | ideal
     block_dim: int = 1         # physical cores the kernel ran on
     memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
@@ -70,7 +76,7 @@ class Result:
         return self.gm[name]
 
     def to_json(self) -> dict:
-        return {"kernel": self.kernel, "target": self.target.name,
+        return {"kernel": self.kernel, "target": self.target.name, "mode": self.mode,
                 "total_cycles": self.total_cycles,
                 "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
                 "block_dim": self.block_dim,
@@ -85,6 +91,8 @@ class Result:
         text = text_report(self.trace, kernel=self.kernel, target=self.target.name,
                            clock_hz=self.target.clock_hz, max_rows=max_rows,
                            total=self.total_cycles, pipes=self.pipes)
+        head, _, rest = text.partition("\n")
+        text = f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n{rest}"
         if self.warnings:
             text += "\n\n" + "\n".join(self.warnings)
         return text

@@ -35,6 +35,9 @@ def test_a_32_byte_tload_is_not_free():
     assert ops.loc["TLOAD", "duration_cycles"] == 214
     assert ops.loc["TSTORE", "duration_cycles"] == 107
     assert ops.loc["TLOAD", "bytes"] == ops.loc["TSTORE", "bytes"] == 32
+    # no sync in the kernel: auto mode orders load_scalar (4) -> TLOAD -> TMULS -> TSTORE
+    assert r.mode == "auto"
+    assert r.total_cycles == 4 + 214 + ops.loc["TMULS", "duration_cycles"] + 107
 
 
 def test_load_scalar_costs_scalar_cycles():

@@ -156,7 +156,7 @@ def test_op_without_token_overlaps_its_producer():
     k.TLOAD(a, x)
     k.TADD(c, a, a)                                     # no token
     k.TSTORE(y, c)                                      # no token either
-    r = sim.simulate(k)
+    r = sim.simulate(k, sync="manual")
     t = r.trace
     assert not (t["kind"].isin(["set_flag", "wait_flag", "barrier"])).any()
     load, add, store = (only(t, kind="op", opcode=o) for o in ("TLOAD", "TADD", "TSTORE"))
@@ -312,7 +312,8 @@ def _two_tadds(barrier: bool):
     if barrier:
         k.pipe_barrier("PIPE_V")
     k.TADD(a, c, b)
-    return ops(sim.simulate(k))
+    # as written: without the barrier, auto mode would insert one for the RAW on c
+    return ops(sim.simulate(k, sync="manual"))
 
 
 def test_back_to_back_vector_ops_stream():

@@ -110,7 +110,9 @@ def test_unsynchronised_kernel_becomes_race_free_with_the_manual_results():
             stored = k.TSTORE(y[rows, :], c, *([e] if tokens else []))
         return k
     bare = build(tokens=False)
-    assert len(sim.simulate(bare, races=True).races) > 0       # as written: racy
+    assert len(sim.simulate(bare, races=True, sync="manual").races) > 0   # as written: racy
+    default = sim.simulate(bare, races=True)                   # no sync: auto by default
+    assert default.mode == "auto" and default.races == ()
     manual = sim.simulate(build(tokens=True), races=True)
     assert manual.races == ()
     auto = sim.simulate(to_auto(bare), inputs=bare.inputs, races=True)

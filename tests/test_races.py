@@ -21,7 +21,7 @@ def test_missing_flags_give_raw_races_in_program_order():
     k.TLOAD(a, x)          # MTE2 writes a
     k.TADD(b, a, a)        # V reads a: no flag -> RAW
     k.TSTORE(y, b)         # MTE3 reads b written by V: RAW
-    r = sim.simulate(k, races=True)
+    r = sim.simulate(k, races=True, sync="manual")   # as written
     assert _kinds(r) == ["RAW", "RAW"]
     msgs = " | ".join(f.message for f in r.races)
     assert "PIPE_MTE2 #0 TLOAD" in msgs and "PIPE_V #1 TADD" in msgs and "PIPE_MTE3 #2 TSTORE" in msgs
@@ -70,7 +70,7 @@ def test_overlapping_tiles_are_named_with_both_ranges():
     b = k.tile("vec", "f32", 16, 64, name="b", addr=0x800)     # [0x800, 0x1800): overlaps a
     k.TLOAD(a, x)
     k.TEXPANDS(b, 1.0)                 # V writes b while MTE2 writes a: WAW on the overlap
-    r = sim.simulate(k, races=True)
+    r = sim.simulate(k, races=True, sync="manual")   # as written
     assert [f.kind for f in r.races] == ["WAW"]
     m = r.races[0].message
     assert "%a [0x0, 0x1000)" in m and "%b [0x800, 0x1800)" in m

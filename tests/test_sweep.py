@@ -59,10 +59,12 @@ def test_rows_are_the_single_runs_in_configuration_order(client):
 
 
 def test_a_failed_configuration_is_a_row_with_its_error(client):
-    # 24 rows do not divide 64; 64x64 with 8 buffers needs 384 KiB of UB
-    df = sim.sweep(TILED, {"rows": [16, 24, 64], "buffers": [8], **SMALL}, scheduler=client)
+    # 24 rows do not divide 1024; 64x64 tiles with 8 buffer sets, each set used again
+    # eight tiles later, keep 8 sets live at once: 384 KiB of UB even when placed by liveness
+    df = sim.sweep(TILED, {"rows": [16, 24, 64], "buffers": [8], "height": 1024, "width": 64},
+                   scheduler=client)
     assert df["error"].isna().tolist() == [True, False, False]
-    assert "does not divide the 64x64 matrix" in df["error"][1]
+    assert "does not divide the 1024x64 matrix" in df["error"][1]
     assert "does not fit in UB" in df["error"][2]
     assert df["total_cycles"].isna().tolist() == [False, True, True]
 

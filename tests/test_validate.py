@@ -298,3 +298,20 @@ def test_validate_reports_per_op_family(tmp_path):
     text = _cli("validate", str(p)).stdout
     assert "per op family:" in text
     assert any(l.strip().startswith("binary") and "50% within 15%" in l for l in text.splitlines())
+
+
+def test_an_internal_error_on_one_case_is_reported_not_fatal(tmp_path, monkeypatch):
+    import sim.calibrate as cal
+    real = cal._plan
+
+    def flaky(case, tgt):
+        if case.op.op == "TSUB":
+            raise KeyError("boom")
+        return real(case, tgt)
+
+    monkeypatch.setattr(cal, "_plan", flaky)
+    p = _write(tmp_path, "TSUB,f32,16,64,,,,56\nTADD,f32,16,64,,,,56\n")
+    r = validate(load_cases(p), "a2a3")
+    bad, good = r["cases"]
+    assert bad["predicted"] is None and "internal error" in bad["reason"] and "KeyError" in bad["reason"]
+    assert good["predicted"] == 56 and r["summary"]["unpredicted"] == 1

@@ -33,6 +33,7 @@ from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
+from sim.timing.dma_geometry import Geometry
 from sim.timing.hints import shape_hints
 
 __all__ = ["Interpreter"]
@@ -101,6 +102,7 @@ class Interpreter(CrossUnit, ControlFlow):
         self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
+        self._view_layouts: dict[str, str] = {}     # view name -> GM layout (nd, dn, nz)
         self.tiles: dict[Tile, _TileState] = {}
         self.buffers: dict[str, np.ndarray] = {}
         self.seq = 0
@@ -344,6 +346,7 @@ class Interpreter(CrossUnit, ControlFlow):
             except MemoryError:
                 pass
         self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
+        self._view_layouts[st.result.name] = st.layout
 
     def _partition(self, st: PartitionView) -> None:
         ptr, base, shape, strides = self.views[st.source.name]
@@ -357,6 +360,7 @@ class Interpreter(CrossUnit, ControlFlow):
                 break
         base += sum(o * s for o, s in zip(offs, strides))
         self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
+        self._view_layouts[st.result.name] = self._view_layouts.get(st.source.name, "nd")
 
     def _gm_window(self, view: PartView, where: str) -> np.ndarray:
         """The N-D strided numpy view of a partition view's GM window (its pages filled)."""
@@ -524,15 +528,19 @@ class Interpreter(CrossUnit, ControlFlow):
             # ASSUMPTION: MGATHER moves dst's bytes at the GM read rate of a TLOAD (the
             # reference gives no gather cost for the MTEs)
             path = _LOAD_PATH.get(dst.loc, "GM_UB")
+            extra = self._geometry(instr.ins[0], dst)
         elif fam == "store":
             path = _STORE_PATH.get(srcs[0].loc, "UB_GM")
+            extra = self._geometry(dst, srcs[0])
         elif fam == "move":
             path = _MOVE_PATH.get((srcs[0].loc, dst.loc), "UB_UB")
+            extra = Geometry(dst.type.layout, "", dst.dtype.size_bytes)
         elif fam == "matmul":
             a, b = (srcs[-2], srcs[-1])
             ra, ca = self.valid_of(a)
-            _, cb = self.valid_of(b)
-            extra = (ra, ca, cb, a.dtype.name)
+            rb, cb = self.valid_of(b)
+            # TGEMV: one row of A, k = B's valid rows (instructions.md §3.7)
+            extra = (1, rb, cb, a.dtype.name) if spec.name == "TGEMV" else (ra, ca, cb, a.dtype.name)
         if isinstance(instr.ins[0], (Const, Scalar)) and fam == "scalar":
             variant = "scalar_tile"
         elif srcs and isinstance(dst, Tile) and srcs[0].loc is dst.loc and \
@@ -557,19 +565,43 @@ class Interpreter(CrossUnit, ControlFlow):
         return Shape(instr.opcode, dt, t.type.rows, t.type.cols, t.type.valid_cols, R, C,
                      src_dt, variant, path, extra)
 
+    def _geometry(self, view: PartView, tile: Tile) -> Geometry:
+        """Layout facts a transfer's cost depends on (``sim.timing.dma_geometry``)."""
+        gm_layout = self._view_layouts.get(view.name, "nd")
+        ptr, _, sizes, _ = self.views.get(view.name, (None, 0, (), ()))
+        outer = int(np.prod(sizes[:-2])) if gm_layout != "nz" and len(sizes) > 2 else 1
+        size = (ptr.dtype if ptr is not None else tile.dtype).size_bytes
+        return Geometry(tile.type.layout, gm_layout, size, max(1, outer))
+
+    def _gm_tile(self, view: PartView, where: str) -> np.ndarray:
+        """A GM window as the 2-D matrix a tile holds. An NZ view is 4-D or 5-D (..., column
+        fractals, row fractals, 16, C0) (programming-model.md §3.3-4): element (r, c) of the
+        matrix is [c // C0, r // 16, r % 16, c % C0]; other layouts' strides already say
+        where element (r, c) lives."""
+        window = self._gm_window(view, where)
+        if self._view_layouts.get(view.name) == "nz" and window.ndim >= 4:
+            n1, n2, r0, c0 = window.shape[-4:]
+            lead = window.reshape(-1, n1, n2, r0, c0)
+            if lead.shape[0] != 1:
+                raise SimulationError(f"{where}: an NZ window's leading dims must be 1, found "
+                                      f"{list(window.shape)}")
+            return lead[0].transpose(1, 2, 0, 3).reshape(n2 * r0, n1 * c0)
+        return window
+
     def _execute(self, instr, spec, srcs, tmp, shape, where) -> None:
         dst = instr.outs[0]
         fam = spec.family
         if fam == "load":
             st = self._state(dst, where)
-            window = self._gm_window(instr.ins[0], where)
+            window = self._gm_tile(instr.ins[0], where)
             self._check_window(window, st.rows, st.cols, where)
             self.tile_view(dst, st, st.rows, st.cols)[...] = window.reshape(st.rows, st.cols)
             return
         if fam == "store":
             st = self._state(srcs[0], where)
-            window = self._gm_window(dst, where)
+            window = self._gm_tile(dst, where)
             self._check_window(window, st.rows, st.cols, where)
+            # an Acc source is converted to the GM element type on the way out (FIXPIPE)
             window[...] = self.tile_view(srcs[0], st, st.rows, st.cols).reshape(window.shape)
             return
         from sim.functional.context import FnContext
@@ -592,6 +624,9 @@ class Interpreter(CrossUnit, ControlFlow):
         if fam == "fillpad":        # TFILLPAD writes dst's whole capacity with its PadValue
             extra = {"pad": dst.type.pad,
                      "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
+        elif spec.name == "TEXTRACT":   # the window may reach past the source's valid region
+            s0 = srcs[0]
+            extra = {"src_capacity": self.tile_view(s0, self.tiles[s0], s0.type.rows, s0.type.cols)}
         elif instr.opcode == "TINSERT":     # writes a window of dst's capacity
             extra = {"dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
         elif fam == "mgather":              # reads GM through the view

@@ -1,11 +1,16 @@
-"""Placing tiles the program did not place by hand (auto mode).
+"""Placing tiles the program did not place by hand, in a run as written.
 
 Tiles declared with an address (``TASSIGN`` at declaration / ``alloc_tile addr=``) keep
 it. Every other tile gets the lowest 32-byte-aligned gap in its buffer that is free of
 hand-placed tiles, of earlier auto-placed tiles and of the target's reserved ranges
-(first fit, no reuse: every auto tile is live for the whole kernel). A cube<->vector
-FIFO buffer (``reserve_buffer``) is kept out of the way the same way: at its ``base`` when
-``auto = false``, placed first (key ``("reserve", name)``) when ``auto = true``.
+(first fit, no reuse: every auto tile is live for the whole kernel, so placement adds no
+hazard the kernel's own flags do not order). When that does not fit, the tiles of the
+entry function are placed by liveness instead (``sim.placement.alloc``: tiles whose live
+ranges do not overlap share bytes), as the toolchain's allocator would; the bytes a dead
+tile hands over are then ordered only by the kernel's flags (race checking shows it).
+A cube<->vector FIFO buffer (``reserve_buffer``) is kept out of the way of first-fit
+placement: at its ``base`` when ``auto = false``, placed first (key ``("reserve", name)``)
+when ``auto = true``.
 """
 
 from __future__ import annotations
@@ -29,29 +34,40 @@ def _allocs(body):
 
 def place_tiles(program_or_body, target) -> dict:
     """Tile -> byte address for every ``Alloc`` without a constant address, in every
-    function of a program (or in one body)."""
+    function of a program (or in one body); by liveness when one address per tile does
+    not fit (see the module doc)."""
+    try:
+        return _first_fit_all(program_or_body, target)
+    except UserError:
+        if not hasattr(program_or_body, "functions"):
+            raise
+        return _by_liveness(program_or_body, target)
+
+
+def _by_liveness(program, target) -> dict:
+    from sim.placement.alloc import allocate
+    from sim.placement.ir import constant_addresses
+    fn = program.main
+    hand = constant_addresses(fn)
+    slots = allocate(fn, target, double_buffer=False, pinned=hand)
+    placed = {t: s.addrs[0] for t, s in slots.items() if t not in hand}
+    rest = [st for f in program.functions if f is not fn for st in _allocs(f.body)
+            if st.addr is None]
+    if rest:        # callee tiles: one address each, clear of every entry-function tile
+        raise UserError(f"auto placement: the tiles of @{fn.name} only fit by liveness, and "
+                        f"tiles allocated in callees (%{rest[0].tile.name}) cannot be placed "
+                        f"around them; give them addresses or run with --sync auto")
+    return placed
+
+
+def _first_fit_all(program_or_body, target) -> dict:
     bodies = ([f.body for f in program_or_body.functions] if hasattr(program_or_body, "functions")
               else [program_or_body])
     allocs = [a for b in bodies for a in _allocs(b)]
     taken: dict[str, list[tuple[int, int]]] = {}
     for buf in target.buffers.values():
         taken[buf.name] = [(s, e) for _, s, e in buf.reserved]
-    reserves = []
-    for st in (st for b in bodies for st in walk(b)
-               if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"):
-        a = dict(st.attrs)
-        m = re.search(r"<(\w+)>", str(a.get("location", "")))
-        try:
-            bufname = Loc(m.group(1)).buffer if m else "UB"
-        except ValueError:
-            raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
-                            f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
-        size = int(a.get("size", 0) or 0)
-        if a.get("auto") is True:
-            reserves.append((("reserve", a.get("name")), bufname, size))
-        else:
-            base = int(a.get("base", 0) or 0)
-            taken.setdefault(bufname, []).append((base, base + size))
+    reserves = _reserves(bodies, taken)
     pending = []
     seen = set()
     for st in allocs:
@@ -81,3 +97,24 @@ def place_tiles(program_or_body, target) -> dict:
         taken[buf.name].append((addr, addr + size))
         placed[tile] = addr
     return placed
+
+
+def _reserves(bodies, taken) -> list:
+    """FIFO buffers: fixed ones join ``taken``; auto ones come back to be placed."""
+    reserves = []
+    for st in (st for b in bodies for st in walk(b)
+               if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"):
+        a = dict(st.attrs)
+        m = re.search(r"<(\w+)>", str(a.get("location", "")))
+        try:
+            bufname = Loc(m.group(1)).buffer if m else "UB"
+        except ValueError:
+            raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
+                            f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
+        size = int(a.get("size", 0) or 0)
+        if a.get("auto") is True:
+            reserves.append((("reserve", a.get("name")), bufname, size))
+        else:
+            base = int(a.get("base", 0) or 0)
+            taken.setdefault(bufname, []).append((base, base + size))
+    return reserves

@@ -10,7 +10,9 @@ carries its pipe's clock to the matching ``wait_flag`` (k-th set to k-th wait of
 ``(src, dst, id)``, as the hardware counters do).
 
 Findings: unordered conflicting accesses (RAW / WAR / WAW, naming both instructions, both
-tiles and the byte ranges), an event id set again while a previous set of it is still
+tiles and the byte ranges; an access is checked against the latest access of each other
+pipe to those bytes — an older one on the same pipe that it covers is dropped, since
+whatever races with the older one races with it too), an event id set again while a previous set of it is still
 pending, and sets never waited at the end of the run.
 """
 
@@ -63,6 +65,7 @@ class RaceDetector:
         self.flags: dict[tuple, deque] = {}      # flag -> clocks of pending sets (FIFO)
         self.setters: dict[tuple, deque] = {}    # flag -> labels of pending sets
         self.shadow: dict[str, list] = {}        # space -> recent access records
+        self._prune_at: dict[str, int] = {}      # space -> list length that triggers a prune
         self.findings: list[Race] = []
         self._seen: set = set()
 
@@ -116,22 +119,35 @@ class RaceDetector:
         c = self.start(pipe, dispatch_clock)
         for a in accesses:
             recs = self.shadow.setdefault(a.space, [])
+            kept = []
             for r in recs:
                 b = r.access
+                if r.pipe == pipe:
+                    # an earlier access of this queue that this one covers adds nothing: a
+                    # later op unordered with it is unordered with this one too
+                    if not (a.start <= b.start and b.end <= a.end and (a.write or not b.write)):
+                        kept.append(r)
+                    continue          # same queue: ordered
+                kept.append(r)
                 if b.end <= a.start or a.end <= b.start or not (a.write or b.write):
                     continue
-                if r.pipe == pipe or r.clock <= c.get(r.pipe, 0):
-                    continue          # ordered: same queue, or r happens before this op
+                if r.clock <= c.get(r.pipe, 0):
+                    continue          # ordered: r happens before this op
                 self._race(r, _Record(pipe, c[pipe], a, label, seq))
-            recs.append(_Record(pipe, c[pipe], a, label, seq))
-            if len(recs) > 64:
+            kept.append(_Record(pipe, c[pipe], a, label, seq))
+            self.shadow[a.space] = recs = kept
+            if len(recs) > self._prune_at.get(a.space, 64):
                 self._prune(a.space)
 
     def _prune(self, space: str) -> None:
-        """Drop records every pipe has already seen: they can never race again."""
+        """Drop records every pipe has already seen: they can never race again. The next
+        prune waits until the list doubles, so a list that cannot shrink (unordered pipes)
+        is not rescanned on every access (amortised O(1) per record)."""
         recs = self.shadow[space]
         clocks = list(self.clocks.values())
-        self.shadow[space] = [r for r in recs if not all(c.get(r.pipe, 0) >= r.clock for c in clocks)][-256:]
+        kept = [r for r in recs if not all(c.get(r.pipe, 0) >= r.clock for c in clocks)][-256:]
+        self.shadow[space] = kept
+        self._prune_at[space] = max(64, 2 * len(kept))
 
     def _race(self, x: _Record, y: _Record) -> None:
         """Report an unordered pair, named in program order (RAW: the earlier one writes)."""

@@ -6,12 +6,13 @@ import gc
 from contextlib import contextmanager
 
 from sim.engine.chip import Chip
+from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
 from sim.errors import DeadlockError, UserError
 from sim.result import Result
 from sim.target import load_target
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "race_warning"]
 
 
 @contextmanager
@@ -27,9 +28,10 @@ def _frozen_gc():
 
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
-             detail: str = "op", races: bool = False, ideal_sync: bool = False,
+             detail: str = "op", races: "bool | str" = False, ideal_sync: bool = False,
              infinite_bandwidth: bool = False, trace: str = "full",
-             block_dim: "int | None" = None, l2: "bool | None" = None) -> Result:
+             sync: "str | None" = None, block_dim: "int | None" = None,
+             l2: "bool | None" = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -37,8 +39,16 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     functional units (timing only). ``strict`` turns integer division by zero and
     out-of-range inputs into errors. Every executed instruction is verified against the
     target profile (once per distinct instruction and operand state). ``detail="cce"``
-    adds a row per lowered CCE instruction (kind ``cce``) under each op row. ``races=True``
-    checks every pair of unordered cross-pipe accesses to the same bytes (``Result.races``).
+    adds a row per lowered CCE instruction (kind ``cce``) under each op row.
+
+    ``sync`` picks the synchronisation mode (``sim.engine.mode``). By default a kernel with
+    no set/wait flag, event or pipe barrier in any function runs in ``"auto"`` mode (sync
+    inserted, unaddressed tiles placed and calls inlined as the toolchain's auto mode
+    does) and one with explicit sync runs as written (``"manual"``); ``"ideal"`` runs the
+    default mode's program with free synchronisation. ``Result.mode`` says which ran.
+    ``races=True`` checks every pair of unordered cross-pipe accesses to the same bytes
+    (``Result.races``); ``races="manual"`` does so only when the kernel runs as written,
+    and then adds a warning with the count and the first finding to ``Result.warnings``.
     ``ideal_sync=True`` satisfies every wait_flag at once and makes barriers free;
     ``infinite_bandwidth=True`` costs the bytes of DMA items 0 cycles, keeping their
     start-up latency (the what-if bounds of ``sim.whatif``). ``trace`` selects the rows
@@ -49,6 +59,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
+    if races not in (True, False, "manual"):
+        raise UserError(f"races: expected True, False or 'manual', found {races!r}")
     if trace not in TRACE_MODES:
         raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {trace!r}")
     if hasattr(program, "program"):          # a builder Kernel
@@ -61,15 +73,30 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
-    chip = Chip(program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
-                strict=strict, seed=seed, detail=detail == "cce", races=races,
-                ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth, l2=l2,
-                trace=trace)
+    prep = prepare(program, tgt, sync)
+    check = races is True or (races == "manual" and prep.mode == "manual")
+    chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
+                strict=strict, seed=seed, detail=detail == "cce", races=check,
+                ideal_sync=ideal_sync or prep.ideal_sync,
+                infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace)
     try:
         with _frozen_gc():
             recording = chip.run()
     except DeadlockError as e:
         e.trace = chip.recording().frame()
         raise
-    return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), chip.warnings,
-                  chip.races(), block_dim=block_dim, memory=chip.gm.summary(recording.end))
+    found = chip.races()
+    warnings = (*prep.warnings, *chip.warnings)
+    if found and races == "manual":
+        warnings += (race_warning(found),)
+    return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
+                  mode=prep.mode, block_dim=block_dim, memory=chip.gm.summary(recording.end))
+
+
+def race_warning(found) -> str:
+    """The one-line warning of a manual run with races: the count and the first."""
+    n = len(found)
+    return (f"warning: {n} race{'s' * (n != 1)}: the kernel synchronises by hand (manual "
+            f"mode) and leaves accesses unordered, so its cycles may be below what hardware "
+            f"would run; first: {found[0].message} (ptosim check --races lists them all; "
+            f"--sync auto inserts the toolchain's synchronisation)")

@@ -13,8 +13,8 @@ from typing import Callable
 
 from sim.errors import SimulationError
 from sim.functional import (activation, bitwise, combine, compare, convert, cube,
-                            elementwise, expand, gather, reduce, reduce_ext, remainder, scalar,
-                            sort)
+                            elementwise, expand, gather, movement, reduce, reduce_ext, remainder,
+                            scalar, sort)
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS", "execute", "FnContext"]
@@ -30,6 +30,7 @@ KERNELS: dict[str, Callable[[FnContext], None]] = {
     **reduce.KERNELS,
     **expand.KERNELS,
     **cube.KERNELS,
+    **movement.KERNELS,
     **gather.KERNELS,
     **combine.KERNELS,
     **reduce_ext.KERNELS,

@@ -90,6 +90,12 @@ def _valid(value):
     return int(value)
 
 
+_LAYOUT_NAMES = {
+    (BLayout.ROW_MAJOR, SLayout.NONE_BOX): "nd", (BLayout.COL_MAJOR, SLayout.NONE_BOX): "dn",
+    (BLayout.COL_MAJOR, SLayout.ROW_MAJOR): "nz", (BLayout.ROW_MAJOR, SLayout.COL_MAJOR): "zn",
+    (BLayout.ROW_MAJOR, SLayout.ROW_MAJOR): "zz", (BLayout.COL_MAJOR, SLayout.COL_MAJOR): "nn"}
+
+
 @attrs.frozen(cache_hash=True)
 class TileType:
     """The static type of a tile (C++ ``Tile<...>`` / PTO IR ``!pto.tile_buf<...>``)."""
@@ -161,6 +167,11 @@ class TileType:
     @property
     def is_row_major(self) -> bool:
         return self.blayout is BLayout.ROW_MAJOR and self.slayout is SLayout.NONE_BOX
+
+    @property
+    def layout(self) -> str:
+        """The layout's common name (programming-model.md §3.3): nd, dn, nz, zn, zz, nn."""
+        return _LAYOUT_NAMES[self.blayout, self.slayout]
 
     @property
     def is_dynamic(self) -> bool:

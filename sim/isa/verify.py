@@ -158,10 +158,7 @@ def _fmt_valid(v: tuple, axes) -> str:
 
 
 def _layout(t: Tile) -> str:
-    key = (t.type.blayout.value, t.type.slayout.value)
-    return {("row_major", "none_box"): "nd", ("col_major", "none_box"): "dn",
-            ("col_major", "row_major"): "nz", ("row_major", "col_major"): "zn",
-            ("row_major", "row_major"): "zz", ("col_major", "col_major"): "nn"}[key]
+    return t.type.layout
 
 
 # --- rule checkers: (operands, rule value) -> messages -------------------------------------
@@ -198,8 +195,10 @@ def _check_row_major(ops: _Operands, which) -> Iterator[str]:
 def _check_layouts(ops: _Operands, table: dict) -> Iterator[str]:
     for role, want in table.items():
         t = ops.tile(role)
-        if t is not None and _layout(t) != want:
-            yield _msg(role, t, "layout", f"{want} on {ops.target.name}", _layout(t))
+        allowed = [want] if isinstance(want, str) else list(want)
+        if t is not None and _layout(t) not in allowed:
+            yield _msg(role, t, "layout", f"{' or '.join(allowed)} on {ops.target.name}",
+                       _layout(t))
 
 
 def _check_same_dtype(ops: _Operands, roles: list) -> Iterator[str]:

@@ -110,8 +110,11 @@ class _Scan:
                 self._visit(st.body, loops, cond)
 
 
-def allocate(fn, target, *, double_buffer: bool = True) -> dict:
-    """Tile -> ``Slot`` for every allocated tile of ``fn`` (subviews alias their source)."""
+def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = None) -> dict:
+    """Tile -> ``Slot`` for every allocated tile of ``fn`` (subviews alias their source).
+    ``pinned`` maps tiles placed by hand to their address: they keep it (placed first,
+    never double-buffered) and the others fit around them while they are live."""
+    pinned = pinned or {}
     scan = _Scan(fn)
     where = "auto placement"
     plans = []       # (start, order, tile, live, loop-or-None, db candidate)
@@ -139,8 +142,10 @@ def allocate(fn, target, *, double_buffer: bool = True) -> dict:
                 s, e = min(s, ls), max(e, le)
             elif not fresh:
                 s, e = min(s, ls), max(e, le)
+        if tile in pinned:
+            db_loop = None
         plans.append((s, order, tile, (s, e), db_loop, db_loop is not None))
-    plans.sort(key=lambda x: (x[0], x[1]))
+    plans.sort(key=lambda x: (x[2] not in pinned, x[0], x[1]))
 
     placed: dict[Tile, Slot] = {}
     by_buffer: dict[str, list] = {}
@@ -160,8 +165,10 @@ def allocate(fn, target, *, double_buffer: bool = True) -> dict:
         def bank_ok(a):
             return banks is None or banks.bank(a) not in partner_banks
 
-        addr = _first_fit(size, busy, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
-                          banks.count if banks else 1)
+        addr = pinned.get(tile)
+        if addr is None:
+            addr = _first_fit(size, busy, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
+                              banks.count if banks else 1)
         if addr is None:
             held = sorted(((a, sl) for sl in others for a in sl.addrs), key=lambda x: x[0])
             desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})" for a, sl in held)

@@ -9,7 +9,8 @@ returns the same program with what was decided (addresses, counts).
 is removed and every ``alloc_tile`` loses its address: in auto mode the toolchain decides
 (TASSIGN compiles to nothing, §5). Programs that rely on two tiles *aliasing* the same
 bytes on purpose (reinterpreting data through a second tile) are manual-only: auto mode
-gives every tile its own bytes. ``func.call`` and cube<->vector pipe ops are refused.
+gives every tile its own bytes. ``func.call`` is inlined first (``sim.placement.inline``);
+cube<->vector pipe ops are refused.
 
 **(b) Place** (``sim.placement.alloc``). A tile is live from its first access to its last,
 over the statements in program order; a tile used inside a loop it was not allocated in is
@@ -22,8 +23,11 @@ order of their live-range start, at ``alignment_bytes``-aligned addresses free o
 target's reserved ranges (the TMP_UB_OFFSET scratch on A2/A3) and of every tile live at the
 same time, so tiles with disjoint live ranges share bytes. In UB the allocator staggers
 the two sources of a binary vector op into different banks when a gap allows it (the UB
-bank ASSUMPTION of ``machine.toml``). Too little space is a ``UserError`` naming the tile
-and the tiles that hold the buffer.
+bank ASSUMPTION of ``machine.toml``). When double buffering leaves a later tile without
+room, placement is redone with single copies. Too little space is a ``UserError`` naming
+the tile and the tiles that hold the buffer. With ``keep_addresses`` (the default run of
+a kernel without sync), tiles allocated at a constant address keep it and the others fit
+around them.
 
 **(c) Synchronise** (``sim.placement.sync``). Every instruction's pipe comes from the
 opcode registry and its bytes from the placement: a tile access covers the tile's whole
@@ -65,10 +69,11 @@ import itertools
 import attrs
 
 from sim.errors import UserError
-from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, Program, Scalar, Section,
-                             SetFlag, WaitFlag, walk)
+from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, Program, Scalar,
+                             Section, SetFlag, WaitFlag, walk)
 from sim.placement.alloc import allocate
-from sim.placement.ir import Aliases, Views, check_supported, pipe_of
+from sim.placement.inline import inline_calls
+from sim.placement.ir import Aliases, Views, check_supported, constant_addresses, pipe_of
 from sim.placement.sync import SyncStats, _Ctx, _parity_scalar, _parity_value, synchronise
 from sim.target import load_target
 
@@ -99,7 +104,9 @@ class AutoPlan:
         return {t.name: (s.buffer, *s.addrs) for t, s in self.slots.items()}
 
 
-def _strip(body) -> list:
+def _strip(body, keep: frozenset = frozenset()) -> list:
+    """``body`` without sync and TASSIGN; allocations lose their address unless their
+    tile is in ``keep``."""
     out = []
     for st in body:
         if isinstance(st, (SetFlag, WaitFlag, Barrier)):
@@ -107,16 +114,28 @@ def _strip(body) -> list:
         if isinstance(st, Instr) and st.opcode == "TASSIGN":
             continue
         if isinstance(st, Alloc):
-            st = attrs.evolve(st, addr=None)
+            if st.tile not in keep:
+                st = attrs.evolve(st, addr=None)
         elif isinstance(st, For):
-            st = attrs.evolve(st, body=tuple(_strip(st.body)))
+            st = attrs.evolve(st, body=tuple(_strip(st.body, keep)))
         elif isinstance(st, If):
-            st = attrs.evolve(st, then_body=tuple(_strip(st.then_body)),
-                              else_body=tuple(_strip(st.else_body)))
+            st = attrs.evolve(st, then_body=tuple(_strip(st.then_body, keep)),
+                              else_body=tuple(_strip(st.else_body, keep)))
         elif isinstance(st, Section):
-            st = attrs.evolve(st, body=tuple(_strip(st.body)))
+            st = attrs.evolve(st, body=tuple(_strip(st.body, keep)))
         out.append(st)
     return out
+
+
+def _allocate(fn, tgt, double_buffer: bool, pinned: dict) -> dict:
+    """Placement; when double buffering leaves a later tile without room, placement
+    again with single copies (liveness reuse alone may fit where two copies do not)."""
+    try:
+        return allocate(fn, tgt, double_buffer=double_buffer, pinned=pinned)
+    except UserError:
+        if not double_buffer:
+            raise
+        return allocate(fn, tgt, double_buffer=False, pinned=pinned)
 
 
 def _names(fn):
@@ -166,14 +185,19 @@ def _place(body, slots, ctx) -> list:
     return out
 
 
-def plan_auto(program, target="a2a3", *, double_buffer: bool = True) -> AutoPlan:
-    """The auto-mode version of ``program`` (a Program or a builder Kernel) and its plan."""
-    prog = program_of(program)
+def plan_auto(program, target="a2a3", *, double_buffer: bool = True,
+              keep_addresses: bool = False) -> AutoPlan:
+    """The auto-mode version of ``program`` (a Program or a builder Kernel) and its plan.
+    ``keep_addresses`` keeps the constant ``alloc_tile addr=`` of hand-placed tiles (the
+    default run of a kernel without sync: placement by hand, sync by the toolchain);
+    otherwise every tile is placed anew."""
+    prog = inline_calls(program_of(program))
     tgt = load_target(target)
     fn = prog.main
     check_supported(fn, "auto mode")
-    fn1 = attrs.evolve(fn, body=tuple(_strip(fn.body)))
-    slots = allocate(fn1, tgt, double_buffer=double_buffer)
+    pinned = constant_addresses(fn) if keep_addresses else {}
+    fn1 = attrs.evolve(fn, body=tuple(_strip(fn.body, frozenset(pinned))))
+    slots = _allocate(fn1, tgt, double_buffer, pinned)
     pipes = {pipe_of(st) for st in walk(fn1.body) if isinstance(st, Instr)}
     ctx = _Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {})
     body = _place(fn1.body, slots, ctx)
@@ -190,7 +214,9 @@ def plan_auto(program, target="a2a3", *, double_buffer: bool = True) -> AutoPlan
     return AutoPlan(attrs.evolve(prog, functions=functions), slots, ctx.stats, db, first)
 
 
-def to_auto(program, target="a2a3", *, double_buffer: bool = True) -> Program:
+def to_auto(program, target="a2a3", *, double_buffer: bool = True,
+            keep_addresses: bool = False) -> Program:
     """``program`` in auto mode: placed by the simulator, synchronised by the simulator
     (the policy is this module's documentation)."""
-    return plan_auto(program, target, double_buffer=double_buffer).program
+    return plan_auto(program, target, double_buffer=double_buffer,
+                     keep_addresses=keep_addresses).program

@@ -26,9 +26,11 @@ __all__ = ["Run", "Comparison", "run_comparison", "compare", "compare_json", "co
 
 
 def run_checked(program, target, *, inputs=None, seed=0, functional=True):
-    """``simulate(program, target, races=True)`` (the race-checking run of this package)."""
+    """``simulate(program, target, races=True, sync="manual")``: the program exactly as
+    given, race-checked (the checking run of this package)."""
     from sim.engine.run import simulate
-    return simulate(program, target, inputs=inputs, seed=seed, functional=functional, races=True)
+    return simulate(program, target, inputs=inputs, seed=seed, functional=functional, races=True,
+                    sync="manual")
 
 
 @attrs.frozen
@@ -89,7 +91,7 @@ def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True)
 def _manual(prog, tgt, inputs, seed, functional=True) -> Run:
     from sim.engine.placement import place_tiles
     return _run("manual", prog, tgt, inputs, seed,
-                initial_addresses(prog, place_tiles(prog.main.body, tgt)), functional=functional)
+                initial_addresses(prog, place_tiles(prog, tgt)), functional=functional)
 
 
 def _auto(plan: AutoPlan, tgt, inputs, seed, functional=True) -> Run:

@@ -14,12 +14,12 @@ import attrs
 
 from sim.errors import UserError
 from sim.isa.opcodes import opcode as _opcode
-from sim.isa.program import (Const, Instr, MakeTensorView, PartitionView, PartView, Reshape,
-                             Subview, walk)
+from sim.isa.program import (Alloc, Arith, Const, Instr, MakeTensorView, PartitionView, PartView,
+                             Reshape, Subview, walk)
 from sim.isa.tile import Tile
 
 __all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases",
-           "check_supported", "ALL"]
+           "check_supported", "constant_addresses", "ALL"]
 
 ALL = 1 << 62          # "to the end of the space" for unknown GM windows
 
@@ -105,6 +105,23 @@ class Aliases:
 
     def __call__(self, tile: Tile) -> Tile:
         return self.root.get(tile, tile)
+
+
+def constant_addresses(fn) -> dict:
+    """Tile -> address of every ``alloc_tile`` of ``fn`` whose address is a compile-time
+    constant: a literal, or an SSA value of an ``arith.constant`` (as real kernels and
+    PTOAS output spell it)."""
+    consts = {st.result: int(st.operands[0].value) for st in walk(fn.body)
+              if isinstance(st, Arith) and st.op == "arith.constant"
+              and st.operands and isinstance(st.operands[0], Const)
+              and isinstance(st.operands[0].value, int)}
+    out = {}
+    for st in walk(fn.body):
+        if isinstance(st, Alloc) and st.addr is not None:
+            addr = int(st.addr.value) if isinstance(st.addr, Const) else consts.get(st.addr)
+            if addr is not None:
+                out[st.tile] = addr
+    return out
 
 
 def check_supported(fn, where: str) -> None:

@@ -18,8 +18,9 @@ import re
 
 import pandas as pd
 
-from sim.isa.program import Alloc, Const, Reshape, Subview
+from sim.isa.program import Alloc, Reshape, Subview
 from sim.isa.program import walk
+from sim.placement.ir import constant_addresses
 
 __all__ = ["sync_counts", "occupancy", "peak_bytes", "initial_addresses", "OCCUPANCY_COLUMNS"]
 
@@ -42,7 +43,7 @@ def occupancy(trace: pd.DataFrame, program, addresses: dict, double: "dict | Non
     operands)`` of auto mode's double-buffered tiles and their first access in the body."""
     double = double or {}
     tiles, root = {}, {}
-    for st in walk(program.main.body):
+    for st in (s for f in program.functions for s in walk(f.body)):
         if isinstance(st, Alloc):
             tiles[st.tile.name] = st.tile
         elif isinstance(st, (Subview, Reshape)):
@@ -109,12 +110,15 @@ def peak_bytes(occ: pd.DataFrame) -> dict:
 
 
 def initial_addresses(program, engine_placed: dict) -> dict:
-    """Tile name -> address at allocation: constant ``addr=``, else the engine's choice."""
+    """Tile name -> address at allocation, in every function: a constant ``addr=`` (a
+    literal or an ``arith.constant`` value), else the engine's choice."""
     out = {}
-    for st in walk(program.main.body):
-        if isinstance(st, Alloc):
-            if isinstance(st.addr, Const):
-                out[st.tile.name] = int(st.addr.value)
-            elif st.addr is None and st.tile in engine_placed:
-                out[st.tile.name] = int(engine_placed[st.tile])
+    for f in program.functions:
+        hand = constant_addresses(f)
+        for st in walk(f.body):
+            if isinstance(st, Alloc):
+                if st.tile in hand:
+                    out[st.tile.name] = hand[st.tile]
+                elif st.addr is None and st.tile in engine_placed:
+                    out[st.tile.name] = int(engine_placed[st.tile])
     return out

@@ -16,8 +16,9 @@ measured or simulated cost per op with a handful of parameters, keyed by
 * ``linear: p0*loops + p1``, ``nested_loop: (p0*inner + p1)*outer + p2``,
   ``linear_rows: p0*loops + p1*outer + p2``, ``linear_tail: p0*loops + p1*tail + p2``.
 
-``formula_cycles`` returns None when no fit matches; the caller then lowers the op the
-A2/A3 way.
+``formula_cycles`` returns None when no fit matches; the caller then costs the op's
+vector-function loop with the analytic model of ``sim.timing.vf``, or, for the few ops
+without a VF program, lowers it the A2/A3 way.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import attrs
 from sim.isa.dtypes import dtype as _dtype
 from sim.timing.banks import HINT as _BANK_HINT, ub_banks
 from sim.timing.dma import transfer_items
+from sim.timing.dma_geometry import Geometry, copies
 from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
 from sim.timing.formula import formula_cycles
@@ -20,10 +21,12 @@ __all__ = ["lower"]
 
 
 def _dma_items(s: Shape, target) -> list[Item]:
-    """TLOAD / TSTORE / TMOV: the valid region's bytes over one data path, start-up
-    included (``sim.timing.dma``, timing-model.md §5)."""
-    nbytes = s.valid_rows * s.valid_cols * _dtype(s.dtype).size_bytes
-    return transfer_items(target, s.path, nbytes)
+    """TLOAD / TSTORE / TMOV / TEXTRACT: each CCE copy's bytes for the layouts
+    (``sim.timing.dma_geometry``, §5.2) over one data path, start-up included
+    (``sim.timing.dma``, §5.1)."""
+    g = s.extra if isinstance(s.extra, Geometry) else Geometry()
+    n, nbytes = copies(s.path, s.valid_rows, s.valid_cols, _dtype(s.dtype).size_bytes, g)
+    return transfer_items(target, s.path, nbytes) * n
 
 
 def _cube_items(s: Shape, target) -> list[Item]:

@@ -33,8 +33,8 @@ import math
 import attrs
 
 from sim.isa.dtypes import dtype as _dtype
-from sim.timing import (vcombine, vexpand, vgather, vreduce, vreduce_ext, vremainder, vscalar,
-                        vselect, vsort)
+from sim.timing import (transpose, vcombine, vexpand, vgather, vreduce, vreduce_ext, vremainder,
+                        vscalar, vselect, vsort)
 from sim.timing.hints import hint
 from sim.timing.plan import Item
 from sim.timing.vpath import BAR, cfg, count_row, geometry, pass_items, path, v
@@ -133,7 +133,7 @@ def _tcvt(s, dtype, src, maxrep):
 
 
 def _generic(s, dtype, maxrep):
-    """Ops without a modelled lowering (TTRANS, TANDS/TORS/TSHLS/TSHRS, ...): ASSUMPTION —
+    """Ops without a modelled lowering (TANDS/TORS/TSHLS/TSHRS, ...): ASSUMPTION —
     the cost of one vadd-class pass over the iteration domain (CCE name ``vadd``)."""
     E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
     return pass_items("vadd", path("binary", *geometry(s, E, B, maxrep)))
@@ -161,6 +161,7 @@ def _dispatch():
         "TGATHER": lambda s, d, src, m: vgather.tgather(s, d),
         "TFILLPAD": lambda s, d, src, m: vgather.tfillpad(s, d),
         "TCI": lambda s, d, src, m: vgather.tci(s),
+        "TTRANS": lambda s, d, src, m: transpose.ttrans(s, d, m),
     })
     for op in vremainder.OPS:
         t[op] = lambda s, d, src, m: vremainder.lower(s, d)

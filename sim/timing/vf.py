@@ -41,10 +41,13 @@ from pathlib import Path
 
 import attrs
 
+from sim.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.target.model import read_csv_rows
 
-__all__ = ["vf_cycles", "program_instructions"]
+__all__ = ["vf_cycles", "program_instructions", "LOOPS"]
+
+LOOPS = ("flat", "flat_static", "rows", "cols")
 
 
 @attrs.frozen
@@ -77,27 +80,26 @@ class Core:
     programs: dict
 
 
-def _num(text: str) -> float:
-    return float(text)
-
-
 @functools.lru_cache(maxsize=8)
 def _core(isa_dir: Path, extra: Path, programs: Path) -> Core:
-    ii = {(r["previous"], r["current"]): _num(r["cycles"])
+    ii = {(r["previous"], r["current"]): float(r["cycles"])
           for r in read_csv_rows(isa_dir / "initiation_interval.csv")}
     instrs = {}
     for src in (isa_dir / "isa.csv", extra):
         for r in read_csv_rows(src):
             key = f"{r['op']}.{r['form']}"
-            instrs[key] = Instr(key, r["op_class"], _num(r["latency"]), _num(r["data_store_cost"]),
+            instrs[key] = Instr(key, r["op_class"], float(r["latency"]), float(r["data_store_cost"]),
                                 r["EXU"], r["dispatch_exu"] == "EXU0_ONLY",
-                                _num(r.get("ii_cycles") or ii.get((key, key), 1)))
-    fwd = {(r["producer"], r["consumer"]): _num(r["cycles"])
+                                float(r.get("ii_cycles") or ii.get((key, key), 1)))
+    fwd = {(r["producer"], r["consumer"]): float(r["cycles"])
            for r in read_csv_rows(isa_dir / "forwarding.csv")}
     uarch = {r["key"]: r["value"] for r in read_csv_rows(isa_dir / "uarch.csv")}
-    defaults = {r["key"]: _num(r["value"]) for r in read_csv_rows(isa_dir / "isa_defaults.csv")}
+    defaults = {r["key"]: float(r["value"]) for r in read_csv_rows(isa_dir / "isa_defaults.csv")}
     progs = {}
     for r in read_csv_rows(programs):
+        if r["loop"] not in LOOPS or r["dtypes"] not in ("any", "float"):
+            raise UserError(f"{programs}: op {r['op']}: loop must be one of {', '.join(LOOPS)} and "
+                            f"dtypes any or float, found {r['loop']!r} / {r['dtypes']!r}")
         progs[r["op"]] = Program(r["op"], r["dtypes"], r["loop"], tuple(r["pre"].split()),
                                  tuple(r["body"].split()), tuple(r["row"].split()))
     return Core(instrs, fwd, uarch, defaults, progs)

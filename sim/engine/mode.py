@@ -1,0 +1,75 @@
+"""Which synchronisation mode a run uses, and the program that mode runs.
+
+Real kernels come in two kinds. Compiler and framework output mostly carries no
+``set_flag`` / ``wait_flag`` / ``pipe_barrier`` / ``record_event`` / ``wait_event`` at all:
+the toolchain's auto mode (PTOAS ``--enable-insert-sync``, programming-model.md §5)
+inserts them, and places the tiles that have no address. Hand-written level-3 kernels
+synchronise themselves. Running the first kind as written would let a vector op start
+while its TLOAD is still in flight, so the default follows the hardware:
+
+* **auto** — the kernel has no explicit synchronisation in any function: the simulator
+  inserts it with the static pass of ``sim.placement`` (``sim.placement.sync``) and the
+  tiles without a constant address are placed by its liveness allocator
+  (``sim.placement.alloc``); hand addresses are kept; ``func.call`` is inlined.
+* **manual** — the kernel synchronises itself: it runs as written; its races are a
+  warning of the run when race checking is on (``simulate(..., races="manual")``, as
+  ``ptosim run`` does).
+* **ideal** — the default mode's program with every wait satisfied at once and barriers
+  free (the ``ideal_sync`` what-if): a lower bound, not a schedule hardware can run.
+
+``sync=`` of ``simulate`` (``ptosim run --sync``) overrides the default. A kernel without
+sync whose constructs auto mode cannot place yet (cube<->vector pipe ops) runs as written,
+with a warning saying so.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from sim.errors import UserError
+from sim.isa.program import Barrier, SetFlag, WaitFlag, walk
+
+__all__ = ["SYNC_MODES", "Prepared", "has_explicit_sync", "default_mode", "prepare"]
+
+SYNC_MODES = ("auto", "manual", "ideal")
+
+
+@attrs.frozen
+class Prepared:
+    program: object
+    mode: str                       # "auto" | "manual" | "ideal"
+    ideal_sync: bool = False
+    warnings: tuple = ()
+
+
+def has_explicit_sync(program) -> bool:
+    """True when any function of ``program`` has a set/wait flag (record / wait event)
+    or a pipe barrier."""
+    return any(isinstance(st, (SetFlag, WaitFlag, Barrier))
+               for f in program.functions for st in walk(f.body))
+
+
+def default_mode(program) -> str:
+    return "manual" if has_explicit_sync(program) else "auto"
+
+
+def _auto(program, target) -> Prepared:
+    from sim.placement.auto import to_auto
+    from sim.isa.program import PipeOp
+    if any(isinstance(st, PipeOp) for f in program.functions for st in walk(f.body)):
+        return Prepared(program, "manual", warnings=(
+            "warning: the kernel has no explicit synchronisation, but auto mode cannot "
+            "synchronise cube<->vector pipe ops yet: it runs as written (manual mode), so "
+            "its cycles may be below what hardware would run",))
+    return Prepared(to_auto(program, target, keep_addresses=True), "auto")
+
+
+def prepare(program, target, sync: "str | None" = None) -> Prepared:
+    """The program to run for ``sync`` (None: the default rule of the module doc)."""
+    if sync is not None and sync not in SYNC_MODES:
+        raise UserError(f"sync: expected one of {', '.join(SYNC_MODES)}, found {sync!r}")
+    base = default_mode(program) if sync in (None, "ideal") else sync
+    prep = _auto(program, target) if base == "auto" else Prepared(program, "manual")
+    if sync == "ideal":
+        return attrs.evolve(prep, mode="ideal", ideal_sync=True)
+    return prep

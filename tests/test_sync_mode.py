@@ -1,0 +1,161 @@
+"""Issue 9 items 1 and 6: the default run is what the hardware would run.
+
+Rule (sim/engine/mode.py): a kernel with no set_flag / wait_flag / pipe_barrier /
+record_event / wait_event in any function runs in auto mode (sync inserted, unaddressed
+tiles placed by liveness, func.call inlined); a kernel with explicit sync runs as written
+and, under ``races="manual"`` (what ``ptosim run`` does), gets a warning when it races.
+
+Hand-derived cycles (a2a3; tests/test_dma_scalar_costs.py derives the DMA figures):
+TLOAD 16x64 f32 = 213.6 + floor(4096 / 58.56) = 282.6 -> 283; TSTORE = 107.3 + 37 -> 144;
+TADD 16x64 f32 cold = 24 + 2 * 16 = 56.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sim
+from sim.errors import UserError
+from sim.frontend import parse_file, resolve_target
+from sim.placement import compare_json
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data" / "issue9"
+EXAMPLES = sorted((ROOT / "examples").glob("*.pto"))
+ARGS = {"trelu": {"n": 64}, "dyn_valid": {"vr": 20, "vc": 100}, "relu_sub_db": {"k": 4},
+        "tfmods": {"divisor": 3.0}}
+MANUAL = {"compact_add", "matmul", "relu_sub_db"}          # the examples that carry flags
+
+
+def _example(path):
+    program = parse_file(path)
+    return program, resolve_target(program), ARGS.get(path.stem, {})
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_is_race_free_in_its_default_run(path):
+    program, target, args = _example(path)
+    r = sim.simulate(program, target, inputs=args, races=True)
+    assert r.mode == ("manual" if path.stem in MANUAL else "auto")
+    assert r.races == (), r.races[0].message
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_compare_works_for_every_example(path):
+    program, target, args = _example(path)
+    j = compare_json(program, target, inputs=args)
+    assert j["auto"]["deadlock"] is None and j["auto"]["races"] == 0
+    assert j["manual"]["peak_bytes"], "manual peak_bytes from hand / engine addresses"
+    assert j["auto"]["total_cycles"] > 0
+
+
+def test_no_sync_call_kernel_runs_auto_by_default():
+    """The TLOADs (283 each, back to back on MTE2) -> TADD (cold 56) -> TSTORE (144);
+    the TADD and TSTORE sit in a callee reached by func.call (inlined)."""
+    program = parse_file(DATA / "no_sync_call.pto")
+    r = sim.simulate(program, "a2a3")
+    assert r.mode == "auto"
+    assert r.total_cycles == 283 + 283 + 56 + 144 == 766
+    a, b = r.gm["pa"][:1024].reshape(16, 64), r.gm["pb"][:1024].reshape(16, 64)
+    assert np.array_equal(r.output("po")[:1024].reshape(16, 64), a + b)
+
+
+def test_as_written_is_faster_than_hardware_and_warns():
+    program = parse_file(DATA / "no_sync_call.pto")
+    manual = sim.simulate(program, "a2a3", sync="manual", races="manual")
+    # TADD starts at 0 while the loads run: the total is the loads alone
+    assert manual.mode == "manual" and manual.total_cycles == 566 < 766
+    assert len(manual.races) == 3
+    (w,) = [w for w in manual.warnings if "race" in w]
+    assert w.startswith("warning: 3 races") and manual.races[0].message in w
+
+
+def test_ideal_is_a_lower_bound_of_the_default():
+    program = parse_file(DATA / "no_sync_call.pto")
+    ideal = sim.simulate(program, "a2a3", sync="ideal")
+    # every pipe runs its queue from 0: MTE2's two loads are the longest
+    assert ideal.mode == "ideal" and ideal.total_cycles == 2 * 283
+
+
+def test_explicit_sync_runs_as_written_and_a_racy_manual_kernel_warns():
+    k = sim.Kernel("half_synced")
+    x = k.gm("x", "f32", (16, 64))
+    y = k.gm("y", "f32", (16, 64))
+    a, c = k.tile("vec", "f32", 16, 64), k.tile("vec", "f32", 16, 64)
+    e = k.TLOAD(a, x)
+    k.TADD(c, a, a, e)            # flag MTE2 -> V: the kernel synchronises by hand ...
+    k.TSTORE(y, c)                # ... but forgets V -> MTE3
+    r = sim.simulate(k, races="manual")
+    assert r.mode == "manual"
+    assert [f.kind for f in r.races] == ["RAW"]
+    assert any(w.startswith("warning: 1 race:") for w in r.warnings)
+    # without races="manual" nothing is checked (the API default: no cost)
+    assert sim.simulate(k).races == () and not any("race" in w for w in sim.simulate(k).warnings)
+    # the default auto run of the same kernel with its flags stripped is race-free
+    assert sim.simulate(k, sync="auto", races=True).races == ()
+
+
+def test_a_clean_manual_kernel_has_no_warning():
+    program, target, args = _example(ROOT / "examples" / "relu_sub_db.pto")
+    r = sim.simulate(program, target, inputs=args, races="manual")
+    assert r.mode == "manual" and r.warnings == ()
+
+
+def test_bad_sync_value_is_a_user_error():
+    with pytest.raises(UserError, match="sync: expected one of auto, manual, ideal"):
+        sim.simulate(parse_file(DATA / "no_sync_call.pto"), sync="fast")
+
+
+def test_default_cycles_are_not_below_the_as_written_run_for_no_sync_examples():
+    for name in ("row_softmax", "tsub", "trem"):
+        program, target, args = _example(ROOT / "examples" / f"{name}.pto")
+        default = sim.simulate(program, target, inputs=args, functional=False)
+        manual = sim.simulate(program, target, inputs=args, functional=False, sync="manual",
+                              races=True)
+        assert manual.races, name                         # as written it races ...
+        assert default.total_cycles > manual.total_cycles  # ... and looks faster than it is
+
+
+# --- item 6: liveness ------------------------------------------------------------------
+
+def test_tiles_that_fit_only_by_liveness_run_by_default():
+    program = parse_file(DATA / "reuse_fits.pto")
+    r = sim.simulate(program, "a2a3", functional=False, races=True)
+    assert r.mode == "auto" and r.races == ()
+    j = compare_json(program, "a2a3")
+    # two 64 KiB tiles alive at a time, in both runs: manual places by liveness as well,
+    # since one address per tile does not fit (c takes a's bytes, d takes b's)
+    assert j["auto"]["peak_bytes"] == j["manual"]["peak_bytes"] == {"UB": 2 * 65536}
+
+
+def test_manual_peak_bytes_come_from_hand_addresses():
+    """relu_sub_db places its six 8 KiB tiles with alloc_tile addr = %o (arith.constant
+    SSA values); all six are live together."""
+    program, target, args = _example(ROOT / "examples" / "relu_sub_db.pto")
+    j = compare_json(program, target, inputs=args)
+    assert j["manual"]["peak_bytes"] == {"UB": 6 * 8192}
+
+
+# --- the command line ------------------------------------------------------------------
+
+def _ptosim(*args):
+    return subprocess.run([sys.executable, "-m", "sim", *map(str, args)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cli_run_states_the_mode_and_warns():
+    p = _ptosim("run", DATA / "no_sync_call.pto", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["mode"] == "auto" and out["total_cycles"] == 766 and out["warnings"] == []
+    p = _ptosim("run", DATA / "no_sync_call.pto", "--sync", "manual")
+    assert p.returncode == 0, p.stderr
+    assert "sync mode: manual" in p.stdout and "warning: 3 races" in p.stdout
+    p = _ptosim("run", DATA / "no_sync_call.pto", "--sync", "bogus")
+    assert p.returncode == 2 and "ptosim: error:" in p.stderr and "Traceback" not in p.stderr
