@@ -463,7 +463,8 @@ class Interpreter(CrossUnit, ControlFlow):
             item = item.copy()
             item.accesses = instr_accesses(self, instr, srcs, tmp)
         if self._gm_windows and spec.family in _GM_FAMILIES:
-            item = item.copy()
+            if not self.track_accesses:       # else it is a copy already
+                item = item.copy()
             item.gm = self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
         return item
 
