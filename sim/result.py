@@ -6,7 +6,8 @@ import attrs
 import numpy as np
 import pandas as pd
 
-from sim.trace.report import opcode_share, pipe_summary, text_report, unit_summary
+from sim.trace.report import (opcode_share, pipe_summary, text_report, unit_summary,
+                              units_from_totals)
 
 __all__ = ["Result", "MODE_TEXT"]
 
@@ -63,13 +64,17 @@ class Result:
     @property
     def units(self) -> list:
         """Per core and unit: per-pipe busy cycles and utilisation, per-opcode busy cycles
-        and share of the total time (empty when run with ``trace="none"``)."""
-        return unit_summary(self.trace, self.total_cycles)
+        and share of the total time."""
+        rec = self.recording
+        if rec.mode != "none":
+            return unit_summary(self.trace, self.total_cycles)
+        return units_from_totals([(r.core, r.unit, r.pipe_totals(), r.op_busy)
+                                  for r in getattr(rec, "recorders", (rec,))], self.total_cycles)
 
     @property
     def opcodes(self) -> dict:
         """Opcode -> busy cycles and mean busy ratio over the units that run it."""
-        return opcode_share(self.trace, self.total_cycles)
+        return opcode_share(self.units, self.total_cycles)
 
     def output(self, name: str) -> np.ndarray:
         """Final contents of GM argument ``name`` (flat)."""

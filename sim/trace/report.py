@@ -8,7 +8,7 @@ from sim.trace.frame import busy_rows, lanes
 from sim.trace.frame import total_cycles as _total
 
 __all__ = ["pipe_summary", "pipe_table", "op_summary", "unit_summary", "opcode_share",
-           "text_report"]
+           "units_from_totals", "text_report"]
 
 _PIPE_ORDER = ["PIPE_S", "PIPE_MTE2", "PIPE_MTE1", "PIPE_V", "PIPE_M", "PIPE_FIX", "PIPE_MTE3"]
 
@@ -38,45 +38,57 @@ def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
     return out
 
 
+def units_from_totals(totals, total_cycles: int) -> list[dict]:
+    """``unit_summary`` from per-unit totals ``[(core, unit, {pipe: (busy, instructions)},
+    {opcode: busy})]`` (a run that kept no trace rows)."""
+    out = []
+    for core, unit, pipes, ops in sorted(totals, key=lambda t: (t[0], t[1])):
+        out.append({"core": int(core), "unit": str(unit),
+                    "pipes": {p: {"busy_cycles": int(b), "instructions": int(n),
+                                  "utilization": _ratio(b, total_cycles)}
+                              for p, (b, n) in sorted(pipes.items(),
+                                                      key=lambda kv: _pipe_rank(kv[0]))},
+                    "opcodes": {o: {"busy_cycles": int(b), "ratio": _ratio(b, total_cycles)}
+                                for o, b in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))}})
+    return out
+
+
 def unit_summary(trace: pd.DataFrame, total_cycles: int) -> list[dict]:
     """Per (core, unit): busy cycles, utilisation and instructions of each pipe, and each
     opcode's busy cycles and share of the total time (``ratio`` = busy / total)."""
     busy = busy_rows(trace)
-    per_pipe = busy.groupby(["core", "unit", "pipe"], sort=False, observed=True)["duration_cycles"] \
+    per_pipe = busy.groupby(["core", "unit", "pipe"], observed=True)["duration_cycles"] \
         .agg(["sum", "count"])
     per_op = busy[busy["kind"] == "op"].groupby(["core", "unit", "opcode"], observed=True)[
         "duration_cycles"].sum()
-    out = []
-    for core, unit in sorted({(int(c), str(u)) for c, u, _ in lanes(trace)}):
-        pipes = {}
-        for pipe in _pipes_in(trace):
-            if (core, unit, pipe) in per_pipe.index:
-                b, n = per_pipe.loc[(core, unit, pipe)]
-                pipes[pipe] = {"busy_cycles": int(b), "instructions": int(n),
-                               "utilization": round(b / total_cycles, 4) if total_cycles else 0.0}
-        ops = {}
-        if (core, unit) in per_op.index.droplevel(2):
-            for op, b in per_op.loc[(core, unit)].sort_values(ascending=False,
-                                                             kind="stable").items():
-                ops[str(op)] = {"busy_cycles": int(b),
-                                "ratio": round(b / total_cycles, 4) if total_cycles else 0.0}
-        out.append({"core": core, "unit": unit, "pipes": pipes, "opcodes": ops})
-    return out
+    totals = {(int(c), str(u)): ({}, {}) for c, u, _ in lanes(trace)}
+    for (c, u, p), (b, n) in per_pipe.iterrows():
+        totals[(int(c), str(u))][0][str(p)] = (b, n)
+    for (c, u, o), b in per_op.items():
+        totals[(int(c), str(u))][1][str(o)] = b
+    return units_from_totals([(c, u, p, o) for (c, u), (p, o) in totals.items()], total_cycles)
 
 
-def opcode_share(trace: pd.DataFrame, total_cycles: int) -> dict:
+def opcode_share(units: list[dict], total_cycles: int) -> dict:
     """Opcode -> its busy cycles over all units, and ``ratio``: the mean over the units
-    that run it of busy / total (the per-engine busy ratio, e.g. TMATMUL on the cubes)."""
-    ops = trace[trace["kind"] == "op"]
-    g = ops.groupby("opcode", sort=False, observed=True)
-    busy = g["duration_cycles"].sum()
-    n_units = g[["core", "unit"]].apply(lambda d: len(d.drop_duplicates()))
-    out = {}
-    for op in busy.sort_values(ascending=False, kind="stable").index:
-        span = total_cycles * int(n_units[op])
-        out[str(op)] = {"busy_cycles": int(busy[op]), "units": int(n_units[op]),
-                        "ratio": round(busy[op] / span, 4) if span else 0.0}
-    return out
+    that run it of busy / total (the per-engine busy ratio, e.g. TMATMUL on the cubes);
+    from ``unit_summary``."""
+    busy: dict[str, list[int]] = {}
+    for u in units:
+        for op, v in u["opcodes"].items():
+            b = busy.setdefault(op, [0, 0])
+            b[0] += v["busy_cycles"]
+            b[1] += 1
+    return {op: {"busy_cycles": b, "units": n, "ratio": _ratio(b, total_cycles * n)}
+            for op, (b, n) in sorted(busy.items(), key=lambda kv: (-kv[1][0], kv[0]))}
+
+
+def _ratio(part, whole) -> float:
+    return round(float(part) / whole, 4) if whole else 0.0
+
+
+def _pipe_rank(pipe: str):
+    return (_PIPE_ORDER.index(pipe) if pipe in _PIPE_ORDER else 99, pipe)
 
 
 def pipe_table(trace: pd.DataFrame, total_cycles: int | None = None) -> pd.DataFrame:
