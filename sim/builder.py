@@ -59,10 +59,10 @@ def _caller() -> "SourceLoc | None":
     """file:line of the user code that called into the builder (frames of sim itself,
     such as ``ptosim op``'s generated kernels, carry no user location)."""
     f = sys._getframe(2)
-    while f is not None and (f.f_globals.get("__name__", "").startswith("sim.")
-                             or f.f_code.co_filename.startswith(_PACKAGE_DIR)):
+    while f is not None and f.f_globals.get("__name__") == __name__:
         f = f.f_back
-    if f is None or f.f_code.co_filename.startswith("<frozen"):
+    if f is None or f.f_code.co_filename.startswith(("<frozen", _PACKAGE_DIR)) \
+            or f.f_globals.get("__name__", "").startswith("sim."):
         return None
     return SourceLoc(f.f_code.co_filename, f.f_lineno)
 

@@ -31,12 +31,15 @@ from sim.engine.execute import Interpreter
 from sim.engine.items import OP
 from sim.errors import UserError, VerifyError
 from sim.isa.opcodes import opcode
-from sim.ops import VARIANTS, OpCase, parse_dtype_pair
+from sim.ops import VARIANTS, OpCase, isolated_opcodes, parse_dtype_pair
 from sim.target import load_target
 from sim.timing.plan import linear_terms
 
 __all__ = ["Case", "load_cases", "predict", "validate", "fit", "write_model"]
 
+# A single tile instruction that takes 10^9 cycles (half a second) is a unit mistake, not a
+# measurement; fitting it would give an absurd model.
+MAX_MEASURED_CYCLES = 1e9
 REQUIRED = ("op", "dtype", "rows", "cols", "valid_rows", "valid_cols", "variant", "measured_cycles")
 
 
@@ -68,7 +71,11 @@ def load_cases(path) -> list[Case]:
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{path}: no such file")
-    lines = p.read_text().splitlines(keepends=True)
+    try:
+        lines = p.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not a UTF-8 text CSV file (byte {e.start}: "
+                        f"{e.object[e.start:e.start + 1]!r})") from None
     body = [(n, l) for n, l in enumerate(lines, start=1) if l.strip() and not l.lstrip().startswith("#")]
     if not body:
         raise UserError(f"{path}: no header line")
@@ -85,6 +92,9 @@ def load_cases(path) -> list[Case]:
             spec = opcode((row["op"] or "").strip())
         except UserError:
             raise UserError(f"{path}:{line}: column op: unknown opcode {row['op']!r}") from None
+        if spec.name not in isolated_opcodes():
+            raise UserError(f"{path}:{line}: column op: {spec.name} cannot be predicted as a "
+                            f"single instruction; expected one of {', '.join(isolated_opcodes())}")
         try:
             parse_dtype_pair((row["dtype"] or "").strip())
         except UserError as e:
@@ -98,13 +108,16 @@ def load_cases(path) -> list[Case]:
                             f"{', '.join(repr(v) for v in VARIANTS)}, found {variant!r}")
         try:
             measured = float(row["measured_cycles"])
-            if measured <= 0:
+            if not 0 < measured <= MAX_MEASURED_CYCLES:     # also refuses NaN and inf
                 raise ValueError
         except (TypeError, ValueError):
-            raise UserError(f"{path}:{line}: column measured_cycles: expected a positive number, "
-                            f"found {row['measured_cycles']!r}") from None
+            raise UserError(f"{path}:{line}: column measured_cycles: expected a positive number "
+                            f"of cycles up to {MAX_MEASURED_CYCLES:.0e}, found "
+                            f"{row['measured_cycles']!r}") from None
         op = OpCase(spec.name, row["dtype"].strip(), (rows, cols), (vr, vc), variant)
         cases.append(Case(line, {k: row.get(k) for k in REQUIRED}, op, measured))
+    if not cases:
+        raise UserError(f"{path}: no cases: the file has a header and no data rows")
     return cases
 
 
@@ -232,6 +245,8 @@ def write_model(base, costs: dict, out_dir, note: str) -> Path:
     """Copy target ``base`` to ``out_dir`` with ``costs`` as its vector cost table."""
     tgt = load_target(base)
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory")
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: output directory exists and is not empty")
     shutil.copytree(tgt.path, out, dirs_exist_ok=True)

@@ -12,6 +12,8 @@ import contextlib
 import importlib.util
 import inspect
 import json
+import math
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -23,7 +25,8 @@ __all__ = ["main"]
 _EPILOG = """\
 A kernel is PTO IR text (KERNEL.pto, the MLIR form the PTO compiler reads and
 prints) or a Python module (KERNEL.py) that defines build() returning a sim.Kernel
-(or a sim Program). --arg NAME=VALUE binds a .pto kernel's scalar argument %NAME and
+(or a sim Program). A .py kernel is executed as Python, with its own directory on
+the import path: run only files you trust. --arg NAME=VALUE binds a .pto kernel's scalar argument %NAME and
 is passed to a .py kernel as build(NAME=VALUE) (an int, float or true/false when it
 parses as one, else the text). Example:
 
@@ -56,8 +59,13 @@ def _load_kernel(path: str, params=()):
 def _kernel_source(path: str):
     """A ``.pto`` file's Program, or a ``.py`` file's ``build`` function."""
     p = Path(path)
-    if not p.is_file():
-        raise UserError(f"{path}: no such file")
+    try:
+        if p.is_dir():
+            raise UserError(f"{path}: is a directory, expected a kernel file (.pto or .py)")
+        if not p.is_file():
+            raise UserError(f"{path}: no such file")
+    except OSError as e:                      # a name too long, a loop of links ...
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
     if p.suffix == ".pto":
         from sim.frontend import parse_file
         return parse_file(path)
@@ -68,6 +76,8 @@ def _kernel_source(path: str):
     with _user_code(path):
         spec.loader.exec_module(module)
     build = getattr(module, "build", None)
+    if build is not None and not callable(build):
+        raise UserError(f"{path}: build is a {type(build).__name__}, expected a function")
     if build is None:
         raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
     return build
@@ -75,17 +85,30 @@ def _kernel_source(path: str):
 
 @contextlib.contextmanager
 def _user_code(path: str):
-    """An error raised by the user's own code in ``path`` becomes a UserError at its line."""
+    """Run the user's own code in ``path`` (its directory on the import path, so sibling
+    modules import); an error it raises becomes a UserError at its line, and so does
+    ``sys.exit`` (a kernel file must not end the command)."""
+    folder = str(Path(path).resolve().parent)
+    sys.path.insert(0, folder)
     try:
         yield
     except UserError:
         raise
+    except SystemExit as e:
+        raise UserError(f"{path}: called sys.exit({e.code!r}) while building the kernel; "
+                        f"build() must return a sim.Kernel") from None
+    except RecursionError:
+        raise UserError(f"{path}: RecursionError while building the kernel: recursion "
+                        f"deeper than Python's limit of {sys.getrecursionlimit()}") from None
     except Exception as e:
         here = Path(path).resolve()
         frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == here]
         where = f"{path}:{frames[-1].lineno}" if frames else path
         message = " ".join(str(e).split())       # one line, whatever the exception says
         raise UserError(f"{where}: {type(e).__name__} while building the kernel: {message}") from None
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
 
 
 def _build_params(build, path: str, params) -> dict:
@@ -223,15 +246,57 @@ def _load_array(path: str, what: str):
     return arr
 
 
-def _save_outputs(args, result) -> None:
+def _save_outputs(args, result, kernel, inputs) -> None:
+    """Each ``--output NAME=FILE`` as a .npy array written to exactly FILE, in the shape its
+    ``--input`` array or its tensor view gave it (flat when none did)."""
     import numpy as np
     for name, path in _pairs(args.output, "--output"):
         try:
             arr = result.output(name)
         except KeyError:
             raise UserError(f"--output {name}: the kernel never touched %{name}") from None
+        shape = _output_shape(_program(kernel), name, arr.size, inputs.get(name))
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, arr)
+        with open(path, "wb") as f:          # np.save(name) would append .npy to the path
+            np.save(f, arr.reshape(shape) if shape else arr)
+
+
+def _output_shape(program, name: str, size: int, given) -> tuple | None:
+    """The shape of GM argument ``name``: its --input array's, else that of the first
+    tensor view of it whose dims are constants; None when neither holds ``size`` elements."""
+    from sim.isa.program import Arith, Const, MakeTensorView, walk
+    if given is not None and getattr(given, "size", None) == size:
+        return given.shape
+    for f in sorted(program.functions, key=lambda f: f is not program.main):
+        body = list(walk(f.body))
+        known = {st.result.name: st.operands[0].value for st in body
+                 if isinstance(st, Arith) and st.op == "arith.constant"
+                 and isinstance(st.operands[0], Const)}
+        for st in body:
+            if isinstance(st, MakeTensorView) and st.ptr.name == name:
+                dims = [d.value if isinstance(d, Const) else known.get(getattr(d, "name", None), s)
+                        for d, s in zip(st.shape, st.result.shape)]
+                if all(type(d) is int for d in dims) and math.prod(dims) == size:
+                    return tuple(dims)
+    return None
+
+
+def _print_json(obj) -> None:
+    """One JSON object on stdout: numbers stay numbers (numpy ones too), NaN and inf become
+    null, so every --json output parses with a strict reader."""
+    print(json.dumps(_plain(obj), allow_nan=False))
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):     # numpy scalar
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
 
 
 def _select_function(args, kernel):
@@ -257,6 +322,50 @@ def _select_function(args, kernel):
     return attrs.evolve(program, entry=name)
 
 
+def _limits(args, label: str):
+    """--max-cycles / --max-instructions and, on a terminal without --quiet, a progress
+    line for runs over two seconds."""
+    from sim.engine.limits import Limits
+    progress = None
+    if not args.quiet and sys.stderr.isatty():
+        from sim.progress import Progress
+        progress = Progress(label)
+    return Limits(args.max_cycles, args.max_instructions, progress)
+
+
+@contextlib.contextmanager
+def _bounded(args, limits):
+    """A run stopped by a limit or Ctrl-C writes the trace recorded so far to --trace."""
+    try:
+        yield
+    except Exception as e:
+        from sim.engine.limits import RunStopped
+        if isinstance(e, RunStopped) and args.trace and e.trace is not None:
+            from sim.trace.export import write_trace
+            write_trace(e.trace, args.trace, kernel=args.kernel)
+            raise RunStopped(f"{e}; the partial trace is in {args.trace}", e.cycle, e.items) from None
+        raise
+    except KeyboardInterrupt as e:
+        trace = getattr(e, "trace", None)
+        if trace is None:
+            raise _Interrupted("interrupted") from None
+        reached = int(trace["end_cycle"].max()) if len(trace) else 0
+        kept = ""
+        if args.trace:
+            from sim.trace.export import write_trace
+            write_trace(trace, args.trace, kernel=args.kernel)
+            kept = f"; the partial trace is in {args.trace}"
+        raise _Interrupted(f"interrupted at cycle {reached} ({len(trace)} trace rows "
+                           f"recorded){kept}") from None
+    finally:
+        if limits.progress is not None:
+            limits.progress.close()
+
+
+class _Interrupted(Exception):
+    """Ctrl-C, with the one line to print."""
+
+
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
     kernel = _select_function(args, _load_kernel(args.kernel, _pairs(args.arg, "--arg")))
@@ -265,13 +374,15 @@ def cmd_run(args) -> int:
     if args.trace_rows == "none" and (args.trace or args.plot):
         raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
                         "keep the rows (--trace-rows full or ops)")
-    result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
-                      seed=args.seed, detail=args.detail, trace=args.trace_rows, sync=args.sync,
-                      races="manual")
-    _save_outputs(args, result)
+    limits = _limits(args, Path(args.kernel).name)
+    with _bounded(args, limits):
+        result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
+                          seed=args.seed, detail=args.detail, trace=args.trace_rows,
+                          sync=args.sync, races="manual", limits=limits)
+    _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)
     if args.json:
-        print(json.dumps(result.to_json()))
+        _print_json(result.to_json())
     else:
         print(result.report(max_rows=args.rows))
         for what, path in (("trace", args.trace), ("plot", args.plot)):
@@ -318,6 +429,9 @@ def cmd_print(args) -> int:
 
 def cmd_op(args) -> int:
     from sim.ops import simulate_op
+    if args.inplace and args.scalar_first:
+        raise UserError(f"op {args.opcode}: --inplace and --scalar-first together: the "
+                        f"scalar/tile form has no tile source to write in place; give one")
     variant = "inplace" if args.inplace else ("scalar_tile" if args.scalar_first else "")
     r = simulate_op(args.opcode, args.dtype, args.shape, args.valid, variant=variant,
                     scalar=args.scalar, target=args.target)
@@ -327,7 +441,7 @@ def cmd_op(args) -> int:
            "cycles": int(row["duration_cycles"]), "repeats": int(row["repeats"]),
            "pipe": row["pipe"], "cce": row["cce"]}
     if args.json:
-        print(json.dumps(out))
+        _print_json(out)
     else:
         print(f"{out['op']} {out['dtype']} {out['shape']} (valid {out['valid']}"
               f"{', ' + variant if variant else ''}) on {out['target']}: {out['cycles']} cycles")
@@ -338,7 +452,10 @@ def cmd_op(args) -> int:
 def cmd_validate(args) -> int:
     from sim.calibrate import format_validation, load_cases, validate
     report = validate(load_cases(args.cases), args.target)
-    print(json.dumps(report) if args.json else format_validation(report))
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_validation(report))
     return 0
 
 
@@ -350,13 +467,14 @@ def cmd_calibrate(args) -> int:
                       f"{len(cases)} cases of {args.measurements}")
     after = validate(cases, out)
     if args.json:
-        print(json.dumps({"model": str(out), "before": before, "after": after}))
+        _print_json({"model": str(out), "before": before, "after": after})
         return 0
     print(f"before ({before['target']}):")
     print(format_validation(before).splitlines()[-1])
     print(f"after ({out}):")
     print(format_validation(after).splitlines()[-1])
-    print(f"calibrated model written to {out}; use it with --target {out}")
+    shown = out if "/" in str(out) else f"./{out}"      # a bare name means a bundled target
+    print(f"calibrated model written to {out}; use it with --target {shown}")
     return 0
 
 
@@ -378,6 +496,67 @@ def _kernel_args(p) -> None:
                         "pointers get seeded random data)")
 
 
+def _count(minimum: int):
+    """An argparse type: an integer >= ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, found {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def _output_arg(p, *flags, suffixes=(), directory=False, pairs=False, **kw) -> None:
+    """Add an output argument and record it, so ``main`` checks every output path of the
+    command (suffix, directory, permissions, not an input) before the command runs.
+    ``suffixes``: the accepted suffixes, or a function giving them (looked up only when
+    the argument is given).
+    ``pairs``: the argument is a repeatable NAME=PATH (``run --output``)."""
+    action = p.add_argument(*flags, **kw)
+    known = p.get_default("_outputs") or ()
+    p.set_defaults(_outputs=(*known, (action.dest, flags[-1], suffixes, directory, pairs)))
+
+
+def _declared_outputs(args) -> list:
+    from sim.outputs import Output
+    out = []
+    for dest, flag, suffixes, directory, pairs in getattr(args, "_outputs", ()):
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        paths = [path for _, path in _pairs(value, flag)] if pairs else [value]
+        suffixes = suffixes() if callable(suffixes) else suffixes
+        out += [Output(flag, path, suffixes, directory) for path in paths]
+    return out
+
+
+def _declared_inputs(args) -> list:
+    """The files a command reads (an output must not overwrite them)."""
+    files = [getattr(args, a) for a in ("kernel", "cases", "measurements") if getattr(args, a, None)]
+    return files + [path for _, path in _pairs(getattr(args, "input", None), "--input")]
+
+
+def _plot_suffixes() -> tuple:
+    from matplotlib.backend_bases import FigureCanvasBase
+    return tuple(f".{s}" for s in sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
+def _run_limits(p) -> None:
+    """--max-cycles / --max-instructions / --quiet of a simulating command."""
+    p.add_argument("--max-cycles", type=_count(1), metavar="N",
+                   help="stop with an error once the simulated time passes N cycles (the "
+                        "trace so far still goes to --trace)")
+    p.add_argument("--max-instructions", type=_count(1), metavar="N",
+                   help="stop with an error once the kernel has issued more than N "
+                        "instructions and sync statements")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line (shown on a terminal for runs over 2 s)")
+
+
 def cmd_compare(args) -> int:
     from sim.placement import format_compare, run_comparison
     kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
@@ -389,7 +568,7 @@ def cmd_compare(args) -> int:
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         c.figure().savefig(args.plot, dpi=110)
     if args.json:
-        print(json.dumps(c.to_json()))
+        _print_json(c.to_json())
     else:
         print(format_compare(c.frame()))
         if args.plot:
@@ -404,7 +583,7 @@ def cmd_sweep(args) -> int:
         if name in params:
             raise UserError(f"--param {name}: given twice; list every value once: {name}=V1,V2,...")
         params[name] = [v.strip() for v in text.split(",")]
-    modes = [m.strip() for m in args.sync.split(",")]
+    modes = args.sync and [m.strip() for m in args.sync.split(",")]
     try:
         df = sweep(args.kernel, params, targets=args.target, sync=modes, scheduler=args.scheduler,
                    workers=args.workers, output=args.output)
@@ -440,24 +619,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the function to run when the file has several (default: the one "
                         "marked pto.entry, else the first public function nothing calls)")
     _kernel_args(r)
-    r.add_argument("--output", action="append", metavar="NAME=FILE.npy",
-                   help="write a GM pointer argument's final contents (flat) to FILE.npy "
-                        "(repeatable)")
+    _output_arg(r, "--output", action="append", metavar="NAME=FILE.npy", pairs=True,
+                help="write a GM pointer argument's final contents as a .npy array to exactly "
+                     "FILE, shaped like its --input array or its tensor view (repeatable)")
     r.add_argument("--json", action="store_true",
                    help="print one JSON object: total_cycles, pipes {busy_cycles, utilization}, ...")
-    r.add_argument("--trace", metavar="FILE.{csv,json,parquet}",
+    from sim.trace.export import SUFFIXES as trace_suffixes
+    _output_arg(r, "--trace", metavar="FILE.{csv,json,parquet}", suffixes=trace_suffixes,
                    help="write the timing trace (one row per instruction): CSV, Chrome Trace "
                         "Event JSON for Perfetto / chrome://tracing, or Parquet, by suffix")
-    r.add_argument("--plot", metavar="FILE.png", help="write the pipeline-occupancy Gantt")
+    _output_arg(r, "--plot", metavar="FILE.png", suffixes=_plot_suffixes,
+                help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...)")
     r.add_argument("--timing-only", action="store_true", help="skip the functional units")
     r.add_argument("--detail", choices=("op", "cce"), default="op",
                    help="trace granularity: one row per PTO op (default) or also one row per "
                         "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")
-    r.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
+    r.add_argument("--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)")
     r.add_argument("--trace-rows", choices=("full", "ops", "none"), default="full",
                    help="trace rows kept: all (default), no sync rows, or none (totals only; "
                         "fastest, for sweeps)")
-    r.add_argument("--rows", type=int, default=40, help="instructions listed in the report (default 40)")
+    r.add_argument("--rows", type=_count(0), default=40,
+                   help="instructions listed in the report (default 40)")
     r.add_argument("--sync", choices=SYNC_MODES, default=None,
                    help="synchronisation mode. Default: a kernel with no set_flag / wait_flag / "
                         "pipe_barrier / record_event / wait_event in any function runs in auto "
@@ -465,6 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "auto mode does); a kernel with explicit sync runs as written (manual), "
                         "with a warning when it has races. 'ideal': the default mode's program "
                         "with every wait satisfied at once (a lower bound)")
+    _run_limits(r)
     r.set_defaults(func=cmd_run)
 
     ch = sub.add_parser("check", help="parse and verify a kernel without simulating it",
@@ -492,29 +675,37 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--json", action="store_true",
                     help='print {"manual": {...}, "auto": {...}} with total_cycles, syncs, '
                          'barriers, peak_bytes, ...')
-    cp.add_argument("--plot", metavar="FILE.png",
+    _output_arg(cp, "--plot", metavar="FILE.png", suffixes=_plot_suffixes,
                     help="write the buffer occupancy maps and pipeline Gantts of both runs")
-    cp.add_argument("--seed", type=int, default=0, help="seed for unbound GM inputs (default 0)")
+    cp.add_argument("--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)")
     cp.set_defaults(func=cmd_compare)
 
     pr = sub.add_parser("print", help="print a kernel as canonical PTO IR",
-                        description="Parse KERNEL.pto (or build KERNEL.py) and print it back as "
+                        description="Parse KERNEL.pto (or run KERNEL.py as Python and call its "
+                                    "build()) and print it back as "
                                     "PTO IR in one canonical spelling (compact tile_buf types, "
                                     "printed sync form); the output parses to the same program.")
     pr.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
     pr.set_defaults(func=cmd_print)
 
+    from sim.ops import isolated_opcodes
     o = sub.add_parser("op", help="cycles of one tile instruction in isolation",
-                       description="Cost of one instruction with its operands resident in UB and "
-                                   "every pipe idle (what a single-instruction measurement sees).")
+                       description="Cost of one vector-pipe instruction with its operands resident "
+                                   "in UB and every pipe idle (what a single-instruction "
+                                   "measurement sees). Data movement (TLOAD, TSTORE, TMOV, "
+                                   "TEXTRACT), the cube (TMATMUL*, TGEMV) and TASSIGN cost only "
+                                   "inside a kernel: use ptosim run. Opcodes: "
+                                   + " ".join(isolated_opcodes()))
     o.add_argument("opcode", help="opcode as the ISA spells it, e.g. TADD")
     o.add_argument("--dtype", default="f32",
                    help="f32 f16 bf16 i32 i16 i8 u32 u16 u8; TCVT takes SRC>DST, e.g. f32>f16")
     o.add_argument("--shape", default="16x64", help="tile capacity ROWSxCOLS (default 16x64)")
     o.add_argument("--valid", help="valid region ROWSxCOLS (default: the whole tile)")
     o.add_argument("--scalar", type=float, default=2.0, help="scalar operand (default 2.0)")
-    o.add_argument("--scalar-first", action="store_true", help="scalar/tile form (TDIVS)")
-    o.add_argument("--inplace", action="store_true", help="dst is the same tile as src0")
+    o.add_argument("--scalar-first", action="store_true",
+                   help="scalar/tile form (TDIVS); not with --inplace")
+    o.add_argument("--inplace", action="store_true", help="dst is the same tile as src0; "
+                                                          "not with --scalar-first")
     o.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
     o.add_argument("--json", action="store_true", help='print {"op": ..., "cycles": int, ...}')
     o.set_defaults(func=cmd_op)
@@ -540,7 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--target DIR. Prints validate's summary before and after.")
     c.add_argument("measurements", metavar="MEASUREMENTS.csv")
     c.add_argument("--target", default="a2a3", help="model to start from (default a2a3)")
-    c.add_argument("-o", "--output", required=True, metavar="NEW_MODEL_DIR")
+    _output_arg(c, "-o", "--output", required=True, metavar="NEW_MODEL_DIR", directory=True)
     c.add_argument("--json", action="store_true", help='print {"model", "before", "after"}')
     c.set_defaults(func=cmd_calibrate)
 
@@ -560,31 +751,99 @@ def build_parser() -> argparse.ArgumentParser:
                          "product)")
     sw.add_argument("--target", nargs="+", action="extend", metavar="T",
                     help="targets to run on (default: the kernel's own, else a2a3)")
-    sw.add_argument("--sync", default="manual", metavar="MODE,...",
+    sw.add_argument("--sync", default=None, metavar="MODE,...",
                     help="sync modes: manual (as written), auto (placed and synchronised by "
-                         "the simulator), or both: manual,auto (default manual)")
+                         "the simulator), or both: manual,auto (default: run's rule, manual "
+                         "for a kernel with explicit sync, auto otherwise)")
     sw.add_argument("--scheduler", metavar="ADDR",
                     help="a running Dask scheduler, e.g. tcp://host:8786 (default: a local "
                          "cluster of --workers processes)")
     sw.add_argument("--workers", type=int, default=2,
                     help="worker processes of the local cluster (default 2)")
-    sw.add_argument("-o", "--output", required=True, metavar="RESULTS.parquet")
+    _output_arg(sw, "-o", "--output", required=True, metavar="RESULTS.parquet",
+                suffixes=(".parquet",))
     sw.add_argument("--rows", type=int, default=40, help="rows printed (default 40)")
     sw.set_defaults(func=cmd_sweep)
     return p
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
+    with _pipe_safe_stdout():
+        try:
+            parser = build_parser()
+            if not argv:
+                parser.print_help()
+                raise UserError("no command given: ptosim COMMAND ... (the usage is above)")
+            args = parser.parse_args(argv)
+            from sim.outputs import check_outputs
+            check_outputs(_declared_outputs(args), _declared_inputs(args))
+            return args.func(args)
+        except UserError as e:
+            from sim.frontend import ParseError
+            # a located diagnostic already reads FILE:LINE:COL: error: ...
+            print(_printable(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}"),
+                  file=sys.stderr)
+            return 2
+        except MemoryError as e:        # numpy's, for absurd sizes (--arg n=2**40)
+            print(_printable(f"ptosim: error: out of memory: {' '.join(str(e).split())}: "
+                             f"the kernel's sizes are too large to simulate (smaller --arg "
+                             f"values, or --timing-only)"), file=sys.stderr)
+            return 2
+        except (KeyboardInterrupt, _Interrupted) as e:
+            print(f"ptosim: {e or 'interrupted'}", file=sys.stderr)
+            return 130
+
+
+def _printable(text: str) -> str:
+    """``text`` with undecodable file-name bytes (surrogate escapes) shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+class _PipeSafe:
+    """stdout that stops writing, silently, once its reader has gone (``ptosim ... | head``),
+    so the command still ends with its own exit code; undecodable file-name bytes in the
+    text print as U+FFFD."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError:
+                return self._stream.write(_printable(text))
+        except BrokenPipeError:
+            self._detach()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._detach()
+
+    def _detach(self):
+        # nothing more reaches the reader; point the descriptor at /dev/null so the
+        # interpreter's final flush does not complain either
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+        self._stream = open(os.devnull, "w")
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _pipe_safe_stdout():
+    real = sys.stdout
+    sys.stdout = _PipeSafe(real)
     try:
-        args = build_parser().parse_args(argv)
-        return args.func(args)
-    except UserError as e:
-        from sim.frontend import ParseError
-        # a located diagnostic already reads FILE:LINE:COL: error: ...
-        print(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stdout = real
 
 
 if __name__ == "__main__":

@@ -17,9 +17,24 @@ from sim.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
 
-__all__ = ["simulate_op", "OpCase", "parse_shape", "parse_dtype_pair"]
+__all__ = ["simulate_op", "OpCase", "parse_shape", "parse_dtype_pair", "isolated_opcodes"]
 
 VARIANTS = ("", "tile_scalar", "scalar_tile", "inplace", "binary")
+
+# Families whose cost is not one instruction on operands resident in UB: data movement
+# between GM and the buffers (its cost is the transfer, see a kernel's trace), the cube's
+# L0A/L0B/L0C operands, tile moves between buffers, and TASSIGN (an address, no work).
+_NOT_ISOLATED = {"load": "moves data between GM and a buffer",
+                 "store": "moves data between a buffer and GM",
+                 "move": "moves a tile between buffers",
+                 "matmul": "runs on the cube with L0A/L0B/L0C operands",
+                 "config": "binds a tile to an address and does no work"}
+
+
+def isolated_opcodes() -> list[str]:
+    """The opcodes ``simulate_op`` (``ptosim op``, ``validate``) can cost in isolation."""
+    from sim.isa.opcodes import OPCODES
+    return [n for n, s in OPCODES.items() if s.family not in _NOT_ISOLATED]
 
 
 def parse_shape(text) -> tuple[int, int]:
@@ -58,6 +73,10 @@ class OpCase:
 
     def kernel(self) -> Kernel:
         spec = _opcode(self.op)
+        if spec.family in _NOT_ISOLATED:
+            raise UserError(f"{spec.name}: cannot be costed in isolation: it "
+                            f"{_NOT_ISOLATED[spec.family]}; simulate it inside a kernel "
+                            f"(ptosim run). In isolation: {', '.join(isolated_opcodes())}")
         src_dt, dst_dt = parse_dtype_pair(self.dtype)
         rows, cols = self.shape
         vr, vc = self.valid

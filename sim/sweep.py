@@ -5,7 +5,9 @@ A configuration is one point of the cartesian product of the parameter lists (th
 ``build()`` parameters of a ``.py`` kernel, the scalar arguments of a ``.pto`` one, bound
 as ``--arg`` binds them), the targets and the sync modes. Each runs in a Dask worker as
 one side of ``ptosim compare`` does — the kernel as written (``manual``) or placed and
-synchronised by the simulator (``auto``), timing only — and comes back as one row: the
+synchronised by the simulator (``auto``); by default the mode ``ptosim run`` would pick
+(manual for a kernel with explicit synchronisation, auto otherwise); timing only — and
+comes back as one row: the
 parameters, target, sync mode, total cycles, busy cycles per pipe, set/wait pairs,
 barriers, peak bytes per buffer, races, and the error of a configuration that failed
 (its metrics then empty). A failure is a row, never a lost sweep.
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 
 import attrs
+import numpy as np
 import pandas as pd
 
 from sim.errors import UserError
@@ -54,12 +57,14 @@ class Config:
     key: str
 
 
-def sweep(kernel, params=None, *, targets=None, sync=("manual",), scheduler=None,
+def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
           workers: int = 2, processes: bool = True, output=None, progress=None,
           seed: int = 0) -> pd.DataFrame:
     """Run ``kernel`` (a ``.py`` or ``.pto`` path) for every combination of ``params``
     (name -> list of values; a text value is parsed as ``--arg`` parses it), ``targets``
-    (default: the kernel's own) and ``sync`` modes; one row per configuration, in order.
+    (default: the kernel's own) and ``sync`` modes (``"manual"``, ``"auto"`` or a list of
+    them; default: ``ptosim run``'s rule, manual for a kernel with explicit synchronisation,
+    auto otherwise); one row per configuration, in order.
 
     ``scheduler``: None starts a LocalCluster of ``workers`` processes (threads with
     ``processes=False``); an address (``"tcp://host:8786"``) or a ``distributed.Client``
@@ -74,7 +79,7 @@ def sweep(kernel, params=None, *, targets=None, sync=("manual",), scheduler=None
     values = _typed_params(str(kernel), params or {})
     modes = _modes(sync)
     configs = configurations(path, values, targets, modes, seed)
-    journal = Path(f"{output}.journal") if output is not None else None
+    journal = _writable_journal(output)
     done = _read_journal(journal)
     rows = [done.get(c.key) for c in configs]
     todo = [i for i, r in enumerate(rows) if r is None]
@@ -87,7 +92,6 @@ def sweep(kernel, params=None, *, targets=None, sync=("manual",), scheduler=None
         bar.close()
         df = _frame(configs, rows, list(values))
         if output is not None:
-            Path(output).parent.mkdir(parents=True, exist_ok=True)
             df.to_parquet(output, index=False)
     return df
 
@@ -97,7 +101,8 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0) -> li
     import sim
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     names = list(values)
-    targets = list(targets) if targets else [None]
+    targets = [targets] if isinstance(targets, (str, Path)) else list(targets or [None])
+    targets = [None if t is None else str(t) for t in targets]
     out = []
     for combo in itertools.product(*values.values(), targets, modes):
         params, target, mode = dict(zip(names, combo[:len(names)])), combo[-2], combo[-1]
@@ -120,7 +125,10 @@ def _target_key(target) -> str:
     return "dir:" + h.hexdigest()
 
 
-def _modes(sync) -> list[str]:
+def _modes(sync) -> list:
+    """The sync modes to sweep; ``[None]`` is the run's default rule, resolved per kernel."""
+    if sync is None:
+        return [None]
     modes = [sync] if isinstance(sync, str) else list(sync)
     bad = [m for m in modes if m not in SYNC_MODES]
     if bad or not modes:
@@ -133,7 +141,8 @@ def _typed_params(kernel: str, params: dict) -> dict:
     """Name -> list of values, checked against the kernel before any worker starts: a
     ``.py`` kernel's ``build()`` parameters, a ``.pto`` kernel's scalar arguments."""
     from sim.cli import _build_params, _kernel_source, _scalar_value   # the CLI's kernel-file rules
-    values = {str(n): (list(v) if isinstance(v, (list, tuple, range)) else [v])
+    values = {str(n): [x.item() if isinstance(x, np.generic) else x for x in
+                       (v if isinstance(v, (list, tuple, range, np.ndarray)) else [v])]
               for n, v in params.items()}
     empty = [n for n, v in values.items() if not v]
     if empty:
@@ -158,12 +167,14 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
     """One configuration's row (what a worker runs); any failure becomes its ``error``."""
     from sim.cli import _load_kernel
     from sim.frontend import resolve_target
+    from sim.engine.mode import default_mode
     from sim.placement.compare import run_mode
-    row = {"target": target, "error": None}
+    row = {"target": target, "sync": mode, "error": None}
     try:
         kernel = _load_kernel(path, list(params.items()))
         program = kernel.program() if hasattr(kernel, "program") else kernel
         row["target"] = resolve_target(program, target, where=path)
+        mode = row["sync"] = default_mode(program) if mode is None else mode
         inputs = params if path.endswith(".pto") else None
         run = run_mode(kernel, row["target"], mode, inputs=inputs, seed=seed, functional=False)
     except Exception as e:          # a configuration that fails is a row, not a lost sweep
@@ -216,13 +227,18 @@ def _client(scheduler, workers: int, processes: bool):
         try:
             client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as e:
-            raise UserError(f"--scheduler {scheduler}: cannot connect ({e})") from None
+            raise UserError(f"scheduler {scheduler}: cannot connect ({e})") from None
         with client:
             yield client
         return
     if workers < 1:
         raise UserError(f"sweep: workers must be at least 1, found {workers}")
-    with _sigint_ignored():        # inherited by the worker processes: Ctrl-C stops this one only
+    import dask
+    # The workers' statistical profiler samples the deep SimPy stacks of a run every 10 ms
+    # (a few per cent of the CPU, measured with bench/bench_sweep.py); nobody reads it here.
+    # SIGINT is ignored while the worker processes start, which they inherit: Ctrl-C
+    # stops this process only, which then stops them in order.
+    with dask.config.set({"distributed.worker.profile.enabled": False}), _sigint_ignored():
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                                dashboard_address=None, silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
@@ -243,6 +259,19 @@ def _sigint_ignored():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _writable_journal(output) -> "Path | None":
+    """``OUTPUT.journal``, checked writable (with the output's folder) before anything runs."""
+    if output is None:
+        return None
+    journal = Path(f"{output}.journal")
+    try:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        journal.open("a").close()
+    except OSError as e:
+        raise UserError(f"{output}: cannot write the sweep's output there ({e.strerror})") from None
+    return journal
 
 
 def _read_journal(journal) -> dict:
@@ -268,7 +297,6 @@ def _read_journal(journal) -> dict:
 def _append_journal(journal, row: dict) -> None:
     if journal is None:
         return
-    journal.parent.mkdir(parents=True, exist_ok=True)
     with journal.open("a") as f:
         f.write(json.dumps(row) + "\n")
 
@@ -278,8 +306,9 @@ def _frame(configs, rows, names) -> pd.DataFrame:
     records = []
     for c, r in zip(configs, rows):
         if r is not None:
-            records.append({**c.params, "target": r.get("target") or c.target, "sync": c.sync,
-                            **{k: v for k, v in r.items() if k not in ("target", "config")},
+            records.append({**c.params, "target": r.get("target") or c.target,
+                            "sync": r.get("sync") or c.sync,
+                            **{k: v for k, v in r.items() if k not in ("target", "sync", "config")},
                             "config": c.key})
     df = pd.DataFrame.from_records(records)
     found = set(df.columns)

@@ -77,7 +77,17 @@ def test_a_pto_kernel_sweeps_its_scalar_arguments(client):
     assert df["total_cycles"].tolist() == expected
 
 
-def test_resume_reads_the_journal_instead_of_rerunning(client, tmp_path):
+def test_without_sync_modes_each_kernel_runs_in_the_mode_run_picks(client):
+    tdivs = ROOT / "examples" / "tdivs.pto"          # no explicit sync: auto
+    df = sim.sweep(tdivs, scheduler=client)
+    assert df["sync"].tolist() == ["auto"] and df["error"].isna().all()
+    expected = sim.simulate(sim.parse_file(tdivs), functional=False)
+    assert expected.mode == "auto" and df["total_cycles"][0] == expected.total_cycles
+    tiled = sim.sweep(TILED, {"rows": [32], **SMALL}, scheduler=client)   # hand-synchronised
+    assert tiled["sync"].tolist() == ["manual"]
+
+
+def test_resume_reads_the_journal_instead_of_rerunning(client, tmp_path, capsys):
     out = tmp_path / "r.parquet"
     first = sim.sweep(TILED, {"rows": [16, 32], **SMALL}, scheduler=client, output=out)
     journal = Path(f"{out}.journal")
@@ -86,7 +96,11 @@ def test_resume_reads_the_journal_instead_of_rerunning(client, tmp_path):
     for r in rows:                        # rows the resumed sweep must take, not recompute
         r["total_cycles"] = -1 if r["config"] == first["config"][0] else r["total_cycles"]
     journal.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn": ')
-    again = sim.sweep(TILED, {"rows": [16, 32, 64], **SMALL}, scheduler=client, output=out)
+    again = sim.sweep(TILED, {"rows": [16, 32, 64], **SMALL}, scheduler=client, output=out,
+                      progress=True)
+    bar = capsys.readouterr().err
+    assert bar.startswith("\rsweep 2/3 [####################..........]")   # 2 from the journal
+    assert "\rsweep 3/3 [##############################]" in bar and bar.endswith("\n")
     assert again["rows"].tolist() == [16, 32, 64]
     assert again["total_cycles"][0] == -1 and again["total_cycles"][1] == first["total_cycles"][1]
     assert again["total_cycles"][2] > 0 and again["config"][2] not in set(first["config"])
@@ -113,9 +127,10 @@ def test_cli_sweep_writes_parquet(client, tmp_path, capsys):
     (["--param", "rows=16,x"], "--arg rows=x: expected int"),
     (["--param", "rows=16", "--sync", "manual,magic"], "sync mode 'magic'"),
     (["--param", "rows"], "expected NAME=VALUE"),
+    (["--param", "rows=16", "-o", "/proc/none/r.parquet"], "/proc/none/r.parquet: cannot write"),
 ])
 def test_cli_sweep_mistakes_are_user_errors_before_any_run(argv, what, tmp_path, capsys):
-    code = ptosim(["sweep", str(TILED), *argv, "-o", str(tmp_path / "r.parquet")])
+    code = ptosim(["sweep", str(TILED), "-o", str(tmp_path / "r.parquet"), *argv])
     _, err = capsys.readouterr()
     assert code == 2 and what in err and err.count("\n") == 1
     assert not (tmp_path / "r.parquet").exists()
@@ -162,3 +177,13 @@ def test_heatmap_refuses_cells_that_hide_configurations():
                        "total_cycles": [10, 12], "error": [None, None]})
     with pytest.raises(sim.UserError, match="several configurations per cell; .* sync"):
         sim.sweep_heatmap(df, "rows", "buffers")
+
+
+def test_sweep_help_describes_the_options(capsys):
+    with pytest.raises(SystemExit) as stop:
+        ptosim(["sweep", "--help"])
+    text = capsys.readouterr().out
+    assert stop.value.code == 0
+    for word in ("--param NAME=V1,V2,...", "--target", "--sync", "--scheduler", "--workers",
+                 "RESULTS.parquet", "journal"):
+        assert word in text

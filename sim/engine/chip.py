@@ -39,10 +39,11 @@ class Chip:
 
     def __init__(self, program, target, *, block_dim=1, inputs=None, functional=True,
                  strict=True, seed=0, detail=False, races=False, ideal_sync=False,
-                 infinite_bandwidth=False, l2=None, trace="full"):
+                 infinite_bandwidth=False, l2=None, trace="full", limits=None):
         self.target = target
         self.layout = layout(program, target, block_dim)
-        self.env = simpy.Environment()
+        self.limits = limits      # sim.engine.limits.Limits watching the run, or None
+        self.env = limits.environment() if limits is not None else simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2)
         self.state = ChipState(self.env, target)
         self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
@@ -67,7 +68,8 @@ class Chip:
     def run(self):
         """Run every unit to the end; the trace recording of all of them."""
         for _, interp, machine in self.units:
-            machine.start(interp.issue())
+            stream = interp.issue()
+            machine.start(self.limits.stream(stream) if self.limits is not None else stream)
         self.env.run()
         stuck = [(spec, m) for spec, _, m in self.units if not m.finished()]
         if stuck:

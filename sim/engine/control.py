@@ -26,6 +26,8 @@ def _where(st) -> str:
 class ControlFlow:
     """Mixin of ``Interpreter``: executes the non-tile statements of a block."""
 
+    _calls: tuple = ()           # the functions being called, outermost first
+
     def _block(self, body):
         """Run ``body``; yields pipe items and returns the values of its Yield / Return."""
         instr_type = self._instr_type
@@ -211,13 +213,20 @@ class ControlFlow:
         if len(fn.args) != len(st.args):
             raise UserError(f"func.call @{st.callee}{_where(st)}: expected {len(fn.args)} "
                             f"arguments, found {len(st.args)}")
+        chain = self._calls or (self.program.main.name,)
+        if st.callee in chain:          # no call stack on the hardware to recurse with
+            raise UserError(f"func.call @{st.callee}{_where(st)}: recursive call ("
+                            + " -> ".join(f"@{c}" for c in (*chain, st.callee))
+                            + "): a kernel's functions cannot call themselves")
         args = [self._value(a) for a in st.args]
-        saved = self.values
-        self.values = {}
+        saved, saved_calls = self.values, self._calls
+        self.values, self._calls = {}, (*chain, st.callee)
         for param, val in zip(fn.args, args):
             self._bind(param, val)
-        out = yield from self._block(fn.body)
-        self.values = saved
+        try:
+            out = yield from self._block(fn.body)
+        finally:
+            self.values, self._calls = saved, saved_calls
         for res, val in zip(st.results, out):
             self._bind(res, val)
 

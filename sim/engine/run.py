@@ -6,6 +6,7 @@ import gc
 from contextlib import contextmanager
 
 from sim.engine.chip import Chip
+from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
 from sim.errors import DeadlockError, UserError
@@ -30,8 +31,8 @@ def _frozen_gc():
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
              detail: str = "op", races: "bool | str" = False, ideal_sync: bool = False,
              infinite_bandwidth: bool = False, trace: str = "full",
-             sync: "str | None" = None, block_dim: "int | None" = None,
-             l2: "bool | None" = None) -> Result:
+             sync: "str | None" = None, limits: Limits | None = None,
+             block_dim: "int | None" = None, l2: "bool | None" = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -54,8 +55,11 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     start-up latency (the what-if bounds of ``sim.whatif``). ``trace`` selects the rows
     kept: ``"full"`` (default), ``"ops"`` (no set_flag / wait_flag / barrier rows) or
     ``"none"`` (no rows; ``total_cycles`` and ``pipes`` still work) — the lighter modes are
-    for sweeps. ``block_dim`` physical cores run the kernel SPMD (a builder ``Kernel``
-    brings its own; default 1); ``l2`` overrides the target's ``[gm.l2] enabled`` switch.
+    for sweeps. ``limits`` (``sim.engine.limits``) bounds the run by cycles and issued items
+    and reports progress; a run it stops, a deadlock and a KeyboardInterrupt carry the trace
+    recorded so far as ``.trace``. ``block_dim`` physical cores run the kernel SPMD (a
+    builder ``Kernel`` brings its own; default 1); ``l2`` overrides the target's ``[gm.l2]
+    enabled`` switch.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -75,14 +79,18 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     tgt = load_target(target)
     prep = prepare(program, tgt, sync)
     check = races is True or (races == "manual" and prep.mode == "manual")
+    watched = limits is not None and limits.active
     chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
                 strict=strict, seed=seed, detail=detail == "cce", races=check,
                 ideal_sync=ideal_sync or prep.ideal_sync,
-                infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace)
+                infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace,
+                limits=limits if watched else None)
     try:
         with _frozen_gc():
             recording = chip.run()
-    except DeadlockError as e:
+            if watched:
+                limits.check()           # a run shorter than one check interval, too
+    except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
         e.trace = chip.recording().frame()
         raise
     found = chip.races()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sim.errors import VerifyError
 from sim.frontend.diagnostics import VerifyDiagnostic, render
 from sim.frontend.static_sync import check_sync
-from sim.isa.program import Function, Instr, Program, walk
+from sim.isa.program import Call, Function, Instr, Program, walk
 
 __all__ = ["check_program"]
 
@@ -51,6 +51,7 @@ def check_program(program: Program, target) -> list[str]:
     first illegal instruction."""
     from sim.isa.verify import verify_program
 
+    _check_recursion(program)
     check_sync(program, target)
     main = program.main
     others = [f for f in program.functions if f is not main]
@@ -79,3 +80,30 @@ def check_program(program: Program, target) -> list[str]:
             loc, message = hit
             out.append(render(loc.file, loc.line, loc.col or 1, message, severity="warning"))
     return out
+
+
+def _check_recursion(program: Program) -> None:
+    """A kernel's functions cannot call themselves, directly or through others (the AI
+    core has no call stack to recurse with): reject the first call that closes a cycle."""
+    calls = {f.name: [st for st in walk(f.body) if isinstance(st, Call)] for f in program.functions}
+    done = set()
+    for root in calls:
+        if root in done:
+            continue
+        path, stack = [root], [iter(calls[root])]
+        while stack:                      # depth-first, iteratively
+            call = next(stack[-1], None)
+            if call is None:
+                done.add(path.pop())
+                stack.pop()
+                continue
+            if call.callee in path:
+                chain = " -> ".join(f"@{n}" for n in (*path[path.index(call.callee):], call.callee))
+                message = f"func.call @{call.callee}: recursive call ({chain}): a kernel's " \
+                          f"functions cannot call themselves"
+                if call.loc is None:
+                    raise VerifyError(message)
+                raise VerifyDiagnostic(call.loc.file, call.loc.line, call.loc.col or 1, message)
+            if call.callee in calls and call.callee not in done:
+                path.append(call.callee)
+                stack.append(iter(calls[call.callee]))

@@ -38,6 +38,11 @@ def source_line(filename: str, line: int) -> "str | None":
     return lines[line - 1] if 0 < line <= len(lines) else None
 
 
+# A source line longer than this is shown as the window of this many characters around
+# the caret (a generated kernel may put thousands of characters on one line).
+MAX_SHOWN = 200
+
+
 def render(filename: str, line: int, col: int, message: str, text: "str | None" = None,
            severity: str = "error") -> str:
     """The full diagnostic: header, source line and a caret under column ``col``."""
@@ -50,6 +55,11 @@ def render(filename: str, line: int, col: int, message: str, text: "str | None" 
     if src is None:
         return head
     col = max(1, min(col, len(src) + 1))
+    if len(src) > MAX_SHOWN:              # a long line: the window around the caret
+        start = max(0, min(col - 1 - MAX_SHOWN // 2, len(src) - MAX_SHOWN))
+        left, right = "... " if start else "", " ..." if start + MAX_SHOWN < len(src) else ""
+        src = left + src[start:start + MAX_SHOWN] + right
+        col += len(left) - start
     # keep tabs so the caret lines up in a terminal
     pad = "".join(c if c == "\t" else " " for c in src[:col - 1])
     return f"{head}\n{src}\n{pad}^"

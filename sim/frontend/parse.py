@@ -46,6 +46,12 @@ __all__ = ["parse_text", "parse_file", "SUPPORTED_ARITH"]
 
 _HERE = Path(__file__).parent
 
+# Regions (scf.for / scf.if bodies, sections) nest at most this deep. Every pass over the
+# program (this builder, the verifier, the interpreter, the printer) walks regions
+# recursively; real kernels nest a handful deep, and this bound keeps every pass well
+# inside Python's recursion limit.
+MAX_NESTING = 64
+
 
 # --- stage 1: text -> tuples ---------------------------------------------------------------
 
@@ -817,6 +823,7 @@ class _Lowering:
 
     def func_body(self, f, head) -> Function:
         self.scopes = [{}]
+        self.nesting = 0
         for a, at in zip(head["args"], head["arg_toks"]):
             self.scopes[-1][a.name] = a
         body = ()
@@ -831,7 +838,11 @@ class _Lowering:
         """Statements of a region (its own scope). ``yields``: types scf.yield must give
         (None: no scf.yield allowed); ``func_results``: a function body (return allowed)."""
         _, lbrace, stmts, rbrace = region
+        if self.nesting > MAX_NESTING:      # a function body is level 0
+            self.fail(lbrace, f"regions nested {self.nesting} deep: expected at most "
+                              f"{MAX_NESTING} nested scf.for / scf.if / section bodies")
         self.scopes.append({})
+        self.nesting += 1
         out = []
         try:
             n = len(stmts)
@@ -861,6 +872,7 @@ class _Lowering:
                                   f"{len(func_results)} value{'s' * (len(func_results) != 1)}")
         finally:
             self.scopes.pop()
+            self.nesting -= 1
         return tuple(out)
 
     # --- statements --------------------------------------------------------------------------

@@ -168,14 +168,24 @@ def _dma_paths(dma: dict, clock_hz: float) -> dict:
 
 
 def _resolve(name_or_path) -> Path:
-    p = Path(name_or_path)
-    if (p / "machine.toml").is_file():
-        return p.resolve()
-    bundled = models_dir() / str(name_or_path)
-    if (bundled / "machine.toml").is_file():
+    """A bundled target by name, or a model directory by path.
+
+    A plain name (``a2a3``) only ever means the bundled model, so a folder of that name in
+    the current directory cannot silently replace it; a directory is named as a path: a
+    ``Path``, or text containing ``/`` (``./a2a3``, ``models/mine``) or ``.``/``..``."""
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or "/" in text or text in (".", ".."):
+        p = Path(name_or_path).expanduser()
+        if (p / "machine.toml").is_file():
+            return p.resolve()
+        what = "is not a directory" if not p.is_dir() else "holds no machine.toml"
+        raise UserError(f"target directory {text}: {what} (a model directory holds machine.toml)")
+    bundled = models_dir() / text
+    if text and (bundled / "machine.toml").is_file():
         return bundled
-    raise UserError(f"unknown target {str(name_or_path)!r}: expected one of "
-                    f"{', '.join(target_names())} or a directory holding machine.toml")
+    hint = f"; for the directory {text!r}, write ./{text}" if Path(text, "machine.toml").is_file() else ""
+    raise UserError(f"unknown target {text!r}: expected one of {', '.join(target_names())} "
+                    f"or a model directory path holding machine.toml{hint}")
 
 
 @functools.lru_cache(maxsize=16)

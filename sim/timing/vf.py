@@ -16,7 +16,8 @@ instructions those tables lack):
   latency - 3; a compute consumer may start one cycle earlier, as VfSim's issue-queue
   model does), then the producer's ``data_store_cost`` for the store;
 * **steady state**: iterations x the initiation interval of the busiest resource — loads
-  over the load ports, stores over the store port, and per functional-unit class (ALU,
+  over the load ports, stores over the store port, all loads and stores together over
+  ``vf_memory_ops_per_cycle`` (ASSUMPTION, machine.toml), and per functional-unit class (ALU,
   SFU: their histories are separate) the sum of the body's own initiation intervals
   (``initiation_interval.csv``, default 1) over the compute ports (EXU0-only ops over one);
 * **2-D and row loops**: a row costs at least ``vf_2d_cycles_per_memory_op`` per load or
@@ -155,19 +156,21 @@ def _chain(core: Core, seq) -> float:
     return t + prev.latency
 
 
-def _ii(core: Core, instrs) -> float:
+def _ii(core: Core, instrs, memory_ops_per_cycle: float) -> float:
     """Initiation interval of one pass over ``instrs``: the busiest resource."""
     u = core.uarch
     ports = int(u["issue_ports"])
-    loads = sum(i.op_class == "LOAD" for i in instrs) / int(u["load_ports"])
-    stores = sum(i.op_class == "STORE" for i in instrs) / int(u["store_ports"])
+    n_loads = sum(i.op_class == "LOAD" for i in instrs)
+    n_stores = sum(i.op_class == "STORE" for i in instrs)
+    loads, stores = n_loads / int(u["load_ports"]), n_stores / int(u["store_ports"])
+    memory = (n_loads + n_stores) / memory_ops_per_cycle
     per_fu: dict = {}
     for i in instrs:
         if i.op_class == "COMPUTE":
             per_fu[i.fu] = per_fu.get(i.fu, 0.0) + i.ii
     exu0 = sum(i.ii for i in instrs if i.op_class == "COMPUTE" and i.exu0_only)
     compute = max([v / ports for v in per_fu.values()] + [exu0])
-    return max(loads, stores, compute)
+    return max(loads, stores, memory, compute)
 
 
 def _memory_ops(instrs) -> int:
@@ -193,13 +196,14 @@ def vf_cycles(s, target) -> "float | None":
     u, d = core.uarch, core.defaults
     stride = float(u["innermost_iter_dispatch_stride"])
     gap, per_mem = float(vec["vf_row_gap_cycles"]), float(vec["vf_2d_cycles_per_memory_op"])
+    mem_rate = float(vec["vf_memory_ops_per_cycle"])
     const = (d["vf_startup_cost"] - float(u["idu_dispatch_start_advance"])
              + float(u["vloop_to_dispatch_delay"]) + _chain(core, body + row) + d["vf_drain_cost"])
     E = 256 // max(src.size_bytes, dst.size_bytes)
     R, C = s.valid_rows, s.valid_cols
     inner = math.ceil(C / E)
-    ii_body = max(stride, _ii(core, body))
-    ii_row = _ii(core, row) if row else 0.0
+    ii_body = max(stride, _ii(core, body, mem_rate))
+    ii_row = _ii(core, row, mem_rate) if row else 0.0
     row_floor = per_mem * (inner * _memory_ops(body) + _memory_ops(row)) + gap
     if prog.loop in ("flat", "flat_static"):
         contiguous = C == s.cols or (prog.loop == "flat" and R == 1)

@@ -1,0 +1,124 @@
+"""Bounded, watched runs: ``--max-cycles``, ``--max-instructions`` and a progress hook.
+
+A kernel with a loop bound of 10⁹ (a typo, an ``--arg`` in bytes instead of tiles) runs
+for hours; nothing in the program says it is wrong. ``Limits`` bounds a run by simulated
+cycles and by items the interpreter issues (instructions and synchronisation
+statements), and gives a progress callback a look at the run now and then.
+
+The checks cost one counter increment per issued item and per SimPy event; the clock
+and the callback are consulted only every ``every`` of them. Two hooks carry them, so any
+engine layout can keep them:
+
+* ``Limits.stream(items)`` wraps the interpreter's issue stream (counts items);
+* ``Limits.environment()`` is a ``simpy.Environment`` whose ``step`` counts events and
+  checks the simulated time — pass it as the ``env`` of the machine(s) of the run.
+
+Either hook raises ``RunStopped`` (a ``SimulationError``: the CLI prints one line, exit
+2) naming the cycle and item count reached; ``sim.simulate`` attaches the trace recorded
+so far as ``RunStopped.trace``, as it does for a deadlock.
+"""
+
+from __future__ import annotations
+
+import attrs
+import simpy
+
+from sim.errors import SimulationError
+
+__all__ = ["Limits", "RunStopped"]
+
+
+class RunStopped(SimulationError):
+    """A run passed ``--max-cycles`` or ``--max-instructions``."""
+
+    def __init__(self, message: str, cycle: int = 0, items: int = 0):
+        # every argument in ``args``: SimPy re-raises a process's exception as
+        # ``type(e)(*e.args)``
+        super().__init__(message, cycle, items)
+        self.cycle = cycle
+        self.items = items
+        self.trace = None
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _positive_or_none(inst, attribute, value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise SimulationError(f"{attribute.name}: expected a positive integer, found {value!r}")
+
+
+@attrs.define
+class Limits:
+    """Bounds and progress of one run. ``progress(items, cycle)`` is called every
+    ``every`` items or events with the items issued and the simulated cycle so far."""
+
+    max_cycles: int | None = attrs.field(default=None, validator=_positive_or_none)
+    max_instructions: int | None = attrs.field(default=None, validator=_positive_or_none)
+    progress: object = None
+    every: int = attrs.field(default=4096, validator=_positive_or_none)
+    items: int = attrs.field(default=0, init=False)
+    env: simpy.Environment | None = attrs.field(default=None, init=False)
+
+    @property
+    def active(self) -> bool:
+        return self.max_cycles is not None or self.max_instructions is not None \
+            or self.progress is not None
+
+    @property
+    def cycle(self) -> int:
+        return int(self.env.now) if self.env is not None else 0
+
+    def environment(self) -> simpy.Environment:
+        """The SimPy environment of the run, checking simulated time as it steps."""
+        self.env = _WatchedEnvironment(self)
+        return self.env
+
+    def stream(self, items):
+        """``items``, counted; stops after ``max_instructions``."""
+        stop = self.max_instructions
+        n = self.items
+        check = self._next(n)
+        for item in items:
+            n += 1
+            if n >= check:
+                self.items = n
+                if stop is not None and n > stop:
+                    self._stop(f"--max-instructions {stop}: the kernel issued more than {stop} "
+                               f"instructions and sync statements")
+                self.check()
+                check = self._next(n)
+            yield item
+        self.items = n
+
+    def _next(self, n: int) -> int:
+        """The item count of the next check: ``every`` on, and the one past the limit."""
+        stop = self.max_instructions
+        return n + self.every if stop is None or n > stop else min(n + self.every, stop + 1)
+
+    def check(self) -> None:
+        """Compare the clock with ``max_cycles`` and report progress."""
+        if self.max_cycles is not None and self.cycle > self.max_cycles:
+            self._stop(f"--max-cycles {self.max_cycles}: the run passed cycle {self.max_cycles}")
+        if self.progress is not None:
+            self.progress(self.items, self.cycle)
+
+    def _stop(self, why: str):
+        raise RunStopped(f"{why}; stopped at cycle {self.cycle} after {self.items} items "
+                         f"(raise the limit to run further)", self.cycle, self.items)
+
+
+class _WatchedEnvironment(simpy.Environment):
+    """A SimPy environment that calls ``Limits.check`` every ``every`` events."""
+
+    def __init__(self, limits: Limits):
+        super().__init__()
+        self._limits = limits
+        self._countdown = limits.every
+
+    def step(self) -> None:
+        super().step()
+        self._countdown -= 1
+        if self._countdown <= 0:
+            self._countdown = self._limits.every
+            self._limits.check()
