@@ -59,6 +59,8 @@ def _load_kernel(path: str, params=()):
 def _kernel_source(path: str):
     """A ``.pto`` file's Program, or a ``.py`` file's ``build`` function."""
     p = Path(path)
+    if _printable(path) != path:    # its name would go into every source location and trace
+        raise UserError(f"{path}: the file name is not valid UTF-8; rename the file")
     try:
         if p.is_dir():
             raise UserError(f"{path}: is a directory, expected a kernel file (.pto or .py)")

@@ -159,3 +159,19 @@ def test_cli_run_states_the_mode_and_warns():
     assert "sync mode: manual" in p.stdout and "warning: 3 races" in p.stdout
     p = _ptosim("run", DATA / "no_sync_call.pto", "--sync", "bogus")
     assert p.returncode == 2 and "ptosim: error:" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_kernel_auto_mode_cannot_place_runs_as_written_with_a_warning():
+    from sim.engine.mode import prepare
+    from sim.target import load_target
+    text = """
+module attributes {pto.target_arch = "a2a3"} {
+  func.func @k(%p: !pto.ptr<f32>) {
+    %b = pto.reserve_buffer {name = "c2v", size = 8192, location = #pto.address_space<vec>, auto = false, base = 0} -> i32
+    return
+  }
+}
+"""
+    prep = prepare(sim.parse_text(text, "k.pto"), load_target("a2a3"))
+    assert prep.mode == "manual"
+    assert "cannot synchronise cube<->vector pipe ops" in prep.warnings[0]

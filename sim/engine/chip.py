@@ -47,7 +47,10 @@ class Chip:
         self.gm = GlobalMemory(target, l2=l2)
         self.state = ChipState(self.env, target)
         self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
-        gm_model = self.gm if self.gm.active else None
+        # one unit alone never fills the GM channel (each path is slower than it), so it
+        # keeps the Machine's batched fast path unless the L2 changes transfer latencies
+        alone = len(self.layout.units) == 1 and not self.gm.apply_latency
+        gm_model = self.gm if self.gm.active and not alone else None
         programs, placed = {}, {}
         self.units = []
         for spec in self.layout.units:

@@ -169,6 +169,12 @@ class ControlFlow:
         t = st.source.type
         r0, c0 = (offs + [0, 0])[:2]
         elem = (r0 * t.cols + c0) if t.blayout is BLayout.ROW_MAJOR else (c0 * t.rows + r0)
+        if st.op == "pto.multi_tile_get":      # buffer r0 of the stacked allocation
+            size = st.result.type.rows * st.result.type.cols
+            if not 0 <= r0 < t.rows * t.cols // size:
+                raise SimulationError(f"{st.op}{_where(st)}: buffer {r0} of a multi-tile of "
+                                      f"{t.rows * t.cols // size}")
+            elem = r0 * size
         valid = [int(self.scalar(v)) for v in st.valid] or [st.result.type.valid_rows, st.result.type.valid_cols]
         from sim.engine.execute import _TileState
         self.tiles[st.result] = _TileState(src.addr + elem * t.dtype.size_bytes, *valid)
@@ -206,13 +212,7 @@ class ControlFlow:
             self._bind(res, val)
 
     def _call(self, st: Call):
-        try:
-            fn = self.program.function(st.callee)
-        except KeyError:
-            raise UserError(f"func.call{_where(st)}: no function @{st.callee}") from None
-        if len(fn.args) != len(st.args):
-            raise UserError(f"func.call @{st.callee}{_where(st)}: expected {len(fn.args)} "
-                            f"arguments, found {len(st.args)}")
+        fn = self.program.callee(st)
         chain = self._calls or (self.program.main.name,)
         if st.callee in chain:          # no call stack on the hardware to recurse with
             raise UserError(f"func.call @{st.callee}{_where(st)}: recursive call ("

@@ -18,8 +18,9 @@ while its TLOAD is still in flight, so the default follows the hardware:
   free (the ``ideal_sync`` what-if): a lower bound, not a schedule hardware can run.
 
 ``sync=`` of ``simulate`` (``ptosim run --sync``) overrides the default. A kernel without
-sync whose constructs auto mode cannot place yet (cube<->vector pipe ops) runs as written,
-with a warning saying so.
+sync whose constructs auto mode cannot place yet (cube<->vector pipe ops, or a construct
+the passes fail on) runs as written, with a warning saying so and why; a placement that
+does not fit is an error, as it would be for the toolchain.
 """
 
 from __future__ import annotations
@@ -61,7 +62,15 @@ def _auto(program, target) -> Prepared:
             "warning: the kernel has no explicit synchronisation, but auto mode cannot "
             "synchronise cube<->vector pipe ops yet: it runs as written (manual mode), so "
             "its cycles may be below what hardware would run",))
-    return Prepared(to_auto(program, target, keep_addresses=True), "auto")
+    try:
+        return Prepared(to_auto(program, target, keep_addresses=True), "auto")
+    except UserError:
+        raise
+    except Exception as e:      # a construct the auto passes do not know yet: say so, run as written
+        return Prepared(program, "manual", warnings=(
+            f"warning: the kernel has no explicit synchronisation, but auto mode could not "
+            f"place or synchronise it ({type(e).__name__}: {e}): it runs as written (manual "
+            f"mode), so its cycles may be below what hardware would run",))
 
 
 def prepare(program, target, sync: "str | None" = None) -> Prepared:

@@ -388,6 +388,20 @@ class Program:
     def main(self) -> Function:
         return self.function()
 
+    def callee(self, call: "Call") -> Function:
+        """The function a ``func.call`` reaches, checked: it exists and takes as many
+        arguments as the call passes (``UserError`` naming the call otherwise)."""
+        from sim.errors import UserError
+        where = f" ({call.loc})" if call.loc else ""
+        try:
+            fn = self.function(call.callee)
+        except KeyError:
+            raise UserError(f"func.call{where}: no function @{call.callee}") from None
+        if len(fn.args) != len(call.args):
+            raise UserError(f"func.call @{call.callee}{where}: expected {len(fn.args)} "
+                            f"arguments, found {len(call.args)}")
+        return fn
+
     def kernels(self) -> tuple:
         """Names of the functions a run could start at: those marked ``pto.entry``, else the
         public functions with a body that no function calls."""

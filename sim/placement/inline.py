@@ -90,13 +90,7 @@ class _Inliner:
         if st.callee in stack:
             raise UserError(f"func.call @{st.callee}{where}: recursive call "
                             f"({' -> '.join(stack + (st.callee,))}) cannot be inlined for auto mode")
-        try:
-            fn = self.program.function(st.callee)
-        except KeyError:
-            raise UserError(f"func.call{where}: no function @{st.callee}") from None
-        if len(fn.args) != len(st.args):
-            raise UserError(f"func.call @{st.callee}{where}: expected {len(fn.args)} arguments, "
-                            f"found {len(st.args)}")
+        fn = self.program.callee(st)
         body = list(fn.body)
         ret = body.pop() if body and isinstance(body[-1], Return) else Return(())
         if any(isinstance(s, Return) for s in walk(body)):

@@ -144,7 +144,13 @@ class _Ctx:
                 out.append(s[1])
                 continue
             _, tile, w = s
-            slot = self.slots[tile]
+            slot = self.slots.get(tile)
+            if slot is None:
+                # a tile no alloc_tile of this function made (its address is only known
+                # at run time): it may touch any byte of its buffer
+                buf = self.target.buffer(tile.loc.buffer)
+                out.append(Access(buf.name, 0, buf.capacity_bytes, w, f"%{tile.name}"))
+                continue
             addrs = slot.addrs
             if slot.double and id(slot.loop) in parity:
                 addrs = (addrs[parity[id(slot.loop)]],)
@@ -187,7 +193,10 @@ class _Level:
         self.ctx = ctx
         self.order = Order()
         self.records: dict[str, list] = {}
-        self.intervals: dict[tuple, list] = {}
+        # (P, Q) -> {id: (set pos, wait pos, wait index)} of the latest use of each id.
+        # Uses are recorded in program order, so wait positions and wait indices only
+        # grow: the latest use of an id decides whether it is free (one lookup per id).
+        self.intervals: dict[tuple, dict] = {}
         self.busy = busy                       # (P, Q) -> ids unusable at this level
         self.parity = parity                   # loop id -> copy used for DB tiles here
         self.keys: set = set()
@@ -197,21 +206,18 @@ class _Level:
     # --- event ids --------------------------------------------------------------------
 
     def _find_id(self, p, q, s, w, snap):
+        last = self.intervals.get((p, q), {})
         for e in range(self.ctx.n_ids):
             if e in self.busy.get((p, q), ()):
                 continue
-            ok = True
-            for s2, w2, e2, widx in self.intervals.get((p, q), ()):
-                if e2 != e:
-                    continue
-                if s2 <= w and s <= w2:
-                    ok = False
-                    break
-                if w2 < s and snap.get(q, 0) < widx:     # its wait may not have run yet
-                    ok = False
-                    break
-            if ok:
+            if e not in last:
                 return e
+            s2, w2, widx = last[e]
+            if s2 <= w and s <= w2:
+                continue                                  # its interval overlaps
+            if w2 < s and snap.get(q, 0) < widx:          # its wait may not have run yet
+                continue
+            return e
         return None
 
     # --- hazards ----------------------------------------------------------------------
@@ -257,7 +263,7 @@ class _Level:
             self.after.setdefault(r.i, []).append(SetFlag(p, q, e))
             widx = order.wait(q, (p, q, e), clock=r.snap)
             self.before.setdefault(i, []).append(WaitFlag(p, q, e))
-            self.intervals.setdefault((p, q), []).append((r.i + 0.5, i - 0.5, e, widx))
+            self.intervals.setdefault((p, q), {})[e] = (r.i + 0.5, i - 0.5, widx)
             self.keys.add((p, q, e))
             ctx.stats.pairs += 1
         if q in todo:
@@ -310,7 +316,7 @@ class _Level:
         """Ids a nested block may not use: busy here, or possibly still pending here."""
         busy = {k: set(v) for k, v in self.busy.items()}
         for (p, q), ivs in self.intervals.items():
-            for s, w, e, widx in ivs:
+            for e, (_, _, widx) in ivs.items():
                 if widx is None or not self.order.knows(p, q, widx):
                     busy.setdefault((p, q), set()).add(e)
         return busy
@@ -355,7 +361,7 @@ class _Level:
         for key in summ.keys:
             p, q, e = key
             widx = drained.get(key, kq.get(q, self.order.n.get(q, 0)))
-            self.intervals.setdefault((p, q), []).append((c - 0.3, c + 0.3, e, widx))
+            self.intervals.setdefault((p, q), {})[e] = (c - 0.3, c + 0.3, widx)
             self.keys.add(key)
         return new
 
