@@ -51,6 +51,7 @@ class Chip:
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency
         gm_model = self.gm if self.gm.active and not alone else None
+        self.gm_used = gm_model is not None
         programs, placed = {}, {}
         self.units = []
         for spec in self.layout.units:
