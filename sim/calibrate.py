@@ -31,7 +31,7 @@ from sim.engine.execute import Interpreter
 from sim.engine.items import OP
 from sim.errors import UserError, VerifyError
 from sim.isa.opcodes import opcode
-from sim.ops import VARIANTS, OpCase, isolated_opcodes, parse_dtype_pair
+from sim.ops import VARIANTS, OpCase, parse_dtype_pair
 from sim.target import load_target
 from sim.timing.plan import linear_terms
 
@@ -92,9 +92,6 @@ def load_cases(path) -> list[Case]:
             spec = opcode((row["op"] or "").strip())
         except UserError:
             raise UserError(f"{path}:{line}: column op: unknown opcode {row['op']!r}") from None
-        if spec.name not in isolated_opcodes():
-            raise UserError(f"{path}:{line}: column op: {spec.name} cannot be predicted as a "
-                            f"single instruction; expected one of {', '.join(isolated_opcodes())}")
         try:
             parse_dtype_pair((row["dtype"] or "").strip())
         except UserError as e:

@@ -171,7 +171,6 @@ def test_undecodable_kernel_name_from_the_console_script(tmp_path):
 
 @pytest.mark.parametrize("rows, needle", [
     ("", "no cases"),
-    ("TLOAD,f32,16,64,16,64,,56\n", "TLOAD"),
     ("TADD,f32,16,64,16,64,,nan\n", "'nan'"),
     ("TADD,f32,16,64,16,64,,inf\n", "'inf'"),
     ("TADD,f32,16,64,16,64,,1e30\n", "'1e30'"),
@@ -182,6 +181,19 @@ def test_bad_case_files(cli, tmp_path, rows, needle):
     for command in (["validate", "c.csv"], ["calibrate", "c.csv", "-o", "m"]):
         one_line_error(*cli(*command)[::2], "c.csv", needle)
     assert not (tmp_path / "m").exists()        # nothing written for a refused file
+
+
+def test_a_case_that_cannot_run_alone_is_reported_not_fatal(cli, tmp_path):
+    # validate never aborts a file for one case (issue 13); calibrate has nothing to fit
+    (tmp_path / "c.csv").write_text(HEADER + "TLOAD,f32,16,64,16,64,,56\nTADD,f32,16,64,16,64,,56\n")
+    code, out, err = cli("validate", "c.csv", "--json")
+    assert code == 0, err
+    load, add = json.loads(out)["cases"]
+    assert load["predicted"] is None and "TLOAD" in load["reason"] and "ptosim run" in load["reason"]
+    assert add["predicted"] is not None
+    (tmp_path / "t.csv").write_text(HEADER + "TLOAD,f32,16,64,16,64,,56\n")
+    one_line_error(*cli("calibrate", "t.csv", "-o", "m")[::2], "nothing to calibrate")
+    assert not (tmp_path / "m").exists()
 
 
 def test_binary_and_bom_case_files(cli, tmp_path):

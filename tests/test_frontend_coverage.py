@@ -142,7 +142,9 @@ bad("s2.1-llvm.alloca", kernel("    %a = llvm.alloca %n x i32 : (index) -> !llvm
     "unsupported op 'llvm.alloca'")
 bad("s2.1-llvm.load", kernel("    %v = llvm.load %p : !llvm.ptr -> f32"), "unsupported op 'llvm.load'")
 bad("s2.1-memref.alloc", kernel("    %m = memref.alloc() : memref<16xf32>"),
-    "unsupported op 'memref.alloc'")
+    "unsupported type 'memref<...>'")
+ok("s2.1-memref.alloc-on-chip",
+   kernel("    %m = memref.alloc() : memref<16x16xf32, #pto.address_space<vec>>"))
 bad("s2.1-memref.subview", kernel("    %m = memref.subview %p[0] [16] [1] : memref<64xf32> to memref<16xf32>"),
     "unsupported op 'memref.subview'")
 bad("s2.1-memref.reinterpret_cast",
@@ -208,8 +210,7 @@ ok("s2.2-tload-rank5", kernel(
 bad("s2.2-level1-tile", kernel(f"    %a = pto.alloc_tile : !pto.tile<16x64xf32>"),
     "unsupported type '!pto.tile<16x64xf32>'")
 for _t in ["!pto.vreg<64xf32>", "!pto.mask<b32>", "!pto.align", "!pto.vmi<64xf32>",
-           "!pto.pipe<vec>", "!pto.struct<i32, f32>", "!pto.multi_tile_buf<vec, 16x16xf16, count=2>",
-           f"!pto.multi_tile_buf<{TB}, count=2>", "!pto.local_array<8xi32>",
+           "!pto.pipe<vec>", "!pto.struct<i32, f32>", "!pto.local_array<8xi32>",
            "!pto.tile_view<16x64xf32>", "!pto.eventid_array<4>", "!pto.async_session",
            "!pto.async_event", "!pto.prefetch_async_context"]:
     bad(f"s2.2-type-{_t[5:].split('<')[0]}", kernel("", f"%a: {_t}"), "unsupported type")
@@ -308,8 +309,11 @@ bad("s2.3-kv-fractal-16", kernel("    %a = pto.alloc_tile : !pto.tile_buf<loc=ve
                                  "rows=16, cols=64, v_row=16, v_col=64, blayout=row_major, "
                                  "slayout=none_box, fractal=16, pad=0>"), "fractal")
 bad("s2.3-bare-loc-not-a-type", kernel("    %a = pto.alloc_tile : <loc=vec, dtype=f32>"), "")
-bad("s2.3-multi_tile_buf", kernel(
-    "    %m = pto.alloc_multi_tile : !pto.multi_tile_buf<vec, 16x16xf16, count=2>"), "unsupported")
+ok("s2.3-multi_tile_buf", kernel(
+    "    %m = pto.alloc_multi_tile : !pto.multi_tile_buf<vec, 16x16xf16, count=2>"))
+ok("s2.2-multi_tile_buf-arg", kernel("", f"%a: !pto.multi_tile_buf<{TB}, count=2>"))
+bad("s2.2-multi_tile_buf-count0", kernel("", "%a: !pto.multi_tile_buf<vec, 16x16xf16, count=0>"),
+    "count=N> with N > 0")
 
 
 def test_s2_3_compact_tile_buf_every_optional_key_in_every_order():
@@ -846,9 +850,6 @@ _OUT_OF_SCOPE_OPS = {
     "castptr": "    %v = pto.castptr %p : !pto.ptr<f32> -> !pto.ptr<f32, ub>",
     "simt_launch": "    pto.simt_launch @f(%n) : (index) -> ()",
     "vmi.vadd": "    %v = pto.vmi.vadd %n, %n : index",
-    "alloc_multi_tile": "    %m = pto.alloc_multi_tile : !pto.multi_tile_buf<vec, 16x16xf16, count=2>",
-    "multi_tile_get": "    %t = pto.multi_tile_get %n[%n] : !pto.multi_tile_buf<vec, 16x16xf16, count=2> -> "
-                      "!pto.tile_buf<vec, 16x16xf16>",
     "vecscope": "    pto.vecscope {\n    }",
     "section.simt": "    pto.section.simt {\n    }",
     "mte_gm_ub": "    pto.mte_gm_ub %p, %q, %n : !pto.ptr<f32>, !pto.ptr<f32, ub>, index",

@@ -594,11 +594,11 @@ def test_malformed_tile_types_point_inside_the_type():
     ("    pto.tgatherb ins(%p : !pto.ptr<f32>) outs(%p : !pto.ptr<f32>)", 5, "unsupported op 'pto.tgatherb'"),
     ('    "pto.tmov"(%p) : (!pto.ptr<f32>) -> ()', 5, "generic MLIR operation form"),
     ("    %r = scf.while (%a = %n) : (index) -> index {\n    }", 10, "unsupported op 'scf.while'"),
-    ("    %m = memref.alloc() : memref<16xf32>", 10, "unsupported op 'memref.alloc'"),
+    ("    %m = memref.alloc() : memref<16xf32>", 27, "unsupported type 'memref<...>'"),
     ("    cf.br ^bb1", 5, "unsupported op 'cf.br'"),
     ("  ^bb0:", 3, "unsupported: MLIR blocks"),
     ("    %a = pto.alloc_tile : !pto.tile<16x16xf32>", 27, "unsupported type '!pto.tile<16x16xf32>'"),
-    ("    %a = pto.alloc_tile : !pto.multi_tile_buf<vec, 16x16xf16, count=2>", 27, "unsupported type"),
+    ("    %a = pto.alloc_tile : !pto.local_array<8xi32>", 27, "unsupported type"),
     ("    pto.mem_bar \"VST_VLD\"", 5, "unsupported op 'pto.mem_bar'"),
 ])
 def test_out_of_scope_constructs_are_clear_errors(snippet, col, what):

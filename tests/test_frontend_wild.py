@@ -164,3 +164,39 @@ module {
     again = simulate(program, "a2a3", seed=0).gm["p"][16 * 1024:32 * 1024]
     assert np.array_equal(window, again.reshape(16, 1024)[:, :64])   # deterministic
     assert window.any() and not p[-1024:].any()       # the window's page filled, far ones not
+
+
+def test_multi_tile_buffers_are_stacked_tiles_and_get_picks_one():
+    program = parse_file(WILD / "multi_tile.pto")
+    printed = print_program(program)
+    assert "%a = pto.multi_tile_get %m[%i] : !pto.tile_buf<vec, 32x16xf16>" in printed
+    x = (np.arange(512) / 8).astype(np.float16)
+    r = simulate(program, "a2a3", inputs={"px": x})
+    assert np.array_equal(r.gm["py"], x + np.float16(1))
+
+
+def test_multi_tile_get_outside_the_buffers_is_an_error():
+    program = parse_text((WILD / "multi_tile.pto").read_text().replace(
+        "%a = pto.multi_tile_get %m[%i]", "%a = pto.multi_tile_get %m[%c2]"), "k.pto")
+    with pytest.raises(SimulationError, match="buffer 2 of a multi-tile of 2"):
+        simulate(program, "a2a3")
+
+
+def test_memref_alloc_of_an_on_chip_memref_is_a_tile():
+    program = parse_file(WILD / "memref_alloc.pto")
+    x = np.random.default_rng(2).uniform(-3, 3, 256).astype(np.float32)
+    assert np.array_equal(simulate(program, "a2a3", inputs={"px": x}).gm["py"], np.abs(x))
+    gm = (WILD / "memref_alloc.pto").read_text().replace(
+        "%0 = memref.alloc() : memref<16x16xf32, #pto.address_space<vec>>",
+        "%0 = memref.alloc() : memref<16x16xf32, #pto.address_space<gm>>")
+    with pytest.raises(UserError, match=r"k\.pto:11:\d+: error: unsupported type 'memref<...>'"):
+        parse_text(gm, "k.pto")
+
+
+def test_talloc_to_aiv_is_parsed_checked_and_printed():
+    path = WILD.parent / "talloc_to_aiv.pto"
+    program = parse_file(path)
+    check_program(program, load_target("a2a3"))
+    printed = print_program(program)
+    assert "%t = pto.talloc_to_aiv {split = 1} -> !pto.tile_buf<acc, 16x16xf32>" in printed
+    assert parse_text(printed, "p.pto") == program

@@ -169,6 +169,12 @@ class ControlFlow:
         t = st.source.type
         r0, c0 = (offs + [0, 0])[:2]
         elem = (r0 * t.cols + c0) if t.blayout is BLayout.ROW_MAJOR else (c0 * t.rows + r0)
+        if st.op == "pto.multi_tile_get":      # buffer r0 of the stacked allocation
+            size = st.result.type.rows * st.result.type.cols
+            if not 0 <= r0 < t.rows * t.cols // size:
+                raise SimulationError(f"{st.op}{_where(st)}: buffer {r0} of a multi-tile of "
+                                      f"{t.rows * t.cols // size}")
+            elem = r0 * size
         valid = [int(self.scalar(v)) for v in st.valid] or [st.result.type.valid_rows, st.result.type.valid_cols]
         from sim.engine.execute import _TileState
         self.tiles[st.result] = _TileState(src.addr + elem * t.dtype.size_bytes, *valid)

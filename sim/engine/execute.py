@@ -48,6 +48,17 @@ _SYNC_PIPES = set(PIPES) | {"PIPE_ALL"}
 _PAGE = 1 << 16      # elements per lazily filled page of a GM argument without an input
 
 
+def _zeros(name: str, n: int, dt: DType) -> np.ndarray:
+    """Lazily backed zeros for GM argument ``name`` (pages come when written)."""
+    try:
+        return np.zeros(n, dt.np_type)
+    except MemoryError:
+        raise SimulationError(f"GM argument %{name}: the window it touches is too large to "
+                              f"simulate functionally ({n} {dt} elements exceed the address "
+                              f"space this machine grants); use smaller sizes or "
+                              f"--timing-only") from None
+
+
 def _dtype_of(arr: np.ndarray) -> DType:
     from sim.isa.dtypes import DTYPES
     return next(d for d in DTYPES.values() if d.np_type == arr.dtype)
@@ -164,14 +175,14 @@ class Interpreter(ControlFlow):
                                     f"the kernel argument type {ptr.dtype}")
                 arr = arr.copy()
             else:
-                arr = np.zeros(min_elems, ptr.dtype.np_type)
+                arr = _zeros(ptr.name, min_elems, ptr.dtype)
                 self._filled[ptr.name] = np.zeros(-(-min_elems // _PAGE), bool)
             self.gm[ptr.name] = arr
         if arr.size < min_elems:
             if ptr.name in self.inputs:
                 raise UserError(f"input {ptr.name}: has {arr.size} elements, the views of the "
                                 f"kernel reach element {min_elems - 1}")
-            grown = np.zeros(min_elems, arr.dtype)
+            grown = _zeros(ptr.name, min_elems, ptr.dtype)
             filled = self._filled[ptr.name]
             for p in np.flatnonzero(filled).tolist():     # copy only pages holding data
                 a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
@@ -324,10 +335,10 @@ class Interpreter(ControlFlow):
         # The array spans the whole tensor (outputs have its size) but takes pages only
         # where a window is touched; a tensor larger than the address space the OS grants
         # grows with the windows instead.
-        if all(n > 0 for n in shape):
+        if all(n > 0 for n in shape) and all(s >= 0 for s in strides):
             try:
                 self._gm_array(st.ptr, 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
-            except MemoryError:
+            except SimulationError:
                 pass
         self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
         self._view_layouts[st.result.name] = st.layout
@@ -352,6 +363,10 @@ class Interpreter(ControlFlow):
             ptr, base, sizes, strides = self.views[view.name]
         except KeyError:
             raise UserError(f"{where}: view %{view.name} is used before it is defined") from None
+        if base < 0 or any(s < 0 for s in strides):
+            raise SimulationError(f"{where}: view %{view.name} starts at element {base} with "
+                                  f"strides {list(strides)}; expected a non-negative start "
+                                  f"and strides")
         last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
         arr = self._gm_array(ptr, last + 1)
         self._touch(ptr.name, arr, base, last + 1)

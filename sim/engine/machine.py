@@ -12,8 +12,13 @@ until the counter is positive and then decrements it. When the event queue runs 
 with items still waiting, the run is deadlocked and ``DeadlockError`` names the stuck
 pipes, the flags they wait for and the instructions behind them.
 
-The cost of a run grows with the number of items and sync points, not with cycles: a
-pipe advances by one timeout per instruction, whatever its duration.
+The cost of a run grows with the number of items and sync points, not with cycles. SimPy
+stays the model of record for pipes and flags, but a run of instructions already queued on
+a pipe has a static schedule (each starts when its predecessor ends: start = max(pipe
+free, dispatch), and dispatch is in the past), so the pipe advances through it with
+arithmetic and one timeout, and only flags and barriers across pipes go through the
+event loop. With race checks or a shared GM model every instruction takes its own
+timeout (``batch=False`` forces that path; a test compares the two on random kernels).
 
 A chip runs one ``Machine`` per unit (AIC, AIV0, AIV1 of every physical core) in one
 shared SimPy environment: each is built with ``env=`` and ``start``-ed, the chip runs the
@@ -46,7 +51,7 @@ __all__ = ["Machine", "describe_stuck"]
 
 
 class _Pipe:
-    __slots__ = ("name", "queue", "wake", "busy", "last_end", "stream", "blocked",
+    __slots__ = ("name", "queue", "wake", "busy", "last_end", "stream", "entered", "blocked",
                  "pending_waits", "last_op_row", "drained")
 
     def __init__(self, name):
@@ -56,6 +61,7 @@ class _Pipe:
         self.busy = False
         self.last_end = -1
         self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
+        self.entered = COLD       # the state the current instruction entered
         self.blocked = None       # (wait item, seq) at the head of the queue, while blocked
         self.pending_waits = []
         self.last_op_row = -1     # recorder offset of the last op row (its records grow)
@@ -71,7 +77,7 @@ class Machine:
 
     def __init__(self, target, *, env=None, core=0, unit="AIV0", detail=False, races=None,
                  ideal_sync=False, infinite_bandwidth=False, gm=None, shared=None,
-                 trace="full"):
+                 trace="full", batch=True):
         self.env = env if env is not None else simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
@@ -95,6 +101,7 @@ class Machine:
         self.gm = gm              # shared GM model (sim.engine.gm) or None: path bandwidth only
         self.shared = shared      # the chip's cross-unit flags (sim.engine.chip), or None
         self.dispatcher = None
+        self.batch = batch        # static runs of a queue by arithmetic (see _run_pipe)
 
     # --- public --------------------------------------------------------------------------
 
@@ -254,8 +261,13 @@ class Machine:
         env = self.env
         queue = p.queue
         rec = self.recorder
-        row, sync_row = self._row, self._sync_row
-        is_vector = p.name == "PIPE_V"
+        sync_row = self._sync_row
+        # Runs of instructions (and same-pipe barriers) already in the queue have a static
+        # schedule — each starts when its predecessor ends, nothing outside the pipe can
+        # change it — so they advance with arithmetic and one timeout for the whole run;
+        # only flags need the event loop. Race checks and a shared GM model observe every
+        # transfer at its own time, so they take the items one timeout at a time.
+        batch = self.batch and self.races is None and self.gm is None
         while True:
             if not queue:
                 p.busy = False
@@ -270,33 +282,16 @@ class Machine:
             p.busy = True
             item, seq, dispatched = queue.popleft()
             kind = item.kind
-            if kind is OP:
-                start = env.now
-                state = p.stream
-                if self.break_on_idle and start != p.last_end:
-                    state = COLD
-                cost = item.warm if state is WARM else (
-                    item.cold if state is COLD else item.plan.restart_cycles)
-                if self.infinite_bandwidth and cost:
-                    cost = max(0, cost - _dma_cycles(item.plan))
-                elif self.gm is not None and item.plan is not None and item.plan.bytes:
-                    cost = self.gm.cost(start, item.plan, cost)
-                if cost:
-                    yield env.timeout(cost)
-                end = env.now
-                p.last_end = end
-                p.stream = RESTART if item.breaks else WARM
-                waits = 0
-                if p.pending_waits:
-                    waits = rec.text_id(";".join(p.pending_waits))
-                    p.pending_waits = []
-                p.last_op_row = row(item, seq, dispatched, start, end,
-                                    STREAM[state] if is_vector else 0, waits)
-                if self.races is not None:
-                    self.races.op(p.name, item.label(seq), item.accesses or (), item.dclock or {},
-                                  seq)
-                if self.detail and item.plan is not None:
-                    self._cce_rows(item, seq, p.name, dispatched, start, end, state)
+            if kind is OP or kind is BARRIER:
+                now = env.now
+                if batch:
+                    t = self._run_static(p, item, seq, dispatched, now)
+                    if t != now:
+                        yield env.timeout(t - now)
+                elif kind is OP:
+                    yield from self._op(p, item, seq, dispatched)
+                else:
+                    self._barrier(p, item, seq, dispatched, now)
             elif kind is WAIT:
                 start = env.now
                 ev = self._wait_event(item.flag)
@@ -309,16 +304,75 @@ class Machine:
                     self.races.wait_flag(p.name, item.flag, item.dclock or {})
                 sync_row(item, seq, dispatched, start, env.now)
                 p.pending_waits.append(item.text)
-            elif kind is SET:
+            else:   # SET
                 self._set(item.flag)
                 if self.races is not None:
                     self.races.set_flag(p.name, item.flag, item.label(seq), item.dclock or {})
                 sync_row(item, seq, dispatched, env.now, env.now)
                 rec.add_record(p.last_op_row, item.text)
-            else:   # a barrier on this pipe: everything before it has finished already
-                if self.break_on_barrier and p.stream is WARM and not self.ideal_sync:
-                    p.stream = RESTART
-                sync_row(item, seq, dispatched, env.now, env.now)
+
+    def _run_static(self, p: _Pipe, item, seq, dispatched, t):
+        """Run ``item`` and the instructions / barriers queued behind it from cycle ``t``;
+        returns the cycle the last one ends."""
+        queue = p.queue
+        while True:
+            if item.kind is OP:
+                t = self._finish_op(p, item, seq, dispatched, t, self._cost(p, item, t))
+            else:
+                self._barrier(p, item, seq, dispatched, t)
+            if not queue:
+                return t
+            kind = queue[0][0].kind
+            if kind is not OP and kind is not BARRIER:
+                return t
+            item, seq, dispatched = queue.popleft()
+
+    def _op(self, p: _Pipe, item, seq, dispatched):
+        """One instruction in event time (race checks, shared GM)."""
+        start = self.env.now
+        cost = self._cost(p, item, start)
+        if self.gm is not None and item.plan is not None and item.plan.bytes \
+                and not self.infinite_bandwidth:
+            cost = self.gm.cost(start, item.plan, cost)
+        if cost:
+            yield self.env.timeout(cost)
+        self._finish_op(p, item, seq, dispatched, start, cost)
+        if self.races is not None:
+            self.races.op(p.name, item.label(seq), item.accesses or (), item.dclock or {}, seq)
+
+    def _cost(self, p: _Pipe, item, start) -> int:
+        """Cycles of an instruction starting at ``start`` in the pipe's stream state."""
+        state = p.stream
+        if self.break_on_idle and start != p.last_end:
+            state = COLD
+        p.entered = state
+        cost = item.warm if state is WARM else (
+            item.cold if state is COLD else item.plan.restart_cycles)
+        if self.infinite_bandwidth and cost:
+            cost = max(0, cost - _dma_cycles(item.plan))
+        return cost
+
+    def _finish_op(self, p: _Pipe, item, seq, dispatched, start, cost) -> int:
+        """Record an instruction that ran [start, start + cost); returns its end."""
+        end = start + cost
+        state = p.entered
+        p.last_end = end
+        p.stream = RESTART if item.breaks else WARM
+        waits = 0
+        if p.pending_waits:
+            waits = self.recorder.text_id(";".join(p.pending_waits))
+            p.pending_waits = []
+        p.last_op_row = self._row(item, seq, dispatched, start, end,
+                                  STREAM[state] if p.name == "PIPE_V" else 0, waits)
+        if self.detail and item.plan is not None:
+            self._cce_rows(item, seq, p.name, dispatched, start, end, state)
+        return end
+
+    def _barrier(self, p: _Pipe, item, seq, dispatched, t) -> None:
+        """A barrier on this pipe: everything before it has finished already."""
+        if self.break_on_barrier and p.stream is WARM and not self.ideal_sync:
+            p.stream = RESTART
+        self._sync_row(item, seq, dispatched, t, t)
 
     # --- deadlock ------------------------------------------------------------------------
 

@@ -207,7 +207,9 @@ def _statement_callback(kind: str):
     return cb
 
 
-for _kind in ("dps", "simple", "for", "if", "yield", "call", "return", "alloc", "mtv", "pv",
+for _kind in ("dps", "simple", "for", "if", "yield", "call", "return", "alloc", "multi_get",
+              "memref_alloc",
+              "mtv", "pv",
               "subview", "reshape", "setvalid", "load_scalar", "store_scalar", "getter", "tvdim",
               "section", "flag",
               "barrier", "barrier_sync", "pipe"):
@@ -433,7 +435,38 @@ def _parse_pto_type(text: str):
     return result
 
 
-_KNOWN_KINDS = ("!pto.ptr", "!pto.tensor_view", "!pto.partition_tensor_view", "!pto.tile_buf")
+_KNOWN_KINDS = ("!pto.ptr", "!pto.tensor_view", "!pto.partition_tensor_view", "!pto.tile_buf",
+                "!pto.multi_tile_buf")
+_COUNT = re.compile(r",\s*count\s*=\s*(\d+)\s*>\s*$")
+
+
+def multi_tile_parts(text: str) -> "tuple[TileType, int]":
+    """(element tile type, count) of ``!pto.multi_tile_buf<LOC, RxCxT[, keys], count=N>`` or
+    ``!pto.multi_tile_buf<!pto.tile_buf<...>, count=N>``."""
+    m = _COUNT.search(text)
+    inner = text[text.index("<") + 1:m.start()].strip() if m else ""
+    if not m or int(m.group(1)) <= 0 or not inner:
+        raise _TypeProblem("!pto.multi_tile_buf: expected <tile_buf parameters, count=N> "
+                           "with N > 0", 0)
+    elem = _parse_pto_type(inner if inner.startswith("!pto.tile_buf") else
+                           f"!pto.tile_buf<{inner}>")
+    return elem, int(m.group(1))
+
+
+def _stacked(elem: TileType, count: int) -> TileType:
+    """The tile the ``count`` buffers of a multi-tile occupy back to back: stacked rows
+    (row-major) or columns (column-major), each element tile one contiguous block."""
+    rows, cols = elem.rows, elem.cols
+    if elem.blayout is BLayout.COL_MAJOR:
+        cols *= count
+    else:
+        rows *= count
+    try:
+        return TileType(elem.loc, elem.dtype, rows, cols, blayout=elem.blayout,
+                        slayout=elem.slayout, fractal=elem.fractal, pad=elem.pad,
+                        compact=elem.compact)
+    except UserError as e:
+        raise _TypeProblem(f"!pto.multi_tile_buf: {e}", 0) from None
 _KIND = re.compile(r"!pto\.[A-Za-z_][\w.]*")
 
 
@@ -442,6 +475,8 @@ def _build_pto_type(text: str):
     if kind not in _KNOWN_KINDS:
         why = _LEVEL1.get(kind, "")
         raise _TypeProblem(f"unsupported type '{_short(text)}'" + (f": {why}" if why else ""), 0)
+    if kind == "!pto.multi_tile_buf":          # a nested type: not for types.lark
+        return _stacked(*multi_tile_parts(text))
     try:
         tree = _type_parser().parse(text)
     except UnexpectedInput as e:
@@ -464,6 +499,26 @@ def _build_pto_type(text: str):
         shape_tok, elem = params[0].children
         return ViewType(kind[5:], _elem_dtype(elem), _dims(shape_tok))
     return _tile_buf(params)
+
+
+# memref-era kernels: an on-chip buffer as `memref<RxCxT, #pto.address_space<LOC>>`
+_MEMREF = re.compile(r"memref<\s*(\d+)x(\d+)x([\w!.]+)\s*,\s*#pto\.address_space<(\w+)>\s*>")
+_MEMREF_LOC = {"vec": "vec", "ub": "vec", "mat": "mat", "l1": "mat", "left": "left",
+               "l0a": "left", "right": "right", "l0b": "right", "acc": "acc", "l0c": "acc",
+               "bias": "bias", "bt": "bias", "scaling": "scaling", "fb": "scaling"}
+
+
+def _memref_tile(text: str) -> "TileType | None":
+    """The tile a static 2-D on-chip memref names (row-major, full valid region); None for
+    any other builtin type (a GM memref, dynamic dims, vectors, tensors)."""
+    m = _MEMREF.fullmatch(" ".join(text.split()))
+    if m is None or m.group(4) not in _MEMREF_LOC:
+        return None
+    try:
+        return TileType(_MEMREF_LOC[m.group(4)], _dtype(_ELEM_ALIASES.get(m.group(3), m.group(3))),
+                        int(m.group(1)), int(m.group(2)))
+    except UserError:
+        return None
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -495,7 +550,8 @@ _OP_KEYWORDS = {
     "WAIT_FLAG", "SET_FLAG_DYN", "WAIT_FLAG_DYN", "RECORD_EVENT", "WAIT_EVENT", "BARRIER",
     "BARRIER_SYNC", "RESERVE_BUFFER", "IMPORT_RESERVED_BUFFER", "AIC_INITIALIZE_PIPE",
     "AIV_INITIALIZE_PIPE", "TPUSH_TO_AIV", "TPUSH_TO_AIC", "TPOP_FROM_AIC", "TPOP_FROM_AIV",
-    "TFREE_FROM_AIC", "TFREE_FROM_AIV", "MODULE",
+    "TFREE_FROM_AIC", "TFREE_FROM_AIV", "TALLOC_TO_AIV", "TALLOC_TO_AIC", "ALLOC_MULTI_TILE",
+    "MULTI_TILE_GET", "MEMREF_ALLOC", "MODULE",
 }
 _UNSUPPORTED_TYPES = {"memref", "vector", "tensor", "complex", "tuple", "dense"}
 _FRIENDLY = {
@@ -608,6 +664,9 @@ class _Lowering:
             return self.arch_layout(t, tok)
         name = str(tok)
         if tok.type == "BUILTIN":            # memref<...>, vector<...>, tensor<...> ...
+            t = _memref_tile(name)
+            if t is not None:
+                return self.arch_layout(t, tok)
             self.fail(tok, f"unsupported type '{name.split('<', 1)[0]}<...>'")
         if not is_scalar_type(name):
             self.fail(tok, f"unsupported type '{name}'")
@@ -1260,6 +1319,47 @@ class _Lowering:
         self.define(rtok, tile)
         return Alloc(tile, kv.get("addr"), kv.get("valid_row"), kv.get("valid_col"),
                      loc=self.loc(first))
+
+    def s_memref_alloc(self, st) -> Alloc:
+        """``%b = memref.alloc() : memref<RxCxT, #pto.address_space<LOC>>`` (memref-era
+        kernels): a tile buffer the compiler places, as ``pto.alloc_tile``."""
+        _, first, c = st
+        (rtok, rname), = self.result_names(c[0], 1, "memref.alloc")
+        if any(isinstance(x, tuple) and x[0] == "ops" for x in c):
+            self.fail(c[1], "unsupported: memref.alloc with dynamic sizes")
+        t = self.type_of(c[-1])
+        if not isinstance(t, TileType):
+            self.fail(c[-1], f"memref.alloc: expected an on-chip memref, found {format_type(t)}")
+        tile = Tile(rname, t)
+        self.define(rtok, tile)
+        return Alloc(tile, loc=self.loc(first))
+
+    def s_multi_get(self, st) -> Subview:
+        """``%t = pto.multi_tile_get %m[%i] : MT [-> TB]``: buffer ``%i`` of a multi-tile,
+        a tile aliasing that block of the stacked allocation."""
+        _, first, c = st
+        op = c[1]
+        (rtok, rname), = self.result_names(c[0], 1, "pto.multi_tile_get")
+        src = self.lookup(c[2])
+        index = self.scalar_operand(c[3])
+        types = [x for x in c[4:] if isinstance(x, Token) and x.type in ("PTO_TYPE", "TYPE_ALIAS")]
+        src_t = self.type_of(types[0])
+        if not isinstance(src, Tile) or value_type(src) != src_t:
+            self.mismatch(c[2], src, src_t)
+        if len(types) > 1:
+            elem = self.type_of(types[1])
+        elif str(types[0]).startswith("!pto.multi_tile_buf"):
+            elem = multi_tile_parts(str(types[0]))[0]
+        else:
+            elem = None
+        if not isinstance(elem, TileType) or elem.loc is not src.loc or \
+                src.type.nbytes % elem.nbytes:
+            self.fail(op, "pto.multi_tile_get: expected a result !pto.tile_buf whose size "
+                          "divides the multi-tile's")
+        tile = Tile(rname, elem)
+        self.define(rtok, tile)
+        return Subview(tile, src, (index,), (elem.rows, elem.cols), (), "pto.multi_tile_get",
+                       loc=self.loc(first))
 
     def _index_list(self, ops) -> tuple:
         return tuple(self.scalar_operand(o) for o in (ops[1] if ops else []))

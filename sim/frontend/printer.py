@@ -188,6 +188,9 @@ def _pipe_op(st: PipeOp) -> str:
 
 
 def _subview(st: Subview) -> str:
+    if st.op == "pto.multi_tile_get":
+        return (f"{_results((st.result,))}{st.op} %{st.source.name}[{_v(st.offsets[0])}] : "
+                f"{_t(st.source)} -> {_t(st.result)}")
     offs = ", ".join(map(_v, st.offsets))
     sizes = ", ".join(str(s) for s in st.sizes)
     valid = f" valid [{', '.join(map(_v, st.valid))}]" if st.valid else ""
