@@ -30,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.builder_chip import ChipKernel, Index
 from sim.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import OPCODES, PIPES, opcode as _opcode
 from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
-                             PartitionView, PartView, Program, SetFlag, SetValidShape,
+                             PartitionView, PartView, Program, Section, SetFlag, SetValidShape,
                              SourceLoc, TensorView, WaitFlag)
 from sim.isa.tile import Tile, TileType
 
@@ -96,26 +97,49 @@ class GlobalTensor:
         self.data = data
 
     def view(self, rows=None, cols=None, row=0, col=0) -> View:
+        """A window; ``row`` / ``col`` may be run-time ``Index`` values (then ``rows`` /
+        ``cols`` are required and the bounds are checked when the kernel runs)."""
         R, C = self.shape
+        dynamic = isinstance(row, Index) or isinstance(col, Index)
+        if dynamic and (rows is None or cols is None):
+            raise UserError(f"view of {self.name}: a run-time offset needs explicit rows and cols")
         rows = R - row if rows is None else rows
         cols = C - col if cols is None else cols
-        if row < 0 or col < 0 or row + rows > R or col + cols > C or rows <= 0 or cols <= 0:
-            raise UserError(f"view of {self.name}: window rows [{row}, {row + rows}) x cols "
-                            f"[{col}, {col + cols}) is outside the {R}x{C} tensor")
+        if rows <= 0 or cols <= 0 or rows > R or cols > C or not dynamic and (
+                row < 0 or col < 0 or row + rows > R or col + cols > C):
+            raise UserError(f"view of {self.name}: window rows [{row}, {row} + {rows}) x cols "
+                            f"[{col}, {col} + {cols}) is outside the {R}x{C} tensor")
         return View(self, row, col, rows, cols)
 
     def __getitem__(self, key) -> View:
         if not isinstance(key, tuple):
             key = (key, slice(None))
-        (r0, r1, _), (c0, c1, _) = (k.indices(n) for k, n in zip(key, self.shape))
-        return self.view(r1 - r0, c1 - c0, r0, c0)
+        spans = []
+        for k, n in zip(key, self.shape):
+            if isinstance(k, slice) and (isinstance(k.start, Index) or isinstance(k.stop, Index)):
+                if k.step not in (None, 1) or not isinstance(k.start, Index) or \
+                        not isinstance(k.stop, Index):
+                    raise UserError(f"view of {self.name}: a run-time slice needs start and "
+                                    f"stop of one Index (e.g. a[r:r + 128]), found {k!r}")
+                spans.append((k.start, k.stop - k.start))
+            else:
+                a, b, _ = k.indices(n)
+                spans.append((a, b - a))
+        (r0, nr), (c0, nc) = spans
+        return self.view(nr, nc, r0, c0)
 
 
-class Kernel:
-    """A kernel under construction; ``program()`` returns its IR."""
+class Kernel(ChipKernel):
+    """A kernel under construction; ``program()`` returns its IR.
 
-    def __init__(self, name: str = "kernel"):
+    ``block_dim`` physical cores run it (SPMD); see ``sim.builder_chip`` for block ids,
+    cube / vector sections and FIFOs.
+    """
+
+    def __init__(self, name: str = "kernel", block_dim: int = 1):
         self.name = name
+        self._chip_init(block_dim)
+        self._sec_of: dict[int, str] = {}      # entry index -> section it was issued in
         self._entries: list[list] = []       # [statement, [set_flags inserted after it]]
         self._args: list = []
         self.inputs: dict[str, np.ndarray] = {}
@@ -218,6 +242,8 @@ class Kernel:
 
     def _emit(self, stmt) -> int:
         self._entries.append([stmt, []])
+        if self._section is not None:
+            self._sec_of[len(self._entries) - 1] = self._section
         return len(self._entries) - 1
 
     def _operand(self, value, dt):
@@ -236,12 +262,14 @@ class Kernel:
         raise UserError(f"unsupported operand {value!r} ({type(value).__name__})")
 
     def _part_view(self, v: View) -> PartView:
-        key = (v.tensor.name, v.row, v.col, v.rows, v.cols)
+        row, col = (x.scalar if isinstance(x, Index) else Const(x) for x in (v.row, v.col))
+        # a view is defined where it is first used: per section, since units run only theirs
+        key = (v.tensor.name, row, col, v.rows, v.cols, self._section)
         pv = self._views.get(key)
         if pv is None:
             pv = PartView(self._fresh(f"{v.tensor.name}_v"), v.tensor.dtype, (v.rows, v.cols))
             self._views[key] = pv
-            self._emit(PartitionView(pv, self._tv[v.tensor.name], (Const(v.row), Const(v.col)),
+            self._emit(PartitionView(pv, self._tv[v.tensor.name], (row, col),
                                      (Const(v.rows), Const(v.cols)), loc=_caller()))
         return pv
 
@@ -273,6 +301,10 @@ class Kernel:
     def _wait(self, ev: Event, pipe: str, loc) -> None:
         if not isinstance(ev, Event) or ev.kernel is not self:
             raise UserError(f"{loc}: {ev!r} is not an event of kernel {self.name}")
+        there = self._sec_of.get(ev.index)
+        if there is not None and self._section is not None and there != self._section:
+            raise UserError(f"{loc}: {ev!r} was issued in section.{there}; a token cannot be "
+                            f"waited on in section.{self._section} (another unit): use a FIFO")
         if pipe in ev.waited:
             return
         ev.waited.add(pipe)
@@ -307,8 +339,16 @@ class Kernel:
     # --- output --------------------------------------------------------------------------
 
     def program(self) -> Program:
-        body = []
+        body = self._prologue()
+        outer = None
         for stmt, after in self._entries:
+            if type(stmt) is tuple:             # a section marker
+                if stmt[0] == "section":
+                    outer, body = body, []
+                else:
+                    outer.append(Section(stmt[1], tuple(body)))
+                    body = outer
+                continue
             body.append(stmt)
             body.extend(after)
         return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)

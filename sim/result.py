@@ -6,7 +6,8 @@ import attrs
 import numpy as np
 import pandas as pd
 
-from sim.trace.report import pipe_summary, text_report
+from sim.trace.report import (opcode_share, pipe_summary, text_report, unit_summary,
+                              units_from_totals)
 
 __all__ = ["Result", "MODE_TEXT"]
 
@@ -27,6 +28,8 @@ class Result:
     warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()          # race-check findings (simulate(..., races=True))
     mode: str = "manual"       # synchronisation mode that ran: auto | manual | ideal
+    block_dim: int = 1         # physical cores the kernel ran on
+    memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
     @property
@@ -58,6 +61,21 @@ class Result:
             return self.recording.ops
         return int((self.trace["kind"] == "op").sum())
 
+    @property
+    def units(self) -> list:
+        """Per core and unit: per-pipe busy cycles and utilisation, per-opcode busy cycles
+        and share of the total time."""
+        rec = self.recording
+        if rec.mode != "none":
+            return unit_summary(self.trace, self.total_cycles)
+        return units_from_totals([(r.core, r.unit, r.pipe_totals(), r.op_busy)
+                                  for r in getattr(rec, "recorders", (rec,))], self.total_cycles)
+
+    @property
+    def opcodes(self) -> dict:
+        """Opcode -> busy cycles and mean busy ratio over the units that run it."""
+        return opcode_share(self.units, self.total_cycles)
+
     def output(self, name: str) -> np.ndarray:
         """Final contents of GM argument ``name`` (flat)."""
         return self.gm[name]
@@ -66,7 +84,11 @@ class Result:
         return {"kernel": self.kernel, "target": self.target.name, "mode": self.mode,
                 "total_cycles": self.total_cycles,
                 "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
+                "block_dim": self.block_dim,
                 "pipes": self.pipes,
+                "opcodes": self.opcodes,
+                "units": self.units,
+                "memory": self.memory,
                 "instructions": self.instructions,
                 "warnings": list(self.warnings)}
 

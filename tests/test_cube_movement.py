@@ -283,3 +283,20 @@ def test_row_major_only_rules_still_reject_boxed_vector_loads():
     kk.TLOAD(t, x)
     with pytest.raises(UserError, match=r"layout: expected nd or dn on a2a3, found nz"):
         sim.simulate(kk, A2)
+
+
+def test_tmov_acc_to_mat_converts_and_charges_the_destination_bytes():
+    """L0C -> L1 (FIXPIPE): f32 accumulator into an f16 Mat tile, values rounded to f16;
+    64x64 x 2 B = 8192 B: 1 + floor(8192 / 74.29) = 111 (4 B per element would be 221)."""
+    kk, (a, b, c), (la, rb, acc), (e3, e4) = _cube_kernel(64, 64, 64, "f16", "f32")
+    m16 = kk.tile("mat", "f16", 64, 64, **NZ)
+    y = kk.gm("y", "f16", (64, 64))
+    e = kk.TMATMUL(acc, la, rb, e3, e4)
+    e = kk.TMOV(m16, acc, e)
+    kk.TSTORE(y, m16, e)
+    r = sim.simulate(kk, A2)
+    ops = _ops(r)
+    assert ops.loc[(ops["opcode"] == "TMOV") & (ops["pipe"] == "PIPE_FIX"), "duration_cycles"].item() == 111
+    A, B = r.output("a").reshape(64, 64), r.output("b").reshape(64, 64)
+    want = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32).astype(np.float16)
+    assert np.array_equal(r.output("y").reshape(64, 64), want)

@@ -231,13 +231,9 @@ class ControlFlow:
             self._bind(res, val)
 
     def _section(self, st: Section):
-        # One unit is simulated per run for now: both kinds of section issue in program
-        # order to the pipes of that unit (cube pipes and vector pipes are disjoint).
+        # A unit's program holds only the sections of its kind (sim.engine.units); the
+        # single-unit model keeps both, issuing to the pipes of one unit in program order.
         yield from self._block(st.body)
-
-    def _pipe_op(self, st: PipeOp):
-        raise SimulationError(f"{st.op}{_where(st)}: cube<->vector pipe ops are parsed and checked "
-                              f"but cannot be simulated yet")
 
     def _control_handlers(self) -> dict:
         return {Arith: self._arith, ScalarOp: self._scalar_op, Subview: self._subview,

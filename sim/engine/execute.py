@@ -23,6 +23,8 @@ from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.placement import place_tiles
+from sim.engine.units import BOTH, UnitSpec
+from sim.engine.xunit import CrossUnit
 from sim.isa.dtypes import DType
 from sim.isa.opcodes import OPCODES, PIPES
 from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView,
@@ -79,22 +81,35 @@ class _TileState:
         self.addr, self.rows, self.cols = addr, rows, cols
 
 
-class Interpreter(ControlFlow):
-    """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items."""
+class Interpreter(CrossUnit, ControlFlow):
+    """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
+
+    On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
+    ids and start function), ``chip`` is the state the units share (cross-unit flags,
+    FIFO data), ``gm`` the GM state every unit reads and writes (arrays, filled pages,
+    dtypes: three dicts); ``gm_windows`` attaches
+    each TLOAD / TSTORE's GM window to its item (for an L2 model).
+    """
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
-                 track_accesses=False, verify=True):
+                 track_accesses=False, verify=True, spec=None, chip=None, gm=None,
+                 gm_windows=False, placed=None):
         self.program = program
-        self.fn = program.main
+        self.spec = spec or UnitSpec(0, "AIV0", BOTH, program.main.name, 0, 1, 0, 1)
+        self.fn = program.function(self.spec.function)
         self.target = target
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})
-        self.gm: dict[str, np.ndarray] = {}
-        self._filled: dict[str, np.ndarray] = {}     # per GM array: pages holding data
-        self._gm_dtypes: dict[str, DType] = {}
+        # GM arrays, their filled pages and dtypes: shared by the units of a chip
+        self.gm, self._filled, self._gm_dtypes = ({}, {}, {}) if gm is None else gm
+        self.chip = chip
+        self._gm_windows = gm_windows
+        self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
+        self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
+        self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
         self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
@@ -110,9 +125,10 @@ class Interpreter(ControlFlow):
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
-        self._placed = place_tiles(program, target)
-        self.ids = {"get_block_idx": 0, "get_block_num": 1, "get_subblock_idx": 0,
-                    "get_subblock_num": 1}
+        self._placed = place_tiles(program, target) if placed is None else placed
+        sp = self.spec
+        self.ids = {"get_block_idx": sp.block_idx, "get_block_num": sp.block_num,
+                    "get_subblock_idx": sp.subblock_idx, "get_subblock_num": sp.subblock_num}
         self._instr_type = Instr
         self._handlers = {Alloc: self._alloc, SetValidShape: self._set_valid,
                           MakeTensorView: self._make_view, PartitionView: self._partition,
@@ -461,7 +477,18 @@ class Interpreter(ControlFlow):
         if self.track_accesses:
             item = item.copy()
             item.accesses = instr_accesses(self, instr, srcs, tmp)
+        if self._gm_windows and spec.family in _GM_FAMILIES:
+            if not self.track_accesses:       # else it is a copy already
+                item = item.copy()
+            item.gm = self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
         return item
+
+    def _window(self, view: PartView) -> tuple:
+        """(GM array, base, rows, cols, row stride, col stride, itemsize) of a view."""
+        ptr, base, sizes, strides = self.views[view.name]
+        rows, cols = (sizes[-2], sizes[-1]) if len(sizes) >= 2 else (1, sizes[-1])
+        srow, scol = (strides[-2], strides[-1]) if len(strides) >= 2 else (0, strides[-1])
+        return (ptr.name, base, rows, cols, srow, scol, ptr.dtype.size_bytes)
 
     def _plan(self, instr, spec, pipe, srcs, tiles, key, seq):
         """(shape, plan) of an instruction in the current tile state; verified once."""
@@ -665,6 +692,8 @@ def _WHOLE_SOURCE(family: str, index: int) -> bool:
             or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
             or (family in ("select", "gather") and index == 0))
 
+
+_GM_FAMILIES = ("load", "store")
 
 # IR attribute names -> the keys the functional units read
 _ATTR = {"rmode": "round", "cmpMode": "cmp", "sat": "sat"}

@@ -333,7 +333,7 @@ class Machine:
         cost = self._cost(p, item, start)
         if self.gm is not None and item.plan is not None and item.plan.bytes \
                 and not self.infinite_bandwidth:
-            cost = self.gm.cost(start, item.plan, cost)
+            cost = self.gm.cost(start, item, cost)
         if cost:
             yield self.env.timeout(cost)
         self._finish_op(p, item, seq, dispatched, start, cost)

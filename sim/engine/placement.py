@@ -8,12 +8,18 @@ hazard the kernel's own flags do not order). When that does not fit, the tiles o
 entry function are placed by liveness instead (``sim.placement.alloc``: tiles whose live
 ranges do not overlap share bytes), as the toolchain's allocator would; the bytes a dead
 tile hands over are then ordered only by the kernel's flags (race checking shows it).
+A cube<->vector FIFO buffer (``reserve_buffer``) is kept out of the way of first-fit
+placement: at its ``base`` when ``auto = false``, placed first (key ``("reserve", name)``)
+when ``auto = true``.
 """
 
 from __future__ import annotations
 
+import re
+
 from sim.errors import UserError
-from sim.isa.program import Alloc, Const, walk
+from sim.isa.program import Alloc, Const, PipeOp, walk
+from sim.isa.tile import Loc
 
 __all__ = ["place_tiles"]
 
@@ -55,13 +61,13 @@ def _by_liveness(program, target) -> dict:
 
 
 def _first_fit_all(program_or_body, target) -> dict:
-    if hasattr(program_or_body, "functions"):
-        allocs = [a for f in program_or_body.functions for a in _allocs(f.body)]
-    else:
-        allocs = list(_allocs(program_or_body))
+    bodies = ([f.body for f in program_or_body.functions] if hasattr(program_or_body, "functions")
+              else [program_or_body])
+    allocs = [a for b in bodies for a in _allocs(b)]
     taken: dict[str, list[tuple[int, int]]] = {}
     for buf in target.buffers.values():
         taken[buf.name] = [(s, e) for _, s, e in buf.reserved]
+    reserves = _reserves(bodies, taken)
     pending = []
     seen = set()
     for st in allocs:
@@ -74,9 +80,10 @@ def _first_fit_all(program_or_body, target) -> dict:
         elif st.addr is None:
             pending.append(st.tile)
     placed = {}
-    for tile in pending:
-        buf = target.buffer(tile.loc.buffer)
-        size = tile.type.nbytes
+    todo = reserves + [(t, t.loc.buffer, t.type.nbytes) for t in pending]
+    for tile, bufname, size in todo:
+        buf = target.buffer(bufname)
+        what = f"tile %{tile.name}" if not isinstance(tile, tuple) else f"FIFO buffer {tile[1]!r}"
         addr = 0
         for s, e in sorted(taken[buf.name]):
             if addr + size <= s:
@@ -84,9 +91,30 @@ def _first_fit_all(program_or_body, target) -> dict:
             addr = max(addr, _align(e, buf.alignment_bytes))
         if addr + size > buf.capacity_bytes:
             raise UserError(
-                f"auto placement: tile %{tile.name} ({size} B) does not fit in {buf.name} "
+                f"auto placement: {what} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}); the first free aligned address "
                 f"is {addr}")
         taken[buf.name].append((addr, addr + size))
         placed[tile] = addr
     return placed
+
+
+def _reserves(bodies, taken) -> list:
+    """FIFO buffers: fixed ones join ``taken``; auto ones come back to be placed."""
+    reserves = []
+    for st in (st for b in bodies for st in walk(b)
+               if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"):
+        a = dict(st.attrs)
+        m = re.search(r"<(\w+)>", str(a.get("location", "")))
+        try:
+            bufname = Loc(m.group(1)).buffer if m else "UB"
+        except ValueError:
+            raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
+                            f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
+        size = int(a.get("size", 0) or 0)
+        if a.get("auto") is True:
+            reserves.append((("reserve", a.get("name")), bufname, size))
+        else:
+            base = int(a.get("base", 0) or 0)
+            taken.setdefault(bufname, []).append((base, base + size))
+    return reserves

@@ -57,6 +57,7 @@ class Recorder:
         self.end = 0                            # largest end cycle of any item
         self.busy: dict[str, list[int]] = {}    # pipe -> [busy cycles, instructions] ("none")
         self.ops = 0                            # op rows ("none")
+        self.op_busy: dict[str, int] = {}       # opcode -> busy cycles of its op rows ("none")
         if mode == "none":
             self.row = self._count
             self.sync_row = self._count
@@ -108,6 +109,7 @@ class Recorder:
             self.end = end
         if item.kind == "op":
             self.ops += 1
+            self.op_busy[item.opcode] = self.op_busy.get(item.opcode, 0) + end - start
         if item.kind in _BUSY:
             b = self.busy.get(item.pipe)
             if b is None:

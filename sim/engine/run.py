@@ -5,11 +5,9 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
-from sim.engine.execute import Interpreter
+from sim.engine.chip import Chip
 from sim.engine.limits import Limits, RunStopped
-from sim.engine.machine import Machine
 from sim.engine.mode import prepare
-from sim.engine.races import RaceDetector
 from sim.engine.record import TRACE_MODES
 from sim.errors import DeadlockError, UserError
 from sim.result import Result
@@ -33,7 +31,8 @@ def _frozen_gc():
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
              detail: str = "op", races: "bool | str" = False, ideal_sync: bool = False,
              infinite_bandwidth: bool = False, trace: str = "full",
-             sync: "str | None" = None, limits: Limits | None = None) -> Result:
+             sync: "str | None" = None, limits: Limits | None = None,
+             block_dim: "int | None" = None, l2: "bool | None" = None) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -58,7 +57,9 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     ``"none"`` (no rows; ``total_cycles`` and ``pipes`` still work) — the lighter modes are
     for sweeps. ``limits`` (``sim.engine.limits``) bounds the run by cycles and issued items
     and reports progress; a run it stops, a deadlock and a KeyboardInterrupt carry the trace
-    recorded so far as ``.trace``.
+    recorded so far as ``.trace``. ``block_dim`` physical cores run the kernel SPMD (a
+    builder ``Kernel`` brings its own; default 1); ``l2`` overrides the target's ``[gm.l2]
+    enabled`` switch.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -68,31 +69,36 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {trace!r}")
     if hasattr(program, "program"):          # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
+        if block_dim is None:
+            block_dim = program.block_dim
         program = program.program()
+    if block_dim is None:
+        block_dim = 1
+    if isinstance(block_dim, bool) or not isinstance(block_dim, int):
+        raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
     prep = prepare(program, tgt, sync)
     check = races is True or (races == "manual" and prep.mode == "manual")
-    interp = Interpreter(prep.program, tgt, inputs=inputs, functional=functional, strict=strict,
-                         seed=seed, track_accesses=check)
-    detector = RaceDetector() if check else None
     watched = limits is not None and limits.active
-    machine = Machine(tgt, env=limits.environment() if watched else None, detail=detail == "cce",
-                      races=detector, ideal_sync=ideal_sync or prep.ideal_sync,
-                      infinite_bandwidth=infinite_bandwidth, trace=trace)
+    chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
+                strict=strict, seed=seed, detail=detail == "cce", races=check,
+                ideal_sync=ideal_sync or prep.ideal_sync,
+                infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace,
+                limits=limits if watched else None)
     try:
         with _frozen_gc():
-            recording = machine.run(limits.stream(interp.issue()) if watched else interp.issue())
+            recording = chip.run()
             if watched:
                 limits.check()           # a run shorter than one check interval, too
     except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
-        e.trace = machine.recorder.frame()
+        e.trace = chip.recording().frame()
         raise
-    found = tuple(detector.finish()) if detector else ()
-    warnings = (*prep.warnings, *interp.warnings)
+    found = chip.races()
+    warnings = (*prep.warnings, *chip.warnings)
     if found and races == "manual":
         warnings += (race_warning(found),)
-    return Result(program.main.name, tgt, recording, dict(interp.gm), warnings, found,
-                  mode=prep.mode)
+    return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
+                  mode=prep.mode, block_dim=block_dim, memory=chip.gm.summary(recording.end) if chip.gm_used else {})
 
 
 def race_warning(found) -> str:

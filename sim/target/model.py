@@ -99,6 +99,8 @@ class Target:
     ops: dict
     quirks: frozenset
     scalar_loops: dict = attrs.Factory(dict)   # [scalar_loops]: per-element scalar-unit figures
+    chip: dict = attrs.Factory(dict)           # [chip]: cores, cross-unit FIFOs
+    gm: dict = attrs.Factory(dict)             # [gm]: shared GM bandwidth, optional L2
 
     def buffer(self, name: str) -> Buffer:
         try:
@@ -208,6 +210,7 @@ def _load(path: Path) -> Target:
         vector=vector, vector_costs=_vector_costs(path / vector.get("costs", "vector_costs.csv")),
         sync=machine.get("sync", {}), scalar=machine.get("scalar", {}),
         scalar_loops=machine.get("scalar_loops", {}),
+        chip=machine.get("chip", {}), gm=machine.get("gm", {}),
         dma_model=machine.get("dma", {}).get("model", "flat"),
         dma_paths=_dma_paths(machine.get("dma", {}), clock), cube=machine.get("cube", {}),
         ops=_read_toml(path / "ops.toml"),

@@ -7,7 +7,8 @@ import pandas as pd
 from sim.trace.frame import busy_rows, lanes
 from sim.trace.frame import total_cycles as _total
 
-__all__ = ["pipe_summary", "pipe_table", "op_summary", "text_report"]
+__all__ = ["pipe_summary", "pipe_table", "op_summary", "unit_summary", "opcode_share",
+           "units_from_totals", "text_report"]
 
 _PIPE_ORDER = ["PIPE_S", "PIPE_MTE2", "PIPE_MTE1", "PIPE_V", "PIPE_M", "PIPE_FIX", "PIPE_MTE3"]
 
@@ -18,16 +19,76 @@ def _pipes_in(trace) -> list[str]:
 
 
 def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
-    """Pipe -> busy cycles (instructions only), utilisation and instruction count."""
-    ops = trace[trace["kind"].isin(["op", "scalar"])]
+    """Pipe -> busy cycles (instructions only), utilisation and instruction count.
+
+    Summed over every unit that has the pipe; utilisation is busy / (total x number of
+    such units), the mean over them.
+    """
+    ops = busy_rows(trace)
+    units = trace.loc[trace["pipe"] != "PIPE_ALL"].groupby("pipe", observed=True)[["core", "unit"]] \
+        .apply(lambda d: len(d.drop_duplicates()))
     out = {}
     for pipe in _pipes_in(trace):
         rows = ops[ops["pipe"] == pipe]
         busy = int(rows["duration_cycles"].sum())
+        span = total_cycles * int(units.get(pipe, 1))
         out[pipe] = {"busy_cycles": busy,
-                     "utilization": round(busy / total_cycles, 4) if total_cycles else 0.0,
+                     "utilization": round(busy / span, 4) if span else 0.0,
                      "instructions": int(len(rows))}
     return out
+
+
+def units_from_totals(totals, total_cycles: int) -> list[dict]:
+    """``unit_summary`` from per-unit totals ``[(core, unit, {pipe: (busy, instructions)},
+    {opcode: busy})]`` (a run that kept no trace rows)."""
+    out = []
+    for core, unit, pipes, ops in sorted(totals, key=lambda t: (t[0], t[1])):
+        out.append({"core": int(core), "unit": str(unit),
+                    "pipes": {p: {"busy_cycles": int(b), "instructions": int(n),
+                                  "utilization": _ratio(b, total_cycles)}
+                              for p, (b, n) in sorted(pipes.items(),
+                                                      key=lambda kv: _pipe_rank(kv[0]))},
+                    "opcodes": {o: {"busy_cycles": int(b), "ratio": _ratio(b, total_cycles)}
+                                for o, b in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))}})
+    return out
+
+
+def unit_summary(trace: pd.DataFrame, total_cycles: int) -> list[dict]:
+    """Per (core, unit): busy cycles, utilisation and instructions of each pipe, and each
+    opcode's busy cycles and share of the total time (``ratio`` = busy / total)."""
+    busy = busy_rows(trace)
+    per_pipe = busy.groupby(["core", "unit", "pipe"], observed=True)["duration_cycles"] \
+        .agg(["sum", "count"])
+    per_op = busy[busy["kind"] == "op"].groupby(["core", "unit", "opcode"], observed=True)[
+        "duration_cycles"].sum()
+    totals = {(int(c), str(u)): ({}, {}) for c, u, _ in lanes(trace)}
+    for (c, u, p), (b, n) in per_pipe.iterrows():
+        totals[(int(c), str(u))][0][str(p)] = (b, n)
+    for (c, u, o), b in per_op.items():
+        totals[(int(c), str(u))][1][str(o)] = b
+    return units_from_totals([(c, u, p, o) for (c, u), (p, o) in totals.items()], total_cycles)
+
+
+def opcode_share(units: list[dict], total_cycles: int) -> dict:
+    """Opcode -> its busy cycles over all units, and ``ratio``: the mean over the units
+    that run it of busy / total (the per-engine busy ratio, e.g. TMATMUL on the cubes);
+    from ``unit_summary``."""
+    busy: dict[str, list[int]] = {}
+    for u in units:
+        for op, v in u["opcodes"].items():
+            b = busy.setdefault(op, [0, 0])
+            b[0] += v["busy_cycles"]
+            b[1] += 1
+    return {op: {"busy_cycles": b, "units": n, "ratio": _ratio(b, total_cycles * n)}
+            for op, (b, n) in sorted(busy.items(), key=lambda kv: (-kv[1][0], kv[0]))}
+
+
+def _ratio(part, whole) -> float:
+    return round(float(part) / whole, 4) if whole else 0.0
+
+
+def _pipe_rank(pipe: str):
+    return (_PIPE_ORDER.index(pipe) if pipe in _PIPE_ORDER else 99, pipe)
 
 
 def pipe_table(trace: pd.DataFrame, total_cycles: int | None = None) -> pd.DataFrame:
@@ -66,6 +127,14 @@ def text_report(trace: pd.DataFrame, *, kernel: str, target: str, clock_hz: floa
              "", f"{'pipe':<10} {'busy':>9} {'util':>7} {'instrs':>7}"]
     for pipe, s in (pipe_summary(trace, total) if pipes is None else pipes).items():
         lines.append(f"{pipe:<10} {s['busy_cycles']:>9} {s['utilization']:>7.1%} {s['instructions']:>7}")
+    units = unit_summary(trace, total)
+    if len(units) > 1:
+        lines += ["", "per core and unit: pipe utilisation | opcode share of the total time"]
+        for u in units:
+            pipes = "  ".join(f"{p.removeprefix('PIPE_')} {v['utilization']:.1%}"
+                              for p, v in u["pipes"].items())
+            ops_ = "  ".join(f"{o} {v['ratio']:.1%}" for o, v in list(u["opcodes"].items())[:4])
+            lines.append(f"core {u['core']:<3} {u['unit']:<5} {pipes}" + (f" | {ops_}" if ops_ else ""))
     ops = op_summary(trace)
     if len(ops):
         lines += ["", f"{'opcode':<14} {'pipe':<10} {'count':>6} {'cycles':>9} {'mean':>8}"]

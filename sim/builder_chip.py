@@ -1,0 +1,237 @@
+"""The whole-chip part of the Python builder: blocks, sections, cube<->vector FIFOs.
+
+::
+
+    k = sim.Kernel("gemm", block_dim=24)
+    row = k.block_idx * 256                    # an Index: scalar code the units run
+    with k.cube():                             # pto.section.cube: the AIC of every core
+        ...  k.TLOAD(a_l1, A[row:row + 256, 0:64]) ...
+        k.tpush(c2v, acc)                      # to both AIVs of the core (split per fifo)
+    with k.vector():                           # pto.section.vector: AIV0 and AIV1
+        t = k.tpop(c2v)                        # a UB tile in the FIFO's slot
+        k.TEXP(t, t)
+        k.tfree(c2v)
+
+``block_idx`` / ``block_num`` / ``subblock_idx`` / ``subblock_num`` are ``Index`` values:
+integers known when the kernel runs (``pto.get_block_idx`` ...). Arithmetic with Python
+ints emits ``arith`` statements; views take them as offsets (``A[row:row + 256, :]``, the
+size being the static difference). A token (RecordEvent) cannot cross sections: units
+synchronise through FIFOs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from sim.errors import UserError
+from sim.isa.dtypes import dtype as _dtype
+from sim.isa.program import Arith, Const, PipeOp, RawAttr, Scalar, ScalarOp
+from sim.isa.tile import Tile, TileType
+
+__all__ = ["Index", "Fifo", "ChipKernel"]
+
+_IDS = ("block_idx", "block_num", "subblock_idx", "subblock_num")
+
+
+class Index:
+    """A run-time ``index`` value: ``base + offset`` where ``base`` names a scalar."""
+
+    __slots__ = ("kernel", "scalar", "base", "offset")
+
+    def __init__(self, kernel, scalar: Scalar, base: "Scalar | None" = None, offset: int = 0):
+        self.kernel, self.scalar = kernel, scalar
+        self.base, self.offset = (scalar, 0) if base is None else (base, offset)
+
+    def _op(self, op: str, other, swap=False) -> "Index":
+        k = self.kernel
+        if isinstance(other, Index):
+            rhs = other.scalar
+        elif isinstance(other, int):
+            rhs = Const(int(other))
+        else:
+            return NotImplemented
+        res = Scalar(k._fresh("i"), "index")
+        operands = (rhs, self.scalar) if swap else (self.scalar, rhs)
+        k._emit(Arith(res, f"arith.{op}", operands))
+        if op == "addi" and isinstance(other, int):
+            return Index(k, res, self.base, self.offset + other)
+        if op == "subi" and isinstance(other, int) and not swap:
+            return Index(k, res, self.base, self.offset - other)
+        return Index(k, res)
+
+    def __add__(self, other):
+        return self._op("addi", other)
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        return self._op("muli", other)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        return self._op("floordivsi", other)
+
+    def __mod__(self, other):
+        return self._op("remsi", other)
+
+    def __sub__(self, other):
+        if isinstance(other, Index) and other.base == self.base:
+            return self.offset - other.offset          # a static size
+        return self._op("subi", other)
+
+    def __rsub__(self, other):
+        return self._op("subi", other, swap=True)
+
+    def __repr__(self) -> str:
+        return f"Index(%{self.scalar.name})"
+
+
+class Fifo:
+    """A cube<->vector FIFO declared with ``Kernel.fifo``."""
+
+    __slots__ = ("id", "direction", "type", "split", "buffer")
+
+    def __init__(self, id, direction, type, split, buffer):
+        self.id, self.direction, self.type, self.split, self.buffer = (
+            id, direction, type, split, buffer)
+
+    def __repr__(self) -> str:
+        return f"Fifo({self.id}, {self.direction}, {self.type})"
+
+
+class ChipKernel:
+    """Mixin of ``Kernel``: block ids, sections, FIFOs."""
+
+    def _chip_init(self, block_dim: int) -> None:
+        if isinstance(block_dim, bool) or not isinstance(block_dim, int) or block_dim < 1:
+            raise UserError(f"Kernel: block_dim: expected a positive integer, found {block_dim!r}")
+        self.block_dim = block_dim
+        self._ids: dict[str, Index] = {}
+        self._section = None          # "cube" / "vector" while inside a section
+        self._fifos: list[Fifo] = []
+
+    # --- ids -------------------------------------------------------------------------------
+
+    def _id(self, name: str) -> Index:
+        ix = self._ids.get(name)
+        if ix is None:
+            ix = self._ids[name] = Index(self, Scalar(self._fresh(name), "index"))
+        return ix
+
+    @property
+    def block_idx(self) -> Index:
+        """This block's index, 0 .. block_dim - 1 (``pto.get_block_idx``)."""
+        return self._id("block_idx")
+
+    @property
+    def block_num(self) -> Index:
+        return self._id("block_num")
+
+    @property
+    def subblock_idx(self) -> Index:
+        """0 / 1 on the two vector units of a core, 0 on the cube (``get_subblock_idx``)."""
+        return self._id("subblock_idx")
+
+    @property
+    def subblock_num(self) -> Index:
+        return self._id("subblock_num")
+
+    def _prologue(self) -> list:
+        """The id reads every unit runs first."""
+        return [ScalarOp((self._ids[n].scalar,), f"pto.get_{n}") for n in _IDS if n in self._ids]
+
+    # --- sections --------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _in_section(self, kind: str):
+        if self._section is not None:
+            raise UserError(f"section.{kind}: sections do not nest (already in section."
+                            f"{self._section})")
+        self._section = kind
+        self._emit(("section", kind))
+        try:
+            yield
+        finally:
+            self._emit(("end", kind))
+            self._section = None
+
+    def cube(self):
+        """``with k.cube():`` — code for the cube unit (``pto.section.cube``)."""
+        return self._in_section("cube")
+
+    def vector(self):
+        """``with k.vector():`` — code for both vector units (``pto.section.vector``)."""
+        return self._in_section("vector")
+
+    # --- FIFOs -----------------------------------------------------------------------------
+
+    def fifo(self, direction: str, dtype, rows: int, cols: int, *, slots: int = 2,
+             split: int = 0) -> Fifo:
+        """Declare a FIFO: ``"c2v"`` (cube -> both vector units) or ``"v2c"``.
+
+        ``(rows, cols)`` of ``dtype`` is the consumer's tile: for c2v what each vector
+        unit pops (half the pushed tile with ``split=1`` rows / ``2`` columns), for v2c
+        what the cube pops. The consumer buffer (UB / L1) of ``slots`` such tiles is placed
+        by the simulator (``reserve_buffer {auto = true}``).
+        """
+        if self._section is not None:
+            raise UserError("fifo(): declare FIFOs outside sections (every unit sets them up)")
+        if direction not in ("c2v", "v2c"):
+            raise UserError(f"fifo(): direction: expected 'c2v' or 'v2c', found {direction!r}")
+        if split not in (0, 1, 2):
+            raise UserError(f"fifo(): split: expected 0 (none), 1 (rows) or 2 (columns), "
+                            f"found {split!r}")
+        fid = len(self._fifos)
+        loc = "vec" if direction == "c2v" else "mat"
+        ttype = TileType(loc, _dtype(dtype), int(rows), int(cols))
+        slot = ttype.nbytes
+        buf = Scalar(self._fresh(f"fifo{fid}_buf"), "i32")
+        self._emit(PipeOp((buf,), "pto.reserve_buffer", (),
+                          {"name": f"fifo{fid}", "size": slot * int(slots),
+                           "location": RawAttr(f"#pto.address_space<{loc}>"), "auto": True}))
+        attrs = {"id": fid, "dir_mask": 1 if direction == "c2v" else 2, "slot_size": slot}
+        operand = (("c2v_consumer_buf" if direction == "c2v" else "v2c_consumer_buf"), buf)
+        self._emit(PipeOp((), "pto.aic_initialize_pipe", (operand,), attrs))
+        self._emit(PipeOp((), "pto.aiv_initialize_pipe", (operand,), attrs))
+        f = Fifo(fid, direction, ttype, split, buf)
+        self._fifos.append(f)
+        return f
+
+    def _need(self, kind: str, what: str) -> None:
+        if self._section != kind:
+            raise UserError(f"{what}: expected inside `with k.{kind}():`, found "
+                            f"{'no section' if self._section is None else 'section.' + self._section}")
+
+    def tpush(self, fifo: Fifo, tile: Tile, *events):
+        """Push ``tile`` into ``fifo`` (``tpush_to_aiv`` on the cube, ``tpush_to_aic`` on
+        the vector units) after ``events``; returns a token on the pipe that moves it."""
+        to_aiv = fifo.direction == "c2v"
+        self._need("cube" if to_aiv else "vector", f"tpush on {fifo!r}")
+        pipe = "PIPE_FIX" if tile.loc.value == "acc" else "PIPE_MTE3"
+        from sim.builder import _caller, Event
+        loc = _caller()
+        for ev in events:
+            self._wait(ev, pipe, loc)
+        op = "pto.tpush_to_aiv" if to_aiv else "pto.tpush_to_aic"
+        idx = self._emit(PipeOp((), op, (tile,), {"id": fifo.id, "split": fifo.split}, loc=loc))
+        return Event(self, idx, pipe)
+
+    def tpop(self, fifo: Fifo) -> Tile:
+        """Pop the next tile of ``fifo`` (on the consumer side); it lives in the FIFO's slot
+        until ``tfree``."""
+        to_aiv = fifo.direction == "c2v"
+        self._need("vector" if to_aiv else "cube", f"tpop on {fifo!r}")
+        from sim.builder import _caller
+        tile = Tile(self._fresh(f"pop{fifo.id}_"), fifo.type)
+        op = "pto.tpop_from_aic" if to_aiv else "pto.tpop_from_aiv"
+        self._emit(PipeOp((tile,), op, (), {"id": fifo.id, "split": fifo.split}, loc=_caller()))
+        return tile
+
+    def tfree(self, fifo: Fifo) -> None:
+        """Give the slot of the oldest popped tile back to the producer."""
+        to_aiv = fifo.direction == "c2v"
+        self._need("vector" if to_aiv else "cube", f"tfree on {fifo!r}")
+        from sim.builder import _caller
+        op = "pto.tfree_from_aic" if to_aiv else "pto.tfree_from_aiv"
+        self._emit(PipeOp((), op, (), {"id": fifo.id, "split": fifo.split}, loc=_caller()))

@@ -1,0 +1,135 @@
+"""The chip: every unit of every launched core in one SimPy environment.
+
+``block_dim`` physical cores run the kernel SPMD (programming-model.md §2.1). Each unit
+— AIC, AIV0, AIV1 of a core, as ``sim.engine.units.layout`` decides from the kernel — gets
+its own interpreter (its own buffers, tiles and scalar values; ``get_block_idx`` and
+``get_subblock_idx`` answer with its ids) and its own ``Machine`` (its own pipes). What
+the units share:
+
+* one ``simpy.Environment``, so all timelines advance together;
+* the GM arrays (functional data) and the GM model (``sim.engine.gm``): every GM
+  transfer of every unit competes for the chip's bandwidth;
+* the cross-unit flags and FIFO data of ``sim.engine.xunit``.
+
+Each interpreter issues lazily as its dispatcher pulls, so the cost per simulated
+instruction does not grow with the number of units. When the environment runs dry with a
+unit unfinished, the run is deadlocked: ``DeadlockError`` names, for every stuck unit,
+its core, unit, pipe and the flag it waits for.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import simpy
+
+from sim.engine.execute import Interpreter
+from sim.engine.gm import GlobalMemory
+from sim.engine.machine import Machine, describe_stuck
+from sim.engine.placement import place_tiles
+from sim.engine.races import RaceDetector
+from sim.engine.units import layout, unit_program
+from sim.engine.xunit import ChipState
+from sim.errors import DeadlockError
+
+__all__ = ["Chip", "ChipRecording"]
+
+
+class Chip:
+    """One run of ``program`` on ``block_dim`` cores of ``target``."""
+
+    def __init__(self, program, target, *, block_dim=1, inputs=None, functional=True,
+                 strict=True, seed=0, detail=False, races=False, ideal_sync=False,
+                 infinite_bandwidth=False, l2=None, trace="full", limits=None):
+        self.target = target
+        self.layout = layout(program, target, block_dim)
+        self.limits = limits      # sim.engine.limits.Limits watching the run, or None
+        self.env = limits.environment() if limits is not None else simpy.Environment()
+        self.gm = GlobalMemory(target, l2=l2)
+        self.state = ChipState(self.env, target)
+        self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
+        # one unit alone never fills the GM channel (each path is slower than it), so it
+        # keeps the Machine's batched fast path unless the L2 changes transfer latencies
+        alone = len(self.layout.units) == 1 and not self.gm.apply_latency
+        gm_model = self.gm if self.gm.active and not alone else None
+        self.gm_used = gm_model is not None
+        programs, placed = {}, {}
+        self.units = []
+        for spec in self.layout.units:
+            if spec.kind not in programs:
+                programs[spec.kind] = unit_program(program, spec.kind, target)
+                placed[spec.kind] = place_tiles(programs[spec.kind], target)
+            interp = Interpreter(programs[spec.kind], target, inputs=inputs,
+                                 functional=functional, strict=strict, seed=seed,
+                                 track_accesses=races, spec=spec, chip=self.state,
+                                 gm=self.gm_state, placed=placed[spec.kind],
+                                 gm_windows=gm_model is not None and gm_model.needs_window())
+            machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
+                              detail=detail, races=RaceDetector() if races else None,
+                              ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
+                              gm=gm_model, shared=self.state.flags, trace=trace)
+            self.units.append((spec, interp, machine))
+
+    def run(self):
+        """Run every unit to the end; the trace recording of all of them."""
+        for _, interp, machine in self.units:
+            stream = interp.issue()
+            machine.start(self.limits.stream(stream) if self.limits is not None else stream)
+        self.env.run()
+        stuck = [(spec, m) for spec, _, m in self.units if not m.finished()]
+        if stuck:
+            self._deadlock(stuck)
+        return self.recording()
+
+    def recording(self):
+        """One unit's ``Recorder``, or all of them as a ``ChipRecording``."""
+        if len(self.units) == 1:
+            return self.units[0][2].recorder
+        return ChipRecording(tuple(m.recorder for _, _, m in self.units))
+
+    @property
+    def warnings(self) -> tuple:
+        seen = {}
+        for _, interp, _ in self.units:
+            seen.update(interp.warnings)
+        return tuple(seen)
+
+    def races(self) -> tuple:
+        return tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())
+
+    def _deadlock(self, stuck):
+        multi = len(self.units) > 1
+        parts, entries = [], []
+        for spec, m in stuck:
+            items = m.stuck()
+            for s in items:
+                s["core"], s["unit"] = spec.core, spec.unit
+            entries += items
+            parts.append(describe_stuck(items, f"core {spec.core} {spec.unit} " if multi else ""))
+        raise DeadlockError(f"deadlock at cycle {self.env.now}: " + "; ".join(parts), entries)
+
+
+class ChipRecording:
+    """The recordings of every unit, read as one (the reading side of ``Recorder``)."""
+
+    def __init__(self, recorders):
+        self.recorders = recorders
+        self.mode = recorders[0].mode
+        self.end = max(r.end for r in recorders)
+        self.ops = sum(r.ops for r in recorders)
+
+    def pipe_totals(self) -> dict:
+        out: dict = {}
+        for r in self.recorders:
+            for pipe, (busy, n) in r.pipe_totals().items():
+                b, m = out.get(pipe, (0, 0))
+                out[pipe] = (b + busy, m + n)
+        return out
+
+    def frame(self) -> pd.DataFrame:
+        """Every unit's rows, by start cycle, then core, unit and id."""
+        frames = [r.frame() for r in self.recorders]
+        df = pd.concat([f.astype({c: str for c in f.columns if f[c].dtype == "category"})
+                        for f in frames], ignore_index=True)
+        df = df.sort_values(["start_cycle", "core", "unit", "id"], kind="stable")
+        return df.reset_index(drop=True).astype({c: "category" for c in frames[0].columns
+                                                 if frames[0][c].dtype == "category"})

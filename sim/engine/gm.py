@@ -1,0 +1,177 @@
+"""Global memory shared by the whole chip: bandwidth sharing and an optional L2.
+
+Every unit of every core reaches GM through one memory system, so 24 cores never get 24
+times one core's bandwidth. The figures live in ``[gm]`` of the target's machine.toml.
+
+* A **GM transfer** is a DMA item on one of the ``[gm] paths`` (GM->UB, GM->L1, UB->GM,
+  L1->GM, L0C->GM). Alone it costs what its path costs (timing-model.md §5.1), so a single
+  unit sees exactly the per-core figures.
+* **Sharing rule.** Every GM transfer of the chip also crosses a shared channel that
+  moves ``bandwidth_gib_per_s``. The channel serves transfers in the order they start,
+  each for ``bytes / bandwidth`` cycles: a transfer starting at ``t`` reserves
+  ``[max(t, free), max(t, free) + bytes / bandwidth)`` and ends at
+  ``max(t + own cost, end of its reservation)``. The chip's aggregate throughput thus
+  never exceeds the channel, while a lone transfer whose path is slower than the channel
+  is not slowed down. ASSUMPTION: the reference's only sharing rule is the fitted
+  model's optional cap "total / active cores" per read / write group (timing-model.md
+  §5.3, caps off in the shipped fit); serving in start order is our choice — one
+  reservation per transfer, deterministic, no per-step cost in the number of cores.
+* **L2** (``[gm.l2] enabled``): an LRU cache of ``line_bytes`` lines in front of HBM
+  (timing-model.md §5.4). Every transfer crosses the L2 channel
+  (``[gm.l2] bandwidth_gib_per_s``); only the bytes of lines that miss (and every write,
+  write-through) also cross the HBM channel (``[gm] bandwidth_gib_per_s``). With
+  ``apply_latency`` the per-transfer latencies of §5.4 replace the path cost: a transfer
+  whose lines all hit costs ``min(base, bytes / hit_bytes_per_cycle + hit_fixed_cycles)``,
+  one with a miss ``base + miss_extra_cycles``. The LRU is tracked per line with a
+  counter of lines brought in: a line stays resident until ``capacity_bytes /
+  line_bytes`` newer lines were brought in after its last use (exact LRU for streaming
+  and for re-use; it ignores the reordering by hits of other lines — ASSUMPTION, for a
+  cost per transfer of a few numpy operations).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["GlobalMemory"]
+
+_NEVER = np.iinfo(np.int64).min // 2
+
+
+class _Channel:
+    """A shared link served in start order at ``bytes_per_cycle``."""
+
+    __slots__ = ("bytes_per_cycle", "free", "busy_cycles", "bytes")
+
+    def __init__(self, bytes_per_cycle: float):
+        self.bytes_per_cycle = bytes_per_cycle
+        self.free = 0.0
+        self.busy_cycles = 0.0
+        self.bytes = 0
+
+    def reserve(self, now: float, nbytes: int) -> float:
+        """End of the reservation of ``nbytes`` for a transfer starting at ``now``."""
+        t = nbytes / self.bytes_per_cycle
+        start = self.free if self.free > now else now
+        self.free = start + t
+        self.busy_cycles += t
+        self.bytes += nbytes
+        return self.free
+
+
+class _L2:
+    """Approximate LRU of lines, per GM array (see the module docstring)."""
+
+    def __init__(self, cfg: dict):
+        self.line = int(cfg.get("line_bytes", 512))
+        self.capacity_lines = max(1, int(cfg["capacity_bytes"]) // self.line)
+        self.brought = 0                      # lines brought in so far
+        self.stamps: dict[str, np.ndarray] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def lines(self, window) -> np.ndarray:
+        """Line numbers a GM window touches: ``(key, base, rows, cols, row stride, col
+        stride, itemsize)`` in elements."""
+        _, base, rows, cols, rs, cs, isz = window
+        if cs != 1 and rs == 1:               # column-contiguous (DN): swap the roles
+            rows, cols, rs, cs = cols, rows, cs, rs
+        if cs == 1:
+            starts = (base + np.arange(rows, dtype=np.int64) * rs) * isz
+            first = starts // self.line
+            last = (starts + cols * isz - 1) // self.line
+            n = int((last - first).max()) + 1
+            lines = np.minimum(first[:, None] + np.arange(n), last[:, None])
+        else:
+            r, c = np.meshgrid(np.arange(rows, dtype=np.int64), np.arange(cols, dtype=np.int64))
+            lines = (base + r * rs + c * cs) * isz // self.line
+        return np.unique(lines)
+
+    def access(self, window) -> tuple[int, int]:
+        """(lines that hit, lines touched); the touched lines become most recent."""
+        lines = self.lines(window)
+        key = window[0]
+        st = self.stamps.get(key)
+        need = int(lines[-1]) + 1
+        if st is None or st.size < need:
+            grown = np.full(max(need, 2 * (0 if st is None else st.size)), _NEVER, np.int64)
+            if st is not None:
+                grown[:st.size] = st
+            st = self.stamps[key] = grown
+        present = (self.brought - st[lines]) < self.capacity_lines
+        hit = int(np.count_nonzero(present))
+        self.brought += lines.size - hit
+        st[lines] = self.brought
+        self.hits += hit
+        self.misses += lines.size - hit
+        return hit, lines.size
+
+
+class GlobalMemory:
+    """The chip's GM: ``cost(now, item, own_cost)`` is the cycles a GM transfer takes."""
+
+    def __init__(self, target, *, l2: "bool | None" = None):
+        cfg = target.gm
+        bpc = 2**30 / target.clock_hz
+        self.paths = frozenset(cfg.get("paths", ()))
+        self.hbm = _Channel(float(cfg.get("bandwidth_gib_per_s", 0)) * bpc) if cfg else None
+        l2cfg = dict(cfg.get("l2", {}))
+        on = bool(l2cfg.get("enabled", False)) if l2 is None else l2
+        self.l2 = _L2(l2cfg) if on and l2cfg else None
+        self.l2_channel = (_Channel(float(l2cfg["bandwidth_gib_per_s"]) * bpc)
+                           if self.l2 is not None else None)
+        self.apply_latency = bool(l2cfg.get("apply_latency", False))
+        self.hit_fixed = float(l2cfg.get("hit_fixed_cycles", 50))
+        self.hit_bpc = float(l2cfg.get("hit_bytes_per_cycle", 256))
+        self.miss_extra = float(l2cfg.get("miss_extra_cycles", 150))
+        self._bytes: dict[int, tuple] = {}    # id(plan) -> (plan, GM bytes, is write)
+
+    @property
+    def active(self) -> bool:
+        return self.hbm is not None and self.hbm.bytes_per_cycle > 0 and bool(self.paths)
+
+    def _gm_bytes(self, plan) -> tuple[int, bool]:
+        hit = self._bytes.get(id(plan))
+        if hit is None or hit[0] is not plan:
+            nbytes, write = 0, False
+            for it in plan.items:
+                if it.kind == "dma" and it.name in self.paths:
+                    nbytes += it.bytes
+                    write = write or it.name.endswith("_GM")
+            hit = self._bytes[id(plan)] = (plan, nbytes, write)
+        return hit[1], hit[2]
+
+    def needs_window(self) -> bool:
+        """True when transfers must carry their GM window (the L2 tracks lines)."""
+        return self.l2 is not None
+
+    def cost(self, now: int, item, own: int) -> int:
+        nbytes, write = self._gm_bytes(item.plan)
+        if not nbytes:
+            return own
+        end = now + own
+        if self.l2 is None:
+            end = max(end, self.hbm.reserve(now, nbytes))
+        else:
+            hit, lines = self.l2.access(item.gm) if item.gm is not None else (0, 1)
+            miss_bytes = nbytes if write else nbytes * (lines - hit) // lines
+            if self.apply_latency:
+                end = now + (min(own, nbytes / self.hit_bpc + self.hit_fixed) if hit == lines
+                             else own + self.miss_extra)
+            end = max(end, self.l2_channel.reserve(now, nbytes))
+            if miss_bytes:
+                end = max(end, self.hbm.reserve(now, miss_bytes))
+        return int(end - now + 0.5) if end > now + own or self.apply_latency else own
+
+    def summary(self, total_cycles: int) -> dict:
+        """Bytes and utilisation of each channel over a run of ``total_cycles``."""
+        out = {}
+        for name, ch in (("hbm", self.hbm), ("l2", self.l2_channel)):
+            if ch is not None:
+                out[name] = {"bytes": ch.bytes,
+                             "utilization": round(ch.busy_cycles / total_cycles, 4)
+                             if total_cycles else 0.0}
+        if self.l2 is not None:
+            n = self.l2.hits + self.l2.misses
+            out["l2"]["hit_rate"] = round(self.l2.hits / n, 4) if n else 0.0
+        return out

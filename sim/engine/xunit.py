@@ -1,0 +1,377 @@
+"""Cross-unit synchronisation and data: cube<->vector FIFOs and their flags.
+
+**Flags between units.** Units signal each other through counters that live on the chip
+(``CrossFlags``), keyed by ``XKey`` tuples that name both ends; a ``Machine`` hands every
+set / wait item with such a key to them. A set increments, a wait blocks its pipe until
+the counter is positive and takes one. ``[sync] cross_core_flag_cycles`` delays a set's
+effect (timing-model.md §7: FFTS latency 0 in Perf-Sim, [silent] on hardware).
+
+**FIFOs** (``pto.aic_initialize_pipe`` / ``aiv_initialize_pipe``, ``tpush_*``,
+``tpop_*``, ``tfree_*`` as PTOAS emits them). A FIFO ``id`` of a core has a direction
+(``dir_mask`` bit 0: cube -> vector, bit 1: vector -> cube) and, per vector unit, one
+channel of ``slots`` slots: the consumer's reserved buffer size / ``slot_size``
+(``reserve_buffer`` / ``import_reserved_buffer`` give its address and size), or ``[chip]
+fifo_slots`` when no size is known. Each channel counts free slots (the producer waits on
+it, the consumer's ``tfree`` returns one) and full slots (the consumer waits on it, the
+producer's push adds one). Waits are on the scalar unit (ASSUMPTION: the flags are FFTS
+cross-core flags whose wait, ``wait_flag_dev``, stalls instruction issue); a push's
+"full" signal is set on the pipe that moved the data, when the move is done; a ``tfree``
+is set on the pipe that reads a popped tile (PIPE_V on a vector unit, PIPE_MTE1 on the
+cube — ASSUMPTION: the consumer's compute / TEXTRACT).
+
+* cube -> vector (``tpush_to_aiv`` on the AIC, ``tpop_from_aic`` / ``tfree_from_aic``
+  on each AIV): ``split = 1`` gives AIV s rows [s·M/2, (s+1)·M/2) of the pushed tile,
+  ``split = 2`` columns, ``split = 0`` the whole tile to each (ASSUMPTION: both AIVs
+  consume it; a push waits for a free slot in both channels).
+* vector -> cube (``tpush_to_aic`` on each AIV, ``tpop_from_aiv`` / ``tfree_from_aiv``
+  on the AIC): each AIV pushes its part; the cube's pop waits for both and stacks the
+  parts (rows for split 1, columns for split 2; split 0: AIV0's tile).
+
+Data paths (``[chip] fifo_data_path``, programming-model.md §2.1): ``"gm"`` (A2/A3, no
+direct path) — the push writes the slot to GM (an Acc tile on PIPE_FIX over L0C->GM, a
+vector tile on PIPE_MTE3 over UB->GM) and the pop reads it into the consumer's slot
+(PIPE_MTE2, GM->UB or GM->L1, then a hand-off flag to the pipe that reads it); ``"local"``
+(A5) — the push writes the consumer's buffer (FIXPIPE L0C->UB, UB->L1) and the pop only
+waits. The popped tile lives in the consumer's reserved buffer, slot after slot.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+import numpy as np
+
+from sim.engine.items import OP, SET, WAIT, Issued
+from sim.errors import SimulationError, UserError
+from sim.isa.program import PipeOp, Scalar
+from sim.isa.tile import Loc, Tile
+from sim.timing import Shape, lower
+
+__all__ = ["XKey", "CrossFlags", "CrossUnit", "ChipState"]
+
+
+class XKey(tuple):
+    """Key of a chip-level flag (a plain tuple key is a unit's own flag)."""
+
+    __slots__ = ()
+
+
+class CrossFlags:
+    """Counters shared by the units of a chip (the ``shared=`` of every ``Machine``)."""
+
+    def __init__(self, env, latency_cycles: int = 0):
+        self.env = env
+        self.latency = int(latency_cycles)
+        self.flags: dict = {}          # key -> [count, waiting event or None]
+
+    def _flag(self, key):
+        f = self.flags.get(key)
+        if f is None:
+            f = self.flags[key] = [0, None]
+        return f
+
+    def _fire(self, key):
+        f = self._flag(key)
+        f[0] += 1
+        if f[1] is not None:
+            ev, f[1] = f[1], None
+            ev.succeed()
+
+    def set(self, key):
+        if self.latency:
+            self.env.process(self._later(key))
+        else:
+            self._fire(key)
+
+    def _later(self, key):
+        yield self.env.timeout(self.latency)
+        self._fire(key)
+
+    def add(self, key, n: int):
+        """Start a counter at ``n`` (a FIFO's free slots) without a trace row."""
+        self._flag(key)[0] += n
+
+    def wait_event(self, key):
+        f = self._flag(key)
+        if f[0] > 0:
+            return None
+        f[1] = self.env.event()
+        return f[1]
+
+    def take(self, key):
+        self.flags[key][0] -= 1
+
+
+@attrs.frozen
+class _Fifo:
+    id: int
+    dirs: int              # bit 0: cube -> vector, bit 1: vector -> cube
+    slot_bytes: int
+    slots: int
+    c2v_base: int          # consumer buffer addresses (UB of the AIVs / L1 of the AIC)
+    v2c_base: int
+
+
+_TO_AIV, _TO_AIC = 1, 2
+
+
+class CrossUnit:
+    """Mixin of ``Interpreter``: the cube<->vector pipe ops of one unit's stream.
+
+    Needs ``self.spec`` (the ``UnitSpec``), ``self.chip`` (``CrossFlags`` and the FIFO
+    data, shared by the units) and the interpreter's tile state.
+    """
+
+    def _pipe_op(self, st: PipeOp):
+        name = st.op.removeprefix("pto.")
+        handler = getattr(self, "_x_" + name, None)
+        if handler is None:
+            raise UserError(f"{st.op} ({st.loc}): not a cube<->vector pipe op the simulator knows")
+        return handler(st, dict(st.attrs))
+
+    # --- buffers and set-up ----------------------------------------------------------------
+
+    def _x_reserve_buffer(self, st, a):
+        base = (self._placed[("reserve", a.get("name"))] if a.get("auto") is True
+                else int(a.get("base", 0) or 0))
+        self._reserved[st.results[0].name] = (base, int(a.get("size", 0) or 0))
+        self.values[st.results[0].name] = base
+
+    def _x_import_reserved_buffer(self, st, a):
+        name = a.get("name")
+        peer = str(a.get("peer_func", "")).lstrip("@")
+        found = self.chip.reserved(self.program, peer, name)
+        if found is None:
+            raise UserError(f"{st.op} ({st.loc}): no reserve_buffer {{name = {name!r}}} in "
+                            f"@{peer}")
+        self._reserved[st.results[0].name] = found
+        self.values[st.results[0].name] = found[0]
+
+    def _init_pipe(self, st, a):
+        ops = {k: v for k, v in (o for o in st.operands if isinstance(o, tuple))}
+        slot = int(a.get("slot_size", 0) or 0)
+        dirs = int(a.get("dir_mask", 1) or 1)
+
+        def buf(key):
+            v = ops.get(key)
+            if v is None:
+                return 0, 0
+            if isinstance(v, Scalar) and v.name in self._reserved:
+                return self._reserved[v.name]
+            return int(self.scalar(v)), 0
+
+        (c2v, c2v_size), (v2c, v2c_size) = buf("c2v_consumer_buf"), buf("v2c_consumer_buf")
+        size = c2v_size if dirs & _TO_AIV else v2c_size
+        slots = size // slot if size and slot else int(self.target.chip.get("fifo_slots", 2))
+        fifo = _Fifo(int(a.get("id", 0) or 0), dirs, slot, max(1, slots), c2v, v2c)
+        self._fifos[fifo.id] = fifo
+        return fifo
+
+    def _x_aic_initialize_pipe(self, st, a):
+        fifo = self._init_pipe(st, a)
+        if fifo.dirs & _TO_AIV:        # the cube produces: every vector channel starts empty
+            for s in range(self.chip.vector_units):
+                self.chip.flags.add(self._key(fifo, _TO_AIV, s, "free"), fifo.slots)
+
+    def _x_aiv_initialize_pipe(self, st, a):
+        fifo = self._init_pipe(st, a)
+        if fifo.dirs & _TO_AIC:
+            self.chip.flags.add(self._key(fifo, _TO_AIC, self.spec.subblock_idx, "free"),
+                                fifo.slots)
+
+    # --- push / pop / free -----------------------------------------------------------------
+
+    def _key(self, fifo, direction, sub, what):
+        return XKey(("fifo", self.spec.core, fifo.id, direction, sub, what))
+
+    def _key_text(self, fifo, direction, sub, what):
+        arrow = "AIC->AIV" if direction == _TO_AIV else "AIV->AIC"
+        return f"fifo {fifo.id} {arrow}{sub} {what} slot"
+
+    def _fifo(self, st, direction):
+        """The FIFO an op uses: its ``id`` attribute, else the first one initialised for
+        its direction."""
+        fid = dict(st.attrs).get("id")
+        for fifo in self._fifos.values():
+            if (fifo.id == fid) if fid is not None else bool(fifo.dirs & direction):
+                return fifo
+        arrow = "cube -> vector" if direction == _TO_AIV else "vector -> cube"
+        raise SimulationError(f"{st.op} ({st.loc}): expected an initialize_pipe for a "
+                              f"{arrow} FIFO{'' if fid is None else f' with id {fid}'} before "
+                              f"it on core {self.spec.core} {self.spec.unit}, found none")
+
+    def _sync_item(self, kind, pipe, key, text, st):
+        return Issued(kind, pipe, kind, flag=key, text=text,
+                      source=str(st.loc or ""))
+
+    def _move_item(self, opcode, pipe, path, tile, rows, st):
+        """The data move of a push / pop: ``rows`` x valid cols of ``tile`` over ``path``."""
+        t = tile.type
+        cols = self.valid_of(tile)[1]
+        shape = Shape(opcode, t.dtype.name, t.rows, t.cols, t.valid_cols, rows, cols, path=path)
+        plan = lower(shape, pipe, self.target)
+        return Issued(OP, pipe, opcode, plan.cold_cycles, plan.warm_cycles,
+                      plan.breaks_stream, None, plan, f"%{tile.name} ({path})",
+                      str(st.loc or ""))
+
+    def _x_tpush_to_aiv(self, st, a):
+        fifo = self._fifo(st, _TO_AIV)
+        tile = st.operands[0]
+        split = int(a.get("split", 0) or 0)
+        for s in range(self.chip.vector_units):
+            yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIV, s, "free"),
+                                  self._key_text(fifo, _TO_AIV, s, "free"), st)
+        rows = self.valid_of(tile)[0]
+        local = self.chip.data_path == "local"
+        src = tile.loc
+        pipe, path = (("PIPE_FIX", "L0C_UB" if local else "L0C_GM") if src is Loc.ACC else
+                      ("PIPE_MTE3", "L1_GM") if src is Loc.MAT else ("PIPE_MTE3", "UB_GM"))
+        if local and src is not Loc.ACC:
+            raise UserError(f"{st.op} ({st.loc}): on {self.target.name} the cube pushes an acc "
+                            f"tile (FIXPIPE L0C->UB), found a {src.value} tile")
+        if self.functional:
+            data = self._read_tile(tile)
+            for s in range(self.chip.vector_units):
+                self.chip.queue(self.spec.core, fifo.id, _TO_AIV, s).append(
+                    _part(data, split, s))
+        n = self.chip.vector_units
+        moved = rows * (n if local and split == 0 else 1)
+        yield self._move_item("TPUSH", pipe, path, tile, moved, st)
+        for s in range(self.chip.vector_units):
+            yield self._sync_item(SET, pipe, self._key(fifo, _TO_AIV, s, "full"),
+                                  self._key_text(fifo, _TO_AIV, s, "full"), st)
+
+    def _x_tpush_to_aic(self, st, a):
+        fifo = self._fifo(st, _TO_AIC)
+        tile = st.operands[0]
+        sub = self.spec.subblock_idx
+        yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIC, sub, "free"),
+                              self._key_text(fifo, _TO_AIC, sub, "free"), st)
+        if self.functional:
+            self.chip.queue(self.spec.core, fifo.id, _TO_AIC, sub).append(self._read_tile(tile))
+        path = "UB_L1" if self.chip.data_path == "local" else "UB_GM"
+        yield self._move_item("TPUSH", "PIPE_MTE3", path, tile, self.valid_of(tile)[0], st)
+        yield self._sync_item(SET, "PIPE_MTE3", self._key(fifo, _TO_AIC, sub, "full"),
+                              self._key_text(fifo, _TO_AIC, sub, "full"), st)
+
+    def _pop_tile(self, st, fifo, base):
+        """Place the popped tile in its slot of the consumer's reserved buffer."""
+        tile = st.results[0]
+        if not isinstance(tile, Tile):
+            raise UserError(f"{st.op} ({st.loc}): the result must be a tile")
+        n = self._pops.get(fifo.id, 0)
+        self._pops[fifo.id] = n + 1
+        addr = base + (n % fifo.slots) * (fifo.slot_bytes or tile.type.nbytes)
+        from sim.engine.execute import _TileState
+        self.tiles[tile] = _TileState(addr, tile.type.valid_rows, tile.type.valid_cols)
+        self.epoch += 1
+        return tile
+
+    def _x_tpop_from_aic(self, st, a):
+        fifo = self._fifo(st, _TO_AIV)
+        sub = self.spec.subblock_idx
+        yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIV, sub, "full"),
+                              self._key_text(fifo, _TO_AIV, sub, "full"), st)
+        tile = self._pop_tile(st, fifo, fifo.c2v_base)
+        if self.functional:
+            self._write_tile(tile, self.chip.queue(self.spec.core, fifo.id, _TO_AIV, sub)
+                             .popleft(), st)
+        if self.chip.data_path == "gm":
+            yield from self._pop_load(st, tile, "GM_UB", "PIPE_V")
+
+    def _x_tpop_from_aiv(self, st, a):
+        fifo = self._fifo(st, _TO_AIC)
+        split = int(a.get("split", 0) or 0)
+        for s in range(self.chip.vector_units):
+            yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIC, s, "full"),
+                                  self._key_text(fifo, _TO_AIC, s, "full"), st)
+        tile = self._pop_tile(st, fifo, fifo.v2c_base)
+        if self.functional:
+            parts = [self.chip.queue(self.spec.core, fifo.id, _TO_AIC, s).popleft()
+                     for s in range(self.chip.vector_units)]
+            data = parts[0] if split == 0 else np.concatenate(parts, axis=0 if split == 1 else 1)
+            self._write_tile(tile, data, st)
+        if self.chip.data_path == "gm":
+            yield from self._pop_load(st, tile, "GM_L1", "PIPE_MTE1")
+
+    def _pop_load(self, st, tile, path, reader):
+        """A2/A3: the pop reads the GM slot into the consumer's slot, then hands it to the
+        pipe that reads it (a unit-local flag that user event ids cannot collide with)."""
+        yield self._move_item("TPOP", "PIPE_MTE2", path, tile, self.valid_of(tile)[0], st)
+        key = ("PIPE_MTE2", reader, "tpop")
+        text = f"PIPE_MTE2->{reader}#tpop"
+        yield self._sync_item(SET, "PIPE_MTE2", key, text, st)
+        yield self._sync_item(WAIT, reader, key, text, st)
+
+    def _x_tfree_from_aic(self, st, a):
+        fifo = self._fifo(st, _TO_AIV)
+        sub = self.spec.subblock_idx
+        yield self._sync_item(SET, "PIPE_V", self._key(fifo, _TO_AIV, sub, "free"),
+                              self._key_text(fifo, _TO_AIV, sub, "free"), st)
+
+    def _x_tfree_from_aiv(self, st, a):
+        fifo = self._fifo(st, _TO_AIC)
+        for s in range(self.chip.vector_units):
+            yield self._sync_item(SET, "PIPE_MTE1", self._key(fifo, _TO_AIC, s, "free"),
+                                  self._key_text(fifo, _TO_AIC, s, "free"), st)
+
+    # --- data ------------------------------------------------------------------------------
+
+    def _read_tile(self, tile) -> np.ndarray:
+        st = self._state(tile, f"%{tile.name}")
+        return self.tile_view(tile, st, st.rows, st.cols).copy()
+
+    def _write_tile(self, tile, data, st_):
+        st = self.tiles[tile]
+        if data.shape != (st.rows, st.cols):
+            raise SimulationError(f"{st_.op} ({st_.loc}): popped {data.shape[0]}x{data.shape[1]} "
+                                  f"elements into %{tile.name} whose valid region is "
+                                  f"{st.rows}x{st.cols}")
+        self.tile_view(tile, st, st.rows, st.cols)[...] = data.astype(tile.dtype.np_type)
+
+
+def _part(data: np.ndarray, split: int, sub: int) -> np.ndarray:
+    if split == 0:
+        return data
+    axis = 0 if split == 1 else 1
+    n = data.shape[axis] // 2
+    return data[sub * n:(sub + 1) * n] if axis == 0 else data[:, sub * n:(sub + 1) * n]
+
+
+class ChipState:
+    """What the units of a chip share beyond SimPy: cross-unit flags, FIFO data, the
+    reserved buffers of every function."""
+
+    def __init__(self, env, target):
+        self.flags = CrossFlags(env, target.sync.get("cross_core_flag_cycles", 0))
+        self.data_path = target.chip.get("fifo_data_path", "gm")
+        self.vector_units = int(target.units.get("AIV", {}).get("count", 2))
+        self._queues: dict = {}
+        self._reserved: dict = {}
+
+    def queue(self, core, fifo, direction, sub) -> deque:
+        q = self._queues.get((core, fifo, direction, sub))
+        if q is None:
+            q = self._queues[(core, fifo, direction, sub)] = deque()
+        return q
+
+    def reserved(self, program, func: str, name):
+        """(base, size) of ``reserve_buffer {name}`` in function ``func``, or None."""
+        key = (func, name)
+        if key not in self._reserved:
+            from sim.isa.program import walk
+            found = None
+            try:
+                fn = program.function(func)
+            except KeyError:
+                fn = None
+            for st in walk(fn.body) if fn is not None else ():
+                if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer":
+                    a = dict(st.attrs)
+                    if a.get("name") == name:
+                        found = (int(a.get("base", 0) or 0), int(a.get("size", 0) or 0))
+                        break
+            self._reserved[key] = found
+        return self._reserved[key]
+
