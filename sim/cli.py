@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
-import inspect
 import json
 import math
 import os
 import sys
-import traceback
 from pathlib import Path
 
 from sim.errors import UserError
+from sim.kernelfile import load_kernel, printable, scalar_value
 
 __all__ = ["main"]
 
@@ -41,118 +39,6 @@ parses as one, else the text). Example:
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UserError(f"{self.prog}: {message}")
-
-
-def _load_kernel(path: str, params=()):
-    """The kernel in ``path``: a Program for ``.pto`` text, a builder Kernel for ``.py``
-    built by ``build(**params)`` (``params``: NAME, VALUE pairs, such as ``--arg``'s)."""
-    source = _kernel_source(path)
-    if not callable(source):
-        return source
-    with _user_code(path):
-        kernel = source(**_build_params(source, path, params))
-    if not hasattr(kernel, "program") and not hasattr(kernel, "functions"):
-        raise UserError(f"{path}: build() returned {type(kernel).__name__}, expected a sim.Kernel")
-    return kernel
-
-
-def _kernel_source(path: str):
-    """A ``.pto`` file's Program, or a ``.py`` file's ``build`` function."""
-    p = Path(path)
-    if _printable(path) != path:    # its name would go into every source location and trace
-        raise UserError(f"{path}: the file name is not valid UTF-8; rename the file")
-    try:
-        if p.is_dir():
-            raise UserError(f"{path}: is a directory, expected a kernel file (.pto or .py)")
-        if not p.is_file():
-            raise UserError(f"{path}: no such file")
-    except OSError as e:                      # a name too long, a loop of links ...
-        raise UserError(f"{path}: cannot read: {e.strerror}") from None
-    if p.suffix == ".pto":
-        from sim.frontend import parse_file
-        return parse_file(path)
-    if p.suffix != ".py":
-        raise UserError(f"{path}: expected a PTO IR file (.pto) or a Python kernel file (.py)")
-    spec = importlib.util.spec_from_file_location(f"ptosim_kernel_{p.stem}", p)
-    module = importlib.util.module_from_spec(spec)
-    with _user_code(path):
-        spec.loader.exec_module(module)
-    build = getattr(module, "build", None)
-    if build is not None and not callable(build):
-        raise UserError(f"{path}: build is a {type(build).__name__}, expected a function")
-    if build is None:
-        raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
-    return build
-
-
-@contextlib.contextmanager
-def _user_code(path: str):
-    """Run the user's own code in ``path`` (its directory on the import path, so sibling
-    modules import); an error it raises becomes a UserError at its line, and so does
-    ``sys.exit`` (a kernel file must not end the command)."""
-    folder = str(Path(path).resolve().parent)
-    sys.path.insert(0, folder)
-    try:
-        yield
-    except UserError:
-        raise
-    except SystemExit as e:
-        raise UserError(f"{path}: called sys.exit({e.code!r}) while building the kernel; "
-                        f"build() must return a sim.Kernel") from None
-    except RecursionError:
-        raise UserError(f"{path}: RecursionError while building the kernel: recursion "
-                        f"deeper than Python's limit of {sys.getrecursionlimit()}") from None
-    except Exception as e:
-        here = Path(path).resolve()
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == here]
-        where = f"{path}:{frames[-1].lineno}" if frames else path
-        message = " ".join(str(e).split())       # one line, whatever the exception says
-        raise UserError(f"{where}: {type(e).__name__} while building the kernel: {message}") from None
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(folder)
-
-
-def _build_params(build, path: str, params) -> dict:
-    """NAME, VALUE pairs as keyword arguments of a ``.py`` kernel's ``build()`` (text
-    values, as ``--arg`` gives them, parsed by ``_param_value``)."""
-    sig = inspect.signature(build)
-    named = {n: p for n, p in sig.parameters.items()
-             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    any_name = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    out = {}
-    for name, value in params:
-        if name not in named and not any_name:
-            raise UserError(f"--arg {name}: {path}: build() has no parameter {name!r} "
-                            f"(parameters: {', '.join(named) or 'none'})")
-        default = named[name].default if name in named else None
-        out[name] = _param_value(name, value, default) if isinstance(value, str) else value
-    missing = [n for n, p in named.items() if p.default is p.empty and n not in out]
-    if missing:
-        raise UserError(f"{path}: build() needs " + ", ".join(f"--arg {n}=VALUE" for n in missing))
-    return out
-
-
-def _param_value(name: str, text: str, default=None):
-    """A ``.py`` kernel parameter: an int (``int(text, 0)``, as a ``.pto`` index argument),
-    a float, ``true``/``false``, else the text itself (a dtype name, say). A parameter
-    whose default is an int, float or bool takes only a value of that kind."""
-    value = text
-    for parse in (lambda t: int(t, 0), float, {"true": True, "false": False}.__getitem__):
-        try:
-            value = parse(text.strip().lower() if parse is not float else text)
-            break
-        except (ValueError, KeyError):
-            pass
-    kind = type(default)
-    if kind is str:
-        return text
-    if kind is float and type(value) is int:
-        return float(value)
-    if kind in (int, float, bool) and type(value) is not kind:
-        raise UserError(f"--arg {name}={text}: expected {kind.__name__} like the default "
-                        f"{default!r} of build()'s parameter {name}")
-    return value
 
 
 def _write_outputs(result, args) -> None:
@@ -191,21 +77,6 @@ def _pairs(items, flag: str) -> list[tuple[str, str]]:
     return out
 
 
-def _scalar_value(name: str, text: str, type_: str):
-    t = type_.lower()
-    try:
-        if t == "i1":
-            low = text.strip().lower()
-            if low not in ("true", "false", "1", "0"):
-                raise ValueError(text)
-            return low in ("true", "1")
-        if t == "index" or t.lstrip("su").startswith("i") or t.startswith("u"):
-            return int(text, 0)
-        return float(text)
-    except ValueError:
-        raise UserError(f"--arg {name}={text}: expected a value of type {type_}") from None
-
-
 def _kernel_inputs(args, kernel) -> dict:
     """--arg scalars (a ``.py`` kernel's went to its build()) and --input GM arrays, by
     kernel argument name."""
@@ -220,7 +91,7 @@ def _kernel_inputs(args, kernel) -> dict:
             known = ", ".join(f"%{n}: {a.type}" for n, a in scalars.items()) or "none"
             raise UserError(f"--arg {name}: the kernel has no scalar argument %{name} "
                             f"(scalar arguments: {known})")
-        inputs[name] = _scalar_value(name, text, scalars[name].type)
+        inputs[name] = scalar_value(name, text, scalars[name].type)
     for name, path in _pairs(args.input, "--input"):
         if name not in pointers:
             known = ", ".join(f"%{n}" for n in pointers) or "none"
@@ -370,7 +241,7 @@ class _Interrupted(Exception):
 
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
-    kernel = _select_function(args, _load_kernel(args.kernel, _pairs(args.arg, "--arg")))
+    kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
     if args.trace_rows == "none" and (args.trace or args.plot):
@@ -401,7 +272,7 @@ def cmd_check(args) -> int:
     from sim.isa.program import Instr
     from sim.isa.program import walk
     from sim.target import load_target
-    kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
+    kernel = load_kernel(args.kernel, _pairs(args.arg, "--arg"))
     program = _program(kernel)
     target = load_target(_target_name(args, kernel))
     warnings = check_program(program, target)
@@ -426,7 +297,7 @@ def cmd_check(args) -> int:
 
 def cmd_print(args) -> int:
     from sim.frontend import print_program
-    sys.stdout.write(print_program(_program(_load_kernel(args.kernel))))
+    sys.stdout.write(print_program(_program(load_kernel(args.kernel))))
     return 0
 
 
@@ -562,7 +433,7 @@ def _run_limits(p) -> None:
 
 def cmd_compare(args) -> int:
     from sim.placement import format_compare, run_comparison
-    kernel = _load_kernel(args.kernel, _pairs(args.arg, "--arg"))
+    kernel = load_kernel(args.kernel, _pairs(args.arg, "--arg"))
     c = run_comparison(kernel, _target_name(args, kernel), inputs=_kernel_inputs(args, kernel),
                        seed=args.seed)
     if args.plot:
@@ -788,22 +659,17 @@ def main(argv=None) -> int:
         except UserError as e:
             from sim.frontend import ParseError
             # a located diagnostic already reads FILE:LINE:COL: error: ...
-            print(_printable(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}"),
+            print(printable(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}"),
                   file=sys.stderr)
             return 2
         except MemoryError as e:        # numpy's, for absurd sizes (--arg n=2**40)
-            print(_printable(f"ptosim: error: out of memory: {' '.join(str(e).split())}: "
+            print(printable(f"ptosim: error: out of memory: {' '.join(str(e).split())}: "
                              f"the kernel's sizes are too large to simulate (smaller --arg "
                              f"values, or --timing-only)"), file=sys.stderr)
             return 2
         except (KeyboardInterrupt, _Interrupted) as e:
             print(f"ptosim: {e or 'interrupted'}", file=sys.stderr)
             return 130
-
-
-def _printable(text: str) -> str:
-    """``text`` with undecodable file-name bytes (surrogate escapes) shown as U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 class _PipeSafe:
@@ -819,7 +685,7 @@ class _PipeSafe:
             try:
                 return self._stream.write(text)
             except UnicodeEncodeError:
-                return self._stream.write(_printable(text))
+                return self._stream.write(printable(text))
         except BrokenPipeError:
             self._detach()
             return len(text)

@@ -140,17 +140,17 @@ def _modes(sync) -> list:
 def _typed_params(kernel: str, params: dict) -> dict:
     """Name -> list of values, checked against the kernel before any worker starts: a
     ``.py`` kernel's ``build()`` parameters, a ``.pto`` kernel's scalar arguments."""
-    from sim.cli import _build_params, _kernel_source, _scalar_value   # the CLI's kernel-file rules
+    from sim.kernelfile import build_params, kernel_source, scalar_value
     values = {str(n): [x.item() if isinstance(x, np.generic) else x for x in
                        (v if isinstance(v, (list, tuple, range, np.ndarray)) else [v])]
               for n, v in params.items()}
     empty = [n for n, v in values.items() if not v]
     if empty:
         raise UserError(f"sweep: parameter {empty[0]} has no values")
-    source = _kernel_source(kernel)
+    source = kernel_source(kernel)
     if callable(source):
-        _build_params(source, kernel, [(n, v[0]) for n, v in values.items()])
-        return {n: [_build_params(source, kernel, [(n, x)])[n] for x in v]
+        build_params(source, kernel, [(n, v[0]) for n, v in values.items()])
+        return {n: [build_params(source, kernel, [(n, x)])[n] for x in v]
                 for n, v in values.items()}
     from sim.isa.program import Scalar
     scalars = {a.name: a.type for a in source.main.args if isinstance(a, Scalar)}
@@ -159,19 +159,19 @@ def _typed_params(kernel: str, params: dict) -> dict:
             known = ", ".join(f"%{s}: {t}" for s, t in scalars.items()) or "none"
             raise UserError(f"--param {n}: the kernel has no scalar argument %{n} "
                             f"(scalar arguments: {known})")
-    return {n: [_scalar_value(n, x, scalars[n]) if isinstance(x, str) else x for x in v]
+    return {n: [scalar_value(n, x, scalars[n]) if isinstance(x, str) else x for x in v]
             for n, v in values.items()}
 
 
 def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dict:
     """One configuration's row (what a worker runs); any failure becomes its ``error``."""
-    from sim.cli import _load_kernel
+    from sim.kernelfile import load_kernel
     from sim.frontend import resolve_target
     from sim.engine.mode import default_mode
     from sim.placement.compare import run_mode
     row = {"target": target, "sync": mode, "error": None}
     try:
-        kernel = _load_kernel(path, list(params.items()))
+        kernel = load_kernel(path, list(params.items()))
         program = kernel.program() if hasattr(kernel, "program") else kernel
         row["target"] = resolve_target(program, target, where=path)
         mode = row["sync"] = default_mode(program) if mode is None else mode

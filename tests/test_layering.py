@@ -8,6 +8,7 @@ are matched against the rules of README "How it works":
 * sim/isa/, sim/builder.py, sim/target/, sim/functional/, sim/timing/: no simpy, no sim.engine
 * sim/trace/: no sim.isa, sim.engine, sim.timing, sim.functional, simpy (reads only the trace)
 * only sim/engine/ imports simpy
+* only sim/cli.py and sim/__main__.py import sim.cli
 
 Also: the installed distribution ships no top-level ``models`` or ``traces`` package; the
 target data is found through ``sim.target.models_dir()``.
@@ -124,6 +125,15 @@ def test_only_the_engine_imports_simpy():
                  if hits(imported_modules(p), ("simpy",)) and not p.is_relative_to(SIM / "engine")]
     assert offenders == []
 
+
+
+def test_only_the_entry_points_import_the_command_line():
+    # the CLI is a shell over the library: library code (sweeps included) finds kernel
+    # files through sim.kernelfile, never through sim.cli's private helpers
+    offenders = [str(p.relative_to(ROOT)) for p in ALL_SIM
+                 if hits(imported_modules(p), ("sim.cli",))
+                 and p.relative_to(SIM).as_posix() not in ("cli.py", "__main__.py")]
+    assert offenders == []
 
 # --- packaging of the data ------------------------------------------------------------------
 

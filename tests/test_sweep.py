@@ -36,8 +36,8 @@ def client():
 
 
 def _build(**params):
-    from sim.cli import _load_kernel
-    return _load_kernel(str(TILED), list(params.items()))
+    from sim.kernelfile import load_kernel
+    return load_kernel(str(TILED), list(params.items()))
 
 
 def test_rows_are_the_single_runs_in_configuration_order(client):

@@ -1,0 +1,156 @@
+"""Kernel files: what a ``.pto`` or ``.py`` path given to ``ptosim`` (or ``sim.sweep``) means.
+
+A ``.pto`` file is PTO IR text, parsed into a ``Program``. A ``.py`` file is executed as
+Python (its own directory on the import path, so sibling modules import) and must define
+``build()`` returning a ``sim.Kernel``; ``--arg NAME=VALUE`` pairs become ``build()``'s
+keyword arguments, and a ``.pto`` kernel's scalar arguments take them typed by the
+kernel's signature. The user's own code runs inside ``user_code``, which turns anything it
+raises (``sys.exit`` included) into one ``UserError`` at its line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from pathlib import Path
+
+from sim.errors import UserError
+
+__all__ = ["load_kernel", "kernel_source", "user_code", "build_params", "param_value",
+           "scalar_value", "printable"]
+
+
+def load_kernel(path: str, params=()):
+    """The kernel in ``path``: a Program for ``.pto`` text, a builder Kernel for ``.py``
+    built by ``build(**params)`` (``params``: NAME, VALUE pairs, such as ``--arg``'s)."""
+    source = kernel_source(path)
+    if not callable(source):
+        return source
+    with user_code(path):
+        kernel = source(**build_params(source, path, params))
+    if not hasattr(kernel, "program") and not hasattr(kernel, "functions"):
+        raise UserError(f"{path}: build() returned {type(kernel).__name__}, expected a sim.Kernel")
+    return kernel
+
+
+def kernel_source(path: str):
+    """A ``.pto`` file's Program, or a ``.py`` file's ``build`` function."""
+    p = Path(path)
+    if printable(path) != path:    # its name would go into every source location and trace
+        raise UserError(f"{path}: the file name is not valid UTF-8; rename the file")
+    try:
+        if p.is_dir():
+            raise UserError(f"{path}: is a directory, expected a kernel file (.pto or .py)")
+        if not p.is_file():
+            raise UserError(f"{path}: no such file")
+    except OSError as e:                      # a name too long, a loop of links ...
+        raise UserError(f"{path}: cannot read: {e.strerror}") from None
+    if p.suffix == ".pto":
+        from sim.frontend import parse_file
+        return parse_file(path)
+    if p.suffix != ".py":
+        raise UserError(f"{path}: expected a PTO IR file (.pto) or a Python kernel file (.py)")
+    spec = importlib.util.spec_from_file_location(f"ptosim_kernel_{p.stem}", p)
+    module = importlib.util.module_from_spec(spec)
+    with user_code(path):
+        spec.loader.exec_module(module)
+    build = getattr(module, "build", None)
+    if build is not None and not callable(build):
+        raise UserError(f"{path}: build is a {type(build).__name__}, expected a function")
+    if build is None:
+        raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
+    return build
+
+
+@contextlib.contextmanager
+def user_code(path: str):
+    """Run the user's own code in ``path`` (its directory on the import path, so sibling
+    modules import); an error it raises becomes a UserError at its line, and so does
+    ``sys.exit`` (a kernel file must not end the command)."""
+    folder = str(Path(path).resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    except UserError:
+        raise
+    except SystemExit as e:
+        raise UserError(f"{path}: called sys.exit({e.code!r}) while building the kernel; "
+                        f"build() must return a sim.Kernel") from None
+    except RecursionError:
+        raise UserError(f"{path}: RecursionError while building the kernel: recursion "
+                        f"deeper than Python's limit of {sys.getrecursionlimit()}") from None
+    except Exception as e:
+        here = Path(path).resolve()
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == here]
+        where = f"{path}:{frames[-1].lineno}" if frames else path
+        message = " ".join(str(e).split())       # one line, whatever the exception says
+        raise UserError(f"{where}: {type(e).__name__} while building the kernel: {message}") from None
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+
+
+def build_params(build, path: str, params) -> dict:
+    """NAME, VALUE pairs as keyword arguments of a ``.py`` kernel's ``build()`` (text
+    values, as ``--arg`` gives them, parsed by ``param_value``)."""
+    sig = inspect.signature(build)
+    named = {n: p for n, p in sig.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    any_name = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    out = {}
+    for name, value in params:
+        if name not in named and not any_name:
+            raise UserError(f"--arg {name}: {path}: build() has no parameter {name!r} "
+                            f"(parameters: {', '.join(named) or 'none'})")
+        default = named[name].default if name in named else None
+        out[name] = param_value(name, value, default) if isinstance(value, str) else value
+    missing = [n for n, p in named.items() if p.default is p.empty and n not in out]
+    if missing:
+        raise UserError(f"{path}: build() needs " + ", ".join(f"--arg {n}=VALUE" for n in missing))
+    return out
+
+
+def param_value(name: str, text: str, default=None):
+    """A ``.py`` kernel parameter: an int (``int(text, 0)``, as a ``.pto`` index argument),
+    a float, ``true``/``false``, else the text itself (a dtype name, say). A parameter
+    whose default is an int, float or bool takes only a value of that kind."""
+    value = text
+    for parse in (lambda t: int(t, 0), float, {"true": True, "false": False}.__getitem__):
+        try:
+            value = parse(text.strip().lower() if parse is not float else text)
+            break
+        except (ValueError, KeyError):
+            pass
+    kind = type(default)
+    if kind is str:
+        return text
+    if kind is float and type(value) is int:
+        return float(value)
+    if kind in (int, float, bool) and type(value) is not kind:
+        raise UserError(f"--arg {name}={text}: expected {kind.__name__} like the default "
+                        f"{default!r} of build()'s parameter {name}")
+    return value
+
+
+def scalar_value(name: str, text: str, type_: str):
+    t = type_.lower()
+    try:
+        if t == "i1":
+            low = text.strip().lower()
+            if low not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return low in ("true", "1")
+        if t == "index" or t.lstrip("su").startswith("i") or t.startswith("u"):
+            return int(text, 0)
+        return float(text)
+    except ValueError:
+        raise UserError(f"--arg {name}={text}: expected a value of type {type_}") from None
+
+
+def printable(text: str) -> str:
+    """``text`` with undecodable file-name bytes (surrogate escapes) shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
