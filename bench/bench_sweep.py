@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     ideal = single * n / args.workers
     t0 = time.perf_counter()
     with dask.config.set({"distributed.worker.profile.enabled": False}), \
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=None,
+            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0",
                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         started = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp, get_task_stream(client) as stream:

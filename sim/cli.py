@@ -380,7 +380,8 @@ def cmd_run(args) -> int:
     with _bounded(args, limits):
         result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
                           seed=args.seed, detail=args.detail, trace=args.trace_rows,
-                          sync=args.sync, races="manual", limits=limits)
+                          sync=args.sync, races="manual", limits=limits,
+                          block_dim=args.block_dim)
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)
     if args.json:
@@ -633,6 +634,9 @@ def build_parser() -> argparse.ArgumentParser:
     _output_arg(r, "--plot", metavar="FILE.png", suffixes=_plot_suffixes,
                 help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...)")
     r.add_argument("--timing-only", action="store_true", help="skip the functional units")
+    r.add_argument("--block-dim", type=_count(1), default=None, metavar="N",
+                   help="physical cores that run the kernel SPMD (default: a .py kernel's own "
+                        "block_dim, else 1); the report and --json add per core/unit figures")
     r.add_argument("--detail", choices=("op", "cce"), default="op",
                    help="trace granularity: one row per PTO op (default) or also one row per "
                         "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")

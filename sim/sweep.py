@@ -236,11 +236,12 @@ def _client(scheduler, workers: int, processes: bool):
     import dask
     # The workers' statistical profiler samples the deep SimPy stacks of a run every 10 ms
     # (a few per cent of the CPU, measured with bench/bench_sweep.py); nobody reads it here.
+    # Its HTTP routes go to a free port (":0"), never clashing with another cluster's 8787.
     # SIGINT is ignored while the worker processes start, which they inherit: Ctrl-C
     # stops this process only, which then stops them in order.
     with dask.config.set({"distributed.worker.profile.enabled": False}), _sigint_ignored():
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=":0", silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
         yield client
 

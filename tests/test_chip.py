@@ -249,3 +249,20 @@ def test_report_and_json_give_per_unit_pipes_and_opcode_shares():
     assert j["opcodes"]["TMATMUL"]["units"] == 2
     text = r.report()
     assert "core 1   AIV1" in text and "TMULS" in text
+
+
+def test_cli_block_dim(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    kernel = str(Path(__file__).resolve().parent.parent / "examples" / "trelu.pto")
+    run = [sys.executable, "-m", "sim", "run", kernel, "--arg", "n=64", "--json"]
+    one = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path)
+    four = subprocess.run(run + ["--block-dim", "4"], capture_output=True, text=True, cwd=tmp_path)
+    assert one.returncode == 0 and four.returncode == 0, four.stderr
+    j1, j4 = json.loads(one.stdout), json.loads(four.stdout)
+    assert j4["block_dim"] == 4 and {u["core"] for u in j4["units"]} == {0, 1, 2, 3}
+    assert j4["total_cycles"] < j1["total_cycles"]       # the rows are split over 4 blocks
+    bad = subprocess.run(run + ["--block-dim", "0"], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("ptosim: error:")

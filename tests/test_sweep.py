@@ -30,7 +30,7 @@ SMALL = {"height": 64, "width": 64}     # 64x64 f32: a few milliseconds per conf
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as c:
         yield c
 
