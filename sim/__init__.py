@@ -13,7 +13,9 @@ Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them
 ``sim.parse_file`` reads PTO IR text into the same program IR the builder makes;
 ``sim.print_program`` writes it back; ``sim.compare`` runs manual vs auto placement;
 ``sim.sweep`` runs a kernel over a grid of parameters, targets and sync modes on Dask
-(a DataFrame; ``sim.sweep_heatmap`` draws one metric of it over two axes).
+(a DataFrame; ``sim.sweep_heatmap`` draws one metric of it over two axes);
+``sim.scaling`` runs a multi-core kernel at several core counts (``sim.scaling_plot``:
+cycles, per-engine busy ratios, GM bandwidth against the HBM peak).
 """
 
 from sim.builder import Event, GlobalTensor, Kernel
@@ -30,10 +32,11 @@ from sim.placement import compare
 from sim.frontend import parse_file, parse_text, print_program
 from sim.sweep import sweep
 from sim.sweep_plot import sweep_heatmap
+from sim.scaling import scaling, scaling_plot
 
 __version__ = "0.1.0"
 
 __all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
            "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",
            "trace", "whatif", "compare", "parse_file", "parse_text", "print_program", "sweep",
-           "sweep_heatmap"]
+           "sweep_heatmap", "scaling", "scaling_plot"]

@@ -49,8 +49,13 @@ class Result:
         total = self.total_cycles
         if self.recording.mode != "none":
             return pipe_summary(self.trace, total)
+        # utilisation is the mean over the units that have the pipe, as pipe_summary's
+        units: dict = {}
+        for r in getattr(self.recording, "recorders", (self.recording,)):
+            for pipe, (_, n) in r.pipe_totals().items():
+                units[pipe] = units.get(pipe, 0) + 1
         return {pipe: {"busy_cycles": busy,
-                       "utilization": round(busy / total, 4) if total else 0.0,
+                       "utilization": round(busy / (total * units.get(pipe, 1)), 4) if total else 0.0,
                        "instructions": n}
                 for pipe, (busy, n) in self.recording.pipe_totals().items()}
 
@@ -68,8 +73,10 @@ class Result:
         rec = self.recording
         if rec.mode != "none":
             return unit_summary(self.trace, self.total_cycles)
+        # units that ran nothing (the vector units of a cube-only kernel) have no trace rows
         return units_from_totals([(r.core, r.unit, r.pipe_totals(), r.op_busy)
-                                  for r in getattr(rec, "recorders", (rec,))], self.total_cycles)
+                                  for r in getattr(rec, "recorders", (rec,)) if r.pipe_totals()],
+                                 self.total_cycles)
 
     @property
     def opcodes(self) -> dict:

@@ -46,6 +46,7 @@ def test_the_two_notebooks_exist():
     assert [p.name for p in NOTEBOOKS] == ["01_cycle_count.ipynb",
                                            "02_occupancy_and_stalls.ipynb",
                                            "03_manual_vs_auto_placement.ipynb",
+                                           "04_gemm_multicore.ipynb",
                                            "05_sweep.ipynb"]
 
 

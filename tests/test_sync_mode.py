@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "issue9"
 EXAMPLES = sorted((ROOT / "examples").glob("*.pto"))
 ARGS = {"trelu": {"n": 64}, "dyn_valid": {"vr": 20, "vc": 100}, "relu_sub_db": {"k": 4},
-        "tfmods": {"divisor": 3.0}}
-MANUAL = {"compact_add", "matmul", "relu_sub_db"}          # the examples that carry flags
+        "tfmods": {"divisor": 3.0},
+        "gemm": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256}}
+MANUAL = {"compact_add", "matmul", "relu_sub_db", "gemm"}  # the examples that carry flags
 
 
 def _example(path):

@@ -28,7 +28,9 @@ def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
     units = trace.loc[trace["pipe"] != "PIPE_ALL"].groupby("pipe", observed=True)[["core", "unit"]] \
         .apply(lambda d: len(d.drop_duplicates()))
     out = {}
-    for pipe in _pipes_in(trace):
+    # pipes with work or scalar rows: a pipe seen only in sync rows (a FIFO wait on PIPE_S)
+    # is listed by no trace mode, so "ops" and "none" runs report the same pipes
+    for pipe in _pipes_in(trace[~trace["kind"].isin(("set_flag", "wait_flag", "barrier"))]):
         rows = ops[ops["pipe"] == pipe]
         busy = int(rows["duration_cycles"].sum())
         span = total_cycles * int(units.get(pipe, 1))
