@@ -29,8 +29,8 @@ __all__ = ["scaling", "scaling_plot"]
 def _kernel(kernel, params: dict):
     if callable(kernel):
         return kernel(**params)
-    from sim.cli import _load_kernel
-    return _load_kernel(str(kernel), list(params.items()))
+    from sim.kernelfile import load_kernel
+    return load_kernel(str(kernel), list(params.items()))
 
 
 def _row(r, cores: int) -> dict:
