@@ -43,6 +43,7 @@ from collections import deque
 import simpy
 
 from sim.errors import DeadlockError
+from sim.engine.flags import FlagCounters
 from sim.engine.items import BARRIER, OP, SET, WAIT
 from sim.engine.record import STREAM, Recorder
 from sim.timing.plan import COLD, RESTART, WARM, timeline
@@ -88,7 +89,7 @@ class Machine:
         self.floor_cycles = vec.get("count_mode_floor_cycles", 0)
         self.dispatch_cycles = int(target.scalar.get("dispatch_cycles", 0))
         self.pipes: dict[str, _Pipe] = {}
-        self.flags: dict[tuple, list] = {}      # key -> [count, waiting event or None]
+        self.flags = FlagCounters(self.env)     # this unit's own flags (tuple keys)
         self.recorder = Recorder(core, unit, trace)
         self._row = self.recorder.row
         self._sync_row = self.recorder.sync_row
@@ -142,26 +143,14 @@ class Machine:
     def _set(self, key):
         if type(key) is not tuple:
             return self.shared.set(key)
-        f = self.flags.get(key)
-        if f is None:
-            f = self.flags[key] = [0, None]
-        f[0] += 1
-        if f[1] is not None:
-            ev, f[1] = f[1], None
-            ev.succeed()
+        self.flags.fire(key)
 
     def _wait_event(self, key):
         if self.ideal_sync:
             return None
         if type(key) is not tuple:
             return self.shared.wait_event(key)
-        f = self.flags.get(key)
-        if f is None:
-            f = self.flags[key] = [0, None]
-        if f[0] > 0:
-            return None
-        f[1] = self.env.event()
-        return f[1]
+        return self.flags.wait_event(key)
 
     def _take(self, key):
         if self.ideal_sync:
@@ -169,7 +158,7 @@ class Machine:
         if type(key) is not tuple:
             self.shared.take(key)
         else:
-            self.flags[key][0] -= 1
+            self.flags.take(key)
 
     # --- processes -----------------------------------------------------------------------
 

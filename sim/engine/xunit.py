@@ -42,6 +42,7 @@ from collections import deque
 import attrs
 import numpy as np
 
+from sim.engine.flags import FlagCounters
 from sim.engine.items import OP, SET, WAIT, Issued
 from sim.errors import SimulationError, UserError
 from sim.isa.program import PipeOp, Scalar
@@ -57,50 +58,23 @@ class XKey(tuple):
     __slots__ = ()
 
 
-class CrossFlags:
-    """Counters shared by the units of a chip (the ``shared=`` of every ``Machine``)."""
+class CrossFlags(FlagCounters):
+    """Counters shared by the units of a chip (the ``shared=`` of every ``Machine``);
+    a set takes effect ``latency_cycles`` after it is issued."""
 
     def __init__(self, env, latency_cycles: int = 0):
-        self.env = env
+        super().__init__(env)
         self.latency = int(latency_cycles)
-        self.flags: dict = {}          # key -> [count, waiting event or None]
-
-    def _flag(self, key):
-        f = self.flags.get(key)
-        if f is None:
-            f = self.flags[key] = [0, None]
-        return f
-
-    def _fire(self, key):
-        f = self._flag(key)
-        f[0] += 1
-        if f[1] is not None:
-            ev, f[1] = f[1], None
-            ev.succeed()
 
     def set(self, key):
         if self.latency:
             self.env.process(self._later(key))
         else:
-            self._fire(key)
+            self.fire(key)
 
     def _later(self, key):
         yield self.env.timeout(self.latency)
-        self._fire(key)
-
-    def add(self, key, n: int):
-        """Start a counter at ``n`` (a FIFO's free slots) without a trace row."""
-        self._flag(key)[0] += n
-
-    def wait_event(self, key):
-        f = self._flag(key)
-        if f[0] > 0:
-            return None
-        f[1] = self.env.event()
-        return f[1]
-
-    def take(self, key):
-        self.flags[key][0] -= 1
+        self.fire(key)
 
 
 @attrs.frozen

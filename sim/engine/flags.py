@@ -1,0 +1,49 @@
+"""Hardware flags as counters (programming-model.md §7.1, timing-model.md §10.4).
+
+A ``set_flag`` increments its counter; a ``wait_flag`` blocks until the counter is
+positive and then takes one, so repeated set/wait pairs on one id across loop iterations
+balance. One waiter at a time per key: a flag's destination is one in-order pipe queue.
+A unit's own flags (``Machine.flags``) and the chip's cross-unit flags
+(``sim.engine.xunit.CrossFlags``) are the same counters.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FlagCounters"]
+
+
+class FlagCounters:
+    """Flag counters keyed by any hashable key, with the SimPy event a waiter sleeps on."""
+
+    def __init__(self, env):
+        self.env = env
+        self.counts: dict = {}          # key -> [count, waiting event or None]
+
+    def _flag(self, key):
+        f = self.counts.get(key)
+        if f is None:
+            f = self.counts[key] = [0, None]
+        return f
+
+    def fire(self, key):
+        """The set's effect: count one and wake the waiter, if any."""
+        f = self._flag(key)
+        f[0] += 1
+        if f[1] is not None:
+            ev, f[1] = f[1], None
+            ev.succeed()
+
+    def add(self, key, n: int):
+        """Start a counter at ``n`` (a FIFO's free slots) without a set."""
+        self._flag(key)[0] += n
+
+    def wait_event(self, key):
+        """None when the flag is already set, else the event its waiter sleeps on."""
+        f = self._flag(key)
+        if f[0] > 0:
+            return None
+        f[1] = self.env.event()
+        return f[1]
+
+    def take(self, key):
+        self.counts[key][0] -= 1
