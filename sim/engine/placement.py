@@ -19,7 +19,7 @@ import re
 
 from sim.errors import UserError
 from sim.isa.program import Alloc, Const, PipeOp, walk
-from sim.isa.tile import Loc
+from sim.isa.tile import Loc, Tile
 
 __all__ = ["place_tiles"]
 
@@ -79,6 +79,12 @@ def _first_fit_all(program_or_body, target) -> dict:
             taken.setdefault(bufname, []).append((int(st.addr.value), int(st.addr.value) + st.tile.type.nbytes))
         elif st.addr is None:
             pending.append(st.tile)
+    # a FIFO slot taken with talloc_to_aiv / talloc_to_aic is a tile of the producer's own
+    # buffer, placed like an alloc_tile without an address (ASSUMPTION, see sim.engine.xunit)
+    for t in _talloc_tiles(bodies):
+        if t not in seen:
+            seen.add(t)
+            pending.append(t)
     placed = {}
     todo = reserves + [(t, t.loc.buffer, t.type.nbytes) for t in pending]
     for tile, bufname, size in todo:
@@ -97,6 +103,12 @@ def _first_fit_all(program_or_body, target) -> dict:
         taken[buf.name].append((addr, addr + size))
         placed[tile] = addr
     return placed
+
+
+def _talloc_tiles(bodies) -> list:
+    return [r for b in bodies for st in walk(b)
+            if isinstance(st, PipeOp) and st.op in ("pto.talloc_to_aiv", "pto.talloc_to_aic")
+            for r in st.results if isinstance(r, Tile)]
 
 
 def _reserves(bodies, taken) -> list:

@@ -89,6 +89,8 @@ class RaceDetector:
 
     def set_flag(self, pipe: str, key: tuple, label: str, dispatch_clock: dict) -> None:
         c = self.start(pipe, dispatch_clock)
+        if type(key) is not tuple:
+            return      # a chip-level flag (XKey): its wait runs on another unit's detector
         pending = self.setters.setdefault(key, deque())
         if pending:
             src, dst, eid = key
@@ -99,6 +101,10 @@ class RaceDetector:
         pending.append(label)
 
     def wait_flag(self, pipe: str, key: tuple, dispatch_clock: dict, on_dispatcher=False) -> None:
+        if type(key) is not tuple:      # a chip-level flag: set on another unit
+            if not on_dispatcher:
+                self.start(pipe, dispatch_clock)
+            return
         q = self.flags.get(key)
         got = q.popleft() if q else {}
         if self.setters.get(key):

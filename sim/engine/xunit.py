@@ -193,9 +193,8 @@ class CrossUnit:
         fifo = self._fifo(st, _TO_AIV)
         tile = st.operands[0]
         split = int(a.get("split", 0) or 0)
-        for s in range(self.chip.vector_units):
-            yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIV, s, "free"),
-                                  self._key_text(fifo, _TO_AIV, s, "free"), st)
+        if not self._taken_slot(fifo, _TO_AIV):
+            yield from self._wait_free(fifo, _TO_AIV, range(self.chip.vector_units), st)
         rows = self.valid_of(tile)[0]
         local = self.chip.data_path == "local"
         src = tile.loc
@@ -220,14 +219,52 @@ class CrossUnit:
         fifo = self._fifo(st, _TO_AIC)
         tile = st.operands[0]
         sub = self.spec.subblock_idx
-        yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIC, sub, "free"),
-                              self._key_text(fifo, _TO_AIC, sub, "free"), st)
+        if not self._taken_slot(fifo, _TO_AIC):
+            yield from self._wait_free(fifo, _TO_AIC, (sub,), st)
         if self.functional:
             self.chip.queue(self.spec.core, fifo.id, _TO_AIC, sub).append(self._read_tile(tile))
         path = "UB_L1" if self.chip.data_path == "local" else "UB_GM"
         yield self._move_item("TPUSH", "PIPE_MTE3", path, tile, self.valid_of(tile)[0], st)
         yield self._sync_item(SET, "PIPE_MTE3", self._key(fifo, _TO_AIC, sub, "full"),
                               self._key_text(fifo, _TO_AIC, sub, "full"), st)
+
+    def _wait_free(self, fifo, direction, subs, st):
+        """The producer's wait for a free slot in each consumer channel ``subs``."""
+        for sub in subs:
+            yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, direction, sub, "free"),
+                                  self._key_text(fifo, direction, sub, "free"), st)
+
+    def _taken_slot(self, fifo, direction) -> bool:
+        """Consume a slot a talloc already waited for (the push then does not wait again)."""
+        n = self._tallocs.get((fifo.id, direction), 0)
+        if n:
+            self._tallocs[(fifo.id, direction)] = n - 1
+        return bool(n)
+
+    def _talloc(self, st, direction, subs):
+        """``talloc_to_aiv`` / ``talloc_to_aic``: take a free slot of the FIFO before the
+        producer computes into it; the tile it gives lives in the producer's own buffer.
+        ASSUMPTION (the reference has no semantics for it): the slot is taken exactly as a
+        push takes it (a wait for a free slot in every consumer channel the push fills),
+        the next push of that FIFO uses the slot instead of waiting again, and the tile is
+        placed like an ``alloc_tile`` without an address."""
+        fifo = self._fifo(st, direction)
+        yield from self._wait_free(fifo, direction, subs, st)
+        key = (fifo.id, direction)
+        self._tallocs[key] = self._tallocs.get(key, 0) + 1
+        tile = st.results[0] if st.results else None
+        if not isinstance(tile, Tile):
+            raise UserError(f"{st.op} ({st.loc}): the result must be a tile")
+        from sim.engine.execute import _TileState
+        t = tile.type
+        self.tiles[tile] = _TileState(self._placed[tile], t.valid_rows, t.valid_cols)
+        self.epoch += 1
+
+    def _x_talloc_to_aiv(self, st, a):
+        return self._talloc(st, _TO_AIV, range(self.chip.vector_units))
+
+    def _x_talloc_to_aic(self, st, a):
+        return self._talloc(st, _TO_AIC, (self.spec.subblock_idx,))
 
     def _pop_tile(self, st, fifo, base):
         """Place the popped tile in its slot of the consumer's reserved buffer."""

@@ -330,9 +330,8 @@ class Section:
 @attrs.frozen
 class PipeOp:
     """Cube<->vector pipe ops (``reserve_buffer``, ``import_reserved_buffer``,
-    ``aic_initialize_pipe``, ``tpush_*``, ``tpop_*``, ``tfree_*``) kept verbatim: parsed,
-    checked and printed; the engine reports them as unsupported until cube/vector
-    pipes are modelled."""
+    ``aic_initialize_pipe``, ``talloc_*``, ``tpush_*``, ``tpop_*``, ``tfree_*``) kept
+    verbatim: parsed, checked and printed here; ``sim.engine.xunit`` runs them."""
 
     results: tuple = attrs.field(converter=tuple)
     op: str = ""
