@@ -6,10 +6,10 @@ programming-model.md §2.1: a physical core is 1 AIC + 2 AIV, each with its own 
 
 from __future__ import annotations
 
-import signal
 
 import numpy as np
 import pytest
+from hang_guard import hang_guard
 
 import sim
 from sim.errors import DeadlockError, UserError
@@ -18,15 +18,8 @@ from sim.target import load_target
 
 @pytest.fixture(autouse=True)
 def no_hang():
-    def boom(signum, frame):
-        raise TimeoutError("simulation hung: deadlock not detected")
-    old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(60)
-    try:
+    with hang_guard(60):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _scale_rows(block_dim, rows=16, cols=64):

@@ -8,12 +8,12 @@ programming-model.md §7.1: waiting on a flag that is never set hangs the pipe o
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from hang_guard import hang_guard
 
 import sim
 from sim.errors import DeadlockError, SimulationError, UserError
@@ -24,15 +24,8 @@ THIS_FILE = os.path.basename(__file__)
 @pytest.fixture(autouse=True)
 def no_hang():
     """Fail (instead of hanging the suite) if a simulation does not return in 10 s."""
-    def boom(signum, frame):
-        raise TimeoutError("simulation hung: deadlock not detected")
-    old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(10)
-    try:
+    with hang_guard(10):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def missing_set_kernel():
