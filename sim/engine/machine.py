@@ -13,12 +13,18 @@ with items still waiting, the run is deadlocked and ``DeadlockError`` names the 
 pipes, the flags they wait for and the instructions behind them.
 
 The cost of a run grows with the number of items and sync points, not with cycles. SimPy
-stays the model of record for pipes and flags, but a run of instructions already queued on
-a pipe has a static schedule (each starts when its predecessor ends: start = max(pipe
-free, dispatch), and dispatch is in the past), so the pipe advances through it with
-arithmetic and one timeout, and only flags and barriers across pipes go through the
-event loop. With race checks or a shared GM model every instruction takes its own
-timeout (``batch=False`` forces that path; a test compares the two on random kernels).
+stays the model of record for pipes and flags, but most of a schedule is static: an item a
+pipe takes when it is idle starts at max(pipe free, dispatch, the cycle its flag was set),
+so on the *timed path* the dispatcher hands such an item to its idle pipe, which runs it by
+arithmetic at once — the pipe's own cycle may run ahead of the event loop's. Unit-local
+flags keep the cycles their pending sets fired at (``sim.engine.flags.TimedFlags``), so a
+wait whose set already happened needs no event either. The pipe's SimPy process takes
+over only when a wait's set has not happened yet (it sleeps on the flag) or for a
+chip-level flag (it first catches the event loop up to its own cycle); the dispatcher
+still lives in event time (scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``,
+which catches up with the pipes). With race checks or a shared GM model every item goes
+through the event loop at its own cycle, the *event path* (``batch=False`` forces it; a
+test compares the two on random kernels).
 
 A chip runs one ``Machine`` per unit (AIC, AIV0, AIV1 of every physical core) in one
 shared SimPy environment: each is built with ``env=`` and ``start``-ed, the chip runs the
