@@ -31,10 +31,18 @@ class ControlFlow:
     def _block(self, body):
         """Run ``body``; yields pipe items and returns the values of its Yield / Return."""
         instr_type = self._instr_type
+        # sync statements issue the same checked item every time (unless accesses are
+        # tracked: then each issue is a copy)
+        fixed = self._sync_items if not self.track_accesses else {}
         for st in body:
             kind = type(st)
             if kind is instr_type:
                 yield self._instr(st)
+                continue
+            item = fixed.get(id(st))
+            if item is not None:
+                self.seq += 1
+                yield item
                 continue
             if kind is Yield or kind is Return:
                 return tuple(self._value(v) for v in st.values)

@@ -121,7 +121,9 @@ class Interpreter(CrossUnit, ControlFlow):
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
-        self._sync_items: dict = {}     # id(statement) -> its Issued item (checked once)
+        # id(statement) -> its Issued item (checked once); (id, event id) when the event
+        # id is a run-time value
+        self._sync_items: dict = {}
         self._op_items: dict = {}       # id(instruction) -> its Issued item for the current plan
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes

@@ -186,25 +186,33 @@ class Machine:
         env = self.env
         pipes = self.pipes
         step = self._step if self.timed is not None else None
+        cycles = self.dispatch_cycles
+        now = env.now           # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
-            if self.dispatch_cycles:
-                yield env.timeout(self.dispatch_cycles)
-            pipe = item.pipe
-            if pipe == "PIPE_S":
-                yield from self._scalar(item, seq)
-            elif pipe == "PIPE_ALL" and item.kind == BARRIER:
-                yield from self._barrier_all(item, seq)
-            else:
-                p = pipes.get(pipe) or self._pipe(pipe)
-                # an idle pipe takes the item at once, by arithmetic (see the module doc)
-                if step is not None and not p.queue and step(p, item, seq, env.now):
+            if cycles:
+                yield env.timeout(cycles)
+                now = env.now
+            p = pipes.get(item.pipe)
+            if p is None:       # the scalar unit, PIPE_ALL, or a pipe's first item
+                pipe = item.pipe
+                if pipe == "PIPE_S":
+                    yield from self._scalar(item, seq)
+                    now = env.now
                     continue
-                if self.races is not None:
-                    item.dclock = self.races.issued(item)
-                p.queue.append((item, seq, env.now))
-                if p.wake is not None:
-                    ev, p.wake = p.wake, None
-                    ev.succeed()
+                if pipe == "PIPE_ALL" and item.kind == BARRIER:
+                    yield from self._barrier_all(item, seq)
+                    now = env.now
+                    continue
+                p = self._pipe(pipe)
+            # an idle pipe takes the item at once, by arithmetic (see the module doc)
+            if step is not None and not p.queue and step(p, item, seq, now):
+                continue
+            if self.races is not None:
+                item.dclock = self.races.issued(item)
+            p.queue.append((item, seq, now))
+            if p.wake is not None:
+                ev, p.wake = p.wake, None
+                ev.succeed()
         self.dispatch_done = True
         for p in self.pipes.values():
             if p.wake is not None:
@@ -303,10 +311,15 @@ class Machine:
         kind = item.kind
         if kind is OP:
             p.t = self._finish_op(p, item, seq, dispatched, t, self._cost(p, item, t))
-        elif kind is WAIT:
-            key = item.flag
-            if type(key) is not tuple:
-                return False
+            return True
+        if kind is BARRIER:
+            self._barrier(p, item, seq, dispatched, t)
+            p.t = t
+            return True
+        key = item.flag
+        if type(key) is not tuple:
+            return False
+        if kind is WAIT:
             end = t
             if not self.ideal_sync:
                 s = self.timed.take(key)
@@ -317,16 +330,11 @@ class Machine:
             self._sync_row(item, seq, dispatched, t, end)
             p.pending_waits.append(item.text)
             p.t = end
-        elif kind is SET:
-            key = item.flag
-            if type(key) is not tuple:
-                return False
-            self._fire(key, t)
+        else:       # SET
+            if not self.ideal_sync:
+                self.timed.fire(key, t)
             self._sync_row(item, seq, dispatched, t, t)
             self.recorder.add_record(p.last_op_row, item.text)
-            p.t = t
-        else:
-            self._barrier(p, item, seq, dispatched, t)
             p.t = t
         return True
 
