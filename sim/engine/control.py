@@ -31,9 +31,7 @@ class ControlFlow:
     def _block(self, body):
         """Run ``body``; yields pipe items and returns the values of its Yield / Return."""
         instr_type = self._instr_type
-        # sync statements issue the same checked item every time (unless accesses are
-        # tracked: then each issue is a copy)
-        fixed = self._sync_items if not self.track_accesses else {}
+        fixed = self._sync_items     # sync statements issue the same checked item every time
         for st in body:
             kind = type(st)
             if kind is instr_type:

@@ -100,6 +100,7 @@ class Interpreter(CrossUnit, ControlFlow):
         self.target = target
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
+        self.tile_accesses: dict = {}   # (tile, state, write) -> its Access (sim.engine.access)
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})
@@ -406,7 +407,7 @@ class Interpreter(CrossUnit, ControlFlow):
         if item is None:
             item = self._sync_items[key] = self._flag_item(st)
         self.seq += 1
-        return item.copy() if self.track_accesses else item
+        return item
 
     def _flag_item(self, st) -> Issued:
         where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
@@ -429,7 +430,7 @@ class Interpreter(CrossUnit, ControlFlow):
             item = self._sync_items[id(st)] = Issued(BARRIER, st.pipe, "pipe_barrier",
                                                      text=st.pipe, source=str(st.loc or ""))
         self.seq += 1
-        return item.copy() if self.track_accesses else item
+        return item
 
     # --- instructions --------------------------------------------------------------------
 
