@@ -45,7 +45,8 @@ class Chip:
         self.limits = limits      # sim.engine.limits.Limits watching the run, or None
         self.env = limits.environment() if limits is not None else simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2)
-        self.state = ChipState(self.env, target)
+        self.state = ChipState(self.env, target, [(u.core, u.unit) for u in self.layout.units],
+                               ideal_sync=ideal_sync)
         self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
         # one unit alone never fills the GM channel (each path is slower than it), so it
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
