@@ -281,7 +281,7 @@ class ChipKernel:
         from sim.builder import _caller
         self._ffts(SyncWait, "sync_wait", pipe, flag, mode, (), _caller())
 
-    def syncall(self, mode: str = "hard", core_type: str = "mix", *operands) -> None:
+    def syncall(self, *operands, mode: str = "hard", core_type: str = "mix") -> None:
         """``pto.syncall``: every unit of ``core_type`` (``aiv_only``, ``aic_only``,
         ``mix``) of every core waits until all of them got here; ``mode`` ``hard`` (FFTS)
         or ``soft`` (through GM). ``operands`` (GM tensors, Index or int values, at most 3)

@@ -4,7 +4,12 @@ The units of a chip signal each other through the FFTS (programming-model.md §7
 set is ``ffts_cross_core_sync(srcPipe, msg)`` carrying a 4-bit flag id (16 channels), a
 wait is ``wait_flag_dev(id)``. In PTO IR they are ``pto.sync.set #pto.pipe<P>, id
 {ffts_mode = m}`` / ``pto.sync.wait``; the set fires when earlier work on ``P`` is done
-(like ``set_flag``), the wait blocks ``P``. Latency: ``[sync] cross_core_flag_cycles``
+(like ``set_flag``). The wait holds ``P`` and, ASSUMPTION, instruction issue with it: as
+for the cube<->vector FIFOs (``sim.engine.xunit``), ``wait_flag_dev`` stalls the scalar
+unit, so nothing after the wait — on ``P`` or any other pipe — is issued before the flag
+is set. This is also what keeps the functional result right: a unit executes an
+instruction when it issues it, so the load after a wait must not be issued before the
+other unit's store it waits for. Latency: ``[sync] cross_core_flag_cycles``
 (timing-model.md §7: 0 in Perf-Sim, [silent] on hardware).
 
 Who a set reaches and what a wait needs — ``ffts_mode``. ASSUMPTION: the reference is
@@ -115,12 +120,10 @@ class FftsChannels:
                 ev.succeed()
 
     def wait_event(self, key: FftsWait):
+        # one waiter per channel: every wait holds its unit's dispatcher
         ch = self._channel(key)
         if all(ch.pending.values()):
             return None
-        if ch.waiter is not None:
-            raise SimulationError(f"{_unit(key[1])}: two pipes wait on {key[0]} at once; a "
-                                  f"flag has one waiter per unit")
         ch.waiter = self.env.event()
         return ch.waiter
 
@@ -184,8 +187,8 @@ class CrossCore:
             return Issued(SET, st.pipe, name, flag=FftsSet((what, me, targets)),
                           text=f"{what} {self.spec.unit}->", source=str(st.loc or ""))
         setters = self._setters(mode, me, where)
-        return Issued(WAIT, st.pipe, name, flag=FftsWait((what, me, setters)),
-                      text=what, source=str(st.loc or ""))
+        return Issued(WAIT, "PIPE_S", name, flag=FftsWait((what, me, setters)),
+                      text=f"{what} for {st.pipe}", source=str(st.loc or ""))
 
     def _unit_pipes(self) -> frozenset:
         from sim.engine.units import BOTH
