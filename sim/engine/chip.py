@@ -43,7 +43,7 @@ class Chip:
         self.target = target
         self.layout = layout(program, target, block_dim)
         self.limits = limits      # sim.engine.limits.Limits watching the run, or None
-        self.env = limits.environment() if limits is not None else simpy.Environment()
+        self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2)
         self.state = ChipState(self.env, target)
         self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
@@ -80,6 +80,10 @@ class Chip:
             self._deadlock(stuck)
         return self.recording()
 
+    def now(self) -> int:
+        """The latest cycle any unit has reached (pipes may run ahead of the event loop)."""
+        return max(m.now() for _, _, m in self.units)
+
     def recording(self):
         """One unit's ``Recorder``, or all of them as a ``ChipRecording``."""
         if len(self.units) == 1:
@@ -105,7 +109,7 @@ class Chip:
                 s["core"], s["unit"] = spec.core, spec.unit
             entries += items
             parts.append(describe_stuck(items, f"core {spec.core} {spec.unit} " if multi else ""))
-        raise DeadlockError(f"deadlock at cycle {self.env.now}: " + "; ".join(parts), entries)
+        raise DeadlockError(f"deadlock at cycle {self.now()}: " + "; ".join(parts), entries)
 
 
 class ChipRecording:
