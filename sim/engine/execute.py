@@ -21,6 +21,7 @@ import numpy as np
 from sim.errors import SimulationError, UserError
 from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
+from sim.engine.ffts import CrossCore
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.placement import place_tiles
 from sim.engine.units import BOTH, UnitSpec
@@ -81,7 +82,7 @@ class _TileState:
         self.addr, self.rows, self.cols = addr, rows, cols
 
 
-class Interpreter(CrossUnit, ControlFlow):
+class Interpreter(CrossUnit, CrossCore, ControlFlow):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
 
     On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
@@ -135,6 +136,7 @@ class Interpreter(CrossUnit, ControlFlow):
         self._handlers = {Alloc: self._alloc, SetValidShape: self._set_valid,
                           MakeTensorView: self._make_view, PartitionView: self._partition,
                           SetFlag: self._flag, WaitFlag: self._flag, Barrier: self._barrier,
+                          **self._cross_core_handlers(),
                           **self._control_handlers()}
         self._bind_args()
         self._verify = verify_instr if verify else None

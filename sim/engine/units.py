@@ -28,7 +28,9 @@ What runs where in a mixed kernel (the split):
   (``[buffers.*] unit``); one that touches both a cube and a vector buffer is an error
   (cross-unit data moves through tpush / tpop);
 * ``set_flag`` / ``wait_flag`` outside sections run on the units that have both pipes,
-  ``pipe_barrier`` on those that have the pipe (every unit for PIPE_ALL);
+  ``pipe_barrier`` on those that have the pipe (every unit for PIPE_ALL), cross-core
+  ``sync.set`` / ``sync.wait`` on those that have their pipe, ``syncall`` on the units
+  of its ``core_type`` (``sim.engine.ffts``);
 * cube<->vector pipe ops run on the side their name says (``tpush_to_aiv`` on the AIC,
   ``tpop_from_aic`` on the AIVs ...); ``reserve_buffer`` / ``import_reserved_buffer``
   on every unit.
@@ -41,7 +43,7 @@ import attrs
 from sim.errors import UserError
 from sim.engine.scan import scan
 from sim.isa.program import (Barrier, For, Function, If, Instr, PipeOp, Program, Section,
-                             SetFlag, WaitFlag, walk as _walk)
+                             SetFlag, SyncAll, SyncSet, SyncWait, WaitFlag, walk as _walk)
 from sim.isa.tile import Loc, Tile
 
 __all__ = ["CUBE", "VECTOR", "BOTH", "Layout", "UnitSpec", "layout", "unit_program"]
@@ -177,6 +179,12 @@ def _split(body, kind, pipes, side_of) -> tuple:
                 out.append(st)
         elif t is Barrier:
             if st.pipe == "PIPE_ALL" or st.pipe in pipes:
+                out.append(st)
+        elif t is SyncSet or t is SyncWait:
+            if st.pipe in pipes:
+                out.append(st)
+        elif t is SyncAll:
+            if st.core_type == "mix" or (st.core_type == "aic_only") == (kind == CUBE):
                 out.append(st)
         elif t is PipeOp:
             side = _PIPE_OP_SIDE.get(st.op)

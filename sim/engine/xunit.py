@@ -64,11 +64,14 @@ class XKey(tuple):
 
 class CrossFlags(FlagCounters):
     """Counters shared by the units of a chip (the ``shared=`` of every ``Machine``);
-    a set takes effect ``latency_cycles`` after it is issued."""
+    a set takes effect ``latency_cycles`` after it is issued. ``routes`` maps a key class
+    to the counters that answer for it (``sim.engine.ffts``: cross-core flags whose wait
+    needs sets from several units); other keys are plain counters."""
 
     def __init__(self, env, latency_cycles: int = 0):
         super().__init__(env)
         self.latency = int(latency_cycles)
+        self.routes: dict = {}
 
     def set(self, key):
         if self.latency:
@@ -79,6 +82,24 @@ class CrossFlags(FlagCounters):
     def _later(self, key):
         yield self.env.timeout(self.latency)
         self.fire(key)
+
+    def fire(self, key):
+        route = self.routes.get(type(key)) if self.routes else None
+        if route is None:
+            return super().fire(key)
+        route.fire(key)
+
+    def wait_event(self, key):
+        route = self.routes.get(type(key)) if self.routes else None
+        if route is None:
+            return super().wait_event(key)
+        return route.wait_event(key)
+
+    def take(self, key):
+        route = self.routes.get(type(key)) if self.routes else None
+        if route is None:
+            return super().take(key)
+        route.take(key)
 
 
 @attrs.frozen
@@ -386,11 +407,16 @@ def _part(data: np.ndarray, split: int, sub: int) -> np.ndarray:
 
 
 class ChipState:
-    """What the units of a chip share beyond SimPy: cross-unit flags, FIFO data, the
-    reserved buffers of every function."""
+    """What the units of a chip share beyond SimPy: cross-unit flags (FIFO slots and the
+    FFTS counters of ``sim.engine.ffts``), FIFO data, the reserved buffers of every
+    function, the launched ``units`` ((core, unit) pairs)."""
 
-    def __init__(self, env, target):
+    def __init__(self, env, target, units=((0, "AIV0"),), ideal_sync=False):
+        from sim.engine.ffts import FftsChannels, FftsSet, FftsWait
         self.flags = CrossFlags(env, target.sync.get("cross_core_flag_cycles", 0))
+        self.units = tuple(units)
+        self.ffts = FftsChannels(env, ideal=ideal_sync)
+        self.flags.routes.update({FftsSet: self.ffts, FftsWait: self.ffts})
         self.data_path = target.chip.get("fifo_data_path", "gm")
         self.vector_units = int(target.units.get("AIV", {}).get("count", 2))
         self._queues: dict = {}
