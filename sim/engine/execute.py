@@ -113,6 +113,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
         self._tallocs: dict = {}      # slots taken by talloc_* and not pushed yet
+        self._fifo_moves: dict = {}   # GM-path pushes / pops so far per FIFO end (slot rotation)
         self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
