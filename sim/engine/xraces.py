@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from collections import deque
 
+import attrs
+
 from sim.engine.access import GmAccess
 from sim.engine.ffts import FftsSet, FftsWait
 from sim.engine.races import Race, RaceDetector
@@ -159,6 +161,12 @@ class UnitRaces(RaceDetector):
         self.chip = chip
         self.prefix = f"{core}/{unit}/"
         self.name = f"core {core} {unit}"
+
+    def _report(self, race: Race) -> None:
+        """A finding within the unit (its buffers, its own flags) names the unit."""
+        super()._report(attrs.evolve(race, message=f"{self.name}: {race.message}",
+                                     first=f"{self.name} {race.first}",
+                                     second=f"{self.name} {race.second}" if race.second else ""))
 
     def _global(self, clock: dict) -> dict:
         p = self.prefix
