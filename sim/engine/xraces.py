@@ -34,7 +34,7 @@ import attrs
 
 from sim.engine.access import GmAccess
 from sim.engine.ffts import FftsSet, FftsWait
-from sim.engine.races import Race, RaceDetector
+from sim.engine.races import Race, RaceDetector, conflict
 from sim.vclock import join
 
 __all__ = ["ChipRaces", "UnitRaces"]
@@ -141,9 +141,7 @@ class ChipRaces:
 
     def _race(self, first: _XRecord, second: _XRecord) -> None:
         a, b = first.access, second.access
-        kind = "WAW" if a.write and b.write else ("RAW" if a.write else "WAR")
-        what = (f"{a.name} [{a.start:#x}, {a.end:#x})" if a.name == b.name
-                else f"{a.name} [{a.start:#x}, {a.end:#x}) and {b.name} [{b.start:#x}, {b.end:#x})")
+        kind, what = conflict(a, b)
         msg = (f"{kind} race in {a.space}: {first.label} and {second.label} touch {what} with "
                f"no flag, FIFO or syncall ordering them")
         key = (kind, first.label, second.label)
