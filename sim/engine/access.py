@@ -53,15 +53,27 @@ def _gm_access(interp, view: PartView, write: bool) -> Access:
 
 
 def instr_accesses(interp, instr, srcs, tmp) -> tuple:
+    """The accesses of one execution of ``instr``. A tile's access is the same value for
+    as long as its address and valid region are, so it is built once per tile state
+    (``interp.tile_accesses``): a long run queues millions of them."""
     out = []
+    cache = interp.tile_accesses
     for o in instr.outs:
         if isinstance(o, Tile):
-            out.append(tile_access(o, interp.tiles[o], True))
+            out.append(_cached(cache, o, interp.tiles[o], True))
         elif isinstance(o, PartView):
             out.append(_gm_access(interp, o, True))
     for o in instr.ins:
         if isinstance(o, Tile):
-            out.append(tile_access(o, interp.tiles[o], o is tmp))
+            out.append(_cached(cache, o, interp.tiles[o], o is tmp))
         elif isinstance(o, PartView):
             out.append(_gm_access(interp, o, False))
     return tuple(out)
+
+
+def _cached(cache: dict, tile: Tile, state, write: bool) -> Access:
+    key = (tile, state.addr, state.rows, state.cols, write)
+    a = cache.get(key)
+    if a is None:
+        a = cache[key] = tile_access(tile, state, write)
+    return a
