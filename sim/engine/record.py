@@ -151,19 +151,23 @@ class Recorder:
         """The trace DataFrame (schema of ``sim.trace.schema``), rows by start cycle, then id."""
         rows = np.frombuffer(self.cols, dtype=np.int64).reshape(-1, _W) if len(self.cols) else \
             np.zeros((0, _W), np.int64)
-        # one contiguous array per field, rows sorted (a field of ``rows`` is strided)
-        a = rows.T.take(np.lexsort((rows[:, _SEQ], rows[:, _START])), axis=1)
-        sid = a[_SID]
+        order = np.lexsort((rows[:, _SEQ], rows[:, _START]))
+
+        def column(i):      # one field, rows sorted: its own contiguous array
+            return rows[:, i].take(order)
+
+        sid = column(_SID)
         static = list(zip(*self.statics)) if self.statics else [()] * len(_STATIC)
         field = dict(zip(_STATIC, static))
-        n = a.shape[1]
-        cols = {"id": a[_SEQ], "core": np.full(n, self.core, np.int64),
+        n = len(order)
+        start, end = column(_START), column(_END)
+        cols = {"id": column(_SEQ), "core": np.full(n, self.core, np.int64),
                 "unit": _categorical(np.zeros(n, np.int64), [self.unit]),
-                "dispatch_cycle": a[_DISPATCH], "start_cycle": a[_START],
-                "end_cycle": a[_END], "duration_cycles": a[_END] - a[_START],
-                "stream": _categorical(a[_STREAM], _STREAM_TEXT),
-                "waits": _categorical(a[_WAITS], self.texts),
-                "records": _categorical(a[_RECORDS], self.texts)}
+                "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
+                "end_cycle": end, "duration_cycles": end - start,
+                "stream": _categorical(column(_STREAM), _STREAM_TEXT),
+                "waits": _categorical(column(_WAITS), self.texts),
+                "records": _categorical(column(_RECORDS), self.texts)}
         for name in _STATIC:
             values = field[name]
             if DTYPES[name] == "int64":
@@ -171,7 +175,9 @@ class Recorder:
                     np.zeros(0, np.int64)
             else:
                 cols[name] = _categorical(sid, values)
-        return pd.DataFrame({c: cols[c] for c in COLUMNS})
+        # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
+        # block, doubling the peak memory of a long trace)
+        return pd.DataFrame({c: cols[c] for c in COLUMNS}, copy=False)
 
 
 def _categorical(codes: np.ndarray, values) -> pd.Categorical:
