@@ -55,7 +55,7 @@ class Recorder:
         self.texts = [""]                       # waits / records strings, interned
         self._text_ids = {"": 0}
         self._joined: dict = {}                 # (records id, text) -> id of both joined
-        self.end = 0                            # largest end cycle of any item
+        self._end = 0                           # largest end cycle of the rows not kept
         self.busy: dict[str, list[int]] = {}    # pipe -> [busy cycles, instructions] ("none")
         self.ops = 0                            # op rows ("none")
         self.op_busy: dict[str, int] = {}       # opcode -> busy cycles of its op rows ("none")
@@ -99,15 +99,13 @@ class Recorder:
         cols = self.cols
         at = len(cols)
         cols.extend((seq, sid, dispatch, start, end, stream, waits, 0))
-        if end > self.end:
-            self.end = end
         return at
 
     sync_row = row          # rows of set_flag / wait_flag / barrier statements
 
     def _count(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
-        if end > self.end:
-            self.end = end
+        if end > self._end:
+            self._end = end
         if item.kind == "op":
             self.ops += 1
             self.op_busy[item.opcode] = self.op_busy.get(item.opcode, 0) + end - start
@@ -120,8 +118,8 @@ class Recorder:
         return -1
 
     def _skip(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
-        if end > self.end:
-            self.end = end
+        if end > self._end:
+            self._end = end
         return -1
 
     def add_record(self, at: int, text: str) -> None:
@@ -142,6 +140,14 @@ class Recorder:
         self.cols.extend((seq, self.intern(static), dispatch, start, end, 0, 0, 0))
 
     # --- reading -------------------------------------------------------------------------
+
+    @property
+    def end(self) -> int:
+        """The largest end cycle of any item (of the kept rows: read from the array)."""
+        if not len(self.cols):
+            return self._end
+        ends = np.frombuffer(self.cols, dtype=np.int64)[_END::_W]
+        return max(self._end, int(ends.max()))
 
     def pipe_totals(self) -> dict:
         """Pipe -> (busy cycles, instructions) of op and scalar items (mode ``"none"``)."""
