@@ -482,3 +482,23 @@ def test_cli_runs_a_syncall_kernel_and_reports_its_deadlock(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("ptosim: error: deadlock") and "core 1 AIV0" in err
     assert main(["run", str(f), "--block-dim", "1", "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("core_type, units", [
+    ("mix", {"AIC", "AIV0", "AIV1"}), ("aic_only", {"AIC"}), ("aiv_only", {"AIV0", "AIV1"})])
+def test_syncall_core_type_picks_the_units_that_meet(core_type, units):
+    """The cubes load a large tile first; the units of ``core_type`` meet after it."""
+    k = sim.Kernel("mix", block_dim=2)
+    a = k.gm("a", "f16", (128, 256))
+    with k.cube():
+        m = k.tile("mat", "f16", 128, 256, blayout="col_major", slayout="row_major")
+        k.TLOAD(m, a)
+    with k.vector():
+        t = k.tile("vec", "f16", 16, 64)
+        k.TLOAD(t, a[0:16, 0:64])
+    k.syncall(mode="hard", core_type=core_type)
+    tr = sim.simulate(k).trace
+    meet = tr[(tr.opcode == "syncall") & (tr.kind == "wait_flag")]
+    assert set(meet.unit) == units and sorted(set(meet.core)) == [0, 1]
+    last_load = tr[(tr.opcode == "TLOAD") & tr.unit.isin(list(units))].end_cycle.max()
+    assert (meet.end_cycle == last_load).all()          # everyone leaves with the slowest
