@@ -16,6 +16,7 @@ from __future__ import annotations
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.transforms import offset_copy
 
 from sim.trace.critical import critical_path as find_critical_path
 from sim.trace.flags import edge_positions
@@ -160,8 +161,11 @@ def gantt(trace, *, title: str = "", ax=None, show_waits: bool = True, arrows: b
     if critical_path is not False and critical_path is not None:
         handles.append(Patch(facecolor="none", edgecolor=_PATH_COLOUR, label="critical path"))
     if handles:
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-                  ncol=min(len(handles), 5), fontsize=8, frameon=False)
+        # a fixed distance below the axis label, whatever the number of lanes (a fraction of
+        # the axes' height left a wide gap under tall chip Gantts)
+        below = offset_copy(ax.transAxes, fig=fig, y=-34, units="points")
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0),
+                  bbox_transform=below, ncol=min(len(handles), 5), fontsize=8, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -131,6 +131,8 @@ def text_report(trace: pd.DataFrame, *, kernel: str, target: str, clock_hz: floa
         lines.append(f"{pipe:<10} {s['busy_cycles']:>9} {s['utilization']:>7.1%} {s['instructions']:>7}")
     units = unit_summary(trace, total)
     if len(units) > 1:
+        lines.append(f"(busy and instrs summed over the {len(units)} units; util is their mean)")
+    if len(units) > 1:
         lines += ["", "per core and unit: pipe utilisation | opcode share of the total time"]
         for u in units:
             pipes = "  ".join(f"{p.removeprefix('PIPE_')} {v['utilization']:.1%}"
@@ -144,9 +146,13 @@ def text_report(trace: pd.DataFrame, *, kernel: str, target: str, clock_hz: floa
             lines.append(f"{r.opcode:<14} {r.pipe:<10} {r.count:>6} {r.total_cycles:>9} {r.mean_cycles:>8.1f}")
     insts = trace[trace["kind"] == "op"].sort_values("id", kind="stable")
     if len(insts):
-        lines += ["", f"{'id':>5} {'opcode':<12} {'pipe':<10} {'start':>8} {'end':>8} {'cycles':>7}  operands"]
+        # on a chip every unit runs the same statements: say which unit a row is from
+        where = len(units) > 1
+        head = f"{'unit':<9} " if where else ""
+        lines += ["", head + f"{'id':>5} {'opcode':<12} {'pipe':<10} {'start':>8} {'end':>8} {'cycles':>7}  operands"]
         for r in insts.head(max_rows).itertuples():
-            lines.append(f"{r.id:>5} {r.opcode:<12} {r.pipe:<10} {r.start_cycle:>8} {r.end_cycle:>8} "
+            unit = f"{f'c{r.core}.{r.unit}':<9} " if where else ""
+            lines.append(f"{unit}{r.id:>5} {r.opcode:<12} {r.pipe:<10} {r.start_cycle:>8} {r.end_cycle:>8} "
                          f"{r.duration_cycles:>7}  {r.operands}")
         if len(insts) > max_rows:
             lines.append(f"  ... {len(insts) - max_rows} more instructions (write the full trace with --trace)")
