@@ -16,7 +16,8 @@ the C++ order. Each returns a new token. Waiting on a token from another pipe in
 ``set_flag`` right after the producer and ``wait_flag`` right before the consumer, with
 an event id drawn from that pipe pair's pool of 8 (the lowest id whose last wait the
 producer's pipe has itself waited for, through the kernel's flags: program order alone
-does not stop a pipe running ahead from setting an id again while it is pending); waiting on a token from the same pipe
+does not stop a pipe running ahead from setting an id again while it is pending; when
+none is, round robin); waiting on a token from the same pipe
 inserts ``pipe_barrier`` (the C++ same-pipe Event); a token already waited on by the
 consumer's pipe adds nothing, since that pipe's queue order covers it.
 
@@ -345,18 +346,24 @@ class Kernel(ChipKernel):
         ``dst_passed`` or later. Program order alone is not enough: ``src`` runs ahead of
         ``dst``, so an id whose wait is earlier in the program may still be pending when
         the next set of the same id fires (a set while pending, which a one-bit flag
-        loses)."""
+        loses). When no id is sure (``src`` never waits for ``dst``), the free id waited
+        longest ago: round robin, as the C++ library's ids go; ``check --races`` reports
+        a set that still finds it pending."""
+        fallback = None
         for eid in range(8):
             busy = self._intervals((src, dst, eid))
             open_at = self._open_manual.get((src, dst, eid))
-            if open_at is not None and open_at <= end:
+            if open_at is not None and open_at <= end or not busy.free(start, end):
                 continue
             last = self._last_wait.get((src, dst, eid))
-            if last is not None and (last > start or last > dst_passed):
-                continue
-            if busy.free(start, end):
+            if last is None or last <= start and last <= dst_passed:
                 busy.add(start, end)
                 return eid
+            if fallback is None or last < fallback[0]:
+                fallback = (last, eid)
+        if fallback is not None:
+            self._intervals((src, dst, fallback[1])).add(start, end)
+            return fallback[1]
         raise UserError(f"{loc}: event pool exhausted: all 8 event ids of {src} -> {dst} are "
                         f"pending between statement {start} and {end}; wait on some events "
                         f"earlier or use fewer outstanding tokens")
