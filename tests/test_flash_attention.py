@@ -120,3 +120,77 @@ def test_cli_run_prints_per_unit_figures(tmp_path):
     aic = next(ln for ln in lines if ln.startswith("core 0   AIC"))
     assert "TMATMUL" in aic and "FIX" in aic
     assert "warning" not in out.stdout + out.stderr      # no race warning
+
+
+# --- manual vs auto on chip kernels (ptosim compare) --------------------------------------
+
+def _o_error(r, s1):
+    want = _reference(r, 1, s1)
+    return np.abs(r.output("o").reshape(-1, HEAD) - want).max() / np.abs(want).max()
+
+
+@pytest.mark.parametrize("form", ["pto", "py"])
+def test_compare_places_and_synchronises_each_unit(form):
+    """Auto mode on a chip kernel: the two-function .pto and the sections .py are placed
+    per unit around their FIFO buffers and synchronised per unit; both sides compute O,
+    race-free, and the pipe rows are per unit."""
+    from sim.placement import run_comparison
+    s1 = 384
+    k = _program() if form == "pto" else _py_build(s1=s1)
+    c = run_comparison(k, "a2a3", inputs={"S1": s1} if form == "pto" else None)
+    for run in (c.manual, c.auto):
+        m = run.metrics()
+        assert m["deadlock"] is None and m["races"] == 0, (run.mode, m["race_findings"][:1])
+        assert {"AIC PIPE_M", "AIV0 PIPE_V", "AIV1 PIPE_V"} <= set(m["pipes"])
+        assert _o_error(run.result, s1) <= 2e-3
+    assert c.auto.metrics()["syncs"] > 0 and c.auto.program is not k
+    assert ("busy_cycles[AIV0 PIPE_V]" in c.frame().index)
+    # hand placement: the .pto places every tile, the .py only its L0B ring
+    assert (c.note is None) and c.hand_placed == (22 if form == "pto" else 4)
+
+
+def test_auto_places_tiles_around_the_fifo_buffers():
+    from sim.isa.program import Alloc, PipeOp, walk
+    from sim.placement import plan_auto
+    plan = plan_auto(_py_build(s1=256), "a2a3")
+    fifo = []
+    for st in walk(plan.program.main.body):
+        if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer":
+            a = dict(st.attrs)
+            assert a["auto"] is False          # placed by the plan, first
+            buf = "UB" if "vec" in str(a["location"]) else "L1"
+            fifo.append((buf, a["base"], a["base"] + a["size"]))
+    assert sorted(b for b, _, _ in fifo) == ["L1", "UB", "UB"]
+    tiles = [st.tile for st in walk(plan.program.main.body) if isinstance(st, Alloc)]
+    for t in tiles:
+        for s in plan.slots[t].addrs:
+            assert all(not (buf == t.loc.buffer and s < hi and lo < s + t.type.nbytes)
+                       for buf, lo, hi in fifo), t.name
+    ub = [(lo, hi) for b, lo, hi in fifo if b == "UB"]
+    assert ub[0][1] <= ub[1][0] or ub[1][1] <= ub[0][0]          # two FIFOs, no overlap
+
+
+def test_a_fifo_kernel_without_sync_runs_in_auto_mode_by_default():
+    """The .pto with every flag and barrier taken out: the default run inserts them (auto
+    mode) and the result is right and race-free."""
+    bare = "\n".join(ln for ln in PTO.read_text().splitlines()
+                     if not ln.strip().startswith(("pto.set_flag", "pto.wait_flag", "pto.barrier")))
+    r = sim.simulate(sim.parse_text(bare, "bare.pto"), inputs={"S1": 256}, races=True)
+    assert r.mode == "auto" and not r.warnings and not r.races
+    assert _o_error(r, 256) <= 2e-3
+
+
+def test_compare_says_when_a_kernel_places_nothing_by_hand(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "sim", "compare", str(EX / "gemm.py")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("note: gemm_128x256x128 places no tile by hand") and "first fit" in first
+    assert out.stdout.splitlines()[1].split() == ["metric", "manual", "auto", "auto", "-", "manual"]
+    j = subprocess.run([sys.executable, "-m", "sim", "compare", str(PTO), "--arg", "S1=256",
+                        "--json"], capture_output=True, text=True, cwd=tmp_path)
+    assert j.returncode == 0, j.stderr
+    import json
+    got = json.loads(j.stdout)
+    assert got["manual"]["hand_placed_tiles"] == 22 and got["auto"]["races"] == 0
+    assert not j.stdout.startswith("note")
