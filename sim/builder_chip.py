@@ -16,7 +16,19 @@
 integers known when the kernel runs (``pto.get_block_idx`` ...). Arithmetic with Python
 ints emits ``arith`` statements; views take them as offsets (``A[row:row + 256, :]``, the
 size being the static difference). A token (RecordEvent) cannot cross sections: units
-synchronise through FIFOs.
+synchronise through FIFOs, cross-core flags and the all-core barrier::
+
+    with k.cube():
+        e = k.TSTORE(work[row:row + 16, :], acc)   # PIPE_FIX
+        k.sync_set("FIX", 3, e)                    # pto.sync.set: fires when FIX is done
+    with k.vector():
+        k.sync_wait("MTE2", 3)                     # pto.sync.wait: holds PIPE_MTE2
+        k.TLOAD(t, work[row:row + 16, :])
+    k.syncall(mode="hard", core_type="mix")        # every unit of every core meets here
+
+(``mode=`` of ``sync_set`` / ``sync_wait`` is the ``ffts_mode``: 0 all cores of one type,
+1 the vector units of a core, 2 — the default when none is given — cube <-> vector of a
+core; ``sim.engine.ffts`` says what each does.)
 """
 
 from __future__ import annotations
@@ -25,7 +37,9 @@ import contextlib
 
 from sim.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
-from sim.isa.program import Arith, Const, PipeOp, RawAttr, Scalar, ScalarOp
+from sim.isa.program import (FFTS_MODES, SYNCALL_CORE_TYPES, SYNCALL_MODES, Arith, Const,
+                             GmPtr, PipeOp, RawAttr, Scalar, ScalarOp, SetFfts, SyncAll,
+                             SyncSet, SyncWait)
 from sim.isa.tile import Tile, TileType
 
 __all__ = ["Index", "Fifo", "ChipKernel"]
@@ -235,3 +249,66 @@ class ChipKernel:
         from sim.builder import _caller
         op = "pto.tfree_from_aic" if to_aiv else "pto.tfree_from_aiv"
         self._emit(PipeOp((), op, (), {"id": fifo.id, "split": fifo.split}, loc=_caller()))
+
+    # --- cross-core flags and the all-core barrier -----------------------------------------
+
+    def _ffts(self, cls, what, pipe, flag, mode, events, loc):
+        from sim.builder import _pipe_name
+        pipe = _pipe_name(pipe)
+        if pipe == "PIPE_ALL":
+            raise UserError(f"{what}: expected the pipe of one unit, found PIPE_ALL")
+        if mode is not None and mode not in FFTS_MODES:
+            raise UserError(f"{what}: mode: expected 0, 1 or 2 (ffts_mode), found {mode!r}")
+        if isinstance(flag, Index):
+            flag = flag.scalar
+        elif isinstance(flag, bool) or not isinstance(flag, int) or not 0 <= flag < 16:
+            raise UserError(f"{what}: flag: expected an int 0..15 (4-bit FFTS id) or an "
+                            f"Index, found {flag!r}")
+        for ev in events:
+            if getattr(ev, "pipe", None) != pipe:     # a set fires after its own pipe's earlier work anyway
+                self._wait(ev, pipe, loc)
+        self._emit(self._intern(cls(pipe, flag, mode, loc=loc)))
+
+    def sync_set(self, pipe, flag, *events, mode: "int | None" = None) -> None:
+        """``pto.sync.set``: cross-core flag ``flag`` (0..15, or an Index), set when the
+        earlier work of ``pipe`` (and ``events``) is done; ``mode`` is the ffts_mode (None:
+        not written, the default 2 applies)."""
+        from sim.builder import _caller
+        self._ffts(SyncSet, "sync_set", pipe, flag, mode, events, _caller())
+
+    def sync_wait(self, pipe, flag, *, mode: "int | None" = None) -> None:
+        """``pto.sync.wait``: ``pipe`` waits until cross-core flag ``flag`` is set."""
+        from sim.builder import _caller
+        self._ffts(SyncWait, "sync_wait", pipe, flag, mode, (), _caller())
+
+    def syncall(self, *operands, mode: str = "hard", core_type: str = "mix") -> None:
+        """``pto.syncall``: every unit of ``core_type`` (``aiv_only``, ``aic_only``,
+        ``mix``) of every core waits until all of them got here; ``mode`` ``hard`` (FFTS)
+        or ``soft`` (through GM). ``operands`` (GM tensors, Index or int values, at most 3)
+        are the soft barrier's workspaces, kept in the IR."""
+        from sim.builder import GlobalTensor, _caller
+        if mode not in SYNCALL_MODES:
+            raise UserError(f"syncall: mode: expected 'soft' or 'hard', found {mode!r}")
+        if core_type not in SYNCALL_CORE_TYPES:
+            raise UserError(f"syncall: core_type: expected one of "
+                            f"{', '.join(SYNCALL_CORE_TYPES)}, found {core_type!r}")
+        if len(operands) > 3:
+            raise UserError(f"syncall: expected at most 3 operands, found {len(operands)}")
+        ops = []
+        for o in operands:
+            if isinstance(o, GlobalTensor):
+                ops.append(GmPtr(o.name, o.dtype))
+            elif isinstance(o, Index):
+                ops.append(o.scalar)
+            elif isinstance(o, int) and not isinstance(o, bool):
+                ops.append(Const(o, "i32"))
+            else:
+                raise UserError(f"syncall: operand {o!r}: expected a GM tensor, an Index or "
+                                f"an int")
+        self._emit(self._intern(SyncAll(mode, core_type, tuple(ops), loc=_caller())))
+
+    def set_ffts(self, addr) -> None:
+        """``pto.set_ffts``: set the FFTS base address (recorded, costs nothing)."""
+        from sim.builder import _caller
+        value = addr.scalar if isinstance(addr, Index) else Const(int(addr), "i64")
+        self._emit(SetFfts(value, loc=_caller()))

@@ -1,5 +1,6 @@
-"""The pipes' static fast path (runs of queued instructions advanced by arithmetic, one
-timeout per run) gives exactly the timeline of taking every item through the event loop.
+"""The engine's timed path (items run by arithmetic as an idle pipe takes them, waits whose
+set already happened included; the event loop only for sets not yet known) gives exactly
+the timeline of taking every item through the event loop.
 
 Random kernels — cross-pipe tokens, hand-written flags, barriers on one pipe and on all,
 dynamic valid regions, several op families — run both ways with every trace detail; the

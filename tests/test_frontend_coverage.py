@@ -535,9 +535,6 @@ for _e in _ENDPOINTS:
         f"    pto.barrier_sync[<{_e}>]\n    pto.barrier_sync [<{_e}>]"))
 _SYNC_OUT = {
     "fence.barrier_all": "    pto.fence.barrier_all #pto.fence_scope<gm>",
-    "sync.set": "    pto.sync.set <PIPE_M>, 0",
-    "sync.set-attr": "    pto.sync.set #pto.pipe<PIPE_M>, 0 {ffts_mode = 2 : i32}",
-    "sync.wait": "    pto.sync.wait <PIPE_V>, %n",
     "set_intra_block": "    pto.set_intra_block <PIPE_MTE3>, 1",
     "wait_intra_block": "    pto.wait_intra_block <PIPE_MTE3>, 1",
     "set_cross_block": "    pto.set_cross_block <PIPE_MTE3>, 1",
@@ -551,16 +548,24 @@ _SYNC_OUT = {
     "declare_eventid_array": "    %e = pto.declare_eventid_array -> !pto.eventid_array<4>",
     "eventid_array_get": "    %e = pto.eventid_array_get %n[%n] : !pto.eventid_array<4>",
     "eventid_array_set": "    pto.eventid_array_set %n[%n], %n : !pto.eventid_array<4>",
-    "set_ffts": "    pto.set_ffts %n : index",
-    "syncall": "    pto.syncall(%n : index) mode = #pto.sync_all_mode<soft>, core_type = "
-               "#pto.sync_core_type<aiv_only>",
-    "syncall-empty": "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = "
-                     "#pto.sync_core_type<mix>",
     "syncthreads": "    pto.syncthreads",
     "dsb": '    pto.dsb "DDR"',
     "tsync": f"    pto.tsync ins(%n : index)",
     "generic-syncall": '    "pto.syncall"(%n) <{mode = 1 : i32}> : (index) -> ()',
 }
+# cross-core flags and the all-core barrier (every spelling: tests/test_ffts.py)
+_SYNC_CROSS_CORE = {
+    "sync.set": "    pto.sync.set <PIPE_M>, 0",
+    "sync.set-attr": "    pto.sync.set #pto.pipe<PIPE_M>, 0 {ffts_mode = 2 : i32}",
+    "sync.wait": "    pto.sync.wait <PIPE_V>, %n",
+    "set_ffts": "    pto.set_ffts %n : index",
+    "syncall": "    pto.syncall(%n : index) mode = #pto.sync_all_mode<soft>, core_type = "
+               "#pto.sync_core_type<aiv_only>",
+    "syncall-empty": "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = "
+                     "#pto.sync_core_type<mix>",
+}
+for _name, _body in _SYNC_CROSS_CORE.items():
+    ok(f"s2.5-cross-core-{_name}", kernel(_body))
 for _name, _body in _SYNC_OUT.items():
     bad(f"s2.5-out-of-scope-{_name}", kernel(_body), "unsupported")
 bad("s2.5-unknown-pipe", kernel("    pto.barrier <PIPE_Q>"), "unknown pipe 'PIPE_Q'")

@@ -23,6 +23,7 @@ import pandas as pd
 import simpy
 
 from sim.engine.execute import Interpreter
+from sim.engine.ffts import FftsWait
 from sim.engine.gm import GlobalMemory
 from sim.engine.machine import Machine, describe_stuck
 from sim.engine.placement import place_tiles
@@ -43,9 +44,10 @@ class Chip:
         self.target = target
         self.layout = layout(program, target, block_dim)
         self.limits = limits      # sim.engine.limits.Limits watching the run, or None
-        self.env = limits.environment() if limits is not None else simpy.Environment()
+        self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2)
-        self.state = ChipState(self.env, target)
+        self.state = ChipState(self.env, target, [(u.core, u.unit) for u in self.layout.units],
+                               ideal_sync=ideal_sync)
         self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
         # one unit alone never fills the GM channel (each path is slower than it), so it
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
@@ -80,6 +82,10 @@ class Chip:
             self._deadlock(stuck)
         return self.recording()
 
+    def now(self) -> int:
+        """The latest cycle any unit has reached (pipes may run ahead of the event loop)."""
+        return max(m.now() for _, _, m in self.units)
+
     def recording(self):
         """One unit's ``Recorder``, or all of them as a ``ChipRecording``."""
         if len(self.units) == 1:
@@ -103,9 +109,24 @@ class Chip:
             items = m.stuck()
             for s in items:
                 s["core"], s["unit"] = spec.core, spec.unit
+                self._missing_sets(m, s)
             entries += items
             parts.append(describe_stuck(items, f"core {spec.core} {spec.unit} " if multi else ""))
-        raise DeadlockError(f"deadlock at cycle {self.env.now}: " + "; ".join(parts), entries)
+        raise DeadlockError(f"deadlock at cycle {self.now()}: " + "; ".join(parts), entries)
+
+
+    def _missing_sets(self, machine, entry) -> None:
+        """Name, in a stuck entry waiting on a cross-core flag or a syncall, the units whose
+        set it still needs (``sim.engine.ffts``)."""
+        blocked = [p.blocked for p in machine.pipes.values() if p.blocked is not None]
+        if machine.dispatch_blocked is not None:
+            blocked.append(machine.dispatch_blocked)
+        for item, seq in blocked:
+            if item.label(seq) == entry["wait"] and type(item.flag) is FftsWait:
+                missing = ", ".join(self.state.ffts.missing(item.flag))
+                before = f" before {entry['next']}" if entry.get("next") else ""
+                entry["text"] = (f"{entry['pipe']} waits for flag {entry['waits_for']} "
+                                 f"({entry['wait']}){before}: no set yet from {missing}")
 
 
 class ChipRecording:

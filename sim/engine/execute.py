@@ -21,6 +21,7 @@ import numpy as np
 from sim.errors import SimulationError, UserError
 from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
+from sim.engine.ffts import CrossCore
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.placement import place_tiles
 from sim.engine.units import BOTH, UnitSpec
@@ -81,7 +82,7 @@ class _TileState:
         self.addr, self.rows, self.cols = addr, rows, cols
 
 
-class Interpreter(CrossUnit, ControlFlow):
+class Interpreter(CrossUnit, CrossCore, ControlFlow):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
 
     On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
@@ -111,6 +112,7 @@ class Interpreter(CrossUnit, ControlFlow):
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
         self._tallocs: dict = {}      # slots taken by talloc_* and not pushed yet
+        self._fifo_moves: dict = {}   # GM-path pushes / pops so far per FIFO end (slot rotation)
         self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
@@ -134,6 +136,7 @@ class Interpreter(CrossUnit, ControlFlow):
         self._handlers = {Alloc: self._alloc, SetValidShape: self._set_valid,
                           MakeTensorView: self._make_view, PartitionView: self._partition,
                           SetFlag: self._flag, WaitFlag: self._flag, Barrier: self._barrier,
+                          **self._cross_core_handlers(),
                           **self._control_handlers()}
         self._bind_args()
         self._verify = verify_instr if verify else None

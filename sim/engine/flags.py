@@ -5,11 +5,19 @@ positive and then takes one, so repeated set/wait pairs on one id across loop it
 balance. One waiter at a time per key: a flag's destination is one in-order pipe queue.
 A unit's own flags (``Machine.flags``) and the chip's cross-unit flags
 (``sim.engine.xunit.CrossFlags``) are the same counters.
+
+Because the k-th wait of a key can only go on after the k-th set (the counter must have
+been positive k times), a unit-local flag can also be kept as the cycles its pending sets
+fired at (``TimedFlags``): the k-th wait ends at max(its own start, the k-th set's cycle).
+The engine's timed path uses that to run waits whose set is already known without the
+event loop.
 """
 
 from __future__ import annotations
 
-__all__ = ["FlagCounters"]
+from collections import deque
+
+__all__ = ["FlagCounters", "TimedFlags"]
 
 
 class FlagCounters:
@@ -47,3 +55,32 @@ class FlagCounters:
 
     def take(self, key):
         self.counts[key][0] -= 1
+
+
+class TimedFlags:
+    """Unit-local flags as the cycles of their pending sets (see the module doc), with the
+    SimPy event a waiter whose set has not happened yet sleeps on."""
+
+    def __init__(self, env):
+        self.env = env
+        self.sets: dict = {}            # key -> cycles of the sets not waited for yet (FIFO)
+        self.sleepers: dict = {}        # key -> event of the waiter without a set
+
+    def fire(self, key, cycle: int) -> None:
+        q = self.sets.get(key)
+        if q is None:
+            q = self.sets[key] = deque()
+        q.append(cycle)
+        ev = self.sleepers.pop(key, None)
+        if ev is not None:
+            ev.succeed()
+
+    def take(self, key) -> "int | None":
+        """The cycle of the oldest pending set of ``key`` (consumed), or None."""
+        q = self.sets.get(key)
+        return q.popleft() if q else None
+
+    def sleep(self, key):
+        """The event a waiter sleeps on until ``key`` is set."""
+        ev = self.sleepers[key] = self.env.event()
+        return ev

@@ -18,8 +18,15 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
   reservation per transfer, deterministic, no per-step cost in the number of cores.
 * **L2** (``[gm.l2] enabled``): an LRU cache of ``line_bytes`` lines in front of HBM
   (timing-model.md §5.4). Every transfer crosses the L2 channel
-  (``[gm.l2] bandwidth_gib_per_s``); only the bytes of lines that miss (and every write,
-  write-through) also cross the HBM channel (``[gm] bandwidth_gib_per_s``). With
+  (``[gm.l2] bandwidth_gib_per_s``). A read's missing lines also cross the HBM channel
+  (``[gm] bandwidth_gib_per_s``). Writes allocate their lines in the L2 and mark them
+  dirty; a dirty line goes to HBM once, when it is evicted, however often it is
+  rewritten while resident. ASSUMPTION (the reference is [silent]; §5.4 models reads
+  only): write-back, write-allocate, as the 910B's L2 keeps a kernel's outputs and
+  workspace for their readers; the write-back's HBM bytes are charged when a clean or
+  absent line is first dirtied, not at its eviction, so a cube<->vector FIFO slot
+  rewritten every block costs HBM bandwidth once while a streamed output costs it per
+  line, as before. With
   ``apply_latency`` the per-transfer latencies of §5.4 replace the path cost: a transfer
   whose lines all hit costs ``min(base, bytes / hit_bytes_per_cycle + hit_fixed_cycles)``,
   one with a miss ``base + miss_extra_cycles``. The LRU is tracked per line with a
@@ -66,7 +73,8 @@ class _L2:
         self.line = int(cfg.get("line_bytes", 512))
         self.capacity_lines = max(1, int(cfg["capacity_bytes"]) // self.line)
         self.brought = 0                      # lines brought in so far
-        self.stamps: dict[str, np.ndarray] = {}
+        self.stamps: dict = {}                # GM array -> per line: `brought` at last use
+        self.dirty: dict = {}                 # GM array -> per line: written while resident
         self.hits = 0
         self.misses = 0
 
@@ -87,24 +95,34 @@ class _L2:
             lines = (base + r * rs + c * cs) * isz // self.line
         return np.unique(lines)
 
-    def access(self, window) -> tuple[int, int]:
-        """(lines that hit, lines touched); the touched lines become most recent."""
+    def access(self, window, write: bool = False) -> tuple[int, int, int]:
+        """(lines that hit, lines touched, lines a write newly dirtied); the touched lines
+        become most recent."""
         lines = self.lines(window)
         key = window[0]
-        st = self.stamps.get(key)
+        st, dirty = self.stamps.get(key), self.dirty.get(key)
         need = int(lines[-1]) + 1
         if st is None or st.size < need:
-            grown = np.full(max(need, 2 * (0 if st is None else st.size)), _NEVER, np.int64)
+            size = max(need, 2 * (0 if st is None else st.size))
+            grown, grown_dirty = np.full(size, _NEVER, np.int64), np.zeros(size, bool)
             if st is not None:
-                grown[:st.size] = st
-            st = self.stamps[key] = grown
+                grown[:st.size], grown_dirty[:st.size] = st, dirty
+            st, dirty = self.stamps[key], self.dirty[key] = grown, grown_dirty
         present = (self.brought - st[lines]) < self.capacity_lines
         hit = int(np.count_nonzero(present))
         self.brought += lines.size - hit
         st[lines] = self.brought
         self.hits += hit
         self.misses += lines.size - hit
-        return hit, lines.size
+        dirtied = 0
+        if write:
+            # an evicted line's write-back was charged when it was dirtied
+            was = dirty[lines] & present
+            dirtied = lines.size - int(np.count_nonzero(was))
+            dirty[lines] = True
+        elif hit < lines.size:
+            dirty[lines[~present]] = False
+        return hit, lines.size, dirtied
 
 
 class GlobalMemory:
@@ -153,8 +171,9 @@ class GlobalMemory:
         if self.l2 is None:
             end = max(end, self.hbm.reserve(now, nbytes))
         else:
-            hit, lines = self.l2.access(item.gm) if item.gm is not None else (0, 1)
-            miss_bytes = nbytes if write else nbytes * (lines - hit) // lines
+            hit, lines, dirtied = (self.l2.access(item.gm, write) if item.gm is not None
+                                   else (0, 1, 1))
+            miss_bytes = nbytes * (dirtied if write else lines - hit) // lines
             if self.apply_latency:
                 end = now + (min(own, nbytes / self.hit_bpc + self.hit_fixed) if hit == lines
                              else own + self.miss_extra)

@@ -59,6 +59,7 @@ class Limits:
     every: int = attrs.field(default=4096, validator=_positive_or_none)
     items: int = attrs.field(default=0, init=False)
     env: simpy.Environment | None = attrs.field(default=None, init=False)
+    clock: object = attrs.field(default=None, init=False)
 
     @property
     def active(self) -> bool:
@@ -67,11 +68,15 @@ class Limits:
 
     @property
     def cycle(self) -> int:
+        if self.clock is not None:
+            return int(self.clock())
         return int(self.env.now) if self.env is not None else 0
 
-    def environment(self) -> simpy.Environment:
-        """The SimPy environment of the run, checking simulated time as it steps."""
+    def environment(self, clock=None) -> simpy.Environment:
+        """The SimPy environment of the run, checking simulated time as it steps;
+        ``clock()`` is the run's cycle when pipes may run ahead of the environment's."""
         self.env = _WatchedEnvironment(self)
+        self.clock = clock
         return self.env
 
     def stream(self, items):

@@ -13,12 +13,18 @@ with items still waiting, the run is deadlocked and ``DeadlockError`` names the 
 pipes, the flags they wait for and the instructions behind them.
 
 The cost of a run grows with the number of items and sync points, not with cycles. SimPy
-stays the model of record for pipes and flags, but a run of instructions already queued on
-a pipe has a static schedule (each starts when its predecessor ends: start = max(pipe
-free, dispatch), and dispatch is in the past), so the pipe advances through it with
-arithmetic and one timeout, and only flags and barriers across pipes go through the
-event loop. With race checks or a shared GM model every instruction takes its own
-timeout (``batch=False`` forces that path; a test compares the two on random kernels).
+stays the model of record for pipes and flags, but most of a schedule is static: an item a
+pipe takes when it is idle starts at max(pipe free, dispatch, the cycle its flag was set),
+so on the *timed path* the dispatcher hands such an item to its idle pipe, which runs it by
+arithmetic at once — the pipe's own cycle may run ahead of the event loop's. Unit-local
+flags keep the cycles their pending sets fired at (``sim.engine.flags.TimedFlags``), so a
+wait whose set already happened needs no event either. The pipe's SimPy process takes
+over only when a wait's set has not happened yet (it sleeps on the flag) or for a
+chip-level flag (it first catches the event loop up to its own cycle); the dispatcher
+still lives in event time (scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``,
+which catches up with the pipes). With race checks or a shared GM model every item goes
+through the event loop at its own cycle, the *event path* (``batch=False`` forces it; a
+test compares the two on random kernels).
 
 A chip runs one ``Machine`` per unit (AIC, AIV0, AIV1 of every physical core) in one
 shared SimPy environment: each is built with ``env=`` and ``start``-ed, the chip runs the
@@ -43,7 +49,7 @@ from collections import deque
 import simpy
 
 from sim.errors import DeadlockError
-from sim.engine.flags import FlagCounters
+from sim.engine.flags import FlagCounters, TimedFlags
 from sim.engine.items import BARRIER, OP, SET, WAIT
 from sim.engine.record import STREAM, Recorder
 from sim.timing.plan import COLD, RESTART, WARM, timeline
@@ -52,14 +58,15 @@ __all__ = ["Machine", "describe_stuck"]
 
 
 class _Pipe:
-    __slots__ = ("name", "queue", "wake", "busy", "last_end", "stream", "entered", "blocked",
-                 "pending_waits", "last_op_row", "drained")
+    __slots__ = ("name", "queue", "wake", "busy", "t", "last_end", "stream", "entered",
+                 "blocked", "pending_waits", "last_op_row", "drained")
 
     def __init__(self, name):
         self.name = name
         self.queue = deque()
         self.wake = None          # event the idle process sleeps on
         self.busy = False
+        self.t = 0                # cycle the pipe finished its last item (timed path)
         self.last_end = -1
         self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
         self.entered = COLD       # the state the current instruction entered
@@ -102,7 +109,8 @@ class Machine:
         self.gm = gm              # shared GM model (sim.engine.gm) or None: path bandwidth only
         self.shared = shared      # the chip's cross-unit flags (sim.engine.chip), or None
         self.dispatcher = None
-        self.batch = batch        # static runs of a queue by arithmetic (see _run_pipe)
+        # the timed path (see the module doc): unit-local flags remember when each set fired
+        self.timed = TimedFlags(self.env) if batch and races is None and gm is None else None
 
     # --- public --------------------------------------------------------------------------
 
@@ -115,6 +123,11 @@ class Machine:
         """True when the whole stream was dispatched and every pipe ran dry."""
         return self.dispatcher is not None and self.dispatcher.triggered and not any(
             p.queue or p.blocked for p in self.pipes.values())
+
+    def now(self) -> int:
+        """The latest cycle this unit has reached (its pipes may run ahead of the event
+        loop on the timed path)."""
+        return max([self.env.now, *(p.t for p in self.pipes.values())])
 
     def run(self, stream) -> Recorder:
         """Run ``stream`` alone in this machine's environment; its trace recording."""
@@ -166,12 +179,13 @@ class Machine:
         p = self.pipes.get(name)
         if p is None:
             p = self.pipes[name] = _Pipe(name)
-            self.env.process(self._run_pipe(p))
+            self.env.process(self._run_timed(p) if self.timed is not None else self._run_pipe(p))
         return p
 
     def _dispatch(self, stream):
         env = self.env
         pipes = self.pipes
+        step = self._step if self.timed is not None else None
         for seq, item in enumerate(stream):
             if self.dispatch_cycles:
                 yield env.timeout(self.dispatch_cycles)
@@ -181,9 +195,12 @@ class Machine:
             elif pipe == "PIPE_ALL" and item.kind == BARRIER:
                 yield from self._barrier_all(item, seq)
             else:
+                p = pipes.get(pipe) or self._pipe(pipe)
+                # an idle pipe takes the item at once, by arithmetic (see the module doc)
+                if step is not None and not p.queue and step(p, item, seq, env.now):
+                    continue
                 if self.races is not None:
                     item.dclock = self.races.issued(item)
-                p = pipes.get(pipe) or self._pipe(pipe)
                 p.queue.append((item, seq, env.now))
                 if p.wake is not None:
                     ev, p.wake = p.wake, None
@@ -197,18 +214,25 @@ class Machine:
     def _scalar(self, item, seq):
         env = self.env
         now = env.now
+        timed = self.timed is not None and type(item.flag) is tuple
         if item.kind == WAIT:
-            ev = self._wait_event(item.flag)
-            if ev is not None:
-                self.dispatch_blocked = (item, seq)
-                yield ev
-                self.dispatch_blocked = None
-            self._take(item.flag)
+            if timed:
+                yield from self._scalar_wait(item, seq)
+            else:
+                ev = self._wait_event(item.flag)
+                if ev is not None:
+                    self.dispatch_blocked = (item, seq)
+                    yield ev
+                    self.dispatch_blocked = None
+                self._take(item.flag)
             if self.races is not None:
                 self.races.wait_flag("PIPE_S", item.flag, {}, on_dispatcher=True)
             self._sync_row(item, seq, now, now, env.now)
         elif item.kind == SET:
-            self._set(item.flag)
+            if timed:
+                self._fire(item.flag, now)
+            else:
+                self._set(item.flag)
             if self.races is not None:
                 self.races.set_flag("PIPE_S", item.flag, item.label(seq), self.races.dispatch)
             self._sync_row(item, seq, now, now, now)
@@ -222,6 +246,20 @@ class Machine:
                 self.races.op("PIPE_S", item.label(seq), item.accesses, self.races.dispatch, seq)
                 self.races.dispatch = dict(self.races.clocks["PIPE_S"])
             self._row(item, seq, now, now, env.now)
+
+    def _scalar_wait(self, item, seq):
+        """A wait that holds the dispatcher, on a unit-local flag (timed path)."""
+        if self.ideal_sync:
+            return
+        env = self.env
+        t = self.timed.take(item.flag)
+        if t is None:
+            self.dispatch_blocked = (item, seq)
+            yield self.timed.sleep(item.flag)
+            self.dispatch_blocked = None
+            t = self.timed.take(item.flag)
+        if t > env.now:
+            yield env.timeout(t - env.now)
 
     def _barrier_all(self, item, seq):
         env = self.env
@@ -237,6 +275,10 @@ class Machine:
                 waits.append(p.drained)
         if waits:
             yield env.all_of(waits)
+        if self.timed is not None:      # the pipes ran ahead of the event loop: catch up
+            end = max(p.t for p in self.pipes.values()) if self.pipes else 0
+            if end > env.now:
+                yield env.timeout(end - env.now)
         self.dispatch_blocked = None
         if self.races is not None:
             self.races.barrier_all()
@@ -246,17 +288,91 @@ class Machine:
                     p.stream = RESTART
         self._sync_row(item, seq, now, now, env.now)
 
-    def _run_pipe(self, p: _Pipe):
+    # --- the timed path --------------------------------------------------------------------
+
+    def _fire(self, key, t) -> None:
+        """A unit-local set at cycle ``t`` (timed path)."""
+        if not self.ideal_sync:
+            self.timed.fire(key, t)
+
+    def _step(self, p: _Pipe, item, seq, dispatched) -> bool:
+        """Run ``item`` on ``p`` by arithmetic: start = max(pipe free, dispatch, flag set).
+        False when it needs the event loop: a wait whose set has not happened yet, or a
+        chip-level flag (those happen in event time)."""
+        t = p.t if p.t > dispatched else dispatched
+        kind = item.kind
+        if kind is OP:
+            p.t = self._finish_op(p, item, seq, dispatched, t, self._cost(p, item, t))
+        elif kind is WAIT:
+            key = item.flag
+            if type(key) is not tuple:
+                return False
+            end = t
+            if not self.ideal_sync:
+                s = self.timed.take(key)
+                if s is None:
+                    return False
+                if s > t:
+                    end = s
+            self._sync_row(item, seq, dispatched, t, end)
+            p.pending_waits.append(item.text)
+            p.t = end
+        elif kind is SET:
+            key = item.flag
+            if type(key) is not tuple:
+                return False
+            self._fire(key, t)
+            self._sync_row(item, seq, dispatched, t, t)
+            self.recorder.add_record(p.last_op_row, item.text)
+            p.t = t
+        else:
+            self._barrier(p, item, seq, dispatched, t)
+            p.t = t
+        return True
+
+    def _run_timed(self, p: _Pipe):
+        """The pipe's process on the timed path: it takes over from the dispatcher when an
+        item needs the event loop, and hands back once its queue runs dry."""
         env = self.env
         queue = p.queue
-        rec = self.recorder
-        sync_row = self._sync_row
-        # Runs of instructions (and same-pipe barriers) already in the queue have a static
-        # schedule — each starts when its predecessor ends, nothing outside the pipe can
-        # change it — so they advance with arithmetic and one timeout for the whole run;
-        # only flags need the event loop. Race checks and a shared GM model observe every
-        # transfer at its own time, so they take the items one timeout at a time.
-        batch = self.batch and self.races is None and self.gm is None
+        while True:
+            while queue:
+                item, seq, dispatched = queue[0]
+                if self._step(p, item, seq, dispatched):
+                    queue.popleft()
+                    continue
+                p.busy = True
+                key = item.flag
+                if type(key) is tuple:          # its set has not happened yet
+                    p.blocked = (item, seq)
+                    yield self.timed.sleep(key)
+                    p.blocked = None
+                    continue
+                # a chip-level flag, in event time: first catch up with the pipe's own time
+                t = max(p.t, dispatched)
+                if t > env.now:
+                    yield env.timeout(t - env.now)
+                queue.popleft()
+                yield from self._event_flag(p, item, seq, dispatched)
+                p.t = env.now
+            p.busy = False
+            if p.drained is not None:
+                ev, p.drained = p.drained, None
+                ev.succeed()
+            if self.dispatch_done:
+                if p.t > env.now:       # the run ends when its last item does
+                    yield env.timeout(p.t - env.now)
+                return
+            p.wake = env.event()
+            yield p.wake
+
+    # --- the event path --------------------------------------------------------------------
+
+    def _run_pipe(self, p: _Pipe):
+        """The pipe's process on the event path: every item in event time (race checks and
+        a shared GM model observe each at its own cycle)."""
+        env = self.env
+        queue = p.queue
         while True:
             if not queue:
                 p.busy = False
@@ -271,50 +387,34 @@ class Machine:
             p.busy = True
             item, seq, dispatched = queue.popleft()
             kind = item.kind
-            if kind is OP or kind is BARRIER:
-                now = env.now
-                if batch:
-                    t = self._run_static(p, item, seq, dispatched, now)
-                    if t != now:
-                        yield env.timeout(t - now)
-                elif kind is OP:
-                    yield from self._op(p, item, seq, dispatched)
-                else:
-                    self._barrier(p, item, seq, dispatched, now)
-            elif kind is WAIT:
-                start = env.now
-                ev = self._wait_event(item.flag)
-                if ev is not None:
-                    p.blocked = (item, seq)
-                    yield ev
-                    p.blocked = None
-                self._take(item.flag)
-                if self.races is not None:
-                    self.races.wait_flag(p.name, item.flag, item.dclock or {})
-                sync_row(item, seq, dispatched, start, env.now)
-                p.pending_waits.append(item.text)
-            else:   # SET
-                self._set(item.flag)
-                if self.races is not None:
-                    self.races.set_flag(p.name, item.flag, item.label(seq), item.dclock or {})
-                sync_row(item, seq, dispatched, env.now, env.now)
-                rec.add_record(p.last_op_row, item.text)
-
-    def _run_static(self, p: _Pipe, item, seq, dispatched, t):
-        """Run ``item`` and the instructions / barriers queued behind it from cycle ``t``;
-        returns the cycle the last one ends."""
-        queue = p.queue
-        while True:
-            if item.kind is OP:
-                t = self._finish_op(p, item, seq, dispatched, t, self._cost(p, item, t))
+            if kind is OP:
+                yield from self._op(p, item, seq, dispatched)
+            elif kind is BARRIER:
+                self._barrier(p, item, seq, dispatched, env.now)
             else:
-                self._barrier(p, item, seq, dispatched, t)
-            if not queue:
-                return t
-            kind = queue[0][0].kind
-            if kind is not OP and kind is not BARRIER:
-                return t
-            item, seq, dispatched = queue.popleft()
+                yield from self._event_flag(p, item, seq, dispatched)
+
+    def _event_flag(self, p: _Pipe, item, seq, dispatched):
+        """A set or wait on ``p`` at the current cycle, through the flag counters."""
+        env = self.env
+        if item.kind is WAIT:
+            start = env.now
+            ev = self._wait_event(item.flag)
+            if ev is not None:
+                p.blocked = (item, seq)
+                yield ev
+                p.blocked = None
+            self._take(item.flag)
+            if self.races is not None:
+                self.races.wait_flag(p.name, item.flag, item.dclock or {})
+            self._sync_row(item, seq, dispatched, start, env.now)
+            p.pending_waits.append(item.text)
+        else:   # SET
+            self._set(item.flag)
+            if self.races is not None:
+                self.races.set_flag(p.name, item.flag, item.label(seq), item.dclock or {})
+            self._sync_row(item, seq, dispatched, env.now, env.now)
+            self.recorder.add_record(p.last_op_row, item.text)
 
     def _op(self, p: _Pipe, item, seq, dispatched):
         """One instruction in event time (race checks, shared GM)."""
@@ -367,7 +467,7 @@ class Machine:
 
     def _deadlock(self):
         stuck = self.stuck()
-        raise DeadlockError(f"deadlock at cycle {self.env.now}: " + describe_stuck(stuck), stuck)
+        raise DeadlockError(f"deadlock at cycle {self.now()}: " + describe_stuck(stuck), stuck)
 
     def stuck(self) -> list[dict]:
         """What keeps this unit from finishing: one dict per blocked pipe (``pipe``,

@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import re
 
+from sim.engine.scan import scan
 from sim.errors import UserError
-from sim.isa.program import Alloc, Const, PipeOp, walk
-from sim.isa.tile import Loc, Tile
+from sim.isa.program import Const
+from sim.isa.tile import Loc
 
 __all__ = ["place_tiles"]
 
 
 def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
-
-
-def _allocs(body):
-    return (st for st in walk(body) if isinstance(st, Alloc))
 
 
 def place_tiles(program_or_body, target) -> dict:
@@ -51,7 +48,7 @@ def _by_liveness(program, target) -> dict:
     hand = constant_addresses(fn)
     slots = allocate(fn, target, double_buffer=False, pinned=hand)
     placed = {t: s.addrs[0] for t, s in slots.items() if t not in hand}
-    rest = [st for f in program.functions if f is not fn for st in _allocs(f.body)
+    rest = [st for f in program.functions if f is not fn for st in scan(f.body).allocs
             if st.addr is None]
     if rest:        # callee tiles: one address each, clear of every entry-function tile
         raise UserError(f"auto placement: the tiles of @{fn.name} only fit by liveness, and "
@@ -61,16 +58,14 @@ def _by_liveness(program, target) -> dict:
 
 
 def _first_fit_all(program_or_body, target) -> dict:
-    bodies = ([f.body for f in program_or_body.functions] if hasattr(program_or_body, "functions")
-              else [program_or_body])
-    allocs = [a for b in bodies for a in _allocs(b)]
+    facts = scan(program_or_body)
     taken: dict[str, list[tuple[int, int]]] = {}
     for buf in target.buffers.values():
         taken[buf.name] = [(s, e) for _, s, e in buf.reserved]
-    reserves = _reserves(bodies, taken)
+    reserves = _reserves(facts.reserves, taken)
     pending = []
     seen = set()
-    for st in allocs:
+    for st in facts.allocs:
         if st.tile in seen:
             continue
         seen.add(st.tile)
@@ -81,7 +76,7 @@ def _first_fit_all(program_or_body, target) -> dict:
             pending.append(st.tile)
     # a FIFO slot taken with talloc_to_aiv / talloc_to_aic is a tile of the producer's own
     # buffer, placed like an alloc_tile without an address (ASSUMPTION, see sim.engine.xunit)
-    for t in _talloc_tiles(bodies):
+    for t in facts.tallocs:
         if t not in seen:
             seen.add(t)
             pending.append(t)
@@ -105,17 +100,10 @@ def _first_fit_all(program_or_body, target) -> dict:
     return placed
 
 
-def _talloc_tiles(bodies) -> list:
-    return [r for b in bodies for st in walk(b)
-            if isinstance(st, PipeOp) and st.op in ("pto.talloc_to_aiv", "pto.talloc_to_aic")
-            for r in st.results if isinstance(r, Tile)]
-
-
-def _reserves(bodies, taken) -> list:
+def _reserves(statements, taken) -> list:
     """FIFO buffers: fixed ones join ``taken``; auto ones come back to be placed."""
     reserves = []
-    for st in (st for b in bodies for st in walk(b)
-               if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"):
+    for st in statements:
         a = dict(st.attrs)
         m = re.search(r"<(\w+)>", str(a.get("location", "")))
         try:

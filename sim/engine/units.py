@@ -28,7 +28,9 @@ What runs where in a mixed kernel (the split):
   (``[buffers.*] unit``); one that touches both a cube and a vector buffer is an error
   (cross-unit data moves through tpush / tpop);
 * ``set_flag`` / ``wait_flag`` outside sections run on the units that have both pipes,
-  ``pipe_barrier`` on those that have the pipe (every unit for PIPE_ALL);
+  ``pipe_barrier`` on those that have the pipe (every unit for PIPE_ALL), cross-core
+  ``sync.set`` / ``sync.wait`` on those that have their pipe, ``syncall`` on the units
+  of its ``core_type`` (``sim.engine.ffts``);
 * cube<->vector pipe ops run on the side their name says (``tpush_to_aiv`` on the AIC,
   ``tpop_from_aic`` on the AIVs ...); ``reserve_buffer`` / ``import_reserved_buffer``
   on every unit.
@@ -39,9 +41,10 @@ from __future__ import annotations
 import attrs
 
 from sim.errors import UserError
+from sim.engine.scan import scan
 from sim.isa.program import (Barrier, For, Function, If, Instr, PipeOp, Program, Section,
-                             SetFlag, WaitFlag, walk as _walk)
-from sim.isa.tile import Tile
+                             SetFlag, SyncAll, SyncSet, SyncWait, WaitFlag, walk as _walk)
+from sim.isa.tile import Loc, Tile
 
 __all__ = ["CUBE", "VECTOR", "BOTH", "Layout", "UnitSpec", "layout", "unit_program"]
 
@@ -94,19 +97,14 @@ def _peer(program: Program, fn: Function) -> "Function | None":
 
 
 def _side_of_tiles(program: Program, target) -> str:
-    sides = set()
-    for fn in program.functions:
-        for st in _walk(fn.body):
-            if isinstance(st, Instr):
-                for o in st.outs + st.ins:
-                    if isinstance(o, Tile):
-                        sides.add(_tile_side(o, target))
-    return CUBE if sides == {CUBE} else VECTOR
+    side = _sides(target)
+    return CUBE if {side[t.loc] for t in scan(program).tiles} == {CUBE} else VECTOR
 
 
-def _tile_side(tile: Tile, target) -> str:
-    unit = target.buffers[tile.loc.buffer].unit if tile.loc.buffer in target.buffers else ""
-    return CUBE if unit == "AIC" else VECTOR
+def _sides(target) -> dict:
+    """Location -> the side (cube / vector) of the unit whose buffer holds it."""
+    return {loc: CUBE if loc.buffer in target.buffers and target.buffers[loc.buffer].unit == "AIC"
+            else VECTOR for loc in Loc}
 
 
 def layout(program: Program, target, block_dim: int) -> Layout:
@@ -125,7 +123,7 @@ def layout(program: Program, target, block_dim: int) -> Layout:
         unit = "AIC" if kind == CUBE else "AIV0"
         return Layout(kind, tuple(UnitSpec(b, unit, kind, main.name, b, block_dim, 0, 1)
                                   for b in range(block_dim)))
-    if any(isinstance(st, Section) for fn in program.functions for st in _walk(fn.body)):
+    if scan(program).sections:
         return _mixed(main.name, main.name, block_dim)
     unit = "AIC" if _side_of_tiles(program, target) == CUBE else "AIV0"
     return Layout("single", tuple(UnitSpec(b, unit, BOTH, main.name, b, block_dim, 0, 1)
@@ -154,20 +152,21 @@ def unit_program(program: Program, kind: str, target) -> Program:
     if kind == BOTH:
         return program
     pipes = frozenset(target.units.get("AIC" if kind == CUBE else "AIV", {}).get("pipes", ()))
-    fns = tuple(attrs.evolve(fn, body=_split(fn.body, kind, pipes, target))
+    side_of = _sides(target)
+    fns = tuple(attrs.evolve(fn, body=_split(fn.body, kind, pipes, side_of))
                 for fn in program.functions)
     return attrs.evolve(program, functions=fns)
 
 
-def _split(body, kind, pipes, target) -> tuple:
+def _split(body, kind, pipes, side_of) -> tuple:
     out = []
     for st in body:
         t = type(st)
         if t is Section:
             if st.kind == kind:
-                out.append(attrs.evolve(st, body=_split(st.body, kind, pipes, target)))
+                out.append(attrs.evolve(st, body=_split(st.body, kind, pipes, side_of)))
         elif t is Instr:
-            sides = {_tile_side(o, target) for o in st.outs + st.ins if isinstance(o, Tile)}
+            sides = {side_of[o.loc] for o in st.outs + st.ins if isinstance(o, Tile)}
             if len(sides) > 1:
                 raise UserError(f"{st.opcode} ({st.loc}): outside pto.section.cube / "
                                 f"pto.section.vector an instruction runs on the unit that holds "
@@ -181,15 +180,21 @@ def _split(body, kind, pipes, target) -> tuple:
         elif t is Barrier:
             if st.pipe == "PIPE_ALL" or st.pipe in pipes:
                 out.append(st)
+        elif t is SyncSet or t is SyncWait:
+            if st.pipe in pipes:
+                out.append(st)
+        elif t is SyncAll:
+            if st.core_type == "mix" or (st.core_type == "aic_only") == (kind == CUBE):
+                out.append(st)
         elif t is PipeOp:
             side = _PIPE_OP_SIDE.get(st.op)
             if side is None or side == kind:
                 out.append(st)
         elif t is For:
-            out.append(attrs.evolve(st, body=_split(st.body, kind, pipes, target)))
+            out.append(attrs.evolve(st, body=_split(st.body, kind, pipes, side_of)))
         elif t is If:
-            out.append(attrs.evolve(st, then_body=_split(st.then_body, kind, pipes, target),
-                                    else_body=_split(st.else_body, kind, pipes, target)))
+            out.append(attrs.evolve(st, then_body=_split(st.then_body, kind, pipes, side_of),
+                                    else_body=_split(st.else_body, kind, pipes, side_of)))
         else:
             out.append(st)
     return tuple(out)

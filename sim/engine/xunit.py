@@ -32,7 +32,11 @@ direct path) — the push writes the slot to GM (an Acc tile on PIPE_FIX over L0
 vector tile on PIPE_MTE3 over UB->GM) and the pop reads it into the consumer's slot
 (PIPE_MTE2, GM->UB or GM->L1, then a hand-off flag to the pipe that reads it); ``"local"``
 (A5) — the push writes the consumer's buffer (FIXPIPE L0C->UB, UB->L1) and the pop only
-waits. The popped tile lives in the consumer's reserved buffer, slot after slot.
+waits. The popped tile lives in the consumer's reserved buffer, slot after slot. Through
+GM, a slot is a window of the core's FIFO workspace (slot ``k`` of a FIFO and direction
+at element ``k`` x the whole tile's valid elements; each AIV's part where ``split`` puts
+it), so the L2 sees a pop read the lines its push wrote and a slot rewritten every block
+(``sim.engine.gm``).
 """
 
 from __future__ import annotations
@@ -60,11 +64,14 @@ class XKey(tuple):
 
 class CrossFlags(FlagCounters):
     """Counters shared by the units of a chip (the ``shared=`` of every ``Machine``);
-    a set takes effect ``latency_cycles`` after it is issued."""
+    a set takes effect ``latency_cycles`` after it is issued. ``routes`` maps a key class
+    to the counters that answer for it (``sim.engine.ffts``: cross-core flags whose wait
+    needs sets from several units); other keys are plain counters."""
 
     def __init__(self, env, latency_cycles: int = 0):
         super().__init__(env)
         self.latency = int(latency_cycles)
+        self.routes: dict = {}
 
     def set(self, key):
         if self.latency:
@@ -75,6 +82,24 @@ class CrossFlags(FlagCounters):
     def _later(self, key):
         yield self.env.timeout(self.latency)
         self.fire(key)
+
+    def fire(self, key):
+        route = self.routes.get(type(key)) if self.routes else None
+        if route is None:
+            return super().fire(key)
+        route.fire(key)
+
+    def wait_event(self, key):
+        route = self.routes.get(type(key)) if self.routes else None
+        if route is None:
+            return super().wait_event(key)
+        return route.wait_event(key)
+
+    def take(self, key):
+        route = self.routes.get(type(key)) if self.routes else None
+        if route is None:
+            return super().take(key)
+        route.take(key)
 
 
 @attrs.frozen
@@ -179,15 +204,38 @@ class CrossUnit:
         return Issued(kind, pipe, kind, flag=key, text=text,
                       source=str(st.loc or ""))
 
-    def _move_item(self, opcode, pipe, path, tile, rows, st):
-        """The data move of a push / pop: ``rows`` x valid cols of ``tile`` over ``path``."""
+    def _move_item(self, opcode, pipe, path, tile, rows, st, window=None):
+        """The data move of a push / pop: ``rows`` x valid cols of ``tile`` over ``path``;
+        ``window``: its GM workspace window (``_slot_window``) on the GM data path."""
         t = tile.type
         cols = self.valid_of(tile)[1]
         shape = Shape(opcode, t.dtype.name, t.rows, t.cols, t.valid_cols, rows, cols, path=path)
         plan = lower(shape, pipe, self.target)
-        return Issued(OP, pipe, opcode, plan.cold_cycles, plan.warm_cycles,
+        item = Issued(OP, pipe, opcode, plan.cold_cycles, plan.warm_cycles,
                       plan.breaks_stream, None, plan, f"%{tile.name} ({path})",
                       str(st.loc or ""))
+        if window is not None and self._gm_windows:
+            item.gm = window
+        return item
+
+    def _slot_window(self, fifo, direction, end, tile, split, sub) -> tuple:
+        """The GM window (``sim.engine.gm`` form) one end of a FIFO moves: the producer's
+        push (``end`` "push"; ``sub`` = the pushing AIV for vector -> cube) or a
+        consumer's pop (``end`` "pop"). The whole tile of a slot is R x C valid elements;
+        with ``split`` each AIV's part is R/2 rows (1) or C/2 columns (2) of it. The slot
+        index counts this unit's pushes or pops of the FIFO, as the slots rotate."""
+        key = (fifo.id, direction, end)
+        k = self._fifo_moves.get(key, 0)
+        self._fifo_moves[key] = k + 1
+        k %= fifo.slots
+        r, c = self.valid_of(tile)
+        part = sub is not None and split in (1, 2)
+        R, C = (2 * r, c) if part and split == 1 else (r, 2 * c) if part else (r, c)
+        base = k * R * C
+        if part:
+            base += sub * r * c if split == 1 else sub * c
+        return (("fifo", self.spec.core, fifo.id, direction), base, r, c, C, 1,
+                tile.type.dtype.size_bytes)
 
     def _x_tpush_to_aiv(self, st, a):
         fifo = self._fifo(st, _TO_AIV)
@@ -210,7 +258,8 @@ class CrossUnit:
                     _part(data, split, s))
         n = self.chip.vector_units
         moved = rows * (n if local and split == 0 else 1)
-        yield self._move_item("TPUSH", pipe, path, tile, moved, st)
+        window = None if local else self._slot_window(fifo, _TO_AIV, "push", tile, split, None)
+        yield self._move_item("TPUSH", pipe, path, tile, moved, st, window)
         for s in range(self.chip.vector_units):
             yield self._sync_item(SET, pipe, self._key(fifo, _TO_AIV, s, "full"),
                                   self._key_text(fifo, _TO_AIV, s, "full"), st)
@@ -223,8 +272,11 @@ class CrossUnit:
             yield from self._wait_free(fifo, _TO_AIC, (sub,), st)
         if self.functional:
             self.chip.queue(self.spec.core, fifo.id, _TO_AIC, sub).append(self._read_tile(tile))
-        path = "UB_L1" if self.chip.data_path == "local" else "UB_GM"
-        yield self._move_item("TPUSH", "PIPE_MTE3", path, tile, self.valid_of(tile)[0], st)
+        local = self.chip.data_path == "local"
+        window = None if local else self._slot_window(
+            fifo, _TO_AIC, "push", tile, int(a.get("split", 0) or 0), sub)
+        yield self._move_item("TPUSH", "PIPE_MTE3", "UB_L1" if local else "UB_GM", tile,
+                              self.valid_of(tile)[0], st, window)
         yield self._sync_item(SET, "PIPE_MTE3", self._key(fifo, _TO_AIC, sub, "full"),
                               self._key_text(fifo, _TO_AIC, sub, "full"), st)
 
@@ -289,7 +341,9 @@ class CrossUnit:
             self._write_tile(tile, self.chip.queue(self.spec.core, fifo.id, _TO_AIV, sub)
                              .popleft(), st)
         if self.chip.data_path == "gm":
-            yield from self._pop_load(st, tile, "GM_UB", "PIPE_V")
+            window = self._slot_window(fifo, _TO_AIV, "pop", tile, int(a.get("split", 0) or 0),
+                                       sub)
+            yield from self._pop_load(st, tile, "GM_UB", "PIPE_V", window)
 
     def _x_tpop_from_aiv(self, st, a):
         fifo = self._fifo(st, _TO_AIC)
@@ -304,12 +358,14 @@ class CrossUnit:
             data = parts[0] if split == 0 else np.concatenate(parts, axis=0 if split == 1 else 1)
             self._write_tile(tile, data, st)
         if self.chip.data_path == "gm":
-            yield from self._pop_load(st, tile, "GM_L1", "PIPE_MTE1")
+            window = self._slot_window(fifo, _TO_AIC, "pop", tile, split, None)
+            yield from self._pop_load(st, tile, "GM_L1", "PIPE_MTE1", window)
 
-    def _pop_load(self, st, tile, path, reader):
+    def _pop_load(self, st, tile, path, reader, window):
         """A2/A3: the pop reads the GM slot into the consumer's slot, then hands it to the
         pipe that reads it (a unit-local flag that user event ids cannot collide with)."""
-        yield self._move_item("TPOP", "PIPE_MTE2", path, tile, self.valid_of(tile)[0], st)
+        yield self._move_item("TPOP", "PIPE_MTE2", path, tile, self.valid_of(tile)[0], st,
+                              window)
         key = ("PIPE_MTE2", reader, "tpop")
         text = f"PIPE_MTE2->{reader}#tpop"
         yield self._sync_item(SET, "PIPE_MTE2", key, text, st)
@@ -351,11 +407,16 @@ def _part(data: np.ndarray, split: int, sub: int) -> np.ndarray:
 
 
 class ChipState:
-    """What the units of a chip share beyond SimPy: cross-unit flags, FIFO data, the
-    reserved buffers of every function."""
+    """What the units of a chip share beyond SimPy: cross-unit flags (FIFO slots and the
+    FFTS counters of ``sim.engine.ffts``), FIFO data, the reserved buffers of every
+    function, the launched ``units`` ((core, unit) pairs)."""
 
-    def __init__(self, env, target):
+    def __init__(self, env, target, units=((0, "AIV0"),), ideal_sync=False):
+        from sim.engine.ffts import FftsChannels, FftsSet, FftsWait
         self.flags = CrossFlags(env, target.sync.get("cross_core_flag_cycles", 0))
+        self.units = tuple(units)
+        self.ffts = FftsChannels(env, ideal=ideal_sync)
+        self.flags.routes.update({FftsSet: self.ffts, FftsWait: self.ffts})
         self.data_path = target.chip.get("fifo_data_path", "gm")
         self.vector_units = int(target.units.get("AIV", {}).get("count", 2))
         self._queues: dict = {}

@@ -7,13 +7,15 @@ every function, nested bodies included, in program order (valid extents follow t
 ``alloc_tile`` / ``set_validshape`` seen so far; a run-time extent is unknown and the
 checks that need it are skipped). The first error is reported at its instruction:
 ``FILE:LINE:COL: error: <message>`` with the source line and a caret. Synchronisation
-errors provable without a run (``sim.frontend.static_sync``) come first.
+errors provable without a run (``sim.frontend.static_sync``, cross-core flags and SYNCALL:
+``sim.frontend.static_ffts``) come first.
 """
 
 from __future__ import annotations
 
 from sim.errors import VerifyError
 from sim.frontend.diagnostics import VerifyDiagnostic, render
+from sim.frontend.static_ffts import check_cross_core
 from sim.frontend.static_sync import check_sync
 from sim.isa.program import Call, Function, Instr, Program, walk
 
@@ -53,6 +55,7 @@ def check_program(program: Program, target) -> list[str]:
 
     _check_recursion(program)
     check_sync(program, target)
+    check_cross_core(program, target)
     main = program.main
     others = [f for f in program.functions if f is not main]
     flat = [st for f in (main, *others) for st in walk(f.body)]

@@ -35,11 +35,13 @@ from sim.frontend.syntax import (ENDPOINT_PIPE, ENUM_ATTR_KINDS, SYNC_PIPES, Ptr
                                  is_float_type, is_int_type, is_scalar_type, make_value,
                                  value_type)
 from sim.isa.dtypes import dtype as _dtype
-from sim.isa.opcodes import OPCODES
+from sim.isa.opcodes import OPCODES, PIPES
 from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, GmPtr, If,
                              Instr, MakeTensorView, PartitionView, PartView, PipeOp, Program,
-                             RawAttr, Reshape, Return, Scalar, ScalarOp, Section, SetFlag,
-                             SetValidShape, SourceLoc, Subview, TensorView, WaitFlag, Yield)
+                             RawAttr, Reshape, Return, Scalar, ScalarOp, Section, SetFfts,
+                             SetFlag, SetValidShape, SourceLoc, Subview, SyncAll, SyncSet,
+                             SyncWait, TensorView, WaitFlag, Yield, FFTS_MODES, SYNCALL_CORE_TYPES,
+                             SYNCALL_MODES)
 from sim.isa.tile import BLayout, Loc, Tile, TileType
 
 __all__ = ["parse_text", "parse_file", "SUPPORTED_ARITH"]
@@ -167,6 +169,9 @@ class _Shapes(Transformer):
     def sync_angle(self, c):
         return ("sync", c[0])
 
+    def syncall_kv(self, c):
+        return ("kv", c[0], c[1])
+
     def pipe_paren(self, c):
         return ("paren", c[0][1] if c else [])
 
@@ -212,7 +217,7 @@ for _kind in ("dps", "simple", "for", "if", "yield", "call", "return", "alloc", 
               "mtv", "pv",
               "subview", "reshape", "setvalid", "load_scalar", "store_scalar", "getter", "tvdim",
               "section", "flag",
-              "barrier", "barrier_sync", "pipe"):
+              "barrier", "barrier_sync", "ffts", "set_ffts", "syncall", "pipe"):
     setattr(_Shapes, f"{_kind}_stmt", _statement_callback(_kind))
 
 
@@ -551,7 +556,7 @@ _OP_KEYWORDS = {
     "BARRIER_SYNC", "RESERVE_BUFFER", "IMPORT_RESERVED_BUFFER", "AIC_INITIALIZE_PIPE",
     "AIV_INITIALIZE_PIPE", "TPUSH_TO_AIV", "TPUSH_TO_AIC", "TPOP_FROM_AIC", "TPOP_FROM_AIV",
     "TFREE_FROM_AIC", "TFREE_FROM_AIV", "TALLOC_TO_AIV", "TALLOC_TO_AIC", "ALLOC_MULTI_TILE",
-    "MULTI_TILE_GET", "MEMREF_ALLOC", "MODULE",
+    "MULTI_TILE_GET", "MEMREF_ALLOC", "MODULE", "SYNC_SET", "SYNC_WAIT", "SET_FFTS", "SYNCALL",
 }
 _UNSUPPORTED_TYPES = {"memref", "vector", "tensor", "complex", "tuple", "dense"}
 _FRIENDLY = {
@@ -1649,6 +1654,81 @@ class _Lowering:
     def s_barrier_sync(self, st) -> Barrier:
         _, first, c = st
         return Barrier(self.pipe(c[1], True), loc=self.loc(first))
+
+    # --- cross-core flags (FFTS) and the all-core barrier -------------------------------------
+
+    def s_ffts(self, st):
+        """``pto.sync.set|wait <P>, flag [{ffts_mode = m : i32}]``."""
+        _, first, c = st
+        kw, pipe_elem, flag_elem = c[:3]
+        pipe = self.pipe(pipe_elem, False)
+        if pipe not in PIPES:
+            self.fail(pipe_elem[1], f"{kw}: expected a pipe of a unit ({', '.join(PIPES)}), "
+                                    f"found '{pipe}'")
+        tok = flag_elem[1]
+        if tok.type == "INT":
+            flag = _int(str(tok))
+        elif tok.type == "SSA":
+            flag = self.scalar_operand(tok, role="flag id ")
+        else:
+            self.fail(tok, f"{kw}: expected a flag id (an integer 0..15 or a %value), "
+                           f"found '{_short(str(tok))}'")
+        mode = None
+        node = c[3] if len(c) > 3 else None
+        for key_tok, val in (node[2] if node else ()):
+            if str(key_tok) != "ffts_mode":
+                self.fail(key_tok, f"{kw}: unknown attribute '{key_tok}'; expected ffts_mode")
+            mode = self._int_attr(key_tok, val)
+            if mode not in FFTS_MODES:
+                self.fail(key_tok, f"{kw}: ffts_mode: expected 0 (all cores of one type), 1 "
+                                   f"(the vector units of a core) or 2 (cube <-> vector of a "
+                                   f"core), found {mode}")
+        cls = SyncSet if kw.type == "SYNC_SET" else SyncWait
+        return cls(pipe, flag, mode, loc=self.loc(first))
+
+    def _int_attr(self, key_tok, val) -> int:
+        """An integer attribute value, typed (``2 : i32``) or not."""
+        parts = val[1] if val is not None else []
+        lit = parts[0] if parts else None
+        if not (isinstance(lit, tuple) and lit[0] == "lit" and lit[1].type == "INT"):
+            self.fail(key_tok, f"{key_tok}: expected an integer")
+        return _int(str(lit[1]))
+
+    def s_set_ffts(self, st) -> SetFfts:
+        _, first, c = st
+        value, t = c[1], c[-1]
+        return SetFfts(self.operand(value, self.type_of(t)), loc=self.loc(first))
+
+    def s_syncall(self, st) -> SyncAll:
+        """``pto.syncall(ops : types) mode = #pto.sync_all_mode<M>, core_type =
+        #pto.sync_core_type<T>``."""
+        _, first, c = st
+        ops = next((x for x in c if isinstance(x, tuple) and x[0] == "ops"), None)
+        types = next((x for x in c if isinstance(x, tuple) and x[0] == "types"), None)
+        operands = self.typed_list(ops, types, first, "pto.syncall")
+        if len(operands) > 3:
+            self.fail(first, f"pto.syncall: expected at most 3 operands, found {len(operands)}")
+        found = {}
+        enums = {"mode": ("sync_all_mode", SYNCALL_MODES),
+                 "core_type": ("sync_core_type", SYNCALL_CORE_TYPES)}
+        for x in c:
+            if not (isinstance(x, tuple) and x[0] == "kv"):
+                continue
+            key, val = str(x[1]), str(x[2])
+            if key not in enums:
+                self.fail(x[1], f"pto.syncall: unknown key '{key}'; expected mode, core_type")
+            if key in found:
+                self.fail(x[1], f"pto.syncall: '{key}' given twice")
+            kind, allowed = enums[key]
+            m = re.fullmatch(rf"#pto\.{kind}<\s*(\w+)\s*>", val)
+            if not m or m.group(1) not in allowed:
+                self.fail(x[2], f"pto.syncall: {key}: expected #pto.{kind}<"
+                                f"{'|'.join(allowed)}>, found '{_short(val)}'")
+            found[key] = m.group(1)
+        for key in enums:
+            if key not in found:
+                self.fail(first, f"pto.syncall: expected '{key} = ...', found none")
+        return SyncAll(found["mode"], found["core_type"], operands, loc=self.loc(first))
 
     # --- cube <-> vector pipes -----------------------------------------------------------------
 

@@ -3,7 +3,10 @@
 * tile buffers in the compact form the compiler prints (``!pto.tile_buf<vec, 32x64xf32>``,
   keys at their default dropped);
 * sync as the compiler prints it: ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``,
-  ``pto.set_flag_dyn[...]`` for a dynamic id, ``pto.barrier <PIPE_V>``;
+  ``pto.set_flag_dyn[...]`` for a dynamic id, ``pto.barrier <PIPE_V>``; cross-core
+  ``pto.sync.set #pto.pipe<PIPE_MTE3>, 0 {ffts_mode = 2 : i32}`` (no dict when the mode
+  was not written), ``pto.set_ffts %a : T``, ``pto.syncall(%w : T) mode =
+  #pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>``;
 * every attribute of an instruction inline in ``ins(... {attrs} : types)``;
 * values keep their names; literal operands (the builder makes them; parsed text names
   an ``arith.constant`` instead) are written in place, typed by the type list.
@@ -19,8 +22,8 @@ from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, forma
 from sim.isa.opcodes import OPCODES
 from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, If, Instr,
                              MakeTensorView, PartitionView, PipeOp, Program, RawAttr, Reshape,
-                             Return, ScalarOp, Section, SetFlag, SetValidShape, Subview, WaitFlag,
-                             Yield)
+                             Return, ScalarOp, Section, SetFfts, SetFlag, SetValidShape, Subview,
+                             SyncAll, SyncSet, SyncWait, WaitFlag, Yield)
 
 __all__ = ["print_program", "print_function", "print_statement"]
 
@@ -125,6 +128,19 @@ def _flag(st) -> str:
     return f"pto.{kind}{dyn}[<{st.src}>, <{st.dst}>, {_sync_event(st.event)}]"
 
 
+def _cross_core(st) -> str:
+    """``pto.sync.set`` / ``pto.sync.wait`` / ``pto.set_ffts`` / ``pto.syncall``."""
+    if isinstance(st, SetFfts):
+        return f"pto.set_ffts {_typed((st.value,))}"
+    if isinstance(st, SyncAll):
+        return (f"pto.syncall({_typed(st.operands)}) mode = #pto.sync_all_mode<{st.mode}>, "
+                f"core_type = #pto.sync_core_type<{st.core_type}>")
+    kind = "set" if isinstance(st, SyncSet) else "wait"
+    flag = str(st.flag) if isinstance(st.flag, int) else _v(st.flag)
+    mode = "" if st.mode is None else f" {{ffts_mode = {st.mode} : i32}}"
+    return f"pto.sync.{kind} #pto.pipe<{st.pipe}>, {flag}{mode}"
+
+
 def _arith(st: Arith) -> str:
     short = st.op.removeprefix("arith.")
     res = f"{_results((st.result,))}{st.op}"
@@ -207,6 +223,8 @@ def print_statement(st, indent: int = 0) -> list[str]:
         return [pad + _flag(st)]
     if isinstance(st, Barrier):
         return [f"{pad}pto.barrier <{st.pipe}>"]
+    if isinstance(st, (SyncSet, SyncWait, SyncAll, SetFfts)):
+        return [pad + _cross_core(st)]
     if isinstance(st, Alloc):
         kv = "".join(f" {k} = {_v(v)}" for k, v in (("addr", st.addr), ("valid_row", st.valid_row),
                                                    ("valid_col", st.valid_col)) if v is not None)

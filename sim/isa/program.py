@@ -13,6 +13,8 @@ any program back as text:
 * ``SetValidShape``    change a dynamic tile's valid region;
 * ``Subview`` / ``Reshape``   a tile aliasing (a window of) another tile's bytes;
 * ``SetFlag`` / ``WaitFlag`` / ``Barrier``   level-3 synchronisation;
+* ``SyncSet`` / ``SyncWait`` / ``SyncAll`` / ``SetFfts``   cross-core (FFTS) flags and the
+  all-core barrier between the units and cores of a chip;
 * ``Arith``, ``ScalarOp``, ``For``, ``If``, ``Call``, ``Section`` ...  scalar code and control
   flow, which the engine runs with concrete values.
 
@@ -31,7 +33,8 @@ from sim.isa.tile import Tile
 
 __all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "Operand", "RawAttr",
            "Alloc", "MakeTensorView", "PartitionView", "Instr", "SetValidShape", "SetFlag",
-           "WaitFlag", "Barrier", "Arith", "ScalarOp", "Subview", "Reshape", "Yield", "For", "If",
+           "WaitFlag", "Barrier", "SyncSet", "SyncWait", "SyncAll", "SetFfts", "FFTS_MODES",
+           "SYNCALL_MODES", "SYNCALL_CORE_TYPES", "Arith", "ScalarOp", "Subview", "Reshape", "Yield", "For", "If",
            "Call", "Return", "Section", "PipeOp", "walk", "Function", "Program", "Stmt"]
 
 
@@ -219,6 +222,58 @@ class Barrier:
     loc: "SourceLoc | None" = _loc_field()
 
 
+# --- cross-core synchronisation (FFTS) -------------------------------------------------------
+
+FFTS_MODES = (0, 1, 2)          # all cores of one type / the AIVs of a core / AIC <-> AIV
+SYNCALL_MODES = ("soft", "hard")
+SYNCALL_CORE_TYPES = ("aiv_only", "aic_only", "mix")
+
+
+@attrs.frozen
+class SyncSet:
+    """``pto.sync.set #pto.pipe<P>, flag {ffts_mode = m}``: a cross-core flag (FFTS,
+    ``ffts_cross_core_sync``) set when earlier work on ``pipe`` is done. ``flag`` is an
+    ``int`` or a run-time ``Scalar``; ``mode`` is None when the text gives no
+    ``ffts_mode`` (the engine's default applies)."""
+
+    pipe: str
+    flag: "int | Scalar"
+    mode: "int | None" = None
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class SyncWait:
+    """``pto.sync.wait #pto.pipe<P>, flag {ffts_mode = m}``: blocks ``pipe`` until the
+    cross-core flag is set (``wait_flag_dev``)."""
+
+    pipe: str
+    flag: "int | Scalar"
+    mode: "int | None" = None
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class SyncAll:
+    """``pto.syncall(operands) mode = #pto.sync_all_mode<soft|hard>, core_type =
+    #pto.sync_core_type<aiv_only|aic_only|mix>``: every participating unit of every
+    launched core waits here until all of them arrived. ``operands`` (0-3: the soft
+    barrier's GM / UB workspaces and core count) are kept as written."""
+
+    mode: str
+    core_type: str
+    operands: tuple = attrs.field(default=(), converter=tuple)
+    loc: "SourceLoc | None" = _loc_field()
+
+
+@attrs.frozen
+class SetFfts:
+    """``pto.set_ffts %addr : T``: sets the FFTS base address (``set_ffts_base_addr``)."""
+
+    value: object
+    loc: "SourceLoc | None" = _loc_field()
+
+
 # --- scalar code and control flow (MLIR arith / scf / func, and PTO scalar ops) ----------
 
 @attrs.frozen
@@ -341,7 +396,7 @@ class PipeOp:
 
 
 Stmt = Union[Alloc, MakeTensorView, PartitionView, Instr, SetValidShape, SetFlag, WaitFlag,
-             Barrier, Arith, ScalarOp, Subview, Reshape, Yield, For, If, Call, Return, Section, PipeOp]
+             Barrier, SyncSet, SyncWait, SyncAll, SetFfts, Arith, ScalarOp, Subview, Reshape, Yield, For, If, Call, Return, Section, PipeOp]
 
 
 def walk(body):

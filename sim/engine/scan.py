@@ -1,0 +1,89 @@
+"""What a run needs to know about a whole program before it starts, in one pass.
+
+Before the first instruction issues, the launch asks questions of the whole program: does
+it have ``pto.section`` regions (a mixed kernel), which buffers do its tile instructions
+touch (a cube-only or a vector kernel), which tiles need an address (``alloc_tile``
+without one, FIFO slots of ``talloc_*``) and which FIFO buffers are reserved. A kernel
+built through the builder is fully unrolled — 10^6 instructions are 10^6 statements — so
+asking each question with its own walk costs more than a tenth of the run. ``scan`` walks
+every function once, and keeps the answer for as long as the program lives (by identity:
+hashing a program would walk it again).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import attrs
+
+from sim.isa.program import Alloc, For, If, Instr, PipeOp, Section
+from sim.isa.tile import Tile
+
+__all__ = ["Facts", "scan"]
+
+_TALLOC = ("pto.talloc_to_aiv", "pto.talloc_to_aic")
+
+
+@attrs.frozen
+class Facts:
+    """The whole-program facts of ``scan``."""
+
+    sections: bool            # a pto.section.cube / .vector anywhere
+    tiles: tuple              # distinct tiles tile instructions read or write
+    allocs: tuple             # Alloc statements, in text order, function by function
+    reserves: tuple           # pto.reserve_buffer statements, in text order
+    tallocs: tuple            # tiles taken by talloc_to_aiv / talloc_to_aic, in text order
+
+
+_cache: dict[int, Facts] = {}
+
+
+def scan(program_or_body) -> Facts:
+    """The facts of a ``Program`` (every function; cached while it lives) or of one body."""
+    functions = getattr(program_or_body, "functions", None)
+    if functions is None:
+        return _scan((program_or_body,))
+    key = id(program_or_body)
+    facts = _cache.get(key)
+    if facts is None:
+        facts = _cache[key] = _scan(tuple(f.body for f in functions))
+        weakref.finalize(program_or_body, _cache.pop, key, None)
+    return facts
+
+
+def _scan(bodies) -> Facts:
+    tiles: dict[int, Tile] = {}       # by id: a tile's hash is a Python call
+    allocs, reserves, tallocs = [], [], []
+    sections = False
+
+    def visit(body):
+        nonlocal sections
+        for st in body:
+            t = type(st)
+            if t is Instr:
+                for o in st.outs:
+                    if type(o) is Tile:
+                        tiles[id(o)] = o
+                for o in st.ins:
+                    if type(o) is Tile:
+                        tiles[id(o)] = o
+            elif t is Alloc:
+                allocs.append(st)
+            elif t is For:
+                visit(st.body)
+            elif t is Section:
+                sections = True
+                visit(st.body)
+            elif t is If:
+                visit(st.then_body)
+                visit(st.else_body)
+            elif t is PipeOp:
+                if st.op == "pto.reserve_buffer":
+                    reserves.append(st)
+                elif st.op in _TALLOC:
+                    tallocs.extend(r for r in st.results if isinstance(r, Tile))
+
+    for body in bodies:
+        visit(body)
+    return Facts(sections, tuple(tiles.values()), tuple(allocs), tuple(reserves),
+                 tuple(tallocs))
