@@ -155,7 +155,7 @@ def _fifo_buffers(fn, tgt, pinned: dict):
     hand-placed tiles (a FIFO buffer lives for the whole kernel)."""
     held: dict[str, list] = {}
     todo = []
-    for st, buf, size, base in fifo_reserves(fn):
+    for st, buf, size, base in fifo_reserves(fn.body):
         if base is None:
             todo.append((st, buf, size))
         else:

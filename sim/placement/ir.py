@@ -21,7 +21,7 @@ from sim.isa.program import (Alloc, Arith, Const, Instr, MakeTensorView, Partiti
 from sim.isa.tile import Loc, Tile
 
 __all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases", "Fifos", "AutoUnsupported",
-           "check_supported", "constant_addresses", "fifo_reserves", "ALL"]
+           "check_supported", "constant_addresses", "fifo_reserves", "reserve_of", "ALL"]
 
 ALL = 1 << 62          # "to the end of the space" for unknown GM windows
 
@@ -156,22 +156,25 @@ class Fifos:
         return pipe, [("gm", Access(self.space(st), 0, 1, True, st.op))], False
 
 
-def fifo_reserves(fn) -> list:
-    """``(statement, buffer name, size, base or None)`` of every ``reserve_buffer`` of
-    ``fn`` (base None: ``auto = true``, placed by the toolchain)."""
-    out = []
-    for st in walk(fn.body):
-        if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer":
-            a = dict(st.attrs)
-            m = re.search(r"<(\w+)>", str(a.get("location", "")))
-            try:
-                buf = Loc(m.group(1)).buffer if m else "UB"
-            except ValueError:
-                raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
-                                f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
-            base = None if a.get("auto") is True else int(a.get("base", 0) or 0)
-            out.append((st, buf, int(a.get("size", 0) or 0), base))
-    return out
+def reserve_of(st) -> tuple:
+    """``(buffer name, size, base or None)`` of a ``reserve_buffer`` statement (base None:
+    ``auto = true``, placed by the toolchain)."""
+    a = dict(st.attrs)
+    m = re.search(r"<(\w+)>", str(a.get("location", "")))
+    try:
+        buf = Loc(m.group(1)).buffer if m else "UB"
+    except ValueError:
+        raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
+                        f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
+    base = None if a.get("auto") is True else int(a.get("base", 0) or 0)
+    return buf, int(a.get("size", 0) or 0), base
+
+
+def fifo_reserves(body) -> list:
+    """``(statement, buffer name, size, base or None)`` of every ``reserve_buffer`` in
+    ``body``."""
+    return [(st, *reserve_of(st)) for st in walk(body)
+            if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"]
 
 
 def constant_addresses(fn) -> dict:
