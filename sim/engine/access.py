@@ -2,16 +2,21 @@
 
 A tile touches its valid region: in a row-major tile, from its base address to the end of
 its last valid row's valid columns (rows in between are stepped over at the capacity
-pitch, so the range is a conservative hull). A GM view touches the hull of its window.
+pitch, so the range is a conservative hull). A GM view touches the hull of its window; a
+window that is rows of contiguous bytes at a fixed pitch also says so (``GmAccess``), so
+the chip's race check (``sim.engine.xraces``) can tell two cores' column blocks of one
+matrix apart although their hulls overlap.
 """
 
 from __future__ import annotations
+
+import attrs
 
 from sim.engine.races import Access
 from sim.isa.program import PartView
 from sim.isa.tile import BLayout, Tile
 
-__all__ = ["tile_access", "instr_accesses"]
+__all__ = ["GmAccess", "tile_access", "instr_accesses"]
 
 
 def tile_access(tile: Tile, state, write: bool) -> Access:
@@ -25,23 +30,50 @@ def tile_access(tile: Tile, state, write: bool) -> Access:
     return Access(tile.loc.buffer, start, start + elems * t.dtype.size_bytes, write, f"%{tile.name}")
 
 
+@attrs.frozen
+class GmAccess(Access):
+    """A GM window of ``rows`` runs of ``width`` bytes, ``pitch`` bytes apart, from
+    ``start`` (its hull is ``[start, end)``)."""
+
+    rows: int = 1
+    width: int = 0
+    pitch: int = 0
+
+
 def _gm_access(interp, view: PartView, write: bool) -> Access:
     ptr, base, sizes, strides = interp.views[view.name]
     isz = ptr.dtype.size_bytes
     last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
-    return Access(f"GM:{ptr.name}", base * isz, (last + 1) * isz, write, f"%{view.name}")
+    space, start, end, name = f"GM:{ptr.name}", base * isz, (last + 1) * isz, f"%{view.name}"
+    dims = [(n, s) for n, s in zip(sizes, strides) if n > 1]
+    if len(dims) == 2 and dims[1][1] == 1 and dims[0][1] >= dims[1][0]:
+        (rows, pitch), (cols, _) = dims
+        return GmAccess(space, start, end, write, name, rows, cols * isz, pitch * isz)
+    return Access(space, start, end, write, name)
 
 
 def instr_accesses(interp, instr, srcs, tmp) -> tuple:
+    """The accesses of one execution of ``instr``. A tile's access is the same value for
+    as long as its address and valid region are, so it is built once per tile state
+    (``interp.tile_accesses``): a long run queues millions of them."""
     out = []
+    cache = interp.tile_accesses
     for o in instr.outs:
         if isinstance(o, Tile):
-            out.append(tile_access(o, interp.tiles[o], True))
+            out.append(_cached(cache, o, interp.tiles[o], True))
         elif isinstance(o, PartView):
             out.append(_gm_access(interp, o, True))
     for o in instr.ins:
         if isinstance(o, Tile):
-            out.append(tile_access(o, interp.tiles[o], o is tmp))
+            out.append(_cached(cache, o, interp.tiles[o], o is tmp))
         elif isinstance(o, PartView):
             out.append(_gm_access(interp, o, False))
     return tuple(out)
+
+
+def _cached(cache: dict, tile: Tile, state, write: bool) -> Access:
+    key = (tile, state.addr, state.rows, state.cols, write)
+    a = cache.get(key)
+    if a is None:
+        a = cache[key] = tile_access(tile, state, write)
+    return a

@@ -9,7 +9,10 @@ the units share:
 * one ``simpy.Environment``, so all timelines advance together;
 * the GM arrays (functional data) and the GM model (``sim.engine.gm``): every GM
   transfer of every unit competes for the chip's bandwidth;
-* the cross-unit flags and FIFO data of ``sim.engine.xunit``.
+* the cross-unit flags and FIFO data of ``sim.engine.xunit``, the cross-core flags of
+  ``sim.engine.ffts``;
+* with race checks, the GM shadow and chip-level flag clocks of ``sim.engine.xraces``
+  (races across units).
 
 Each interpreter issues lazily as its dispatcher pulls, so the cost per simulated
 instruction does not grow with the number of units. When the environment runs dry with a
@@ -29,6 +32,7 @@ from sim.engine.machine import Machine, describe_stuck
 from sim.engine.placement import place_tiles
 from sim.engine.races import RaceDetector
 from sim.engine.units import layout, unit_program
+from sim.engine.xraces import ChipRaces, UnitRaces
 from sim.engine.xunit import ChipState
 from sim.errors import DeadlockError
 
@@ -54,6 +58,10 @@ class Chip:
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency
         gm_model = self.gm if self.gm.active and not alone else None
         self.gm_used = gm_model is not None
+        # races across units (GM bytes, chip-level flags): sim.engine.xraces
+        self.xraces = ChipRaces() if races and len(self.layout.units) > 1 else None
+        if self.xraces is not None:
+            self.state.flags.on_add = self.xraces.added
         programs, placed = {}, {}
         self.units = []
         for spec in self.layout.units:
@@ -66,7 +74,7 @@ class Chip:
                                  gm=self.gm_state, placed=placed[spec.kind],
                                  gm_windows=gm_model is not None and gm_model.needs_window())
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
-                              detail=detail, races=RaceDetector() if races else None,
+                              detail=detail, races=self._race_detector(spec, races),
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
                               gm=gm_model, shared=self.state.flags, trace=trace)
             self.units.append((spec, interp, machine))
@@ -99,8 +107,16 @@ class Chip:
             seen.update(interp.warnings)
         return tuple(seen)
 
+    def _race_detector(self, spec, races):
+        if not races:
+            return None
+        if self.xraces is None:
+            return RaceDetector()
+        return UnitRaces(self.xraces, spec.core, spec.unit)
+
     def races(self) -> tuple:
-        return tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())
+        own = tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())
+        return own + (tuple(self.xraces.findings) if self.xraces is not None else ())
 
     def _deadlock(self, stuck):
         multi = len(self.units) > 1

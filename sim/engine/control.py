@@ -31,10 +31,16 @@ class ControlFlow:
     def _block(self, body):
         """Run ``body``; yields pipe items and returns the values of its Yield / Return."""
         instr_type = self._instr_type
+        fixed = self._sync_items     # sync statements issue the same checked item every time
         for st in body:
             kind = type(st)
             if kind is instr_type:
                 yield self._instr(st)
+                continue
+            item = fixed.get(id(st))
+            if item is not None:
+                self.seq += 1
+                yield item
                 continue
             if kind is Yield or kind is Return:
                 return tuple(self._value(v) for v in st.values)

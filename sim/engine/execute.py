@@ -101,6 +101,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         self.target = target
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
+        self.tile_accesses: dict = {}   # (tile, state, write) -> its Access (sim.engine.access)
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})
@@ -123,7 +124,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
-        self._sync_items: dict = {}     # id(statement) -> its Issued item (checked once)
+        # id(statement) -> its Issued item (checked once); (id, event id) when the event
+        # id is a run-time value
+        self._sync_items: dict = {}
         self._op_items: dict = {}       # id(instruction) -> its Issued item for the current plan
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
@@ -407,7 +410,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         if item is None:
             item = self._sync_items[key] = self._flag_item(st)
         self.seq += 1
-        return item.copy() if self.track_accesses else item
+        return item
 
     def _flag_item(self, st) -> Issued:
         where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
@@ -430,7 +433,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
             item = self._sync_items[id(st)] = Issued(BARRIER, st.pipe, "pipe_barrier",
                                                      text=st.pipe, source=str(st.loc or ""))
         self.seq += 1
-        return item.copy() if self.track_accesses else item
+        return item
 
     # --- instructions --------------------------------------------------------------------
 

@@ -12,14 +12,14 @@ class Issued:
 
     ``cold`` / ``warm`` are its costs when it opens / continues a vector stream;
     ``flag`` is ``(src, dst, id)`` for set/wait items. An item holds nothing dynamic
-    unless races are tracked (``accesses``, ``dclock``) or an L2 follows GM
+    unless races are tracked (``accesses``) or an L2 follows GM
     addresses (``gm``; such items are copies), so the interpreter hands the same
     object over for every execution of a statement in the same tile state; the machine
     numbers the items as they arrive. ``sid`` is its static trace row, set when recorded.
     """
 
     __slots__ = ("kind", "pipe", "opcode", "cold", "warm", "breaks", "flag",
-                 "plan", "text", "source", "accesses", "dclock", "sid", "gm")
+                 "plan", "text", "source", "accesses", "sid", "gm")
 
     def __init__(self, kind, pipe, opcode="", cold=0, warm=0, breaks=False, flag=None,
                  plan=None, text="", source=""):
@@ -34,7 +34,6 @@ class Issued:
         self.text = text
         self.source = source
         self.accesses = None      # bytes touched (race detection only)
-        self.dclock = None        # dispatcher's vector clock at issue (race detection only)
         self.sid = None
         self.gm = None            # GM window of a TLOAD / TSTORE (per execution, for an L2)
 

@@ -110,7 +110,11 @@ class Machine:
         self.shared = shared      # the chip's cross-unit flags (sim.engine.chip), or None
         self.dispatcher = None
         # the timed path (see the module doc): unit-local flags remember when each set fired
-        self.timed = TimedFlags(self.env) if batch and races is None and gm is None else None
+        # Race checks see accesses in the order they happen in time (which access of a pipe
+        # is the latest when another pipe's comes decides which pair a race is reported
+        # as): they keep the event path, as a shared GM model does.
+        timed = batch and gm is None and races is None
+        self.timed = TimedFlags(self.env) if timed else None
 
     # --- public --------------------------------------------------------------------------
 
@@ -186,25 +190,32 @@ class Machine:
         env = self.env
         pipes = self.pipes
         step = self._step if self.timed is not None else None
+        races = self.races
+        cycles = self.dispatch_cycles
+        now = env.now           # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
-            if self.dispatch_cycles:
-                yield env.timeout(self.dispatch_cycles)
-            pipe = item.pipe
-            if pipe == "PIPE_S":
-                yield from self._scalar(item, seq)
-            elif pipe == "PIPE_ALL" and item.kind == BARRIER:
-                yield from self._barrier_all(item, seq)
-            else:
-                p = pipes.get(pipe) or self._pipe(pipe)
-                # an idle pipe takes the item at once, by arithmetic (see the module doc)
-                if step is not None and not p.queue and step(p, item, seq, env.now):
+            if cycles:
+                yield env.timeout(cycles)
+                now = env.now
+            p = pipes.get(item.pipe)
+            if p is None:       # the scalar unit, PIPE_ALL, or a pipe's first item
+                pipe = item.pipe
+                if pipe == "PIPE_S":
+                    yield from self._scalar(item, seq)
+                    now = env.now
                     continue
-                if self.races is not None:
-                    item.dclock = self.races.issued(item)
-                p.queue.append((item, seq, env.now))
-                if p.wake is not None:
-                    ev, p.wake = p.wake, None
-                    ev.succeed()
+                if pipe == "PIPE_ALL" and item.kind == BARRIER:
+                    yield from self._barrier_all(item, seq)
+                    now = env.now
+                    continue
+                p = self._pipe(pipe)
+            # an idle pipe takes the item at once, by arithmetic (see the module doc)
+            if step is not None and not p.queue and step(p, item, seq, now):
+                continue
+            p.queue.append((item, seq, now, races.issued(item) if races is not None else None))
+            if p.wake is not None:
+                ev, p.wake = p.wake, None
+                ev.succeed()
         self.dispatch_done = True
         for p in self.pipes.values():
             if p.wake is not None:
@@ -303,10 +314,15 @@ class Machine:
         kind = item.kind
         if kind is OP:
             p.t = self._finish_op(p, item, seq, dispatched, t, self._cost(p, item, t))
-        elif kind is WAIT:
-            key = item.flag
-            if type(key) is not tuple:
-                return False
+            return True
+        if kind is BARRIER:
+            self._barrier(p, item, seq, dispatched, t)
+            p.t = t
+            return True
+        key = item.flag
+        if type(key) is not tuple:
+            return False
+        if kind is WAIT:
             end = t
             if not self.ideal_sync:
                 s = self.timed.take(key)
@@ -317,16 +333,11 @@ class Machine:
             self._sync_row(item, seq, dispatched, t, end)
             p.pending_waits.append(item.text)
             p.t = end
-        elif kind is SET:
-            key = item.flag
-            if type(key) is not tuple:
-                return False
-            self._fire(key, t)
+        else:       # SET
+            if not self.ideal_sync:
+                self.timed.fire(key, t)
             self._sync_row(item, seq, dispatched, t, t)
             self.recorder.add_record(p.last_op_row, item.text)
-            p.t = t
-        else:
-            self._barrier(p, item, seq, dispatched, t)
             p.t = t
         return True
 
@@ -337,7 +348,7 @@ class Machine:
         queue = p.queue
         while True:
             while queue:
-                item, seq, dispatched = queue[0]
+                item, seq, dispatched, _ = queue[0]
                 if self._step(p, item, seq, dispatched):
                     queue.popleft()
                     continue
@@ -353,7 +364,7 @@ class Machine:
                 if t > env.now:
                     yield env.timeout(t - env.now)
                 queue.popleft()
-                yield from self._event_flag(p, item, seq, dispatched)
+                yield from self._event_flag(p, item, seq, dispatched, None)
                 p.t = env.now
             p.busy = False
             if p.drained is not None:
@@ -385,17 +396,18 @@ class Machine:
                 yield p.wake
                 continue
             p.busy = True
-            item, seq, dispatched = queue.popleft()
+            item, seq, dispatched, dclock = queue.popleft()
             kind = item.kind
             if kind is OP:
-                yield from self._op(p, item, seq, dispatched)
+                yield from self._op(p, item, seq, dispatched, dclock)
             elif kind is BARRIER:
                 self._barrier(p, item, seq, dispatched, env.now)
             else:
-                yield from self._event_flag(p, item, seq, dispatched)
+                yield from self._event_flag(p, item, seq, dispatched, dclock)
 
-    def _event_flag(self, p: _Pipe, item, seq, dispatched):
-        """A set or wait on ``p`` at the current cycle, through the flag counters."""
+    def _event_flag(self, p: _Pipe, item, seq, dispatched, dclock):
+        """A set or wait on ``p`` at the current cycle, through the flag counters
+        (``dclock``: the dispatcher's vector clock at issue, with race checks)."""
         env = self.env
         if item.kind is WAIT:
             start = env.now
@@ -406,17 +418,17 @@ class Machine:
                 p.blocked = None
             self._take(item.flag)
             if self.races is not None:
-                self.races.wait_flag(p.name, item.flag, item.dclock or {})
+                self.races.wait_flag(p.name, item.flag, dclock or {})
             self._sync_row(item, seq, dispatched, start, env.now)
             p.pending_waits.append(item.text)
         else:   # SET
             self._set(item.flag)
             if self.races is not None:
-                self.races.set_flag(p.name, item.flag, item.label(seq), item.dclock or {})
+                self.races.set_flag(p.name, item.flag, item.label(seq), dclock or {})
             self._sync_row(item, seq, dispatched, env.now, env.now)
             self.recorder.add_record(p.last_op_row, item.text)
 
-    def _op(self, p: _Pipe, item, seq, dispatched):
+    def _op(self, p: _Pipe, item, seq, dispatched, dclock):
         """One instruction in event time (race checks, shared GM)."""
         start = self.env.now
         cost = self._cost(p, item, start)
@@ -427,7 +439,7 @@ class Machine:
             yield self.env.timeout(cost)
         self._finish_op(p, item, seq, dispatched, start, cost)
         if self.races is not None:
-            self.races.op(p.name, item.label(seq), item.accesses or (), item.dclock or {}, seq)
+            self.races.op(p.name, item.label(seq), item.accesses or (), dclock or {}, seq)
 
     def _cost(self, p: _Pipe, item, start) -> int:
         """Cycles of an instruction starting at ``start`` in the pipe's stream state."""
@@ -477,7 +489,7 @@ class Machine:
         for p in self.pipes.values():
             if p.blocked is not None:
                 blocked, seq = p.blocked
-                behind = [it.label(n) for it, n, _ in p.queue if it.kind == OP][:1]
+                behind = [it.label(n) for it, n, *_ in p.queue if it.kind == OP][:1]
                 stuck.append({"pipe": p.name, "waits_for": blocked.text,
                               "wait": blocked.label(seq), "next": behind[0] if behind else ""})
         if self.dispatch_blocked is not None:

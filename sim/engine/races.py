@@ -78,8 +78,9 @@ class RaceDetector:
     # --- ordering events ----------------------------------------------------------------
 
     def issued(self, item) -> dict:
-        """Snapshot of the dispatcher's clock for an item entering a pipe queue."""
-        return dict(self.dispatch)
+        """The dispatcher's clock for an item entering a pipe queue: shared, not copied
+        (the clock is replaced, never changed in place, when the dispatcher learns more)."""
+        return self.dispatch
 
     def start(self, pipe: str, dispatch_clock: dict) -> dict:
         c = join(self._clock(pipe), dispatch_clock)

@@ -54,6 +54,7 @@ class Recorder:
         self._static_ids: dict[tuple, int] = {}
         self.texts = [""]                       # waits / records strings, interned
         self._text_ids = {"": 0}
+        self._joined: dict = {}                 # (records id, text) -> id of both joined
         self.end = 0                            # largest end cycle of any item
         self.busy: dict[str, list[int]] = {}    # pipe -> [busy cycles, instructions] ("none")
         self.ops = 0                            # op rows ("none")
@@ -129,7 +130,11 @@ class Recorder:
             return
         i = at + _RECORDS
         old = self.cols[i]
-        self.cols[i] = self.text_id(f"{self.texts[old]};{text}" if old else text)
+        new = self._joined.get((old, text))
+        if new is None:
+            new = self._joined[(old, text)] = self.text_id(
+                f"{self.texts[old]};{text}" if old else text)
+        self.cols[i] = new
 
     def cce_row(self, static: tuple, seq, dispatch, start, end) -> None:
         if self.mode == "none":

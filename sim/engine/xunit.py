@@ -72,6 +72,12 @@ class CrossFlags(FlagCounters):
         super().__init__(env)
         self.latency = int(latency_cycles)
         self.routes: dict = {}
+        self.on_add = None        # told of counters started without a set (race checks)
+
+    def add(self, key, n: int):
+        super().add(key, n)
+        if self.on_add is not None:
+            self.on_add(key, n)
 
     def set(self, key):
         if self.latency:

@@ -1,0 +1,194 @@
+"""Races across the units of a chip: GM bytes two units (or cores) touch with no ordering.
+
+Each unit's ``RaceDetector`` (``sim.engine.races``) orders its own pipes with vector
+clocks. On a chip the units also order each other, through chip-level flags: a FIFO's
+full / free slots (``sim.engine.xunit``), cross-core FFTS flags and SYNCALL arrivals
+(``sim.engine.ffts``). ``UnitRaces`` is the unit's detector extended to them:
+
+* **Clocks across units.** A clock keeps the unit's own pipes under their names
+  (``PIPE_V``) and other units' pipes under global names (``"1/AIV0/PIPE_V"``). A set of a
+  chip-level flag hands its clock, in global names, to ``ChipRaces``; the wait that
+  consumes that set joins it, translated to the waiter's names. FIFO-like keys match the
+  k-th set to the k-th wait beyond the slots the counter started with; an FFTS wait joins
+  one set from each unit it needs (the set it consumes from each).
+* **GM accesses** of every unit go to one shadow per GM array (``ChipRaces``): an access
+  is checked against the latest accesses of every other (unit, pipe) to overlapping bytes
+  and reported when neither is ordered before the other. Buffers (UB, L1, L0*) are private
+  to a unit and stay in its own detector. The shadow is kept in 64 KiB granules of each
+  array, reads and writes apart (a read only meets writes), so an access looks only at
+  the records near its bytes; an access that covers an older one of the same (unit, pipe)
+  replaces it. Two windows of one pitch (row blocks of a matrix) overlap only where their
+  rows and columns both do, so the column blocks two cores write are not a race; other
+  windows compare by their hulls.
+
+The findings have the per-unit detector's kinds (RAW / WAR / WAW) and name both units:
+``RAW race in GM:w: core 0 AIC PIPE_FIX #12 TSTORE (k.py:30) and core 0 AIV0 PIPE_MTE2 #3
+TLOAD (k.py:35) touch ... with no flag, FIFO or syncall ordering them``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from sim.engine.access import GmAccess
+from sim.engine.ffts import FftsSet, FftsWait
+from sim.engine.races import Race, RaceDetector
+from sim.vclock import join
+
+__all__ = ["ChipRaces", "UnitRaces"]
+
+_GRAIN = 16            # log2 of the granule size in bytes
+_KEEP = 64             # records kept per granule list (the newest)
+
+
+class _XRecord:
+    __slots__ = ("gname", "clock", "access", "label")
+
+    def __init__(self, gname, clock, access, label):
+        self.gname, self.clock, self.access, self.label = gname, clock, access, label
+
+
+def _overlap(a, b) -> bool:
+    """Do two GM accesses share a byte? Exact for two row windows of the same pitch (a
+    column block of a matrix), else their hulls."""
+    if b.end <= a.start or a.end <= b.start:
+        return False
+    if type(a) is not GmAccess or type(b) is not GmAccess or a.pitch != b.pitch or not a.pitch:
+        return True
+    p = a.pitch
+    ra, ca = divmod(a.start, p)
+    rb, cb = divmod(b.start, p)
+    if ca + a.width > p or cb + b.width > p:        # a run crosses a row: use the hulls
+        return True
+    return ra < rb + b.rows and rb < ra + a.rows and ca < cb + b.width and cb < ca + a.width
+
+
+class ChipRaces:
+    """What the unit detectors of a chip share: chip-level flag clocks and the GM shadow."""
+
+    def __init__(self):
+        self.pending: dict = {}       # flag (FFTS: (channel, setter)) -> global clocks, FIFO
+        self.credits: dict = {}       # FIFO key -> slots its counter started with
+        self.gm: dict = {}            # space -> {granule: ([writes], [reads])}
+        self.findings: list[Race] = []
+        self._seen: set = set()
+
+    # --- flags ---------------------------------------------------------------------------
+
+    def set(self, key, clock: dict) -> None:
+        if type(key) is FftsSet:
+            _, setter, targets = key
+            for t in targets:
+                self.pending.setdefault((t, setter), deque()).append(clock)
+        else:
+            self.pending.setdefault(key, deque()).append(clock)
+
+    def wait(self, key) -> dict:
+        """The global clock a wait on ``key`` joins."""
+        if type(key) is FftsWait:
+            out: dict = {}
+            for s in key[2]:
+                q = self.pending.get((key, s))
+                if q:
+                    out = join(out, q.popleft())
+            return out
+        credit = self.credits.get(key, 0)
+        if credit:                     # a slot the counter started with: no set behind it
+            self.credits[key] = credit - 1
+            return {}
+        q = self.pending.get(key)
+        return q.popleft() if q else {}
+
+    def added(self, key, n: int) -> None:
+        self.credits[key] = self.credits.get(key, 0) + n
+
+    # --- GM ------------------------------------------------------------------------------
+
+    def access(self, unit, pipe: str, clock: dict, access, label: str) -> None:
+        """Check one GM access of ``unit`` (a ``UnitRaces``) on ``pipe`` at ``clock``."""
+        me = unit.prefix
+        gname = me + pipe
+        granules = self.gm.setdefault(access.space, {})
+        g0, g1 = access.start >> _GRAIN, (access.end - 1) >> _GRAIN
+        seen = set()
+        for g in range(g0, g1 + 1):
+            lists = granules.get(g)
+            if lists is None:
+                continue
+            for recs in (lists if access.write else lists[:1]):
+                for r in recs:
+                    if r.gname == gname or id(r) in seen:
+                        continue          # same queue: ordered
+                    seen.add(id(r))
+                    if not _overlap(access, r.access):
+                        continue
+                    key = r.gname[len(me):] if r.gname.startswith(me) else r.gname
+                    if r.clock <= clock.get(key, 0):
+                        continue          # ordered: r happens before this access
+                    self._race(r, _XRecord(gname, clock[pipe], access, label))
+        rec = _XRecord(gname, clock[pipe], access, label)
+        for g in range(g0, g1 + 1):
+            lists = granules.get(g)
+            if lists is None:
+                lists = granules[g] = ([], [])
+            recs = lists[0 if access.write else 1]
+            # an older access of this queue that this one covers adds nothing
+            recs[:] = [r for r in recs if not (r.gname == gname and access.start <= r.access.start
+                                                and r.access.end <= access.end)][-_KEEP:]
+            recs.append(rec)
+
+    def _race(self, first: _XRecord, second: _XRecord) -> None:
+        a, b = first.access, second.access
+        kind = "WAW" if a.write and b.write else ("RAW" if a.write else "WAR")
+        what = (f"{a.name} [{a.start:#x}, {a.end:#x})" if a.name == b.name
+                else f"{a.name} [{a.start:#x}, {a.end:#x}) and {b.name} [{b.start:#x}, {b.end:#x})")
+        msg = (f"{kind} race in {a.space}: {first.label} and {second.label} touch {what} with "
+               f"no flag, FIFO or syncall ordering them")
+        key = (kind, first.label, second.label)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.findings.append(Race(kind, msg, first.label, second.label, a.space,
+                                      (a.start, a.end), (b.start, b.end)))
+
+
+class UnitRaces(RaceDetector):
+    """The race detector of one unit of a chip (see the module doc)."""
+
+    def __init__(self, chip: ChipRaces, core: int, unit: str):
+        super().__init__()
+        self.chip = chip
+        self.prefix = f"{core}/{unit}/"
+        self.name = f"core {core} {unit}"
+
+    def _global(self, clock: dict) -> dict:
+        p = self.prefix
+        return {(k if "/" in k else p + k): v for k, v in clock.items()}
+
+    def _local(self, clock: dict) -> dict:
+        p, n = self.prefix, len(self.prefix)
+        return {(k[n:] if k.startswith(p) else k): v for k, v in clock.items()}
+
+    def set_flag(self, pipe, key, label, dispatch_clock) -> None:
+        if type(key) is tuple:
+            return super().set_flag(pipe, key, label, dispatch_clock)
+        self.chip.set(key, self._global(self.start(pipe, dispatch_clock)))
+
+    def wait_flag(self, pipe, key, dispatch_clock, on_dispatcher=False) -> None:
+        if type(key) is tuple:
+            return super().wait_flag(pipe, key, dispatch_clock, on_dispatcher)
+        got = self._local(self.chip.wait(key))
+        if on_dispatcher:
+            self.dispatch = join(self.dispatch, got)
+        else:
+            self.clocks[pipe] = join(self.start(pipe, dispatch_clock), got)
+
+    def op(self, pipe, label, accesses, dispatch_clock, seq=0) -> None:
+        gm = [a for a in accesses if a.space.startswith("GM:")]
+        if not gm:
+            return super().op(pipe, label, accesses, dispatch_clock, seq)
+        super().op(pipe, label, [a for a in accesses if not a.space.startswith("GM:")],
+                   dispatch_clock, seq)
+        clock = self.clocks[pipe]
+        where = f"{self.name} {pipe} {label}"
+        for a in gm:
+            self.chip.access(self, pipe, clock, a, where)
