@@ -289,7 +289,8 @@ def cmd_check(args) -> int:
           + (f", {len(warnings)} warning{'s' * (len(warnings) != 1)}" if warnings else ""))
     if args.races:
         from sim.placement import check_races, format_findings
-        findings = check_races(kernel, target, inputs=_kernel_inputs(args, kernel))
+        findings = check_races(kernel, target, inputs=_kernel_inputs(args, kernel),
+                               block_dim=args.block_dim)
         print(format_findings(findings, kernel=args.kernel))
         return 1 if findings else 0
     return 0
@@ -539,6 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also run the kernel as written and report races: unordered cross-pipe "
                          "accesses to the same bytes (RAW/WAR/WAW), event ids set again while "
                          "pending, unmatched sets, deadlocks; exit 1 when any is found")
+    ch.add_argument("--block-dim", type=_count(1), default=None, metavar="N",
+                    help="cores the --races run launches (default: a .py kernel's own "
+                         "block_dim, else 1); races across units and cores are found too")
     _kernel_args(ch)
     ch.set_defaults(func=cmd_check)
 

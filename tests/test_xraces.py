@@ -88,3 +88,17 @@ def test_a_fifo_orders_the_gm_the_producer_wrote_before_pushing():
         k.TLOAD(t, w)
         k.tfree(f)
     assert _gm_races(sim.simulate(k, races=True)) == []
+
+
+def test_check_races_runs_the_kernels_cores_and_names_the_unit(tmp_path, capsys):
+    from sim.cli import main
+    from sim.placement import check_races
+    k = _blocks(16)                                 # a builder kernel brings block_dim=2
+    assert [f.kind for f in check_races(k) if f.kind == "WAW"] == ["WAW"]
+    assert [f.kind for f in check_races(k, block_dim=1) if f.kind == "WAW"] == []
+    f = tmp_path / "n.pto"
+    f.write_text(_HEAD + _TAIL)
+    assert main(["check", "--races", str(f), "--block-dim", "4"]) == 1
+    out = capsys.readouterr().out
+    assert "RAW: RAW race in GM:y: core 1 AIV0 PIPE_MTE3" in out
+    assert "RAW: core 0 AIV0: RAW race in UB: PIPE_MTE2 #0 TLOAD" in out    # unit-local

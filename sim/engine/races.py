@@ -24,7 +24,7 @@ import attrs
 
 from sim.vclock import join
 
-__all__ = ["Access", "Race", "RaceDetector"]
+__all__ = ["Access", "Race", "RaceDetector", "conflict"]
 
 
 @attrs.frozen
@@ -47,6 +47,14 @@ class Race:
     space: str = ""
     first_range: tuple = ()
     second_range: tuple = ()
+
+
+def conflict(a: Access, b: Access) -> tuple[str, str]:
+    """(RAW / WAR / WAW, the bytes) of two conflicting accesses, ``a`` the earlier."""
+    kind = "WAW" if a.write and b.write else ("RAW" if a.write else "WAR")
+    what = (f"{a.name} [{a.start:#x}, {a.end:#x})" if a.name == b.name
+            else f"{a.name} [{a.start:#x}, {a.end:#x}) and {b.name} [{b.start:#x}, {b.end:#x})")
+    return kind, what
 
 
 class _Record:
@@ -160,9 +168,7 @@ class RaceDetector:
         """Report an unordered pair, named in program order (RAW: the earlier one writes)."""
         first, second = (x, y) if x.seq <= y.seq else (y, x)
         a, b = first.access, second.access
-        kind = "WAW" if a.write and b.write else ("RAW" if a.write else "WAR")
-        what = (f"{a.name} [{a.start:#x}, {a.end:#x})" if a.name == b.name
-                else f"{a.name} [{a.start:#x}, {a.end:#x}) and {b.name} [{b.start:#x}, {b.end:#x})")
+        kind, what = conflict(a, b)
         msg = (f"{kind} race in {a.space}: {first.pipe} {first.label} and {second.pipe} "
                f"{second.label} touch {what} with no flag or barrier ordering them")
         self._report(Race(kind, msg, first.label, second.label, a.space, (a.start, a.end),

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from collections import deque
 
+import attrs
+
 from sim.engine.access import GmAccess
 from sim.engine.ffts import FftsSet, FftsWait
-from sim.engine.races import Race, RaceDetector
+from sim.engine.races import Race, RaceDetector, conflict
 from sim.vclock import join
 
 __all__ = ["ChipRaces", "UnitRaces"]
@@ -139,9 +141,7 @@ class ChipRaces:
 
     def _race(self, first: _XRecord, second: _XRecord) -> None:
         a, b = first.access, second.access
-        kind = "WAW" if a.write and b.write else ("RAW" if a.write else "WAR")
-        what = (f"{a.name} [{a.start:#x}, {a.end:#x})" if a.name == b.name
-                else f"{a.name} [{a.start:#x}, {a.end:#x}) and {b.name} [{b.start:#x}, {b.end:#x})")
+        kind, what = conflict(a, b)
         msg = (f"{kind} race in {a.space}: {first.label} and {second.label} touch {what} with "
                f"no flag, FIFO or syncall ordering them")
         key = (kind, first.label, second.label)
@@ -159,6 +159,12 @@ class UnitRaces(RaceDetector):
         self.chip = chip
         self.prefix = f"{core}/{unit}/"
         self.name = f"core {core} {unit}"
+
+    def _report(self, race: Race) -> None:
+        """A finding within the unit (its buffers, its own flags) names the unit."""
+        super()._report(attrs.evolve(race, message=f"{self.name}: {race.message}",
+                                     first=f"{self.name} {race.first}",
+                                     second=f"{self.name} {race.second}" if race.second else ""))
 
     def _global(self, clock: dict) -> dict:
         p = self.prefix

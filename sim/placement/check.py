@@ -83,9 +83,9 @@ def static_findings(prog, tgt) -> list[Finding]:
     return out
 
 
-def _run(prog, target, inputs):
+def _run(prog, target, inputs, block_dim=None):
     from sim.placement.compare import run_checked
-    return run_checked(prog, target, inputs=inputs)
+    return run_checked(prog, target, inputs=inputs, block_dim=block_dim)
 
 
 def _inputs(program_or_kernel, inputs):
@@ -130,11 +130,16 @@ def check_placement(program_or_kernel, target="a2a3", *, inputs=None,
     return findings
 
 
-def check_races(program_or_kernel, target="a2a3", *, inputs=None) -> list[Finding]:
-    """Every race of a run of the program as written, and a deadlock if it has one."""
+def check_races(program_or_kernel, target="a2a3", *, inputs=None,
+                block_dim=None) -> list[Finding]:
+    """Every race of a run of the program as written on ``block_dim`` cores (default: a
+    builder kernel's own, else 1) — across units and cores too — and a deadlock if it
+    has one."""
     prog = program_of(program_or_kernel)
+    if block_dim is None:
+        block_dim = getattr(program_or_kernel, "block_dim", None)
     try:
-        result = _run(prog, load_target(target), _inputs(program_or_kernel, inputs))
+        result = _run(prog, load_target(target), _inputs(program_or_kernel, inputs), block_dim)
     except DeadlockError as e:
         return [Finding("deadlock", str(e))]
     return [Finding(r.kind, r.message, r.first, r.second, r.space, tuple(r.first_range),

@@ -33,12 +33,12 @@ __all__ = ["Run", "Comparison", "run_comparison", "compare", "compare_json", "co
            "format_compare", "run_checked", "run_mode"]
 
 
-def run_checked(program, target, *, inputs=None, seed=0, functional=True):
+def run_checked(program, target, *, inputs=None, seed=0, functional=True, block_dim=None):
     """``simulate(program, target, races=True, sync="manual")``: the program exactly as
-    given, race-checked (the checking run of this package)."""
+    given, race-checked (the checking run of this package), on ``block_dim`` cores."""
     from sim.engine.run import simulate
     return simulate(program, target, inputs=inputs, seed=seed, functional=functional, races=True,
-                    sync="manual")
+                    sync="manual", block_dim=block_dim)
 
 
 @attrs.frozen
