@@ -4,10 +4,16 @@ For every kernel of ``bench/kernels.py`` (``vector``: double-buffered with Recor
 and WAR hand-backs; ``cube``: that plus a double-buffered cube stream) at every size, it
 builds the kernel through the builder, then simulates it timing-only and with the numpy
 functional units, end to end: ``sim.simulate`` plus reading ``Result.trace`` (the pandas
-DataFrame). Each case runs in a fresh process so its peak RSS is its own. Printed per case:
+DataFrame). Mode ``races`` is timing-only with race checking on (as ``ptosim run`` checks a
+kernel that synchronises by hand) and no trace rows (``trace="none"``), so its memory is the
+race checker's. Each case runs in a fresh process so its peak RSS is its own. Printed per
+case:
 
 * ``build s``     building the kernel and its program through the builder;
-* ``k instr/s``   PTO instructions simulated per second, end to end incl. the trace;
+* ``sim s``, ``k instr/s``   wall seconds end to end incl. the trace, and PTO instructions
+  simulated per wall second;
+* ``cpu s``, ``k/cpu s``     the same in CPU time of the process (``time.process_time``):
+  on a shared machine the figure to compare;
 * ``peak MB``     the process's peak RSS;
 * ``B/instr``     (peak RSS - RSS before simulating) / instructions: the engine's memory;
 * ``trace B/instr``  bytes of the trace DataFrame (``memory_usage(deep=True)``) per instruction.
@@ -36,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-MODES = ("timing", "functional")
+MODES = ("timing", "functional", "races")
 
 
 def _rss_bytes() -> int:
@@ -49,8 +55,11 @@ def one(kernel: str, n: int, mode: str) -> dict:
     import kernels
     import sim
 
+    opts = {"functional": mode == "functional"}
+    if mode == "races":
+        opts.update(races=True, trace="none")
     warm = kernels.build(kernel, 20)          # first use of pandas & co, not the engine's cost
-    sim.simulate(warm, functional=mode == "functional").trace
+    sim.simulate(warm, **opts).trace
     del warm
     t0 = time.perf_counter()
     k = kernels.build(kernel, n)
@@ -60,14 +69,15 @@ def one(kernel: str, n: int, mode: str) -> dict:
     del k
     gc.collect()
     before = _rss_bytes()
-    t0 = time.perf_counter()
-    r = sim.simulate(program, functional=mode == "functional", inputs=inputs)
+    t0, c0 = time.perf_counter(), time.process_time()
+    r = sim.simulate(program, inputs=inputs, **opts)
     trace = r.trace
-    secs = time.perf_counter() - t0
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    ops = int((trace["kind"] == "op").sum())
+    ops = int((trace["kind"] == "op").sum()) if len(trace) else n
     return {"kernel": kernel, "n": ops, "mode": mode, "build_s": build_s, "sim_s": secs,
-            "instr_per_s": ops / secs, "peak_rss_mb": peak / 2**20,
+            "instr_per_s": ops / secs, "cpu_s": cpu, "instr_per_cpu_s": ops / cpu,
+            "peak_rss_mb": peak / 2**20,
             "bytes_per_instr": max(0, peak - before) / ops, "rows": len(trace),
             "trace_bytes_per_instr": int(trace.memory_usage(deep=True).sum()) / ops,
             "cycles": r.total_cycles}
@@ -89,7 +99,8 @@ def main(argv=None) -> int:
     sizes = args.sizes or [10 ** e for e in range(3, 7) if 10 ** e <= args.max]
     if not args.json:
         print(f"{'kernel':<8} {'mode':<10} {'instrs':>8} {'build s':>8} {'sim s':>7} "
-              f"{'k instr/s':>9} {'peak MB':>8} {'B/instr':>8} {'trace B/instr':>13} {'cycles':>10}")
+              f"{'k instr/s':>9} {'cpu s':>7} {'k/cpu s':>8} {'peak MB':>8} {'B/instr':>8} "
+              f"{'trace B/instr':>13} {'cycles':>10}")
     for kernel in args.kernels:
         for mode in args.modes:
             for n in sizes:
@@ -103,7 +114,8 @@ def main(argv=None) -> int:
                     print(json.dumps(r))
                     continue
                 print(f"{kernel:<8} {mode:<10} {r['n']:>8} {r['build_s']:>8.2f} {r['sim_s']:>7.2f} "
-                      f"{r['instr_per_s'] / 1e3:>9.1f} {r['peak_rss_mb']:>8.0f} "
+                      f"{r['instr_per_s'] / 1e3:>9.1f} {r['cpu_s']:>7.2f} "
+                      f"{r['instr_per_cpu_s'] / 1e3:>8.1f} {r['peak_rss_mb']:>8.0f} "
                       f"{r['bytes_per_instr']:>8.0f} {r['trace_bytes_per_instr']:>13.0f} "
                       f"{r['cycles']:>10}", flush=True)
     return 0

@@ -252,22 +252,23 @@ class ChipKernel:
 
     # --- cross-core flags and the all-core barrier -----------------------------------------
 
-    def _ffts(self, cls, what, pipe, flag, mode, events, loc):
+    def _ffts(self, cls, what, pipe, flag, mode, events, loc, intra=False):
         from sim.builder import _pipe_name
         pipe = _pipe_name(pipe)
         if pipe == "PIPE_ALL":
             raise UserError(f"{what}: expected the pipe of one unit, found PIPE_ALL")
         if mode is not None and mode not in FFTS_MODES:
             raise UserError(f"{what}: mode: expected 0, 1 or 2 (ffts_mode), found {mode!r}")
+        top = 32 if intra else 16
         if isinstance(flag, Index):
             flag = flag.scalar
-        elif isinstance(flag, bool) or not isinstance(flag, int) or not 0 <= flag < 16:
-            raise UserError(f"{what}: flag: expected an int 0..15 (4-bit FFTS id) or an "
-                            f"Index, found {flag!r}")
+        elif isinstance(flag, bool) or not isinstance(flag, int) or not 0 <= flag < top:
+            raise UserError(f"{what}: flag: expected an int 0..{top - 1} or an Index, found "
+                            f"{flag!r}")
         for ev in events:
             if getattr(ev, "pipe", None) != pipe:     # a set fires after its own pipe's earlier work anyway
                 self._wait(ev, pipe, loc)
-        self._emit(self._intern(cls(pipe, flag, mode, loc=loc)))
+        self._emit(self._intern(cls(pipe, flag, mode, intra, loc=loc)))
 
     def sync_set(self, pipe, flag, *events, mode: "int | None" = None) -> None:
         """``pto.sync.set``: cross-core flag ``flag`` (0..15, or an Index), set when the
@@ -280,6 +281,17 @@ class ChipKernel:
         """``pto.sync.wait``: ``pipe`` waits until cross-core flag ``flag`` is set."""
         from sim.builder import _caller
         self._ffts(SyncWait, "sync_wait", pipe, flag, mode, (), _caller())
+
+    def set_intra_block(self, pipe, flag, *events) -> None:
+        """A5 ``pto.set_intra_block``: on the cube ``flag`` 0..15 signals AIV0, 16..31
+        AIV1; on a vector unit 0..15 signal the cube (``sim.engine.ffts``)."""
+        from sim.builder import _caller
+        self._ffts(SyncSet, "set_intra_block", pipe, flag, None, events, _caller(), True)
+
+    def wait_intra_block(self, pipe, flag) -> None:
+        """A5 ``pto.wait_intra_block``: wait until ``flag`` is set (ids as for the set)."""
+        from sim.builder import _caller
+        self._ffts(SyncWait, "wait_intra_block", pipe, flag, None, (), _caller(), True)
 
     def syncall(self, *operands, mode: str = "hard", core_type: str = "mix") -> None:
         """``pto.syncall``: every unit of ``core_type`` (``aiv_only``, ``aic_only``,

@@ -75,6 +75,12 @@ WILD = {
     "syncall-3-soft-aiv": ("pto.syncall(%w, %v, %n : !pto.ptr<i32>, i32, index) mode = "
                            "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aiv_only>",
                            None),
+    "set_intra_block": ("pto.set_intra_block <PIPE_MTE3>, 1",
+                        SyncSet("PIPE_MTE3", 1, intra=True)),
+    "wait_intra_block": ("pto.wait_intra_block <PIPE_MTE3>, 17",
+                         SyncWait("PIPE_MTE3", 17, intra=True)),
+    "set_intra_block-ssa": ("pto.set_intra_block #pto.pipe<PIPE_V>, %n",
+                            SyncSet("PIPE_V", Scalar("n"), intra=True)),
     "syncall-multiline": ("pto.syncall(%v : i32)\n      mode = #pto.sync_all_mode<hard>,\n"
                           "      core_type = #pto.sync_core_type<mix>",
                           SyncAll("hard", "mix", (Scalar("v", "i32"),))),
@@ -105,6 +111,7 @@ BAD = {
                       "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>",
                       "at most 3 operands"),
     "ffts-type": ("pto.set_ffts %a : i32", "type mismatch"),
+    "intra-mode": ("pto.set_intra_block <PIPE_V>, 1 {ffts_mode = 2}", "unknown attribute"),
 }
 
 
@@ -482,3 +489,94 @@ def test_cli_runs_a_syncall_kernel_and_reports_its_deadlock(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("ptosim: error: deadlock") and "core 1 AIV0" in err
     assert main(["run", str(f), "--block-dim", "1", "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("core_type, units", [
+    ("mix", {"AIC", "AIV0", "AIV1"}), ("aic_only", {"AIC"}), ("aiv_only", {"AIV0", "AIV1"})])
+def test_syncall_core_type_picks_the_units_that_meet(core_type, units):
+    """The cubes load a large tile first; the units of ``core_type`` meet after it."""
+    k = sim.Kernel("mix", block_dim=2)
+    a = k.gm("a", "f16", (128, 256))
+    with k.cube():
+        m = k.tile("mat", "f16", 128, 256, blayout="col_major", slayout="row_major")
+        k.TLOAD(m, a)
+    with k.vector():
+        t = k.tile("vec", "f16", 16, 64)
+        k.TLOAD(t, a[0:16, 0:64])
+    k.syncall(mode="hard", core_type=core_type)
+    tr = sim.simulate(k).trace
+    meet = tr[(tr.opcode == "syncall") & (tr.kind == "wait_flag")]
+    assert set(meet.unit) == units and sorted(set(meet.core)) == [0, 1]
+    last_load = tr[(tr.opcode == "TLOAD") & tr.unit.isin(list(units))].end_cycle.max()
+    assert (meet.end_cycle == last_load).all()          # everyone leaves with the slowest
+
+
+# --- A5 set_intra_block / wait_intra_block ----------------------------------------------------
+
+def _intra(both=True):
+    """Each AIV doubles its half of a and stores it to w, then tells the cube (id 5); the
+    cube waits for both (5 and 21), then releases AIV0 (3) and AIV1 (19); each AIV then
+    copies the *other* AIV's half of w to its half of out."""
+    k = sim.Kernel("ib", block_dim=2)
+    a, w, out = (k.gm(n, "f16", (32, 32)) for n in ("a", "w", "out"))
+    row = k.block_idx * 16
+    with k.cube():
+        k.wait_intra_block("MTE2", 5)
+        k.wait_intra_block("MTE2", 21)
+        k.set_intra_block("MTE2", 3)
+        if both:
+            k.set_intra_block("MTE2", 19)
+    with k.vector():
+        t, u = k.tile("vec", "f16", 8, 32), k.tile("vec", "f16", 8, 32)
+        r0 = row + k.subblock_idx * 8
+        e = k.TLOAD(t, a[r0:r0 + 8, :])
+        e = k.TMULS(t, t, 2.0, e)
+        e = k.TSTORE(w[r0:r0 + 8, :], t, e)
+        k.set_intra_block("MTE3", 5, e)
+        k.wait_intra_block("MTE2", 3)
+        other = row + 8 - k.subblock_idx * 8
+        k.TSTORE(out[r0:r0 + 8, :], u, k.TLOAD(u, w[other:other + 8, :]))
+    return k
+
+
+def test_intra_block_ids_address_each_vector_unit_through_the_cube():
+    r = sim.simulate(_intra(), "a5", races=True)
+    W = 2 * r.output("a").reshape(32, 32).astype(np.float32)
+    want = np.concatenate([W[8:16], W[0:8], W[24:32], W[16:24]])
+    np.testing.assert_array_equal(r.output("out").reshape(32, 32).astype(np.float32), want)
+    assert [x for x in r.races if x.kind in ("RAW", "WAR", "WAW")] == []   # ordered via the cube
+    tr = r.trace
+    for core in (0, 1):
+        stores = tr[(tr.core == core) & (tr.opcode == "TSTORE")]
+        last_w = stores.groupby("unit").end_cycle.min().max()      # both halves of w written
+        loads = tr[(tr.core == core) & (tr.opcode == "TLOAD")].groupby("unit").start_cycle.max()
+        assert (loads >= last_w).all()
+    assert "pto.set_intra_block #pto.pipe<PIPE_MTE2>, 19" in print_program(_intra().program())
+
+
+def test_intra_block_without_the_second_id_leaves_aiv1_waiting():
+    with pytest.raises(DeadlockError) as e:
+        sim.simulate(_intra(both=False), "a5")
+    msg = str(e.value)
+    assert ("core 0 AIV1 PIPE_S (dispatch) waits for flag intra-block flag 3 AIC->AIV1 for "
+            "PIPE_MTE2") in msg and "no set yet from core 0 AIC" in msg
+    assert "AIV0" not in msg
+
+
+def test_intra_block_ids_are_checked():
+    k = sim.Kernel("ib")
+    with k.vector():
+        k.set_intra_block("MTE3", 16)
+    with k.cube():
+        k.wait_intra_block("MTE2", 16)
+    with pytest.raises(UserError, match="flag id on core 0 AIV0: expected 0..15"):
+        sim.simulate(k, "a5")
+    with pytest.raises(UserError, match="expected an int 0..31"):
+        k.set_intra_block("MTE3", 32)
+    with pytest.raises(VerifyError, match="expected 0..15 .intra-block ids"):
+        check_program(k.program(), load_target("a5"))
+    with pytest.raises(VerifyError, match="no set_intra_block of the other unit kind"):
+        _check("    pto.section.cube {\n      pto.set_intra_block <PIPE_MTE2>, 19\n    }\n"
+               "    pto.section.vector {\n      pto.wait_intra_block <PIPE_MTE2>, 4\n    }")
+    _check("    pto.section.cube {\n      pto.set_intra_block <PIPE_MTE2>, 19\n    }\n"
+           "    pto.section.vector {\n      pto.wait_intra_block <PIPE_MTE2>, 3\n    }")

@@ -535,8 +535,6 @@ for _e in _ENDPOINTS:
         f"    pto.barrier_sync[<{_e}>]\n    pto.barrier_sync [<{_e}>]"))
 _SYNC_OUT = {
     "fence.barrier_all": "    pto.fence.barrier_all #pto.fence_scope<gm>",
-    "set_intra_block": "    pto.set_intra_block <PIPE_MTE3>, 1",
-    "wait_intra_block": "    pto.wait_intra_block <PIPE_MTE3>, 1",
     "set_cross_block": "    pto.set_cross_block <PIPE_MTE3>, 1",
     "wait_cross_block": "    pto.wait_cross_block <PIPE_MTE3>, 1",
     "mem_bar": '    pto.mem_bar "VST_VLD"',
@@ -563,6 +561,8 @@ _SYNC_CROSS_CORE = {
                "#pto.sync_core_type<aiv_only>",
     "syncall-empty": "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = "
                      "#pto.sync_core_type<mix>",
+    "set_intra_block": "    pto.set_intra_block <PIPE_MTE3>, 1",
+    "wait_intra_block": "    pto.wait_intra_block <PIPE_MTE3>, 1",
 }
 for _name, _body in _SYNC_CROSS_CORE.items():
     ok(f"s2.5-cross-core-{_name}", kernel(_body))

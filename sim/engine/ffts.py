@@ -23,6 +23,13 @@ silent on the modes; these are the public Ascend C ``CrossCoreSetFlag`` semantic
   vector within one core: the AIC's set releases one wait on each AIV of its core; an
   AIV's set goes to the AIC, whose wait needs the sets of both AIVs.
 
+A5's ``pto.set_intra_block <P>, id`` / ``pto.wait_intra_block`` (programming-model.md
+§7.3: the cube records ``id`` and ``id+16``, one per vector sub-block, each AIV waits on
+``id``): the cube's ids 0..15 address AIV0 and 16..31 AIV1, in both directions; a vector
+unit's ids are 0..15. ASSUMPTION for the vector -> cube direction (the reference shows
+only the cube's record): AIV s's ``set_intra_block(id)`` is the cube's ``id + 16 s``, so
+the cube waits on ``id`` and ``id + 16`` to hear both vector units.
+
 A wait consumes one set from each unit it needs. Each flag counts in 4 bits: a 16th set
 from one unit that nobody has consumed yet is an error naming the core, unit and flag
 (the hardware counter would wrap), never a silent overflow.
@@ -171,13 +178,15 @@ class CrossCore:
         where = self._where_x(st, name)
         if self.chip is None:
             raise UserError(f"{where}: cross-core flags run on a chip (sim.simulate)")
-        if not 0 <= flag < FLAG_IDS:
-            raise UserError(f"{where}: flag id: expected 0..{FLAG_IDS - 1} (4-bit FFTS ids), "
-                            f"found {flag}")
         pipes = self._unit_pipes()
         if st.pipe not in pipes:
             raise UserError(f"{where}: {st.pipe} is not a pipe of core {self.spec.core} "
                             f"{self.spec.unit} ({', '.join(sorted(pipes))})")
+        if st.intra:
+            return self._intra_item(st, flag, set_)
+        if not 0 <= flag < FLAG_IDS:
+            raise UserError(f"{where}: flag id: expected 0..{FLAG_IDS - 1} (4-bit FFTS ids), "
+                            f"found {flag}")
         mode = DEFAULT_MODE if st.mode is None else st.mode
         what = f"FFTS flag {flag} (ffts_mode {mode})"
         me = self._me()
@@ -189,6 +198,40 @@ class CrossCore:
         setters = self._setters(mode, me, where)
         return Issued(WAIT, "PIPE_S", name, flag=FftsWait((what, me, setters)),
                       text=f"{what} for {st.pipe}", source=str(st.loc or ""))
+
+    def _intra_item(self, st, flag: int, set_: bool) -> Issued:
+        """A5 ``set_intra_block`` / ``wait_intra_block`` (see the module doc): the cube's
+        ids 0..15 talk to AIV0, 16..31 to AIV1; a vector unit's ids are 0..15."""
+        name = "set_intra_block" if set_ else "wait_intra_block"
+        where = self._where_x(st, name)
+        core, unit = self._me()
+        aic = unit == "AIC"
+        top = 2 * FLAG_IDS if aic else FLAG_IDS
+        if not 0 <= flag < top:
+            raise UserError(f"{where}: flag id on core {core} {unit}: expected 0..{top - 1} "
+                            f"(the cube addresses AIV0 with 0..15, AIV1 with 16..31), found "
+                            f"{flag}")
+        if aic:
+            aiv, ch = f"AIV{flag // FLAG_IDS}", flag % FLAG_IDS
+            what = (f"intra-block flag {ch} AIC->{aiv}" if set_ else
+                    f"intra-block flag {flag} {aiv}->AIC")
+            peer = (core, aiv)
+        else:
+            sub = self.spec.subblock_idx
+            what = (f"intra-block flag {flag + FLAG_IDS * sub} {unit}->AIC" if set_ else
+                    f"intra-block flag {flag} AIC->{unit}")
+            peer = (core, "AIC")
+        if peer not in self.chip.units:
+            raise UserError(f"{where}: core {core} {unit} signals core {peer[0]} {peer[1]}, "
+                            f"which the launch does not have (a kernel with pto.section.cube "
+                            f"and pto.section.vector)")
+        me, src = (core, unit), str(st.loc or "")
+        if set_:
+            target = FftsWait((what, peer, (me,)))
+            return Issued(SET, st.pipe, name, flag=FftsSet((what, me, (target,))),
+                          text=what, source=src)
+        return Issued(WAIT, "PIPE_S", name, flag=FftsWait((what, me, (peer,))),
+                      text=f"{what} for {st.pipe}", source=src)
 
     def _unit_pipes(self) -> frozenset:
         from sim.engine.units import BOTH

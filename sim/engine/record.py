@@ -149,20 +149,21 @@ class Recorder:
 
     def frame(self) -> pd.DataFrame:
         """The trace DataFrame (schema of ``sim.trace.schema``), rows by start cycle, then id."""
-        a = np.frombuffer(self.cols, dtype=np.int64).reshape(-1, _W) if len(self.cols) else \
+        rows = np.frombuffer(self.cols, dtype=np.int64).reshape(-1, _W) if len(self.cols) else \
             np.zeros((0, _W), np.int64)
-        a = a[np.lexsort((a[:, _SEQ], a[:, _START]))]
-        sid = a[:, _SID]
+        # one contiguous array per field, rows sorted (a field of ``rows`` is strided)
+        a = rows.T.take(np.lexsort((rows[:, _SEQ], rows[:, _START])), axis=1)
+        sid = a[_SID]
         static = list(zip(*self.statics)) if self.statics else [()] * len(_STATIC)
         field = dict(zip(_STATIC, static))
-        n = len(a)
-        cols = {"id": a[:, _SEQ], "core": np.full(n, self.core, np.int64),
+        n = a.shape[1]
+        cols = {"id": a[_SEQ], "core": np.full(n, self.core, np.int64),
                 "unit": _categorical(np.zeros(n, np.int64), [self.unit]),
-                "dispatch_cycle": a[:, _DISPATCH], "start_cycle": a[:, _START],
-                "end_cycle": a[:, _END], "duration_cycles": a[:, _END] - a[:, _START],
-                "stream": _categorical(a[:, _STREAM], _STREAM_TEXT),
-                "waits": _categorical(a[:, _WAITS], self.texts),
-                "records": _categorical(a[:, _RECORDS], self.texts)}
+                "dispatch_cycle": a[_DISPATCH], "start_cycle": a[_START],
+                "end_cycle": a[_END], "duration_cycles": a[_END] - a[_START],
+                "stream": _categorical(a[_STREAM], _STREAM_TEXT),
+                "waits": _categorical(a[_WAITS], self.texts),
+                "records": _categorical(a[_RECORDS], self.texts)}
         for name in _STATIC:
             values = field[name]
             if DTYPES[name] == "int64":
@@ -178,6 +179,7 @@ def _categorical(codes: np.ndarray, values) -> pd.Categorical:
     values = np.asarray(list(values), dtype=object)
     used = np.flatnonzero(np.bincount(codes, minlength=len(values)))
     cats, inverse = np.unique(values[used], return_inverse=True)
-    remap = np.zeros(len(values), np.int64)
+    # codes in the small dtype pandas keeps them in, so it need not convert them
+    remap = np.zeros(len(values), np.min_scalar_type(-len(cats) - 1))
     remap[used] = inverse.reshape(-1)
     return pd.Categorical.from_codes(remap[codes], pd.Index(cats, dtype=str))

@@ -13,6 +13,7 @@ hashing a program would walk it again).
 from __future__ import annotations
 
 import weakref
+from itertools import chain
 
 import attrs
 
@@ -52,7 +53,7 @@ def scan(program_or_body) -> Facts:
 
 
 def _scan(bodies) -> Facts:
-    tiles: dict[int, Tile] = {}       # by id: a tile's hash is a Python call
+    operands = []                     # the outs and ins tuples of every tile instruction
     allocs, reserves, tallocs = [], [], []
     sections = False
 
@@ -61,12 +62,8 @@ def _scan(bodies) -> Facts:
         for st in body:
             t = type(st)
             if t is Instr:
-                for o in st.outs:
-                    if type(o) is Tile:
-                        tiles[id(o)] = o
-                for o in st.ins:
-                    if type(o) is Tile:
-                        tiles[id(o)] = o
+                operands.append(st.outs)
+                operands.append(st.ins)
             elif t is Alloc:
                 allocs.append(st)
             elif t is For:
@@ -85,5 +82,7 @@ def _scan(bodies) -> Facts:
 
     for body in bodies:
         visit(body)
-    return Facts(sections, tuple(tiles.values()), tuple(allocs), tuple(reserves),
-                 tuple(tallocs))
+    # distinct operands by identity, in C loops (an operand's hash is a Python call)
+    flat = list(chain.from_iterable(operands))
+    tiles = tuple(o for o in dict(zip(map(id, flat), flat)).values() if type(o) is Tile)
+    return Facts(sections, tiles, tuple(allocs), tuple(reserves), tuple(tallocs))

@@ -557,6 +557,7 @@ _OP_KEYWORDS = {
     "AIV_INITIALIZE_PIPE", "TPUSH_TO_AIV", "TPUSH_TO_AIC", "TPOP_FROM_AIC", "TPOP_FROM_AIV",
     "TFREE_FROM_AIC", "TFREE_FROM_AIV", "TALLOC_TO_AIV", "TALLOC_TO_AIC", "ALLOC_MULTI_TILE",
     "MULTI_TILE_GET", "MEMREF_ALLOC", "MODULE", "SYNC_SET", "SYNC_WAIT", "SET_FFTS", "SYNCALL",
+    "SET_INTRA_BLOCK", "WAIT_INTRA_BLOCK",
 }
 _UNSUPPORTED_TYPES = {"memref", "vector", "tensor", "complex", "tuple", "dense"}
 _FRIENDLY = {
@@ -1658,7 +1659,8 @@ class _Lowering:
     # --- cross-core flags (FFTS) and the all-core barrier -------------------------------------
 
     def s_ffts(self, st):
-        """``pto.sync.set|wait <P>, flag [{ffts_mode = m : i32}]``."""
+        """``pto.sync.set|wait <P>, flag [{ffts_mode = m : i32}]``, ``pto.set_intra_block``
+        / ``pto.wait_intra_block <P>, flag``."""
         _, first, c = st
         kw, pipe_elem, flag_elem = c[:3]
         pipe = self.pipe(pipe_elem, False)
@@ -1674,17 +1676,19 @@ class _Lowering:
             self.fail(tok, f"{kw}: expected a flag id (an integer 0..15 or a %value), "
                            f"found '{_short(str(tok))}'")
         mode = None
+        intra = kw.type in ("SET_INTRA_BLOCK", "WAIT_INTRA_BLOCK")
         node = c[3] if len(c) > 3 else None
         for key_tok, val in (node[2] if node else ()):
-            if str(key_tok) != "ffts_mode":
-                self.fail(key_tok, f"{kw}: unknown attribute '{key_tok}'; expected ffts_mode")
+            if str(key_tok) != "ffts_mode" or intra:
+                self.fail(key_tok, f"{kw}: unknown attribute '{key_tok}'"
+                                   + ("" if intra else "; expected ffts_mode"))
             mode = self._int_attr(key_tok, val)
             if mode not in FFTS_MODES:
                 self.fail(key_tok, f"{kw}: ffts_mode: expected 0 (all cores of one type), 1 "
                                    f"(the vector units of a core) or 2 (cube <-> vector of a "
                                    f"core), found {mode}")
-        cls = SyncSet if kw.type == "SYNC_SET" else SyncWait
-        return cls(pipe, flag, mode, loc=self.loc(first))
+        cls = SyncSet if kw.type in ("SYNC_SET", "SET_INTRA_BLOCK") else SyncWait
+        return cls(pipe, flag, mode, intra, loc=self.loc(first))
 
     def _int_attr(self, key_tok, val) -> int:
         """An integer attribute value, typed (``2 : i32``) or not."""

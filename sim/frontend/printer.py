@@ -5,7 +5,7 @@
 * sync as the compiler prints it: ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``,
   ``pto.set_flag_dyn[...]`` for a dynamic id, ``pto.barrier <PIPE_V>``; cross-core
   ``pto.sync.set #pto.pipe<PIPE_MTE3>, 0 {ffts_mode = 2 : i32}`` (no dict when the mode
-  was not written), ``pto.set_ffts %a : T``, ``pto.syncall(%w : T) mode =
+  was not written), ``pto.set_intra_block #pto.pipe<PIPE_MTE3>, 1``, ``pto.set_ffts %a : T``, ``pto.syncall(%w : T) mode =
   #pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>``;
 * every attribute of an instruction inline in ``ins(... {attrs} : types)``;
 * values keep their names; literal operands (the builder makes them; parsed text names
@@ -137,6 +137,8 @@ def _cross_core(st) -> str:
                 f"core_type = #pto.sync_core_type<{st.core_type}>")
     kind = "set" if isinstance(st, SyncSet) else "wait"
     flag = str(st.flag) if isinstance(st.flag, int) else _v(st.flag)
+    if st.intra:
+        return f"pto.{kind}_intra_block #pto.pipe<{st.pipe}>, {flag}"
     mode = "" if st.mode is None else f" {{ffts_mode = {st.mode} : i32}}"
     return f"pto.sync.{kind} #pto.pipe<{st.pipe}>, {flag}{mode}"
 

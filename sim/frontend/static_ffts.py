@@ -13,7 +13,10 @@ and SYNCALL, ``sim.engine.ffts``) without running it.
 * a ``sync.wait`` that no ``sync.set`` of the program can satisfy: no set of the same
   ffts_mode and constant flag id on a side that signals the waiter (mode 0: the same unit
   kind, mode 1: the vector units, mode 2: the other kind; a set outside sections runs on
-  every unit that has its pipe). A program that sets a mode's flags with run-time ids may
+  every unit that has its pipe); likewise a ``wait_intra_block`` no ``set_intra_block``
+  of the other kind can reach (a vector unit's ``id`` hears the cube's ``id`` / ``id+16``,
+  the cube's ``id`` a vector unit's ``id % 16``); intra-block ids are 0..31 on the cube,
+  0..15 on a vector unit. A program that sets a mode's flags with run-time ids may
   set any id of that mode, so its waits on that mode are not judged. When such a wait is
   reached its pipe waits forever: the run reports it as a deadlock.
 """
@@ -43,9 +46,11 @@ def _sided(body, side=None):
 
 
 def _text(st, flag) -> str:
-    kind = "sync.set" if isinstance(st, SyncSet) else "sync.wait"
+    set_ = isinstance(st, SyncSet)
+    if st.intra:
+        return f"{'set' if set_ else 'wait'}_intra_block #pto.pipe<{st.pipe}>, {flag}"
     mode = _DEFAULT_MODE if st.mode is None else st.mode
-    return f"{kind} #pto.pipe<{st.pipe}>, {flag} (ffts_mode {mode})"
+    return f"{'sync.set' if set_ else 'sync.wait'} #pto.pipe<{st.pipe}>, {flag} (ffts_mode {mode})"
 
 
 def check_cross_core(program: Program, target) -> None:
@@ -60,15 +65,19 @@ def check_cross_core(program: Program, target) -> None:
         flag = _const_event(st.flag)
         mode = _DEFAULT_MODE if st.mode is None else st.mode
         what = _text(st, "%" + st.flag.name if flag is None else flag)
-        if flag is not None and not 0 <= flag < 16:
-            _fail(st, f"{what}: flag id: expected 0..15 (4-bit FFTS ids), found {flag}")
+        top = 32 if st.intra and side != "vector" else 16
+        if flag is not None and not 0 <= flag < top:
+            _fail(st, f"{what}: flag id: expected 0..{top - 1} "
+                      f"({'intra-block ids' if st.intra else '4-bit FFTS ids'}), found {flag}")
         if side is not None and pipes[side] and st.pipe not in pipes[side]:
             _fail(st, f"{what}: pto.section.{side} runs on units without {st.pipe}; expected "
                       f"one of {', '.join(sorted(pipes[side]))}")
-        if side == "cube" and mode == 1:
+        if st.intra:
+            mode = "intra"
+        elif side == "cube" and mode == 1:
             _fail(st, f"{what}: ffts_mode 1 synchronises the vector units of a core, found "
                       f"in pto.section.cube (use ffts_mode 2 between cube and vector)")
-        if syncall and flag in _RESERVED:
+        if syncall and flag in _RESERVED and not st.intra:
             _fail(st, f"{what}: flag ids 11-14 are reserved by pto.syncall, which this "
                       f"program also runs; expected another id")
         if isinstance(st, SyncSet):
@@ -78,13 +87,26 @@ def check_cross_core(program: Program, target) -> None:
                 sets.add((mode, flag, side))
     for st, side in flags:
         flag = _const_event(st.flag)
-        mode = _DEFAULT_MODE if st.mode is None else st.mode
+        mode = "intra" if st.intra else (_DEFAULT_MODE if st.mode is None else st.mode)
         if not isinstance(st, SyncWait) or flag is None or mode in dynamic:
             continue
-        if not any((mode, flag, s) in sets for s in _signalling_sides(mode, side)):
-            _fail(st, f"deadlock: {_text(st, flag)} is never set: no sync.set of flag {flag} "
-                      f"with ffts_mode {mode} can reach it, so {st.pipe} waits forever when "
-                      f"it gets here")
+        ids = _intra_ids(flag, side) if st.intra else (flag,)
+        if not any((mode, f, s) in sets for s in _signalling_sides(mode, side) for f in ids):
+            setter = ("no set_intra_block of the other unit kind" if st.intra else
+                      f"no sync.set of flag {flag} with ffts_mode {mode}")
+            _fail(st, f"deadlock: {_text(st, flag)} is never set: {setter} can reach it, so "
+                      f"{st.pipe} waits forever when it gets here")
+
+
+def _intra_ids(flag, side) -> tuple:
+    """The ids of the sets an intra-block wait of ``flag`` can hear: on a vector unit the
+    cube's ``flag`` (to AIV0) or ``flag + 16`` (AIV1); on the cube the vector units'
+    ``flag % 16``; outside sections any of them."""
+    if side == "vector":
+        return (flag, flag + 16)
+    if side == "cube":
+        return (flag % 16,)
+    return (flag, flag % 16, flag + 16)
 
 
 def _signalling_sides(mode, side) -> tuple:
@@ -93,6 +115,8 @@ def _signalling_sides(mode, side) -> tuple:
         return (None, "cube", "vector")
     if mode == 0:
         return (None, side)
+    if mode == "intra":
+        return (None, "vector" if side == "cube" else "cube")
     if mode == 1:
         return (None, "vector")
     return (None, "vector" if side == "cube" else "cube")

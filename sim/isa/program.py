@@ -234,22 +234,25 @@ class SyncSet:
     """``pto.sync.set #pto.pipe<P>, flag {ffts_mode = m}``: a cross-core flag (FFTS,
     ``ffts_cross_core_sync``) set when earlier work on ``pipe`` is done. ``flag`` is an
     ``int`` or a run-time ``Scalar``; ``mode`` is None when the text gives no
-    ``ffts_mode`` (the engine's default applies)."""
+    ``ffts_mode`` (the engine's default applies). ``intra``: A5's ``pto.set_intra_block``
+    (no mode; the id addresses a vector sub-block)."""
 
     pipe: str
     flag: "int | Scalar"
     mode: "int | None" = None
+    intra: bool = False
     loc: "SourceLoc | None" = _loc_field()
 
 
 @attrs.frozen
 class SyncWait:
     """``pto.sync.wait #pto.pipe<P>, flag {ffts_mode = m}``: blocks ``pipe`` until the
-    cross-core flag is set (``wait_flag_dev``)."""
+    cross-core flag is set (``wait_flag_dev``); ``intra``: ``pto.wait_intra_block``."""
 
     pipe: str
     flag: "int | Scalar"
     mode: "int | None" = None
+    intra: bool = False
     loc: "SourceLoc | None" = _loc_field()
 
 
