@@ -78,15 +78,9 @@ def _cube(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0):
     xq = k.TEXTRACT(q_l0, q_l1, 0, 0, k.TLOAD(q_l1, q_view))
     free = {"kt": [None, None], "v": [None, None], "l0b": [None, None],
             "s": None, "o": None, "p": None}
-    ring = [0]
-
-    def l0b_slot():
-        i = ring[0] % 2
-        ring[0] += 1
-        return i
 
     def qk(j):
-        i, r = j % 2, l0b_slot()
+        i, r = j % 2, min(j, 1)       # L0B: K_0^T in slot 0, later K_j^T in 1, V_j in 0
         e = k.TLOAD(kt_l1[i], kt[:, k0 + j * T:k0 + (j + 1) * T], *_w(free["kt"][i]))
         x = k.TEXTRACT(kt_l0[r], kt_l1[i], 0, 0, e, *_w(free["l0b"][r]))
         free["kt"][i] = x
@@ -95,7 +89,7 @@ def _cube(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0):
         free["s"] = k.tpush(s_fifo, s_acc, mm)
 
     def pv(j):
-        i, r = j % 2, l0b_slot()
+        i, r = j % 2, 0
         p = k.tpop(p_fifo)
         xp = k.TEXTRACT(p_l0, p, 0, 0, *_w(free["p"]))
         k.tfree(p_fifo)
@@ -130,34 +124,37 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
     pushed = [None, None]
 
     def softmax(j):
+        # a vector op reading what an op after the last barrier wrote waits on its token:
+        # a pipe_barrier(PIPE_V), as the hardware needs inside one pipe
         s = k.tpop(s_fifo)
-        old, new = m[j % 2], m[(j + 1) % 2]
-        k.TMULS(s, s, scale)
-        k.TROWMAX(mj, s)
-        k.TMAX(new, old, mj)
-        k.TSUB(alpha[j % 2], old, new)
-        k.TEXP(alpha[j % 2], alpha[j % 2])
-        k.TROWEXPANDSUB(s, s, new)
-        k.TEXP(s, s)
-        k.TROWSUM(lj, s)
-        k.TMUL(l, l, alpha[j % 2])
-        k.TADD(l, l, lj)
+        old, new, a = m[j % 2], m[(j + 1) % 2], alpha[j % 2]
+        e = k.TMULS(s, s, scale)
+        e = k.TROWMAX(mj, s, e)
+        e = k.TMAX(new, old, mj, e)
+        e = k.TSUB(a, old, new, e)
+        k.TEXP(a, a, e)
+        e = k.TROWEXPANDSUB(s, s, new)
+        e = k.TEXP(s, s, e)
+        k.TROWSUM(lj, s, e)
+        e = k.TMUL(l, l, a)
+        k.TADD(l, l, lj, e)
         e = k.TCVT(p16[j % 2], s, *_w(pushed[j % 2]))
         k.tfree(s_fifo)
         pushed[j % 2] = k.tpush(p_fifo, p16[j % 2], e)
 
     def update(j):
         oj = k.tpop(o_fifo)
-        k.TROWEXPANDMUL(acc, acc, alpha[j % 2])
-        k.TADD(acc, acc, oj)
+        e = k.TROWEXPANDMUL(acc, acc, alpha[j % 2])
+        e = k.TADD(acc, acc, oj, e)
         k.tfree(o_fifo)
+        return e
 
     softmax(0)
     for j in range(blocks):
         if j + 1 < blocks:
             softmax(j + 1)
-        update(j)
-    e = k.TROWEXPANDDIV(acc, acc, l)
+        e = update(j)
+    e = k.TROWEXPANDDIV(acc, acc, l, e)
     k.TSTORE(o_view, acc, e)
 
 

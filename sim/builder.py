@@ -14,7 +14,10 @@ Every opcode of the registry is a method spelled as the ISA spells it, taking th
 destination(s) first, then sources and scalars, then any RecordEvent tokens to wait on —
 the C++ order. Each returns a new token. Waiting on a token from another pipe inserts
 ``set_flag`` right after the producer and ``wait_flag`` right before the consumer, with
-an event id drawn from that pipe pair's pool of 8; waiting on a token from the same pipe
+an event id drawn from that pipe pair's pool of 8 (the lowest id whose last wait the
+producer's pipe has itself waited for, through the kernel's flags: program order alone
+does not stop a pipe running ahead from setting an id again while it is pending; when
+none is, round robin); waiting on a token from the same pipe
 inserts ``pipe_barrier`` (the C++ same-pipe Event); a token already waited on by the
 consumer's pipe adds nothing, since that pipe's queue order covers it.
 
@@ -70,11 +73,12 @@ def _caller() -> "SourceLoc | None":
 class Event:
     """A RecordEvent token: marks one issued instruction that later ones may wait on."""
 
-    __slots__ = ("kernel", "index", "pipe", "waited")
+    __slots__ = ("kernel", "index", "pipe", "waited", "known")
 
     def __init__(self, kernel, index, pipe):
         self.kernel, self.index, self.pipe = kernel, index, pipe
         self.waited = set()
+        self.known = kernel._clocks.passed(kernel._section, pipe, index)
 
     def __repr__(self) -> str:
         return f"Event(#{self.index} on {self.pipe})"
@@ -149,6 +153,9 @@ class Kernel(ChipKernel):
         self._tv: dict[str, TensorView] = {}
         self._busy: dict[tuple, _Intervals] = {}      # (src, dst, id) -> pending intervals
         self._open_manual: dict[tuple, int] = {}
+        self._clocks = _PipeClocks()
+        self._manual_known: dict[tuple, dict] = {}    # (src, dst, id) -> what its set knows
+        self._last_wait: dict[tuple, int] = {}        # (src, dst, id) -> its latest wait
         self._interned: dict = {}
 
     # --- declarations --------------------------------------------------------------------
@@ -202,19 +209,26 @@ class Kernel(ChipKernel):
 
     def set_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
-        self._open_manual[(src, dst, int(event_id))] = len(self._entries)
+        key = (src, dst, int(event_id))
+        self._open_manual[key] = len(self._entries)
+        self._manual_known[key] = self._clocks.passed(self._section, src, len(self._entries))
         self._emit(self._intern(SetFlag(src, dst, int(event_id), loc=_caller())))
 
     def wait_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
         key = (src, dst, int(event_id))
         start = self._open_manual.pop(key, None)
-        self._emit(self._intern(WaitFlag(src, dst, int(event_id), loc=_caller())))
+        here = self._emit(self._intern(WaitFlag(src, dst, int(event_id), loc=_caller())))
+        self._clocks.join(self._section, dst, self._manual_known.pop(key, {}))
+        self._last_wait[key] = here
         if start is not None:
-            self._intervals(key).add(start, len(self._entries) - 1)
+            self._intervals(key).add(start, here)
 
     def pipe_barrier(self, pipe) -> None:
-        self._emit(self._intern(Barrier(_pipe_name(pipe), loc=_caller())))
+        pipe = _pipe_name(pipe)
+        self._emit(self._intern(Barrier(pipe, loc=_caller())))
+        if pipe == "PIPE_ALL":
+            self._clocks.drain(self._section, len(self._entries) - 1)
 
     def TSYNC(self, *events_or_pipes, on=None) -> None:
         """C++ ``TSYNC``: a pipe name drains that pipe (``TSYNC<Op>()`` = pipe_barrier);
@@ -312,9 +326,12 @@ class Kernel(ChipKernel):
             self._emit(self._intern(Barrier(pipe, loc=loc)))
             return
         here = len(self._entries)
-        eid = self._free_id(ev.pipe, pipe, ev.index, here, loc)
+        passed = max(ev.known.get(pipe, -1), ev.known["*"])
+        eid = self._free_id(ev.pipe, pipe, ev.index, here, loc, passed)
         self._entries[ev.index][1].append(self._intern(SetFlag(ev.pipe, pipe, eid, loc=loc)))
         self._emit(self._intern(WaitFlag(ev.pipe, pipe, eid, loc=loc)))
+        self._clocks.join(self._section, pipe, ev.known)
+        self._last_wait[(ev.pipe, pipe, eid)] = here
 
     def _intervals(self, key) -> "_Intervals":
         busy = self._busy.get(key)
@@ -322,16 +339,31 @@ class Kernel(ChipKernel):
             busy = self._busy[key] = _Intervals()
         return busy
 
-    def _free_id(self, src, dst, start, end, loc) -> int:
-        """Lowest event id of (src, dst) not pending anywhere in [start, end]."""
+    def _free_id(self, src, dst, start, end, loc, dst_passed) -> int:
+        """Lowest event id of (src, dst) not pending anywhere in [start, end] whose last
+        wait has surely happened when the new set fires: the producer's pipe ``src`` has
+        waited, directly or through other pipes, for ``dst`` to pass statement
+        ``dst_passed`` or later. Program order alone is not enough: ``src`` runs ahead of
+        ``dst``, so an id whose wait is earlier in the program may still be pending when
+        the next set of the same id fires (a set while pending, which a one-bit flag
+        loses). When no id is sure (``src`` never waits for ``dst``), the free id waited
+        longest ago: round robin, as the C++ library's ids go; ``check --races`` reports
+        a set that still finds it pending."""
+        fallback = None
         for eid in range(8):
             busy = self._intervals((src, dst, eid))
             open_at = self._open_manual.get((src, dst, eid))
-            if open_at is not None and open_at <= end:
+            if open_at is not None and open_at <= end or not busy.free(start, end):
                 continue
-            if busy.free(start, end):
+            last = self._last_wait.get((src, dst, eid))
+            if last is None or last <= start and last <= dst_passed:
                 busy.add(start, end)
                 return eid
+            if fallback is None or last < fallback[0]:
+                fallback = (last, eid)
+        if fallback is not None:
+            self._intervals((src, dst, fallback[1])).add(start, end)
+            return fallback[1]
         raise UserError(f"{loc}: event pool exhausted: all 8 event ids of {src} -> {dst} are "
                         f"pending between statement {start} and {end}; wait on some events "
                         f"earlier or use fewer outstanding tokens")
@@ -352,6 +384,35 @@ class Kernel(ChipKernel):
             body.append(stmt)
             body.extend(after)
         return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)
+
+
+class _PipeClocks:
+    """What each pipe of a section surely waits for: ``passed(section, pipe, i)`` maps
+    pipes to the latest statement index they have passed whenever ``pipe`` passes
+    statement ``i`` (a vector clock advanced by the waits the kernel emits; key ``"*"``:
+    every pipe, after a ``pipe_barrier(PIPE_ALL)``)."""
+
+    __slots__ = ("known", "floor")
+
+    def __init__(self):
+        self.known: dict[tuple, dict] = {}
+        self.floor: dict = {}
+
+    def passed(self, section, pipe, index) -> dict:
+        got = dict(self.known.get((section, pipe), ()))
+        got["*"] = max(got.get("*", -1), self.floor.get(section, -1))
+        got[pipe] = index
+        return got
+
+    def join(self, section, pipe, other: dict) -> None:
+        mine = self.known.setdefault((section, pipe), {})
+        for p, i in other.items():
+            if mine.get(p, -1) < i:
+                mine[p] = i
+
+    def drain(self, section, index) -> None:
+        """``pipe_barrier(PIPE_ALL)`` at ``index``: every pipe has passed what precedes it."""
+        self.floor[section] = index
 
 
 class _Intervals:

@@ -445,6 +445,8 @@ def cmd_compare(args) -> int:
     if args.json:
         _print_json(c.to_json())
     else:
+        if c.note:
+            print(c.note)
         print(format_compare(c.frame()))
         if args.plot:
             print(f"plot written to {args.plot}")

@@ -25,15 +25,33 @@ def test_intervals_agree_with_a_scan(adds, queries):
         assert index.free(s, e) == all(b < s or a > e for a, b in plain)
 
 
-def test_tokens_take_the_lowest_free_id_and_reuse_it_after_the_wait():
+def test_tokens_take_the_lowest_free_id_and_reuse_it_once_the_producer_waited_for_the_wait():
+    """An id is reused only when the new set surely fires after the old wait: program order
+    is not enough (MTE2 runs ahead of PIPE_V), the producer's pipe must have waited for the
+    consumer's pipe to pass that wait."""
     k = sim.Kernel("ids")
     a, b = k.tile("vec", "f32", 8, 64), k.tile("vec", "f32", 8, 64)
     x = k.gm("x", "f32", (8, 64))
     loads = [k.TLOAD(a, x) for _ in range(3)]          # three tokens pending at once
     for e in loads:
-        k.TADD(b, a, a, e)
-    k.TADD(b, a, a, k.TLOAD(a, x))                     # all waited on: id 0 is free again
+        last = k.TADD(b, a, a, e)
+    k.TADD(b, a, a, k.TLOAD(a, x))     # waits 0-2 come first in the program, but MTE2 never
+    #                                    waited for PIPE_V: a fresh id
+    k.TADD(b, a, a, k.TLOAD(a, x, last))   # this load waits for the TADD after wait 0-2
     body = k.program().main.body
-    sets = [s.event for s in body if isinstance(s, SetFlag)]
-    waits = [s.event for s in body if isinstance(s, WaitFlag)]
-    assert sets == [0, 1, 2, 0] and waits == [0, 1, 2, 0]
+    sets = [(s.src, s.event) for s in body if isinstance(s, SetFlag)]
+    waits = [(s.src, s.event) for s in body if isinstance(s, WaitFlag)]
+    mte2 = [e for p, e in sets if p == "PIPE_MTE2"]
+    assert mte2 == [0, 1, 2, 3, 0]
+    assert [e for p, e in waits if p == "PIPE_MTE2"] == mte2
+
+
+def test_a_full_barrier_lets_every_id_be_reused():
+    k = sim.Kernel("ids")
+    a, b = k.tile("vec", "f32", 8, 64), k.tile("vec", "f32", 8, 64)
+    x = k.gm("x", "f32", (8, 64))
+    k.TADD(b, a, a, k.TLOAD(a, x))
+    k.pipe_barrier("PIPE_ALL")
+    k.TADD(b, a, a, k.TLOAD(a, x))
+    sets = [s.event for s in k.program().main.body if isinstance(s, SetFlag)]
+    assert sets == [0, 0]

@@ -30,8 +30,10 @@ DATA = Path(__file__).parent / "data" / "issue9"
 EXAMPLES = sorted((ROOT / "examples").glob("*.pto"))
 ARGS = {"trelu": {"n": 64}, "dyn_valid": {"vr": 20, "vc": 100}, "relu_sub_db": {"k": 4},
         "tfmods": {"divisor": 3.0},
-        "gemm": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256}}
-MANUAL = {"compact_add", "matmul", "relu_sub_db", "gemm"}  # the examples that carry flags
+        "gemm": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256},
+        "flash_attention": {"S1": 256}}
+MANUAL = {"compact_add", "matmul", "relu_sub_db", "gemm",   # the examples that carry flags
+          "flash_attention"}
 
 
 def _example(path):
@@ -165,14 +167,10 @@ def test_cli_run_states_the_mode_and_warns():
 def test_a_kernel_auto_mode_cannot_place_runs_as_written_with_a_warning():
     from sim.engine.mode import prepare
     from sim.target import load_target
-    text = """
-module attributes {pto.target_arch = "a2a3"} {
-  func.func @k(%p: !pto.ptr<f32>) {
-    %b = pto.reserve_buffer {name = "c2v", size = 8192, location = #pto.address_space<vec>, auto = false, base = 0} -> i32
-    return
-  }
-}
-"""
-    prep = prepare(sim.parse_text(text, "k.pto"), load_target("a2a3"))
+    # a FIFO slot taken with talloc_to_aiv before the cube computes into it
+    prep = prepare(sim.parse_file(Path(__file__).parent / "data" / "talloc_to_aiv.pto"),
+                   load_target("a2a3"))
     assert prep.mode == "manual"
-    assert "cannot synchronise cube<->vector pipe ops" in prep.warnings[0]
+    assert prep.warnings[0].startswith("warning: the kernel has no explicit synchronisation, "
+                                       "but auto mode: pto.talloc_to_aiv")
+    assert "runs as written" in prep.warnings[0]

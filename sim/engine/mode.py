@@ -18,9 +18,9 @@ while its TLOAD is still in flight, so the default follows the hardware:
   free (the ``ideal_sync`` what-if): a lower bound, not a schedule hardware can run.
 
 ``sync=`` of ``simulate`` (``ptosim run --sync``) overrides the default. A kernel without
-sync whose constructs auto mode cannot place yet (cube<->vector pipe ops, or a construct
-the passes fail on) runs as written, with a warning saying so and why; a placement that
-does not fit is an error, as it would be for the toolchain.
+sync whose constructs auto mode cannot place yet (a construct the passes fail on) runs as
+written, with a warning saying so and why; a placement that does not fit is an error, as
+it would be for the toolchain.
 """
 
 from __future__ import annotations
@@ -56,14 +56,13 @@ def default_mode(program) -> str:
 
 def _auto(program, target) -> Prepared:
     from sim.placement.auto import to_auto
-    from sim.isa.program import PipeOp
-    if any(isinstance(st, PipeOp) for f in program.functions for st in walk(f.body)):
-        return Prepared(program, "manual", warnings=(
-            "warning: the kernel has no explicit synchronisation, but auto mode cannot "
-            "synchronise cube<->vector pipe ops yet: it runs as written (manual mode), so "
-            "its cycles may be below what hardware would run",))
+    from sim.placement.ir import AutoUnsupported
     try:
         return Prepared(to_auto(program, target, keep_addresses=True), "auto")
+    except AutoUnsupported as e:
+        return Prepared(program, "manual", warnings=(
+            f"warning: the kernel has no explicit synchronisation, but {e}: it runs as "
+            f"written (manual mode), so its cycles may be below what hardware would run",))
     except UserError:
         raise
     except Exception as e:      # a construct the auto passes do not know yet: say so, run as written

@@ -15,12 +15,9 @@ when ``auto = true``.
 
 from __future__ import annotations
 
-import re
-
 from sim.engine.scan import scan
 from sim.errors import UserError
 from sim.isa.program import Const
-from sim.isa.tile import Loc
 
 __all__ = ["place_tiles"]
 
@@ -102,19 +99,12 @@ def _first_fit_all(program_or_body, target) -> dict:
 
 def _reserves(statements, taken) -> list:
     """FIFO buffers: fixed ones join ``taken``; auto ones come back to be placed."""
+    from sim.placement.ir import reserve_of
     reserves = []
     for st in statements:
-        a = dict(st.attrs)
-        m = re.search(r"<(\w+)>", str(a.get("location", "")))
-        try:
-            bufname = Loc(m.group(1)).buffer if m else "UB"
-        except ValueError:
-            raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
-                            f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
-        size = int(a.get("size", 0) or 0)
-        if a.get("auto") is True:
-            reserves.append((("reserve", a.get("name")), bufname, size))
+        bufname, size, base = reserve_of(st)
+        if base is None:
+            reserves.append((("reserve", dict(st.attrs).get("name")), bufname, size))
         else:
-            base = int(a.get("base", 0) or 0)
             taken.setdefault(bufname, []).append((base, base + size))
     return reserves

@@ -110,11 +110,15 @@ class _Scan:
                 self._visit(st.body, loops, cond)
 
 
-def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = None) -> dict:
+def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = None,
+             reserved: "dict | None" = None) -> dict:
     """Tile -> ``Slot`` for every allocated tile of ``fn`` (subviews alias their source).
     ``pinned`` maps tiles placed by hand to their address: they keep it (placed first,
-    never double-buffered) and the others fit around them while they are live."""
+    never double-buffered) and the others fit around them while they are live.
+    ``reserved`` (buffer name -> [(start, end)]) are bytes held for the whole kernel (the
+    FIFO buffers of cube<->vector pipes)."""
     pinned = pinned or {}
+    reserved = reserved or {}
     scan = _Scan(fn)
     where = "auto placement"
     plans = []       # (start, order, tile, live, loop-or-None, db candidate)
@@ -154,7 +158,7 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         size = tile.type.nbytes
         banks = ub_banks(target) if buf.name == "UB" else None
         others = [sl for sl in by_buffer.get(buf.name, ()) if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
-        busy = [(s, e) for _, s, e in buf.reserved]
+        busy = [(s, e) for _, s, e in buf.reserved] + list(reserved.get(buf.name, ()))
         busy += [(a, a + sl.nbytes) for sl in others for a in sl.addrs]
         partner_banks = set()
         if banks is not None:

@@ -9,8 +9,7 @@ returns the same program with what was decided (addresses, counts).
 is removed and every ``alloc_tile`` loses its address: in auto mode the toolchain decides
 (TASSIGN compiles to nothing, §5). Programs that rely on two tiles *aliasing* the same
 bytes on purpose (reinterpreting data through a second tile) are manual-only: auto mode
-gives every tile its own bytes. ``func.call`` is inlined first (``sim.placement.inline``);
-cube<->vector pipe ops are refused.
+gives every tile its own bytes. ``func.call`` is inlined first (``sim.placement.inline``).
 
 **(b) Place** (``sim.placement.alloc``). A tile is live from its first access to its last,
 over the statements in program order; a tile used inside a loop it was not allocated in is
@@ -28,6 +27,16 @@ room, placement is redone with single copies. Too little space is a ``UserError`
 the tile and the tiles that hold the buffer. With ``keep_addresses`` (the default run of
 a kernel without sync), tiles allocated at a constant address keep it and the others fit
 around them.
+
+**Chip kernels.** Every unit has its own buffers and pipes, and each buffer belongs to one
+unit kind (``[buffers.*] unit``), so placing per buffer is placing per unit; a kernel in
+PTOAS's two-function form (a cube entry importing a vector function's reserved buffer, or
+the reverse) is placed and synchronised function by function. A FIFO's reserved buffer
+(``reserve_buffer``) keeps its bytes for the whole kernel: tiles are placed around it,
+and one with ``auto = true`` is placed first, at the lowest free address (its statement
+then says ``auto = false`` with that ``base``). The FIFO ops take part in the hazards as
+``sim.placement.ir.Fifos`` says: a push reads its tile on the pipe that moves it out, a
+free must follow every access of the popped tile on another pipe.
 
 **(c) Synchronise** (``sim.placement.sync``). Every instruction's pipe comes from the
 opcode registry and its bytes from the placement: a tile access covers the tile's whole
@@ -69,11 +78,12 @@ import itertools
 import attrs
 
 from sim.errors import UserError
-from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, Program, Scalar,
+from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, PipeOp, Program, Scalar,
                              Section, SetFlag, WaitFlag, walk)
 from sim.placement.alloc import allocate
 from sim.placement.inline import inline_calls
-from sim.placement.ir import Aliases, Views, check_supported, constant_addresses, pipe_of
+from sim.placement.ir import (Aliases, Fifos, Views, check_supported, constant_addresses,
+                              fifo_reserves, pipe_of)
 from sim.placement.sync import SyncStats, _Ctx, _parity_scalar, _parity_value, synchronise
 from sim.target import load_target
 
@@ -127,15 +137,80 @@ def _strip(body, keep: frozenset = frozenset()) -> list:
     return out
 
 
-def _allocate(fn, tgt, double_buffer: bool, pinned: dict) -> dict:
+def _allocate(fn, tgt, double_buffer: bool, pinned: dict, reserved: dict) -> dict:
     """Placement; when double buffering leaves a later tile without room, placement
     again with single copies (liveness reuse alone may fit where two copies do not)."""
     try:
-        return allocate(fn, tgt, double_buffer=double_buffer, pinned=pinned)
+        return allocate(fn, tgt, double_buffer=double_buffer, pinned=pinned, reserved=reserved)
     except UserError:
         if not double_buffer:
             raise
-        return allocate(fn, tgt, double_buffer=False, pinned=pinned)
+        return allocate(fn, tgt, double_buffer=False, pinned=pinned, reserved=reserved)
+
+
+def _fifo_buffers(fn, tgt, pinned: dict):
+    """The byte ranges the FIFO buffers of ``fn`` hold (buffer -> [(start, end)]) and
+    ``fn`` with every ``reserve_buffer {auto = true}`` placed: at the lowest aligned
+    address clear of the target's reserved ranges, the fixed FIFO buffers and the
+    hand-placed tiles (a FIFO buffer lives for the whole kernel)."""
+    held: dict[str, list] = {}
+    todo = []
+    for st, buf, size, base in fifo_reserves(fn.body):
+        if base is None:
+            todo.append((st, buf, size))
+        else:
+            held.setdefault(buf, []).append((base, base + size))
+    placed = {}
+    for st, bufname, size in todo:
+        buf = tgt.buffer(bufname)
+        busy = sorted([(s, e) for _, s, e in buf.reserved] + held.get(bufname, [])
+                      + [(a, a + t.type.nbytes) for t, a in pinned.items()
+                         if t.loc.buffer == bufname])
+        addr = 0
+        for s, e in busy:
+            if addr + size <= s:
+                break
+            addr = max(addr, -(-e // buf.alignment_bytes) * buf.alignment_bytes)
+        if addr + size > buf.capacity_bytes:
+            raise UserError(f"auto placement: FIFO buffer {dict(st.attrs).get('name')!r} "
+                            f"({size} B) does not fit in {buf.name} ({buf.capacity_bytes} B "
+                            f"on {tgt.name})")
+        held.setdefault(bufname, []).append((addr, addr + size))
+        placed[id(st)] = attrs.evolve(st, attrs=tuple(
+            (k, False if k == "auto" else v) for k, v in st.attrs) + (("base", addr),))
+    if placed:
+        fn = attrs.evolve(fn, body=_replace(fn.body, placed))
+    return held, fn
+
+
+def _replace(body, new: dict) -> tuple:
+    """``body`` with the statements keyed by ``id`` in ``new`` replaced (at any depth)."""
+    out = []
+    for st in body:
+        if id(st) in new:
+            st = new[id(st)]
+        elif isinstance(st, For):
+            st = attrs.evolve(st, body=_replace(st.body, new))
+        elif isinstance(st, If):
+            st = attrs.evolve(st, then_body=_replace(st.then_body, new),
+                              else_body=_replace(st.else_body, new))
+        elif isinstance(st, Section):
+            st = attrs.evolve(st, body=_replace(st.body, new))
+        out.append(st)
+    return tuple(out)
+
+
+def _unit_functions(prog) -> list:
+    """The functions a launch starts units in: the entry and, in PTOAS's two-function form,
+    the peer of the other kind whose reserved buffer it imports."""
+    fns = [prog.main]
+    for st in walk(prog.main.body):
+        if isinstance(st, PipeOp) and st.op == "pto.import_reserved_buffer":
+            name = str(dict(st.attrs).get("peer_func", "")).lstrip("@")
+            peer = next((f for f in prog.functions if f.name == name), None)
+            if peer is not None and peer not in fns:
+                fns.append(peer)
+    return fns
 
 
 def _names(fn):
@@ -193,25 +268,39 @@ def plan_auto(program, target="a2a3", *, double_buffer: bool = True,
     otherwise every tile is placed anew."""
     prog = inline_calls(program_of(program))
     tgt = load_target(target)
-    fn = prog.main
+    new, slots, stats = {}, {}, SyncStats()
+    for fn in _unit_functions(prog):
+        new[fn.name], got, st = _plan_function(fn, tgt, double_buffer, keep_addresses)
+        slots.update(got)
+        for f in attrs.fields(SyncStats):
+            setattr(stats, f.name, getattr(stats, f.name) + getattr(st, f.name))
+    functions = tuple(new.get(f.name, f) for f in prog.functions)
+    db = tuple(t.name for t, s in slots.items() if s.double)
+    first = {}
+    for fn in new.values():
+        for st in walk(fn.body):
+            if isinstance(st, Instr):
+                for o in st.outs + st.ins:
+                    if getattr(o, "name", None) in db and o.name not in first:
+                        first[o.name] = (st.opcode, st.operand_text)
+    return AutoPlan(attrs.evolve(prog, functions=functions), slots, stats, db, first)
+
+
+def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool):
+    """One function placed and synchronised: (new function, slots, SyncStats)."""
     check_supported(fn, "auto mode")
     pinned = constant_addresses(fn) if keep_addresses else {}
     fn1 = attrs.evolve(fn, body=tuple(_strip(fn.body, frozenset(pinned))))
-    slots = _allocate(fn1, tgt, double_buffer, pinned)
+    held, fn1 = _fifo_buffers(fn1, tgt, pinned)
+    slots = _allocate(fn1, tgt, double_buffer, pinned, held)
     pipes = {pipe_of(st) for st in walk(fn1.body) if isinstance(st, Instr)}
-    ctx = _Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {})
+    fifos = Fifos(fn1)
+    pipes |= {s[0] for st in walk(fn1.body) if isinstance(st, PipeOp)
+              for s in [fifos.step(st)] if s is not None}
+    ctx = _Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {}, fifos)
     body = _place(fn1.body, slots, ctx)
     body = synchronise(body, ctx)
-    new_fn = attrs.evolve(fn1, body=tuple(body))
-    functions = tuple(new_fn if f is fn else f for f in prog.functions)
-    db = tuple(t.name for t, s in slots.items() if s.double)
-    first = {}
-    for st in walk(fn1.body):
-        if isinstance(st, Instr):
-            for o in st.outs + st.ins:
-                if getattr(o, "name", None) in db and o.name not in first:
-                    first[o.name] = (st.opcode, st.operand_text)
-    return AutoPlan(attrs.evolve(prog, functions=functions), slots, ctx.stats, db, first)
+    return attrs.evolve(fn1, body=tuple(body)), slots, ctx.stats
 
 
 def to_auto(program, target="a2a3", *, double_buffer: bool = True,

@@ -7,6 +7,13 @@ Both runs check races. The comparison holds, for each run: total cycles, busy cy
 pipe, executed set/wait pairs, pipe barriers and full barriers, peak bytes per buffer and
 the races found.
 
+A chip kernel (cube and vector units, ``sim.engine.units``) runs on one core; every unit
+has its own pipes and buffers, so its busy cycles are per unit (``AIV0 PIPE_V``) and a
+buffer's peak bytes are those of the unit kind that owns it (UB: each vector unit's).
+A kernel that places no tile by hand (no ``TASSIGN`` / constant ``alloc_tile addr=``) has
+no hand placement to compare: its manual side is its own flags with the engine's first-fit
+placement, and ``Comparison.note`` says so.
+
 This is the one module of ``sim.placement`` that runs the engine.
 """
 
@@ -18,6 +25,7 @@ import pandas as pd
 from sim.errors import DeadlockError, UserError
 from sim.isa.opcodes import PIPES
 from sim.placement.auto import AutoPlan, plan_auto, program_of
+from sim.placement.ir import constant_addresses
 from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync_counts
 from sim.target import load_target
 
@@ -53,11 +61,22 @@ class Run:
                     "barriers": None, "full_barriers": None, "peak_bytes": {},
                     "races": None, "race_findings": [], "deadlock": self.deadlock}
         r = self.result
-        return {"total_cycles": r.total_cycles,
-                "pipes": {p: int(v["busy_cycles"]) for p, v in r.pipes.items()},
+        return {"total_cycles": r.total_cycles, "pipes": _busy(r),
                 **sync_counts(r.trace), "peak_bytes": peak_bytes(self.occupancy),
                 "races": len(r.races), "race_findings": [f.message for f in r.races],
                 "deadlock": None}
+
+
+def _busy(r) -> dict:
+    """Busy cycles per pipe; on a chip kernel per unit and pipe (each has its own)."""
+    if len(r.units) <= 1:
+        return {p: int(v["busy_cycles"]) for p, v in r.pipes.items()}
+    cores = len({u["core"] for u in r.units}) > 1
+    out = {}
+    for u in r.units:
+        unit = f"core {u['core']} {u['unit']}" if cores else u["unit"]
+        out.update({f"{unit} {p}": int(v["busy_cycles"]) for p, v in u["pipes"].items()})
+    return out
 
 
 @attrs.frozen
@@ -67,6 +86,16 @@ class Comparison:
     manual: Run
     auto: Run
     plan: AutoPlan = attrs.field(repr=False)
+    hand_placed: int = 0           # tiles the kernel places by hand
+
+    @property
+    def note(self) -> "str | None":
+        """One line when the kernel places no tile by hand (else None)."""
+        if self.hand_placed:
+            return None
+        return (f"note: {self.kernel} places no tile by hand (no TASSIGN or constant "
+                f"alloc_tile addr=): the manual column is its own flags with tiles placed "
+                f"first fit by the engine, one address each")
 
     def frame(self) -> pd.DataFrame:
         return _frame(self)
@@ -115,8 +144,9 @@ def run_comparison(program_or_kernel, target="a2a3", *, inputs=None, seed=0,
     prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
+    hand = sum(len(constant_addresses(f)) for f in prog.functions)
     return Comparison(prog.main.name, tgt, _manual(prog, tgt, inputs, seed),
-                      _auto(plan, tgt, inputs, seed), plan)
+                      _auto(plan, tgt, inputs, seed), plan, hand)
 
 
 def run_mode(program_or_kernel, target="a2a3", mode: str = "manual", *, inputs=None, seed=0,
@@ -132,11 +162,17 @@ def run_mode(program_or_kernel, target="a2a3", mode: str = "manual", *, inputs=N
 
 
 def _pipes(*runs) -> list[str]:
+    """The pipe keys of both runs (``PIPE_V``, or ``AIV0 PIPE_V`` on a chip kernel), by
+    unit, then in pipe order."""
     seen = set()
     for r in runs:
         if r.result is not None:
-            seen |= set(r.result.pipes)
-    return [p for p in PIPES if p in seen] + sorted(seen - set(PIPES))
+            seen |= set(r.metrics()["pipes"])
+
+    def key(k):
+        unit, _, pipe = k.rpartition(" ")
+        return unit, PIPES.index(pipe) if pipe in PIPES else len(PIPES), pipe
+    return sorted(seen, key=key)
 
 
 def _frame(c: Comparison) -> pd.DataFrame:
@@ -158,6 +194,7 @@ def _json(c: Comparison) -> dict:
     out = {}
     for run in (c.manual, c.auto):
         out[run.mode] = run.metrics()
+    out["manual"]["hand_placed_tiles"] = c.hand_placed
     plan = c.plan
     out["auto"]["placement"] = {name: list(v) for name, v in plan.addresses.items()}
     out["auto"]["double_buffered"] = list(plan.double_buffered)

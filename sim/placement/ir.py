@@ -10,16 +10,18 @@ alias (as the engine assumes).
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 from sim.errors import UserError
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import (Alloc, Arith, Const, Instr, MakeTensorView, PartitionView, PartView,
-                             Reshape, Subview, walk)
-from sim.isa.tile import Tile
+                             PipeOp, Reshape, Subview, walk)
+from sim.isa.tile import Loc, Tile
 
-__all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases",
-           "check_supported", "constant_addresses", "ALL"]
+__all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases", "Fifos", "AutoUnsupported",
+           "check_supported", "constant_addresses", "fifo_reserves", "reserve_of", "ALL"]
 
 ALL = 1 << 62          # "to the end of the space" for unknown GM windows
 
@@ -107,6 +109,74 @@ class Aliases:
         return self.root.get(tile, tile)
 
 
+class Fifos:
+    """The cube <-> vector FIFO ops of a body as the hazard passes see them (the engine's
+    model, ``sim.engine.xunit``). A FIFO's slots are bytes of the consumer's reserved
+    buffer that the FIFO protocol hands over (a push waits for a free slot, a pop for a
+    full one), so they are a space of their own, ``FIFO:<direction>:<id>``:
+
+    * ``tpush_to_aiv / aic`` reads its tile on the pipe that moves it out (PIPE_FIX for an
+      accumulator, else PIPE_MTE3);
+    * ``tpop_from_aic / aiv`` touches nothing the passes order: its data reaches the pipe
+      that reads it through its own hand-off; the popped tile lives in the FIFO space;
+    * ``tfree_from_aic / aiv`` releases the slot on the pipe that reads popped tiles
+      (PIPE_V on a vector unit, PIPE_MTE1 on the cube): a write of the FIFO space that only
+      accesses on *other* pipes must precede (its own pipe's earlier reads are done when it
+      fires, as a set_flag's are).
+    """
+
+    _TO_AIV = ("pto.tpush_to_aiv", "pto.tpop_from_aic", "pto.tfree_from_aic", "pto.talloc_to_aiv")
+    _FREE = {"pto.tfree_from_aic": "PIPE_V", "pto.tfree_from_aiv": "PIPE_MTE1"}
+
+    def __init__(self, fn):
+        self.popped: dict[Tile, str] = {}
+        for st in walk(fn.body):
+            if isinstance(st, PipeOp) and st.op in ("pto.tpop_from_aic", "pto.tpop_from_aiv"):
+                for r in st.results:
+                    if isinstance(r, Tile):
+                        self.popped[r] = self.space(st)
+
+    def space(self, st: PipeOp) -> str:
+        fid = dict(st.attrs).get("id")
+        return f"FIFO:{'c2v' if st.op in self._TO_AIV else 'v2c'}:{'?' if fid is None else fid}"
+
+    def step(self, st: PipeOp):
+        """``(pipe, accesses, same_pipe)`` of a push or free — accesses as ``symbolic``
+        gives them, ``same_pipe`` False when hazards on its own pipe need no order — or
+        None for the ops the passes do not order."""
+        if st.op in ("pto.tpush_to_aiv", "pto.tpush_to_aic"):
+            t = st.operands[0] if st.operands else None
+            if not isinstance(t, Tile):
+                return None
+            pipe = "PIPE_FIX" if t.loc is Loc.ACC else "PIPE_MTE3"
+            return pipe, [("tile", t, False)], True
+        pipe = self._FREE.get(st.op)
+        if pipe is None:
+            return None
+        return pipe, [("gm", Access(self.space(st), 0, 1, True, st.op))], False
+
+
+def reserve_of(st) -> tuple:
+    """``(buffer name, size, base or None)`` of a ``reserve_buffer`` statement (base None:
+    ``auto = true``, placed by the toolchain)."""
+    a = dict(st.attrs)
+    m = re.search(r"<(\w+)>", str(a.get("location", "")))
+    try:
+        buf = Loc(m.group(1)).buffer if m else "UB"
+    except ValueError:
+        raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
+                        f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
+    base = None if a.get("auto") is True else int(a.get("base", 0) or 0)
+    return buf, int(a.get("size", 0) or 0), base
+
+
+def fifo_reserves(body) -> list:
+    """``(statement, buffer name, size, base or None)`` of every ``reserve_buffer`` in
+    ``body``."""
+    return [(st, *reserve_of(st)) for st in walk(body)
+            if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"]
+
+
 def constant_addresses(fn) -> dict:
     """Tile -> address of every ``alloc_tile`` of ``fn`` whose address is a compile-time
     constant: a literal, or an SSA value of an ``arith.constant`` (as real kernels and
@@ -124,12 +194,18 @@ def constant_addresses(fn) -> dict:
     return out
 
 
+class AutoUnsupported(UserError):
+    """A construct auto mode cannot place or synchronise yet (a default run of a kernel
+    without sync then runs it as written, with a warning)."""
+
+
 def check_supported(fn, where: str) -> None:
-    from sim.isa.program import Call, PipeOp
+    from sim.isa.program import Call
     for st in walk(fn.body):
         if isinstance(st, Call):
-            raise UserError(f"{where}: func.call{f' ({st.loc})' if st.loc else ''} is not "
+            raise AutoUnsupported(f"{where}: func.call{f' ({st.loc})' if st.loc else ''} is not "
                             f"supported in auto mode yet; inline the callee")
-        if isinstance(st, PipeOp):
-            raise UserError(f"{where}: {st.op}{f' ({st.loc})' if st.loc else ''}: cube<->vector "
-                            f"pipe ops are not supported in auto mode")
+        if isinstance(st, PipeOp) and st.op in ("pto.talloc_to_aiv", "pto.talloc_to_aic"):
+            raise AutoUnsupported(f"{where}: {st.op}{f' ({st.loc})' if st.loc else ''}: a FIFO slot "
+                            f"taken before the producer computes into it is not supported in "
+                            f"auto mode yet")

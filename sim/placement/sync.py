@@ -18,9 +18,9 @@ from collections import deque
 
 import attrs
 
-from sim.isa.program import (Arith, Barrier, Const, For, If, Instr, PartView, Scalar,
+from sim.isa.program import (Arith, Barrier, Const, For, If, Instr, PartView, PipeOp, Scalar,
                              ScalarOp, Section, SetFlag, WaitFlag, Yield)
-from sim.placement.ir import Access, pipe_of, tile_roles
+from sim.placement.ir import Access, Fifos, pipe_of, tile_roles
 from sim.vclock import join
 
 __all__ = ["Order", "SyncStats", "synchronise"]
@@ -105,11 +105,12 @@ class _Rec:
 class _Ctx:
     """Shared state of one to_auto run."""
 
-    def __init__(self, target, slots, aliases, views, names, pipes, parity_of_loop):
+    def __init__(self, target, slots, aliases, views, names, pipes, parity_of_loop, fifos=None):
         self.target = target
         self.slots = slots
         self.root = aliases
         self.views = views
+        self.fifos = fifos                  # Fifos of the function (cube<->vector FIFO ops)
         self.names = names                  # fresh scalar-name generator
         self.all_pipes = pipes
         self.n_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
@@ -137,6 +138,16 @@ class _Ctx:
                 out.append(("gm", self.views.access(o, False)))
         return out
 
+    def step(self, st) -> "tuple | None":
+        """``(pipe, symbolic accesses, same_pipe)`` of an instruction or a FIFO push /
+        free (``same_pipe`` False: hazards on its own pipe need no order); None for the
+        statements hazards do not concern."""
+        if isinstance(st, Instr):
+            return (pipe_of(st), self.symbolic(st), True) if st.opcode != "TASSIGN" else None
+        if isinstance(st, PipeOp) and self.fifos is not None:
+            return self.fifos.step(st)
+        return None
+
     def resolve(self, sym: list, parity: dict) -> list[Access]:
         out = []
         for s in sym:
@@ -145,6 +156,9 @@ class _Ctx:
                 continue
             _, tile, w = s
             slot = self.slots.get(tile)
+            if slot is None and self.fifos is not None and tile in self.fifos.popped:
+                out.append(Access(self.fifos.popped[tile], 0, 1, w, f"%{tile.name}"))
+                continue
             if slot is None:
                 # a tile no alloc_tile of this function made (its address is only known
                 # at run time): it may touch any byte of its buffer
@@ -160,8 +174,9 @@ class _Ctx:
 
 
 def _pipes_of_stmt(st, ctx) -> set:
-    if isinstance(st, Instr):
-        return {pipe_of(st)}
+    if isinstance(st, (Instr, PipeOp)):
+        step = ctx.step(st)
+        return {step[0]} if step else set()
     if isinstance(st, SetFlag):
         return {st.src}
     if isinstance(st, WaitFlag):
@@ -178,8 +193,9 @@ def _raw_accesses(st, ctx) -> dict:
     bodies = ((st.body,) if isinstance(st, (For, Section)) else (st.then_body, st.else_body))
     for body in bodies:
         for s in body:
-            if isinstance(s, Instr) and s.opcode != "TASSIGN":
-                out.setdefault(pipe_of(s), []).extend(ctx.symbolic(s))
+            step = ctx.step(s)
+            if step is not None:
+                out.setdefault(step[0], []).extend(step[1])
             elif isinstance(s, (For, If, Section)):
                 for p, a in _raw_accesses(s, ctx).items():
                     out.setdefault(p, []).extend(a)
@@ -222,10 +238,12 @@ class _Level:
 
     # --- hazards ----------------------------------------------------------------------
 
-    def _uncovered(self, q: str, accs) -> dict:
+    def _uncovered(self, q: str, accs, same_pipe: bool = True) -> dict:
         found: dict[str, _Rec] = {}
         for a in accs:
             for r in self.records.get(a.space, ()):
+                if not same_pipe and r.pipe == q:
+                    continue
                 if r.acc.conflicts(a) and not self.order.knows(q, r.pipe, r.k):
                     if r.pipe not in found or found[r.pipe].k < r.k:
                         found[r.pipe] = r
@@ -287,10 +305,11 @@ class _Level:
         ctx = self.ctx
         body = list(body)
         for i, st in enumerate(body):
-            if isinstance(st, Instr):
-                q = pipe_of(st)
-                accs = ctx.resolve(ctx.symbolic(st), self.parity)
-                self._resolve(i, q, self._uncovered(q, accs))
+            step = ctx.step(st) if isinstance(st, (Instr, PipeOp)) else None
+            if step is not None:
+                q, sym, same = step
+                accs = ctx.resolve(sym, self.parity)
+                self._resolve(i, q, self._uncovered(q, accs, same))
                 k, snap = self.order.op(q)
                 self._record(q, k, snap, accs, i)
             elif isinstance(st, ScalarOp) and st.op.removeprefix("pto.") in ("load_scalar", "store_scalar"):
@@ -370,9 +389,10 @@ class _Level:
         s = Summary(keys=set(self.keys))
         for st in body:
             s.pipes |= _pipes_of_stmt(st, ctx)
-            if isinstance(st, Instr):
-                s.accesses.setdefault(pipe_of(st), []).extend(ctx.symbolic(st))
-            else:
+            step = ctx.step(st) if isinstance(st, (Instr, PipeOp)) else None
+            if step is not None:
+                s.accesses.setdefault(step[0], []).extend(step[1])
+            elif not isinstance(st, (Instr, PipeOp)):
                 inner = ctx.summaries.get(id(st))
                 if inner is not None:
                     for p, a in inner.accesses.items():
@@ -403,9 +423,11 @@ def _simulate(ctx, stmts, origin, loop_id, parity, copies, primes):
     uncovered: dict = {}
     unsafe: set = set()
 
-    def consume(c, i, q, accs):
+    def consume(c, i, q, accs, same_pipe=True):
         for a in accs:
             for r in records.get(a.space, ()):
+                if not same_pipe and r.pipe == q:
+                    continue
                 if r.copy < c and r.acc.conflicts(a) and not order.knows(q, r.pipe, r.k):
                     key = (r.i, i, r.pipe, q)
                     uncovered[key] = min(uncovered.get(key, c - r.copy), c - r.copy)
@@ -417,8 +439,10 @@ def _simulate(ctx, stmts, origin, loop_id, parity, copies, primes):
     for c in range(copies):
         par = {**parity, loop_id: c % 2}
         for st, i in zip(stmts, origin):
-            if isinstance(st, Instr):
-                consume(c, i, pipe_of(st), ctx.resolve(ctx.symbolic(st), par))
+            if isinstance(st, (Instr, PipeOp)):
+                step = ctx.step(st)
+                if step is not None:
+                    consume(c, i, step[0], ctx.resolve(step[1], par), step[2])
             elif isinstance(st, SetFlag):
                 key = _event_key(st, par, ctx)
                 sym = (st.src, st.dst, st.event.name if isinstance(st.event, Scalar) else st.event)

@@ -1,0 +1,196 @@
+"""Flash attention end to end (issue 10 item 5b): ``examples/flash_attention.pto`` — the PTO IR
+kernel, a cube function and a vector function tied by cube <-> vector FIFOs — against numpy
+on A2/A3 and A5, race-free as written, the same algorithm and cycles as
+``examples/flash_attention.py``, and its scaling over cores.
+
+The reference is softmax(Q K^T / sqrt(128)) V in float64 from the f16 inputs the run used.
+Tolerance: P goes to the cube as f16 (a relative rounding of 2^-11 per element) and S, the
+row sums and O are accumulated in f32, so O carries ~1e-3 of its own magnitude: the check
+is |O - O_ref| <= 2e-3 max |O_ref|.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sim
+
+EX = Path(__file__).resolve().parent.parent / "examples"
+PTO = EX / "flash_attention.pto"
+HEAD = S0 = 128
+
+
+def _program(target="a2a3"):
+    text = PTO.read_text()
+    if target != "a2a3":        # the module names its arch; the parser derives L0A's layout
+        text = text.replace('pto.target_arch = "a2a3"', f'pto.target_arch = "{target}"')
+    return sim.parse_text(text, str(PTO))
+
+
+def _reference(r, cores, s1):
+    q = r.output("q").reshape(-1, HEAD).astype(np.float64)
+    kt = r.output("kt").reshape(HEAD, -1).astype(np.float64)
+    v = r.output("v").reshape(-1, HEAD).astype(np.float64)
+    want = []
+    for b in range(cores):
+        s = q[b * S0:(b + 1) * S0] @ kt[:, b * s1:(b + 1) * s1] / np.sqrt(HEAD)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        want.append(p / p.sum(axis=1, keepdims=True) @ v[b * s1:(b + 1) * s1])
+    return np.concatenate(want)
+
+
+@pytest.mark.parametrize("target,s1,cores", [("a2a3", 256, 1),
+                                             ("a2a3", 384, 2),     # 3 key blocks: the odd tail
+                                             ("a5", 256, 1)])      # FIXPIPE L0C -> UB FIFOs
+def test_pto_matches_numpy_race_free(target, s1, cores):
+    r = sim.simulate(_program(target), inputs={"S1": s1}, block_dim=cores, races=True)
+    assert r.mode == "manual"                  # its own flags: the default runs it as written
+    assert not r.races, r.races[:1]
+    got = r.output("o").reshape(-1, HEAD)
+    want = _reference(r, cores, s1)
+    assert got.dtype == np.float32
+    assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+
+
+def _py_build(**kw):
+    spec = importlib.util.spec_from_file_location("ex_fa", EX / "flash_attention.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build(**kw)
+
+
+@pytest.mark.parametrize("s1", [384, 512])
+def test_pto_and_py_are_the_same_kernel_to_the_cycle(s1):
+    """Same instructions per unit and opcode, same busy cycles, same total."""
+    pto = sim.simulate(_program(), inputs={"S1": s1}, functional=False)
+    py = sim.simulate(_py_build(s1=s1), functional=False)
+    assert pto.total_cycles == py.total_cycles
+    assert {o: v["busy_cycles"] for o, v in pto.opcodes.items()} == \
+        {o: v["busy_cycles"] for o, v in py.opcodes.items()}
+    for t in (pto.trace, py.trace):
+        assert set(t["unit"]) == {"AIC", "AIV0", "AIV1"}
+    count = [t[t["kind"] == "op"].groupby(["unit", "opcode"], observed=True).size().to_dict()
+             for t in (pto.trace, py.trace)]
+    assert count[0] == count[1]
+
+
+def test_preload_issues_the_next_scores_before_this_blocks_output():
+    """Cube matmul order with preload over 3 blocks: S0 S1 O0 S2 O1 O2."""
+    r = sim.simulate(_program(), inputs={"S1": 384}, functional=False)
+    t = r.trace
+    mm = t[(t["opcode"] == "TMATMUL") & (t["unit"] == "AIC")].sort_values("start_cycle")
+    assert ["s" if o.startswith("%s_acc") else "o" for o in mm["operands"]] == \
+        ["s", "s", "o", "s", "o", "o"]
+
+
+def test_cores_give_the_same_numbers_and_no_more_cycles():
+    """1, 2 and 4 cores, every core given the same Q, K, V: every core's O is bit-identical
+    to the one-core run's, and the run takes no more cycles than one core (each core does
+    the same work; at this size the shared GM is far from saturated)."""
+    rng = np.random.default_rng(7)
+    s1 = 256
+    q, k, v = (rng.standard_normal(s).astype(np.float16) for s in ((S0, HEAD), (s1, HEAD),
+                                                                     (s1, HEAD)))
+    runs = {}
+    for n in (1, 2, 4):
+        inputs = {"S1": s1, "q": np.tile(q, (n, 1)), "kt": np.tile(k.T, (1, n)),
+                  "v": np.tile(v, (n, 1))}
+        runs[n] = sim.simulate(_program(), inputs=inputs, block_dim=n)
+    one = runs[1].output("o").reshape(-1, HEAD)
+    for n, r in runs.items():
+        o = r.output("o").reshape(n, S0, HEAD)
+        assert all(np.array_equal(o[b], one) for b in range(n)), n
+        assert r.total_cycles <= runs[1].total_cycles, n
+        assert {u["core"] for u in r.units} == set(range(n))
+
+
+def test_cli_run_prints_per_unit_figures(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "sim", "run", str(PTO), "--arg", "S1=1024",
+                          "--block-dim", "1"], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    units = [ln.split()[2] for ln in lines if ln.startswith("core 0 ")]
+    assert units == ["AIC", "AIV0", "AIV1"]
+    aic = next(ln for ln in lines if ln.startswith("core 0   AIC"))
+    assert "TMATMUL" in aic and "FIX" in aic
+    assert "warning" not in out.stdout + out.stderr      # no race warning
+
+
+# --- manual vs auto on chip kernels (ptosim compare) --------------------------------------
+
+def _o_error(r, s1):
+    want = _reference(r, 1, s1)
+    return np.abs(r.output("o").reshape(-1, HEAD) - want).max() / np.abs(want).max()
+
+
+@pytest.mark.parametrize("form", ["pto", "py"])
+def test_compare_places_and_synchronises_each_unit(form):
+    """Auto mode on a chip kernel: the two-function .pto and the sections .py are placed
+    per unit around their FIFO buffers and synchronised per unit; both sides compute O,
+    race-free, and the pipe rows are per unit."""
+    from sim.placement import run_comparison
+    s1 = 384
+    k = _program() if form == "pto" else _py_build(s1=s1)
+    c = run_comparison(k, "a2a3", inputs={"S1": s1} if form == "pto" else None)
+    for run in (c.manual, c.auto):
+        m = run.metrics()
+        assert m["deadlock"] is None and m["races"] == 0, (run.mode, m["race_findings"][:1])
+        assert {"AIC PIPE_M", "AIV0 PIPE_V", "AIV1 PIPE_V"} <= set(m["pipes"])
+        assert _o_error(run.result, s1) <= 2e-3
+    assert c.auto.metrics()["syncs"] > 0 and c.auto.program is not k
+    assert ("busy_cycles[AIV0 PIPE_V]" in c.frame().index)
+    # hand placement: the .pto places every tile, the .py only its L0B ring
+    assert (c.note is None) and c.hand_placed == (22 if form == "pto" else 4)
+
+
+def test_auto_places_tiles_around_the_fifo_buffers():
+    from sim.isa.program import Alloc, PipeOp, walk
+    from sim.placement import plan_auto
+    plan = plan_auto(_py_build(s1=256), "a2a3")
+    fifo = []
+    for st in walk(plan.program.main.body):
+        if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer":
+            a = dict(st.attrs)
+            assert a["auto"] is False          # placed by the plan, first
+            buf = "UB" if "vec" in str(a["location"]) else "L1"
+            fifo.append((buf, a["base"], a["base"] + a["size"]))
+    assert sorted(b for b, _, _ in fifo) == ["L1", "UB", "UB"]
+    tiles = [st.tile for st in walk(plan.program.main.body) if isinstance(st, Alloc)]
+    for t in tiles:
+        for s in plan.slots[t].addrs:
+            assert all(not (buf == t.loc.buffer and s < hi and lo < s + t.type.nbytes)
+                       for buf, lo, hi in fifo), t.name
+    ub = [(lo, hi) for b, lo, hi in fifo if b == "UB"]
+    assert ub[0][1] <= ub[1][0] or ub[1][1] <= ub[0][0]          # two FIFOs, no overlap
+
+
+def test_a_fifo_kernel_without_sync_runs_in_auto_mode_by_default():
+    """The .pto with every flag and barrier taken out: the default run inserts them (auto
+    mode) and the result is right and race-free."""
+    bare = "\n".join(ln for ln in PTO.read_text().splitlines()
+                     if not ln.strip().startswith(("pto.set_flag", "pto.wait_flag", "pto.barrier")))
+    r = sim.simulate(sim.parse_text(bare, "bare.pto"), inputs={"S1": 256}, races=True)
+    assert r.mode == "auto" and not r.warnings and not r.races
+    assert _o_error(r, 256) <= 2e-3
+
+
+def test_compare_says_when_a_kernel_places_nothing_by_hand(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "sim", "compare", str(EX / "gemm.py")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("note: gemm_128x256x128 places no tile by hand") and "first fit" in first
+    assert out.stdout.splitlines()[1].split() == ["metric", "manual", "auto", "auto", "-", "manual"]
+    j = subprocess.run([sys.executable, "-m", "sim", "compare", str(PTO), "--arg", "S1=256",
+                        "--json"], capture_output=True, text=True, cwd=tmp_path)
+    assert j.returncode == 0, j.stderr
+    import json
+    got = json.loads(j.stdout)
+    assert got["manual"]["hand_placed_tiles"] == 22 and got["auto"]["races"] == 0
+    assert not j.stdout.startswith("note")
