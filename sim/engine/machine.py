@@ -230,12 +230,7 @@ class Machine:
             if timed:
                 yield from self._scalar_wait(item, seq)
             else:
-                ev = self._wait_event(item.flag)
-                if ev is not None:
-                    self.dispatch_blocked = (item, seq)
-                    yield ev
-                    self.dispatch_blocked = None
-                self._take(item.flag)
+                yield from self._event_wait(None, item, seq)
             if self.races is not None:
                 self.races.wait_flag("PIPE_S", item.flag, {}, on_dispatcher=True)
             self._sync_row(item, seq, now, now, env.now)
@@ -405,18 +400,29 @@ class Machine:
             else:
                 yield from self._event_flag(p, item, seq, dispatched, dclock)
 
+    def _event_wait(self, p, item, seq):
+        """Wait in event time until ``item``'s flag is set and take it; ``p`` is the
+        waiting pipe, None for the dispatcher (both say what they wait for meanwhile)."""
+        ev = self._wait_event(item.flag)
+        if ev is not None:
+            if p is None:
+                self.dispatch_blocked = (item, seq)
+            else:
+                p.blocked = (item, seq)
+            yield ev
+            if p is None:
+                self.dispatch_blocked = None
+            else:
+                p.blocked = None
+        self._take(item.flag)
+
     def _event_flag(self, p: _Pipe, item, seq, dispatched, dclock):
         """A set or wait on ``p`` at the current cycle, through the flag counters
         (``dclock``: the dispatcher's vector clock at issue, with race checks)."""
         env = self.env
         if item.kind is WAIT:
             start = env.now
-            ev = self._wait_event(item.flag)
-            if ev is not None:
-                p.blocked = (item, seq)
-                yield ev
-                p.blocked = None
-            self._take(item.flag)
+            yield from self._event_wait(p, item, seq)
             if self.races is not None:
                 self.races.wait_flag(p.name, item.flag, dclock or {})
             self._sync_row(item, seq, dispatched, start, env.now)
