@@ -127,7 +127,6 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
         self._sync_items: dict = {}
-        self._op_items: dict = {}       # id(instruction) -> its Issued item for the current plan
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
@@ -457,14 +456,15 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
             # the cell caches (state epoch, (shape, plan)) for every equal instruction
             info = self._by_value[instr] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text,
                                             tiles, len(self._by_value), [-1, None])
-        hit = self._static[id(instr)] = (*info, str(instr.loc or ""))
+        # per object: its source text and [its Issued item for the current plan]
+        hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None])
         return hit
 
     def _where(self, seq, instr) -> str:
         return f"instruction #{seq} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
 
     def _instr(self, instr: Instr) -> Issued:
-        spec, pipe, srcs, tmp, text, tiles, key, cell, source = (
+        spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = (
             self._static.get(id(instr)) or self._static_info(instr))
         seq = self.seq
         self.seq = seq + 1
@@ -476,9 +476,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, shape, self._where(seq, instr))
-        item = self._op_items.get(id(instr))      # one item per statement and plan
+        item = mine[0]      # one item per statement and plan
         if item is None or item.plan is not plan:
-            item = self._op_items[id(instr)] = Issued(
+            item = mine[0] = Issued(
                 OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles, plan.breaks_stream,
                 None, plan, text, source)
         if self.track_accesses:

@@ -55,7 +55,7 @@ class Recorder:
         self.texts = [""]                       # waits / records strings, interned
         self._text_ids = {"": 0}
         self._joined: dict = {}                 # (records id, text) -> id of both joined
-        self.end = 0                            # largest end cycle of any item
+        self._end = 0                           # largest end cycle of the rows not kept
         self.busy: dict[str, list[int]] = {}    # pipe -> [busy cycles, instructions] ("none")
         self.ops = 0                            # op rows ("none")
         self.op_busy: dict[str, int] = {}       # opcode -> busy cycles of its op rows ("none")
@@ -99,15 +99,13 @@ class Recorder:
         cols = self.cols
         at = len(cols)
         cols.extend((seq, sid, dispatch, start, end, stream, waits, 0))
-        if end > self.end:
-            self.end = end
         return at
 
     sync_row = row          # rows of set_flag / wait_flag / barrier statements
 
     def _count(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
-        if end > self.end:
-            self.end = end
+        if end > self._end:
+            self._end = end
         if item.kind == "op":
             self.ops += 1
             self.op_busy[item.opcode] = self.op_busy.get(item.opcode, 0) + end - start
@@ -120,8 +118,8 @@ class Recorder:
         return -1
 
     def _skip(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
-        if end > self.end:
-            self.end = end
+        if end > self._end:
+            self._end = end
         return -1
 
     def add_record(self, at: int, text: str) -> None:
@@ -143,6 +141,14 @@ class Recorder:
 
     # --- reading -------------------------------------------------------------------------
 
+    @property
+    def end(self) -> int:
+        """The largest end cycle of any item (of the kept rows: read from the array)."""
+        if not len(self.cols):
+            return self._end
+        ends = np.frombuffer(self.cols, dtype=np.int64)[_END::_W]
+        return max(self._end, int(ends.max()))
+
     def pipe_totals(self) -> dict:
         """Pipe -> (busy cycles, instructions) of op and scalar items (mode ``"none"``)."""
         return {p: tuple(v) for p, v in self.busy.items()}
@@ -151,19 +157,23 @@ class Recorder:
         """The trace DataFrame (schema of ``sim.trace.schema``), rows by start cycle, then id."""
         rows = np.frombuffer(self.cols, dtype=np.int64).reshape(-1, _W) if len(self.cols) else \
             np.zeros((0, _W), np.int64)
-        # one contiguous array per field, rows sorted (a field of ``rows`` is strided)
-        a = rows.T.take(np.lexsort((rows[:, _SEQ], rows[:, _START])), axis=1)
-        sid = a[_SID]
+        order = np.lexsort((rows[:, _SEQ], rows[:, _START]))
+
+        def column(i):      # one field, rows sorted: its own contiguous array
+            return rows[:, i].take(order)
+
+        sid = column(_SID)
         static = list(zip(*self.statics)) if self.statics else [()] * len(_STATIC)
         field = dict(zip(_STATIC, static))
-        n = a.shape[1]
-        cols = {"id": a[_SEQ], "core": np.full(n, self.core, np.int64),
+        n = len(order)
+        start, end = column(_START), column(_END)
+        cols = {"id": column(_SEQ), "core": np.full(n, self.core, np.int64),
                 "unit": _categorical(np.zeros(n, np.int64), [self.unit]),
-                "dispatch_cycle": a[_DISPATCH], "start_cycle": a[_START],
-                "end_cycle": a[_END], "duration_cycles": a[_END] - a[_START],
-                "stream": _categorical(a[_STREAM], _STREAM_TEXT),
-                "waits": _categorical(a[_WAITS], self.texts),
-                "records": _categorical(a[_RECORDS], self.texts)}
+                "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
+                "end_cycle": end, "duration_cycles": end - start,
+                "stream": _categorical(column(_STREAM), _STREAM_TEXT),
+                "waits": _categorical(column(_WAITS), self.texts),
+                "records": _categorical(column(_RECORDS), self.texts)}
         for name in _STATIC:
             values = field[name]
             if DTYPES[name] == "int64":
@@ -171,7 +181,9 @@ class Recorder:
                     np.zeros(0, np.int64)
             else:
                 cols[name] = _categorical(sid, values)
-        return pd.DataFrame({c: cols[c] for c in COLUMNS})
+        # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
+        # block, doubling the peak memory of a long trace)
+        return pd.DataFrame({c: cols[c] for c in COLUMNS}, copy=False)
 
 
 def _categorical(codes: np.ndarray, values) -> pd.Categorical:
