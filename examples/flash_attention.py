@@ -11,18 +11,25 @@ walked in blocks of ``s1_tile``:
   [s*s0/2, (s+1)*s0/2)); pop P_j (f16, from both AIVs, stacked in L1), extract it to L0A,
   load V_j and extract it, O_j = P_j V_j into L0C, push O_j. **Preload**: the cube issues
   S_{j+1} before O_j, so QK^T of the next block overlaps the softmax of this one. L1 K / V
-  buffers and the L0B buffers are double-buffered.
+  buffers are double-buffered; L0B holds K_0^T in slot 0, later K_j^T in slot 1 and V_j in
+  slot 0, so consecutive cube steps alternate slots.
 * **Vector** (each AIV, ``s0/2`` rows): online softmax on S_j — row max, running max
   m_j, P = exp(S/sqrt(head) - m_j), row sum, l_j = l_{j-1} exp(m_{j-1} - m_j) + rowsum;
   P to f16 and pushed to the cube; then O = O exp(m_{j-1} - m_j) + O_j when O_j arrives
-  (one block behind, the preload); finally O / l to GM.
+  (one block behind, the preload); finally O / l to GM. A vector op that reads what an op
+  after the last barrier wrote waits on its token: a ``pipe_barrier(PIPE_V)``.
+
+``examples/flash_attention.pto`` is this kernel (s0 = head = s1_tile = 128) in PTO IR, to
+the cycle.
 
 On A2/A3 the FIFOs move data through GM (FIXPIPE / MTE3 writes, an MTE2 read in the pop);
-on A5 the FIXPIPE writes L0C straight into UB (``[chip] fifo_data_path``).
+on A5 the FIXPIPE writes L0C straight into UB (``[chip] fifo_data_path``). ``arch`` picks
+the L0A layout of the target the kernel is built for (A5 lays L0A out nZ).
 
 Every argument of ``build`` is a parameter::
 
     ptosim run examples/flash_attention.py --timing-only --arg s1=8192 --arg cores=24
+    ptosim run examples/flash_attention.py --target a5 --arg arch=a5
 """
 
 import math
@@ -30,17 +37,20 @@ import math
 import sim
 
 NZ = dict(blayout="col_major", slayout="row_major")
-L0A = dict(blayout="row_major", slayout="row_major")
+L0A = {"a2a3": dict(blayout="row_major", slayout="row_major"),     # zZ on A2/A3, nZ on A5
+       "a5": dict(blayout="col_major", slayout="row_major")}       # (as PTOAS derives it)
 L0B = dict(blayout="row_major", slayout="col_major")
 ACC = dict(blayout="col_major", slayout="row_major", fractal=1024)
 NEG = -1.0e30          # the running max before the first block (exp(NEG - m) = 0)
 
 
-def build(s1=512, s1_tile=128, head=128, s0=128, cores=1) -> sim.Kernel:
+def build(s1=512, s1_tile=128, head=128, s0=128, cores=1, arch="a2a3") -> sim.Kernel:
     if s1 % s1_tile:
         raise ValueError(f"s1_tile={s1_tile} must divide s1={s1}")
     if s0 % 32 or head % 16 or s1_tile % 16:
         raise ValueError("s0 must be a multiple of 32, head and s1_tile of 16")
+    if arch not in L0A:
+        raise ValueError(f"arch={arch!r}: expected one of {', '.join(L0A)} (the target run)")
     if head * s1_tile * 2 > 32768:
         raise ValueError(f"a {head}x{s1_tile} f16 block must fit half of L0B (32 KiB)")
     blocks, T, h = s1 // s1_tile, s1_tile, s0 // 2
@@ -55,17 +65,18 @@ def build(s1=512, s1_tile=128, head=128, s0=128, cores=1) -> sim.Kernel:
     o_fifo = k.fifo("c2v", "f32", h, head, split=1, slots=1)
     q0, k0 = k.block_idx * s0, k.block_idx * s1
     with k.cube():
-        _cube(k, q[q0:q0 + s0, :], kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0)
+        _cube(k, q[q0:q0 + s0, :], kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0,
+              L0A[arch])
     with k.vector():
         r0 = q0 + k.subblock_idx * h
         _vector(k, o[r0:r0 + h, :], s_fifo, p_fifo, o_fifo, blocks, T, head, h)
     return k
 
 
-def _cube(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0):
+def _cube(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0, l0a):
     q_l1 = k.tile("mat", "f16", s0, head, name="q_l1", **NZ)
-    q_l0 = k.tile("left", "f16", s0, head, name="q_l0", **L0A)
-    p_l0 = k.tile("left", "f16", s0, T, name="p_l0", **L0A)
+    q_l0 = k.tile("left", "f16", s0, head, name="q_l0", **l0a)
+    p_l0 = k.tile("left", "f16", s0, T, name="p_l0", **l0a)
     kt_l1 = [k.tile("mat", "f16", head, T, name=f"kt_l1_{i}", **NZ) for i in range(2)]
     v_l1 = [k.tile("mat", "f16", T, head, name=f"v_l1_{i}", **NZ) for i in range(2)]
     # one L0B ring for both B operands: K_j^T (head x T) and V_j (T x head) alias slot i

@@ -552,7 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "allocator, every set/wait flag inserted from the tile-byte "
                                     "dependencies. Prints total cycles, per-pipe busy cycles, "
                                     "set/wait pairs, barriers, peak bytes per buffer and races, "
-                                    "side by side.")
+                                    "side by side. A chip kernel runs on one core, its pipe rows "
+                                    "per unit (AIC, AIV0, AIV1: each has its own pipes and "
+                                    "buffers); a kernel that places no tile by hand gets a "
+                                    "first line saying so.")
     _kernel_target(cp)
     _kernel_args(cp)
     cp.add_argument("--json", action="store_true",

@@ -49,7 +49,11 @@ def _reference(r, cores, s1):
                                              ("a2a3", 384, 2),     # 3 key blocks: the odd tail
                                              ("a5", 256, 1)])      # FIXPIPE L0C -> UB FIFOs
 def test_pto_matches_numpy_race_free(target, s1, cores):
-    r = sim.simulate(_program(target), inputs={"S1": s1}, block_dim=cores, races=True)
+    r = sim.simulate(_program(target), target, inputs={"S1": s1}, block_dim=cores, races=True)
+    assert r.target.name == target
+    pushes = r.trace[(r.trace["opcode"] == "TPUSH") & (r.trace["unit"] == "AIC")]
+    path = "L0C_UB" if target == "a5" else "L0C_GM"      # A5: FIXPIPE straight into UB
+    assert len(pushes) == cores * 2 * (s1 // 128) and pushes["operands"].str.contains(path).all()
     assert r.mode == "manual"                  # its own flags: the default runs it as written
     assert not r.races, r.races[:1]
     got = r.output("o").reshape(-1, HEAD)
@@ -65,11 +69,11 @@ def _py_build(**kw):
     return mod.build(**kw)
 
 
-@pytest.mark.parametrize("s1", [384, 512])
-def test_pto_and_py_are_the_same_kernel_to_the_cycle(s1):
+@pytest.mark.parametrize("target,s1", [("a2a3", 384), ("a2a3", 512), ("a5", 256)])
+def test_pto_and_py_are_the_same_kernel_to_the_cycle(target, s1):
     """Same instructions per unit and opcode, same busy cycles, same total."""
-    pto = sim.simulate(_program(), inputs={"S1": s1}, functional=False)
-    py = sim.simulate(_py_build(s1=s1), functional=False)
+    pto = sim.simulate(_program(target), target, inputs={"S1": s1}, functional=False)
+    py = sim.simulate(_py_build(s1=s1, arch=target), target, functional=False)
     assert pto.total_cycles == py.total_cycles
     assert {o: v["busy_cycles"] for o, v in pto.opcodes.items()} == \
         {o: v["busy_cycles"] for o, v in py.opcodes.items()}
@@ -127,6 +131,13 @@ def test_cli_run_prints_per_unit_figures(tmp_path):
 def _o_error(r, s1):
     want = _reference(r, 1, s1)
     return np.abs(r.output("o").reshape(-1, HEAD) - want).max() / np.abs(want).max()
+
+
+def test_py_matches_numpy_on_a5():
+    r = sim.simulate(_py_build(s1=256, arch="a5"), "a5", races=True)
+    assert not r.races and _o_error(r, 256) <= 2e-3
+    with pytest.raises(ValueError, match="arch='a9'"):
+        _py_build(arch="a9")
 
 
 @pytest.mark.parametrize("form", ["pto", "py"])
