@@ -68,11 +68,10 @@ def comparison_figure(c, *, title: str = ""):
     for col, run in enumerate(runs):
         label = f"{run.mode}: {run.total_cycles:,} cycles" if run.total_cycles is not None \
             else f"{run.mode}: deadlock"
-        bands = _fifo_bands(run.program, c.target)
         for row, buf in enumerate(buffers):
             occupancy_map(run.occupancy, ax=axes[row][col], buffer=buf, target=c.target,
                           title=f"{label} — {buf} occupancy", xmax=xmax,
-                          held=bands.get(buf, ()))
+                          held=run.fifo.get(buf, ()))
         ax = axes[n - 1][col]
         if run.result is not None:
             gantt(run.result.trace, ax=ax, title=f"{label} — pipelines")
@@ -85,20 +84,3 @@ def comparison_figure(c, *, title: str = ""):
     fig.tight_layout()
     return fig
 
-
-def _fifo_bands(program, target) -> dict:
-    """Buffer -> [(label, start, end)] of the FIFO buffers of ``program`` (an ``auto =
-    true`` one where the engine places it in a run as written)."""
-    from sim.engine.placement import place_tiles
-    from sim.placement.ir import fifo_reserves
-    out: dict[str, list] = {}
-    placed = None
-    for f in program.functions:
-        for st, buf, size, base in fifo_reserves(f.body):
-            name = dict(st.attrs).get("name")
-            if base is None:
-                placed = place_tiles(program, target) if placed is None else placed
-                base = placed.get(("reserve", name))
-            if base is not None:
-                out.setdefault(buf, []).append((f"FIFO {name}", base, base + size))
-    return out
