@@ -78,7 +78,7 @@ class Event:
     def __init__(self, kernel, index, pipe):
         self.kernel, self.index, self.pipe = kernel, index, pipe
         self.waited = set()
-        self.known = kernel._clocks.passed(kernel._section, pipe, index)
+        self.known = kernel._clocks.passed(kernel._section, pipe)
 
     def __repr__(self) -> str:
         return f"Event(#{self.index} on {self.pipe})"
@@ -211,7 +211,8 @@ class Kernel(ChipKernel):
         src, dst = _pipe_name(src), _pipe_name(dst)
         key = (src, dst, int(event_id))
         self._open_manual[key] = len(self._entries)
-        self._manual_known[key] = self._clocks.passed(self._section, src, len(self._entries))
+        self._manual_known[key] = (self._clocks.passed(self._section, src),
+                                   (src, len(self._entries)))
         self._emit(self._intern(SetFlag(src, dst, int(event_id), loc=_caller())))
 
     def wait_flag(self, src, dst, event_id: int) -> None:
@@ -219,7 +220,8 @@ class Kernel(ChipKernel):
         key = (src, dst, int(event_id))
         start = self._open_manual.pop(key, None)
         here = self._emit(self._intern(WaitFlag(src, dst, int(event_id), loc=_caller())))
-        self._clocks.join(self._section, dst, self._manual_known.pop(key, {}))
+        known, own = self._manual_known.pop(key, ({}, None))
+        self._clocks.join(self._section, dst, known, own)
         self._last_wait[key] = here
         if start is not None:
             self._intervals(key).add(start, here)
@@ -330,7 +332,7 @@ class Kernel(ChipKernel):
         eid = self._free_id(ev.pipe, pipe, ev.index, here, loc, passed)
         self._entries[ev.index][1].append(self._intern(SetFlag(ev.pipe, pipe, eid, loc=loc)))
         self._emit(self._intern(WaitFlag(ev.pipe, pipe, eid, loc=loc)))
-        self._clocks.join(self._section, pipe, ev.known)
+        self._clocks.join(self._section, pipe, ev.known, (ev.pipe, ev.index))
         self._last_wait[(ev.pipe, pipe, eid)] = here
 
     def _intervals(self, key) -> "_Intervals":
@@ -387,32 +389,42 @@ class Kernel(ChipKernel):
 
 
 class _PipeClocks:
-    """What each pipe of a section surely waits for: ``passed(section, pipe, i)`` maps
-    pipes to the latest statement index they have passed whenever ``pipe`` passes
-    statement ``i`` (a vector clock advanced by the waits the kernel emits; key ``"*"``:
-    every pipe, after a ``pipe_barrier(PIPE_ALL)``)."""
+    """What each pipe of a section surely waits for: ``passed(section, pipe)`` maps pipes
+    to the latest statement index they have passed whenever ``pipe`` passes its next
+    statement (a vector clock advanced by the waits the kernel emits; key ``"*"``: every
+    pipe, after a ``pipe_barrier(PIPE_ALL)``). A snapshot is shared until the pipe learns
+    more, so tokens cost no copy each."""
 
-    __slots__ = ("known", "floor")
+    __slots__ = ("known", "floor", "snaps")
 
     def __init__(self):
         self.known: dict[tuple, dict] = {}
         self.floor: dict = {}
+        self.snaps: dict[tuple, dict] = {}
 
-    def passed(self, section, pipe, index) -> dict:
-        got = dict(self.known.get((section, pipe), ()))
-        got["*"] = max(got.get("*", -1), self.floor.get(section, -1))
-        got[pipe] = index
-        return got
+    def passed(self, section, pipe) -> dict:
+        key = (section, pipe)
+        snap = self.snaps.get(key)
+        if snap is None:
+            snap = dict(self.known.get(key, ()))
+            snap["*"] = max(snap.get("*", -1), self.floor.get(section, -1))
+            self.snaps[key] = snap
+        return snap
 
-    def join(self, section, pipe, other: dict) -> None:
+    def join(self, section, pipe, other: dict, own: "tuple | None" = None) -> None:
+        """``pipe`` waited for a set that knew ``other``, issued on pipe ``own[0]`` after
+        statement ``own[1]``."""
         mine = self.known.setdefault((section, pipe), {})
-        for p, i in other.items():
+        for p, i in (*other.items(), *((own,) if own else ())):
             if mine.get(p, -1) < i:
                 mine[p] = i
+        self.snaps.pop((section, pipe), None)
 
     def drain(self, section, index) -> None:
         """``pipe_barrier(PIPE_ALL)`` at ``index``: every pipe has passed what precedes it."""
         self.floor[section] = index
+        for key in [k for k in self.snaps if k[0] == section]:
+            del self.snaps[key]
 
 
 class _Intervals:

@@ -205,3 +205,14 @@ def test_compare_says_when_a_kernel_places_nothing_by_hand(tmp_path):
     got = json.loads(j.stdout)
     assert got["manual"]["hand_placed_tiles"] == 22 and got["auto"]["races"] == 0
     assert not j.stdout.startswith("note")
+
+
+def test_compare_figure_shades_the_fifo_buffers():
+    import matplotlib
+    matplotlib.use("Agg")
+    from sim.placement import run_comparison
+    fig = run_comparison(_py_build(s1=256), "a2a3").figure()
+    labels = {t.get_text().strip() for ax in fig.axes for t in ax.texts}
+    assert {"FIFO fifo0", "FIFO fifo1", "FIFO fifo2"} <= labels     # both columns, UB and L1
+    import matplotlib.pyplot as plt
+    plt.close(fig)

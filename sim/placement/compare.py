@@ -25,7 +25,7 @@ import pandas as pd
 from sim.errors import DeadlockError, UserError
 from sim.isa.opcodes import PIPES
 from sim.placement.auto import AutoPlan, plan_auto, program_of
-from sim.placement.ir import constant_addresses
+from sim.placement.ir import constant_addresses, fifo_reserves
 from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync_counts
 from sim.target import load_target
 
@@ -50,6 +50,7 @@ class Run:
     result: object = attrs.field(repr=False)          # sim.Result, or None on deadlock
     occupancy: pd.DataFrame = attrs.field(repr=False)
     deadlock: "str | None" = None
+    fifo: dict = attrs.field(factory=dict, repr=False)   # buffer -> [(label, start, end)]
 
     @property
     def total_cycles(self) -> "int | None":
@@ -108,26 +109,43 @@ class Comparison:
         return comparison_figure(self, **kw)
 
 
-def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True) -> Run:
+def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True,
+         fifo=None) -> Run:
+    fifo = fifo or {}
     try:
         result = run_checked(prog, tgt, inputs=inputs, seed=seed, functional=functional)
     except DeadlockError as e:
         empty = pd.DataFrame(columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"])
-        return Run(mode, prog, None, empty, str(e))
-    return Run(mode, prog, result, occupancy(result.trace, prog, addresses, double))
+        return Run(mode, prog, None, empty, str(e), fifo)
+    return Run(mode, prog, result, occupancy(result.trace, prog, addresses, double), None, fifo)
+
+
+def _fifo_bands(prog, placed: dict) -> dict:
+    """Buffer -> [(label, start, end)] of the FIFO buffers (``reserve_buffer``) of ``prog``:
+    at their base, an ``auto = true`` one where ``placed`` (the engine) puts it."""
+    out: dict[str, list] = {}
+    for f in prog.functions:
+        for st, buf, size, base in fifo_reserves(f.body):
+            name = dict(st.attrs).get("name")
+            base = placed.get(("reserve", name)) if base is None else base
+            if base is not None:
+                out.setdefault(buf, []).append((f"FIFO {name}", base, base + size))
+    return out
 
 
 def _manual(prog, tgt, inputs, seed, functional=True) -> Run:
     from sim.engine.placement import place_tiles
-    return _run("manual", prog, tgt, inputs, seed,
-                initial_addresses(prog, place_tiles(prog, tgt)), functional=functional)
+    placed = place_tiles(prog, tgt)
+    return _run("manual", prog, tgt, inputs, seed, initial_addresses(prog, placed),
+                functional=functional, fifo=_fifo_bands(prog, placed))
 
 
 def _auto(plan: AutoPlan, tgt, inputs, seed, functional=True) -> Run:
     addrs = {t.name: s.addrs[0] for t, s in plan.slots.items() if not s.double}
     double = {t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
               for t, s in plan.slots.items() if s.double}
-    return _run("auto", plan.program, tgt, inputs, seed, addrs, double, functional=functional)
+    return _run("auto", plan.program, tgt, inputs, seed, addrs, double, functional=functional,
+                fifo=_fifo_bands(plan.program, {}))
 
 
 def _program_inputs(program_or_kernel, inputs):

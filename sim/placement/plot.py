@@ -2,7 +2,8 @@
 
 The occupancy map has time (cycles) on x and the byte address in the buffer on y; every
 (tile, address) live interval of ``sim.placement.metrics.occupancy`` is a rectangle
-labelled with the tile name, and the target's reserved ranges are shaded. Below the maps,
+labelled with the tile name; the target's reserved ranges are shaded grey and the FIFO
+buffers of cube<->vector pipes (``reserve_buffer``, held for the whole kernel) blue. Below the maps,
 each run's pipeline Gantt (``sim.trace.plot.gantt``). Both columns share the x scale so
 the longer run shows as longer.
 """
@@ -15,8 +16,10 @@ _COLOURS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#
             "#8C8C8C", "#CCB974", "#64B5CD"]
 
 
-def occupancy_map(occ, *, ax, buffer: str = "UB", target=None, title: str = "", xmax=None):
-    """Draw the ``buffer`` rows of occupancy table ``occ`` on ``ax``."""
+def occupancy_map(occ, *, ax, buffer: str = "UB", target=None, title: str = "", xmax=None,
+                  held=()):
+    """Draw the ``buffer`` rows of occupancy table ``occ`` on ``ax``; ``held``: (name,
+    start, end) byte ranges held for the whole run (FIFO buffers)."""
     from matplotlib.patches import Rectangle
 
     rows = occ[occ["buffer"] == buffer]
@@ -38,6 +41,10 @@ def occupancy_map(occ, *, ax, buffer: str = "UB", target=None, title: str = "", 
                 ax.axhspan(s / 1024, e / 1024, color="#999999", alpha=0.25, lw=0)
                 ax.text(0, s / 1024, f" {name}", fontsize=6, va="bottom", color="#555555")
                 top = max(top, e)
+    for name, s, e in held:
+        ax.axhspan(s / 1024, e / 1024, color="#64B5CD", alpha=0.25, lw=0)
+        ax.text(0, s / 1024, f" {name}", fontsize=6, va="bottom", color="#2A6F8A")
+        top = max(top, e)
     xmax = xmax or (int(rows["end_cycle"].max()) if len(rows) else 1)
     ax.set_xlim(0, max(xmax, 1))
     ax.set_ylim(0, max(top, 1024) / 1024 * 1.05)
@@ -63,7 +70,8 @@ def comparison_figure(c, *, title: str = ""):
             else f"{run.mode}: deadlock"
         for row, buf in enumerate(buffers):
             occupancy_map(run.occupancy, ax=axes[row][col], buffer=buf, target=c.target,
-                          title=f"{label} — {buf} occupancy", xmax=xmax)
+                          title=f"{label} — {buf} occupancy", xmax=xmax,
+                          held=run.fifo.get(buf, ()))
         ax = axes[n - 1][col]
         if run.result is not None:
             gantt(run.result.trace, ax=ax, title=f"{label} — pipelines")
@@ -75,3 +83,4 @@ def comparison_figure(c, *, title: str = ""):
     fig.suptitle(title or f"{c.kernel} on {c.target.name}: manual vs auto placement and sync")
     fig.tight_layout()
     return fig
+
