@@ -9,17 +9,22 @@ traces (every row, every column) and the deadlock reports must be identical.
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
+import pytest
 import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sim
+import sim.engine.chip as chip_module
 from sim.engine.execute import Interpreter
 from sim.engine.machine import Machine
 from sim.errors import DeadlockError, UserError
 from sim.target import load_target
 from test_engine_fuzz import _build, step
+from test_trace_rows import ARGS, EXAMPLES
 
 TARGET = load_target("a2a3")
 
@@ -71,3 +76,19 @@ def test_a_run_of_instructions_costs_one_event():
             Interpreter(k.program(), TARGET, functional=False).issue())
         counts[batch] = env.scheduled
     assert counts[False] >= 50 and counts[True] <= 5
+
+
+_PTO = sorted(p for p in EXAMPLES if p.suffix == ".pto")
+
+
+@pytest.mark.parametrize("path", _PTO, ids=[p.stem for p in _PTO])
+def test_examples_run_the_same_on_both_paths(path, monkeypatch):
+    """End to end through ``simulate`` (single units on the timed path, chips, auto and
+    manual sync): forcing the event path changes no cycle and no trace row."""
+    program = sim.parse_file(path)
+    args = ARGS.get(path.name, {})
+    fast = sim.simulate(program, inputs=args, functional=False)
+    monkeypatch.setattr(chip_module, "Machine", functools.partial(Machine, batch=False))
+    slow = sim.simulate(program, inputs=args, functional=False)
+    assert fast.total_cycles == slow.total_cycles
+    pd.testing.assert_frame_equal(fast.trace, slow.trace)
