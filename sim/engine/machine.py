@@ -58,8 +58,8 @@ __all__ = ["Machine", "describe_stuck"]
 
 
 class _Pipe:
-    __slots__ = ("name", "queue", "wake", "busy", "t", "last_end", "stream", "entered",
-                 "blocked", "pending_waits", "last_op_row", "drained")
+    __slots__ = ("name", "queue", "wake", "busy", "t", "last_end", "stream", "blocked",
+                 "pending_waits", "last_op_row", "drained")
 
     def __init__(self, name):
         self.name = name
@@ -69,7 +69,6 @@ class _Pipe:
         self.t = 0                # cycle the pipe finished its last item (timed path)
         self.last_end = -1
         self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
-        self.entered = COLD       # the state the current instruction entered
         self.blocked = None       # (wait item, seq) at the head of the queue, while blocked
         self.pending_waits = []
         self.last_op_row = -1     # recorder offset of the last op row (its records grow)
@@ -115,6 +114,7 @@ class Machine:
         # as): they keep the event path, as a shared GM model does.
         timed = batch and gm is None and races is None
         self.timed = TimedFlags(self.env) if timed else None
+        self._set_cycles = self.timed.sets if timed else None
 
     # --- public --------------------------------------------------------------------------
 
@@ -230,12 +230,7 @@ class Machine:
             if timed:
                 yield from self._scalar_wait(item, seq)
             else:
-                ev = self._wait_event(item.flag)
-                if ev is not None:
-                    self.dispatch_blocked = (item, seq)
-                    yield ev
-                    self.dispatch_blocked = None
-                self._take(item.flag)
+                yield from self._event_wait(None, item, seq)
             if self.races is not None:
                 self.races.wait_flag("PIPE_S", item.flag, {}, on_dispatcher=True)
             self._sync_row(item, seq, now, now, env.now)
@@ -313,7 +308,7 @@ class Machine:
         t = p.t if p.t > dispatched else dispatched
         kind = item.kind
         if kind is OP:
-            p.t = self._finish_op(p, item, seq, dispatched, t, self._cost(p, item, t))
+            p.t = self._run_op(p, item, seq, dispatched, t)
             return True
         if kind is BARRIER:
             self._barrier(p, item, seq, dispatched, t)
@@ -325,9 +320,10 @@ class Machine:
         if kind is WAIT:
             end = t
             if not self.ideal_sync:
-                s = self.timed.take(key)
-                if s is None:
+                q = self._set_cycles.get(key)       # TimedFlags.take, inline: hot
+                if not q:
                     return False
+                s = q.popleft()
                 if s > t:
                     end = s
             self._sync_row(item, seq, dispatched, t, end)
@@ -405,18 +401,29 @@ class Machine:
             else:
                 yield from self._event_flag(p, item, seq, dispatched, dclock)
 
+    def _event_wait(self, p, item, seq):
+        """Wait in event time until ``item``'s flag is set and take it; ``p`` is the
+        waiting pipe, None for the dispatcher (both say what they wait for meanwhile)."""
+        ev = self._wait_event(item.flag)
+        if ev is not None:
+            if p is None:
+                self.dispatch_blocked = (item, seq)
+            else:
+                p.blocked = (item, seq)
+            yield ev
+            if p is None:
+                self.dispatch_blocked = None
+            else:
+                p.blocked = None
+        self._take(item.flag)
+
     def _event_flag(self, p: _Pipe, item, seq, dispatched, dclock):
         """A set or wait on ``p`` at the current cycle, through the flag counters
         (``dclock``: the dispatcher's vector clock at issue, with race checks)."""
         env = self.env
         if item.kind is WAIT:
             start = env.now
-            ev = self._wait_event(item.flag)
-            if ev is not None:
-                p.blocked = (item, seq)
-                yield ev
-                p.blocked = None
-            self._take(item.flag)
+            yield from self._event_wait(p, item, seq)
             if self.races is not None:
                 self.races.wait_flag(p.name, item.flag, dclock or {})
             self._sync_row(item, seq, dispatched, start, env.now)
@@ -429,34 +436,29 @@ class Machine:
             self.recorder.add_record(p.last_op_row, item.text)
 
     def _op(self, p: _Pipe, item, seq, dispatched, dclock):
-        """One instruction in event time (race checks, shared GM)."""
+        """One instruction in event time (race checks, shared GM): recorded as it starts
+        (nothing else runs on its pipe until it ends), checked for races as it ends."""
         start = self.env.now
-        cost = self._cost(p, item, start)
-        if self.gm is not None and item.plan is not None and item.plan.bytes \
-                and not self.infinite_bandwidth:
-            cost = self.gm.cost(start, item, cost)
-        if cost:
-            yield self.env.timeout(cost)
-        self._finish_op(p, item, seq, dispatched, start, cost)
+        end = self._run_op(p, item, seq, dispatched, start)
+        if end > start:
+            yield self.env.timeout(end - start)
         if self.races is not None:
             self.races.op(p.name, item.label(seq), item.accesses or (), dclock or {}, seq)
 
-    def _cost(self, p: _Pipe, item, start) -> int:
-        """Cycles of an instruction starting at ``start`` in the pipe's stream state."""
+    def _run_op(self, p: _Pipe, item, seq, dispatched, start) -> int:
+        """Cost an instruction starting at ``start`` in the pipe's stream state (and the
+        shared GM model's grant, when there is one), record it; returns its end."""
         state = p.stream
         if self.break_on_idle and start != p.last_end:
             state = COLD
-        p.entered = state
         cost = item.warm if state is WARM else (
             item.cold if state is COLD else item.plan.restart_cycles)
-        if self.infinite_bandwidth and cost:
-            cost = max(0, cost - _dma_cycles(item.plan))
-        return cost
-
-    def _finish_op(self, p: _Pipe, item, seq, dispatched, start, cost) -> int:
-        """Record an instruction that ran [start, start + cost); returns its end."""
+        if self.infinite_bandwidth:
+            if cost:
+                cost = max(0, cost - _dma_cycles(item.plan))
+        elif self.gm is not None and item.plan is not None and item.plan.bytes:
+            cost = self.gm.cost(start, item, cost)
         end = start + cost
-        state = p.entered
         p.last_end = end
         p.stream = RESTART if item.breaks else WARM
         waits = 0

@@ -53,7 +53,7 @@ def scan(program_or_body) -> Facts:
 
 
 def _scan(bodies) -> Facts:
-    operands = []                     # the outs and ins tuples of every tile instruction
+    instrs: dict[int, Instr] = {}     # tile instructions by identity (the builder shares them)
     allocs, reserves, tallocs = [], [], []
     sections = False
 
@@ -62,8 +62,7 @@ def _scan(bodies) -> Facts:
         for st in body:
             t = type(st)
             if t is Instr:
-                operands.append(st.outs)
-                operands.append(st.ins)
+                instrs[id(st)] = st
             elif t is Alloc:
                 allocs.append(st)
             elif t is For:
@@ -82,7 +81,7 @@ def _scan(bodies) -> Facts:
 
     for body in bodies:
         visit(body)
-    # distinct operands by identity, in C loops (an operand's hash is a Python call)
-    flat = list(chain.from_iterable(operands))
+    # distinct operands by identity (an operand's hash is a Python call)
+    flat = [o for st in instrs.values() for o in chain(st.outs, st.ins)]
     tiles = tuple(o for o in dict(zip(map(id, flat), flat)).values() if type(o) is Tile)
     return Facts(sections, tiles, tuple(allocs), tuple(reserves), tuple(tallocs))
