@@ -9,8 +9,10 @@ configuration is simulated — timing only by default — and summarised as one 
   (the per-engine busy ratio: ``busy[PIPE_M]`` is the cubes', ``busy[PIPE_V]`` the vector
   units');
 * ``share[OPCODE]``: the mean busy ratio of an opcode over the units that run it;
-* ``gm_bytes`` (bytes the chip moved to and from GM), ``gm_gib_per_s`` (those bytes over
-  the run time), ``hbm_utilization`` and ``l2_hit_rate`` from the shared memory model.
+* ``gm_bytes`` (bytes the chip moved to and from GM: TLOAD / TSTORE, and the cube <->
+  vector FIFO pushes and pops whose data goes through GM, as on A2/A3), ``gm_gib_per_s``
+  (those bytes over the run time), ``hbm_utilization`` and ``l2_hit_rate`` from the shared
+  memory model.
 
 ``scaling_plot`` draws cycles, busy ratios and the GM bandwidth the chip reached against
 the core count, with the HBM peak of the target (``[gm] bandwidth_gib_per_s``) — where the
@@ -44,7 +46,10 @@ def _row(r, cores: int) -> dict:
     row.update({f"share[{op}]": v["ratio"] for op, v in r.opcodes.items()})
     mem = r.memory or {}
     t = r.trace
-    moved = int(t.loc[(t["kind"] == "op") & t["opcode"].isin(("TLOAD", "TSTORE")), "bytes"].sum())
+    fifo = t["opcode"].isin(("TPUSH", "TPOP")) & t["operands"].astype(str).str.contains(
+        r"\((?:\w+_GM|GM_\w+)\)$")                 # the path in the row: "%t (L0C_GM)"
+    moved = int(t.loc[(t["kind"] == "op") & (t["opcode"].isin(("TLOAD", "TSTORE")) | fifo),
+                      "bytes"].sum())
     row["gm_bytes"] = moved
     row["gm_gib_per_s"] = round(moved / 2**30 / (us * 1e-6), 2) if us else 0.0
     row["hbm_utilization"] = mem.get("hbm", {}).get("utilization")

@@ -216,3 +216,15 @@ def test_compare_figure_shades_the_fifo_buffers():
     assert {"FIFO fifo0", "FIFO fifo1", "FIFO fifo2"} <= labels     # both columns, UB and L1
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_scaling_counts_the_fifo_round_trips_through_gm(target):
+    """One core, S1 = 512 (4 key blocks): Q 32 KiB + K^T and V 4 x 32 KiB each + O 64 KiB
+    over TLOAD / TSTORE; on A2/A3 each block also sends S (64 KiB f32) and O (64 KiB) out
+    of L0C to GM and back into both UBs, and P (2 x 16 KiB f16) out of the UBs and back
+    into L1: 4 x (2 x 64 + 2 x 64 + 2 x 32) KiB. A5's FIFOs never touch GM."""
+    df = sim.scaling(_py_build, [dict(s1=512, arch=target)], target=target)
+    loads_stores = 32768 + 2 * 4 * 32768 + 65536
+    fifo = 4 * (2 * 65536 + 2 * 65536 + 2 * 32768) if target == "a2a3" else 0
+    assert df["gm_bytes"].tolist() == [loads_stores + fifo]
