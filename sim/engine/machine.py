@@ -360,7 +360,10 @@ class Machine:
                 if t > env.now:
                     yield env.timeout(t - env.now)
                 queue.popleft()
-                yield from self._event_flag(p, item, seq, dispatched, None)
+                if item.kind is SET:
+                    self._event_set(p, item, seq, dispatched, None)
+                else:
+                    yield from self._event_wait_flag(p, item, seq, dispatched, None)
                 p.t = env.now
             p.busy = False
             if p.drained is not None:
@@ -395,11 +398,21 @@ class Machine:
             item, seq, dispatched, dclock = queue.popleft()
             kind = item.kind
             if kind is OP:
-                yield from self._op(p, item, seq, dispatched, dclock)
+                # recorded as it starts (nothing else runs on its pipe until it ends),
+                # checked for races as it ends
+                start = env.now
+                end = self._run_op(p, item, seq, dispatched, start)
+                if end > start:
+                    yield env.timeout(end - start)
+                if self.races is not None:
+                    self.races.op(p.name, item.label(seq), item.accesses or (), dclock or {},
+                                  seq)
             elif kind is BARRIER:
                 self._barrier(p, item, seq, dispatched, env.now)
+            elif kind is SET:
+                self._event_set(p, item, seq, dispatched, dclock)
             else:
-                yield from self._event_flag(p, item, seq, dispatched, dclock)
+                yield from self._event_wait_flag(p, item, seq, dispatched, dclock)
 
     def _event_wait(self, p, item, seq):
         """Wait in event time until ``item``'s flag is set and take it; ``p`` is the
@@ -417,33 +430,24 @@ class Machine:
                 p.blocked = None
         self._take(item.flag)
 
-    def _event_flag(self, p: _Pipe, item, seq, dispatched, dclock):
-        """A set or wait on ``p`` at the current cycle, through the flag counters
-        (``dclock``: the dispatcher's vector clock at issue, with race checks)."""
-        env = self.env
-        if item.kind is WAIT:
-            start = env.now
-            yield from self._event_wait(p, item, seq)
-            if self.races is not None:
-                self.races.wait_flag(p.name, item.flag, dclock or {})
-            self._sync_row(item, seq, dispatched, start, env.now)
-            p.pending_waits.append(item.text)
-        else:   # SET
-            self._set(item.flag)
-            if self.races is not None:
-                self.races.set_flag(p.name, item.flag, item.label(seq), dclock or {})
-            self._sync_row(item, seq, dispatched, env.now, env.now)
-            self.recorder.add_record(p.last_op_row, item.text)
-
-    def _op(self, p: _Pipe, item, seq, dispatched, dclock):
-        """One instruction in event time (race checks, shared GM): recorded as it starts
-        (nothing else runs on its pipe until it ends), checked for races as it ends."""
+    def _event_wait_flag(self, p: _Pipe, item, seq, dispatched, dclock):
+        """A wait on ``p`` from the current cycle, through the flag counters (``dclock``:
+        the dispatcher's vector clock at issue, with race checks)."""
         start = self.env.now
-        end = self._run_op(p, item, seq, dispatched, start)
-        if end > start:
-            yield self.env.timeout(end - start)
+        yield from self._event_wait(p, item, seq)
         if self.races is not None:
-            self.races.op(p.name, item.label(seq), item.accesses or (), dclock or {}, seq)
+            self.races.wait_flag(p.name, item.flag, dclock or {})
+        self._sync_row(item, seq, dispatched, start, self.env.now)
+        p.pending_waits.append(item.text)
+
+    def _event_set(self, p: _Pipe, item, seq, dispatched, dclock) -> None:
+        """A set on ``p`` at the current cycle, through the flag counters."""
+        now = self.env.now
+        self._set(item.flag)
+        if self.races is not None:
+            self.races.set_flag(p.name, item.flag, item.label(seq), dclock or {})
+        self._sync_row(item, seq, dispatched, now, now)
+        self.recorder.add_record(p.last_op_row, item.text)
 
     def _run_op(self, p: _Pipe, item, seq, dispatched, start) -> int:
         """Cost an instruction starting at ``start`` in the pipe's stream state (and the
