@@ -220,7 +220,7 @@ class CrossUnit:
         item = Issued(OP, pipe, opcode, plan.cold_cycles, plan.warm_cycles,
                       plan.breaks_stream, None, plan, f"%{tile.name} ({path})",
                       str(st.loc or ""))
-        if window is not None and self._gm_windows:
+        if window is not None:
             item.gm = window
         return item
 
@@ -229,7 +229,10 @@ class CrossUnit:
         push (``end`` "push"; ``sub`` = the pushing AIV for vector -> cube) or a
         consumer's pop (``end`` "pop"). The whole tile of a slot is R x C valid elements;
         with ``split`` each AIV's part is R/2 rows (1) or C/2 columns (2) of it. The slot
-        index counts this unit's pushes or pops of the FIFO, as the slots rotate."""
+        index counts this unit's pushes or pops of the FIFO, as the slots rotate. None
+        when the run's GM model tracks no windows (no L2)."""
+        if not self._gm_windows:
+            return None
         key = (fifo.id, direction, end)
         k = self._fifo_moves.get(key, 0)
         self._fifo_moves[key] = k + 1
