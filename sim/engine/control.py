@@ -58,7 +58,7 @@ class ControlFlow:
         return ()
 
     def _value(self, op):
-        """Run-time value of an operand: a number, a tile, a GM pointer key or the
+        """Run-time value of an operand: a number, a tile's state, a GM pointer key or the
         (pointer, base, sizes, strides) of a GM view."""
         if isinstance(op, (Const, Scalar)):
             return self.scalar(op)
@@ -69,6 +69,10 @@ class ControlFlow:
                 return self.views[op.name]
             except KeyError:
                 raise UserError(f"view %{op.name} is used before it is defined") from None
+        if isinstance(op, Tile):
+            # its state now: a yield that swaps two tiles (ping-pong iter_args) hands each
+            # its partner's state, not whatever the partner is bound to after the first bind
+            return self._state(op, f"%{op.name}")
         return op
 
     def _bind(self, target, value) -> None:
@@ -76,6 +80,7 @@ class ControlFlow:
             self.views[target.name] = value
         elif isinstance(target, Tile):
             self.tiles[target] = self.tiles[value] if isinstance(value, Tile) else value
+            self.epoch += 1         # the tile may now have another address / valid region
         elif isinstance(target, GmPtr):
             self.values[target.name] = value
         else:

@@ -23,6 +23,7 @@ from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
 from sim.engine.ffts import CrossCore
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
+from sim.engine.operands import OperandSites
 from sim.engine.placement import place_tiles
 from sim.engine.units import BOTH, UnitSpec
 from sim.engine.xunit import CrossUnit
@@ -82,7 +83,7 @@ class _TileState:
         self.addr, self.rows, self.cols = addr, rows, cols
 
 
-class Interpreter(CrossUnit, CrossCore, ControlFlow):
+class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
 
     On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
@@ -142,9 +143,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
                           **self._control_handlers()}
         self._bind_args()
         self._verify = verify_instr if verify else None
-        if functional:
-            from sim.functional import execute as run_unit
-            self._run_unit = run_unit
+        self._init_operands()
 
     # --- arguments and memory ------------------------------------------------------------
 
@@ -281,20 +280,6 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         if st is None:
             return tile.type.valid_rows, tile.type.valid_cols
         return st.rows, st.cols
-
-    def tile_view(self, tile: Tile, st: _TileState, rows: int, cols: int) -> np.ndarray:
-        t = tile.type
-        buf = self._buffer(tile.loc.buffer)
-        end = st.addr + t.nbytes
-        if end > buf.size:
-            raise SimulationError(f"tile %{tile.name} at byte {st.addr} ends at {end}, past the "
-                                  f"{buf.size}-byte {tile.loc.buffer}")
-        flat = buf[st.addr:end].view(t.dtype.np_type)
-        if t.blayout is BLayout.ROW_MAJOR:
-            full = flat.reshape(t.rows, t.cols)
-        else:
-            full = flat.reshape(t.cols, t.rows).T
-        return full[:rows, :cols]
 
     # --- the walk ------------------------------------------------------------------------
 
@@ -475,7 +460,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
             cell[0] = self.epoch
         shape, plan = cell[1]
         if self.functional:
-            self._execute(instr, spec, srcs, tmp, shape, self._where(seq, instr))
+            self._execute(instr, spec, srcs, tmp, tiles, key, shape, seq, source)
         item = mine[0]      # one item per statement and plan
         if item is None or item.plan is not plan:
             item = mine[0] = Issued(
@@ -596,111 +581,5 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow):
         size = (ptr.dtype if ptr is not None else tile.dtype).size_bytes
         return Geometry(tile.type.layout, gm_layout, size, max(1, outer))
 
-    def _gm_tile(self, view: PartView, where: str) -> np.ndarray:
-        """A GM window as the 2-D matrix a tile holds. An NZ view is 4-D or 5-D (..., column
-        fractals, row fractals, 16, C0) (programming-model.md §3.3-4): element (r, c) of the
-        matrix is [c // C0, r // 16, r % 16, c % C0]; other layouts' strides already say
-        where element (r, c) lives."""
-        window = self._gm_window(view, where)
-        if self._view_layouts.get(view.name) == "nz" and window.ndim >= 4:
-            n1, n2, r0, c0 = window.shape[-4:]
-            lead = window.reshape(-1, n1, n2, r0, c0)
-            if lead.shape[0] != 1:
-                raise SimulationError(f"{where}: an NZ window's leading dims must be 1, found "
-                                      f"{list(window.shape)}")
-            return lead[0].transpose(1, 2, 0, 3).reshape(n2 * r0, n1 * c0)
-        return window
-
-    def _execute(self, instr, spec, srcs, tmp, shape, where) -> None:
-        dst = instr.outs[0]
-        fam = spec.family
-        if fam == "load":
-            st = self._state(dst, where)
-            window = self._gm_tile(instr.ins[0], where)
-            self._check_window(window, st.rows, st.cols, where)
-            self.tile_view(dst, st, st.rows, st.cols)[...] = window.reshape(st.rows, st.cols)
-            return
-        if fam == "store":
-            st = self._state(srcs[0], where)
-            window = self._gm_tile(dst, where)
-            self._check_window(window, st.rows, st.cols, where)
-            # an Acc source is converted to the GM element type on the way out (FIXPIPE)
-            window[...] = self.tile_view(srcs[0], st, st.rows, st.cols).reshape(window.shape)
-            return
-        from sim.functional.context import FnContext
-        R, C = shape.valid_rows, shape.valid_cols
-        dst_st = self._state(dst, where)
-        if spec.domain == "src":
-            dview = self.tile_view(dst, dst_st, dst_st.rows, dst_st.cols)
-            sviews = tuple(self._valid_view(s) for s in srcs)
-        else:
-            dview = self.tile_view(dst, dst_st, R, C)
-            sviews = tuple(self._valid_view(s) if _WHOLE_SOURCE(fam, i) else self._src_view(s, R, C)
-                           for i, s in enumerate(srcs))
-        tview = None
-        if tmp is not None:
-            ts = self.tiles[tmp]
-            tview = self.tile_view(tmp, ts, ts.rows, ts.cols)
-        scalars = tuple(self.scalar(o) for o in instr.ins if isinstance(o, (Const, Scalar)))
-        attrs = dict(instr.attrs)
-        extra = {}
-        if fam == "fillpad":        # TFILLPAD writes dst's whole capacity with its PadValue
-            extra = {"pad": dst.type.pad,
-                     "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
-        elif spec.name == "TEXTRACT":   # the window may reach past the source's valid region
-            s0 = srcs[0]
-            extra = {"src_capacity": self.tile_view(s0, self.tiles[s0], s0.type.rows, s0.type.cols)}
-        elif instr.opcode == "TINSERT":     # writes a window of dst's capacity
-            extra = {"dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
-        elif fam == "mgather":              # reads GM through the view
-            extra = {"table": self._gm_table(instr.ins[0], where)}
-        ctx = FnContext(
-            op=instr.opcode, where=where, dtype=dst.dtype, dst=dview, srcs=sviews,
-            scalars=scalars, scalar_first=isinstance(instr.ins[0], (Const, Scalar)),
-            tmp=tview, attrs={_ATTR.get(k, k): v for k, v in attrs.items()},
-            src_dtypes=tuple(s.dtype for s in srcs), inplace=shape.variant == "inplace",
-            strict=self.strict, quirks=self.target.quirks, extra=extra)
-        try:
-            self._run_unit(ctx)
-        except SimulationError as e:
-            if fam not in ("gather", "mgather"):
-                raise
-            self.data_error(str(e))
-
-    def _valid_view(self, tile):
-        st = self.tiles[tile]
-        return self.tile_view(tile, st, st.rows, st.cols)
-
-    def _src_view(self, tile, R, C):
-        st = self.tiles[tile]
-        t = tile.type
-        # Reading past a source's own valid region returns whatever the buffer holds
-        # (programming-model.md §3.5), so the view is cut from the capacity.
-        return self.tile_view(tile, st, min(R, t.rows), min(C, t.cols))
-
-    @staticmethod
-    def _check_window(window, rows, cols, where):
-        # An N-D window moves as (product of the outer dims) x (last dim): the outer GM dims
-        # iterate one copy each over consecutive tile rows (timing-model.md §5.2).
-        shape = window.shape or (1,)
-        outer = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-        if (outer, shape[-1]) != (rows, cols):
-            dims = "x".join(map(str, shape))
-            raise SimulationError(f"{where}: GM window is {dims} ({outer}x{shape[-1]} as rows x "
-                                  f"cols), the tile's valid region is {rows}x{cols}; they must "
-                                  f"match")
-
-
-def _WHOLE_SOURCE(family: str, index: int) -> bool:
-    """Sources read whole (their own valid region) rather than cut to the iteration domain:
-    broadcast sources, matmul operands, move/extract sources, TSEL's packed mask and
-    TGATHER's table."""
-    return (family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
-            or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
-            or (family in ("select", "gather") and index == 0))
-
 
 _GM_FAMILIES = ("load", "store")
-
-# IR attribute names -> the keys the functional units read
-_ATTR = {"rmode": "round", "cmpMode": "cmp", "sat": "sat"}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+
+import numpy as np
 
 from sim.engine.chip import Chip
 from sim.engine.limits import Limits, RunStopped
@@ -26,6 +28,12 @@ def _frozen_gc():
         yield
     finally:
         gc.unfreeze()
+
+
+def _numpy_errors(functional: bool):
+    """The functional units' numpy error state, set once for the run: floating-point
+    overflow and invalid results are data, not errors (``sim.functional.arith``)."""
+    return np.errstate(all="ignore") if functional else nullcontext()
 
 
 def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
@@ -86,7 +94,7 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
                 infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace,
                 limits=limits if watched else None)
     try:
-        with _frozen_gc():
+        with _frozen_gc(), _numpy_errors(functional):
             recording = chip.run()
             if watched:
                 limits.check()           # a run shorter than one check interval, too

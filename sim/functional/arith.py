@@ -7,11 +7,13 @@ hardware for every width up to 32 bits and like a 64-bit ALU for i64/u64.
 
 Floats are computed in the element type with IEEE-754 results: overflow gives inf,
 0/0 and other invalid operations give NaN, and numpy's warnings about them are
-suppressed because they are data, not errors. Types narrower than f32 (f16, bf16, the
-fp8 formats) are computed in f32 and rounded once to the element type; for +, -, *, /
-and sqrt f32 carries more than twice their precision, so that single rounding equals a
-native operation in the narrow type. Denormals are kept (the hardware's flush-to-zero
-is not modelled).
+suppressed because they are data, not errors. Units run under
+``np.errstate(all="ignore")`` set by their caller (``sim.functional.execute`` per call,
+the engine once per run), so these helpers, on every unit's path, set none of their own.
+Types narrower than f32 (f16, bf16, the fp8 formats) are computed in f32 and rounded
+once to the element type; for +, -, *, / and sqrt f32 carries more than twice their
+precision, so that single rounding equals a native operation in the narrow type.
+Denormals are kept (the hardware's flush-to-zero is not modelled).
 
 Integer division by zero (TDIV, TDIVS, TRECIP, TREM, TREMS, TFMOD, TFMODS on integer
 types) has no defined hardware result. The reference CPU simulator asserts on it in
@@ -33,9 +35,26 @@ from sim.isa.dtypes import DType
 
 def work_type(dt: DType) -> np.dtype:
     """The numpy type a unit computes ``dt`` values in."""
-    if dt.is_float:
-        return np.dtype(np.float32) if dt.bits < 32 else dt.np_type
-    return np.dtype(np.uint64) if dt.name == "u64" else np.dtype(np.int64)
+    wt = _WORK_TYPES.get(dt.name)
+    if wt is None:
+        if dt.is_float:
+            wt = np.dtype(np.float32) if dt.bits < 32 else dt.np_type
+        else:
+            wt = np.dtype(np.uint64) if dt.name == "u64" else np.dtype(np.int64)
+        _WORK_TYPES[dt.name] = wt
+    return wt
+
+
+_WORK_TYPES: dict[str, np.dtype] = {}
+
+# Ufuncs whose every element is one exactly rounded IEEE operation (or an exact integer
+# one). Their values do not depend on how numpy loops over the operands; which of two NaN
+# operands a result carries does (numpy's contiguous, strided and in-place loops pick
+# differently), so ``compute_into`` runs them on the operands themselves only when those
+# are contiguous, which is the loop the widened copies would run.
+_EXACT_ANY = frozenset({np.add, np.subtract, np.multiply, np.maximum, np.minimum,
+                        np.negative, np.absolute})
+_EXACT_FLOAT = _EXACT_ANY | {np.divide, np.sqrt}
 
 
 def widen(dt: DType, x) -> np.ndarray:
@@ -44,14 +63,34 @@ def widen(dt: DType, x) -> np.ndarray:
 
 def narrow(dt: DType, x) -> np.ndarray:
     """Round (floats) or wrap (integers) a work-type result back to ``dt``."""
-    with np.errstate(all="ignore"):
-        return np.asarray(x).astype(dt.np_type)
+    return np.asarray(x).astype(dt.np_type)
 
 
 def compute(dt: DType, fn: Callable, *operands) -> np.ndarray:
     """``fn`` applied in ``dt``'s work type, the result rounded or wrapped to ``dt``."""
-    with np.errstate(all="ignore"):
-        return narrow(dt, fn(*(widen(dt, x) for x in operands)))
+    return narrow(dt, fn(*(widen(dt, x) for x in operands)))
+
+
+def compute_into(ctx, fn: Callable, *operands) -> None:
+    """``compute(ctx.dtype, fn, *operands)`` written into ``ctx.dst``, without the copies
+    where they change nothing.
+
+    When the element type is its own work type (f32, f64, i64, u64), ``fn`` is an exact
+    element-wise ufunc and every operand is a contiguous array of that type shaped like
+    ``dst`` (or a 0-d one), ``fn`` runs on the operands as they are: straight into ``dst``
+    when the engine found it contiguous and apart from every operand (``ctx.dst_apart``),
+    else into a fresh array copied in."""
+    dt, dst = ctx.dtype, ctx.dst
+    wt = work_type(dt)
+    if (dst.dtype == wt and fn in (_EXACT_FLOAT if wt.kind == "f" else _EXACT_ANY)
+            and all(getattr(x, "dtype", None) == wt and x.flags.c_contiguous
+                    and (x.shape == dst.shape or not x.shape) for x in operands)):
+        if ctx.dst_apart:
+            fn(*operands, out=dst)
+        else:
+            dst[...] = fn(*operands)
+    else:
+        dst[...] = narrow(dt, fn(*(widen(dt, x) for x in operands)))
 
 
 def scalar(dt: DType, value) -> np.ndarray:
@@ -97,6 +136,12 @@ def divide(ctx, a, b) -> np.ndarray:
         return compute(dt, np.divide, a, b)
     a, b = np.broadcast_arrays(widen(dt, a), widen(dt, b))
     zero = zero_divisors(ctx, a, b)
-    with np.errstate(all="ignore"):
-        q = trunc_divide(a, np.where(zero, 1, b))
-    return narrow(dt, np.where(zero, 0, q))
+    return narrow(dt, np.where(zero, 0, trunc_divide(a, np.where(zero, 1, b))))
+
+
+def divide_into(ctx, a, b) -> None:
+    """``divide(ctx, a, b)`` written into ``ctx.dst`` (floats as ``compute_into`` does)."""
+    if ctx.dtype.is_float:
+        compute_into(ctx, np.divide, a, b)
+    else:
+        ctx.dst[...] = divide(ctx, a, b)

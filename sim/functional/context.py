@@ -30,6 +30,7 @@ class FnContext:
     attrs: dict = Factory(dict)  # e.g. {"round": "RINT", "sat": True, "cmp": "lt"}
     src_dtypes: tuple = ()        # element types of srcs (TCVT: differs from dtype)
     inplace: bool = False         # dst and the first source tile share their bytes
+    dst_apart: bool = False       # dst is contiguous and shares no byte with srcs or tmp
     strict: bool = True           # integer division by zero / out-of-range input -> error
     quirks: frozenset = frozenset()   # target-specific behaviours (models/<target>/semantics)
     extra: dict[str, Any] = Factory(dict)

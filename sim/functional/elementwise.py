@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.arith import compute, divide, require_float, scalar
+from sim.functional.arith import compute, compute_into, divide_into, require_float, scalar
 
 
 def _binary(fn):
     def unit(ctx) -> None:
         a, b = ctx.srcs
-        ctx.dst[...] = compute(ctx.dtype, fn, a, b)
+        compute_into(ctx, fn, a, b)
     return unit
 
 
@@ -42,7 +42,7 @@ def _unary(fn, float_only: bool = False):
         if float_only:
             require_float(ctx)
         (a,) = ctx.srcs
-        ctx.dst[...] = compute(ctx.dtype, fn, a)
+        compute_into(ctx, fn, a)
     return unit
 
 
@@ -52,12 +52,12 @@ def _rsqrt(x):
 
 def _tdiv(ctx) -> None:
     a, b = ctx.srcs
-    ctx.dst[...] = divide(ctx, a, b)
+    divide_into(ctx, a, b)
 
 
 def _trecip(ctx) -> None:
     (a,) = ctx.srcs
-    ctx.dst[...] = divide(ctx, scalar(ctx.dtype, 1), a)
+    divide_into(ctx, scalar(ctx.dtype, 1), a)
 
 
 def _trelu(ctx) -> None:
@@ -67,12 +67,12 @@ def _trelu(ctx) -> None:
 
 def _taddc(ctx) -> None:
     a, b, c = ctx.srcs
-    ctx.dst[...] = compute(ctx.dtype, np.add, compute(ctx.dtype, np.add, a, b), c)
+    compute_into(ctx, np.add, compute(ctx.dtype, np.add, a, b), c)
 
 
 def _tsubc(ctx) -> None:
     a, b, c = ctx.srcs
-    ctx.dst[...] = compute(ctx.dtype, np.add, compute(ctx.dtype, np.subtract, a, b), c)
+    compute_into(ctx, np.add, compute(ctx.dtype, np.subtract, a, b), c)
 
 
 KERNELS = {

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.arith import compute, divide, scalar
+from sim.functional.arith import compute, compute_into, divide_into, scalar
 
 
 def _with_scalar(fn):
     def unit(ctx) -> None:
         (a,) = ctx.srcs
-        ctx.dst[...] = compute(ctx.dtype, fn, a, scalar(ctx.dtype, ctx.scalars[0]))
+        compute_into(ctx, fn, a, scalar(ctx.dtype, ctx.scalars[0]))
     return unit
 
 
@@ -40,9 +40,9 @@ def _tsubs(ctx) -> None:
     s = scalar(ctx.dtype, ctx.scalars[0])
     if ctx.dtype.is_int and "tsubs_negate_via_float" in ctx.quirks:
         negated = scalar(ctx.dtype, -np.float32(s))
-        ctx.dst[...] = compute(ctx.dtype, np.add, a, negated)
+        compute_into(ctx, np.add, a, negated)
     else:
-        ctx.dst[...] = compute(ctx.dtype, np.subtract, a, s)
+        compute_into(ctx, np.subtract, a, s)
 
 
 def _reciprocal_multiply(ctx, a, s) -> np.ndarray:
@@ -55,11 +55,11 @@ def _tdivs(ctx) -> None:
     (a,) = ctx.srcs
     s = scalar(ctx.dtype, ctx.scalars[0])
     if ctx.scalar_first:
-        ctx.dst[...] = divide(ctx, s, a)
+        divide_into(ctx, s, a)
     elif ctx.dtype.is_float and ctx.inplace and "tdivs_inplace_reciprocal" in ctx.quirks:
         ctx.dst[...] = _reciprocal_multiply(ctx, a, s)
     else:
-        ctx.dst[...] = divide(ctx, a, s)
+        divide_into(ctx, a, s)
 
 
 def _texpands(ctx) -> None:
