@@ -188,10 +188,26 @@ class Recorder:
 
 def _categorical(codes: np.ndarray, values) -> pd.Categorical:
     """Categorical of ``values[codes]``: categories the values used, sorted, as pandas infers."""
-    values = np.asarray(list(values), dtype=object)
-    used = np.flatnonzero(np.bincount(codes, minlength=len(values)))
-    cats, inverse = np.unique(values[used], return_inverse=True)
+    values = list(values)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(values))).tolist()
+    cats = sorted({values[i] for i in used})
+    at = {c: i for i, c in enumerate(cats)}
     # codes in the small dtype pandas keeps them in, so it need not convert them
     remap = np.zeros(len(values), np.min_scalar_type(-len(cats) - 1))
-    remap[used] = inverse.reshape(-1)
-    return pd.Categorical.from_codes(remap[codes], pd.Index(cats, dtype=str))
+    remap[used] = [at[values[i]] for i in used]
+    return pd.Categorical.from_codes(remap[codes], dtype=_dtype(tuple(cats)), validate=False)
+
+
+_DTYPES: dict[tuple, pd.CategoricalDtype] = {}
+_MAX_DTYPES = 1024
+
+
+def _dtype(cats: tuple) -> pd.CategoricalDtype:
+    """The categorical dtype of ``cats``, made once per process: building one validates its
+    categories (a hash table of them), which costs more than the column of a short run."""
+    dtype = _DTYPES.get(cats)
+    if dtype is None:
+        if len(_DTYPES) >= _MAX_DTYPES:
+            _DTYPES.clear()
+        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(cats, dtype=str))
+    return dtype
