@@ -470,13 +470,27 @@ def _raise(errors: list[str], warnings: list[str]) -> None:
     raise err
 
 
+_VERDICTS: dict = {}         # (instr, target, valid regions of its tiles) -> diagnose()
+_MAX_VERDICTS = 1 << 14
+
+
 def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[str]:
     """The warnings of ``instr`` (each prefixed by ``where``; empty when clean).
 
     Raises VerifyError naming ``where`` if ``instr`` breaks a signature or target rule
     (its ``errors`` and ``warnings`` attributes list every message).
+
+    The verdict depends only on the instruction (operands by value), the target and its
+    tiles' valid regions, so it is kept per process: the units and cores of a chip, the
+    placements of one instruction and the runs of a sweep check it once.
     """
-    errors, warnings = diagnose(instr, target, valid_of)
+    key = (instr, target, *[tuple(valid_of(o)) for o in (*instr.outs, *instr.ins) if isinstance(o, Tile)])
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        if len(_VERDICTS) >= _MAX_VERDICTS:
+            _VERDICTS.clear()
+        verdict = _VERDICTS[key] = diagnose(instr, target, valid_of)
+    errors, warnings = verdict
     warnings = [f"{where}: {w}" for w in warnings]
     if errors:
         _raise([f"{where}: {e}" for e in errors], warnings)

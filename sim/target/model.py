@@ -26,6 +26,7 @@ from sim.errors import UserError
 __all__ = ["Buffer", "CceCost", "DmaPath", "Target", "load_target", "models_dir", "target_names"]
 
 
+@functools.cache             # where the package is installed does not move during a run
 def models_dir() -> Path:
     """The bundled ``models/`` directory: inside the wheel, or beside ``sim/`` in a checkout."""
     here = Path(__file__).resolve().parent.parent
