@@ -4,6 +4,7 @@ and a cube<->vector FIFO through GM (A2/A3) reuses its workspace slots in the L2
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sim
@@ -74,3 +75,24 @@ def test_fifo_workspace_stays_in_l2(cores):
     assert slots < streamed / 2          # the bound below is a real constraint
     assert r.memory["hbm"]["bytes"] <= inputs + output + slots
     assert r.memory["l2"]["bytes"] >= inputs + output + streamed
+
+
+def test_the_lines_of_a_window_are_the_lines_its_elements_lie_in():
+    """``_L2.lines`` against the line of every element's first byte (an element never
+    straddles a line: item sizes divide the line), over random row-major, column-major
+    and overlapping-row windows."""
+    from sim.engine.gm import _L2
+    l2 = _L2({"line_bytes": 512, "capacity_bytes": 1 << 20})
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        rows, cols = int(rng.integers(1, 40)), int(rng.integers(1, 600))
+        isz = int(rng.choice([1, 2, 4]))
+        kind = int(rng.integers(0, 3))
+        rs, cs = ((int(rng.integers(cols, cols + 700)), 1) if kind == 0 else
+                  (1, int(rng.integers(rows, rows + 700))) if kind == 1 else
+                  (int(rng.integers(0, 900)), 1))
+        base = int(rng.integers(0, 5000))
+        r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        want = np.unique(((base + r * rs + c * cs) * isz // 512).ravel())
+        got = l2.lines(("x", base, rows, cols, rs, cs, isz))
+        assert np.array_equal(got, want), (base, rows, cols, rs, cs, isz)

@@ -89,7 +89,14 @@ class _L2:
             first = starts // self.line
             last = (starts + cols * isz - 1) // self.line
             n = int((last - first).max()) + 1
-            lines = np.minimum(first[:, None] + np.arange(n), last[:, None])
+            lines = np.minimum(first[:, None] + np.arange(n), last[:, None]).ravel()
+            if rows == 1 or rs > 0 and bool((first[1:] >= last[:-1]).all()):
+                # rows in address order, sharing at most a boundary line: the lines come
+                # sorted, so dropping repeats is enough (no sort)
+                keep = np.empty(lines.size, bool)
+                keep[0] = True
+                np.not_equal(lines[1:], lines[:-1], out=keep[1:])
+                return lines[keep]
         else:
             r, c = np.meshgrid(np.arange(rows, dtype=np.int64), np.arange(cols, dtype=np.int64))
             lines = (base + r * rs + c * cs) * isz // self.line

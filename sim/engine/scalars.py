@@ -103,6 +103,22 @@ def _bitcast(v, src_t: str, dst_t: str):
     return v
 
 
+# float and integer binary ops (unary ones ignore ``b``), built once rather than per call
+_FOPS = {"addf": lambda a, b: a + b, "subf": lambda a, b: a - b, "mulf": lambda a, b: a * b,
+         "divf": lambda a, b: _fdiv(a, b), "negf": lambda a, b: -a,
+         "maxnumf": max, "minnumf": min, "maximumf": max, "minimumf": min,
+         "remf": math.fmod}
+_IOPS = {
+    "addi": lambda a, b, t: a + b, "subi": lambda a, b, t: a - b, "muli": lambda a, b, t: a * b,
+    "andi": lambda a, b, t: a & b, "ori": lambda a, b, t: a | b, "xori": lambda a, b, t: a ^ b,
+    "shli": lambda a, b, t: a << b, "shrsi": lambda a, b, t: a >> b,
+    "shrui": lambda a, b, t: _unsigned(a, t) >> b,
+    "maxsi": lambda a, b, t: max(a, b), "minsi": lambda a, b, t: min(a, b),
+    "maxui": lambda a, b, t: max(_unsigned(a, t), _unsigned(b, t)),
+    "minui": lambda a, b, t: min(_unsigned(a, t), _unsigned(b, t)),
+}
+
+
 def evaluate(op: str, args: list, types: list, result_type: str, attrs: dict):
     """Value of ``%r = <op> args`` where ``types`` are the operands' MLIR types."""
     name = op.removeprefix("arith.")
@@ -132,24 +148,12 @@ def evaluate(op: str, args: list, types: list, result_type: str, attrs: dict):
     if name == "cmpf":
         return int(_cmpf(attrs["predicate"], a, b))
     if name.endswith("f") and name not in ("shli",) and _is_float(t):
-        fops = {"addf": lambda: a + b, "subf": lambda: a - b, "mulf": lambda: a * b,
-                "divf": lambda: _fdiv(a, b),
-                "negf": lambda: -a, "maxnumf": lambda: max(a, b), "minnumf": lambda: min(a, b),
-                "maximumf": lambda: max(a, b), "minimumf": lambda: min(a, b),
-                "remf": lambda: math.fmod(a, b)}
-        if name in fops:
-            return coerce(fops[name](), t)
-    iops = {
-        "addi": lambda: a + b, "subi": lambda: a - b, "muli": lambda: a * b,
-        "andi": lambda: a & b, "ori": lambda: a | b, "xori": lambda: a ^ b,
-        "shli": lambda: a << b, "shrsi": lambda: a >> b,
-        "shrui": lambda: _unsigned(a, t) >> b,
-        "maxsi": lambda: max(a, b), "minsi": lambda: min(a, b),
-        "maxui": lambda: max(_unsigned(a, t), _unsigned(b, t)),
-        "minui": lambda: min(_unsigned(a, t), _unsigned(b, t)),
-    }
-    if name in iops:
-        return wrap(iops[name](), t)
+        f = _FOPS.get(name)
+        if f is not None:
+            return coerce(f(a, b), t)
+    f = _IOPS.get(name)
+    if f is not None:
+        return wrap(f(a, b, t), t)
     if name in ("divsi", "divui", "remsi", "remui", "ceildivsi", "ceildivui", "floordivsi"):
         if b == 0:
             raise SimulationError(f"arith.{name}: division by zero ({a} / 0)")
