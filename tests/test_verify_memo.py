@@ -17,14 +17,16 @@ from sim.errors import VerifyError
 R, C = 16, 64
 
 
-def _kernel(src_valid):
+def _kernel(src_valid, extra_loads: int = 0):
+    """TADD of a and b, b's valid region ``src_valid``, behind ``extra_loads`` more TLOADs."""
     k = sim.Kernel("memo")
     ga, gb, gc = (k.gm(n, "f32", (R, C)) for n in "abc")
     a, b, c = (k.tile("vec", "f32", R, C, valid=(None, None), name=n) for n in "abc")
     for t in (a, c):
         k.set_valid(t, R, C)
     k.set_valid(b, *src_valid)
-    k.TLOAD(a, ga)
+    for _ in range(1 + extra_loads):
+        k.TLOAD(a, ga)
     k.TLOAD(b, gb)
     k.TADD(c, a, b)
     k.TSTORE(gc, c)
@@ -43,21 +45,6 @@ def test_an_invalid_verdict_does_not_stick_to_the_valid_case():
     assert sim.simulate(_kernel((R, C)), functional=False).total_cycles > 0
 
 
-def _kernel_behind(extra_loads: int, src_valid):
-    k = sim.Kernel("memo")
-    ga, gb, gc = (k.gm(n, "f32", (R, C)) for n in "abc")
-    a, b, c = (k.tile("vec", "f32", R, C, valid=(None, None), name=n) for n in "abc")
-    for t in (a, c):
-        k.set_valid(t, R, C)
-    k.set_valid(b, *src_valid)
-    for _ in range(1 + extra_loads):
-        k.TLOAD(a, ga)
-    k.TLOAD(b, gb)
-    k.TADD(c, a, b)
-    k.TSTORE(gc, c)
-    return k
-
-
 def _failing_seq(k) -> int:
     with pytest.raises(VerifyError) as e:
         sim.simulate(k, functional=False)
@@ -67,5 +54,5 @@ def _failing_seq(k) -> int:
 
 
 def test_a_kept_verdict_names_the_instruction_that_breaks_the_rule_now():
-    first = _failing_seq(_kernel_behind(0, (8, 32)))
-    assert _failing_seq(_kernel_behind(3, (8, 32))) >= first + 3
+    first = _failing_seq(_kernel((8, 32)))
+    assert _failing_seq(_kernel((8, 32), extra_loads=3)) >= first + 3
