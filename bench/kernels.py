@@ -19,7 +19,7 @@ import numpy as np
 
 import sim
 
-__all__ = ["KERNELS", "build"]
+__all__ = ["KERNELS", "build", "warmup"]
 
 ROWS, COLS, CHUNKS = 32, 64, 8
 _VEC_OPS = ("TADD", "TMULS", "TMAX", "TSUB")
@@ -30,12 +30,13 @@ class _VectorStream:
 
     per_step = 2 + len(_VEC_OPS)
 
-    def __init__(self, k: sim.Kernel):
+    def __init__(self, k: sim.Kernel, rows: int = ROWS, prefix: str = ""):
         rng = np.random.default_rng(1)
-        self.k = k
-        self.x = k.gm("x", "f32", (CHUNKS * ROWS, COLS), rng.uniform(-2, 2, (CHUNKS * ROWS, COLS)))
-        self.y = k.gm("y", "f32", (CHUNKS * ROWS, COLS))
-        self.sets = [[k.tile("vec", "f32", ROWS, COLS, name=f"{n}{s}") for n in "abc"]
+        self.k, self.rows = k, rows
+        self.x = k.gm(f"{prefix}x", "f32", (CHUNKS * rows, COLS),
+                      rng.uniform(-2, 2, (CHUNKS * rows, COLS)))
+        self.y = k.gm(f"{prefix}y", "f32", (CHUNKS * rows, COLS))
+        self.sets = [[k.tile("vec", "f32", rows, COLS, name=f"{prefix}{n}{s}") for n in "abc"]
                      for s in range(2)]
         self.inputs_free = [None, None]     # V done reading set s (WAR for its next TLOAD)
         self.result_free = [None, None]     # store done reading set s's result (WAR for V)
@@ -44,7 +45,7 @@ class _VectorStream:
     def step(self, budget: int) -> int:
         k, s, i = self.k, self.i % 2, self.i
         a, b, c = self.sets[s]
-        rows = slice((i % CHUNKS) * ROWS, (i % CHUNKS + 1) * ROWS)
+        rows = slice((i % CHUNKS) * self.rows, (i % CHUNKS + 1) * self.rows)
         free = [self.inputs_free[s]] if self.inputs_free[s] else []
         e = k.TLOAD(a, self.x[rows, :], *free)
         n = 1
@@ -133,3 +134,16 @@ KERNELS = {"vector": _vector, "cube": _cube}
 
 def build(name: str, n: int) -> sim.Kernel:
     return KERNELS[name](n)
+
+
+def warmup() -> sim.Kernel:
+    """A few vector instructions on other tiles and shapes than every benchmark kernel's: a
+    run of it loads what a first run loads (pandas, SimPy, the functional units) without
+    filling the per-process caches (lowering, verifier verdicts, trace dtypes) for the
+    instructions a measured run issues."""
+    k = sim.Kernel("bench_warmup")
+    v = _VectorStream(k, rows=16, prefix="warm_")
+    issued = 0
+    while issued < 12:
+        issued += v.step(12 - issued)
+    return k
