@@ -383,6 +383,8 @@ class Machine:
         a shared GM model observe each at its own cycle)."""
         env = self.env
         queue = p.queue
+        counts = self.flags.counts
+        plain = self.races is None and not self.ideal_sync
         while True:
             if not queue:
                 p.busy = False
@@ -412,6 +414,15 @@ class Machine:
             elif kind is SET:
                 self._event_set(p, item, seq, dispatched, dclock)
             else:
+                key = item.flag
+                f = counts.get(key) if plain else None
+                if f is not None and f[0] > 0 and type(key) is tuple:
+                    # a unit-local flag already set: taken at once (no generator)
+                    f[0] -= 1
+                    now = env.now
+                    self._sync_row(item, seq, dispatched, now, now)
+                    p.pending_waits.append(item.text)
+                    continue
                 yield from self._event_wait_flag(p, item, seq, dispatched, dclock)
 
     def _event_wait(self, p, item, seq):
