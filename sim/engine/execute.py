@@ -442,7 +442,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             info = self._by_value[instr] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text,
                                             tiles, len(self._by_value), [-1, None])
         # per object: its source text and [its Issued item for the current plan]
-        hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None])
+        hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None])
         return hit
 
     def _where(self, seq, instr) -> str:
@@ -466,10 +466,21 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             item = mine[0] = Issued(
                 OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles, plan.breaks_stream,
                 None, plan, text, source)
+        gm_window = self._gm_windows and spec.family in _GM_FAMILIES
         if self.track_accesses:
-            item = item.copy()
-            item.accesses = instr_accesses(self, instr, srcs, tmp)
-        if self._gm_windows and spec.family in _GM_FAMILIES:
+            # one item per statement, plan and accesses: most executions touch the bytes the
+            # previous one did, and a race-checked run queues its whole stream ahead (an
+            # item carrying its GM window is its execution's own)
+            accesses = instr_accesses(self, instr, srcs, tmp)
+            kept = mine[1]
+            if not gm_window and kept is not None and kept[0] is item \
+                    and kept[1].accesses == accesses:
+                item = kept[1]
+            else:
+                base, item = item, item.copy()
+                item.accesses = accesses
+                mine[1] = (base, item)
+        if gm_window:
             if not self.track_accesses:       # else it is a copy already
                 item = item.copy()
             item.gm = self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
