@@ -31,6 +31,7 @@ from sim.engine.gm import GlobalMemory
 from sim.engine.machine import Machine, describe_stuck
 from sim.engine.placement import place_tiles
 from sim.engine.races import RaceDetector
+from sim.engine.record import frame
 from sim.engine.units import layout, unit_program
 from sim.engine.xraces import ChipRaces, UnitRaces
 from sim.engine.xunit import ChipState
@@ -164,9 +165,4 @@ class ChipRecording:
 
     def frame(self) -> pd.DataFrame:
         """Every unit's rows, by start cycle, then core, unit and id."""
-        frames = [r.frame() for r in self.recorders]
-        df = pd.concat([f.astype({c: str for c in f.columns if f[c].dtype == "category"})
-                        for f in frames], ignore_index=True)
-        df = df.sort_values(["start_cycle", "core", "unit", "id"], kind="stable")
-        return df.reset_index(drop=True).astype({c: "category" for c in frames[0].columns
-                                                 if frames[0][c].dtype == "category"})
+        return frame(self.recorders)

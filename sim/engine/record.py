@@ -28,7 +28,7 @@ from sim.errors import UserError
 from sim.timing.plan import COLD, RESTART, WARM
 from sim.trace.schema import COLUMNS, DTYPES
 
-__all__ = ["Recorder", "TRACE_MODES", "STREAM"]
+__all__ = ["Recorder", "TRACE_MODES", "STREAM", "frame"]
 
 TRACE_MODES = ("full", "ops", "none")
 STREAM = {"": 0, COLD: 1, WARM: 2, RESTART: 3}     # stream state -> code in the row array
@@ -155,35 +155,78 @@ class Recorder:
 
     def frame(self) -> pd.DataFrame:
         """The trace DataFrame (schema of ``sim.trace.schema``), rows by start cycle, then id."""
-        rows = np.frombuffer(self.cols, dtype=np.int64).reshape(-1, _W) if len(self.cols) else \
-            np.zeros((0, _W), np.int64)
-        order = np.lexsort((rows[:, _SEQ], rows[:, _START]))
+        return frame((self,))
 
-        def column(i):      # one field, rows sorted: its own contiguous array
-            return rows[:, i].take(order)
 
-        sid = column(_SID)
-        static = list(zip(*self.statics)) if self.statics else [()] * len(_STATIC)
-        field = dict(zip(_STATIC, static))
-        n = len(order)
-        start, end = column(_START), column(_END)
-        cols = {"id": column(_SEQ), "core": np.full(n, self.core, np.int64),
-                "unit": _categorical(np.zeros(n, np.int64), [self.unit]),
-                "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
-                "end_cycle": end, "duration_cycles": end - start,
-                "stream": _categorical(column(_STREAM), _STREAM_TEXT),
-                "waits": _categorical(column(_WAITS), self.texts),
-                "records": _categorical(column(_RECORDS), self.texts)}
-        for name in _STATIC:
-            values = field[name]
-            if DTYPES[name] == "int64":
-                cols[name] = np.asarray(values, np.int64).reshape(-1)[sid] if n else \
-                    np.zeros(0, np.int64)
-            else:
-                cols[name] = _categorical(sid, values)
-        # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
-        # block, doubling the peak memory of a long trace)
-        return pd.DataFrame({c: cols[c] for c in COLUMNS}, copy=False)
+def _rows(r: Recorder) -> np.ndarray:
+    return (np.frombuffer(r.cols, dtype=np.int64).reshape(-1, _W) if len(r.cols)
+            else np.zeros((0, _W), np.int64))
+
+
+def frame(recorders) -> pd.DataFrame:
+    """The trace DataFrame of one or more units' recordings (the schema of
+    ``sim.trace.schema``): rows by start cycle, then core, unit and id.
+
+    Every unit numbers its static rows and texts itself; with several units they are
+    merged into one table each (a unit's ids mapped onto it with numpy), so the whole
+    chip's trace is built from integer arrays as one unit's is."""
+    if len(recorders) == 1:
+        r = recorders[0]
+        rows, statics, texts = _rows(r), r.statics, r.texts
+        cores = units = None
+        unit_names = [r.unit]
+    else:
+        static_ids: dict = {}
+        text_ids: dict = {}
+        unit_names = sorted({r.unit for r in recorders})
+        sizes = [len(r.cols) // _W for r in recorders]
+        rows = np.empty((sum(sizes), _W), np.int64)
+        cores, units = np.empty(len(rows), np.int64), np.empty(len(rows), np.int64)
+        at = 0
+        for r, size in zip(recorders, sizes):
+            part = rows[at:at + size]
+            part[...] = _rows(r)
+            smap = np.array([static_ids.setdefault(st, len(static_ids)) for st in r.statics]
+                            or [0], np.int64)
+            tmap = np.array([text_ids.setdefault(t, len(text_ids)) for t in r.texts], np.int64)
+            part[:, _SID] = smap[part[:, _SID]]
+            part[:, _WAITS] = tmap[part[:, _WAITS]]
+            part[:, _RECORDS] = tmap[part[:, _RECORDS]]
+            cores[at:at + size] = r.core
+            units[at:at + size] = unit_names.index(r.unit)
+            at += size
+        statics, texts = list(static_ids), list(text_ids)
+    keys = (rows[:, _SEQ], rows[:, _START]) if cores is None else \
+        (rows[:, _SEQ], units, cores, rows[:, _START])
+    order = np.lexsort(keys)
+
+    def column(i):      # one field, rows sorted: its own contiguous array
+        return rows[:, i].take(order)
+
+    sid = column(_SID)
+    static = list(zip(*statics)) if statics else [()] * len(_STATIC)
+    field = dict(zip(_STATIC, static))
+    n = len(order)
+    start, end = column(_START), column(_END)
+    cols = {"id": column(_SEQ),
+            "core": np.full(n, recorders[0].core, np.int64) if cores is None else cores.take(order),
+            "unit": _categorical(np.zeros(n, np.int64) if units is None else units.take(order),
+                                 unit_names),
+            "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
+            "end_cycle": end, "duration_cycles": end - start,
+            "stream": _categorical(column(_STREAM), _STREAM_TEXT),
+            "waits": _categorical(column(_WAITS), texts),
+            "records": _categorical(column(_RECORDS), texts)}
+    for name in _STATIC:
+        values = field[name]
+        if DTYPES[name] == "int64":
+            cols[name] = np.asarray(values, np.int64).reshape(-1)[sid] if n else \
+                np.zeros(0, np.int64)
+        else:
+            cols[name] = _categorical(sid, values)
+    # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
+    # block, doubling the peak memory of a long trace)
+    return pd.DataFrame({c: cols[c] for c in COLUMNS}, copy=False)
 
 
 def _categorical(codes: np.ndarray, values) -> pd.Categorical:
