@@ -69,7 +69,8 @@ def one(kernel: str, n: int, mode: str) -> dict:
     k = kernels.build(kernel, n)
     program = k.program()
     build_s = time.perf_counter() - t0
-    inputs = dict(k.inputs)
+    inputs, block_dim = dict(k.inputs), k.block_dim
+    opts["block_dim"] = block_dim
     del k
     gc.collect()
     before = _rss_bytes()
@@ -78,7 +79,7 @@ def one(kernel: str, n: int, mode: str) -> dict:
     trace = r.trace
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    ops = int((trace["kind"] == "op").sum()) if len(trace) else n
+    ops = r.instructions
     out = {"kernel": kernel, "n": ops, "mode": mode, "build_s": build_s, "sim_s": secs,
            "instr_per_s": ops / secs, "cpu_s": cpu, "instr_per_cpu_s": ops / cpu,
            "peak_rss_mb": peak / 2**20,

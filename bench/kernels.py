@@ -9,8 +9,15 @@
   (TLOAD A/B to L1, TEXTRACT / TMOV to L0A / L0B, TMATMUL into L0C, TSTORE from L0C), the
   two streams independent, as the two sections of a mixed kernel issue on one unit.
 
-Both read and write a small GM window over and over, so memory is the engine's, not the
-data's. ``build(name, n)`` returns a kernel of exactly ``n`` PTO instructions.
+* ``chip``: the whole chip — ``CORES`` cores, each an AIC running the cube stream and two
+  AIVs each running a vector stream (a quarter of a core's instructions on the cube, the
+  rest split between the vector units), every unit on its own GM rows by block and
+  sub-block index, all units in one SimPy environment with the shared GM bandwidth and
+  L2 model (the engine's event path).
+
+All read and write a small GM window over and over, so memory is the engine's, not the
+data's. ``build(name, n)`` returns a kernel of exactly ``n`` PTO instructions (``chip``:
+``n`` rounded down to whole units, executed over all of them).
 """
 
 from __future__ import annotations
@@ -30,12 +37,17 @@ class _VectorStream:
 
     per_step = 2 + len(_VEC_OPS)
 
-    def __init__(self, k: sim.Kernel, rows: int = ROWS, prefix: str = ""):
+    def __init__(self, k: sim.Kernel, rows: int = ROWS, prefix: str = "", units: int = 1,
+                 unit=0):
+        """``units`` streams share the GM tensors, ``unit`` (an int or a run-time Index)
+        picks this one's rows."""
         rng = np.random.default_rng(1)
         self.k, self.rows = k, rows
-        self.x = k.gm(f"{prefix}x", "f32", (CHUNKS * rows, COLS),
-                      rng.uniform(-2, 2, (CHUNKS * rows, COLS)))
-        self.y = k.gm(f"{prefix}y", "f32", (CHUNKS * rows, COLS))
+        # the rows of each chunk, computed once (each Index sum is a scalar statement)
+        self.starts = [unit * (CHUNKS * rows) + j * rows for j in range(CHUNKS)]
+        total = units * CHUNKS * rows
+        self.x = k.gm(f"{prefix}x", "f32", (total, COLS), rng.uniform(-2, 2, (total, COLS)))
+        self.y = k.gm(f"{prefix}y", "f32", (total, COLS))
         self.sets = [[k.tile("vec", "f32", rows, COLS, name=f"{prefix}{n}{s}") for n in "abc"]
                      for s in range(2)]
         self.inputs_free = [None, None]     # V done reading set s (WAR for its next TLOAD)
@@ -45,7 +57,8 @@ class _VectorStream:
     def step(self, budget: int) -> int:
         k, s, i = self.k, self.i % 2, self.i
         a, b, c = self.sets[s]
-        rows = slice((i % CHUNKS) * self.rows, (i % CHUNKS + 1) * self.rows)
+        r = self.starts[i % CHUNKS]
+        rows = slice(r, r + self.rows)
         free = [self.inputs_free[s]] if self.inputs_free[s] else []
         e = k.TLOAD(a, self.x[rows, :], *free)
         n = 1
@@ -69,12 +82,16 @@ class _CubeStream:
 
     per_step = 6
 
-    def __init__(self, k: sim.Kernel):
+    def __init__(self, k: sim.Kernel, units: int = 1, unit=0):
+        """``units`` streams read the same A and B and write their own rows of C, ``unit``
+        (an int or a run-time Index) picks this one's."""
         rng = np.random.default_rng(2)
         self.k = k
         self.a = k.gm("ga", "f16", (64, 32), rng.uniform(-1, 1, (64, 32)))
         self.b = k.gm("gb", "f16", (32, 64), rng.uniform(-1, 1, (32, 64)))
-        self.c = k.gm("gc", "f32", (64, 64))
+        c = k.gm("gc", "f32", (units * 64, 64))
+        r = unit * 64
+        self.c = c[r:r + 64, :]
         lay = dict(blayout="col_major", slayout="row_major")
         self.sets = [dict(mA=k.tile("mat", "f16", 64, 32, name=f"mA{s}", **lay),
                           mB=k.tile("mat", "f16", 32, 64, name=f"mB{s}", **lay),
@@ -129,7 +146,29 @@ def _cube(n: int) -> sim.Kernel:
     return k
 
 
-KERNELS = {"vector": _vector, "cube": _cube}
+def _chip(n: int) -> sim.Kernel:
+    """Mixed kernel on ``CORES`` cores: per core, the AIC runs the cube stream and each AIV
+    a vector stream, every unit on its own GM rows (block / sub-block index)."""
+    k = sim.Kernel("bench_chip", block_dim=CORES)
+    per_core = n // CORES
+    n_cube = _CubeStream.per_step * (per_core // 24)       # a quarter, whole steps
+    n_vec = (per_core - n_cube) // 2
+    with k.cube():
+        c = _CubeStream(k, units=CORES, unit=k.block_idx)
+        issued = 0
+        while issued < n_cube:
+            issued += c.step(n_cube - issued)
+    with k.vector():
+        v = _VectorStream(k, units=2 * CORES, unit=k.block_idx * 2 + k.subblock_idx)
+        issued = 0
+        while issued < n_vec:
+            issued += v.step(n_vec - issued)
+    return k
+
+
+CORES = 8           # the chip kernel's block_dim (a 910B has 24 cores; 8 keep 10^3 meaningful)
+
+KERNELS = {"vector": _vector, "cube": _cube, "chip": _chip}
 
 
 def build(name: str, n: int) -> sim.Kernel:
