@@ -1,0 +1,42 @@
+"""The benchmark kernels (``bench/kernels.py``) are what ``bench_engine.py`` says they are:
+their instruction counts, race-free synchronisation, and for ``chip`` every unit of
+every core at work."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import sim
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import kernels  # noqa: E402
+
+
+@pytest.mark.parametrize("name, n", [("vector", 97), ("cube", 131)])
+def test_a_one_unit_kernel_has_exactly_n_instructions_and_no_race(name, n):
+    r = sim.simulate(kernels.build(name, n), races=True, functional=False)
+    assert r.instructions == n
+    assert r.races == ()
+
+
+def test_the_chip_kernel_runs_every_unit_of_every_core_race_free():
+    k = kernels.build("chip", 1200)
+    assert k.block_dim == kernels.CORES
+    r = sim.simulate(k, races=True)
+    # n rounded down to whole units: at most a few instructions per core short
+    assert 1200 - 2 * kernels.CORES <= r.instructions <= 1200
+    assert r.races == ()
+    ops = r.trace[r.trace.kind == "op"]
+    assert ops.groupby(["core", "unit"], observed=True).size().size == 3 * kernels.CORES
+    # the units overlap: the run is far shorter than its units' busy time added up
+    assert r.total_cycles < ops.duration_cycles.sum() / 4
+
+
+def test_the_warmup_kernel_shares_no_instruction_with_the_measured_ones():
+    warm = {st for st in kernels.warmup().program().main.body if type(st).__name__ == "Instr"}
+    for name in ("vector", "cube"):
+        body = kernels.build(name, 60).program().main.body
+        assert not warm & {st for st in body if type(st).__name__ == "Instr"}
