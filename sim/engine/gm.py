@@ -78,12 +78,16 @@ class _L2:
         self.hits = 0
         self.misses = 0
 
-    def lines(self, window) -> np.ndarray:
+    def lines(self, window) -> "np.ndarray | slice":
         """Line numbers a GM window touches: ``(key, base, rows, cols, row stride, col
-        stride, itemsize)`` in elements."""
+        stride, itemsize)`` in elements; a ``slice`` of them when the window is one
+        contiguous run of bytes (a whole-row tile: the common case, kept off numpy)."""
         _, base, rows, cols, rs, cs, isz = window
         if cs != 1 and rs == 1:               # column-contiguous (DN): swap the roles
             rows, cols, rs, cs = cols, rows, cs, rs
+        if cs == 1 and (rs == cols or rows == 1):
+            start = base * isz
+            return slice(start // self.line, (start + rows * cols * isz - 1) // self.line + 1)
         if cs == 1:
             starts = (base + np.arange(rows, dtype=np.int64) * rs) * isz
             first = starts // self.line
@@ -108,7 +112,10 @@ class _L2:
         lines = self.lines(window)
         key = window[0]
         st, dirty = self.stamps.get(key), self.dirty.get(key)
-        need = int(lines[-1]) + 1
+        if type(lines) is slice:
+            need, count = lines.stop, lines.stop - lines.start
+        else:
+            need, count = int(lines[-1]) + 1, lines.size
         if st is None or st.size < need:
             size = max(need, 2 * (0 if st is None else st.size))
             grown, grown_dirty = np.full(size, _NEVER, np.int64), np.zeros(size, bool)
@@ -117,19 +124,22 @@ class _L2:
             st, dirty = self.stamps[key], self.dirty[key] = grown, grown_dirty
         present = (self.brought - st[lines]) < self.capacity_lines
         hit = int(np.count_nonzero(present))
-        self.brought += lines.size - hit
+        self.brought += count - hit
         st[lines] = self.brought
         self.hits += hit
-        self.misses += lines.size - hit
+        self.misses += count - hit
         dirtied = 0
         if write:
             # an evicted line's write-back was charged when it was dirtied
             was = dirty[lines] & present
-            dirtied = lines.size - int(np.count_nonzero(was))
+            dirtied = count - int(np.count_nonzero(was))
             dirty[lines] = True
-        elif hit < lines.size:
-            dirty[lines[~present]] = False
-        return hit, lines.size, dirtied
+        elif hit < count:
+            touched = dirty[lines]            # a view for a slice, a copy for an array
+            touched[~present] = False
+            if type(lines) is not slice:
+                dirty[lines] = touched
+        return hit, count, dirtied
 
 
 class GlobalMemory:
