@@ -1,14 +1,17 @@
 """Engine speed: simulated instructions per second, memory and trace size, 10^3 ... 10^6 instructions.
 
 For every kernel of ``bench/kernels.py`` (``vector``: double-buffered with RecordEvent sync
-and WAR hand-backs; ``cube``: that plus a double-buffered cube stream) at every size, it
-builds the kernel through the builder, then simulates it timing-only and with the numpy
-functional units, end to end: ``sim.simulate`` plus reading ``Result.trace`` (the pandas
-DataFrame). Mode ``races`` is timing-only with race checking on (as ``ptosim run`` checks a
+and WAR hand-backs; ``cube``: that plus a double-buffered cube stream on the same unit;
+``chip``: 8 cores, each running the cube stream on its cube unit and a vector stream on
+each of its two vector units) at every size, it builds the kernel through the builder,
+then simulates it timing-only and with the numpy functional units, end to end:
+``sim.simulate`` plus reading ``Result.trace`` (the pandas DataFrame of every unit's rows). Mode ``races`` is timing-only with race checking on (as ``ptosim run`` checks a
 kernel that synchronises by hand) and no trace rows (``trace="none"``), so its memory is the
 race checker's. Each case runs in a fresh process so its peak RSS is its own. Printed per
 case:
 
+* ``instrs``      PTO instructions simulated over all units (``Result.instructions``; for
+  ``chip`` the size asked for rounded down to whole units);
 * ``build s``     building the kernel and its program through the builder;
 * ``sim s``, ``k instr/s``   wall seconds end to end incl. the trace, and PTO instructions
   simulated per wall second;
@@ -29,7 +32,7 @@ Targets on a 2-core machine (issue #11): >= 300 k instr/s timing-only on ``vecto
 
     python bench/bench_engine.py                 # 10^3 .. 10^5 (about a minute)
     python bench/bench_engine.py --max 1000000   # up to 10^6
-    python bench/bench_engine.py --kernels vector --modes timing --sizes 100000
+    python bench/bench_engine.py --kernels chip --modes timing --sizes 100000
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ def one(kernel: str, n: int, mode: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", nargs="+", default=["vector", "cube"])
+    ap.add_argument("--kernels", nargs="+", default=["vector", "cube", "chip"])
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--sizes", nargs="+", type=int, help="instruction counts (default 10^3 .. --max)")
     ap.add_argument("--max", type=int, default=100_000, help="largest size when --sizes is not given")
