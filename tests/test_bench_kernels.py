@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sim
@@ -40,3 +41,19 @@ def test_the_warmup_kernel_shares_no_instruction_with_the_measured_ones():
     for name in ("vector", "cube"):
         body = kernels.build(name, 60).program().main.body
         assert not warm & {st for st in body if type(st).__name__ == "Instr"}
+
+
+def test_the_chip_kernel_counts_the_same_without_a_trace():
+    k = kernels.build("chip", 600)
+    assert sim.simulate(k, trace="none").instructions == sim.simulate(k).instructions
+
+
+def test_each_core_of_the_chip_kernel_writes_its_own_rows():
+    """One whole cube step per core: every core's 64 rows of ``gc`` hold A . B (a core
+    that ignored its block index would leave the others' rows zero)."""
+    k = kernels.build("chip", kernels.CORES * 24)
+    a = k.inputs["ga"].reshape(64, 32).astype(np.float32)
+    b = k.inputs["gb"].reshape(32, 64).astype(np.float32)
+    c = sim.simulate(k, functional=True).output("gc").reshape(kernels.CORES, 64, 64)
+    for core in range(kernels.CORES):
+        np.testing.assert_allclose(c[core], a @ b, rtol=1e-3, atol=1e-3)
