@@ -32,6 +32,7 @@ Targets on a 2-core machine (issue #11): >= 300 k instr/s timing-only on ``vecto
 
     python bench/bench_engine.py                 # 10^3 .. 10^5 (about a minute)
     python bench/bench_engine.py --max 1000000   # up to 10^6
+    python bench/bench_engine.py --repeat 3      # the median of 3 processes per case
     python bench/bench_engine.py --kernels chip --modes timing --sizes 100000
 """
 
@@ -42,6 +43,7 @@ import gc
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -103,6 +105,9 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--sizes", nargs="+", type=int, help="instruction counts (default 10^3 .. --max)")
     ap.add_argument("--max", type=int, default=100_000, help="largest size when --sizes is not given")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each case in N fresh processes and print the median of each "
+                         "figure (short runs are noisy on a shared machine)")
     ap.add_argument("--json", action="store_true", help="one JSON object per case")
     ap.add_argument("--one", nargs=3, metavar=("KERNEL", "N", "MODE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -118,12 +123,16 @@ def main(argv=None) -> int:
     for kernel in args.kernels:
         for mode in args.modes:
             for n in sizes:
-                out = subprocess.run([sys.executable, __file__, "--one", kernel, str(n), mode],
-                                     capture_output=True, text=True)
-                if out.returncode:
-                    sys.stderr.write(out.stderr)
-                    return out.returncode
-                r = json.loads(out.stdout)
+                runs = []
+                for _ in range(max(1, args.repeat)):
+                    out = subprocess.run([sys.executable, __file__, "--one", kernel, str(n), mode],
+                                         capture_output=True, text=True)
+                    if out.returncode:
+                        sys.stderr.write(out.stderr)
+                        return out.returncode
+                    runs.append(json.loads(out.stdout))
+                r = {k: (statistics.median(x[k] for x in runs)
+                         if isinstance(v, float) else v) for k, v in runs[0].items()}
                 if args.json:
                     print(json.dumps(r))
                     continue
