@@ -30,7 +30,7 @@ other tiles and shapes: the imports are paid there, the per-instruction caches a
 Targets on a 2-core machine (issue #11): >= 300 k instr/s timing-only on ``vector``,
 >= 100 k instr/s functional, flat from 10^3 to 10^6, <= 600 B per instruction.
 
-    python bench/bench_engine.py                 # 10^3 .. 10^5 (about a minute)
+    python bench/bench_engine.py                 # 10^3 .. 10^5 (about two minutes)
     python bench/bench_engine.py --max 1000000   # up to 10^6
     python bench/bench_engine.py --repeat 3      # the median of 3 processes per case
     python bench/bench_engine.py --kernels chip --modes timing --sizes 100000
