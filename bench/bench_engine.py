@@ -20,6 +20,8 @@ case:
 * ``peak MB``     the process's peak RSS;
 * ``B/instr``     (peak RSS - RSS before simulating) / instructions: the engine's memory;
 * ``trace B/instr``  bytes of the trace DataFrame (``memory_usage(deep=True)``) per instruction;
+* after each kernel and mode, the CPU time per instruction between consecutive sizes and
+  the fixed cost per run the two smallest imply (cost = fixed + marginal x n);
 * ``again k/cpu s``  the same program simulated (and its trace read) a second time in the
   process, as the runs of a sweep or a notebook loop go: what the first run worked out per
   distinct instruction (lowering, verifier verdicts, trace dtypes) is kept per process.
@@ -122,6 +124,7 @@ def main(argv=None) -> int:
               f"{'trace B/instr':>13} {'cycles':>10} {'again k/cpu s':>13}")
     for kernel in args.kernels:
         for mode in args.modes:
+            points = []                         # (instructions, CPU seconds) per size
             for n in sizes:
                 runs = []
                 for _ in range(max(1, args.repeat)):
@@ -133,6 +136,7 @@ def main(argv=None) -> int:
                     runs.append(json.loads(out.stdout))
                 r = {k: (statistics.median(x[k] for x in runs)
                          if isinstance(v, float) else v) for k, v in runs[0].items()}
+                points.append((r["n"], r["n"] / r["instr_per_cpu_s"]))
                 if args.json:
                     print(json.dumps(r))
                     continue
@@ -141,7 +145,18 @@ def main(argv=None) -> int:
                       f"{r['instr_per_cpu_s'] / 1e3:>8.1f} {r['peak_rss_mb']:>8.0f} "
                       f"{r['bytes_per_instr']:>8.0f} {r['trace_bytes_per_instr']:>13.0f} "
                       f"{r['cycles']:>10} {r['again_instr_per_cpu_s'] / 1e3:>13.1f}", flush=True)
+            if len(points) > 1 and not args.json:
+                print(f"{'':<8} {mode:<10} {_marginal(points)}", flush=True)
     return 0
+
+
+def _marginal(points) -> str:
+    """CPU time per instruction between consecutive sizes, and the fixed cost per run that
+    the two smallest imply: time = fixed + marginal x n is linear when the marginals agree."""
+    steps = [(t1 - t0) / (n1 - n0) for (n0, t0), (n1, t1) in zip(points, points[1:])]
+    fixed = points[0][1] - steps[0] * points[0][0]
+    return ("marginal us/instr " + " -> ".join(f"{x * 1e6:.2f}" for x in steps)
+            + f"; fixed {fixed * 1e3:.1f} ms per run")
 
 
 if __name__ == "__main__":
