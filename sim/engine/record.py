@@ -10,6 +10,8 @@ number, static id, dispatch / start / end cycle, stream state, and the ids of it
 ``frame()`` builds the trace DataFrame of ``sim.trace.schema`` from these arrays with numpy:
 the text columns are categoricals whose codes come straight from the static ids, rows sorted
 by start cycle then id (stable), as the schema promises. ``Result.trace`` calls it lazily.
+A chip's units are merged the same way (``frame(recorders)``: each unit's static ids and
+texts mapped onto one table, rows by start cycle, core, unit and id).
 
 What is kept is selectable (``simulate(..., trace=...)``): ``"full"`` every row, ``"ops"``
 no rows for synchronisation statements (their flags still show in ``waits`` / ``records``),
