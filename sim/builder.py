@@ -56,6 +56,7 @@ def _pipe_name(p: str) -> str:
 
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
+_N_OUT: dict[str, int] = {}      # opcode -> destination operands the builder takes
 
 
 def _caller() -> "SourceLoc | None":
@@ -157,6 +158,7 @@ class Kernel(ChipKernel):
         self._manual_known: dict[tuple, dict] = {}    # (src, dst, id) -> what its set knows
         self._last_wait: dict[tuple, int] = {}        # (src, dst, id) -> its latest wait
         self._interned: dict = {}
+        self._built: dict = {}          # what built a statement (class or opcode, operands, loc) -> it
 
     # --- declarations --------------------------------------------------------------------
 
@@ -256,6 +258,15 @@ class Kernel(ChipKernel):
         (a Python loop) shares its object, which lets the engine cache its work per object."""
         return self._interned.setdefault((stmt, stmt.loc), stmt)
 
+    def _flag(self, cls, src, dst, eid, loc):
+        """The interned ``cls(src, dst, eid)`` issued from ``loc``, built only the first time
+        (a loop issues the same few flags from one line over and over)."""
+        key = (cls, src, dst, eid, loc)
+        stmt = self._built.get(key)
+        if stmt is None:
+            stmt = self._built[key] = self._intern(cls(src, dst, eid, loc=loc))
+        return stmt
+
     def _emit(self, stmt) -> int:
         self._entries.append([stmt, []])
         if self._section is not None:
@@ -292,26 +303,36 @@ class Kernel(ChipKernel):
     def instr(self, name: str, *operands, **attrs) -> Event:
         """Issue opcode ``name``: outs first, then ins, then RecordEvent tokens to wait on."""
         spec = _opcode(name)
-        events = [o for o in operands if isinstance(o, Event)]
-        events += list(attrs.pop("wait", ()) or ())
-        ops = [o for o in operands if not isinstance(o, Event)]
-        n_out = sum(not t.endswith("?") for t in spec.outs.split())   # optional outs: IR only
+        ops, events = [], []
+        for o in operands:
+            (events if type(o) is Event else ops).append(o)
+        if "wait" in attrs:
+            events += list(attrs.pop("wait") or ())
+        n_out = _N_OUT.get(spec.name)
+        if n_out is None:       # optional outs (T?) are IR only
+            n_out = _N_OUT[spec.name] = sum(not t.endswith("?") for t in spec.outs.split())
         if len(ops) < n_out:
             raise UserError(f"{spec.name}: expected {n_out} destination operand(s) first")
         outs, ins = ops[:n_out], ops[n_out:]
-        first_tile = next((o for o in ops if isinstance(o, Tile)), None)
-        dt = first_tile.dtype if first_tile is not None else None
-        if spec.name in ("TEXTRACT",):
-            dt = None
-        outs_ir = tuple(self._operand(o, dt) for o in outs)
-        ins_ir = tuple(self._operand(o, dt) for o in ins)
-        out_locs = [o.loc if isinstance(o, Tile) else None for o in outs_ir]
-        in_locs = [o.loc if isinstance(o, Tile) else None for o in ins_ir]
+        dt = None
+        if spec.name != "TEXTRACT":
+            for o in ops:
+                if type(o) is Tile:
+                    dt = o.dtype
+                    break
+        outs_ir = tuple(o if type(o) is Tile else self._operand(o, dt) for o in outs)
+        ins_ir = tuple(o if type(o) is Tile else self._operand(o, dt) for o in ins)
+        out_locs = [o.loc if type(o) is Tile else None for o in outs_ir]
+        in_locs = [o.loc if type(o) is Tile else None for o in ins_ir]
         pipe = spec.pipe(out_locs, in_locs)
         loc = _caller()
         for ev in events:
             self._wait(ev, pipe, loc)
-        idx = self._emit(self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc)))
+        key = (spec.name, outs_ir, ins_ir, tuple(sorted(attrs.items())) if attrs else (), loc)
+        stmt = self._built.get(key)           # the statement this line issued before, if any
+        if stmt is None:
+            stmt = self._built[key] = self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
+        idx = self._emit(stmt)
         return Event(self, idx, pipe)
 
     def _wait(self, ev: Event, pipe: str, loc) -> None:
@@ -330,8 +351,8 @@ class Kernel(ChipKernel):
         here = len(self._entries)
         passed = max(ev.known.get(pipe, -1), ev.known["*"])
         eid = self._free_id(ev.pipe, pipe, ev.index, here, loc, passed)
-        self._entries[ev.index][1].append(self._intern(SetFlag(ev.pipe, pipe, eid, loc=loc)))
-        self._emit(self._intern(WaitFlag(ev.pipe, pipe, eid, loc=loc)))
+        self._entries[ev.index][1].append(self._flag(SetFlag, ev.pipe, pipe, eid, loc))
+        self._emit(self._flag(WaitFlag, ev.pipe, pipe, eid, loc))
         self._clocks.join(self._section, pipe, ev.known, (ev.pipe, ev.index))
         self._last_wait[(ev.pipe, pipe, eid)] = here
 
