@@ -5,9 +5,10 @@ and WAR hand-backs; ``cube``: that plus a double-buffered cube stream on the sam
 ``chip``: 8 cores, each running the cube stream on its cube unit and a vector stream on
 each of its two vector units) at every size, it builds the kernel through the builder,
 then simulates it timing-only and with the numpy functional units, end to end:
-``sim.simulate`` plus reading ``Result.trace`` (the pandas DataFrame of every unit's rows). Mode ``races`` is timing-only with race checking on (as ``ptosim run`` checks a
-kernel that synchronises by hand) and no trace rows (``trace="none"``), so its memory is the
-race checker's. Each case runs in a fresh process so its peak RSS is its own. Printed per
+``sim.simulate`` plus reading ``Result.trace`` (the pandas DataFrame of every unit's
+rows). Mode ``races`` is timing-only with race checking on (as ``ptosim run`` checks a
+kernel that synchronises by hand) and no trace rows (``trace="none"``), so its memory is
+the race checker's. Each case runs in a fresh process so its peak RSS is its own. Printed per
 case:
 
 * ``instrs``      PTO instructions simulated over all units (``Result.instructions``; for
@@ -20,11 +21,11 @@ case:
 * ``peak MB``     the process's peak RSS;
 * ``B/instr``     (peak RSS - RSS before simulating) / instructions: the engine's memory;
 * ``trace B/instr``  bytes of the trace DataFrame (``memory_usage(deep=True)``) per instruction;
-* after each kernel and mode, the CPU time per instruction between consecutive sizes and
-  the fixed cost per run the two smallest imply (cost = fixed + marginal x n);
 * ``again k/cpu s``  the same program simulated (and its trace read) a second time in the
   process, as the runs of a sweep or a notebook loop go: what the first run worked out per
-  distinct instruction (lowering, verifier verdicts, trace dtypes) is kept per process.
+  distinct instruction (lowering, verifier verdicts, trace dtypes) is kept per process;
+* after each kernel and mode, the CPU time per instruction between consecutive sizes and
+  the fixed cost per run the two smallest imply (cost = fixed + marginal x n).
 
 Before the measured run the process simulates ``kernels.warmup()``, a few instructions on
 other tiles and shapes: the imports are paid there, the per-instruction caches are not.

@@ -23,7 +23,7 @@ from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
 from sim.engine.ffts import CrossCore
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
-from sim.engine.operands import OperandSites
+from sim.engine.operands import OperandSites, instr_where
 from sim.engine.placement import place_tiles
 from sim.engine.units import BOTH, UnitSpec
 from sim.engine.xunit import CrossUnit
@@ -441,12 +441,13 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             # the cell caches (state epoch, (shape, plan)) for every equal instruction
             info = self._by_value[instr] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text,
                                             tiles, len(self._by_value), [-1, None])
-        # per object: its source text and [its Issued item for the current plan]
+        # per object: its source text and [its Issued item for the current plan, and
+        # (that item, its copy carrying the last execution's accesses) in race-checked runs]
         hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None])
         return hit
 
     def _where(self, seq, instr) -> str:
-        return f"instruction #{seq} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
+        return instr_where(seq, instr.opcode, str(instr.loc or ""))
 
     def _instr(self, instr: Instr) -> Issued:
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = (

@@ -418,7 +418,7 @@ class Machine:
                 f = counts.get(key) if plain else None
                 if f is not None and f[0] > 0 and type(key) is tuple:
                     # a unit-local flag already set: taken at once (no generator)
-                    f[0] -= 1
+                    self.flags.take(key)
                     now = env.now
                     self._sync_row(item, seq, dispatched, now, now)
                     p.pending_waits.append(item.text)

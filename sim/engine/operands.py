@@ -40,7 +40,7 @@ from sim.errors import SimulationError
 from sim.isa.program import Const, Scalar
 from sim.isa.tile import BLayout, Tile
 
-__all__ = ["OperandSites"]
+__all__ = ["OperandSites", "instr_where"]
 
 _MAX_ENTRIES = 1 << 14      # tile views and sites kept per interpreter (memory bound)
 
@@ -50,7 +50,8 @@ _ATTR = {"rmode": "round", "cmpMode": "cmp", "sat": "sat"}
 _LENIENT = ("gather", "mgather")    # families whose unit errors may come from random GM data
 
 
-def _where(seq: int, op: str, source: str) -> str:
+def instr_where(seq: int, op: str, source: str) -> str:
+    """How messages name an executed instruction: ``instruction #12 TADD (k.pto:7:5)``."""
     return f"instruction #{seq} {op}" + (f" ({source})" if source else "")
 
 
@@ -67,7 +68,7 @@ class _UnitSite(_Site):
 
     def run(self, interp, seq: int, source: str) -> None:
         ctx = self.ctx
-        ctx.where = _where(seq, self.op, source)
+        ctx.where = instr_where(seq, self.op, source)
         if self.scalar_ops:
             ctx.scalars = tuple(map(interp.scalar, self.scalar_ops))
         if self.table is not None:          # MGATHER reads GM through its view
@@ -93,7 +94,7 @@ class _MoveSite(_Site):
         value = interp.views.get(self.view)
         if (value is not self.value or self.to is None
                 or interp.gm.get(interp.values.get(value[0].name, value[0].name)) is not self.arr):
-            interp._bind_move(self, _where(seq, self.op, source))
+            interp._bind_move(self, instr_where(seq, self.op, source))
             if self.to is None:
                 return
         self.to[...] = self.frm
@@ -156,7 +157,7 @@ class OperandSites:
                 if len(self._sites) >= _MAX_ENTRIES:
                     self._sites.clear()
                 site = self._sites[key] = self._bind_site(instr, spec, srcs, tmp, shape,
-                                                          _where(seq, instr.opcode, source))
+                                                          instr_where(seq, instr.opcode, source))
                 site.sig = sig
             site.epoch = self.epoch
         site.run(self, seq, source)

@@ -484,7 +484,8 @@ def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[st
     tiles' valid regions, so it is kept per process: the units and cores of a chip, the
     placements of one instruction and the runs of a sweep check it once.
     """
-    key = (instr, target, *[tuple(valid_of(o)) for o in (*instr.outs, *instr.ins) if isinstance(o, Tile)])
+    key = (instr, target,
+           *[tuple(valid_of(o)) for o in (*instr.outs, *instr.ins) if isinstance(o, Tile)])
     verdict = _VERDICTS.get(key)
     if verdict is None:
         if len(_VERDICTS) >= _MAX_VERDICTS:
