@@ -44,6 +44,7 @@ TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps ever
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections import deque
 
@@ -56,6 +57,9 @@ from sim.engine.record import STREAM, Recorder
 from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine", "describe_stuck"]
+
+
+_ENTRY = struct.Struct("2q").pack       # seq, dispatch cycle of a queued item
 
 
 class _Pipe:
@@ -88,8 +92,7 @@ class _Pipe:
 
     def put(self, item, seq, dispatched) -> None:
         self.queue.append(item)
-        self.meta.append(seq)
-        self.meta.append(dispatched)
+        self.meta.frombytes(_ENTRY(seq, dispatched))    # as record.py's rows: fast
 
     def peek(self) -> tuple:
         """(item, seq, dispatch cycle) at the head of the queue."""
@@ -155,6 +158,7 @@ class Machine:
         timed = batch and gm is None and races is None
         self.timed = TimedFlags(self.env) if timed else None
         self._set_cycles = self.timed.sets if timed else None
+        self._sleepers = self.timed.sleepers if timed else None
 
     # --- public --------------------------------------------------------------------------
 
@@ -230,6 +234,7 @@ class Machine:
         env = self.env
         pipes = self.pipes
         step = self._step if self.timed is not None else None
+        run_op = self._run_op
         races = self.races
         cycles = self.dispatch_cycles
         now = env.now           # changes only while the dispatcher yields
@@ -249,9 +254,15 @@ class Machine:
                     now = env.now
                     continue
                 p = self._pipe(pipe)
-            # an idle pipe takes the item at once, by arithmetic (see the module doc)
-            if step is not None and not p.queue and step(p, item, seq, now):
-                continue
+            # an idle pipe takes the item at once, by arithmetic (see the module doc); an
+            # instruction always can (``_step``'s first case, without its call: hot)
+            if step is not None and not p.queue:
+                if item.kind is OP:
+                    t = p.t
+                    p.t = run_op(p, item, seq, now, t if t > now else now)
+                    continue
+                if step(p, item, seq, now):
+                    continue
             p.put(item, seq, now)
             if races is not None:
                 p.clocks.append(races.issued(item))
@@ -373,7 +384,13 @@ class Machine:
             p.t = end
         else:       # SET
             if not self.ideal_sync:
-                self.timed.fire(key, t)
+                q = self._set_cycles.get(key)       # TimedFlags.fire, inline: hot
+                if q is None:
+                    self.timed.fire(key, t)
+                else:
+                    q.append(t)
+                    if self._sleepers:
+                        self.timed.wake(key)
             self._sync_row(item, seq, dispatched, t, t)
             self.recorder.add_record(p.last_op_row, item.text)
             p.t = t
