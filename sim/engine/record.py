@@ -250,6 +250,7 @@ def _categorical(codes: np.ndarray, values) -> pd.Categorical:
 
 _DTYPES: dict[tuple, pd.CategoricalDtype] = {}
 _MAX_DTYPES = 1024
+_STR = pd.Index([], dtype=str).dtype    # the string dtype pandas infers, resolved once
 
 
 def _dtype(cats: tuple) -> pd.CategoricalDtype:
@@ -259,5 +260,5 @@ def _dtype(cats: tuple) -> pd.CategoricalDtype:
     if dtype is None:
         if len(_DTYPES) >= _MAX_DTYPES:
             _DTYPES.clear()
-        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(cats, dtype=str))
+        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(cats, dtype=_STR))
     return dtype
