@@ -218,29 +218,37 @@ def frame(recorders) -> pd.DataFrame:
     start, end = column(_START), column(_END)
     cols = {"id": column(_SEQ),
             "core": np.full(n, recorders[0].core, np.int64) if cores is None else cores.take(order),
-            "unit": _categorical(np.zeros(n, np.int64) if units is None else units.take(order),
-                                 unit_names),
+            "unit": _categorical(np.zeros(n, np.int8), unit_names, [0] if n else []) if units is None
+            else _categorical(units.take(order), unit_names),
             "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
             "end_cycle": end, "duration_cycles": end - start,
             "stream": _categorical(column(_STREAM), _STREAM_TEXT),
             "waits": _categorical(column(_WAITS), texts),
             "records": _categorical(column(_RECORDS), texts)}
+    used = _used(sid, len(statics))      # the static rows the trace has: one count for all
     for name in _STATIC:
         values = field[name]
         if DTYPES[name] == "int64":
             cols[name] = np.asarray(values, np.int64).reshape(-1)[sid] if n else \
                 np.zeros(0, np.int64)
         else:
-            cols[name] = _categorical(sid, values)
+            cols[name] = _categorical(sid, values, used)
     # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
     # block, doubling the peak memory of a long trace)
     return pd.DataFrame({c: cols[c] for c in COLUMNS}, copy=False)
 
 
-def _categorical(codes: np.ndarray, values) -> pd.Categorical:
-    """Categorical of ``values[codes]``: categories the values used, sorted, as pandas infers."""
+def _used(codes: np.ndarray, size: int) -> list:
+    """The codes in ``codes`` (of ``range(size)``), ascending."""
+    return np.flatnonzero(np.bincount(codes, minlength=size)).tolist()
+
+
+def _categorical(codes: np.ndarray, values, used=None) -> pd.Categorical:
+    """Categorical of ``values[codes]``: categories the values used (``used``: the codes
+    present, when known), sorted, as pandas infers."""
     values = list(values)
-    used = np.flatnonzero(np.bincount(codes, minlength=len(values))).tolist()
+    if used is None:
+        used = _used(codes, len(values))
     cats = sorted({values[i] for i in used})
     at = {c: i for i, c in enumerate(cats)}
     # codes in the small dtype pandas keeps them in, so it need not convert them
