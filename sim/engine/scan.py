@@ -23,6 +23,7 @@ from sim.isa.tile import Tile
 __all__ = ["Facts", "scan"]
 
 _TALLOC = ("pto.talloc_to_aiv", "pto.talloc_to_aic")
+_OTHERS = frozenset((Alloc, For, Section, If, PipeOp))      # the other kinds scan reads
 
 
 @attrs.frozen
@@ -63,6 +64,8 @@ def _scan(bodies) -> Facts:
             t = type(st)
             if t is Instr:
                 instrs[id(st)] = st
+            elif t not in _OTHERS:      # flags, views, scalar code: the rest of the statements
+                continue
             elif t is Alloc:
                 allocs.append(st)
             elif t is For:
