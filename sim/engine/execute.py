@@ -76,6 +76,34 @@ def _random(dt: DType, n: int, rng) -> np.ndarray:
     return rng.integers(0, 200, n).astype(dt.np_type)
 
 
+_ROLES: dict = {}        # (instruction, its constants' text) -> _operand_roles
+_PLANS: dict = {}        # (shape, plan) of a verified instruction in a state: Interpreter._plan
+
+
+def _operand_roles(instr: Instr) -> tuple:
+    """(spec, pipe, source tiles, tmp tile, operand text, tiles) of an instruction: what
+    depends on it alone, worked out once per process (runs of a sweep, units of a chip).
+    Equal constants may print differently (1 and 1.0, 0.0 and -0.0), so their text is
+    part of the key: the operand text is the instruction's own."""
+    key = (instr, *[repr(o.value) for o in (*instr.outs, *instr.ins) if type(o) is Const])
+    roles = _ROLES.get(key)
+    if roles is None:
+        spec = OPCODES.get(instr.opcode)
+        if spec is None:
+            raise UserError(f"{instr.loc or 'instruction'}: unknown opcode {instr.opcode!r}")
+        out_locs = [o.loc if isinstance(o, Tile) else None for o in instr.outs]
+        in_locs = [o.loc if isinstance(o, Tile) else None for o in instr.ins]
+        tiles_in = [o for o in instr.ins if isinstance(o, Tile)]
+        n_req = max(sig.split().count("T") for sig in spec.ins)
+        srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
+        tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
+        if len(_ROLES) >= 1 << 16:
+            _ROLES.clear()
+        roles = _ROLES[key] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp,
+                                 instr.operand_text, tiles)
+    return roles
+
+
 class _TileState:
     __slots__ = ("addr", "rows", "cols")
 
@@ -428,19 +456,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             return hit
         info = self._by_value.get(instr)      # an equal instruction issued elsewhere
         if info is None:
-            spec = OPCODES.get(instr.opcode)
-            if spec is None:
-                raise UserError(f"{instr.loc or 'instruction'}: unknown opcode {instr.opcode!r}")
-            out_locs = [o.loc if isinstance(o, Tile) else None for o in instr.outs]
-            in_locs = [o.loc if isinstance(o, Tile) else None for o in instr.ins]
-            tiles_in = [o for o in instr.ins if isinstance(o, Tile)]
-            n_req = max(sig.split().count("T") for sig in spec.ins)
-            srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
-            text = instr.operand_text
-            tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
             # the cell caches (state epoch, (shape, plan)) for every equal instruction
-            info = self._by_value[instr] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text,
-                                            tiles, len(self._by_value), [-1, None])
+            info = self._by_value[instr] = (*_operand_roles(instr), len(self._by_value),
+                                            [-1, None])
         # per object: its source text and [its Issued item for the current plan, and
         # (that item, its copy carrying the last execution's accesses) in race-checked runs]
         hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None])
@@ -507,12 +525,37 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         cached = self._plans.get(sig)
         if cached is None:
             where = self._where(seq, instr)
+            known = None
             if self._verify is not None:
                 for w in self._verify(instr, self.target, self.valid_of, where) or ():
                     self.warnings.setdefault(w, None)
-            shape = self._shape(instr, spec, srcs, where)
-            cached = self._plans[sig] = (shape, lower(shape, pipe, self.target))
+                # kept for every run of the process: a verified instruction has the
+                # operand kinds _plan_facts reads
+                known = (instr, self.target, sig[1:], self._plan_facts(instr, spec, srcs))
+                cached = _PLANS.get(known)
+            if cached is None:
+                shape = self._shape(instr, spec, srcs, where)
+                cached = (shape, lower(shape, pipe, self.target))
+                if known is not None:
+                    if len(_PLANS) >= 1 << 16:
+                        _PLANS.clear()
+                    _PLANS[known] = cached
+            self._plans[sig] = cached
         return cached
+
+    def _plan_facts(self, instr, spec, srcs):
+        """What ``_shape`` reads beyond the instruction, the target and its tiles' states:
+        the geometry of a transfer's GM window, where placement put a binary op's sources
+        (the bank conflict hint). Reading more there means adding it here
+        (tests/test_plan_memo.py changes each part)."""
+        fam = spec.family
+        if fam in ("load", "mgather"):
+            return self._geometry(instr.ins[0], instr.outs[0])
+        if fam == "store":
+            return self._geometry(instr.outs[0], srcs[0])
+        if fam == "binary":
+            return tuple(map(self._placed.get, srcs))
+        return None
 
     def _tassign(self, instr, seq, where, text) -> Issued:
         tile = instr.outs[0]
