@@ -1,9 +1,10 @@
 """Plans are kept per process (``sim.engine.execute._PLANS``).
 
-An instruction's plan depends on the instruction by value, the target, its tiles' addresses and valid regions, and — what ``Interpreter._plan_facts``
-adds — the geometry of a transfer's GM window and where placement put a binary op's
-sources. For each part a pair of kernels whose instructions are equal but for that part
-runs one after the other: each must cost what it costs alone.
+An instruction's plan depends on the instruction by value, the target, its tiles'
+addresses and valid regions, and — what ``Interpreter._plan_facts`` adds — the geometry
+of a transfer's GM window and where placement put a binary op's sources. For each part a
+pair of kernels whose instructions are equal but for that part runs one after the other:
+each must cost what it costs alone.
 """
 
 from __future__ import annotations

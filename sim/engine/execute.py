@@ -35,6 +35,7 @@ from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
+from sim.timing.banks import HINT as BANK_HINT, same_bank
 from sim.timing.dma_geometry import Geometry
 from sim.timing.hints import shape_hints
 
@@ -382,9 +383,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         ptr, base, shape, strides = self.views[st.source.name]
         offs = [int(self.scalar(x)) for x in st.offsets]
         sizes = [int(self.scalar(x)) for x in st.sizes]
-        where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
         for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
             if o < 0 or n <= 0 or o + n > cap:
+                where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
                 self.data_error(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
                                 f"tensor extent {cap}")
                 break
@@ -620,7 +621,6 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
             # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
             # for placement decisions, not for addresses the engine picked itself
-            from sim.timing.banks import HINT as BANK_HINT, same_bank
             a, b = self.tiles[srcs[0]].addr, self.tiles[srcs[1]].addr
             if (self._placed.get(srcs[0]) != a and self._placed.get(srcs[1]) != b
                     and same_bank(self.target, a, b)):
