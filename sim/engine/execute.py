@@ -139,6 +139,8 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.gm, self._filled, self._gm_dtypes = ({}, {}, {}) if gm is None else gm
         self.chip = chip
         self._gm_windows = gm_windows
+        # nothing is done per execution of an instruction beyond handing its item over
+        self._static_items = not (functional or track_accesses or gm_windows)
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
@@ -313,8 +315,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
     # --- the walk ------------------------------------------------------------------------
 
     def issue(self):
-        """Generator of ``Issued`` items, in program order."""
-        yield from self._block(self.fn.body)
+        """Generator of ``Issued`` items, in program order (the walk of the function's
+        body itself: one generator less for every item to pass through)."""
+        return self._block(self.fn.body)
 
     def _next(self) -> int:
         self.seq += 1
@@ -469,10 +472,15 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         return instr_where(seq, instr.opcode, str(instr.loc or ""))
 
     def _instr(self, instr: Instr) -> Issued:
-        spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = (
-            self._static.get(id(instr)) or self._static_info(instr))
+        info = self._static.get(id(instr)) or self._static_info(instr)
         seq = self.seq
         self.seq = seq + 1
+        cell, mine = info[7], info[9]
+        if self._static_items and cell[0] == self.epoch:     # same tile state: same item
+            item = mine[0]
+            if item is not None and item.plan is cell[1][1]:
+                return item
+        spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
             return self._tassign(instr, seq, self._where(seq, instr), text)
         if cell[0] != self.epoch:

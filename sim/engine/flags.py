@@ -71,6 +71,10 @@ class TimedFlags:
         if q is None:
             q = self.sets[key] = deque()
         q.append(cycle)
+        self.wake(key)
+
+    def wake(self, key) -> None:
+        """Wake the waiter sleeping on ``key``, if any (its set has just fired)."""
         ev = self.sleepers.pop(key, None)
         if ev is not None:
             ev.succeed()

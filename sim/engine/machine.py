@@ -115,6 +115,7 @@ class Machine:
         timed = batch and gm is None and races is None
         self.timed = TimedFlags(self.env) if timed else None
         self._set_cycles = self.timed.sets if timed else None
+        self._sleepers = self.timed.sleepers if timed else None
 
     # --- public --------------------------------------------------------------------------
 
@@ -190,6 +191,7 @@ class Machine:
         env = self.env
         pipes = self.pipes
         step = self._step if self.timed is not None else None
+        run_op = self._run_op
         races = self.races
         cycles = self.dispatch_cycles
         now = env.now           # changes only while the dispatcher yields
@@ -209,9 +211,15 @@ class Machine:
                     now = env.now
                     continue
                 p = self._pipe(pipe)
-            # an idle pipe takes the item at once, by arithmetic (see the module doc)
-            if step is not None and not p.queue and step(p, item, seq, now):
-                continue
+            # an idle pipe takes the item at once, by arithmetic (see the module doc); an
+            # instruction always can (``_step``'s first case, without its call: hot)
+            if step is not None and not p.queue:
+                if item.kind is OP:
+                    t = p.t
+                    p.t = run_op(p, item, seq, now, t if t > now else now)
+                    continue
+                if step(p, item, seq, now):
+                    continue
             p.queue.append((item, seq, now, races.issued(item) if races is not None else None))
             if p.wake is not None:
                 ev, p.wake = p.wake, None
@@ -331,7 +339,13 @@ class Machine:
             p.t = end
         else:       # SET
             if not self.ideal_sync:
-                self.timed.fire(key, t)
+                q = self._set_cycles.get(key)       # TimedFlags.fire, inline: hot
+                if q is None:
+                    self.timed.fire(key, t)
+                else:
+                    q.append(t)
+                    if self._sleepers:
+                        self.timed.wake(key)
             self._sync_row(item, seq, dispatched, t, t)
             self.recorder.add_record(p.last_op_row, item.text)
             p.t = t

@@ -21,6 +21,7 @@ instruction counts).
 
 from __future__ import annotations
 
+import struct
 from array import array
 
 import numpy as np
@@ -39,6 +40,10 @@ _STREAM_TEXT = ("", COLD, WARM, RESTART)
 # layout of one dynamic row in the flat array
 _SEQ, _SID, _DISPATCH, _START, _END, _STREAM, _WAITS, _RECORDS = range(8)
 _W = 8
+# A row goes in as the bytes of its 8 int64s: ``array.extend`` of a tuple converts each item
+# through the generic argument parser (~600 ns a row, a fifth of a timing-only run);
+# ``struct`` packs them with the fast integer conversion and ``frombytes`` copies (~190 ns).
+_PACK = struct.Struct(f"{_W}q").pack
 # fields of one static row
 _STATIC = ("pipe", "kind", "opcode", "repeats", "bytes", "operands", "source", "cce")
 _BUSY = ("op", "scalar")
@@ -100,7 +105,7 @@ class Recorder:
             sid = self.static_id(item)
         cols = self.cols
         at = len(cols)
-        cols.extend((seq, sid, dispatch, start, end, stream, waits, 0))
+        cols.frombytes(_PACK(seq, sid, dispatch, start, end, stream, waits, 0))
         return at
 
     sync_row = row          # rows of set_flag / wait_flag / barrier statements
@@ -139,7 +144,7 @@ class Recorder:
     def cce_row(self, static: tuple, seq, dispatch, start, end) -> None:
         if self.mode == "none":
             return
-        self.cols.extend((seq, self.intern(static), dispatch, start, end, 0, 0, 0))
+        self.cols.frombytes(_PACK(seq, self.intern(static), dispatch, start, end, 0, 0, 0))
 
     # --- reading -------------------------------------------------------------------------
 
