@@ -244,7 +244,9 @@ class ControlFlow:
     def _section(self, st: Section):
         # A unit's program holds only the sections of its kind (sim.engine.units); the
         # single-unit model keeps both, issuing to the pipes of one unit in program order.
-        yield from self._block(st.body)
+        # The body's walk itself, not a generator around it: a kernel built section by
+        # section passes every item through it.
+        return self._block(st.body)
 
     def _control_handlers(self) -> dict:
         return {Arith: self._arith, ScalarOp: self._scalar_op, Subview: self._subview,

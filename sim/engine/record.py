@@ -68,7 +68,7 @@ class Recorder:
         self.op_busy: dict[str, int] = {}       # opcode -> busy cycles of its op rows ("none")
         if mode == "none":
             self.row = self._count
-            self.sync_row = self._count
+            self.sync_row = self._skip      # a sync row is never busy: only its end counts
         elif mode == "ops":
             self.sync_row = self._skip
 
@@ -113,15 +113,16 @@ class Recorder:
     def _count(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
         if end > self._end:
             self._end = end
-        if item.kind == "op":
-            self.ops += 1
-            self.op_busy[item.opcode] = self.op_busy.get(item.opcode, 0) + end - start
-        if item.kind in _BUSY:
+        kind = item.kind
+        if kind in _BUSY:
             b = self.busy.get(item.pipe)
             if b is None:
                 b = self.busy[item.pipe] = [0, 0]
             b[0] += end - start
             b[1] += 1
+            if kind == "op":
+                self.ops += 1
+                self.op_busy[item.opcode] = self.op_busy.get(item.opcode, 0) + end - start
         return -1
 
     def _skip(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
@@ -250,6 +251,7 @@ def _categorical(codes: np.ndarray, values) -> pd.Categorical:
 
 _DTYPES: dict[tuple, pd.CategoricalDtype] = {}
 _MAX_DTYPES = 1024
+_STR = pd.Index([], dtype=str).dtype    # the string dtype pandas infers, resolved once
 
 
 def _dtype(cats: tuple) -> pd.CategoricalDtype:
@@ -259,5 +261,5 @@ def _dtype(cats: tuple) -> pd.CategoricalDtype:
     if dtype is None:
         if len(_DTYPES) >= _MAX_DTYPES:
             _DTYPES.clear()
-        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(cats, dtype=str))
+        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(cats, dtype=_STR))
     return dtype
