@@ -464,7 +464,8 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             info = self._by_value[instr] = (*_operand_roles(instr), len(self._by_value),
                                             [-1, None])
         # per object: its source text and [its Issued item for the current plan, and
-        # (that item, its copy carrying the last execution's accesses) in race-checked runs]
+        # (that item, its copy carrying the last execution's accesses and GM window) in
+        # race-checked runs and under an L2]
         hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None])
         return hit
 
@@ -495,23 +496,22 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
                 OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles, plan.breaks_stream,
                 None, plan, text, source)
         gm_window = self._gm_windows and spec.family in _GM_FAMILIES
-        if self.track_accesses:
-            # one item per statement, plan and accesses: most executions touch the bytes the
-            # previous one did, and a race-checked run queues its whole stream ahead (an
-            # item carrying its GM window is its execution's own)
-            accesses = instr_accesses(self, instr, srcs, tmp)
+        if self.track_accesses or gm_window:
+            # one item per statement, plan, accesses and GM window: most executions touch
+            # the bytes and window the previous one did, and a chip's dispatcher queues its
+            # whole stream ahead of the pipes (an item per execution would be kept per
+            # queued instruction)
+            accesses = instr_accesses(self, instr, srcs, tmp) if self.track_accesses else None
+            window = (self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
+                      if gm_window else None)
             kept = mine[1]
-            if not gm_window and kept is not None and kept[0] is item \
-                    and kept[1].accesses == accesses:
+            if kept is not None and kept[0] is item and kept[1].accesses == accesses \
+                    and kept[1].gm == window:
                 item = kept[1]
             else:
                 base, item = item, item.copy()
-                item.accesses = accesses
+                item.accesses, item.gm = accesses, window
                 mine[1] = (base, item)
-        if gm_window:
-            if not self.track_accesses:       # else it is a copy already
-                item = item.copy()
-            item.gm = self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
         return item
 
     def _window(self, view: PartView) -> tuple:

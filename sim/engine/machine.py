@@ -44,6 +44,8 @@ TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps ever
 
 from __future__ import annotations
 
+import struct
+from array import array
 from collections import deque
 
 import simpy
@@ -57,13 +59,27 @@ from sim.timing.plan import COLD, RESTART, WARM, timeline
 __all__ = ["Machine", "describe_stuck"]
 
 
+_ENTRY = struct.Struct("2q").pack       # seq, dispatch cycle of a queued item
+
+
 class _Pipe:
-    __slots__ = ("name", "queue", "wake", "busy", "t", "last_end", "stream", "blocked",
-                 "pending_waits", "last_op_row", "drained")
+    """One pipe's state and its queue of dispatched items.
+
+    The queue holds an item per entry, its sequence number and dispatch cycle in a flat
+    integer array beside it (from ``head`` on), and, with race checks, the dispatcher's
+    clock in ``clocks``: a dispatcher that nothing holds back queues its whole stream
+    ahead of the pipes (a chip's units do), so an entry costs 24 bytes, not a tuple and an
+    integer object (about 110)."""
+
+    __slots__ = ("name", "queue", "meta", "head", "clocks", "wake", "busy", "t", "last_end",
+                 "stream", "blocked", "pending_waits", "last_op_row", "drained")
 
     def __init__(self, name):
         self.name = name
-        self.queue = deque()
+        self.queue = deque()      # the items
+        self.meta = array("q")    # seq, dispatch cycle of each item, from index head on
+        self.head = 0
+        self.clocks = deque()     # the dispatcher's vector clock at issue (race checks)
         self.wake = None          # event the idle process sleeps on
         self.busy = False
         self.t = 0                # cycle the pipe finished its last item (timed path)
@@ -73,6 +89,33 @@ class _Pipe:
         self.pending_waits = []
         self.last_op_row = -1     # recorder offset of the last op row (its records grow)
         self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
+
+    def put(self, item, seq, dispatched) -> None:
+        self.queue.append(item)
+        self.meta.frombytes(_ENTRY(seq, dispatched))    # as record.py's rows: fast
+
+    def peek(self) -> tuple:
+        """(item, seq, dispatch cycle) at the head of the queue."""
+        h = self.head
+        return self.queue[0], self.meta[h], self.meta[h + 1]
+
+    def pop(self) -> None:
+        """Drop the head of the queue (its clock too, with race checks)."""
+        self.queue.popleft()
+        if self.clocks:
+            self.clocks.popleft()
+        if not self.queue:
+            del self.meta[:]
+            self.head = 0
+            return
+        h = self.head = self.head + 2
+        if h >= 4096 and 2 * h >= len(self.meta):     # amortised: drop what was read
+            del self.meta[:h]
+            self.head = 0
+
+    def entries(self):
+        """(item, seq) of every queued entry, in order."""
+        return zip(self.queue, self.meta[self.head::2])
 
 
 class Machine:
@@ -220,7 +263,9 @@ class Machine:
                     continue
                 if step(p, item, seq, now):
                     continue
-            p.queue.append((item, seq, now, races.issued(item) if races is not None else None))
+            p.put(item, seq, now)
+            if races is not None:
+                p.clocks.append(races.issued(item))
             if p.wake is not None:
                 ev, p.wake = p.wake, None
                 ev.succeed()
@@ -358,9 +403,9 @@ class Machine:
         queue = p.queue
         while True:
             while queue:
-                item, seq, dispatched, _ = queue[0]
+                item, seq, dispatched = p.peek()
                 if self._step(p, item, seq, dispatched):
-                    queue.popleft()
+                    p.pop()
                     continue
                 p.busy = True
                 key = item.flag
@@ -373,7 +418,7 @@ class Machine:
                 t = max(p.t, dispatched)
                 if t > env.now:
                     yield env.timeout(t - env.now)
-                queue.popleft()
+                p.pop()
                 if item.kind is SET:
                     self._event_set(p, item, seq, dispatched, None)
                 else:
@@ -411,7 +456,9 @@ class Machine:
                 yield p.wake
                 continue
             p.busy = True
-            item, seq, dispatched, dclock = queue.popleft()
+            item, seq, dispatched = p.peek()
+            dclock = p.clocks[0] if p.clocks else None
+            p.pop()
             kind = item.kind
             if kind is OP:
                 # recorded as it starts (nothing else runs on its pipe until it ends),
@@ -520,7 +567,7 @@ class Machine:
         for p in self.pipes.values():
             if p.blocked is not None:
                 blocked, seq = p.blocked
-                behind = [it.label(n) for it, n, *_ in p.queue if it.kind == OP][:1]
+                behind = [it.label(n) for it, n in p.entries() if it.kind == OP][:1]
                 stuck.append({"pipe": p.name, "waits_for": blocked.text,
                               "wait": blocked.label(seq), "next": behind[0] if behind else ""})
         if self.dispatch_blocked is not None:

@@ -181,45 +181,21 @@ def frame(recorders) -> pd.DataFrame:
     if len(recorders) == 1:
         r = recorders[0]
         rows, statics, texts = _rows(r), r.statics, r.texts
-        cores = units = None
         unit_names = [r.unit]
-    else:
-        static_ids: dict = {}
-        text_ids: dict = {}
-        unit_names = sorted({r.unit for r in recorders})
-        sizes = [len(r.cols) // _W for r in recorders]
-        rows = np.empty((sum(sizes), _W), np.int64)
-        cores, units = np.empty(len(rows), np.int64), np.empty(len(rows), np.int64)
-        at = 0
-        for r, size in zip(recorders, sizes):
-            part = rows[at:at + size]
-            part[...] = _rows(r)
-            smap = np.array([static_ids.setdefault(st, len(static_ids)) for st in r.statics]
-                            or [0], np.int64)
-            tmap = np.array([text_ids.setdefault(t, len(text_ids)) for t in r.texts], np.int64)
-            part[:, _SID] = smap[part[:, _SID]]
-            part[:, _WAITS] = tmap[part[:, _WAITS]]
-            part[:, _RECORDS] = tmap[part[:, _RECORDS]]
-            cores[at:at + size] = r.core
-            units[at:at + size] = unit_names.index(r.unit)
-            at += size
-        statics, texts = list(static_ids), list(text_ids)
-    keys = (rows[:, _SEQ], rows[:, _START]) if cores is None else \
-        (rows[:, _SEQ], units, cores, rows[:, _START])
-    order = np.lexsort(keys)
+        order = np.lexsort((rows[:, _SEQ], rows[:, _START]))
+        n = len(order)
+        cores, units = np.full(n, r.core, np.int64), np.zeros(n, np.int64)
 
-    def column(i):      # one field, rows sorted: its own contiguous array
-        return rows[:, i].take(order)
+        def column(i):      # one field, rows sorted: its own contiguous array
+            return rows[:, i].take(order)
+    else:
+        column, n, cores, units, statics, texts, unit_names = _merged(recorders)
 
     sid = column(_SID)
     static = list(zip(*statics)) if statics else [()] * len(_STATIC)
     field = dict(zip(_STATIC, static))
-    n = len(order)
     start, end = column(_START), column(_END)
-    cols = {"id": column(_SEQ),
-            "core": np.full(n, recorders[0].core, np.int64) if cores is None else cores.take(order),
-            "unit": _categorical(np.zeros(n, np.int64) if units is None else units.take(order),
-                                 unit_names),
+    cols = {"id": column(_SEQ), "core": cores, "unit": _categorical(units, unit_names),
             "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
             "end_cycle": end, "duration_cycles": end - start,
             "stream": _categorical(column(_STREAM), _STREAM_TEXT),
@@ -235,6 +211,74 @@ def frame(recorders) -> pd.DataFrame:
     # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
     # block, doubling the peak memory of a long trace)
     return pd.DataFrame({c: cols[c] for c in COLUMNS}, copy=False)
+
+
+def _merged(recorders):
+    """Several units' rows in one order — start cycle, core, unit, id — for ``frame``:
+    ``(column, row count, core and unit index of each row, statics, texts, unit names)``,
+    where ``column(i)`` is field ``i`` of every row in that order, static ids and text ids
+    mapped onto the merged tables.
+
+    No merged copy of the rows is made (a long trace's peak memory): the order is one
+    stable sort of a key packing start, (core, unit) rank and id into an int64 when they
+    fit (else a lexsort of the three), and each column is scattered from the units' own
+    arrays straight to its place."""
+    static_ids: dict = {}
+    text_ids: dict = {}
+    unit_names = sorted({r.unit for r in recorders})
+    parts = [_rows(r) for r in recorders]
+    bounds = np.cumsum([0] + [len(p) for p in parts]).tolist()
+    n = bounds[-1]
+    unit_of = [unit_names.index(r.unit) for r in recorders]
+    pairs = sorted({(r.core, u) for r, u in zip(recorders, unit_of)})
+    rank = [pairs.index((r.core, u)) for r, u in zip(recorders, unit_of)]
+    maps = {_SID: [], _WAITS: [], _RECORDS: []}
+    for r in recorders:
+        maps[_SID].append(np.array([static_ids.setdefault(st, len(static_ids))
+                                    for st in r.statics] or [0], np.int64))
+        maps[_WAITS].append(np.array([text_ids.setdefault(t, len(text_ids)) for t in r.texts],
+                                     np.int64))
+    maps[_RECORDS] = maps[_WAITS]
+
+    def top(i):
+        return max((int(p[:, i].max()) for p in parts if len(p)), default=0)
+
+    seq_bits, rank_bits = top(_SEQ).bit_length(), (len(pairs) - 1).bit_length()
+    low = min((int(p[:, _START].min()) for p in parts if len(p)), default=0)
+    if low >= 0 and top(_START).bit_length() + rank_bits + seq_bits <= 63:
+        key = np.empty(n, np.int64)
+        for p, a, b, k in zip(parts, bounds, bounds[1:], rank):
+            part = key[a:b]
+            np.left_shift(p[:, _START], rank_bits + seq_bits, out=part)
+            part |= (k << seq_bits) | p[:, _SEQ]
+        order = key.argsort(kind="stable")
+    else:
+        def joined(i):
+            return np.concatenate([p[:, i] for p in parts])
+        key = np.repeat(np.array(rank, np.int64), np.diff(bounds))
+        order = np.lexsort((joined(_SEQ), key, joined(_START)))
+    del key
+    small = np.int32 if n < 2**31 else np.intp
+    at = np.empty(n, small)                 # where each unit's rows go
+    at[order] = np.arange(n, dtype=small)
+    del order
+    places = [at[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def column(i):
+        out = np.empty(n, np.int64)
+        m = maps.get(i)
+        for j, (p, to) in enumerate(zip(parts, places)):
+            out[to] = p[:, i] if m is None else m[j][p[:, i]]
+        return out
+
+    def fill(values):
+        out = np.empty(n, np.int64)
+        for v, to in zip(values, places):
+            out[to] = v
+        return out
+
+    return (column, n, fill([r.core for r in recorders]), fill(unit_of), list(static_ids),
+            list(text_ids), unit_names)
 
 
 def _categorical(codes: np.ndarray, values) -> pd.Categorical:
