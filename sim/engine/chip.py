@@ -32,6 +32,7 @@ from sim.engine.machine import Machine, describe_stuck
 from sim.engine.placement import place_tiles
 from sim.engine.races import RaceDetector
 from sim.engine.record import frame
+from sim.engine.scan import kept
 from sim.engine.units import layout, unit_program
 from sim.engine.xraces import ChipRaces, UnitRaces
 from sim.engine.xunit import ChipState
@@ -47,7 +48,8 @@ class Chip:
                  strict=True, seed=0, detail=False, races=False, ideal_sync=False,
                  infinite_bandwidth=False, l2=None, trace="full", limits=None):
         self.target = target
-        self.layout = layout(program, target, block_dim)
+        self.layout = kept(program, ("layout", target, block_dim),
+                           lambda: layout(program, target, block_dim))
         self.limits = limits      # sim.engine.limits.Limits watching the run, or None
         self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2)
@@ -67,8 +69,9 @@ class Chip:
         self.units = []
         for spec in self.layout.units:
             if spec.kind not in programs:
-                programs[spec.kind] = unit_program(program, spec.kind, target)
-                placed[spec.kind] = place_tiles(programs[spec.kind], target)
+                programs[spec.kind], placed[spec.kind] = kept(
+                    program, ("unit", spec.kind, target),
+                    lambda: _placed_unit(program, spec.kind, target))
             interp = Interpreter(programs[spec.kind], target, inputs=inputs,
                                  functional=functional, strict=strict, seed=seed,
                                  track_accesses=races, spec=spec, chip=self.state,
@@ -144,6 +147,12 @@ class Chip:
                 before = f" before {entry['next']}" if entry.get("next") else ""
                 entry["text"] = (f"{entry['pipe']} waits for flag {entry['waits_for']} "
                                  f"({entry['wait']}){before}: no set yet from {missing}")
+
+
+def _placed_unit(program, kind, target) -> tuple:
+    """The program the units of ``kind`` run, and its tiles' addresses."""
+    unit = unit_program(program, kind, target)
+    return unit, place_tiles(unit, target)
 
 
 class ChipRecording:

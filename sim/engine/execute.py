@@ -35,6 +35,7 @@ from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
+from sim.timing.banks import HINT as BANK_HINT, same_bank
 from sim.timing.dma_geometry import Geometry
 from sim.timing.hints import shape_hints
 
@@ -74,6 +75,34 @@ def _random(dt: DType, n: int, rng) -> np.ndarray:
     if dt.is_signed:
         return rng.integers(-100, 100, n).astype(dt.np_type)
     return rng.integers(0, 200, n).astype(dt.np_type)
+
+
+_ROLES: dict = {}        # (instruction, its constants' text) -> _operand_roles
+_PLANS: dict = {}        # (shape, plan) of a verified instruction in a state: Interpreter._plan
+
+
+def _operand_roles(instr: Instr) -> tuple:
+    """(spec, pipe, source tiles, tmp tile, operand text, tiles) of an instruction: what
+    depends on it alone, worked out once per process (runs of a sweep, units of a chip).
+    Equal constants may print differently (1 and 1.0, 0.0 and -0.0), so their text is
+    part of the key: the operand text is the instruction's own."""
+    key = (instr, *[repr(o.value) for o in (*instr.outs, *instr.ins) if type(o) is Const])
+    roles = _ROLES.get(key)
+    if roles is None:
+        spec = OPCODES.get(instr.opcode)
+        if spec is None:
+            raise UserError(f"{instr.loc or 'instruction'}: unknown opcode {instr.opcode!r}")
+        out_locs = [o.loc if isinstance(o, Tile) else None for o in instr.outs]
+        in_locs = [o.loc if isinstance(o, Tile) else None for o in instr.ins]
+        tiles_in = [o for o in instr.ins if isinstance(o, Tile)]
+        n_req = max(sig.split().count("T") for sig in spec.ins)
+        srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
+        tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
+        if len(_ROLES) >= 1 << 16:
+            _ROLES.clear()
+        roles = _ROLES[key] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp,
+                                 instr.operand_text, tiles)
+    return roles
 
 
 class _TileState:
@@ -357,9 +386,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         ptr, base, shape, strides = self.views[st.source.name]
         offs = [int(self.scalar(x)) for x in st.offsets]
         sizes = [int(self.scalar(x)) for x in st.sizes]
-        where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
         for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
             if o < 0 or n <= 0 or o + n > cap:
+                where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
                 self.data_error(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
                                 f"tensor extent {cap}")
                 break
@@ -431,19 +460,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             return hit
         info = self._by_value.get(instr)      # an equal instruction issued elsewhere
         if info is None:
-            spec = OPCODES.get(instr.opcode)
-            if spec is None:
-                raise UserError(f"{instr.loc or 'instruction'}: unknown opcode {instr.opcode!r}")
-            out_locs = [o.loc if isinstance(o, Tile) else None for o in instr.outs]
-            in_locs = [o.loc if isinstance(o, Tile) else None for o in instr.ins]
-            tiles_in = [o for o in instr.ins if isinstance(o, Tile)]
-            n_req = max(sig.split().count("T") for sig in spec.ins)
-            srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
-            text = instr.operand_text
-            tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
             # the cell caches (state epoch, (shape, plan)) for every equal instruction
-            info = self._by_value[instr] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp, text,
-                                            tiles, len(self._by_value), [-1, None])
+            info = self._by_value[instr] = (*_operand_roles(instr), len(self._by_value),
+                                            [-1, None])
         # per object: its source text and [its Issued item for the current plan, and
         # (that item, its copy carrying the last execution's accesses and GM window) in
         # race-checked runs and under an L2]
@@ -515,12 +534,37 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         cached = self._plans.get(sig)
         if cached is None:
             where = self._where(seq, instr)
+            known = None
             if self._verify is not None:
                 for w in self._verify(instr, self.target, self.valid_of, where) or ():
                     self.warnings.setdefault(w, None)
-            shape = self._shape(instr, spec, srcs, where)
-            cached = self._plans[sig] = (shape, lower(shape, pipe, self.target))
+                # kept for every run of the process: a verified instruction has the
+                # operand kinds _plan_facts reads
+                known = (instr, self.target, sig[1:], self._plan_facts(instr, spec, srcs))
+                cached = _PLANS.get(known)
+            if cached is None:
+                shape = self._shape(instr, spec, srcs, where)
+                cached = (shape, lower(shape, pipe, self.target))
+                if known is not None:
+                    if len(_PLANS) >= 1 << 16:
+                        _PLANS.clear()
+                    _PLANS[known] = cached
+            self._plans[sig] = cached
         return cached
+
+    def _plan_facts(self, instr, spec, srcs):
+        """What ``_shape`` reads beyond the instruction, the target and its tiles' states:
+        the geometry of a transfer's GM window, where placement put a binary op's sources
+        (the bank conflict hint). Reading more there means adding it here
+        (tests/test_plan_memo.py changes each part)."""
+        fam = spec.family
+        if fam in ("load", "mgather"):
+            return self._geometry(instr.ins[0], instr.outs[0])
+        if fam == "store":
+            return self._geometry(instr.outs[0], srcs[0])
+        if fam == "binary":
+            return tuple(map(self._placed.get, srcs))
+        return None
 
     def _tassign(self, instr, seq, where, text) -> Issued:
         tile = instr.outs[0]
@@ -585,7 +629,6 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
             # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
             # for placement decisions, not for addresses the engine picked itself
-            from sim.timing.banks import HINT as BANK_HINT, same_bank
             a, b = self.tiles[srcs[0]].addr, self.tiles[srcs[1]].addr
             if (self._placed.get(srcs[0]) != a and self._placed.get(srcs[1]) != b
                     and same_bank(self.target, a, b)):

@@ -20,9 +20,10 @@ import attrs
 from sim.isa.program import Alloc, For, If, Instr, PipeOp, Section
 from sim.isa.tile import Tile
 
-__all__ = ["Facts", "scan"]
+__all__ = ["Facts", "kept", "scan"]
 
 _TALLOC = ("pto.talloc_to_aiv", "pto.talloc_to_aic")
+_OTHERS = frozenset((Alloc, For, Section, If, PipeOp))      # the other kinds scan reads
 
 
 @attrs.frozen
@@ -36,7 +37,22 @@ class Facts:
     tallocs: tuple            # tiles taken by talloc_to_aiv / talloc_to_aic, in text order
 
 
-_cache: dict[int, Facts] = {}
+_kept: dict[int, dict] = {}       # id(program) -> what was kept for it, while it lives
+
+
+def kept(program, key, compute):
+    """``compute()`` for ``program``, kept under ``key`` for as long as the program lives
+    (by identity: hashing a program would walk it again). For what depends only on the
+    program and ``key``: its facts, and a launch's layout, unit programs and placement
+    (``sim.engine.chip``), so the runs of one program work them out once."""
+    mine = _kept.get(id(program))
+    if mine is None:
+        mine = _kept[id(program)] = {}
+        weakref.finalize(program, _kept.pop, id(program), None)
+    value = mine.get(key, _kept)
+    if value is _kept:
+        value = mine[key] = compute()
+    return value
 
 
 def scan(program_or_body) -> Facts:
@@ -44,12 +60,7 @@ def scan(program_or_body) -> Facts:
     functions = getattr(program_or_body, "functions", None)
     if functions is None:
         return _scan((program_or_body,))
-    key = id(program_or_body)
-    facts = _cache.get(key)
-    if facts is None:
-        facts = _cache[key] = _scan(tuple(f.body for f in functions))
-        weakref.finalize(program_or_body, _cache.pop, key, None)
-    return facts
+    return kept(program_or_body, Facts, lambda: _scan(tuple(f.body for f in functions)))
 
 
 def _scan(bodies) -> Facts:
@@ -63,6 +74,8 @@ def _scan(bodies) -> Facts:
             t = type(st)
             if t is Instr:
                 instrs[id(st)] = st
+            elif t not in _OTHERS:      # flags, views, scalar code: the rest of the statements
+                continue
             elif t is Alloc:
                 allocs.append(st)
             elif t is For:

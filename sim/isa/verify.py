@@ -471,7 +471,32 @@ def _raise(errors: list[str], warnings: list[str]) -> None:
 
 
 _VERDICTS: dict = {}         # (instr, target, valid regions of its tiles) -> diagnose()
+_CLEAN: set = set()          # _facts of the instructions without an error or a warning
 _MAX_VERDICTS = 1 << 14
+
+
+def _facts(instr: Instr, target, valid_of: ValidOf) -> tuple:
+    """What the checkers read of ``instr`` on ``target``, without the names only messages
+    show: the opcode, the number of outputs and, per operand, its kind and — a tile — its
+    type, valid region and the first operand it is the same tile as (aliasing), a GM view
+    its element type, a constant its value. Instructions with equal facts get equal
+    verdicts up to the operand text of their messages, so one without a message answers
+    for all of them. A checker that reads more of an operand must add it here
+    (tests/test_verify_memo.py changes each part)."""
+    key = [instr.opcode, target, len(instr.outs)]
+    tiles = []
+    for o in (*instr.outs, *instr.ins):
+        if isinstance(o, Tile):
+            same = tiles.index(o) if o in tiles else len(tiles)
+            tiles.append(o)
+            key.append((o.type, tuple(valid_of(o)), same))
+        elif isinstance(o, Const):
+            key.append(o)
+        elif isinstance(o, (PartView, TensorView)):
+            key.append((type(o), o.dtype))
+        else:
+            key.append(type(o))
+    return tuple(key)
 
 
 def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[str]:
@@ -482,7 +507,10 @@ def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[st
 
     The verdict depends only on the instruction (operands by value), the target and its
     tiles' valid regions, so it is kept per process: the units and cores of a chip, the
-    placements of one instruction and the runs of a sweep check it once.
+    placements of one instruction and the runs of a sweep check it once. A clean verdict
+    is kept by the instruction's ``_facts`` too: the same op on other tiles of the same
+    types (the other buffer of a double-buffered loop, another GM window) is not checked
+    again.
     """
     key = (instr, target,
            *[tuple(valid_of(o)) for o in (*instr.outs, *instr.ins) if isinstance(o, Tile)])
@@ -490,7 +518,12 @@ def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[st
     if verdict is None:
         if len(_VERDICTS) >= _MAX_VERDICTS:
             _VERDICTS.clear()
-        verdict = _VERDICTS[key] = diagnose(instr, target, valid_of)
+            _CLEAN.clear()
+        facts = _facts(instr, target, valid_of)
+        verdict = ((), ()) if facts in _CLEAN else diagnose(instr, target, valid_of)
+        if not verdict[0] and not verdict[1]:
+            _CLEAN.add(facts)
+        _VERDICTS[key] = verdict
     errors, warnings = verdict
     warnings = [f"{where}: {w}" for w in warnings]
     if errors:

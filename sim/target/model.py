@@ -168,6 +168,9 @@ def _dma_paths(dma: dict, clock_hz: float) -> dict:
     return paths
 
 
+_bundled: dict = {}    # name -> bundled model directory, once found (it is part of the install)
+
+
 def _resolve(name_or_path) -> Path:
     """A bundled target by name, or a model directory by path.
 
@@ -181,8 +184,11 @@ def _resolve(name_or_path) -> Path:
             return p.resolve()
         what = "is not a directory" if not p.is_dir() else "holds no machine.toml"
         raise UserError(f"target directory {text}: {what} (a model directory holds machine.toml)")
+    if text in _bundled:
+        return _bundled[text]
     bundled = models_dir() / text
     if text and (bundled / "machine.toml").is_file():
+        _bundled[text] = bundled
         return bundled
     hint = f"; for the directory {text!r}, write ./{text}" if Path(text, "machine.toml").is_file() else ""
     raise UserError(f"unknown target {text!r}: expected one of {', '.join(target_names())} "

@@ -1,0 +1,111 @@
+"""Plans are kept per process (``sim.engine.execute._PLANS``).
+
+An instruction's plan depends on the instruction by value, the target, its tiles'
+addresses and valid regions, and — what ``Interpreter._plan_facts`` adds — the geometry
+of a transfer's GM window and where placement put a binary op's sources. For each part a
+pair of kernels whose instructions are equal but for that part runs one after the other:
+each must cost what it costs alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import sim
+from sim.engine import execute
+from sim.frontend.parse import parse_text
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans(monkeypatch):
+    monkeypatch.setattr(execute, "_PLANS", {})
+
+
+def _cycles(program, target="a2a3") -> list:
+    ops = sim.simulate(program, target, functional=False).trace
+    ops = ops[ops["kind"] == "op"]
+    return list(zip(ops["opcode"], ops["duration_cycles"]))
+
+
+def _alone_then_together(make_a, make_b, target="a2a3"):
+    alone = []
+    for make in (make_a, make_b):
+        execute._PLANS.clear()
+        alone.append(_cycles(make(), target))
+    assert alone[0] != alone[1], "the pair must differ in cost"
+    for first, second, want in ((make_a, make_b, alone[1]), (make_b, make_a, alone[0])):
+        execute._PLANS.clear()
+        _cycles(first(), target)
+        assert _cycles(second(), target) == want
+
+
+_VIEW = """\
+module attributes {{pto.target_arch = "a2a3"}} {{
+  func.func @k(%x: !pto.ptr<f16>, %y: !pto.ptr<f16>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %tx = pto.make_tensor_view %x, shape = [%c64, %c8], strides = [%c1, %c64] {{layout = #pto.layout<{gm}>}} : !pto.tensor_view<?x?xf16>
+    %ty = pto.make_tensor_view %y, shape = [%c64, %c8], strides = [%c1, %c64] {{layout = #pto.layout<{gm}>}} : !pto.tensor_view<?x?xf16>
+    %gx = pto.partition_view %tx, offsets = [%c0, %c0], sizes = [%c64, %c8] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<64x8xf16>
+    %gy = pto.partition_view %ty, offsets = [%c0, %c0], sizes = [%c64, %c8] : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<64x8xf16>
+    %t = pto.alloc_tile : !pto.tile_buf<mat, 64x8xf16, blayout=col_major>
+    pto.tload ins(%gx : !pto.partition_tensor_view<64x8xf16>) outs(%t : !pto.tile_buf<mat, 64x8xf16, blayout=col_major>)
+    pto.tstore ins(%t : !pto.tile_buf<mat, 64x8xf16, blayout=col_major>) outs(%gy : !pto.partition_tensor_view<64x8xf16>)
+    return
+  }}
+}}
+"""
+
+
+def test_the_gm_window_layout_is_part_of_a_kept_plan():
+    """GM <-> L1 bursts round up to 32-byte blocks: 64 rows of 16 bytes (nd) charge twice
+    the bytes of 8 columns of 128 (dn), loading and storing."""
+    _alone_then_together(lambda: parse_text(_VIEW.format(gm="dn")),
+                         lambda: parse_text(_VIEW.format(gm="nd")))
+
+
+def _binary(hand_placed: bool):
+    """TADD of two 16x64 f32 tiles 4096 bytes apart (one UB bank), placed by hand or by
+    the engine (which pays no bank conflict for tiles it placed itself)."""
+    k = sim.Kernel("bank")
+    ga, gb, gc = (k.gm(n, "f32", (16, 64)) for n in "abc")
+    a, b, c = (k.tile("vec", "f32", 16, 64, name=n, addr=i * 4096 if hand_placed else None)
+               for i, n in enumerate("abc"))
+    e = k.TADD(c, a, b, k.TLOAD(a, ga), k.TLOAD(b, gb))
+    k.TSTORE(gc, c, e)
+    return k
+
+
+def test_where_placement_put_the_sources_is_part_of_a_kept_plan():
+    _alone_then_together(lambda: _binary(True), lambda: _binary(False))
+
+
+def test_the_tile_state_is_part_of_a_kept_plan():
+    def kernel(rows):
+        k = sim.Kernel("state")
+        ga, gc = k.gm("a", "f32", (16, 64)), k.gm("c", "f32", (16, 64))
+        a, c = (k.tile("vec", "f32", 16, 64, name=n, valid=(None, None)) for n in "ac")
+        for t in (a, c):
+            k.set_valid(t, rows, 64)
+        e = k.TEXP(c, a, k.TLOAD(a, ga))
+        k.TSTORE(gc, c, e)
+        return k
+    _alone_then_together(lambda: kernel(16), lambda: kernel(4))
+
+
+def test_the_target_is_part_of_a_kept_plan():
+    def kernel():
+        k = sim.Kernel("target")
+        ga, gc = k.gm("a", "f32", (16, 64)), k.gm("c", "f32", (16, 64))
+        a, c = (k.tile("vec", "f32", 16, 64, name=n) for n in "ac")
+        k.TSTORE(gc, c, k.TEXP(c, a, k.TLOAD(a, ga)))
+        return k
+    alone = []
+    for target in ("a2a3", "a5"):
+        execute._PLANS.clear()
+        alone.append(_cycles(kernel(), target))
+    assert alone[0] != alone[1]
+    execute._PLANS.clear()
+    assert [_cycles(kernel(), t) for t in ("a2a3", "a5")] == alone
