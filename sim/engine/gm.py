@@ -66,6 +66,9 @@ class _Channel:
         return self.free
 
 
+_MAX_SHAPES = 4096       # strided window shapes whose lines _L2 keeps
+
+
 class _L2:
     """Approximate LRU of lines, per GM array (see the module docstring)."""
 
@@ -77,6 +80,7 @@ class _L2:
         self.dirty: dict = {}                 # GM array -> per line: written while resident
         self.hits = 0
         self.misses = 0
+        self._shapes: dict = {}               # strided window shape -> its lines from line 0
 
     def lines(self, window) -> "np.ndarray | slice":
         """Line numbers a GM window touches: ``(key, base, rows, cols, row stride, col
@@ -88,8 +92,23 @@ class _L2:
         if cs == 1 and (rs == cols or rows == 1):
             start = base * isz
             return slice(start // self.line, (start + rows * cols * isz - 1) // self.line + 1)
+        # A strided window touches the lines of the same shape at the same offset into a
+        # line, shifted by whole lines (floor((m + x + q L) / L) = floor((m + x) / L) + q):
+        # worked out once per shape and offset, as a tiled kernel's windows repeat.
+        q, m = divmod(base * isz, self.line)
+        key = (m, rows, cols, rs, cs, isz)
+        rel = self._shapes.get(key)
+        if rel is None:
+            if len(self._shapes) >= _MAX_SHAPES:
+                self._shapes.clear()
+            rel = self._shapes[key] = self._strided(m, rows, cols, rs, cs, isz)
+        return rel + q
+
+    def _strided(self, start, rows, cols, rs, cs, isz) -> np.ndarray:
+        """The sorted distinct lines of a window that is not one run of bytes and starts
+        at byte ``start``."""
         if cs == 1:
-            starts = (base + np.arange(rows, dtype=np.int64) * rs) * isz
+            starts = start + np.arange(rows, dtype=np.int64) * (rs * isz)
             first = starts // self.line
             last = (starts + cols * isz - 1) // self.line
             n = int((last - first).max()) + 1
@@ -103,7 +122,7 @@ class _L2:
                 return lines[keep]
         else:
             r, c = np.meshgrid(np.arange(rows, dtype=np.int64), np.arange(cols, dtype=np.int64))
-            lines = (base + r * rs + c * cs) * isz // self.line
+            lines = (start + (r * rs + c * cs) * isz) // self.line
         return np.unique(lines)
 
     def access(self, window, write: bool = False) -> tuple[int, int, int]:

@@ -44,9 +44,8 @@ TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps ever
 
 from __future__ import annotations
 
-import struct
-from array import array
 from collections import deque
+from itertools import accumulate
 
 import simpy
 
@@ -59,26 +58,25 @@ from sim.timing.plan import COLD, RESTART, WARM, timeline
 __all__ = ["Machine", "describe_stuck"]
 
 
-_ENTRY = struct.Struct("2q").pack       # seq, dispatch cycle of a queued item
-
-
 class _Pipe:
     """One pipe's state and its queue of dispatched items.
 
-    The queue holds an item per entry, its sequence number and dispatch cycle in a flat
-    integer array beside it (from ``head`` on), and, with race checks, the dispatcher's
-    clock in ``clocks``: a dispatcher that nothing holds back queues its whole stream
-    ahead of the pipes (a chip's units do), so an entry costs 24 bytes, not a tuple and an
-    integer object (about 110)."""
+    The queue holds three entries per item — the item, its sequence number less the
+    previous queued item's, its dispatch cycle — and, with race checks, ``clocks`` the
+    dispatcher's clock at issue. A dispatcher that nothing holds back queues its whole
+    stream ahead of the pipes (a chip's units do): a tuple per item would be a
+    garbage-collected object kept per instruction (72 bytes, rescanned by every full
+    collection), a sequence number an int object (28), where the step from the previous
+    one is a small int Python shares and the dispatch cycle the dispatcher's own."""
 
-    __slots__ = ("name", "queue", "meta", "head", "clocks", "wake", "busy", "t", "last_end",
-                 "stream", "blocked", "pending_waits", "last_op_row", "drained")
+    __slots__ = ("name", "queue", "tail_seq", "head_seq", "clocks", "wake", "busy", "t",
+                 "last_end", "stream", "blocked", "pending_waits", "last_op_row", "drained")
 
     def __init__(self, name):
         self.name = name
-        self.queue = deque()      # the items
-        self.meta = array("q")    # seq, dispatch cycle of each item, from index head on
-        self.head = 0
+        self.queue = deque()      # item, seq step, dispatch cycle of each dispatched item
+        self.tail_seq = 0         # seq of the item queued last
+        self.head_seq = 0         # seq of the item taken last
         self.clocks = deque()     # the dispatcher's vector clock at issue (race checks)
         self.wake = None          # event the idle process sleeps on
         self.busy = False
@@ -89,33 +87,6 @@ class _Pipe:
         self.pending_waits = []
         self.last_op_row = -1     # recorder offset of the last op row (its records grow)
         self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
-
-    def put(self, item, seq, dispatched) -> None:
-        self.queue.append(item)
-        self.meta.frombytes(_ENTRY(seq, dispatched))    # as record.py's rows: fast
-
-    def peek(self) -> tuple:
-        """(item, seq, dispatch cycle) at the head of the queue."""
-        h = self.head
-        return self.queue[0], self.meta[h], self.meta[h + 1]
-
-    def pop(self) -> None:
-        """Drop the head of the queue (its clock too, with race checks)."""
-        self.queue.popleft()
-        if self.clocks:
-            self.clocks.popleft()
-        if not self.queue:
-            del self.meta[:]
-            self.head = 0
-            return
-        h = self.head = self.head + 2
-        if h >= 4096 and 2 * h >= len(self.meta):     # amortised: drop what was read
-            del self.meta[:h]
-            self.head = 0
-
-    def entries(self):
-        """(item, seq) of every queued entry, in order."""
-        return zip(self.queue, self.meta[self.head::2])
 
 
 class Machine:
@@ -263,7 +234,11 @@ class Machine:
                     continue
                 if step(p, item, seq, now):
                     continue
-            p.put(item, seq, now)
+            queue = p.queue
+            queue.append(item)
+            queue.append(seq - p.tail_seq)
+            queue.append(now)
+            p.tail_seq = seq
             if races is not None:
                 p.clocks.append(races.issued(item))
             if p.wake is not None:
@@ -403,9 +378,12 @@ class Machine:
         queue = p.queue
         while True:
             while queue:
-                item, seq, dispatched = p.peek()
+                item, seq, dispatched = queue[0], p.head_seq + queue[1], queue[2]
                 if self._step(p, item, seq, dispatched):
-                    p.pop()
+                    queue.popleft()
+                    queue.popleft()
+                    queue.popleft()
+                    p.head_seq = seq
                     continue
                 p.busy = True
                 key = item.flag
@@ -418,7 +396,10 @@ class Machine:
                 t = max(p.t, dispatched)
                 if t > env.now:
                     yield env.timeout(t - env.now)
-                p.pop()
+                queue.popleft()
+                queue.popleft()
+                queue.popleft()
+                p.head_seq = seq
                 if item.kind is SET:
                     self._event_set(p, item, seq, dispatched, None)
                 else:
@@ -456,9 +437,10 @@ class Machine:
                 yield p.wake
                 continue
             p.busy = True
-            item, seq, dispatched = p.peek()
-            dclock = p.clocks[0] if p.clocks else None
-            p.pop()
+            item = queue.popleft()
+            seq = p.head_seq = p.head_seq + queue.popleft()
+            dispatched = queue.popleft()
+            dclock = p.clocks.popleft() if p.clocks else None
             kind = item.kind
             if kind is OP:
                 # recorded as it starts (nothing else runs on its pipe until it ends),
@@ -567,7 +549,10 @@ class Machine:
         for p in self.pipes.values():
             if p.blocked is not None:
                 blocked, seq = p.blocked
-                behind = [it.label(n) for it, n in p.entries() if it.kind == OP][:1]
+                queued = list(p.queue)
+                seqs = accumulate(queued[1::3], initial=p.head_seq)
+                next(seqs)
+                behind = [it.label(n) for it, n in zip(queued[::3], seqs) if it.kind == OP][:1]
                 stuck.append({"pipe": p.name, "waits_for": blocked.text,
                               "wait": blocked.label(seq), "next": behind[0] if behind else ""})
         if self.dispatch_blocked is not None:

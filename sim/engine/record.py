@@ -184,30 +184,34 @@ def frame(recorders) -> pd.DataFrame:
         unit_names = [r.unit]
         order = np.lexsort((rows[:, _SEQ], rows[:, _START]))
         n = len(order)
-        cores, units = np.full(n, r.core, np.int64), np.zeros(n, np.int64)
+        cores, units = np.full(n, r.core, np.int64), np.zeros(n, np.int8)
+        unit_used = [0] if n else []
 
         def column(i):      # one field, rows sorted: its own contiguous array
             return rows[:, i].take(order)
     else:
         column, n, cores, units, statics, texts, unit_names = _merged(recorders)
+        unit_used = None
 
     sid = column(_SID)
     static = list(zip(*statics)) if statics else [()] * len(_STATIC)
     field = dict(zip(_STATIC, static))
     start, end = column(_START), column(_END)
-    cols = {"id": column(_SEQ), "core": cores, "unit": _categorical(units, unit_names),
+    cols = {"id": column(_SEQ), "core": cores,
+            "unit": _categorical(units, unit_names, unit_used),
             "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
             "end_cycle": end, "duration_cycles": end - start,
             "stream": _categorical(column(_STREAM), _STREAM_TEXT),
             "waits": _categorical(column(_WAITS), texts),
             "records": _categorical(column(_RECORDS), texts)}
+    used = _used(sid, len(statics))      # the static rows the trace has: one count for all
     for name in _STATIC:
         values = field[name]
         if DTYPES[name] == "int64":
             cols[name] = np.asarray(values, np.int64).reshape(-1)[sid] if n else \
                 np.zeros(0, np.int64)
         else:
-            cols[name] = _categorical(sid, values)
+            cols[name] = _categorical(sid, values, used)
     # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
     # block, doubling the peak memory of a long trace)
     return pd.DataFrame({c: cols[c] for c in COLUMNS}, copy=False)
@@ -281,10 +285,17 @@ def _merged(recorders):
             list(text_ids), unit_names)
 
 
-def _categorical(codes: np.ndarray, values) -> pd.Categorical:
-    """Categorical of ``values[codes]``: categories the values used, sorted, as pandas infers."""
+def _used(codes: np.ndarray, size: int) -> list:
+    """The codes in ``codes`` (of ``range(size)``), ascending."""
+    return np.flatnonzero(np.bincount(codes, minlength=size)).tolist()
+
+
+def _categorical(codes: np.ndarray, values, used=None) -> pd.Categorical:
+    """Categorical of ``values[codes]``: categories the values used (``used``: the codes
+    present, when known), sorted, as pandas infers."""
     values = list(values)
-    used = np.flatnonzero(np.bincount(codes, minlength=len(values))).tolist()
+    if used is None:
+        used = _used(codes, len(values))
     cats = sorted({values[i] for i in used})
     at = {c: i for i, c in enumerate(cats)}
     # codes in the small dtype pandas keeps them in, so it need not convert them
