@@ -1,10 +1,11 @@
 """Plans are kept per process (``sim.engine.execute._PLANS``).
 
-An instruction's plan depends on the instruction by value, the target, its tiles'
-addresses and valid regions, and — what ``Interpreter._plan_facts`` adds — the geometry
-of a transfer's GM window and where placement put a binary op's sources. For each part a
-pair of kernels whose instructions are equal but for that part runs one after the other:
-each must cost what it costs alone.
+An instruction's plan depends on its form (``sim.engine.execute._form``: opcode,
+attributes, tile types — not the operands' names), the target, its tiles' addresses and
+valid regions, and — what ``Interpreter._plan_facts`` adds — the geometry of a transfer's
+GM window and where placement put a binary op's sources. For each part a pair of kernels
+whose instructions are alike but for that part runs one after the other: each must cost
+what it costs alone.
 """
 
 from __future__ import annotations
@@ -109,3 +110,35 @@ def test_the_target_is_part_of_a_kept_plan():
     assert alone[0] != alone[1]
     execute._PLANS.clear()
     assert [_cycles(kernel(), t) for t in ("a2a3", "a5")] == alone
+
+
+def _unary(op, dtype="f32", names="ac", **attrs):
+    """``op`` of two tiles at fixed addresses (whatever their size)."""
+    k = sim.Kernel("unary")
+    ga, gc = k.gm("ga", dtype, (16, 64)), k.gm("gc", dtype, (16, 64))
+    a, c = (k.tile("vec", dtype, 16, 64, name=n, addr=i * 8192) for i, n in enumerate(names))
+    k.TSTORE(gc, c, k.instr(op, c, a, k.TLOAD(a, ga), **attrs))
+    return k
+
+
+def _compare(mode, names="am"):
+    k = sim.Kernel("compare")
+    ga, gm = k.gm("ga", "f32", (16, 64)), k.gm("gm", "u8", (16, 64))
+    a, m = k.tile("vec", "f32", 16, 64, name=names[0]), k.tile("vec", "u8", 16, 64, name=names[1])
+    k.TSTORE(gm, m, k.instr("TCMPS", m, a, 1.0, k.TLOAD(a, ga), cmpMode=mode))
+    return k
+
+
+@pytest.mark.parametrize("part, make_a, make_b", [
+    ("opcode", lambda: _unary("TEXP"), lambda: _unary("TABS", names="xy")),
+    ("tile type", lambda: _unary("TEXP"), lambda: _unary("TEXP", "f16", names="xy")),
+    ("attributes", lambda: _compare("eq"), lambda: _compare("ne", names="xn")),
+])
+def test_a_part_of_the_form_is_part_of_a_kept_plan(part, make_a, make_b):
+    _alone_then_together(make_a, make_b)
+
+
+def test_alike_instructions_on_other_tiles_share_the_plan(monkeypatch):
+    _cycles(_unary("TEXP"))
+    monkeypatch.setattr(execute.Interpreter, "_shape", None)     # must not be called again
+    assert _cycles(_unary("TEXP", names="xy")) == _cycles(_unary("TEXP"))

@@ -78,7 +78,8 @@ def _random(dt: DType, n: int, rng) -> np.ndarray:
 
 
 _ROLES: dict = {}        # (instruction, its constants' text) -> _operand_roles
-_PLANS: dict = {}        # (shape, plan) of a verified instruction in a state: Interpreter._plan
+_FORMS: dict = {}        # instruction -> _form
+_PLANS: dict = {}        # (shape, plan) of a verified instruction's form in a state: _plan
 
 
 def _operand_roles(instr: Instr) -> tuple:
@@ -103,6 +104,20 @@ def _operand_roles(instr: Instr) -> tuple:
         roles = _ROLES[key] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp,
                                  instr.operand_text, tiles)
     return roles
+
+
+def _form(instr: Instr) -> tuple:
+    """An instruction without its operands' names: opcode, attributes, number of outputs,
+    each operand's tile type or kind. With its tiles' states, the target and
+    ``Interpreter._plan_facts`` it is what the shape reads, so the other buffer of a
+    double-buffered loop or a load from another GM window shares its plan."""
+    form = _FORMS.get(instr)
+    if form is None:
+        if len(_FORMS) >= 1 << 16:
+            _FORMS.clear()
+        form = _FORMS[instr] = (instr.opcode, instr.attrs, len(instr.outs), *[
+            o.type if isinstance(o, Tile) else type(o) for o in (*instr.outs, *instr.ins)])
+    return form
 
 
 class _TileState:
@@ -540,7 +555,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
                     self.warnings.setdefault(w, None)
                 # kept for every run of the process: a verified instruction has the
                 # operand kinds _plan_facts reads
-                known = (instr, self.target, sig[1:], self._plan_facts(instr, spec, srcs))
+                known = (_form(instr), self.target, sig[1:], self._plan_facts(instr, spec, srcs))
                 cached = _PLANS.get(known)
             if cached is None:
                 shape = self._shape(instr, spec, srcs, where)
@@ -553,9 +568,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         return cached
 
     def _plan_facts(self, instr, spec, srcs):
-        """What ``_shape`` reads beyond the instruction, the target and its tiles' states:
-        the geometry of a transfer's GM window, where placement put a binary op's sources
-        (the bank conflict hint). Reading more there means adding it here
+        """What ``_shape`` reads beyond the instruction's ``_form``, the target and its
+        tiles' states: the geometry of a transfer's GM window, where placement put a binary
+        op's sources (the bank conflict hint). Reading more there means adding it here
         (tests/test_plan_memo.py changes each part)."""
         fam = spec.family
         if fam in ("load", "mgather"):

@@ -1,29 +1,30 @@
 """What a run needs to know about a whole program before it starts, in one pass.
 
 Before the first instruction issues, the launch asks questions of the whole program: does
-it have ``pto.section`` regions (a mixed kernel), which buffers do its tile instructions
-touch (a cube-only or a vector kernel), which tiles need an address (``alloc_tile``
-without one, FIFO slots of ``talloc_*``) and which FIFO buffers are reserved. A kernel
-built through the builder is fully unrolled — 10^6 instructions are 10^6 statements — so
-asking each question with its own walk costs more than a tenth of the run. ``scan`` walks
-every function once, and keeps the answer for as long as the program lives (by identity:
-hashing a program would walk it again).
+it have ``pto.section`` regions (a mixed kernel), which tiles need an address
+(``alloc_tile`` without one, FIFO slots of ``talloc_*``) and which FIFO buffers are
+reserved. A kernel built through the builder is fully unrolled — 10^6 instructions are
+10^6 statements — so asking each question with its own walk costs more than a tenth of
+the run. ``scan`` walks every function once, looking only at the kinds of statement those
+questions are about, and keeps the answer for as long as the program lives (by identity:
+hashing a program would walk it again). Which buffers the tile instructions touch (a
+cube-only or a vector kernel) is asked by ``sim.engine.units`` with a walk that stops at
+the first vector tile.
 """
 
 from __future__ import annotations
 
 import weakref
-from itertools import chain
 
 import attrs
 
-from sim.isa.program import Alloc, For, If, Instr, PipeOp, Section
+from sim.isa.program import Alloc, For, If, PipeOp, Section
 from sim.isa.tile import Tile
 
 __all__ = ["Facts", "kept", "scan"]
 
 _TALLOC = ("pto.talloc_to_aiv", "pto.talloc_to_aic")
-_OTHERS = frozenset((Alloc, For, Section, If, PipeOp))      # the other kinds scan reads
+_READ = frozenset((Alloc, For, Section, If, PipeOp))      # the kinds scan reads
 
 
 @attrs.frozen
@@ -31,7 +32,6 @@ class Facts:
     """The whole-program facts of ``scan``."""
 
     sections: bool            # a pto.section.cube / .vector anywhere
-    tiles: tuple              # distinct tiles tile instructions read or write
     allocs: tuple             # Alloc statements, in text order, function by function
     reserves: tuple           # pto.reserve_buffer statements, in text order
     tallocs: tuple            # tiles taken by talloc_to_aiv / talloc_to_aic, in text order
@@ -64,7 +64,6 @@ def scan(program_or_body) -> Facts:
 
 
 def _scan(bodies) -> Facts:
-    instrs: dict[int, Instr] = {}     # tile instructions by identity (the builder shares them)
     allocs, reserves, tallocs = [], [], []
     sections = False
 
@@ -72,11 +71,9 @@ def _scan(bodies) -> Facts:
         nonlocal sections
         for st in body:
             t = type(st)
-            if t is Instr:
-                instrs[id(st)] = st
-            elif t not in _OTHERS:      # flags, views, scalar code: the rest of the statements
+            if t not in _READ:      # instructions, flags, views, scalar code: most statements
                 continue
-            elif t is Alloc:
+            if t is Alloc:
                 allocs.append(st)
             elif t is For:
                 visit(st.body)
@@ -86,15 +83,11 @@ def _scan(bodies) -> Facts:
             elif t is If:
                 visit(st.then_body)
                 visit(st.else_body)
-            elif t is PipeOp:
-                if st.op == "pto.reserve_buffer":
-                    reserves.append(st)
-                elif st.op in _TALLOC:
-                    tallocs.extend(r for r in st.results if isinstance(r, Tile))
+            elif st.op == "pto.reserve_buffer":
+                reserves.append(st)
+            elif st.op in _TALLOC:
+                tallocs.extend(r for r in st.results if isinstance(r, Tile))
 
     for body in bodies:
         visit(body)
-    # distinct operands by identity (an operand's hash is a Python call)
-    flat = [o for st in instrs.values() for o in chain(st.outs, st.ins)]
-    tiles = tuple(o for o in dict(zip(map(id, flat), flat)).values() if type(o) is Tile)
-    return Facts(sections, tiles, tuple(allocs), tuple(reserves), tuple(tallocs))
+    return Facts(sections, tuple(allocs), tuple(reserves), tuple(tallocs))

@@ -97,8 +97,20 @@ def _peer(program: Program, fn: Function) -> "Function | None":
 
 
 def _side_of_tiles(program: Program, target) -> str:
+    """CUBE when the tile instructions touch cube buffers only (at least one), else
+    VECTOR: the walk stops at the first vector tile, so a vector kernel is not walked
+    through."""
     side = _sides(target)
-    return CUBE if {side[t.loc] for t in scan(program).tiles} == {CUBE} else VECTOR
+    cube = False
+    for fn in program.functions:
+        for st in _walk(fn.body):
+            if type(st) is Instr:
+                for o in (*st.outs, *st.ins):
+                    if type(o) is Tile:
+                        if side[o.loc] != CUBE:
+                            return VECTOR
+                        cube = True
+    return CUBE if cube else VECTOR
 
 
 def _sides(target) -> dict:
