@@ -88,6 +88,18 @@ class _Pipe:
         self.last_op_row = -1     # recorder offset of the last op row (its records grow)
         self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
 
+    def head(self) -> tuple:
+        """(item, seq, dispatch cycle) of the first queued item."""
+        q = self.queue
+        return q[0], self.head_seq + q[1], q[2]
+
+    def drop_head(self) -> None:
+        """Take the first queued item off (``head`` read it)."""
+        q = self.queue
+        q.popleft()
+        self.head_seq += q.popleft()
+        q.popleft()
+
 
 class Machine:
     """Runs a stream of ``Issued`` items on the pipes of one unit; records the trace.
@@ -378,12 +390,9 @@ class Machine:
         queue = p.queue
         while True:
             while queue:
-                item, seq, dispatched = queue[0], p.head_seq + queue[1], queue[2]
+                item, seq, dispatched = p.head()
                 if self._step(p, item, seq, dispatched):
-                    queue.popleft()
-                    queue.popleft()
-                    queue.popleft()
-                    p.head_seq = seq
+                    p.drop_head()
                     continue
                 p.busy = True
                 key = item.flag
@@ -396,10 +405,7 @@ class Machine:
                 t = max(p.t, dispatched)
                 if t > env.now:
                     yield env.timeout(t - env.now)
-                queue.popleft()
-                queue.popleft()
-                queue.popleft()
-                p.head_seq = seq
+                p.drop_head()
                 if item.kind is SET:
                     self._event_set(p, item, seq, dispatched, None)
                 else:
@@ -437,7 +443,7 @@ class Machine:
                 yield p.wake
                 continue
             p.busy = True
-            item = queue.popleft()
+            item = queue.popleft()          # _Pipe.head and drop_head, inline: hot
             seq = p.head_seq = p.head_seq + queue.popleft()
             dispatched = queue.popleft()
             dclock = p.clocks.popleft() if p.clocks else None
