@@ -185,20 +185,17 @@ def frame(recorders) -> pd.DataFrame:
         order = np.lexsort((rows[:, _SEQ], rows[:, _START]))
         n = len(order)
         cores, units = np.full(n, r.core, np.int64), np.zeros(n, np.int8)
-        unit_used = [0] if n else []
 
         def column(i):      # one field, rows sorted: its own contiguous array
             return rows[:, i].take(order)
     else:
         column, n, cores, units, statics, texts, unit_names = _merged(recorders)
-        unit_used = None
 
     sid = column(_SID)
     static = list(zip(*statics)) if statics else [()] * len(_STATIC)
     field = dict(zip(_STATIC, static))
     start, end = column(_START), column(_END)
-    cols = {"id": column(_SEQ), "core": cores,
-            "unit": _categorical(units, unit_names, unit_used),
+    cols = {"id": column(_SEQ), "core": cores, "unit": _categorical(units, unit_names),
             "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
             "end_cycle": end, "duration_cycles": end - start,
             "stream": _categorical(column(_STREAM), _STREAM_TEXT),
