@@ -77,6 +77,7 @@ def _random(dt: DType, n: int, rng) -> np.ndarray:
     return rng.integers(0, 200, n).astype(dt.np_type)
 
 
+_MAX_KEPT = 1 << 16      # entries each cache below holds before it starts again
 _ROLES: dict = {}        # (instruction, its constants' text) -> _operand_roles
 _FORMS: dict = {}        # instruction -> _form
 _PLANS: dict = {}        # (shape, plan) of a verified instruction's form in a state: _plan
@@ -99,7 +100,7 @@ def _operand_roles(instr: Instr) -> tuple:
         n_req = max(sig.split().count("T") for sig in spec.ins)
         srcs, tmp = tiles_in[:n_req], (tiles_in[n_req] if len(tiles_in) > n_req else None)
         tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
-        if len(_ROLES) >= 1 << 16:
+        if len(_ROLES) >= _MAX_KEPT:
             _ROLES.clear()
         roles = _ROLES[key] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp,
                                  instr.operand_text, tiles)
@@ -113,7 +114,7 @@ def _form(instr: Instr) -> tuple:
     double-buffered loop or a load from another GM window shares its plan."""
     form = _FORMS.get(instr)
     if form is None:
-        if len(_FORMS) >= 1 << 16:
+        if len(_FORMS) >= _MAX_KEPT:
             _FORMS.clear()
         form = _FORMS[instr] = (instr.opcode, instr.attrs, len(instr.outs), *[
             o.type if isinstance(o, Tile) else type(o) for o in (*instr.outs, *instr.ins)])
@@ -561,7 +562,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
                 shape = self._shape(instr, spec, srcs, where)
                 cached = (shape, lower(shape, pipe, self.target))
                 if known is not None:
-                    if len(_PLANS) >= 1 << 16:
+                    if len(_PLANS) >= _MAX_KEPT:
                         _PLANS.clear()
                     _PLANS[known] = cached
             self._plans[sig] = cached
