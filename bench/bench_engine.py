@@ -25,7 +25,8 @@ case:
   process, as the runs of a sweep or a notebook loop go: what the first run worked out per
   distinct instruction (lowering, verifier verdicts, trace dtypes) is kept per process;
 * after each kernel and mode, the CPU time per instruction between consecutive sizes and
-  the fixed cost per run the two smallest imply (cost = fixed + marginal x n).
+  the fixed cost per run the two smallest imply (cost = fixed + marginal x n), split into
+  ``sim.simulate`` and the first read of ``Result.trace`` (building the DataFrame).
 
 Before the measured run the process simulates ``kernels.warmup()``, a few instructions on
 other tiles and shapes: the imports are paid there, the per-instruction caches are not.
@@ -84,12 +85,14 @@ def one(kernel: str, n: int, mode: str) -> dict:
     before = _rss_bytes()
     t0, c0 = time.perf_counter(), time.process_time()
     r = sim.simulate(program, inputs=inputs, **opts)
+    c1 = time.process_time()
     trace = r.trace
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     ops = r.instructions
     out = {"kernel": kernel, "n": ops, "mode": mode, "build_s": build_s, "sim_s": secs,
            "instr_per_s": ops / secs, "cpu_s": cpu, "instr_per_cpu_s": ops / cpu,
+           "trace_cpu_s": cpu - (c1 - c0),
            "peak_rss_mb": peak / 2**20,
            "bytes_per_instr": max(0, peak - before) / ops, "rows": len(trace),
            "trace_bytes_per_instr": int(trace.memory_usage(deep=True).sum()) / ops,
@@ -125,7 +128,7 @@ def main(argv=None) -> int:
               f"{'trace B/instr':>13} {'cycles':>10} {'again k/cpu s':>13}")
     for kernel in args.kernels:
         for mode in args.modes:
-            points = []                         # (instructions, CPU seconds) per size
+            points = []             # (instructions, CPU seconds, of them reading .trace) per size
             for n in sizes:
                 runs = []
                 for _ in range(max(1, args.repeat)):
@@ -137,7 +140,7 @@ def main(argv=None) -> int:
                     runs.append(json.loads(out.stdout))
                 r = {k: (statistics.median(x[k] for x in runs)
                          if isinstance(v, float) else v) for k, v in runs[0].items()}
-                points.append((r["n"], r["n"] / r["instr_per_cpu_s"]))
+                points.append((r["n"], r["n"] / r["instr_per_cpu_s"], r["trace_cpu_s"]))
                 if args.json:
                     print(json.dumps(r))
                     continue
@@ -153,12 +156,19 @@ def main(argv=None) -> int:
 
 def _marginal(points) -> str:
     """CPU time per instruction between consecutive sizes, and the fixed cost per run that
-    the two smallest imply (when they are small enough to show it): time = fixed +
-    marginal x n is linear when the marginals agree."""
-    steps = [(t1 - t0) / (n1 - n0) for (n0, t0), (n1, t1) in zip(points, points[1:])]
+    the two smallest imply (when they are small enough to show it), split into simulating
+    and building the trace DataFrame: time = fixed + marginal x n is linear when the
+    marginals agree, and the fixed cost is what keeps the smallest size off the line."""
+    def fixed(i):               # of total (1) or trace (2) CPU seconds
+        (n0, *a), (n1, *b) = points[0], points[1]
+        return a[i - 1] - (b[i - 1] - a[i - 1]) / (n1 - n0) * n0
+
+    steps = [(t1 - t0) / (n1 - n0) for (n0, t0, _), (n1, t1, _) in zip(points, points[1:])]
     out = "marginal us/instr " + " -> ".join(f"{x * 1e6:.2f}" for x in steps)
     if points[0][0] <= 10_000:          # a few ms out of seconds is noise: small sizes only
-        out += f"; fixed {(points[0][1] - steps[0] * points[0][0]) * 1e3:.1f} ms per run"
+        total, trace = fixed(1), fixed(2)
+        out += (f"; fixed {total * 1e3:.1f} ms per run (simulate {(total - trace) * 1e3:.1f}, "
+                f"trace {trace * 1e3:.1f})")
     return out
 
 
