@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sim.engine.items import SCALAR, Issued
 from sim.engine.races import Access
-from sim.engine.scalars import coerce, evaluate
+from sim.engine.scalars import coerce, compile_op
 from sim.errors import SimulationError, UserError
 from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PartView, PipeOp, Reshape,
                              Return, Scalar, ScalarOp, Section, Subview, TensorView, Tile, Yield)
@@ -89,10 +89,14 @@ class ControlFlow:
     # --- scalar code ---------------------------------------------------------------------
 
     def _arith(self, st: Arith) -> None:
+        fn = self._arith_fns.get(id(st))      # statements live as long as the program
+        if fn is None:
+            fn = self._arith_fns[id(st)] = compile_op(
+                st.op, [getattr(o, "type", "index") for o in st.operands], st.result.type,
+                dict(st.attrs))
         args = [self.scalar(o) for o in st.operands]
-        types = [getattr(o, "type", "index") for o in st.operands]
         try:
-            self.values[st.result.name] = evaluate(st.op, args, types, st.result.type, dict(st.attrs))
+            self.values[st.result.name] = fn(args)
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise SimulationError(f"{st.op}{_where(st)}: cannot evaluate with operands {args}: {e}") from None
         except SimulationError as e:

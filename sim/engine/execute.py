@@ -175,6 +175,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
         self._sync_items: dict = {}
+        self._arith_fns: dict = {}      # id(arith statement) -> its compiled function
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))

@@ -15,7 +15,7 @@ import numpy as np
 
 from sim.errors import SimulationError
 
-__all__ = ["evaluate", "coerce"]
+__all__ = ["evaluate", "compile_op", "coerce"]
 
 _WIDTH = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
 _FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64}
@@ -171,3 +171,26 @@ def evaluate(op: str, args: list, types: list, result_type: str, attrs: dict):
             return wrap(-(-_unsigned(a, t) // _unsigned(b, t)), t)
         return wrap(a // b, t)
     raise SimulationError(f"unsupported scalar op {op!r}")
+
+
+def compile_op(op: str, types: list, result_type: str, attrs: dict):
+    """``evaluate`` of one statement as a function of its operand values alone: the op's
+    name is resolved once, so scalar code run in a loop (index arithmetic of a tiled
+    kernel) pays a call, not the name tests. Ops other than the integer binary ops and
+    constants keep the generic path."""
+    name = op.removeprefix("arith.")
+    t = result_type
+    if name == "constant":
+        return lambda args: coerce(args[0], t)
+    f = _IOPS.get(name)
+    if f is None:
+        return lambda args: evaluate(op, args, types, t, attrs)
+    n = _bits(t)
+    if n == 1:
+        return lambda args: int(f(args[0], args[1] if len(args) > 1 else None, t)) & 1
+    mask, sign, full = (1 << n) - 1, 1 << (n - 1), 1 << n
+
+    def run(args):          # wrap(), its width worked out once
+        v = int(f(args[0], args[1] if len(args) > 1 else None, t)) & mask
+        return v - full if v & sign else v
+    return run
