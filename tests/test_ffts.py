@@ -335,6 +335,25 @@ def test_every_core_waits_for_the_slow_one_before_reading_its_rows(middle):
     assert (second >= slow_store).all()
 
 
+def test_a_syncall_in_a_loop_meets_once_per_iteration():
+    """The second execution of a syncall statement issues its items again (they are kept
+    per statement as a tuple, which the walk once handed to the pipes as one item)."""
+    loop = ("    scf.for %j = %c0 to %c2 step %c1 {\n"
+            f"  {_MIDDLES['hard']}"
+            "    }\n")
+    p = parse_text(_HEAD + loop + _TAIL, "loop.pto")
+    x = np.arange(16 * 4 * 64, dtype=np.float32)
+    r = sim.simulate(p, block_dim=4, inputs={"x": x.copy()})
+    Y = x.reshape(-1, 64).copy()
+    Y[32:48] += 8
+    np.testing.assert_array_equal(r.output("x").reshape(64, 64), np.roll(Y, -16, axis=0))
+    tr = r.trace
+    waits = tr[(tr.opcode == "syncall") & (tr.kind == "wait_flag")]
+    assert waits.groupby("core").size().to_dict() == {0: 2, 1: 2, 2: 2, 3: 2}
+    slow_store = int(tr[(tr.core == 2) & (tr.opcode == "TSTORE")].end_cycle.min())
+    assert (waits.groupby("core").end_cycle.min() >= slow_store).all()
+
+
 def test_soft_syncall_costs_gm_traffic_the_hard_one_does_not():
     hard, _ = _neighbours("hard")
     soft, _ = _neighbours("soft")

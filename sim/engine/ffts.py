@@ -279,9 +279,12 @@ class CrossCore:
         return tuple(u for u in units if (u[1] == "AIC") == aic)
 
     def _syncall(self, st: SyncAll):
-        items = self._sync_items.get(id(st))
+        # keyed apart from id(st): the walk hands a sync item found under id(st) straight
+        # to the pipes, and this is a tuple of them
+        key = ("syncall", id(st))
+        items = self._sync_items.get(key)
         if items is None:
-            items = self._sync_items[id(st)] = self._syncall_items(st)
+            items = self._sync_items[key] = self._syncall_items(st)
         self.seq += len(items)
         for item in items:
             yield item.copy() if self.track_accesses else item
