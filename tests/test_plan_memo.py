@@ -142,3 +142,44 @@ def test_alike_instructions_on_other_tiles_share_the_plan(monkeypatch):
     _cycles(_unary("TEXP"))
     monkeypatch.setattr(execute.Interpreter, "_shape", None)     # must not be called again
     assert _cycles(_unary("TEXP", names="xy")) == _cycles(_unary("TEXP"))
+
+
+def _nd_loads(outer_sizes, loop: bool) -> str:
+    """TLOADs of 3-D windows of one tensor into one 32x64 tile, ``outer`` x (32 / outer)
+    x 64 each: one statement executed in an scf.for over the sizes (``loop``), or one
+    statement per size. The tile's state never changes; the window's outer extent does."""
+    head = """module {
+  func.func @k(%x: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %c2048 = arith.constant 2048 : index
+    %tv = pto.make_tensor_view %x, shape = [%c4, %c32, %c64], strides = [%c2048, %c64, %c1] : !pto.tensor_view<?x?x?xf32>
+    %t = pto.alloc_tile : !pto.tile_buf<vec, 32x64xf32>
+"""
+    def load(b, indent="    ", n=""):
+        return (f"{indent}%r{n} = arith.divsi %c32, {b} : index\n"
+                f"{indent}%pv{n} = pto.partition_view %tv, offsets = [%c0, %c0, %c0], sizes = [{b}, %r{n}, %c64] : !pto.tensor_view<?x?x?xf32> -> !pto.partition_tensor_view<?x?x64xf32>\n"
+                f"{indent}pto.tload ins(%pv{n} : !pto.partition_tensor_view<?x?x64xf32>) outs(%t : !pto.tile_buf<vec, 32x64xf32>)\n")
+    consts = "".join(f"    %o{i} = arith.constant {b} : index\n" for i, b in enumerate(outer_sizes))
+    if loop:            # %b = 1, 2, 4, ...: the outer sizes are the powers of two
+        assert list(outer_sizes) == [2 ** i for i in range(len(outer_sizes))]
+        body = (f"    %cn = arith.constant {len(outer_sizes)} : index\n"
+                "    scf.for %i = %c0 to %cn step %c1 {\n"
+                "      %b = arith.shli %c1, %i : index\n" + load("%b", "      ") + "    }\n")
+    else:
+        body = consts + "".join(load(f"%o{i}", n=str(i)) for i in range(len(outer_sizes)))
+    return head + body + "    return\n  }\n}\n"
+
+
+def test_a_transfer_of_an_n_d_view_is_planned_for_its_outer_extent_each_time():
+    """One TLOAD statement whose 3-D window changes its outer extent (1, 2, 4 copies) while
+    its tile stays as it was costs at each execution what a statement of that window costs
+    alone: the cached plan of its tile state is not reused across outer extents."""
+    sizes = [1, 2, 4]
+    straight = _cycles(parse_text(_nd_loads(sizes, loop=False), "straight.pto"))
+    assert len(set(straight)) == 3                      # the three windows cost differently
+    execute._PLANS.clear()
+    assert _cycles(parse_text(_nd_loads(sizes, loop=True), "loop.pto")) == straight

@@ -172,6 +172,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
+        self._nd_transfers: set = set()     # statement keys of transfers of N-D GM views
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
         self._sync_items: dict = {}
@@ -503,7 +504,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             return self._tassign(instr, seq, self._where(seq, instr), text)
         if cell[0] != self.epoch:
             cell[1] = self._plan(instr, spec, pipe, srcs, tiles, key, seq)
-            cell[0] = self.epoch
+            # a transfer of an N-D view is planned at every execution: its outer extent,
+            # which sets its copies, may change while its tiles do not
+            cell[0] = -1 if key in self._nd_transfers else self.epoch
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, tiles, key, shape, seq, source)
@@ -548,6 +551,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             missing = next(t for t in tiles if t not in self.tiles)
             raise UserError(f"{self._where(seq, instr)}: tile %{missing.name} is used before it "
                             f"is allocated") from None
+        if self._nd_view(instr, spec):
+            self._nd_transfers.add(key)
+            sig += (self._plan_facts(instr, spec, srcs),)
         cached = self._plans.get(sig)
         if cached is None:
             where = self._where(seq, instr)
@@ -568,6 +574,18 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
                     _PLANS[known] = cached
             self._plans[sig] = cached
         return cached
+
+    def _nd_view(self, instr, spec) -> bool:
+        """Whether a transfer's GM view has dims outside its 2-D window: its plan then
+        depends on the view's outer extent (``_geometry``), not on its tiles alone."""
+        fam = spec.family
+        if fam in ("load", "mgather"):
+            view = instr.ins[0]
+        elif fam == "store":
+            view = instr.outs[0]
+        else:
+            return False
+        return len(self.views.get(view.name, (None, 0, ()))[2]) > 2
 
     def _plan_facts(self, instr, spec, srcs):
         """What ``_shape`` reads beyond the instruction's ``_form``, the target and its
