@@ -29,33 +29,89 @@ class ControlFlow:
     _calls: tuple = ()           # the functions being called, outermost first
 
     def _block(self, body):
-        """Run ``body``; yields pipe items and returns the values of its Yield / Return."""
+        """Run ``body``; yields pipe items and returns the values of its Yield / Return.
+
+        Nested loops, branches, calls and sections run inside this one generator, on an
+        explicit stack of the bodies they interrupt: an item issued four loops deep passes
+        through one generator, not two per level (a third of a tiled GEMM's walk was
+        generators handing items up)."""
         instr_type = self._instr_type
         fixed = self._sync_items     # sync statements issue the same checked item every time
-        for st in body:
-            kind = type(st)
-            if kind is instr_type:
-                yield self._instr(st)
-                continue
-            item = fixed.get(id(st))
-            if item is not None:
-                self.seq += 1
-                yield item
-                continue
-            if kind is Yield or kind is Return:
-                return tuple(self._value(v) for v in st.values)
-            handler = self._handlers.get(kind)
-            if handler is None:
-                raise UserError(f"statement {kind.__name__}{_where(st)} is not supported by the "
-                                f"simulator yet")
-            out = handler(st)
+        handlers = self._handlers
+        stack = []      # (the rest of an interrupted body, the frame of what interrupted it)
+        rest = iter(body)
+        while True:
+            out = None          # stays None when a nested body was entered
+            for st in rest:
+                kind = type(st)
+                if kind is instr_type:
+                    yield self._instr(st)
+                    continue
+                item = fixed.get(id(st))
+                if item is not None:
+                    self.seq += 1
+                    yield item
+                    continue
+                if kind is For:
+                    frame = self._loop(st)
+                    if frame is None:
+                        continue
+                    stack.append((rest, frame))
+                    rest = iter(st.body)
+                    break
+                if kind is If:
+                    stack.append((rest, (If, st)))
+                    rest = iter(st.then_body if self.scalar(st.cond) else st.else_body)
+                    break
+                if kind is Call:
+                    frame, callee_body = self._enter_call(st)
+                    stack.append((rest, frame))
+                    rest = iter(callee_body)
+                    break
+                if kind is Section:
+                    # A unit's program holds only the sections of its kind
+                    # (sim.engine.units); the single-unit model keeps both, issuing to the
+                    # pipes of one unit in program order.
+                    stack.append((rest, (Section, st)))
+                    rest = iter(st.body)
+                    break
+                if kind is Yield or kind is Return:
+                    out = tuple(self._value(v) for v in st.values)
+                    break
+                handler = handlers.get(kind)
+                if handler is None:
+                    raise UserError(f"statement {kind.__name__}{_where(st)} is not supported "
+                                    f"by the simulator yet")
+                issued = handler(st)
+                if issued is None:
+                    continue
+                if isinstance(issued, Issued):
+                    yield issued
+                else:
+                    yield from issued
+            else:
+                out = ()
             if out is None:
                 continue
-            if isinstance(out, Issued):
-                yield out
-            else:
-                yield from out
-        return ()
+            # the current body ended, with the values ``out``
+            if not stack:
+                return out
+            rest, frame = stack.pop()
+            kind = frame[0]
+            if kind is For:
+                if frame[1].iter_args:
+                    frame[3] = list(out)
+                if self._iterate(frame):
+                    stack.append((rest, frame))
+                    rest = iter(frame[1].body)
+            elif kind is If:
+                for res, val in zip(frame[1].results, out):
+                    self._bind(res, val)
+            elif kind is Call:
+                _, st, saved, saved_calls = frame
+                self.values, self._calls = saved, saved_calls
+                for res, val in zip(st.results, out):
+                    self._bind(res, val)
 
     def _value(self, op):
         """Run-time value of an operand: a number, a tile's state, a GM pointer key or the
@@ -205,28 +261,34 @@ class ControlFlow:
 
     # --- control flow --------------------------------------------------------------------
 
-    def _for(self, st: For):
+    def _loop(self, st: For):
+        """The frame of an ``scf.for`` about to run its first iteration — [For, the loop,
+        its induction values, the carried values] — or None when it runs none (its
+        results bound)."""
         lb, ub, step = (int(self.scalar(x)) for x in (st.lower, st.upper, st.step))
         if step <= 0:
             self.data_error(f"scf.for{_where(st)}: step must be positive, found {step}")
-        carried = [self._value(v) for v in st.inits]
-        for i in range(lb, ub, step) if step > 0 else ():
-            self.values[st.iv.name] = i
-            for var, val in zip(st.iter_args, carried):
-                self._bind(var, val)
-            out = yield from self._block(st.body)
-            if st.iter_args:
-                carried = list(out)
-        for res, val in zip(st.results, carried):
-            self._bind(res, val)
+        frame = [For, st, iter(range(lb, ub, step) if step > 0 else ()),
+                 [self._value(v) for v in st.inits]]
+        return frame if self._iterate(frame) else None
 
-    def _if(self, st: If):
-        body = st.then_body if self.scalar(st.cond) else st.else_body
-        out = yield from self._block(body)
-        for res, val in zip(st.results, out):
-            self._bind(res, val)
+    def _iterate(self, frame) -> bool:
+        """Start a loop's next iteration (bind its induction variable and iter_args); at
+        its end bind the loop's results and say so."""
+        _, st, ivs, carried = frame
+        i = next(ivs, None)
+        if i is None:
+            for res, val in zip(st.results, carried):
+                self._bind(res, val)
+            return False
+        self.values[st.iv.name] = i
+        for var, val in zip(st.iter_args, carried):
+            self._bind(var, val)
+        return True
 
-    def _call(self, st: Call):
+    def _enter_call(self, st: Call):
+        """(the frame of a ``func.call``, the callee's body): the callee runs in a fresh
+        frame of SSA values, restored to the caller's when its body ends."""
         fn = self.program.callee(st)
         chain = self._calls or (self.program.main.name,)
         if st.callee in chain:          # no call stack on the hardware to recurse with
@@ -234,26 +296,14 @@ class ControlFlow:
                             + " -> ".join(f"@{c}" for c in (*chain, st.callee))
                             + "): a kernel's functions cannot call themselves")
         args = [self._value(a) for a in st.args]
-        saved, saved_calls = self.values, self._calls
+        frame = (Call, st, self.values, self._calls)
         self.values, self._calls = {}, (*chain, st.callee)
         for param, val in zip(fn.args, args):
             self._bind(param, val)
-        try:
-            out = yield from self._block(fn.body)
-        finally:
-            self.values, self._calls = saved, saved_calls
-        for res, val in zip(st.results, out):
-            self._bind(res, val)
-
-    def _section(self, st: Section):
-        # A unit's program holds only the sections of its kind (sim.engine.units); the
-        # single-unit model keeps both, issuing to the pipes of one unit in program order.
-        # The body's walk itself, not a generator around it: a kernel built section by
-        # section passes every item through it.
-        return self._block(st.body)
+        return frame, fn.body
 
     def _control_handlers(self) -> dict:
+        # scf.for / scf.if / func.call / sections and Yield / Return are the walk's own
+        # (_block)
         return {Arith: self._arith, ScalarOp: self._scalar_op, Subview: self._subview,
-                Reshape: self._reshape,
-                For: self._for, If: self._if, Call: self._call, Section: self._section,
-                PipeOp: self._pipe_op, Yield: None, Return: None}
+                Reshape: self._reshape, PipeOp: self._pipe_op}
