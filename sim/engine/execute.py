@@ -25,6 +25,7 @@ from sim.engine.ffts import CrossCore
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.operands import OperandSites, instr_where
 from sim.engine.placement import place_tiles
+from sim.engine.scan import kept
 from sim.engine.units import BOTH, UnitSpec
 from sim.engine.xunit import CrossUnit
 from sim.isa.dtypes import DType
@@ -176,7 +177,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
         self._sync_items: dict = {}
-        self._arith_fns: dict = {}      # id(arith statement) -> its compiled function
+        # id(arith statement) -> its compiled function: kept with the program, for every
+        # unit and run of it (an unrolled kernel runs each statement once per unit)
+        self._arith_fns: dict = kept(program, ("arith",), dict)
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
