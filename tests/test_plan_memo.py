@@ -22,8 +22,8 @@ def fresh_plans(monkeypatch):
     monkeypatch.setattr(execute, "_PLANS", {})
 
 
-def _cycles(program, target="a2a3") -> list:
-    ops = sim.simulate(program, target, functional=False).trace
+def _cycles(program, target="a2a3", **opts) -> list:
+    ops = sim.simulate(program, target, functional=False, **opts).trace
     ops = ops[ops["kind"] == "op"]
     return list(zip(ops["opcode"], ops["duration_cycles"]))
 
@@ -183,3 +183,43 @@ def test_a_transfer_of_an_n_d_view_is_planned_for_its_outer_extent_each_time():
     assert len(set(straight)) == 3                      # the three windows cost differently
     execute._PLANS.clear()
     assert _cycles(parse_text(_nd_loads(sizes, loop=True), "loop.pto")) == straight
+
+
+# --- plans kept with the program, for its units and runs -----------------------------------
+
+def _recip_kernel(in_place: bool) -> "sim.Kernel":
+    """TLOAD, TRECIP (in place: a verifier warning on a2a3), TSTORE."""
+    k = sim.Kernel("recip", block_dim=2)
+    x, y = k.gm("x", "f32", (32, 64)), k.gm("y", "f32", (32, 64))
+    a, d = k.tile("vec", "f32", 16, 64, name="a"), k.tile("vec", "f32", 16, 64, name="d")
+    r = k.block_idx * 16
+    rows = slice(r, r + 16)
+    k.TLOAD(a, x[rows, :])
+    k.TRECIP(a if in_place else d, a)
+    k.TSTORE(y[rows, :], a if in_place else d)
+    return k
+
+
+def test_a_warning_is_given_by_every_run_of_a_program():
+    """A clean plan is kept for the program's other units and runs; one whose verdict
+    warns is not, so each run gives the warning again."""
+    program = _recip_kernel(in_place=True).program()
+    # as written: an auto-mode run simulates a prepared copy of the program
+    first = sim.simulate(program, functional=False, sync="manual").warnings
+    assert any("same tile (%a): TRECIP" in w for w in first)
+    assert sim.simulate(program, functional=False, sync="manual").warnings == first
+    clean = _recip_kernel(in_place=False).program()
+    assert sim.simulate(clean, functional=False, sync="manual").warnings == ()
+
+
+def test_a_program_simulated_on_two_targets_gets_each_targets_plans():
+    k = _recip_kernel(in_place=False)
+    program = k.program()
+    alone = {}
+    for target in ("a5", "a2a3"):
+        execute._PLANS.clear()
+        alone[target] = _cycles(_recip_kernel(in_place=False).program(), target)
+    assert alone["a5"] != alone["a2a3"]
+    for target in ("a2a3", "a5", "a2a3"):
+        execute._PLANS.clear()
+        assert _cycles(program, target, sync="manual") == alone[target]

@@ -173,6 +173,12 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._static: dict = {}
         self._by_value: dict = {}
         self._plans: dict = {}
+        # kept with the program, for all its units and runs: one number per distinct
+        # instruction, and the plans of the instructions verified clean in a tile state
+        # (a plan depends on the instruction, its tiles' states, the target and the
+        # placement, itself a function of the program and target)
+        self._keys: dict = kept(program, ("keys",), dict)
+        self._clean_plans: dict = kept(program, ("plans", target), dict)
         self._nd_transfers: set = set()     # statement keys of transfers of N-D GM views
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
@@ -482,8 +488,10 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         info = self._by_value.get(instr)      # an equal instruction issued elsewhere
         if info is None:
             # the cell caches (state epoch, (shape, plan)) for every equal instruction
-            info = self._by_value[instr] = (*_operand_roles(instr), len(self._by_value),
-                                            [-1, None])
+            key = self._keys.get(instr)
+            if key is None:
+                key = self._keys[instr] = len(self._keys)
+            info = self._by_value[instr] = (*_operand_roles(instr), key, [-1, None])
         # per object: its source text and [its Issued item for the current plan, and
         # (that item, its copy carrying the last execution's accesses and GM window) in
         # race-checked runs and under an L2]
@@ -559,23 +567,36 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
             sig += (self._plan_facts(instr, spec, srcs),)
         cached = self._plans.get(sig)
         if cached is None:
-            where = self._where(seq, instr)
-            known = None
-            if self._verify is not None:
-                for w in self._verify(instr, self.target, self.valid_of, where) or ():
-                    self.warnings.setdefault(w, None)
-                # kept for every run of the process: a verified instruction has the
-                # operand kinds _plan_facts reads
-                known = (_form(instr), self.target, sig[1:], self._plan_facts(instr, spec, srcs))
-                cached = _PLANS.get(known)
+            cached = self._clean_plans.get(sig)     # another unit's or run's, verified clean
             if cached is None:
-                shape = self._shape(instr, spec, srcs, where)
-                cached = (shape, lower(shape, pipe, self.target))
-                if known is not None:
-                    if len(_PLANS) >= _MAX_KEPT:
-                        _PLANS.clear()
-                    _PLANS[known] = cached
+                cached = self._new_plan(instr, spec, pipe, srcs, sig, seq)
             self._plans[sig] = cached
+        return cached
+
+    def _new_plan(self, instr, spec, pipe, srcs, sig, seq):
+        """Verify an instruction in a tile state and work out its (shape, plan)."""
+        where = self._where(seq, instr)
+        if self._verify is None:
+            shape = self._shape(instr, spec, srcs, where)
+            return shape, lower(shape, pipe, self.target)
+        warned = False
+        for w in self._verify(instr, self.target, self.valid_of, where) or ():
+            self.warnings.setdefault(w, None)
+            warned = True
+        # kept for every run of the process: a verified instruction has the operand kinds
+        # _plan_facts reads
+        known = (_form(instr), self.target, sig[1:], self._plan_facts(instr, spec, srcs))
+        cached = _PLANS.get(known)
+        if cached is None:
+            shape = self._shape(instr, spec, srcs, where)
+            cached = (shape, lower(shape, pipe, self.target))
+            if len(_PLANS) >= _MAX_KEPT:
+                _PLANS.clear()
+            _PLANS[known] = cached
+        if not warned:              # a warning is each unit's (and run's) to give
+            if len(self._clean_plans) >= _MAX_KEPT:
+                self._clean_plans.clear()
+            self._clean_plans[sig] = cached
         return cached
 
     def _nd_view(self, instr, spec) -> bool:
