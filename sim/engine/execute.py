@@ -183,6 +183,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
         self._sync_items: dict = {}
+        self._sync_alike: dict = {}     # (kind, pipes, event id, loc) -> the item of them
         # id(arith statement) -> its compiled function: kept with the program, for every
         # unit and run of it (an unrolled kernel runs each statement once per unit)
         self._arith_fns: dict = kept(program, ("arith",), dict)
@@ -447,11 +448,17 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         return self.gm[ptr.name][base:last + 1] if window.size else window.reshape(-1)
 
     def _flag(self, st) -> Issued:
-        # checked once per statement (and event id, when that is a run-time value)
-        key = id(st) if type(st.event) is not Scalar else (id(st), self.scalar(st.event))
+        # checked once per statement (and event id, when that is a run-time value), and
+        # equal statements issue one item: auto mode inserts a statement per point
+        ev = st.event
+        key = id(st) if type(ev) is not Scalar else (id(st), self.scalar(ev))
         item = self._sync_items.get(key)
         if item is None:
-            item = self._sync_items[key] = self._flag_item(st)
+            same = (type(st), st.src, st.dst, ev if type(ev) is not Scalar else key[1], st.loc)
+            item = self._sync_alike.get(same)
+            if item is None:
+                item = self._sync_alike[same] = self._flag_item(st)
+            self._sync_items[key] = item
         self.seq += 1
         return item
 
@@ -470,11 +477,15 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
     def _barrier(self, st: Barrier) -> Issued:
         item = self._sync_items.get(id(st))
         if item is None:
-            if st.pipe not in _SYNC_PIPES:
-                raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
-                                f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
-            item = self._sync_items[id(st)] = Issued(BARRIER, st.pipe, "pipe_barrier",
-                                                     text=st.pipe, source=str(st.loc or ""))
+            same = (Barrier, st.pipe, st.loc)
+            item = self._sync_alike.get(same)
+            if item is None:
+                if st.pipe not in _SYNC_PIPES:
+                    raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
+                                    f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
+                item = self._sync_alike[same] = Issued(BARRIER, st.pipe, "pipe_barrier",
+                                                       text=st.pipe, source=str(st.loc or ""))
+            self._sync_items[id(st)] = item
         self.seq += 1
         return item
 

@@ -11,6 +11,7 @@ from sim.engine.chip import Chip
 from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
+from sim.engine.scan import kept
 from sim.errors import DeadlockError, UserError
 from sim.result import Result
 from sim.target import load_target
@@ -85,7 +86,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
-    prep = prepare(program, tgt, sync)
+    # kept with the program: the auto passes cost several times the run they prepare
+    prep = kept(program, ("prepared", tgt, sync), lambda: prepare(program, tgt, sync))
     check = races is True or (races == "manual" and prep.mode == "manual")
     watched = limits is not None and limits.active
     chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
