@@ -76,7 +76,24 @@ class _Scan:
         self.allocs: dict[Tile, tuple] = {}     # tile -> (pos, loops, order)
         self.uses: dict[Tile, list] = {}
         self.partners: dict[Tile, set] = {}
+        self._roles: dict[int, tuple] = {}      # id(Instr) -> _instr_roles
         self._visit(fn.body, (), 0)
+
+    def _instr_roles(self, st: Instr) -> tuple:
+        """((tile, (reads, writes)), ...) of an instruction's tiles, subviews as their
+        source; notes the two sources of a binary vector op as placement partners."""
+        roles: dict[Tile, list] = {}
+        for t, r, w in tile_roles(st):      # an in-place op reads and writes
+            rw = roles.setdefault(self.root(t), [False, False])
+            rw[0] |= r
+            rw[1] |= w
+        spec = _opcode(st.opcode)
+        srcs = [self.root(t) for t in st.tiles_in]
+        if spec.family == "binary" and len(srcs) >= 2 and srcs[0] != srcs[1] \
+                and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
+            self.partners.setdefault(srcs[0], set()).add(srcs[1])
+            self.partners.setdefault(srcs[1], set()).add(srcs[0])
+        return tuple((t, tuple(rw)) for t, rw in roles.items())
 
     def _visit(self, body, loops, cond):
         for st in body:
@@ -87,19 +104,11 @@ class _Scan:
             elif isinstance(st, Instr):
                 if st.opcode == "TASSIGN":
                     continue
-                roles: dict[Tile, list] = {}
-                for t, r, w in tile_roles(st):      # an in-place op reads and writes
-                    rw = roles.setdefault(self.root(t), [False, False])
-                    rw[0] |= r
-                    rw[1] |= w
-                for t, (r, w) in roles.items():
+                roles = self._roles.get(id(st))     # a builder kernel repeats a statement
+                if roles is None:
+                    roles = self._roles[id(st)] = self._instr_roles(st)
+                for t, (r, w) in roles:
                     self.uses.setdefault(t, []).append(_Use(p, r, w, loops, cond))
-                spec = _opcode(st.opcode)
-                srcs = [self.root(t) for t in st.tiles_in]
-                if spec.family == "binary" and len(srcs) >= 2 and srcs[0] != srcs[1] \
-                        and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
-                    self.partners.setdefault(srcs[0], set()).add(srcs[1])
-                    self.partners.setdefault(srcs[1], set()).add(srcs[0])
             elif isinstance(st, For):
                 self._visit(st.body, loops + (st,), cond)
                 self.loop_span[id(st)] = (p, self.pos)

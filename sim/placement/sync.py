@@ -45,7 +45,10 @@ class Order:
     def op(self, pipe: str):
         k = self.n.get(pipe, 0) + 1
         self.n[pipe] = k
-        return k, join(self.clock(pipe), {pipe: k})
+        clock = self.clock(pipe)            # a fresh dict: the item's own index joins it
+        if clock.get(pipe, 0) < k:
+            clock[pipe] = k
+        return k, clock
 
     def set(self, pipe: str, key, clock=None) -> None:
         if clock is None:
@@ -119,6 +122,8 @@ class _Ctx:
         self.parity_events: dict[str, tuple] = {}   # scalar name -> (loop id, id0, id1)
         self.summaries: dict[int, Summary] = {}
         self.loop_alias: dict[int, int] = {}        # id(rewritten For) -> id(original)
+        self.steps: dict[int, tuple] = {}           # id(Instr) -> its step
+        self.resolved: dict[int, list] = {}         # id(a step's accesses) -> resolve()
 
     def key(self, loop) -> int:
         """A loop's identity across rewrites (slots name the loops of the input)."""
@@ -143,12 +148,30 @@ class _Ctx:
         free (``same_pipe`` False: hazards on its own pipe need no order); None for the
         statements hazards do not concern."""
         if isinstance(st, Instr):
-            return (pipe_of(st), self.symbolic(st), True) if st.opcode != "TASSIGN" else None
+            # once per statement: a builder kernel issues one statement from a line over
+            # and over, and the passes ask again at every level that sees it
+            step = self.steps.get(id(st), self)
+            if step is self:
+                step = self.steps[id(st)] = (pipe_of(st), tuple(self.symbolic(st)), True) \
+                    if st.opcode != "TASSIGN" else None
+            return step
         if isinstance(st, PipeOp) and self.fifos is not None:
             return self.fifos.step(st)
         return None
 
-    def resolve(self, sym: list, parity: dict) -> list[Access]:
+    def resolve_step(self, sym: tuple, parity: dict) -> list[Access]:
+        """``resolve`` of a step's accesses (``step()[1]``, kept as long as this run), once
+        per step outside double-buffered loop copies (where ``parity`` picks the copy)."""
+        if parity:
+            return self.resolve(sym, parity)
+        out = self.resolved.get(id(sym))
+        if out is None:
+            out = self.resolved[id(sym)] = self.resolve(sym, parity)
+        return out
+
+    def resolve(self, sym, parity: dict) -> list[Access]:
+        """The accesses of symbolic accesses ``sym`` with the copies of double-buffered
+        tiles that ``parity`` picks."""
         out = []
         for s in sym:
             if s[0] == "gm":
@@ -239,14 +262,24 @@ class _Level:
     # --- hazards ----------------------------------------------------------------------
 
     def _uncovered(self, q: str, accs, same_pipe: bool = True) -> dict:
+        """Source pipe -> the latest record of it that an access of ``accs`` on ``q``
+        conflicts with and ``q`` does not know to have completed."""
         found: dict[str, _Rec] = {}
+        # Access.conflicts and Order.knows inlined: this runs for every record of a space
+        # at every instruction (records of a space share it)
+        known, floor = self.order.vc.get(q, {}), self.order.floor
         for a in accs:
+            lo, hi, write = a.lo, a.hi, a.write
             for r in self.records.get(a.space, ()):
-                if not same_pipe and r.pipe == q:
+                ra = r.acc
+                if not (ra.lo < hi and lo < ra.hi and (write or ra.write)):
                     continue
-                if r.acc.conflicts(a) and not self.order.knows(q, r.pipe, r.k):
-                    if r.pipe not in found or found[r.pipe].k < r.k:
-                        found[r.pipe] = r
+                p = r.pipe
+                if (not same_pipe and p == q) or max(known.get(p, 0), floor.get(p, 0)) >= r.k:
+                    continue
+                f = found.get(p)
+                if f is None or f.k < r.k:
+                    found[p] = r
         return found
 
     def _resolve(self, i: int, q: str, found: dict) -> None:
@@ -255,6 +288,8 @@ class _Level:
         carries everything its pipe knew), so waits are added one at a time — the one
         covering most first — and what they cover is dropped; a same-pipe hazard left
         over gets the barrier."""
+        if not found:
+            return
         ctx = self.ctx
         order = self.order
         todo = dict(found)
@@ -266,7 +301,10 @@ class _Level:
 
             def covers(r):
                 return sum(r.snap.get(p2, 0) >= r2.k for p2, r2 in todo.items() if r2 is not r)
-            p, r = min(cross.items(), key=lambda pr: (-covers(pr[1]), pr[0]))
+            if len(cross) == 1:
+                (p, r), = cross.items()
+            else:
+                p, r = min(cross.items(), key=lambda pr: (-covers(pr[1]), pr[0]))
             e = self._find_id(p, q, r.i + 0.5, i - 0.5, r.snap)
             if e is None:
                 # pool exhausted: drain everything instead (covers every hazard of i)
@@ -290,10 +328,13 @@ class _Level:
             ctx.stats.barriers += 1
 
     def _record(self, q: str, k: int, snap: dict, accs, i: int) -> None:
+        records = self.records
         for a in accs:
-            lst = self.records.setdefault(a.space, [])
-            lst[:] = [r for r in lst if not (r.pipe == q and a.lo <= r.acc.lo and r.acc.hi <= a.hi
-                                             and (a.write or not r.acc.write))]
+            lo, hi, write = a.lo, a.hi, a.write
+            lst = records[a.space] = [
+                r for r in records.get(a.space, ())
+                if not (r.pipe == q and lo <= r.acc.lo and r.acc.hi <= hi
+                        and (write or not r.acc.write))]
             lst.append(_Rec(q, k, snap, a, i))
             if len(lst) > 64:
                 pipes = self.ctx.all_pipes
@@ -308,7 +349,7 @@ class _Level:
             step = ctx.step(st) if isinstance(st, (Instr, PipeOp)) else None
             if step is not None:
                 q, sym, same = step
-                accs = ctx.resolve(sym, self.parity)
+                accs = ctx.resolve_step(sym, self.parity)
                 self._resolve(i, q, self._uncovered(q, accs, same))
                 k, snap = self.order.op(q)
                 self._record(q, k, snap, accs, i)
