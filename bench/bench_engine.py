@@ -1,7 +1,9 @@
 """Engine speed: simulated instructions per second, memory and trace size, 10^3 ... 10^6 instructions.
 
 For every kernel of ``bench/kernels.py`` (``vector``: double-buffered with RecordEvent sync
-and WAR hand-backs; ``cube``: that plus a double-buffered cube stream on the same unit;
+and WAR hand-backs; ``auto``: the same without its tokens, as compiler output comes, so a
+default run inserts the sync and places the tiles first (auto mode); ``cube``: ``vector``
+plus a double-buffered cube stream on the same unit;
 ``chip``: 8 cores, each running the cube stream on its cube unit and a vector stream on
 each of its two vector units) at every size, it builds the kernel through the builder,
 then simulates it timing-only and with the numpy functional units, end to end:
@@ -23,7 +25,9 @@ case:
 * ``trace B/instr``  bytes of the trace DataFrame (``memory_usage(deep=True)``) per instruction;
 * ``again k/cpu s``  the same program simulated (and its trace read) a second time in the
   process, as the runs of a sweep or a notebook loop go: what the first run worked out per
-  distinct instruction (lowering, verifier verdicts, trace dtypes) is kept per process;
+  distinct instruction (lowering, verifier verdicts, trace dtypes) is kept per process,
+  and what it worked out for the program (auto mode's prepared program, clean plans) with
+  the program;
 * after each kernel and mode, the CPU time per instruction between consecutive sizes and
   the fixed cost per run the two smallest imply (cost = fixed + marginal x n), split into
   ``sim.simulate`` and the first read of ``Result.trace`` (building the DataFrame).
@@ -107,7 +111,7 @@ def one(kernel: str, n: int, mode: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", nargs="+", default=["vector", "cube", "chip"])
+    ap.add_argument("--kernels", nargs="+", default=["vector", "auto", "cube", "chip"])
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--sizes", nargs="+", type=int, help="instruction counts (default 10^3 .. --max)")
     ap.add_argument("--max", type=int, default=100_000, help="largest size when --sizes is not given")

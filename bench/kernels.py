@@ -5,6 +5,9 @@
   (V -> MTE3) and the write-after-read hand-backs that free a buffer set for its next load
   (V -> MTE2) and a result tile for its next compute (MTE3 -> V): 8 sync statements per 6
   instructions, as a real double-buffered loop has.
+* ``auto``: the ``vector`` stream without its tokens, as compiler output comes (no set /
+  wait flag): a default run simulates it in auto mode, the simulator inserting the
+  synchronisation and placing the tiles first (``sim.engine.mode``).
 * ``cube``: the same vector stream interleaved with a double-buffered cube stream per chunk
   (TLOAD A/B to L1, TEXTRACT / TMOV to L0A / L0B, TMATMUL into L0C, TSTORE from L0C), the
   two streams independent, as the two sections of a mixed kernel issue on one unit.
@@ -38,9 +41,9 @@ class _VectorStream:
     per_step = 2 + len(_VEC_OPS)
 
     def __init__(self, k: sim.Kernel, rows: int = ROWS, prefix: str = "", units: int = 1,
-                 unit=0):
+                 unit=0, tokens: bool = True):
         """``units`` streams share the GM tensors, ``unit`` (an int or a run-time Index)
-        picks this one's rows."""
+        picks this one's rows; without ``tokens`` it issues no RecordEvent sync."""
         rng = np.random.default_rng(1)
         self.k, self.rows = k, rows
         # the rows of each chunk, computed once (each Index sum is a scalar statement)
@@ -50,6 +53,7 @@ class _VectorStream:
         self.y = k.gm(f"{prefix}y", "f32", (total, COLS))
         self.sets = [[k.tile("vec", "f32", rows, COLS, name=f"{prefix}{n}{s}") for n in "abc"]
                      for s in range(2)]
+        self.tokens = tokens
         self.inputs_free = [None, None]     # V done reading set s (WAR for its next TLOAD)
         self.result_free = [None, None]     # store done reading set s's result (WAR for V)
         self.i = 0
@@ -59,19 +63,21 @@ class _VectorStream:
         a, b, c = self.sets[s]
         r = self.starts[i % CHUNKS]
         rows = slice(r, r + self.rows)
-        free = [self.inputs_free[s]] if self.inputs_free[s] else []
+        free = [self.inputs_free[s]] if self.inputs_free[s] and self.tokens else []
         e = k.TLOAD(a, self.x[rows, :], *free)
         n = 1
         last_read = e
         for j, op in enumerate(_VEC_OPS[:max(0, min(len(_VEC_OPS), budget - 2))]):
-            waits = [e] + ([self.result_free[s]] if self.result_free[s] else []) if j == 0 else []
+            waits = [e] + ([self.result_free[s]] if self.result_free[s] else []) \
+                if j == 0 and self.tokens else []
             args = {"TADD": (c, a, a), "TMULS": (b, c, 0.5), "TMAX": (c, b, a),
                     "TSUB": (c, c, b)}[op]
             last_read = k.instr(op, *args, *waits)
             n += 1
         self.inputs_free[s] = last_read
         if n < budget:
-            self.result_free[s] = k.TSTORE(self.y[rows, :], c, last_read)
+            self.result_free[s] = k.TSTORE(self.y[rows, :], c,
+                                           *[last_read] if self.tokens else [])
             n += 1
         self.i += 1
         return n
@@ -134,6 +140,15 @@ def _vector(n: int) -> sim.Kernel:
     return k
 
 
+def _auto(n: int) -> sim.Kernel:
+    k = sim.Kernel("bench_auto")
+    v = _VectorStream(k, tokens=False)
+    issued = 0
+    while issued < n:
+        issued += v.step(n - issued)
+    return k
+
+
 def _cube(n: int) -> sim.Kernel:
     k = sim.Kernel("bench_cube")
     v, c = _VectorStream(k), _CubeStream(k)
@@ -168,7 +183,7 @@ def _chip(n: int) -> sim.Kernel:
 
 CORES = 8           # the chip kernel's block_dim (a 910B has 24 cores; 8 keep 10^3 meaningful)
 
-KERNELS = {"vector": _vector, "cube": _cube, "chip": _chip}
+KERNELS = {"vector": _vector, "auto": _auto, "cube": _cube, "chip": _chip}
 
 
 def build(name: str, n: int) -> sim.Kernel:

@@ -57,3 +57,16 @@ def test_each_core_of_the_chip_kernel_writes_its_own_rows():
     c = sim.simulate(k, functional=True).output("gc").reshape(kernels.CORES, 64, 64)
     for core in range(kernels.CORES):
         np.testing.assert_allclose(c[core], a @ b, rtol=1e-3, atol=1e-3)
+
+
+def test_the_auto_kernel_is_the_vector_stream_without_its_sync():
+    """``auto`` issues ``vector``'s instructions and no sync of its own: a default run
+    inserts it (auto mode) and runs race-free."""
+    k = kernels.build("auto", 97)
+    body = k.program().main.body
+    assert not any(type(st).__name__ in ("SetFlag", "WaitFlag", "Barrier") for st in body)
+    want = [st.opcode for st in kernels.build("vector", 97).program().main.body
+            if type(st).__name__ == "Instr"]
+    assert [st.opcode for st in body if type(st).__name__ == "Instr"] == want
+    r = sim.simulate(k, races=True, functional=False)
+    assert (r.mode, r.instructions, r.races) == ("auto", 97, ())

@@ -293,7 +293,9 @@ def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool):
     fn1 = attrs.evolve(fn, body=tuple(_strip(fn.body, frozenset(pinned))))
     held, fn1 = _fifo_buffers(fn1, tgt, pinned)
     slots = _allocate(fn1, tgt, double_buffer, pinned, held)
-    pipes = {pipe_of(st) for st in walk(fn1.body) if isinstance(st, Instr)}
+    # each statement once: a builder kernel repeats them
+    pipes = {pipe_of(st) for st in {id(s): s for s in walk(fn1.body)
+                                    if isinstance(s, Instr)}.values()}
     fifos = Fifos(fn1)
     pipes |= {s[0] for st in walk(fn1.body) if isinstance(st, PipeOp)
               for s in [fifos.step(st)] if s is not None}

@@ -14,6 +14,7 @@ Y already holds k for P — through the flags and barriers inserted so far, tran
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 
 import attrs
@@ -24,6 +25,14 @@ from sim.placement.ir import Access, Fifos, pipe_of, tile_roles
 from sim.vclock import join
 
 __all__ = ["Order", "SyncStats", "synchronise"]
+
+
+@functools.lru_cache(maxsize=None)
+def _stmt(kind, *args):
+    """One object per distinct set / wait flag or barrier the passes insert: they insert
+    one at every point that needs it, equal ones are interchangeable (frozen, no source
+    line), and a 10^5-instruction kernel needs ~2 * 10^5 of them."""
+    return kind(*args)
 
 
 class Order:
@@ -308,7 +317,7 @@ class _Level:
             e = self._find_id(p, q, r.i + 0.5, i - 0.5, r.snap)
             if e is None:
                 # pool exhausted: drain everything instead (covers every hazard of i)
-                self.before.setdefault(i, []).append(Barrier("PIPE_ALL"))
+                self.before.setdefault(i, []).append(_stmt(Barrier, "PIPE_ALL"))
                 order.barrier_all()
                 ctx.stats.fallback_barriers += 1
                 return
@@ -316,14 +325,14 @@ class _Level:
             todo = {p2: r2 for p2, r2 in todo.items()
                     if p2 != p and r.snap.get(p2, 0) < r2.k}
         for p, r, e in plan:
-            self.after.setdefault(r.i, []).append(SetFlag(p, q, e))
+            self.after.setdefault(r.i, []).append(_stmt(SetFlag, p, q, e))
             widx = order.wait(q, (p, q, e), clock=r.snap)
-            self.before.setdefault(i, []).append(WaitFlag(p, q, e))
+            self.before.setdefault(i, []).append(_stmt(WaitFlag, p, q, e))
             self.intervals.setdefault((p, q), {})[e] = (r.i + 0.5, i - 0.5, widx)
             self.keys.add((p, q, e))
             ctx.stats.pairs += 1
         if q in todo:
-            self.before.setdefault(i, []).append(Barrier(q))
+            self.before.setdefault(i, []).append(_stmt(Barrier, q))
             order.barrier(q)
             ctx.stats.barriers += 1
 
@@ -355,7 +364,7 @@ class _Level:
                 self._record(q, k, snap, accs, i)
             elif isinstance(st, ScalarOp) and st.op.removeprefix("pto.") in ("load_scalar", "store_scalar"):
                 # the scalar unit touches buffer / GM bytes at dispatch: drain every pipe first
-                self.before.setdefault(i, []).append(Barrier("PIPE_ALL"))
+                self.before.setdefault(i, []).append(_stmt(Barrier, "PIPE_ALL"))
                 self.order.barrier_all()
                 ctx.stats.scalar_barriers += 1
             elif isinstance(st, (For, If, Section)):
@@ -407,7 +416,7 @@ class _Level:
             new = attrs.evolve(st, body=tuple(nb))
         ctx.summaries[id(new)] = summ
         for p, q, e in summ.primes:
-            self.before.setdefault(c, []).append(SetFlag(p, q, e))
+            self.before.setdefault(c, []).append(_stmt(SetFlag, p, q, e))
             self.order.set(p, (p, q, e))
         kq = {}
         for q in sorted(summ.pipes):
@@ -416,7 +425,7 @@ class _Level:
             self._record(q, k, snap, ctx.resolve(summ.accesses.get(q, []), self.parity), c)
         drained = {}
         for p, q, e in summ.drains:
-            self.after.setdefault(c, []).append(WaitFlag(p, q, e))
+            self.after.setdefault(c, []).append(_stmt(WaitFlag, p, q, e))
             drained[(p, q, e)] = self.order.wait(q, (p, q, e))
         for key in summ.keys:
             p, q, e = key
@@ -667,13 +676,13 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
             ctx.parity_events[ev.name] = (ctx.key(st), f.ids[0], f.ids[1])
             events += stmts
         if f.y_first < f.x_last:
-            before.setdefault(f.y_first, []).append(WaitFlag(f.src, f.dst, ev))
-            after.setdefault(f.x_last, []).append(SetFlag(f.src, f.dst, ev))
+            before.setdefault(f.y_first, []).append(_stmt(WaitFlag, f.src, f.dst, ev))
+            after.setdefault(f.x_last, []).append(_stmt(SetFlag, f.src, f.dst, ev))
         else:   # the brief's idiom: wait at the top of the body, set at the bottom
-            before.setdefault(0, []).insert(0, WaitFlag(f.src, f.dst, ev))
-            after.setdefault(max(bottom, 0), []).append(SetFlag(f.src, f.dst, ev))
+            before.setdefault(0, []).insert(0, _stmt(WaitFlag, f.src, f.dst, ev))
+            after.setdefault(max(bottom, 0), []).append(_stmt(SetFlag, f.src, f.dst, ev))
     for q, y in sorted(same.items()):
-        before.setdefault(y, []).insert(0, Barrier(q))
+        before.setdefault(y, []).insert(0, _stmt(Barrier, q))
     out, origin = [], []
     for i, s in enumerate(body):
         for x in before.get(i, []):
@@ -688,7 +697,7 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
             origin.append(i)
     if fallback:
         k = len(out) - 1 if out and isinstance(out[-1], Yield) else len(out)
-        out.insert(k, Barrier("PIPE_ALL"))
+        out.insert(k, _stmt(Barrier, "PIPE_ALL"))
         origin.insert(k, n)
     pre = list(ctx.parity[ctx.key(st)][0]) if ctx.key(st) in ctx.parity else []
     return out, origin, pre + events
