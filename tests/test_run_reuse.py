@@ -137,3 +137,28 @@ def test_a_flag_with_a_run_time_event_id_names_each_id_it_takes():
     assert (tr["kind"] == "wait_flag").sum() == (tr["kind"] == "set_flag").sum() == 4
     rec = tr[tr["opcode"] == "TLOAD"].sort_values("id")["records"].astype(str).tolist()
     assert rec[1] == "PIPE_MTE2->PIPE_V#0;PIPE_MTE2->PIPE_V#1;PIPE_MTE2->PIPE_V#2"
+
+
+def _chip_kernel():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import kernels
+    return kernels.build("chip", 8 * 30)
+
+
+@pytest.mark.parametrize("options", [
+    ({}, {"detail": "cce"}, {"trace": "ops"}, {}),
+    ({"detail": "cce"}, {"functional": True}, {"detail": "cce"}),
+])
+def test_the_runs_of_a_chip_kernel_share_their_rows_table_and_sync_items(options):
+    """A chip's units record into one table of static rows kept with the program, and the
+    units of a kind share their sync statements' items (each carrying its row id): every
+    run, whatever rows the runs before it added, gives the trace a fresh program gives."""
+    k = _chip_kernel()
+    program = k.program()
+    for opts in options:
+        opts = {"functional": False, **opts}
+        want = sim.simulate(_chip_kernel(), **opts).trace
+        got = sim.simulate(program, inputs=k.inputs, block_dim=k.block_dim, **opts).trace
+        pd.testing.assert_frame_equal(got, want)

@@ -66,6 +66,10 @@ class Chip:
         if self.xraces is not None:
             self.state.flags.on_add = self.xraces.added
         programs, placed = {}, {}
+        # kept with the program for every run of it: one table of static trace rows for
+        # all units, and per kind of unit the checked items of its sync statements (an item
+        # carries its row's id from one unit and run to the next)
+        statics = kept(program, ("static rows",), lambda: ([], {}))
         self.units = []
         for spec in self.layout.units:
             if spec.kind not in programs:
@@ -76,11 +80,14 @@ class Chip:
                                  functional=functional, strict=strict, seed=seed,
                                  track_accesses=races, spec=spec, chip=self.state,
                                  gm=self.gm_state, placed=placed[spec.kind],
-                                 gm_windows=gm_model is not None and gm_model.needs_window())
+                                 gm_windows=gm_model is not None and gm_model.needs_window(),
+                                 sync_items=kept(program, ("sync items", spec.kind, target),
+                                                 dict))
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
                               detail=detail, races=self._race_detector(spec, races),
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
-                              gm=gm_model, shared=self.state.flags, trace=trace)
+                              gm=gm_model, shared=self.state.flags, trace=trace,
+                              statics=statics)
             self.units.append((spec, interp, machine))
 
     def run(self):

@@ -136,12 +136,14 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
     ids and start function), ``chip`` is the state the units share (cross-unit flags,
     FIFO data), ``gm`` the GM state every unit reads and writes (arrays, filled pages,
     dtypes: three dicts); ``gm_windows`` attaches
-    each TLOAD / TSTORE's GM window to its item (for an L2 model).
+    each TLOAD / TSTORE's GM window to its item (for an L2 model); ``sync_items`` is a
+    dict of set / wait flag and barrier items shared with the other units of its kind (their
+    static trace rows then in one table, ``sim.engine.record.Recorder``).
     """
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
                  track_accesses=False, verify=True, spec=None, chip=None, gm=None,
-                 gm_windows=False, placed=None):
+                 gm_windows=False, placed=None, sync_items=None):
         self.program = program
         self.spec = spec or UnitSpec(0, "AIV0", BOTH, program.main.name, 0, 1, 0, 1)
         self.fn = program.function(self.spec.function)
@@ -183,7 +185,9 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
         self._sync_items: dict = {}
-        self._sync_alike: dict = {}     # (kind, pipes, event id, loc) -> the item of them
+        # (kind, pipes, event id, loc) -> the item of equal set / wait flags and barriers;
+        # a chip shares it between the units of a kind and the runs of a program
+        self._sync_alike: dict = {} if sync_items is None else sync_items
         # id(arith statement) -> its compiled function: kept with the program, for every
         # unit and run of it (an unrolled kernel runs each statement once per unit)
         self._arith_fns: dict = kept(program, ("arith",), dict)

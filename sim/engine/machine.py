@@ -110,7 +110,7 @@ class Machine:
 
     def __init__(self, target, *, env=None, core=0, unit="AIV0", detail=False, races=None,
                  ideal_sync=False, infinite_bandwidth=False, gm=None, shared=None,
-                 trace="full", batch=True):
+                 trace="full", batch=True, statics=None):
         self.env = env if env is not None else simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
@@ -122,7 +122,7 @@ class Machine:
         self.dispatch_cycles = int(target.scalar.get("dispatch_cycles", 0))
         self.pipes: dict[str, _Pipe] = {}
         self.flags = FlagCounters(self.env)     # this unit's own flags (tuple keys)
-        self.recorder = Recorder(core, unit, trace)
+        self.recorder = Recorder(core, unit, trace, statics)
         self._row = self.recorder.row
         self._sync_row = self.recorder.sync_row
         self.dispatch_done = False

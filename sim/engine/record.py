@@ -52,13 +52,17 @@ _BUSY = ("op", "scalar")
 class Recorder:
     """Trace rows of one unit (``core``, ``unit``) in columnar form; see the module doc."""
 
-    def __init__(self, core: int = 0, unit: str = "AIV0", mode: str = "full"):
+    def __init__(self, core: int = 0, unit: str = "AIV0", mode: str = "full", statics=None):
+        """``statics``: a (rows, ids) pair of static-row table shared with other recorders
+        (a chip's units and the runs of one program), whose items carry their static id
+        from one recorder to the next; None for a table of its own."""
         if mode not in TRACE_MODES:
             raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {mode!r}")
         self.core, self.unit, self.mode = core, unit, mode
         self.cols = array("q")
-        self.statics: list[tuple] = []
-        self._static_ids: dict[tuple, int] = {}
+        self.statics: list[tuple]
+        self._static_ids: dict[tuple, int]
+        self.statics, self._static_ids = statics if statics is not None else ([], {})
         self.texts = [""]                       # waits / records strings, interned
         self._text_ids = {"": 0}
         self._joined: dict = {}                 # (records id, text) -> id of both joined
@@ -234,12 +238,18 @@ def _merged(recorders):
     pairs = sorted({(r.core, u) for r, u in zip(recorders, unit_of)})
     rank = [pairs.index((r.core, u)) for r, u in zip(recorders, unit_of)]
     maps = {_SID: [], _WAITS: [], _RECORDS: []}
+    shared = all(r.statics is recorders[0].statics for r in recorders)
+    if shared:                  # one table (a chip's units): the ids are the merged ids
+        static_ids = dict.fromkeys(recorders[0].statics)
     for r in recorders:
-        maps[_SID].append(np.array([static_ids.setdefault(st, len(static_ids))
-                                    for st in r.statics] or [0], np.int64))
+        if not shared:
+            maps[_SID].append(np.array([static_ids.setdefault(st, len(static_ids))
+                                        for st in r.statics] or [0], np.int64))
         maps[_WAITS].append(np.array([text_ids.setdefault(t, len(text_ids)) for t in r.texts],
                                      np.int64))
     maps[_RECORDS] = maps[_WAITS]
+    if shared:
+        del maps[_SID]
 
     def top(i):
         return max((int(p[:, i].max()) for p in parts if len(p)), default=0)
