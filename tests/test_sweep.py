@@ -138,9 +138,11 @@ def test_cli_sweep_mistakes_are_user_errors_before_any_run(argv, what, tmp_path,
 
 def test_ctrl_c_keeps_finished_rows_and_the_next_run_resumes(client, tmp_path):
     out = tmp_path / "r.parquet"
+    # 256 x 256 (tens of ms a configuration, not a few): the 34 configurations left when
+    # the second row is journaled must not all finish before the interrupt lands
     argv = [sys.executable, "-m", "sim", "sweep", str(TILED), "--param", "rows=8,16,32,64",
-            "--param", "cols=16,32,64", "--param", "buffers=1,2,3", "--param", "height=64",
-            "--param", "width=64", "--scheduler", client.scheduler.address, "-o", str(out)]
+            "--param", "cols=16,32,64", "--param", "buffers=1,2,3", "--param", "height=256",
+            "--param", "width=256", "--scheduler", client.scheduler.address, "-o", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journal = Path(f"{out}.journal")
     deadline = time.monotonic() + 60
