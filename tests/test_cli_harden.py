@@ -336,6 +336,44 @@ def test_progress_line_shows_items_and_cycle():
     assert "k.pto" in text and "100" in text and "12,345" in text
 
 
+def test_auto_modes_passes_report_progress_before_the_run():
+    """A kernel without sync spends most of a first run in auto mode's passes, before any
+    item issues: a progress object with ``preparing`` hears how far they are."""
+    import sim
+    from sim.engine.limits import Limits
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import kernels
+
+    class Seen:
+        def __init__(self):
+            self.prepared, self.items = [], []
+
+        def __call__(self, items, cycle):
+            self.items.append(items)
+
+        def preparing(self, n):
+            assert not self.items                   # before the run's first report
+            self.prepared.append(n)
+
+    auto, manual = Seen(), Seen()
+    assert sim.simulate(kernels.build("auto", 9000), functional=False,
+                        limits=Limits(progress=auto)).mode == "auto"
+    assert auto.prepared == [4096, 8192] and auto.items
+    sim.simulate(kernels.build("vector", 9000), functional=False, limits=Limits(progress=manual))
+    assert manual.prepared == [] and manual.items
+
+
+def test_progress_line_shows_auto_modes_passes():
+    import io
+    from sim.progress import Progress
+    buf = io.StringIO()
+    p = Progress("k.py", delay_s=0, file=buf)
+    p.preparing(40960)
+    p._bar.refresh()
+    p.close()
+    assert "k.py" in buf.getvalue() and "auto mode: sync for 40,960 instructions" in buf.getvalue()
+
+
 def test_no_progress_without_a_terminal_or_with_quiet(tmp_path):
     if SCRIPT is None:
         pytest.skip("console script not installed")

@@ -54,11 +54,11 @@ def default_mode(program) -> str:
     return "manual" if has_explicit_sync(program) else "auto"
 
 
-def _auto(program, target) -> Prepared:
+def _auto(program, target, tick=None) -> Prepared:
     from sim.placement.auto import to_auto
     from sim.placement.ir import AutoUnsupported
     try:
-        return Prepared(to_auto(program, target, keep_addresses=True), "auto")
+        return Prepared(to_auto(program, target, keep_addresses=True, tick=tick), "auto")
     except AutoUnsupported as e:
         return Prepared(program, "manual", warnings=(
             f"warning: the kernel has no explicit synchronisation, but {e}: it runs as "
@@ -72,12 +72,13 @@ def _auto(program, target) -> Prepared:
             f"mode), so its cycles may be below what hardware would run",))
 
 
-def prepare(program, target, sync: "str | None" = None) -> Prepared:
-    """The program to run for ``sync`` (None: the default rule of the module doc)."""
+def prepare(program, target, sync: "str | None" = None, tick=None) -> Prepared:
+    """The program to run for ``sync`` (None: the default rule of the module doc);
+    ``tick(n)`` hears the auto passes' progress (``sim.placement.auto.plan_auto``)."""
     if sync is not None and sync not in SYNC_MODES:
         raise UserError(f"sync: expected one of {', '.join(SYNC_MODES)}, found {sync!r}")
     base = default_mode(program) if sync in (None, "ideal") else sync
-    prep = _auto(program, target) if base == "auto" else Prepared(program, "manual")
+    prep = _auto(program, target, tick) if base == "auto" else Prepared(program, "manual")
     if sync == "ideal":
         return attrs.evolve(prep, mode="ideal", ideal_sync=True)
     return prep

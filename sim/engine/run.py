@@ -86,10 +86,12 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
-    # kept with the program: the auto passes cost several times the run they prepare
-    prep = kept(program, ("prepared", tgt, sync), lambda: prepare(program, tgt, sync))
-    check = races is True or (races == "manual" and prep.mode == "manual")
     watched = limits is not None and limits.active
+    # the auto passes' progress, for a progress object that shows it (sim.progress)
+    tick = getattr(limits.progress, "preparing", None) if watched else None
+    # kept with the program: the auto passes cost several times the run they prepare
+    prep = kept(program, ("prepared", tgt, sync), lambda: prepare(program, tgt, sync, tick))
+    check = races is True or (races == "manual" and prep.mode == "manual")
     chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
                 strict=strict, seed=seed, detail=detail == "cce", races=check,
                 ideal_sync=ideal_sync or prep.ideal_sync,

@@ -261,16 +261,17 @@ def _place(body, slots, ctx) -> list:
 
 
 def plan_auto(program, target="a2a3", *, double_buffer: bool = True,
-              keep_addresses: bool = False) -> AutoPlan:
+              keep_addresses: bool = False, tick=None) -> AutoPlan:
     """The auto-mode version of ``program`` (a Program or a builder Kernel) and its plan.
     ``keep_addresses`` keeps the constant ``alloc_tile addr=`` of hand-placed tiles (the
     default run of a kernel without sync: placement by hand, sync by the toolchain);
-    otherwise every tile is placed anew."""
+    otherwise every tile is placed anew. ``tick(n)``, when given, hears every few
+    thousand instructions how many the sync pass has ordered (a progress line)."""
     prog = inline_calls(program_of(program))
     tgt = load_target(target)
     new, slots, stats = {}, {}, SyncStats()
     for fn in _unit_functions(prog):
-        new[fn.name], got, st = _plan_function(fn, tgt, double_buffer, keep_addresses)
+        new[fn.name], got, st = _plan_function(fn, tgt, double_buffer, keep_addresses, tick)
         slots.update(got)
         for f in attrs.fields(SyncStats):
             setattr(stats, f.name, getattr(stats, f.name) + getattr(st, f.name))
@@ -286,7 +287,7 @@ def plan_auto(program, target="a2a3", *, double_buffer: bool = True,
     return AutoPlan(attrs.evolve(prog, functions=functions), slots, stats, db, first)
 
 
-def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool):
+def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool, tick=None):
     """One function placed and synchronised: (new function, slots, SyncStats)."""
     check_supported(fn, "auto mode")
     pinned = constant_addresses(fn) if keep_addresses else {}
@@ -299,15 +300,15 @@ def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool):
     fifos = Fifos(fn1)
     pipes |= {s[0] for st in walk(fn1.body) if isinstance(st, PipeOp)
               for s in [fifos.step(st)] if s is not None}
-    ctx = _Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {}, fifos)
+    ctx = _Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {}, fifos, tick)
     body = _place(fn1.body, slots, ctx)
     body = synchronise(body, ctx)
     return attrs.evolve(fn1, body=tuple(body)), slots, ctx.stats
 
 
 def to_auto(program, target="a2a3", *, double_buffer: bool = True,
-            keep_addresses: bool = False) -> Program:
+            keep_addresses: bool = False, tick=None) -> Program:
     """``program`` in auto mode: placed by the simulator, synchronised by the simulator
-    (the policy is this module's documentation)."""
-    return plan_auto(program, target, double_buffer=double_buffer,
+    (the policy is this module's documentation); ``tick`` as for ``plan_auto``."""
+    return plan_auto(program, target, double_buffer=double_buffer, tick=tick,
                      keep_addresses=keep_addresses).program

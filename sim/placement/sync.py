@@ -117,8 +117,11 @@ class _Rec:
 class _Ctx:
     """Shared state of one to_auto run."""
 
-    def __init__(self, target, slots, aliases, views, names, pipes, parity_of_loop, fifos=None):
+    def __init__(self, target, slots, aliases, views, names, pipes, parity_of_loop, fifos=None,
+                 tick=None):
         self.target = target
+        self.tick = tick                    # tick(instructions ordered), or None
+        self.ordered = 0
         self.slots = slots
         self.root = aliases
         self.views = views
@@ -358,6 +361,10 @@ class _Level:
             step = ctx.step(st) if isinstance(st, (Instr, PipeOp)) else None
             if step is not None:
                 q, sym, same = step
+                if ctx.tick is not None:
+                    ctx.ordered += 1
+                    if not ctx.ordered & 4095:
+                        ctx.tick(ctx.ordered)
                 accs = ctx.resolve_step(sym, self.parity)
                 self._resolve(i, q, self._uncovered(q, accs, same))
                 k, snap = self.order.op(q)
