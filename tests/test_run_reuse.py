@@ -1,10 +1,14 @@
 """What a run keeps with its program — the program its sync mode runs (auto mode's
-prepared copy), compiled scalar code, plans verified clean — and what one interpreter
-shares between equal statements (the items of equal set / wait flags and barriers) give
-every later run what a fresh program gives: its own mode's and target's cycles, and rows
-that still name each statement's own line and flag."""
+prepared copy), compiled scalar code, plans verified clean, a chip's table of static trace
+rows and its units' sync items — and what one interpreter shares between equal statements
+(the items of equal set / wait flags and barriers) give every later run what a fresh
+program gives: its own mode's and target's cycles, and rows that still name each
+statement's own line and flag."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -140,8 +144,6 @@ def test_a_flag_with_a_run_time_event_id_names_each_id_it_takes():
 
 
 def _chip_kernel():
-    import sys
-    from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     import kernels
     return kernels.build("chip", 8 * 30)
