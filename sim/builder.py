@@ -146,6 +146,7 @@ class Kernel(ChipKernel):
         self._chip_init(block_dim)
         self._sec_of: dict[int, str] = {}      # entry index -> section it was issued in
         self._entries: list[list] = []       # [statement, [set_flags inserted after it]]
+        self._program = None                  # (what it was built from, the Program)
         self._args: list = []
         self.inputs: dict[str, np.ndarray] = {}
         self._names: set[str] = set()
@@ -394,6 +395,19 @@ class Kernel(ChipKernel):
     # --- output --------------------------------------------------------------------------
 
     def program(self) -> Program:
+        """The kernel as a ``Program``: the same object until something is added to the
+        kernel, so what a run keeps with its program (auto mode's prepared copy, layout,
+        plans) serves the next ``simulate(kernel)`` too. Statements, arguments and unit ids
+        are only ever appended (a token's set_flag goes in with the wait that needs it), so
+        their counts tell whether the program is still the one built."""
+        state = (self.name, len(self._args), len(self._ids), len(self._entries))
+        if self._program is not None and self._program[0] == state:
+            return self._program[1]
+        program = self._build_program()
+        self._program = (state, program)
+        return program
+
+    def _build_program(self) -> Program:
         body = self._prologue()
         outer = None
         for stmt, after in self._entries:

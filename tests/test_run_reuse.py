@@ -164,3 +164,24 @@ def test_the_runs_of_a_chip_kernel_share_their_rows_table_and_sync_items(options
         want = sim.simulate(_chip_kernel(), **opts).trace
         got = sim.simulate(program, inputs=k.inputs, block_dim=k.block_dim, **opts).trace
         pd.testing.assert_frame_equal(got, want)
+
+
+def test_a_kernel_hands_out_one_program_until_something_is_added():
+    """``Kernel.program()`` gives the same object while the kernel is unchanged — what a
+    run keeps with the program then serves the next ``simulate(kernel)`` — and a new one,
+    with the addition in it, after an instruction or a token's wait is added."""
+    k = sim.Kernel("grows")
+    x = k.gm("x", "f32", (16, 64))
+    a, b = k.tile("vec", "f32", 16, 64, name="a"), k.tile("vec", "f32", 16, 64, name="b")
+    loaded = k.TLOAD(a, x)
+    first = k.program()
+    assert k.program() is first
+    k.TADDS(b, a, 1.0, loaded)          # a wait on the load: a set_flag after the TLOAD too
+    second = k.program()
+    assert second is not first and k.program() is second
+    kinds = [type(st).__name__ for st in second.main.body]
+    assert kinds.count("SetFlag") == kinds.count("WaitFlag") == 1
+    assert not any(type(st).__name__ == "SetFlag" for st in first.main.body)
+    k.TSTORE(x, b)
+    assert k.program() is not second
+    assert sim.simulate(k, functional=False).trace.equals(sim.simulate(k, functional=False).trace)
