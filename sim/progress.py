@@ -4,8 +4,8 @@
 the items issued and the simulated cycle every few thousand items or events, and shows
 them with tqdm once the run has taken longer than ``delay_s`` seconds (a short run
 prints nothing); before the run of a kernel without sync, ``preparing`` shows how far
-auto mode's passes have come. The line is cleared when the run ends; ``ptosim`` uses it only when
-stderr is a terminal and ``--quiet`` is not given.
+auto mode's passes have come. The line is cleared when the run ends; ``ptosim`` uses it
+only when stderr is a terminal and ``--quiet`` is not given.
 """
 
 from __future__ import annotations
