@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import sim  # noqa: E402
-from sim.kernelfile import load_kernel  # noqa: E402
+from sim.kernel.files import load_kernel  # noqa: E402
 
 GEMM = str(ROOT / "examples" / "gemm.py")
 TILING = dict(singleCoreM=1536, singleCoreK=6144, singleCoreN=1024, baseM=128, baseK=64,

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import sim  # noqa: E402
-from sim.sweep import configurations, run_config  # noqa: E402
+from sim.studies.sweep import configurations, run_config  # noqa: E402
 
 KERNEL = str(ROOT / "examples" / "relu_sub_tiled.py")
 PARAMS = {"rows": [8, 16, 32, 64], "cols": [16, 32, 64, 128, 256], "buffers": [1, 2, 3, 4, 5],

@@ -8,6 +8,7 @@ Three lines from import to a cycle count::
 
 Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them with
 ``sim.simulate`` and read ``Result.trace`` (a pandas DataFrame, one row per instruction).
+``sim.placement`` has auto mode's passes and ``sim.studies`` what is built on runs;
 ``sim.trace`` reads, writes, analyses and plots traces (Gantt, stalls, critical path);
 ``sim.whatif`` bounds the speedup with ideal synchronisation and infinite bandwidth.
 ``sim.parse_file`` reads PTO IR text into the same program IR the builder makes;
@@ -18,23 +19,22 @@ Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them
 cycles, per-engine busy ratios, GM bandwidth against the HBM peak).
 """
 
-from sim.builder import Event, GlobalTensor, Kernel
+from sim import placement, studies, trace
+from sim.base.errors import DeadlockError, SimulationError, UserError, VerifyError
+from sim.base.version import __version__
+from sim.engine.result import Result
 from sim.engine.run import simulate
-from sim.errors import DeadlockError, SimulationError, UserError, VerifyError
+from sim.frontend import parse_file, parse_text, print_program
 from sim.isa.dtypes import dtype
 from sim.isa.tile import TileType
-from sim.ops import simulate_op
-from sim.result import Result
+from sim.kernel import Event, GlobalTensor, Kernel
+from sim.studies import compare
+from sim.studies.ops import simulate_op
+from sim.studies.scaling import scaling, scaling_plot
+from sim.studies.sweep import sweep
+from sim.studies.sweep_plot import sweep_heatmap
+from sim.studies.whatif import whatif
 from sim.target import load_target
-from sim import trace
-from sim.whatif import whatif
-from sim.placement import compare
-from sim.frontend import parse_file, parse_text, print_program
-from sim.sweep import sweep
-from sim.sweep_plot import sweep_heatmap
-from sim.scaling import scaling, scaling_plot
-
-__version__ = "0.1.0"
 
 __all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
            "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",

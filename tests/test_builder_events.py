@@ -4,7 +4,7 @@ RecordEvent tokens get the lowest id free over their whole pending span."""
 from hypothesis import given, settings, strategies as st
 
 import sim
-from sim.builder import _Intervals
+from sim.kernel.builder import _Intervals
 from sim.isa.program import SetFlag, WaitFlag
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from sim.cli import main
 from sim.engine.run import simulate
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.frontend import parse_file
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -12,7 +12,7 @@ import pytest
 from hang_guard import hang_guard
 
 import sim
-from sim.errors import DeadlockError, UserError
+from sim.base.errors import DeadlockError, UserError
 from sim.target import load_target
 
 

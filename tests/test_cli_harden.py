@@ -326,7 +326,7 @@ def _kernel():
 
 def test_progress_line_shows_items_and_cycle():
     import io
-    from sim.progress import Progress
+    from sim.cli.progress import Progress
     buf = io.StringIO()
     p = Progress("k.pto", delay_s=0, file=buf)
     p(100, 12345)
@@ -365,7 +365,7 @@ def test_auto_modes_passes_report_progress_before_the_run():
 
 def test_progress_line_shows_auto_modes_passes():
     import io
-    from sim.progress import Progress
+    from sim.cli.progress import Progress
     buf = io.StringIO()
     p = Progress("k.py", delay_s=0, file=buf)
     p.preparing(40960)
@@ -458,7 +458,7 @@ def test_json_is_strict_across_commands(cli, tmp_path):
 
 
 def test_json_turns_nan_into_null(capsys):
-    from sim.cli import _print_json
+    from sim.cli.commands import _print_json
     _print_json({"a": float("nan"), "b": [np.float64(math.inf), np.int64(3)], "c": 1.5})
     assert json.loads(capsys.readouterr().out) == {"a": None, "b": [None, 3], "c": 1.5}
 

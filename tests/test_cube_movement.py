@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import sim
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.frontend import parse_text
 
 A2 = "a2a3"

@@ -16,7 +16,7 @@ import pytest
 from hang_guard import hang_guard
 
 import sim
-from sim.errors import DeadlockError, SimulationError, UserError
+from sim.base.errors import DeadlockError, SimulationError, UserError
 
 THIS_FILE = os.path.basename(__file__)
 

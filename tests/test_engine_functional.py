@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sim
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 
 R, C = 16, 64
 RNG = np.random.default_rng(20240611)

@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sim
-from sim.errors import UserError
+from sim.base.errors import UserError
 
 PIPES = ["PIPE_MTE2", "PIPE_V", "PIPE_MTE3", "PIPE_S"]
 OPS = ["TADD", "TSUB", "TMULS", "TRELU", "TEXP", "TDIVS", "TREM", "TROWSUM", "TCVT", "TLOAD",

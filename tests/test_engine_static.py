@@ -21,7 +21,7 @@ import sim
 import sim.engine.chip as chip_module
 from sim.engine.execute import Interpreter
 from sim.engine.machine import Machine
-from sim.errors import DeadlockError, UserError
+from sim.base.errors import DeadlockError, UserError
 from sim.target import load_target
 from test_engine_fuzz import _build, step
 from test_trace_rows import ARGS, EXAMPLES

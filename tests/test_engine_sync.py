@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import sim
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.target import load_target
 
 CLOCK_HZ = 1.85e9

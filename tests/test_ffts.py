@@ -13,7 +13,7 @@ import pytest
 from hang_guard import hang_guard
 
 import sim
-from sim.errors import DeadlockError, SimulationError, UserError, VerifyError
+from sim.base.errors import DeadlockError, SimulationError, UserError, VerifyError
 from sim.frontend import ParseError, parse_text, print_program
 from sim.frontend.check import check_program
 from sim.isa.program import Const, Scalar, SetFfts, SyncAll, SyncSet, SyncWait

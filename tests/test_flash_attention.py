@@ -145,7 +145,7 @@ def test_compare_places_and_synchronises_each_unit(form):
     """Auto mode on a chip kernel: the two-function .pto and the sections .py are placed
     per unit around their FIFO buffers and synchronised per unit; both sides compute O,
     race-free, and the pipe rows are per unit."""
-    from sim.placement import run_comparison
+    from sim.studies import run_comparison
     s1 = 384
     k = _program() if form == "pto" else _py_build(s1=s1)
     c = run_comparison(k, "a2a3", inputs={"S1": s1} if form == "pto" else None)
@@ -210,7 +210,7 @@ def test_compare_says_when_a_kernel_places_nothing_by_hand(tmp_path):
 def test_compare_figure_shades_the_fifo_buffers():
     import matplotlib
     matplotlib.use("Agg")
-    from sim.placement import run_comparison
+    from sim.studies import run_comparison
     fig = run_comparison(_py_build(s1=256), "a2a3").figure()
     labels = {t.get_text().strip() for ax in fig.axes for t in ax.texts}
     assert {"FIFO fifo0", "FIFO fifo1", "FIFO fifo2"} <= labels     # both columns, UB and L1

@@ -136,7 +136,7 @@ def test_mutated_kernels_that_parse_check_and_run_without_tracebacks(source, dat
     """What parses, ``check`` and ``run`` (timing-only or functional) either accept or reject with a user
     error (one ``ptosim: error:`` line), never an internal exception."""
     from sim.engine.run import simulate
-    from sim.errors import UserError
+    from sim.base.errors import UserError
     from sim.frontend import check_program, resolve_target
     from sim.isa.program import Scalar
     from sim.target import load_target

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.frontend import ParseError, parse_text, print_program, target_from_attrs
 from sim.frontend.syntax import ENDPOINT_PIPE
 from sim.isa.dtypes import dtype

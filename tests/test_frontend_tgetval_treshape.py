@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import sim
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.frontend import ParseError
 from sim.isa.program import Reshape, Scalar, ScalarOp
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sim.engine.run import simulate
-from sim.errors import SimulationError, UserError
+from sim.base.errors import SimulationError, UserError
 from sim.frontend import check_program, parse_file, parse_text, print_program
 from sim.target import load_target
 

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional import KERNELS, execute
 from sim.functional.context import FnContext
 from sim.isa.dtypes import dtype

@@ -3,12 +3,16 @@
 Nothing is imported to check this: every ``import`` / ``from ... import`` statement of
 every module under ``sim/`` (including ones nested in functions, which are still
 dependency edges) is parsed, relative imports are resolved, and the target module names
-are matched against the rules of README "How it works":
+are matched against the layers of README "Architecture", bottom to top:
 
-* sim/isa/, sim/builder.py, sim/target/, sim/functional/, sim/timing/: no simpy, no sim.engine
-* sim/trace/: no sim.isa, sim.engine, sim.timing, sim.functional, simpy (reads only the trace)
-* only sim/engine/ imports simpy
-* only sim/cli.py and sim/__main__.py import sim.cli
+    base -> isa -> target, trace, frontend, functional -> timing, kernel -> placement
+         -> engine -> studies -> cli -> the package root
+
+* each package imports only the packages ``LAYERS`` allows it (all of them below it);
+* only sim/engine/ imports simpy; only sim/cli/ and sim/__main__.py import sim.cli or the
+  package root ``sim``;
+* no two modules import each other, directly or through others (no import circles);
+* no module is over ``MAX_LINES`` lines.
 
 Also: the installed distribution ships no top-level ``models`` or ``traces`` package; the
 target data is found through ``sim.target.models_dir()``.
@@ -53,10 +57,15 @@ def imported_modules(path: Path) -> set[str]:
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            found.add(mod)
-            # `from sim import engine` imports the submodule sim.engine
-            found.update(f"{mod}.{alias.name}" for alias in node.names if alias.name != "*")
+            # `from sim import engine` imports the submodule sim.engine (and the package
+            # only as every submodule import does); `from sim.x import name` imports sim.x
+            subs = {f"{mod}.{a.name}" for a in node.names if a.name != "*"} & _MODULES
+            found.update(subs if subs and len(subs) == len(node.names) else {mod} | subs)
     return found
+
+
+_MODULES = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            for p in (ROOT / "sim").rglob("*.py")}
 
 
 def hits(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
@@ -72,8 +81,29 @@ def files_under(*rel: str) -> list[Path]:
 
 
 ALL_SIM = sorted(SIM.rglob("*.py"))
-NO_ENGINE_LAYERS = ("sim/isa", "sim/builder.py", "sim/frontend", "sim/target", "sim/functional",
-                    "sim/timing")
+MAX_LINES = 650
+
+# package -> the packages it may import (its own always); the README's Architecture section
+_BELOW_TIMING = {"base", "isa", "target", "trace", "frontend", "functional"}
+LAYERS = {
+    "base": set(),
+    "isa": {"base"},
+    "target": {"base"},
+    "trace": {"base"},
+    "frontend": {"base", "isa"},
+    "functional": {"base", "isa"},
+    "timing": {"base", "isa", "target"},
+    "kernel": {"base", "isa", "frontend"},
+    "placement": {"base", "isa", "target", "timing"},
+    "engine": _BELOW_TIMING | {"timing", "placement"},
+    "studies": _BELOW_TIMING | {"timing", "kernel", "placement", "engine"},
+    "cli": _BELOW_TIMING | {"timing", "kernel", "placement", "engine", "studies"},
+}
+
+
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "sim" else None
 
 
 def _ids(paths):
@@ -97,21 +127,44 @@ def test_import_parser_sees_nested_relative_and_from_imports(tmp_path, monkeypat
     assert {"sim.engine", "sim.engine.machine", "sim.engine.run"} <= set(hits(mods, ("sim.engine",)))
 
 
+def test_every_package_has_a_layer():
+    packages = {p.parent.name for p in SIM.glob("*/__init__.py")}
+    assert packages == set(LAYERS), packages ^ set(LAYERS)
+    loose = sorted(p.name for p in SIM.glob("*.py"))
+    assert loose == ["__init__.py", "__main__.py"], loose
+
+
 def test_the_rules_cover_real_files():
-    for layer in NO_ENGINE_LAYERS + ("sim/trace", "sim/engine"):
-        assert files_under(layer), layer
+    for layer in LAYERS:
+        assert list((SIM / layer).glob("*.py")), layer
     # the engine really does use simpy (so the 'only engine' rule is not vacuous)
-    assert any("simpy" in imported_modules(p) for p in files_under("sim/engine"))
+    assert any("simpy" in imported_modules(p) for p in (SIM / "engine").glob("*.py"))
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path, monkeypatch):
+    pkg = tmp_path / "sim" / "isa"
+    pkg.mkdir(parents=True)
+    f = pkg / "probe.py"
+    f.write_text("from sim.engine.run import simulate\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert _upward(f) == ["sim.engine.run"]
 
 
 # --- the rules ------------------------------------------------------------------------------
 
-_NO_ENGINE = files_under(*NO_ENGINE_LAYERS)
+def _upward(path: Path) -> list[str]:
+    own = package_of(module_name(path))
+    allowed = LAYERS[own] | {own}
+    return sorted(m for m in imported_modules(path)
+                  if package_of(m) is not None and package_of(m) not in allowed)
 
 
-@pytest.mark.parametrize("path", _NO_ENGINE, ids=_ids(_NO_ENGINE))
-def test_front_end_and_model_layers_do_not_import_the_engine(path):
-    assert hits(imported_modules(path), ("simpy", "sim.engine")) == []
+_LAYERED = [p for p in ALL_SIM if p.parent != SIM]
+
+
+@pytest.mark.parametrize("path", _LAYERED, ids=_ids(_LAYERED))
+def test_a_layer_imports_only_the_layers_below_it(path):
+    assert _upward(path) == []
 
 
 @pytest.mark.parametrize("path", files_under("sim/trace"), ids=_ids(files_under("sim/trace")))
@@ -126,14 +179,88 @@ def test_only_the_engine_imports_simpy():
     assert offenders == []
 
 
-
-def test_only_the_entry_points_import_the_command_line():
+def test_only_the_entry_points_import_the_command_line_or_the_package_root():
     # the CLI is a shell over the library: library code (sweeps included) finds kernel
-    # files through sim.kernelfile, never through sim.cli's private helpers
-    offenders = [str(p.relative_to(ROOT)) for p in ALL_SIM
-                 if hits(imported_modules(p), ("sim.cli",))
-                 and p.relative_to(SIM).as_posix() not in ("cli.py", "__main__.py")]
+    # files through sim.kernel.files, never through sim.cli's private helpers, and reads
+    # what it needs from the module that defines it, never through the package root
+    offenders = []
+    for p in ALL_SIM:
+        rel = p.relative_to(SIM).as_posix()
+        if rel in ("__init__.py", "__main__.py") or rel.startswith("cli/"):
+            continue
+        mods = imported_modules(p)
+        if "sim" in mods or hits(mods, ("sim.cli",)):
+            offenders.append(rel)
     assert offenders == []
+
+
+def _graph() -> dict[str, set[str]]:
+    names = {module_name(p): p for p in ALL_SIM}
+    graph = {}
+    for name, path in names.items():
+        deps = set()
+        for m in imported_modules(path):
+            while m and m not in names:
+                m = m.rpartition(".")[0]
+            if m and m != name and m != "sim":
+                deps.add(m)
+        graph[name] = deps
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles_between_modules():
+    assert _circles(_graph()) == []
+
+
+@pytest.mark.parametrize("path", ALL_SIM, ids=_ids(ALL_SIM))
+def test_no_module_is_over_the_line_limit(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, f"{path.relative_to(ROOT)}: {n} lines; split it by what it does"
 
 # --- packaging of the data ------------------------------------------------------------------
 

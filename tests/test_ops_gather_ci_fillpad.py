@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import sim
-from sim.errors import SimulationError, VerifyError
+from sim.base.errors import SimulationError, VerifyError
 from sim.frontend import parse_text
 from sim.functional import FnContext, execute
 from sim.functional.gather import pad_value

@@ -3,7 +3,7 @@
 import pytest
 
 import sim
-from sim.placement import check_placement, check_races, format_findings
+from sim.studies import check_placement, check_races, format_findings
 
 
 def _k():

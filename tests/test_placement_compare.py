@@ -33,7 +33,7 @@ import pandas as pd
 import pytest
 
 import sim
-from sim.placement import (compare, compare_figure, compare_json, format_compare,
+from sim.studies import (compare, compare_figure, compare_json, format_compare,
                            run_comparison)
 
 from placement_kernels import relu_sub

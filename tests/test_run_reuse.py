@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import sim
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.frontend.parse import parse_text
 
 _TRACE_COLUMNS = ["kind", "opcode", "pipe", "start_cycle", "end_cycle", "waits", "records",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sim.engine.scalars import _IOPS, compile_op, evaluate
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 
 TYPES = ("index", "i64", "i32", "i16", "i8", "i1")
 EDGES = (0, 1, -1, 2, 7, -8, 255, 256, 2**31 - 1, -2**31, 2**63 - 1, -2**63)

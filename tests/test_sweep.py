@@ -36,7 +36,7 @@ def client():
 
 
 def _build(**params):
-    from sim.kernelfile import load_kernel
+    from sim.kernel.files import load_kernel
     return load_kernel(str(TILED), list(params.items()))
 
 

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import sim
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.frontend import parse_file, resolve_target
-from sim.placement import compare_json
+from sim.studies import compare_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "issue9"

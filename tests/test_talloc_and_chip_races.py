@@ -9,7 +9,7 @@ import pytest
 
 import sim
 from sim.cli import main as ptosim
-from sim.errors import DeadlockError
+from sim.base.errors import DeadlockError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 import sim
-from sim.errors import VerifyError
+from sim.base.errors import VerifyError
 from sim.target import load_target
 from sim.timing import Shape, lower
 

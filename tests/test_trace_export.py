@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import sim
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.trace import read_trace, write_trace
 from sim.trace.export_chrome import to_chrome
 from sim.trace.frame import normalize

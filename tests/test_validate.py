@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.calibrate import fit, load_cases, validate, write_model
-from sim.errors import UserError
+from sim.studies.calibrate import fit, load_cases, validate, write_model
+from sim.base.errors import UserError
 from sim.target import load_target, models_dir
 from sim.target.model import CceCost
 from sim.timing import Shape, lower
@@ -301,7 +301,7 @@ def test_validate_reports_per_op_family(tmp_path):
 
 
 def test_an_internal_error_on_one_case_is_reported_not_fatal(tmp_path, monkeypatch):
-    import sim.calibrate as cal
+    import sim.studies.calibrate as cal
     real = cal._plan
 
     def flaky(case, tgt):

@@ -7,7 +7,7 @@ import re
 import attrs
 import pytest
 
-from sim.errors import UserError, VerifyError
+from sim.base.errors import UserError, VerifyError
 from sim.isa.dtypes import DTYPES
 from sim.isa.opcodes import OPCODES
 from sim.isa.program import (Alloc, Const, Function, GmPtr, Instr, MakeTensorView, PartitionView,

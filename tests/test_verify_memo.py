@@ -15,7 +15,7 @@ import re
 import pytest
 
 import sim
-from sim.errors import VerifyError
+from sim.base.errors import VerifyError
 from sim.isa import verify
 from sim.isa.program import Const, GmPtr, Instr, PartView, Scalar
 from sim.isa.tile import Tile, TileType

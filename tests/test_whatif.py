@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 import sim
-from sim.errors import DeadlockError
+from sim.base.errors import DeadlockError
 from trace_kernels import add2, barriers, op_rows
 
 LOAD_START, STORE_START = 214, 107       # start-up latencies of a 32x64 f32 TLOAD / TSTORE

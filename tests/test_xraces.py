@@ -92,7 +92,7 @@ def test_a_fifo_orders_the_gm_the_producer_wrote_before_pushing():
 
 def test_check_races_runs_the_kernels_cores_and_names_the_unit(tmp_path, capsys):
     from sim.cli import main
-    from sim.placement import check_races
+    from sim.studies import check_races
     k = _blocks(16)                                 # a builder kernel brings block_dim=2
     assert [f.kind for f in check_races(k) if f.kind == "WAW"] == ["WAW"]
     assert [f.kind for f in check_races(k, block_dim=1) if f.kind == "WAW"] == []

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import sim  # noqa: E402
-from sim.kernelfile import load_kernel  # noqa: E402
+from sim.kernel.files import load_kernel  # noqa: E402
 
 TARGETS = ("a2a3", "a5")
 SYNCS = (None, "auto", "manual")

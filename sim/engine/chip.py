@@ -35,8 +35,8 @@ from sim.engine.record import frame
 from sim.engine.scan import kept
 from sim.engine.units import layout, unit_program
 from sim.engine.xraces import ChipRaces, UnitRaces
-from sim.engine.xunit import ChipState
-from sim.errors import DeadlockError
+from sim.engine.chipstate import ChipState
+from sim.base.errors import DeadlockError
 
 __all__ = ["Chip", "ChipRecording"]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from sim.engine.items import SCALAR, Issued
 from sim.engine.races import Access
 from sim.engine.scalars import coerce, compile_op
-from sim.errors import SimulationError, UserError
+from sim.engine.tilestate import TileState
+from sim.base.errors import SimulationError, UserError
 from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PartView, PipeOp, Reshape,
                              Return, Scalar, ScalarOp, Section, Subview, TensorView, Tile, Yield)
 from sim.isa.tile import BLayout
@@ -247,16 +248,14 @@ class ControlFlow:
                                       f"{t.rows * t.cols // size}")
             elem = r0 * size
         valid = [int(self.scalar(v)) for v in st.valid] or [st.result.type.valid_rows, st.result.type.valid_cols]
-        from sim.engine.execute import _TileState
-        self.tiles[st.result] = _TileState(src.addr + elem * t.dtype.size_bytes, *valid)
+        self.tiles[st.result] = TileState(src.addr + elem * t.dtype.size_bytes, *valid)
         self.epoch += 1
 
     def _reshape(self, st: Reshape) -> None:
         # the same bytes seen with another tile type; its valid region is the one declared
         src = self._state(st.source, "pto.treshape" + _where(st))
         t = st.result.type
-        from sim.engine.execute import _TileState
-        self.tiles[st.result] = _TileState(src.addr, t.valid_rows, t.valid_cols)
+        self.tiles[st.result] = TileState(src.addr, t.valid_rows, t.valid_cols)
         self.epoch += 1
 
     # --- control flow --------------------------------------------------------------------

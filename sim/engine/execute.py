@@ -14,25 +14,24 @@ its timeline shows the overlap.
 
 from __future__ import annotations
 
-import zlib
 
 import numpy as np
 
-from sim.errors import SimulationError, UserError
+from sim.base.errors import SimulationError, UserError
 from sim.engine.access import instr_accesses
 from sim.engine.control import ControlFlow
 from sim.engine.ffts import CrossCore
+from sim.engine.gmviews import GlobalViews
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.operands import OperandSites, instr_where
 from sim.engine.placement import place_tiles
 from sim.engine.scan import kept
+from sim.engine.tilestate import TileState
 from sim.engine.units import BOTH, UnitSpec
 from sim.engine.xunit import CrossUnit
-from sim.isa.dtypes import DType
 from sim.isa.opcodes import OPCODES, PIPES
-from sim.isa.program import (Alloc, Barrier, Const, GmPtr, Instr, MakeTensorView,
-                             PartitionView, PartView, Scalar, SetFlag, SetValidShape,
-                             TensorView, WaitFlag)
+from sim.isa.program import (Alloc, Barrier, Const, Instr, MakeTensorView, PartitionView,
+                             PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
@@ -49,33 +48,6 @@ _MOVE_PATH = {(Loc.VEC, Loc.VEC): "UB_UB", (Loc.MAT, Loc.LEFT): "L1_L0A",
               (Loc.MAT, Loc.SCALING): "L1_FB", (Loc.ACC, Loc.MAT): "L0C_L1",
               (Loc.ACC, Loc.VEC): "L0C_UB"}
 _SYNC_PIPES = set(PIPES) | {"PIPE_ALL"}
-
-
-_PAGE = 1 << 16      # elements per lazily filled page of a GM argument without an input
-
-
-def _zeros(name: str, n: int, dt: DType) -> np.ndarray:
-    """Lazily backed zeros for GM argument ``name`` (pages come when written)."""
-    try:
-        return np.zeros(n, dt.np_type)
-    except MemoryError:
-        raise SimulationError(f"GM argument %{name}: the window it touches is too large to "
-                              f"simulate functionally ({n} {dt} elements exceed the address "
-                              f"space this machine grants); use smaller sizes or "
-                              f"--timing-only") from None
-
-
-def _dtype_of(arr: np.ndarray) -> DType:
-    from sim.isa.dtypes import DTYPES
-    return next(d for d in DTYPES.values() if d.np_type == arr.dtype)
-
-
-def _random(dt: DType, n: int, rng) -> np.ndarray:
-    if dt.is_float:
-        return rng.uniform(-8.0, 8.0, n).astype(dt.np_type)
-    if dt.is_signed:
-        return rng.integers(-100, 100, n).astype(dt.np_type)
-    return rng.integers(0, 200, n).astype(dt.np_type)
 
 
 _MAX_KEPT = 1 << 16      # entries each cache below holds before it starts again
@@ -122,14 +94,7 @@ def _form(instr: Instr) -> tuple:
     return form
 
 
-class _TileState:
-    __slots__ = ("addr", "rows", "cols")
-
-    def __init__(self, addr, rows, cols):
-        self.addr, self.rows, self.cols = addr, rows, cols
-
-
-class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
+class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
 
     On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
@@ -169,7 +134,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
         self._view_layouts: dict[str, str] = {}     # view name -> GM layout (nd, dn, nz)
-        self.tiles: dict[Tile, _TileState] = {}
+        self.tiles: dict[Tile, TileState] = {}
         self.buffers: dict[str, np.ndarray] = {}
         self.seq = 0
         self._static: dict = {}
@@ -208,111 +173,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._verify = verify_instr if verify else None
         self._init_operands()
 
-    # --- arguments and memory ------------------------------------------------------------
-
-    def _bind_args(self) -> None:
-        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs]
-        if missing:
-            names = ", ".join(f"%{a.name} ({a.type})" for a in missing)
-            flags = " ".join(f"--arg {a.name}=VALUE" for a in missing)
-            raise UserError(f"kernel @{self.fn.name}: scalar argument{'s' * (len(missing) > 1)} "
-                            f"{names} {'have' if len(missing) > 1 else 'has'} no value; pass "
-                            f"{flags}")
-        for a in self.fn.args:
-            if isinstance(a, Scalar):
-                self._bind(a, self.inputs[a.name])
-            elif isinstance(a, (TensorView, PartView)):
-                self._bind_view_arg(a)
-
-    def _bind_view_arg(self, a) -> None:
-        """A kernel argument typed as a GM view is a dense row-major tensor of its static
-        shape in a GM array of the argument's name (``--input NAME=...`` fills it)."""
-        if None in a.shape:
-            dims = "x".join("?" if d is None else str(d) for d in a.shape)
-            raise UserError(f"kernel @{self.fn.name}: argument %{a.name} is a {dims} GM view "
-                            f"with dynamic dims, which a run cannot size; give the kernel a "
-                            f"!pto.ptr argument and a make_tensor_view")
-        strides = [1] * len(a.shape)
-        for d in range(len(a.shape) - 2, -1, -1):
-            strides[d] = strides[d + 1] * a.shape[d + 1]
-        self._gm_dtypes.setdefault(a.name, a.dtype)
-        self.views[a.name] = (GmPtr(a.name, a.dtype), 0, tuple(a.shape), tuple(strides))
-
-    def _gm_array(self, ptr: GmPtr, min_elems: int) -> np.ndarray:
-        """The flat GM array behind ``ptr``, at least ``min_elems`` long.
-
-        An argument without ``--input`` gets memory lazily: ``np.zeros`` takes address
-        space, not pages, and only the pages a view or scalar access touches are filled
-        (``_touch``), so a kernel declaring a huge tensor and reading a small window of it
-        costs the window."""
-        # a pointer parameter of a called function names its caller's array
-        key = self.values.get(ptr.name, ptr.name)
-        if key != ptr.name:
-            ptr = GmPtr(key, ptr.dtype)
-        arr = self.gm.get(ptr.name)
-        if arr is None:
-            given = self.inputs.get(ptr.name)
-            if given is not None:
-                arr = np.ascontiguousarray(given).reshape(-1)
-                if arr.dtype != ptr.dtype.np_type:
-                    raise UserError(f"input {ptr.name}: element type {arr.dtype} does not match "
-                                    f"the kernel argument type {ptr.dtype}")
-                arr = arr.copy()
-            else:
-                arr = _zeros(ptr.name, min_elems, ptr.dtype)
-                self._filled[ptr.name] = np.zeros(-(-min_elems // _PAGE), bool)
-            self.gm[ptr.name] = arr
-        if arr.size < min_elems:
-            if ptr.name in self.inputs:
-                raise UserError(f"input {ptr.name}: has {arr.size} elements, the views of the "
-                                f"kernel reach element {min_elems - 1}")
-            grown = _zeros(ptr.name, min_elems, ptr.dtype)
-            filled = self._filled[ptr.name]
-            for p in np.flatnonzero(filled).tolist():     # copy only pages holding data
-                a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
-                grown[a:b] = arr[a:b]
-            self.gm[ptr.name] = arr = grown
-            self._filled[ptr.name] = np.concatenate(
-                [filled, np.zeros(-(-min_elems // _PAGE) - filled.size, bool)])
-        return arr
-
-    def _touch(self, name: str, arr: np.ndarray, lo: int, hi: int) -> None:
-        """Fill the not yet touched pages of GM elements [lo, hi) of an argument without an
-        input with seeded random data; each page's data depends only on the seed, the
-        argument and the page, so the order of accesses never changes it."""
-        filled = self._filled.get(name)
-        if filled is None:
-            return
-        p0, p1 = lo // _PAGE, -(-hi // _PAGE)
-        todo = np.flatnonzero(~filled[p0:p1])
-        if not todo.size:
-            return
-        dt = self._gm_dtypes.get(name) or _dtype_of(arr)
-        for p in (p0 + todo).tolist():
-            rng = np.random.default_rng([self.seed, zlib.crc32(name.encode()), p])
-            a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
-            arr[a:b] = _random(dt, b - a, rng)
-        filled[p0:p1] = True
-
-    def data_error(self, message: str) -> None:
-        """A run-time value is out of range. When the kernel has read GM data nobody gave
-        (seeded random fill), the value may come from it: a timing-only run records a
-        warning and goes on (ASSUMPTION: the caller keeps the value, which only the
-        functional units would dereference), a functional run names the ``--input`` to give.
-        Otherwise the kernel itself is wrong: raise."""
-        random = [n for n, filled in self._filled.items() if filled.any()
-                  and not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float]
-        if not random:
-            raise SimulationError(message)
-        if not self.functional and self._scalar_reads:
-            self.warnings.setdefault(
-                f"{message}; the timing-only run goes on (the value depends on seeded random "
-                f"data read from {', '.join('%' + n for n in sorted(self._scalar_reads))})", None)
-            return
-        flags = " ".join(f"--input {n}=FILE.npy" for n in random)
-        raise SimulationError(f"{message}; the kernel reads indices from integer GM arguments "
-                              f"filled with seeded random data ({', '.join('%' + n for n in random)}): "
-                              f"give real ones with {flags}, or run with --timing-only")
+    # --- buffers and scalars ---------------------------------------------------------------
 
     def _buffer(self, name: str) -> np.ndarray:
         buf = self.buffers.get(name)
@@ -332,7 +193,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
 
     # --- tiles ---------------------------------------------------------------------------
 
-    def _state(self, tile: Tile, where: str) -> _TileState:
+    def _state(self, tile: Tile, where: str) -> TileState:
         try:
             return self.tiles[tile]
         except KeyError:
@@ -379,7 +240,7 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
                                 f"alloc_tile %{st.tile.name}" + (f" ({st.loc})" if st.loc else ""))
         rows = t.valid_rows if st.valid_row is None else int(self.scalar(st.valid_row))
         cols = t.valid_cols if st.valid_col is None else int(self.scalar(st.valid_col))
-        self.tiles[st.tile] = _TileState(addr, rows, cols)
+        self.tiles[st.tile] = TileState(addr, rows, cols)
         self.epoch += 1
 
     def _set_valid(self, st: SetValidShape) -> Issued:
@@ -397,59 +258,6 @@ class Interpreter(CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._next()
         return Issued(SCALAR, "PIPE_S", "set_validshape", c, c,
                       text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
-
-    def _make_view(self, st: MakeTensorView) -> None:
-        shape = [int(self.scalar(x)) for x in st.shape]
-        strides = [int(self.scalar(x)) for x in st.strides]
-        key = self.values.get(st.ptr.name, st.ptr.name)
-        self._gm_dtypes.setdefault(key, st.ptr.dtype)
-        # The array spans the whole tensor (outputs have its size) but takes pages only
-        # where a window is touched; a tensor larger than the address space the OS grants
-        # grows with the windows instead.
-        if all(n > 0 for n in shape) and all(s >= 0 for s in strides):
-            try:
-                self._gm_array(st.ptr, 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
-            except SimulationError:
-                pass
-        self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
-        self._view_layouts[st.result.name] = st.layout
-
-    def _partition(self, st: PartitionView) -> None:
-        ptr, base, shape, strides = self.views[st.source.name]
-        offs = [int(self.scalar(x)) for x in st.offsets]
-        sizes = [int(self.scalar(x)) for x in st.sizes]
-        for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
-            if o < 0 or n <= 0 or o + n > cap:
-                where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
-                self.data_error(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
-                                f"tensor extent {cap}")
-                break
-        base += sum(o * s for o, s in zip(offs, strides))
-        self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
-        self._view_layouts[st.result.name] = self._view_layouts.get(st.source.name, "nd")
-
-    def _gm_window(self, view: PartView, where: str) -> np.ndarray:
-        """The N-D strided numpy view of a partition view's GM window (its pages filled)."""
-        try:
-            ptr, base, sizes, strides = self.views[view.name]
-        except KeyError:
-            raise UserError(f"{where}: view %{view.name} is used before it is defined") from None
-        if base < 0 or any(s < 0 for s in strides):
-            raise SimulationError(f"{where}: view %{view.name} starts at element {base} with "
-                                  f"strides {list(strides)}; expected a non-negative start "
-                                  f"and strides")
-        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
-        arr = self._gm_array(ptr, last + 1)
-        self._touch(ptr.name, arr, base, last + 1)
-        isz = arr.itemsize
-        return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
-
-    def _gm_table(self, view: PartView, where: str) -> np.ndarray:
-        """The flat GM elements a view reaches, from its first to its last (MGATHER)."""
-        window = self._gm_window(view, where)
-        ptr, base, sizes, strides = self.views[view.name]
-        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
-        return self.gm[ptr.name][base:last + 1] if window.size else window.reshape(-1)
 
     def _flag(self, st) -> Issued:
         # checked once per statement (and event id, when that is a run-time value), and

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.xunit import XKey
-from sim.errors import SimulationError, UserError
+from sim.base.errors import SimulationError, UserError
 from sim.isa.program import SetFfts, SyncAll, SyncSet, SyncWait
 from sim.timing import Shape, lower
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import attrs
 import simpy
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 
 __all__ = ["Limits", "RunStopped"]
 

@@ -49,7 +49,7 @@ from itertools import accumulate
 
 import simpy
 
-from sim.errors import DeadlockError
+from sim.base.errors import DeadlockError
 from sim.engine.flags import FlagCounters, TimedFlags
 from sim.engine.items import BARRIER, OP, SET, WAIT
 from sim.engine.record import STREAM, Recorder

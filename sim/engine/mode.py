@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.program import Barrier, SetFlag, WaitFlag, walk
 
 __all__ = ["SYNC_MODES", "Prepared", "has_explicit_sync", "default_mode", "prepare"]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.isa.program import Const, Scalar
 from sim.isa.tile import BLayout, Tile
 

@@ -16,7 +16,7 @@ when ``auto = true``.
 from __future__ import annotations
 
 from sim.engine.scan import scan
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.program import Const
 
 __all__ = ["place_tiles"]

@@ -22,7 +22,7 @@ from collections import deque
 
 import attrs
 
-from sim.vclock import join
+from sim.base.vclock import join
 
 __all__ = ["Access", "Race", "RaceDetector", "conflict"]
 

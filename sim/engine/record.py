@@ -27,7 +27,7 @@ from array import array
 import numpy as np
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.timing.plan import COLD, RESTART, WARM
 from sim.trace.schema import COLUMNS, DTYPES
 

@@ -12,8 +12,8 @@ from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
 from sim.engine.scan import kept
-from sim.errors import DeadlockError, UserError
-from sim.result import Result
+from sim.base.errors import DeadlockError, UserError
+from sim.engine.result import Result
 from sim.target import load_target
 
 __all__ = ["simulate", "race_warning"]

@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 
 __all__ = ["evaluate", "compile_op", "coerce"]
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.engine.scan import scan
 from sim.isa.program import (Barrier, For, Function, If, Instr, PipeOp, Program, Section,
                              SetFlag, SyncAll, SyncSet, SyncWait, WaitFlag, walk as _walk)

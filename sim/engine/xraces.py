@@ -35,7 +35,7 @@ import attrs
 from sim.engine.access import GmAccess
 from sim.engine.ffts import FftsSet, FftsWait
 from sim.engine.races import Race, RaceDetector, conflict
-from sim.vclock import join
+from sim.base.vclock import join
 
 __all__ = ["ChipRaces", "UnitRaces"]
 

@@ -41,19 +41,19 @@ it), so the L2 sees a pop read the lines its push wrote and a slot rewritten eve
 
 from __future__ import annotations
 
-from collections import deque
 
 import attrs
 import numpy as np
 
 from sim.engine.flags import FlagCounters
 from sim.engine.items import OP, SET, WAIT, Issued
-from sim.errors import SimulationError, UserError
+from sim.engine.tilestate import TileState
+from sim.base.errors import SimulationError, UserError
 from sim.isa.program import PipeOp, Scalar
 from sim.isa.tile import Loc, Tile
 from sim.timing import Shape, lower
 
-__all__ = ["XKey", "CrossFlags", "CrossUnit", "ChipState"]
+__all__ = ["XKey", "CrossFlags", "CrossUnit"]
 
 
 class XKey(tuple):
@@ -316,9 +316,8 @@ class CrossUnit:
         tile = st.results[0] if st.results else None
         if not isinstance(tile, Tile):
             raise UserError(f"{st.op} ({st.loc}): the result must be a tile")
-        from sim.engine.execute import _TileState
         t = tile.type
-        self.tiles[tile] = _TileState(self._placed[tile], t.valid_rows, t.valid_cols)
+        self.tiles[tile] = TileState(self._placed[tile], t.valid_rows, t.valid_cols)
         self.epoch += 1
 
     def _x_talloc_to_aiv(self, st, a):
@@ -335,8 +334,7 @@ class CrossUnit:
         n = self._pops.get(fifo.id, 0)
         self._pops[fifo.id] = n + 1
         addr = base + (n % fifo.slots) * (fifo.slot_bytes or tile.type.nbytes)
-        from sim.engine.execute import _TileState
-        self.tiles[tile] = _TileState(addr, tile.type.valid_rows, tile.type.valid_cols)
+        self.tiles[tile] = TileState(addr, tile.type.valid_rows, tile.type.valid_cols)
         self.epoch += 1
         return tile
 
@@ -413,46 +411,3 @@ def _part(data: np.ndarray, split: int, sub: int) -> np.ndarray:
     axis = 0 if split == 1 else 1
     n = data.shape[axis] // 2
     return data[sub * n:(sub + 1) * n] if axis == 0 else data[:, sub * n:(sub + 1) * n]
-
-
-class ChipState:
-    """What the units of a chip share beyond SimPy: cross-unit flags (FIFO slots and the
-    FFTS counters of ``sim.engine.ffts``), FIFO data, the reserved buffers of every
-    function, the launched ``units`` ((core, unit) pairs)."""
-
-    def __init__(self, env, target, units=((0, "AIV0"),), ideal_sync=False):
-        from sim.engine.ffts import FftsChannels, FftsSet, FftsWait
-        self.flags = CrossFlags(env, target.sync.get("cross_core_flag_cycles", 0))
-        self.units = tuple(units)
-        self.ffts = FftsChannels(env, ideal=ideal_sync)
-        self.flags.routes.update({FftsSet: self.ffts, FftsWait: self.ffts})
-        self.data_path = target.chip.get("fifo_data_path", "gm")
-        self.vector_units = int(target.units.get("AIV", {}).get("count", 2))
-        self._queues: dict = {}
-        self._reserved: dict = {}
-
-    def queue(self, core, fifo, direction, sub) -> deque:
-        q = self._queues.get((core, fifo, direction, sub))
-        if q is None:
-            q = self._queues[(core, fifo, direction, sub)] = deque()
-        return q
-
-    def reserved(self, program, func: str, name):
-        """(base, size) of ``reserve_buffer {name}`` in function ``func``, or None."""
-        key = (func, name)
-        if key not in self._reserved:
-            from sim.isa.program import walk
-            found = None
-            try:
-                fn = program.function(func)
-            except KeyError:
-                fn = None
-            for st in walk(fn.body) if fn is not None else ():
-                if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer":
-                    a = dict(st.attrs)
-                    if a.get("name") == name:
-                        found = (int(a.get("base", 0) or 0), int(a.get("size", 0) or 0))
-                        break
-            self._reserved[key] = found
-        return self._reserved[key]
-

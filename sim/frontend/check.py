@@ -13,7 +13,7 @@ errors provable without a run (``sim.frontend.static_sync``, cross-core flags an
 
 from __future__ import annotations
 
-from sim.errors import VerifyError
+from sim.base.errors import VerifyError
 from sim.frontend.diagnostics import VerifyDiagnostic, render
 from sim.frontend.static_ffts import check_cross_core
 from sim.frontend.static_sync import check_sync

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sim.errors import UserError, VerifyError
+from sim.base.errors import UserError, VerifyError
 
 __all__ = ["ParseError", "VerifyDiagnostic", "render", "remember_source", "source_line"]
 

@@ -27,7 +27,7 @@ from lark import Lark, Token, Transformer
 from lark.lexer import Lexer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.frontend.diagnostics import ParseError, remember_source
 from sim.frontend.targets import target_from_attrs
 from sim.frontend.syntax import (ENDPOINT_PIPE, ENUM_ATTR_KINDS, SYNC_PIPES, PtrType,

@@ -35,7 +35,7 @@ def _const_event(ev) -> "int | None":
 def _fail(st, message: str):
     loc = st.loc
     if loc is None:
-        from sim.errors import VerifyError
+        from sim.base.errors import VerifyError
         raise VerifyError(message)
     raise VerifyDiagnostic(loc.file, loc.line, loc.col or 1, message)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.program import RawAttr
 
 __all__ = ["target_from_attrs", "resolve_target", "DEFAULT_TARGET"]

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional import (activation, bitwise, combine, compare, convert, cube,
                             elementwise, expand, gather, movement, reduce, reduce_ext, remainder,
                             scalar, sort)

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.isa.dtypes import DType
 
 

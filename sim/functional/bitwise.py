@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional.arith import first_index, narrow, scalar, widen
 
 

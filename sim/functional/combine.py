@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional.arith import compute, require_float, scalar
 from sim.functional.compare import unpack_bits
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional.arith import scalar, widen
 
 PREDICATES = {

@@ -39,7 +39,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.isa.dtypes import DType
 
 ROUND_MODES = ("NONE", "RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD")

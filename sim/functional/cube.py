@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional.arith import compute, first_index, scalar
 from sim.isa.dtypes import DType
 from sim.isa.tile import Pad

@@ -11,7 +11,7 @@ transpose of the source's valid region (``dst[i, j] = src[j, i]``).
 
 from __future__ import annotations
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS"]

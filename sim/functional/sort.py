@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import SimulationError
+from sim.base.errors import SimulationError
 
 __all__ = ["KERNELS"]
 

@@ -15,7 +15,7 @@ import attrs
 import ml_dtypes
 import numpy as np
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 
 __all__ = ["DType", "dtype", "DTYPES", "F32", "F16", "BF16", "I32", "I16", "I8",
            "U32", "U16", "U8", "I64", "U64"]

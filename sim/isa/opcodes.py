@@ -17,7 +17,7 @@ from typing import Callable
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.tile import Loc
 
 __all__ = ["OpSpec", "OPCODES", "opcode", "PIPES"]

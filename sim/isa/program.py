@@ -448,7 +448,7 @@ class Program:
     def callee(self, call: "Call") -> Function:
         """The function a ``func.call`` reaches, checked: it exists and takes as many
         arguments as the call passes (``UserError`` naming the call otherwise)."""
-        from sim.errors import UserError
+        from sim.base.errors import UserError
         where = f" ({call.loc})" if call.loc else ""
         try:
             fn = self.function(call.callee)

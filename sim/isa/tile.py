@@ -19,7 +19,7 @@ import enum
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.dtypes import DType, dtype as _dtype
 
 __all__ = ["Loc", "BLayout", "SLayout", "Pad", "TileType", "Tile", "DYNAMIC"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from sim.errors import UserError, VerifyError
+from sim.base.errors import UserError, VerifyError
 from sim.isa.dtypes import DTYPES
 from sim.isa.opcodes import OPCODES, OpSpec, opcode as _opcode
 from sim.isa.program import Alloc, Const, Instr, PartView, Scalar, SetValidShape, TensorView

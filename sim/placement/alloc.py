@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import Alloc, For, If, Instr, Section
 from sim.isa.tile import Loc, Tile

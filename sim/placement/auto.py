@@ -77,7 +77,7 @@ import itertools
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, PipeOp, Program, Scalar,
                              Section, SetFlag, WaitFlag, walk)
 from sim.placement.alloc import allocate

@@ -16,7 +16,7 @@ import itertools
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.dtypes import DType
 from sim.isa.program import (Call, Const, For, GmPtr, If, PartView, RawAttr, Return, Scalar,
                              Section, SourceLoc, TensorView, walk)

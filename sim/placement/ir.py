@@ -14,7 +14,7 @@ import re
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import (Alloc, Arith, Const, Instr, MakeTensorView, PartitionView, PartView,
                              PipeOp, Reshape, Subview, walk)

@@ -22,7 +22,7 @@ import attrs
 from sim.isa.program import (Arith, Barrier, Const, For, If, Instr, PartView, PipeOp, Scalar,
                              ScalarOp, Section, SetFlag, WaitFlag, Yield)
 from sim.placement.ir import Access, Fifos, pipe_of, tile_roles
-from sim.vclock import join
+from sim.base.vclock import join
 
 __all__ = ["Order", "SyncStats", "synchronise"]
 

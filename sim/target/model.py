@@ -21,7 +21,7 @@ from pathlib import Path
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 
 __all__ = ["Buffer", "CceCost", "DmaPath", "Target", "load_target", "models_dir", "target_names"]
 

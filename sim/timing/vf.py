@@ -42,7 +42,7 @@ from pathlib import Path
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.target.model import read_csv_rows
 

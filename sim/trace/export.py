@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.trace.export_chrome import write_chrome
 from sim.trace.export_tables import read_csv, read_parquet, write_csv, write_parquet
 from sim.trace.import_chrome import read_chrome

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.trace.frame import normalize
 from sim.trace.schema import COLUMNS, DTYPES
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.trace.frame import normalize
 from sim.trace.import_perfsim import from_perfsim
 from sim.trace.schema import COLUMNS

@@ -26,7 +26,7 @@ import re
 
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.trace.frame import normalize
 
 __all__ = ["from_perfsim", "parse_thread", "STAGE_PIPES"]

@@ -11,9 +11,9 @@ import math
 
 import attrs
 
-from sim.builder import Kernel
+from sim.kernel.builder import Kernel
 from sim.engine.run import simulate
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
 

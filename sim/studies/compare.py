@@ -22,7 +22,7 @@ from __future__ import annotations
 import attrs
 import pandas as pd
 
-from sim.errors import DeadlockError, UserError
+from sim.base.errors import DeadlockError, UserError
 from sim.isa.opcodes import PIPES
 from sim.placement.auto import AutoPlan, plan_auto, program_of
 from sim.placement.ir import constant_addresses, fifo_reserves
@@ -105,7 +105,7 @@ class Comparison:
         return _json(self)
 
     def figure(self, **kw):
-        from sim.placement.plot import comparison_figure
+        from sim.studies.compare_plot import comparison_figure
         return comparison_figure(self, **kw)
 
 

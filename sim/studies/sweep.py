@@ -38,7 +38,8 @@ import attrs
 import numpy as np
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.version import __version__
+from sim.base.errors import UserError
 from sim.isa.opcodes import PIPES
 
 __all__ = ["sweep", "SYNC_MODES"]
@@ -98,7 +99,6 @@ def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
 
 def configurations(path: str, values: dict, targets, modes, seed: int = 0) -> list[Config]:
     """The cartesian product of parameter values, targets and modes, in that nesting."""
-    import sim
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     names = list(values)
     targets = [targets] if isinstance(targets, (str, Path)) else list(targets or [None])
@@ -106,7 +106,7 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0) -> li
     out = []
     for combo in itertools.product(*values.values(), targets, modes):
         params, target, mode = dict(zip(names, combo[:len(names)])), combo[-2], combo[-1]
-        ident = [sim.__version__, digest, sorted(params.items()), _target_key(target), mode, seed]
+        ident = [__version__, digest, sorted(params.items()), _target_key(target), mode, seed]
         key = hashlib.sha256(json.dumps(ident, default=repr).encode()).hexdigest()[:20]
         out.append(Config(params, target, mode, key))
     return out
@@ -140,7 +140,7 @@ def _modes(sync) -> list:
 def _typed_params(kernel: str, params: dict) -> dict:
     """Name -> list of values, checked against the kernel before any worker starts: a
     ``.py`` kernel's ``build()`` parameters, a ``.pto`` kernel's scalar arguments."""
-    from sim.kernelfile import build_params, kernel_source, scalar_value
+    from sim.kernel.files import build_params, kernel_source, scalar_value
     values = {str(n): [x.item() if isinstance(x, np.generic) else x for x in
                        (v if isinstance(v, (list, tuple, range, np.ndarray)) else [v])]
               for n, v in params.items()}
@@ -165,10 +165,10 @@ def _typed_params(kernel: str, params: dict) -> dict:
 
 def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dict:
     """One configuration's row (what a worker runs); any failure becomes its ``error``."""
-    from sim.kernelfile import load_kernel
+    from sim.kernel.files import load_kernel
     from sim.frontend import resolve_target
     from sim.engine.mode import default_mode
-    from sim.placement.compare import run_mode
+    from sim.studies.compare import run_mode
     row = {"target": target, "sync": mode, "error": None}
     try:
         kernel = load_kernel(path, list(params.items()))

@@ -25,13 +25,13 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from sim.accuracy import accuracy, by_family, summary
-from sim.accuracy import format_report as format_validation
+from sim.studies.accuracy import accuracy, by_family, summary
+from sim.studies.accuracy import format_report as format_validation
 from sim.engine.execute import Interpreter
 from sim.engine.items import OP
-from sim.errors import UserError, VerifyError
+from sim.base.errors import UserError, VerifyError
 from sim.isa.opcodes import opcode
-from sim.ops import VARIANTS, OpCase, parse_dtype_pair
+from sim.studies.ops import VARIANTS, OpCase, parse_dtype_pair
 from sim.target import load_target
 from sim.timing.plan import linear_terms
 

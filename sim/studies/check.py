@@ -21,7 +21,7 @@ import re
 
 import attrs
 
-from sim.errors import DeadlockError, VerifyError
+from sim.base.errors import DeadlockError, VerifyError
 from sim.isa.program import Alloc, Const, Instr
 from sim.placement.auto import program_of
 from sim.isa.program import walk
@@ -84,7 +84,7 @@ def static_findings(prog, tgt) -> list[Finding]:
 
 
 def _run(prog, target, inputs, block_dim=None):
-    from sim.placement.compare import run_checked
+    from sim.studies.compare import run_checked
     return run_checked(prog, target, inputs=inputs, block_dim=block_dim)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 
 __all__ = ["sweep_heatmap"]
 

@@ -28,110 +28,22 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 
-from sim.builder_chip import ChipKernel, Index
-from sim.errors import UserError
+from sim.kernel.chip import ChipKernel
+from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
-from sim.isa.opcodes import OPCODES, PIPES, opcode as _opcode
+from sim.isa.opcodes import OPCODES, opcode as _opcode
 from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
                              PartitionView, PartView, Program, Section, SetFlag, SetValidShape,
-                             SourceLoc, TensorView, WaitFlag)
+                             TensorView, WaitFlag)
 from sim.isa.tile import Tile, TileType
+from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name
 
-__all__ = ["Kernel", "Event", "GlobalTensor", "View"]
+__all__ = ["Kernel"]
 
-_PIPE_ALIASES = {p.removeprefix("PIPE_"): p for p in PIPES} | {"ALL": "PIPE_ALL"}
-
-
-def _pipe_name(p: str) -> str:
-    name = str(p).upper()
-    name = _PIPE_ALIASES.get(name, name)
-    if name not in PIPES and name != "PIPE_ALL":
-        raise UserError(f"unknown pipe {p!r}; expected one of {', '.join(PIPES)}, PIPE_ALL")
-    return name
-
-
-_PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _N_OUT: dict[str, int] = {}      # opcode -> destination operands the builder takes
-
-
-def _caller() -> "SourceLoc | None":
-    """file:line of the user code that called into the builder (frames of sim itself,
-    such as ``ptosim op``'s generated kernels, carry no user location)."""
-    f = sys._getframe(2)
-    while f is not None and f.f_globals.get("__name__") == __name__:
-        f = f.f_back
-    if f is None or f.f_code.co_filename.startswith(("<frozen", _PACKAGE_DIR)) \
-            or f.f_globals.get("__name__", "").startswith("sim."):
-        return None
-    return SourceLoc(f.f_code.co_filename, f.f_lineno)
-
-
-class Event:
-    """A RecordEvent token: marks one issued instruction that later ones may wait on."""
-
-    __slots__ = ("kernel", "index", "pipe", "waited", "known")
-
-    def __init__(self, kernel, index, pipe):
-        self.kernel, self.index, self.pipe = kernel, index, pipe
-        self.waited = set()
-        self.known = kernel._clocks.passed(kernel._section, pipe)
-
-    def __repr__(self) -> str:
-        return f"Event(#{self.index} on {self.pipe})"
-
-
-class View:
-    """A 2-D window of a global tensor (what TLOAD reads and TSTORE writes)."""
-
-    __slots__ = ("tensor", "row", "col", "rows", "cols")
-
-    def __init__(self, tensor, row, col, rows, cols):
-        self.tensor, self.row, self.col, self.rows, self.cols = tensor, row, col, rows, cols
-
-
-class GlobalTensor:
-    """A GM array argument of the kernel, seen as a row-major 2-D tensor."""
-
-    def __init__(self, kernel, name, dt, shape, data):
-        self.kernel, self.name, self.dtype, self.shape = kernel, name, dt, shape
-        self.data = data
-
-    def view(self, rows=None, cols=None, row=0, col=0) -> View:
-        """A window; ``row`` / ``col`` may be run-time ``Index`` values (then ``rows`` /
-        ``cols`` are required and the bounds are checked when the kernel runs)."""
-        R, C = self.shape
-        dynamic = isinstance(row, Index) or isinstance(col, Index)
-        if dynamic and (rows is None or cols is None):
-            raise UserError(f"view of {self.name}: a run-time offset needs explicit rows and cols")
-        rows = R - row if rows is None else rows
-        cols = C - col if cols is None else cols
-        if rows <= 0 or cols <= 0 or rows > R or cols > C or not dynamic and (
-                row < 0 or col < 0 or row + rows > R or col + cols > C):
-            raise UserError(f"view of {self.name}: window rows [{row}, {row} + {rows}) x cols "
-                            f"[{col}, {col} + {cols}) is outside the {R}x{C} tensor")
-        return View(self, row, col, rows, cols)
-
-    def __getitem__(self, key) -> View:
-        if not isinstance(key, tuple):
-            key = (key, slice(None))
-        spans = []
-        for k, n in zip(key, self.shape):
-            if isinstance(k, slice) and (isinstance(k.start, Index) or isinstance(k.stop, Index)):
-                if k.step not in (None, 1) or not isinstance(k.start, Index) or \
-                        not isinstance(k.stop, Index):
-                    raise UserError(f"view of {self.name}: a run-time slice needs start and "
-                                    f"stop of one Index (e.g. a[r:r + 128]), found {k!r}")
-                spans.append((k.start, k.stop - k.start))
-            else:
-                a, b, _ = k.indices(n)
-                spans.append((a, b - a))
-        (r0, nr), (c0, nc) = spans
-        return self.view(nr, nc, r0, c0)
 
 
 class Kernel(ChipKernel):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 
 __all__ = ["Output", "check_outputs"]
 

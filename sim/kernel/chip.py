@@ -35,70 +35,17 @@ from __future__ import annotations
 
 import contextlib
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
-from sim.isa.program import (FFTS_MODES, SYNCALL_CORE_TYPES, SYNCALL_MODES, Arith, Const,
+from sim.isa.program import (FFTS_MODES, SYNCALL_CORE_TYPES, SYNCALL_MODES, Const,
                              GmPtr, PipeOp, RawAttr, Scalar, ScalarOp, SetFfts, SyncAll,
                              SyncSet, SyncWait)
 from sim.isa.tile import Tile, TileType
+from sim.kernel.values import Event, GlobalTensor, Index, _caller, _pipe_name
 
-__all__ = ["Index", "Fifo", "ChipKernel"]
+__all__ = ["Fifo", "ChipKernel"]
 
 _IDS = ("block_idx", "block_num", "subblock_idx", "subblock_num")
-
-
-class Index:
-    """A run-time ``index`` value: ``base + offset`` where ``base`` names a scalar."""
-
-    __slots__ = ("kernel", "scalar", "base", "offset")
-
-    def __init__(self, kernel, scalar: Scalar, base: "Scalar | None" = None, offset: int = 0):
-        self.kernel, self.scalar = kernel, scalar
-        self.base, self.offset = (scalar, 0) if base is None else (base, offset)
-
-    def _op(self, op: str, other, swap=False) -> "Index":
-        k = self.kernel
-        if isinstance(other, Index):
-            rhs = other.scalar
-        elif isinstance(other, int):
-            rhs = Const(int(other))
-        else:
-            return NotImplemented
-        res = Scalar(k._fresh("i"), "index")
-        operands = (rhs, self.scalar) if swap else (self.scalar, rhs)
-        k._emit(Arith(res, f"arith.{op}", operands))
-        if op == "addi" and isinstance(other, int):
-            return Index(k, res, self.base, self.offset + other)
-        if op == "subi" and isinstance(other, int) and not swap:
-            return Index(k, res, self.base, self.offset - other)
-        return Index(k, res)
-
-    def __add__(self, other):
-        return self._op("addi", other)
-
-    __radd__ = __add__
-
-    def __mul__(self, other):
-        return self._op("muli", other)
-
-    __rmul__ = __mul__
-
-    def __floordiv__(self, other):
-        return self._op("floordivsi", other)
-
-    def __mod__(self, other):
-        return self._op("remsi", other)
-
-    def __sub__(self, other):
-        if isinstance(other, Index) and other.base == self.base:
-            return self.offset - other.offset          # a static size
-        return self._op("subi", other)
-
-    def __rsub__(self, other):
-        return self._op("subi", other, swap=True)
-
-    def __repr__(self) -> str:
-        return f"Index(%{self.scalar.name})"
 
 
 class Fifo:
@@ -223,7 +170,6 @@ class ChipKernel:
         to_aiv = fifo.direction == "c2v"
         self._need("cube" if to_aiv else "vector", f"tpush on {fifo!r}")
         pipe = "PIPE_FIX" if tile.loc.value == "acc" else "PIPE_MTE3"
-        from sim.builder import _caller, Event
         loc = _caller()
         for ev in events:
             self._wait(ev, pipe, loc)
@@ -236,7 +182,6 @@ class ChipKernel:
         until ``tfree``."""
         to_aiv = fifo.direction == "c2v"
         self._need("vector" if to_aiv else "cube", f"tpop on {fifo!r}")
-        from sim.builder import _caller
         tile = Tile(self._fresh(f"pop{fifo.id}_"), fifo.type)
         op = "pto.tpop_from_aic" if to_aiv else "pto.tpop_from_aiv"
         self._emit(PipeOp((tile,), op, (), {"id": fifo.id, "split": fifo.split}, loc=_caller()))
@@ -246,14 +191,12 @@ class ChipKernel:
         """Give the slot of the oldest popped tile back to the producer."""
         to_aiv = fifo.direction == "c2v"
         self._need("vector" if to_aiv else "cube", f"tfree on {fifo!r}")
-        from sim.builder import _caller
         op = "pto.tfree_from_aic" if to_aiv else "pto.tfree_from_aiv"
         self._emit(PipeOp((), op, (), {"id": fifo.id, "split": fifo.split}, loc=_caller()))
 
     # --- cross-core flags and the all-core barrier -----------------------------------------
 
     def _ffts(self, cls, what, pipe, flag, mode, events, loc, intra=False):
-        from sim.builder import _pipe_name
         pipe = _pipe_name(pipe)
         if pipe == "PIPE_ALL":
             raise UserError(f"{what}: expected the pipe of one unit, found PIPE_ALL")
@@ -274,23 +217,19 @@ class ChipKernel:
         """``pto.sync.set``: cross-core flag ``flag`` (0..15, or an Index), set when the
         earlier work of ``pipe`` (and ``events``) is done; ``mode`` is the ffts_mode (None:
         not written, the default 2 applies)."""
-        from sim.builder import _caller
         self._ffts(SyncSet, "sync_set", pipe, flag, mode, events, _caller())
 
     def sync_wait(self, pipe, flag, *, mode: "int | None" = None) -> None:
         """``pto.sync.wait``: ``pipe`` waits until cross-core flag ``flag`` is set."""
-        from sim.builder import _caller
         self._ffts(SyncWait, "sync_wait", pipe, flag, mode, (), _caller())
 
     def set_intra_block(self, pipe, flag, *events) -> None:
         """A5 ``pto.set_intra_block``: on the cube ``flag`` 0..15 signals AIV0, 16..31
         AIV1; on a vector unit 0..15 signal the cube (``sim.engine.ffts``)."""
-        from sim.builder import _caller
         self._ffts(SyncSet, "set_intra_block", pipe, flag, None, events, _caller(), True)
 
     def wait_intra_block(self, pipe, flag) -> None:
         """A5 ``pto.wait_intra_block``: wait until ``flag`` is set (ids as for the set)."""
-        from sim.builder import _caller
         self._ffts(SyncWait, "wait_intra_block", pipe, flag, None, (), _caller(), True)
 
     def syncall(self, *operands, mode: str = "hard", core_type: str = "mix") -> None:
@@ -298,7 +237,6 @@ class ChipKernel:
         ``mix``) of every core waits until all of them got here; ``mode`` ``hard`` (FFTS)
         or ``soft`` (through GM). ``operands`` (GM tensors, Index or int values, at most 3)
         are the soft barrier's workspaces, kept in the IR."""
-        from sim.builder import GlobalTensor, _caller
         if mode not in SYNCALL_MODES:
             raise UserError(f"syncall: mode: expected 'soft' or 'hard', found {mode!r}")
         if core_type not in SYNCALL_CORE_TYPES:
@@ -321,6 +259,5 @@ class ChipKernel:
 
     def set_ffts(self, addr) -> None:
         """``pto.set_ffts``: set the FFTS base address (recorded, costs nothing)."""
-        from sim.builder import _caller
         value = addr.scalar if isinstance(addr, Index) else Const(int(addr), "i64")
         self._emit(SetFfts(value, loc=_caller()))

@@ -17,7 +17,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 
 __all__ = ["load_kernel", "kernel_source", "user_code", "build_params", "param_value",
            "scalar_value", "printable"]

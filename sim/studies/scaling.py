@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sim.errors import UserError
+from sim.base.errors import UserError
 
 __all__ = ["scaling", "scaling_plot"]
 
@@ -31,7 +31,7 @@ __all__ = ["scaling", "scaling_plot"]
 def _kernel(kernel, params: dict):
     if callable(kernel):
         return kernel(**params)
-    from sim.kernelfile import load_kernel
+    from sim.kernel.files import load_kernel
     return load_kernel(str(kernel), list(params.items()))
 
 

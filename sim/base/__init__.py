@@ -1,0 +1,1 @@
+"""Primitives every layer uses: the error classes and vector clocks. Imports nothing of sim."""

@@ -1,0 +1,378 @@
+"""What each ``ptosim`` command does, and the helpers they share: kernel arguments and
+inputs, output files, the limits and progress line of a long run, JSON output.
+
+``sim.cli.parser`` maps the command line onto these ``cmd_*`` functions; each takes the
+parsed arguments and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import sys
+from pathlib import Path
+
+from sim.base.errors import UserError
+from sim.kernel.files import load_kernel, scalar_value
+
+__all__ = ["cmd_run", "cmd_check", "cmd_print", "cmd_op", "cmd_validate", "cmd_calibrate",
+           "cmd_compare", "cmd_sweep"]
+
+
+def _write_outputs(result, args) -> None:
+    if args.trace:
+        from sim.trace.export import write_trace
+        Path(args.trace).parent.mkdir(parents=True, exist_ok=True)
+        write_trace(result.trace, args.trace, kernel=result.kernel, target=result.target.name)
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        from sim.trace.plot import gantt
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name}, "
+                                        f"{result.mode} sync — {result.total_cycles} cycles")
+        fig.savefig(args.plot, dpi=120)
+
+
+def _program(kernel):
+    return kernel.program() if hasattr(kernel, "program") else kernel
+
+
+def _target_name(args, kernel) -> str:
+    """--target > the module's pto.target_arch / pto.device-spec > a2a3."""
+    from sim.frontend import resolve_target
+    return resolve_target(_program(kernel), args.target, where=args.kernel)
+
+
+def _pairs(items, flag: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        name = name.strip().removeprefix("%")
+        if not sep or not name or not value:
+            raise UserError(f"{flag} {item!r}: expected NAME=VALUE")
+        out.append((name, value))
+    return out
+
+
+def _kernel_inputs(args, kernel) -> dict:
+    """--arg scalars (a ``.py`` kernel's went to its build()) and --input GM arrays, by
+    kernel argument name."""
+    from sim.isa.program import GmPtr, Scalar
+    fn_args = _program(kernel).main.args
+    scalars = {a.name: a for a in fn_args if isinstance(a, Scalar)}
+    pointers = {a.name: a for a in fn_args if isinstance(a, GmPtr)}
+    inputs = {}
+    py = Path(args.kernel).suffix == ".py"
+    for name, text in _pairs(None if py else args.arg, "--arg"):
+        if name not in scalars:
+            known = ", ".join(f"%{n}: {a.type}" for n, a in scalars.items()) or "none"
+            raise UserError(f"--arg {name}: the kernel has no scalar argument %{name} "
+                            f"(scalar arguments: {known})")
+        inputs[name] = scalar_value(name, text, scalars[name].type)
+    for name, path in _pairs(args.input, "--input"):
+        if name not in pointers:
+            known = ", ".join(f"%{n}" for n in pointers) or "none"
+            raise UserError(f"--input {name}: the kernel has no GM pointer argument %{name} "
+                            f"(pointer arguments: {known})")
+        inputs[name] = _load_array(path, f"--input {name}")
+    for name, _ in _pairs(getattr(args, "output", None), "--output"):
+        if name not in pointers:
+            known = ", ".join(f"%{n}" for n in pointers) or "none"
+            raise UserError(f"--output {name}: the kernel has no GM pointer argument %{name} "
+                            f"(pointer arguments: {known})")
+    return inputs
+
+
+def _load_array(path: str, what: str):
+    import numpy as np
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise UserError(f"{what}: {path}: no such file") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{what}: {path}: not a .npy array ({e})") from None
+    if not isinstance(arr, np.ndarray):
+        raise UserError(f"{what}: {path}: expected one array (.npy), found an archive")
+    return arr
+
+
+def _save_outputs(args, result, kernel, inputs) -> None:
+    """Each ``--output NAME=FILE`` as a .npy array written to exactly FILE, in the shape its
+    ``--input`` array or its tensor view gave it (flat when none did)."""
+    import numpy as np
+    for name, path in _pairs(args.output, "--output"):
+        try:
+            arr = result.output(name)
+        except KeyError:
+            raise UserError(f"--output {name}: the kernel never touched %{name}") from None
+        shape = _output_shape(_program(kernel), name, arr.size, inputs.get(name))
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:          # np.save(name) would append .npy to the path
+            np.save(f, arr.reshape(shape) if shape else arr)
+
+
+def _output_shape(program, name: str, size: int, given) -> tuple | None:
+    """The shape of GM argument ``name``: its --input array's, else that of the first
+    tensor view of it whose dims are constants; None when neither holds ``size`` elements."""
+    from sim.isa.program import Arith, Const, MakeTensorView, walk
+    if given is not None and getattr(given, "size", None) == size:
+        return given.shape
+    for f in sorted(program.functions, key=lambda f: f is not program.main):
+        body = list(walk(f.body))
+        known = {st.result.name: st.operands[0].value for st in body
+                 if isinstance(st, Arith) and st.op == "arith.constant"
+                 and isinstance(st.operands[0], Const)}
+        for st in body:
+            if isinstance(st, MakeTensorView) and st.ptr.name == name:
+                dims = [d.value if isinstance(d, Const) else known.get(getattr(d, "name", None), s)
+                        for d, s in zip(st.shape, st.result.shape)]
+                if all(type(d) is int for d in dims) and math.prod(dims) == size:
+                    return tuple(dims)
+    return None
+
+
+def _print_json(obj) -> None:
+    """One JSON object on stdout: numbers stay numbers (numpy ones too), NaN and inf become
+    null, so every --json output parses with a strict reader."""
+    print(json.dumps(_plain(obj), allow_nan=False))
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):     # numpy scalar
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _select_function(args, kernel):
+    """The kernel with the function ``--func`` names as its entry; without --func, a note on
+    stderr says which one runs when the file has several kernel functions."""
+    program = _program(kernel)
+    name = getattr(args, "function", None)
+    if name is None:
+        kernels = program.kernels()
+        if len(kernels) > 1:
+            print(f"ptosim: note: {args.kernel} has {len(kernels)} kernel functions ("
+                  f"{', '.join('@' + k for k in kernels)}); running @{program.main.name} "
+                  f"(pick one with --func NAME)", file=sys.stderr)
+        return kernel
+    name = name.removeprefix("@")
+    names = [f.name for f in program.functions]
+    if name not in names:
+        raise UserError(f"--func {name}: {args.kernel} has no function @{name} (functions: "
+                        f"{', '.join('@' + n for n in names)})")
+    if program is not kernel:
+        raise UserError("--func: a .py kernel picks its function in build()")
+    import attrs
+    return attrs.evolve(program, entry=name)
+
+
+def _limits(args, label: str):
+    """--max-cycles / --max-instructions and, on a terminal without --quiet, a progress
+    line for runs over two seconds."""
+    from sim.engine.limits import Limits
+    progress = None
+    if not args.quiet and sys.stderr.isatty():
+        from sim.cli.progress import Progress
+        progress = Progress(label)
+    return Limits(args.max_cycles, args.max_instructions, progress)
+
+
+@contextlib.contextmanager
+def _bounded(args, limits):
+    """A run stopped by a limit or Ctrl-C writes the trace recorded so far to --trace."""
+    try:
+        yield
+    except Exception as e:
+        from sim.engine.limits import RunStopped
+        if isinstance(e, RunStopped) and args.trace and e.trace is not None:
+            from sim.trace.export import write_trace
+            write_trace(e.trace, args.trace, kernel=args.kernel)
+            raise RunStopped(f"{e}; the partial trace is in {args.trace}", e.cycle, e.items) from None
+        raise
+    except KeyboardInterrupt as e:
+        trace = getattr(e, "trace", None)
+        if trace is None:
+            raise _Interrupted("interrupted") from None
+        reached = int(trace["end_cycle"].max()) if len(trace) else 0
+        kept = ""
+        if args.trace:
+            from sim.trace.export import write_trace
+            write_trace(trace, args.trace, kernel=args.kernel)
+            kept = f"; the partial trace is in {args.trace}"
+        raise _Interrupted(f"interrupted at cycle {reached} ({len(trace)} trace rows "
+                           f"recorded){kept}") from None
+    finally:
+        if limits.progress is not None:
+            limits.progress.close()
+
+
+class _Interrupted(Exception):
+    """Ctrl-C, with the one line to print."""
+
+
+def cmd_run(args) -> int:
+    from sim.engine.run import simulate
+    kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
+    target = _target_name(args, kernel)
+    inputs = _kernel_inputs(args, kernel)
+    if args.trace_rows == "none" and (args.trace or args.plot):
+        raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
+                        "keep the rows (--trace-rows full or ops)")
+    limits = _limits(args, Path(args.kernel).name)
+    with _bounded(args, limits):
+        result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
+                          seed=args.seed, detail=args.detail, trace=args.trace_rows,
+                          sync=args.sync, races="manual", limits=limits,
+                          block_dim=args.block_dim)
+    _save_outputs(args, result, kernel, inputs)
+    _write_outputs(result, args)
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print(result.report(max_rows=args.rows))
+        for what, path in (("trace", args.trace), ("plot", args.plot)):
+            if path:
+                print(f"{what} written to {path}")
+        for name, path in _pairs(args.output, "--output"):
+            print(f"%{name} written to {path}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from sim.frontend import check_program
+    from sim.isa.program import Instr
+    from sim.isa.program import walk
+    from sim.target import load_target
+    kernel = load_kernel(args.kernel, _pairs(args.arg, "--arg"))
+    program = _program(kernel)
+    target = load_target(_target_name(args, kernel))
+    warnings = check_program(program, target)
+    for w in warnings:
+        print(w, file=sys.stderr)
+    from sim.studies.check import static_findings
+    placement = static_findings(program, target)
+    if placement:
+        raise UserError("placement check failed: " + "; ".join(f.message for f in placement))
+    n = sum(isinstance(st, Instr) for f in program.functions for st in walk(f.body))
+    funcs = len(program.functions)
+    print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
+          f"{'s' * (n != 1)}, verified for {target.name}"
+          + (f", {len(warnings)} warning{'s' * (len(warnings) != 1)}" if warnings else ""))
+    if args.races:
+        from sim.studies import check_races, format_findings
+        findings = check_races(kernel, target, inputs=_kernel_inputs(args, kernel),
+                               block_dim=args.block_dim)
+        print(format_findings(findings, kernel=args.kernel))
+        return 1 if findings else 0
+    return 0
+
+
+def cmd_print(args) -> int:
+    from sim.frontend import print_program
+    sys.stdout.write(print_program(_program(load_kernel(args.kernel))))
+    return 0
+
+
+def cmd_op(args) -> int:
+    from sim.studies.ops import simulate_op
+    if args.inplace and args.scalar_first:
+        raise UserError(f"op {args.opcode}: --inplace and --scalar-first together: the "
+                        f"scalar/tile form has no tile source to write in place; give one")
+    variant = "inplace" if args.inplace else ("scalar_tile" if args.scalar_first else "")
+    r = simulate_op(args.opcode, args.dtype, args.shape, args.valid, variant=variant,
+                    scalar=args.scalar, target=args.target)
+    row = r.trace[r.trace["kind"] == "op"].iloc[-1]
+    out = {"op": row["opcode"], "dtype": args.dtype, "shape": args.shape,
+           "valid": args.valid or args.shape, "variant": variant, "target": r.target.name,
+           "cycles": int(row["duration_cycles"]), "repeats": int(row["repeats"]),
+           "pipe": row["pipe"], "cce": row["cce"]}
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"{out['op']} {out['dtype']} {out['shape']} (valid {out['valid']}"
+              f"{', ' + variant if variant else ''}) on {out['target']}: {out['cycles']} cycles")
+        print(f"  {out['pipe']}: {out['cce']}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from sim.studies.calibrate import format_validation, load_cases, validate
+    report = validate(load_cases(args.cases), args.target)
+    if args.json:
+        _print_json(report)
+    else:
+        print(format_validation(report))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from sim.studies.calibrate import fit, format_validation, load_cases, validate, write_model
+    cases = load_cases(args.measurements)
+    before = validate(cases, args.target)
+    out = write_model(args.target, fit(cases, args.target), args.output,
+                      f"{len(cases)} cases of {args.measurements}")
+    after = validate(cases, out)
+    if args.json:
+        _print_json({"model": str(out), "before": before, "after": after})
+        return 0
+    print(f"before ({before['target']}):")
+    print(format_validation(before).splitlines()[-1])
+    print(f"after ({out}):")
+    print(format_validation(after).splitlines()[-1])
+    shown = out if "/" in str(out) else f"./{out}"      # a bare name means a bundled target
+    print(f"calibrated model written to {out}; use it with --target {shown}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from sim.studies import format_compare, run_comparison
+    kernel = load_kernel(args.kernel, _pairs(args.arg, "--arg"))
+    c = run_comparison(kernel, _target_name(args, kernel), inputs=_kernel_inputs(args, kernel),
+                       seed=args.seed)
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        c.figure().savefig(args.plot, dpi=110)
+    if args.json:
+        _print_json(c.to_json())
+    else:
+        if c.note:
+            print(c.note)
+        print(format_compare(c.frame()))
+        if args.plot:
+            print(f"plot written to {args.plot}")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from sim.studies.sweep import sweep
+    params = {}
+    for name, text in _pairs(args.param, "--param"):
+        if name in params:
+            raise UserError(f"--param {name}: given twice; list every value once: {name}=V1,V2,...")
+        params[name] = [v.strip() for v in text.split(",")]
+    modes = args.sync and [m.strip() for m in args.sync.split(",")]
+    try:
+        df = sweep(args.kernel, params, targets=args.target, sync=modes, scheduler=args.scheduler,
+                   workers=args.workers, output=args.output)
+    except KeyboardInterrupt:
+        print(f"ptosim: interrupted: the configurations finished are in {args.output} and "
+              f"{args.output}.journal; run the same command again to resume", file=sys.stderr)
+        return 130
+    failed = int(df["error"].notna().sum())
+    shown = df.drop(columns=["config"]).head(args.rows).astype(object)
+    print(shown.where(shown.notna(), "-").to_string(index=False, max_colwidth=60))
+    if len(df) > len(shown):
+        print(f"... {len(df) - len(shown)} more")
+    print(f"{len(df)} configuration{'s' * (len(df) != 1)}, {failed} failed; "
+          f"written to {args.output}")
+    return 0

@@ -1,0 +1,162 @@
+"""The values the builder hands out and takes back: RecordEvent tokens, GM tensors and their
+windows, run-time indices, and where in the user's code a statement came from.
+
+``Kernel`` (``sim.kernel.builder``) and its chip half (``sim.kernel.chip``) both make and
+read these; they live here so that the builder extends the chip builder in one direction.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sim.base.errors import UserError
+from sim.isa.opcodes import PIPES
+from sim.isa.program import Arith, Const, Scalar, SourceLoc
+
+__all__ = ["Event", "GlobalTensor", "View", "Index"]
+
+_PIPE_ALIASES = {p.removeprefix("PIPE_"): p for p in PIPES} | {"ALL": "PIPE_ALL"}
+
+
+def _pipe_name(p: str) -> str:
+    name = str(p).upper()
+    name = _PIPE_ALIASES.get(name, name)
+    if name not in PIPES and name != "PIPE_ALL":
+        raise UserError(f"unknown pipe {p!r}; expected one of {', '.join(PIPES)}, PIPE_ALL")
+    return name
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)   # the sim package
+_BUILDER = __name__.rpartition(".")[0] + "."               # sim.kernel.: the builder's modules
+
+
+def _caller() -> "SourceLoc | None":
+    """file:line of the user code that called into the builder (frames of sim itself,
+    such as ``ptosim op``'s generated kernels, carry no user location)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__", "").startswith(_BUILDER):
+        f = f.f_back
+    if f is None or f.f_code.co_filename.startswith(("<frozen", _PACKAGE_DIR)) \
+            or f.f_globals.get("__name__", "").startswith("sim."):
+        return None
+    return SourceLoc(f.f_code.co_filename, f.f_lineno)
+
+
+class Event:
+    """A RecordEvent token: marks one issued instruction that later ones may wait on."""
+
+    __slots__ = ("kernel", "index", "pipe", "waited", "known")
+
+    def __init__(self, kernel, index, pipe):
+        self.kernel, self.index, self.pipe = kernel, index, pipe
+        self.waited = set()
+        self.known = kernel._clocks.passed(kernel._section, pipe)
+
+    def __repr__(self) -> str:
+        return f"Event(#{self.index} on {self.pipe})"
+
+
+class View:
+    """A 2-D window of a global tensor (what TLOAD reads and TSTORE writes)."""
+
+    __slots__ = ("tensor", "row", "col", "rows", "cols")
+
+    def __init__(self, tensor, row, col, rows, cols):
+        self.tensor, self.row, self.col, self.rows, self.cols = tensor, row, col, rows, cols
+
+
+class GlobalTensor:
+    """A GM array argument of the kernel, seen as a row-major 2-D tensor."""
+
+    def __init__(self, kernel, name, dt, shape, data):
+        self.kernel, self.name, self.dtype, self.shape = kernel, name, dt, shape
+        self.data = data
+
+    def view(self, rows=None, cols=None, row=0, col=0) -> View:
+        """A window; ``row`` / ``col`` may be run-time ``Index`` values (then ``rows`` /
+        ``cols`` are required and the bounds are checked when the kernel runs)."""
+        R, C = self.shape
+        dynamic = isinstance(row, Index) or isinstance(col, Index)
+        if dynamic and (rows is None or cols is None):
+            raise UserError(f"view of {self.name}: a run-time offset needs explicit rows and cols")
+        rows = R - row if rows is None else rows
+        cols = C - col if cols is None else cols
+        if rows <= 0 or cols <= 0 or rows > R or cols > C or not dynamic and (
+                row < 0 or col < 0 or row + rows > R or col + cols > C):
+            raise UserError(f"view of {self.name}: window rows [{row}, {row} + {rows}) x cols "
+                            f"[{col}, {col} + {cols}) is outside the {R}x{C} tensor")
+        return View(self, row, col, rows, cols)
+
+    def __getitem__(self, key) -> View:
+        if not isinstance(key, tuple):
+            key = (key, slice(None))
+        spans = []
+        for k, n in zip(key, self.shape):
+            if isinstance(k, slice) and (isinstance(k.start, Index) or isinstance(k.stop, Index)):
+                if k.step not in (None, 1) or not isinstance(k.start, Index) or \
+                        not isinstance(k.stop, Index):
+                    raise UserError(f"view of {self.name}: a run-time slice needs start and "
+                                    f"stop of one Index (e.g. a[r:r + 128]), found {k!r}")
+                spans.append((k.start, k.stop - k.start))
+            else:
+                a, b, _ = k.indices(n)
+                spans.append((a, b - a))
+        (r0, nr), (c0, nc) = spans
+        return self.view(nr, nc, r0, c0)
+
+
+class Index:
+    """A run-time ``index`` value: ``base + offset`` where ``base`` names a scalar."""
+
+    __slots__ = ("kernel", "scalar", "base", "offset")
+
+    def __init__(self, kernel, scalar: Scalar, base: "Scalar | None" = None, offset: int = 0):
+        self.kernel, self.scalar = kernel, scalar
+        self.base, self.offset = (scalar, 0) if base is None else (base, offset)
+
+    def _op(self, op: str, other, swap=False) -> "Index":
+        k = self.kernel
+        if isinstance(other, Index):
+            rhs = other.scalar
+        elif isinstance(other, int):
+            rhs = Const(int(other))
+        else:
+            return NotImplemented
+        res = Scalar(k._fresh("i"), "index")
+        operands = (rhs, self.scalar) if swap else (self.scalar, rhs)
+        k._emit(Arith(res, f"arith.{op}", operands))
+        if op == "addi" and isinstance(other, int):
+            return Index(k, res, self.base, self.offset + other)
+        if op == "subi" and isinstance(other, int) and not swap:
+            return Index(k, res, self.base, self.offset - other)
+        return Index(k, res)
+
+    def __add__(self, other):
+        return self._op("addi", other)
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        return self._op("muli", other)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        return self._op("floordivsi", other)
+
+    def __mod__(self, other):
+        return self._op("remsi", other)
+
+    def __sub__(self, other):
+        if isinstance(other, Index) and other.base == self.base:
+            return self.offset - other.offset          # a static size
+        return self._op("subi", other)
+
+    def __rsub__(self, other):
+        return self._op("subi", other, swap=True)
+
+    def __repr__(self) -> str:
+        return f"Index(%{self.scalar.name})"
+
+
