@@ -25,7 +25,15 @@ F-op pays the count-mode floor (§2.2).
 
 Path kinds: ``binary`` (TADD ... and 16-bit-lane TAND/TOR), ``unary`` (no small-shape
 step; count mode only past 255 repeats) and ``scalar`` (tile-scalar ops: contiguity
-decided at compile time only). For ``scalar`` the count-mode switch uses the binary
+decided at compile time only). A tile-scalar op on a narrow tile (capacity row under one
+repeat) stays flat while Rows <= 255 — the formula CSV's TADDS / TMULS / TMINS fits at
+fp32 cols 32 / 48 and fp16 cols 32 .. 96 cost 1 cycle per 256 bytes, not per row — but a
+taller one is costed per row like the binary ops (one masked repeat per row, one
+instruction per 255 rows): hardware measured tall narrow TADDS / TMULS at ≈3x the flat
+path's 256-byte repeats (issue 21), the factor the binary ops showed before step (1)
+was extended to them (issue 13). The reference's step (5) ("very tall tiles: tail
+instructions per 255 rows") is the same plan for a row narrower than one repeat.
+For ``scalar`` the count-mode switch uses the binary
 capacity test — §3 only says "small differences"; the A2/A3 formula fits show it
 (TADDS/TMULS/TMINS/TDIVS jump by ≈17 cycles exactly where Cols > E and Cols % E != 0:
 TADDS fp32 cols 64 → 25 but 80/96/112/176/336 → 42; fp16 cols 128 → 25 but 144.. → 42).
@@ -128,7 +136,7 @@ def _row_repeat(R: int, C: int, E: int, Cols: int, B: int, maxrep: int):
 
 def path(kind: str, Rows, Cols, VC, R, C, E, B, maxrep=255):
     """Segments and config cycles for one pass over the iteration domain (§3)."""
-    if kind == "binary" and Cols < E:                                      # (1)
+    if Cols < E and (kind == "binary" or (kind == "scalar" and Rows > maxrep)):   # (1)
         return [(r, True) for r in split(R, maxrep)], 2
     static_contig = VC == Cols or Rows == 1
     runtime_contig = C == Cols or R == 1
