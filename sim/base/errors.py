@@ -7,7 +7,7 @@ code 2; everything else is a bug in pto-sim and keeps its traceback.
 
 from __future__ import annotations
 
-__all__ = ["UserError", "VerifyError", "SimulationError", "DeadlockError"]
+__all__ = ["UserError", "VerifyError", "PlacementError", "SimulationError", "DeadlockError"]
 
 
 class UserError(Exception):
@@ -16,6 +16,10 @@ class UserError(Exception):
 
 class VerifyError(UserError):
     """A program breaks a target-profile rule (dtype, layout, valid region ...)."""
+
+
+class PlacementError(UserError):
+    """The tiles live at one time do not fit in an on-chip buffer (no address is left)."""
 
 
 class SimulationError(UserError):

@@ -282,24 +282,29 @@ def cmd_print(args) -> int:
 
 
 def cmd_op(args) -> int:
-    from sim.studies.ops import simulate_op
+    from sim.studies.ops import simulate_case
     if args.inplace and args.scalar_first:
         raise UserError(f"op {args.opcode}: --inplace and --scalar-first together: the "
                         f"scalar/tile form has no tile source to write in place; give one")
     variant = "inplace" if args.inplace else ("scalar_tile" if args.scalar_first else "")
-    r = simulate_op(args.opcode, args.dtype, args.shape, args.valid, variant=variant,
-                    scalar=args.scalar, target=args.target)
+    run = simulate_case(args.opcode, args.dtype, args.shape, args.valid, variant=variant,
+                        scalar=args.scalar, target=args.target)
+    r, variant = run.value, run.case.variant
     row = r.trace[r.trace["kind"] == "op"].iloc[-1]
     out = {"op": row["opcode"], "dtype": args.dtype, "shape": args.shape,
            "valid": args.valid or args.shape, "variant": variant, "target": r.target.name,
            "cycles": int(row["duration_cycles"]), "repeats": int(row["repeats"]),
            "pipe": row["pipe"], "cce": row["cce"]}
+    if run.in_place_reason:
+        out["note"] = run.in_place_reason
     if args.json:
         _print_json(out)
     else:
         print(f"{out['op']} {out['dtype']} {out['shape']} (valid {out['valid']}"
               f"{', ' + variant if variant else ''}) on {out['target']}: {out['cycles']} cycles")
         print(f"  {out['pipe']}: {out['cce']}")
+        if run.in_place_reason:
+            print(f"  note: {run.in_place_reason}")
     return 0
 
 

@@ -16,7 +16,7 @@ when ``auto = true``.
 from __future__ import annotations
 
 from sim.engine.scan import scan
-from sim.base.errors import UserError
+from sim.base.errors import PlacementError, UserError
 from sim.isa.program import Const
 
 __all__ = ["place_tiles"]
@@ -88,7 +88,7 @@ def _first_fit_all(program_or_body, target) -> dict:
                 break
             addr = max(addr, _align(e, buf.alignment_bytes))
         if addr + size > buf.capacity_bytes:
-            raise UserError(
+            raise PlacementError(
                 f"auto placement: {what} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}); the first free aligned address "
                 f"is {addr}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import attrs
 
-from sim.base.errors import UserError
+from sim.base.errors import PlacementError, UserError
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import Alloc, For, If, Instr, Section
 from sim.isa.tile import Loc, Tile
@@ -186,7 +186,7 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
             held = sorted(((a, sl) for sl in others for a in sl.addrs), key=lambda x: x[0])
             desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})" for a, sl in held)
             used = sum(sl.nbytes for _, sl in held)
-            raise UserError(
+            raise PlacementError(
                 f"{where}: tile %{tile.name} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}, reserved ranges excluded): "
                 f"{used} B are held by the tiles live at the same time"

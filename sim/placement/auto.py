@@ -77,7 +77,7 @@ import itertools
 
 import attrs
 
-from sim.base.errors import UserError
+from sim.base.errors import PlacementError, UserError
 from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, PipeOp, Program, Scalar,
                              Section, SetFlag, WaitFlag, walk)
 from sim.placement.alloc import allocate
@@ -172,7 +172,7 @@ def _fifo_buffers(fn, tgt, pinned: dict):
                 break
             addr = max(addr, -(-e // buf.alignment_bytes) * buf.alignment_bytes)
         if addr + size > buf.capacity_bytes:
-            raise UserError(f"auto placement: FIFO buffer {dict(st.attrs).get('name')!r} "
+            raise PlacementError(f"auto placement: FIFO buffer {dict(st.attrs).get('name')!r} "
                             f"({size} B) does not fit in {buf.name} ({buf.capacity_bytes} B "
                             f"on {tgt.name})")
         held.setdefault(bufname, []).append((addr, addr + size))

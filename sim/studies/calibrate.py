@@ -31,7 +31,7 @@ from sim.engine.execute import Interpreter
 from sim.engine.items import OP
 from sim.base.errors import UserError, VerifyError
 from sim.isa.opcodes import opcode
-from sim.studies.ops import VARIANTS, OpCase, parse_dtype_pair
+from sim.studies.ops import VARIANTS, OpCase, parse_dtype_pair, run_case
 from sim.target import load_target
 from sim.timing.plan import linear_terms
 
@@ -118,17 +118,15 @@ def load_cases(path) -> list[Case]:
     return cases
 
 
-def _plan(case: Case, target):
-    """The plan of the case's instruction (the one op of its single-op kernel).
+def _op_plan(op: OpCase, target):
+    """The plan of ``op``'s instruction (the one op of its single-op kernel) and whether
+    the target's checks accepted it.
 
     A measured case is something the hardware ran, so a case the verifier rejects (an
     element type or layout outside the target's documented checks) is still predicted,
     with the legality checks off; ``legal`` in the output says so.
     """
-    try:
-        program = case.op.kernel().program()
-    except UserError as e:
-        raise UserError(f"line {case.line}: {e}") from None
+    program = op.kernel().program()
     for verify in (True, False):
         try:
             items = [it for it in Interpreter(program, target, functional=False, verify=verify).issue()
@@ -136,8 +134,18 @@ def _plan(case: Case, target):
             return items[-1].plan, verify
         except VerifyError:
             continue
-        except UserError as e:
-            raise UserError(f"line {case.line}: {e}") from None
+
+
+def _plan(case: Case, target):
+    """``(plan, legal, in-place reason)`` of the case's instruction. Tiles that do not fit
+    as separate tiles run in place when the op allows it (``sim.studies.ops.run_case``:
+    the hardware test of such a size aliases dst and src0); the reason says so."""
+    try:
+        run = run_case(case.op, lambda op: _op_plan(op, target))
+    except UserError as e:
+        raise UserError(f"line {case.line}: {e}") from None
+    (plan, legal) = run.value
+    return plan, legal, run.in_place_reason
 
 
 def predict(case: Case, target) -> int:
@@ -154,16 +162,16 @@ def _predicted(case: Case, tgt) -> dict:
     """Prediction fields of one case; a case that cannot be predicted (its tiles do not fit
     in the target's buffers, ...) gets ``predicted: None`` and the reason."""
     try:
-        plan, legal = _plan(case, tgt)
+        plan, legal, in_place = _plan(case, tgt)
     except UserError as e:
-        return {"predicted": None, "accuracy": None, "legal": None,
+        return {"predicted": None, "accuracy": None, "legal": None, "in_place": False,
                 "reason": re.sub(r"^line \d+: ", "", str(e))}
     except Exception as e:      # a simulator bug on one case must not cost the whole file
-        return {"predicted": None, "accuracy": None, "legal": None,
+        return {"predicted": None, "accuracy": None, "legal": None, "in_place": False,
                 "reason": f"internal error, please report: {type(e).__name__}: {e}"}
     p = plan.cold_cycles
     return {"predicted": p, "accuracy": round(accuracy(p, case.measured), 4), "legal": legal,
-            "reason": None}
+            "reason": None, "in_place": bool(in_place), **({"note": in_place} if in_place else {})}
 
 
 def validate(cases, target) -> dict:

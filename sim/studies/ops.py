@@ -3,6 +3,13 @@
 This is what a single-instruction hardware measurement sees, and what ``ptosim op`` and
 ``ptosim validate`` predict: the instruction opens a fresh vector stream, so it pays its
 full start-up latency.
+
+A case whose tiles do not fit in the buffer as separate tiles (three f32 tiles of
+~100 KiB in a 192 KiB or 256 KiB UB) is one a hardware test can only run with the
+destination aliasing the first source: ``run_case`` then places it in place (variant
+``inplace``, dst = src0) when the op's destination has src0's type and shape, and says so
+(``OpRun.in_place_reason``). The in-place form is the op's own: float TDIVS in place is
+one ``vmuls`` by 1/s (timing-model.md §4), not a ``vector_dup`` and a ``vdiv``.
 """
 
 from __future__ import annotations
@@ -13,11 +20,12 @@ import attrs
 
 from sim.kernel.builder import Kernel
 from sim.engine.run import simulate
-from sim.base.errors import UserError
+from sim.base.errors import PlacementError, UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
 
-__all__ = ["simulate_op", "OpCase", "parse_shape", "parse_dtype_pair", "isolated_opcodes"]
+__all__ = ["simulate_op", "simulate_case", "run_case", "OpRun", "OpCase", "parse_shape", "parse_dtype_pair",
+           "isolated_opcodes"]
 
 VARIANTS = ("", "tile_scalar", "scalar_tile", "inplace", "binary")
 
@@ -29,6 +37,11 @@ _NOT_ISOLATED = {"load": "moves data between GM and a buffer",
                  "move": "moves a tile between buffers",
                  "matmul": "runs on the cube with L0A/L0B/L0C operands",
                  "config": "binds a tile to an address and does no work"}
+
+
+# Element-wise families, whose destination has src0's shape: the ones with an in-place form.
+_ALIASING = {"binary", "binary3", "unary", "scalar", "remainder", "rowexpand_binary",
+             "colexpand_binary", "part"}
 
 
 def isolated_opcodes() -> list[str]:
@@ -70,6 +83,14 @@ class OpCase:
     valid: tuple
     variant: str = ""
     scalar: float = 2.0
+
+    def may_alias(self) -> bool:
+        """Whether dst can be the tile of src0 (variant ``inplace``): the destination has the
+        first source's element type and shape — not a reduction, compare, fill-pad, index
+        or mask-select destination, nor a type conversion."""
+        spec = _opcode(self.op)
+        src_dt, dst_dt = parse_dtype_pair(self.dtype)
+        return src_dt == dst_dt and spec.family in _ALIASING and not self.variant
 
     def kernel(self) -> Kernel:
         spec = _opcode(self.op)
@@ -167,10 +188,47 @@ class OpCase:
         return {}
 
 
+@attrs.frozen
+class OpRun:
+    """What ``run_case`` returns: ``run``'s value, the case actually run, and why it was
+    placed in place ("" when it ran as given)."""
+
+    value: object
+    case: OpCase
+    in_place_reason: str = ""
+
+
+def run_case(case: OpCase, run) -> OpRun:
+    """``run(case)``; when the case's separate tiles do not fit in a buffer and its
+    destination may alias src0, ``run`` of the in-place case instead (as a hardware test
+    of that size runs it). Any other error, or an in-place run that does not fit either,
+    raises the original error."""
+    try:
+        return OpRun(run(case), case)
+    except PlacementError as e:
+        if not case.may_alias():
+            raise
+        first = e
+    alias = attrs.evolve(case, variant="inplace")
+    try:
+        value = run(alias)
+    except PlacementError:
+        raise PlacementError(f"{first}; in place (dst = src0) it does not fit either") from None
+    return OpRun(value, alias, f"in place (dst = src0): the separate tiles do not fit: {first}")
+
+
 def simulate_op(op: str, dtype="f32", shape=(16, 64), valid=None, *, variant: str = "",
                 scalar: float = 2.0, target="a2a3", functional: bool = False):
-    """Simulate one instruction in isolation; ``.total_cycles`` is its cost."""
+    """Simulate one instruction in isolation; ``.total_cycles`` is its cost. A case whose
+    separate tiles do not fit runs in place (``run_case``)."""
+    return simulate_case(op, dtype, shape, valid, variant=variant, scalar=scalar,
+                         target=target, functional=functional).value
+
+
+def simulate_case(op: str, dtype="f32", shape=(16, 64), valid=None, *, variant: str = "",
+                  scalar: float = 2.0, target="a2a3", functional: bool = False) -> OpRun:
+    """``simulate_op`` with the case actually run and the in-place reason (``OpRun``)."""
     shape = parse_shape(shape)
     valid = parse_shape(valid) if valid is not None else shape
     case = OpCase(op, dtype, shape, valid, variant, scalar)
-    return simulate(case.kernel(), target, functional=functional)
+    return run_case(case, lambda c: simulate(c.kernel(), target, functional=functional))
