@@ -237,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="predict measured single-instruction cases and score them",
                        description="Predict every case of CASES.csv (columns op,dtype,rows,cols,"
                                    "valid_rows,valid_cols,variant,measured_cycles; variant is empty, "
-                                   "tile_scalar, scalar_tile, inplace or binary; TCVT dtype f32>f16) "
+                                   "tile_scalar, scalar_tile, inplace, binary or high_precision; TCVT dtype "
+                                   "f32>f16) "
                                    "and print predicted, measured and accuracy = 1 - |p - m| / m, "
                                    "then the median and mean accuracy and the share within 15% per "
                                    "op family and overall. A case that cannot be predicted (tiles "

@@ -32,6 +32,7 @@ from sim.engine.xunit import CrossUnit
 from sim.isa.opcodes import OPCODES, PIPES
 from sim.isa.program import (Alloc, Barrier, Const, Instr, MakeTensorView, PartitionView,
                              PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
+from sim.isa.precision import effective as effective_precision
 from sim.isa.tile import BLayout, Loc, Tile
 from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
@@ -504,7 +505,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             hv, extra = shape_hints(
                 instr.opcode, fam, instr.attrs,
                 dst_col_major=isinstance(dst, Tile) and dst.type.blayout is BLayout.COL_MAJOR,
-                has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs))
+                has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs),
+                precision=effective_precision(self.target, instr.opcode, instr.attrs, dt))
             variant = hv or variant
             if instr.opcode == "TMRGSORT" and len(srcs) > 1:
                 variant = "multi"            # merges its source lists (sim.timing.vsort)

@@ -31,6 +31,7 @@ from sim.frontend.grammar import node_start
 from sim.frontend.pto_types import TypeProblem, memref_tile, parse_pto_type, shorten
 from sim.frontend.syntax import (ENUM_ATTR_KINDS, float_from_bits, format_type, is_float_type,
                                  is_scalar_type, value_type)
+from sim.isa.precision import parse_precision
 from sim.isa.program import Const, RawAttr, Scalar, SourceLoc
 from sim.isa.tile import Loc, TileType
 
@@ -278,6 +279,13 @@ class ValueScope:
                 return unquote(str(first))
             if aliases and first.type == "HASH_ATTR" and str(first) in self.attr_aliases:
                 return self.attr_value(key, self.attr_aliases[str(first)], False)
+            if first.type == "HASH_ATTR":
+                try:
+                    mode = parse_precision(str(first))
+                except ValueError as e:
+                    self.fail(first, str(e))
+                if mode is not None:           # a precision mode (sim.isa.precision)
+                    return mode
             if first.type == "HASH_ATTR" and key in ENUM_ATTR_KINDS:
                 m = re.fullmatch(r"#pto(?:\.\w+)?<\s*(?:\w+\s+)?(\w+)\s*>", str(first))
                 if m:

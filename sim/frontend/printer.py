@@ -20,6 +20,7 @@ import re
 
 from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, format_type, value_type
 from sim.isa.opcodes import OPCODES
+from sim.isa.precision import Precision
 from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, If, Instr,
                              MakeTensorView, PartitionView, PipeOp, Program, RawAttr, Reshape,
                              Return, ScalarOp, Section, SetFfts, SetFlag, SetValidShape, Subview,
@@ -67,8 +68,8 @@ def _str(s: str) -> str:
 
 
 def _attr_value(key: str, v) -> str:
-    if isinstance(v, RawAttr):
-        return v.text
+    if isinstance(v, (RawAttr, Precision)):
+        return str(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):

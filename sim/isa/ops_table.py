@@ -37,6 +37,8 @@ def _role_refs(key: str, value) -> list:
 
 
 def _dtype_refs(key: str, value) -> list:
+    if key == "high_precision":
+        return list(value)
     if key == "dtypes":
         return [d for ds in value.values() for d in ds] if isinstance(value, dict) else list(value)
     if key == "cvt_pairs":

@@ -334,7 +334,10 @@ CHECKS = {
 WARNINGS = {
     "distinct": _warn_distinct,
 }
-META_KEYS = ("source", "note", "distinct_reason", "cases")
+# high_precision (dtypes whose high-precision algorithm the target runs) and its reason
+# text are read by sim.isa.precision, not checked per operand
+META_KEYS = ("source", "note", "distinct_reason", "cases", "high_precision",
+             "high_precision_reason")
 RULE_KEYS = tuple(CHECKS) + tuple(WARNINGS) + META_KEYS
 EXTENTS = ("rows", "cols", "valid_rows", "valid_cols")
 TMP_KEYS = ("same_dtype", "dtypes", "min_valid_rows", "min_valid_cols", "more_rows_than")

@@ -34,6 +34,7 @@ from sim.base.errors import UserError, VerifyError
 from sim.isa.opcodes import OpSpec, opcode as _opcode
 from sim.isa.program import Alloc, Const, Instr, PartView, Scalar, SetValidShape, TensorView
 from sim.isa.ops_table import check_ops_table
+from sim.isa.precision import diagnose_attrs
 from sim.isa.rules import CHECKS, WARNINGS, Operands, ValidOf, msg, role_names
 from sim.isa.tile import Tile
 
@@ -135,6 +136,13 @@ def diagnose(instr: Instr, target, valid_of: ValidOf) -> tuple[list[str], list[s
     errors = [m for key, check in CHECKS.items() if key in rules for m in check(ops, rules[key])]
     warnings = [m for key, warn in WARNINGS.items() if key in rules
                 for m in warn(ops, rules[key], rules)]
+    if instr.attrs:            # precision modes and attributes the engine does not read
+        data = ops.typed("dst") or next((ops.typed(r) for r in ops.roles(["*"])), None)
+        dtype = data.dtype.name if data is not None else ""
+        e, w = diagnose_attrs(spec.name, spec.attrs_allowed, instr.attrs, rules, dtype,
+                              target.name)
+        errors += e
+        warnings += w
     return errors, warnings
 
 
@@ -160,11 +168,12 @@ def _facts(instr: Instr, target, valid_of: ValidOf) -> tuple:
     """What the checkers read of ``instr`` on ``target``, without the names only messages
     show: the opcode, the number of outputs and, per operand, its kind and — a tile — its
     type, valid region and the first operand it is the same tile as (aliasing), a GM view
-    its element type, a constant its value. Instructions with equal facts get equal
+    its element type, a constant its value; and the attributes (precision modes, attributes
+    the engine does not read). Instructions with equal facts get equal
     verdicts up to the operand text of their messages, so one without a message answers
     for all of them. A checker that reads more of an operand must add it here
     (tests/test_verify_memo.py changes each part)."""
-    key = [instr.opcode, target, len(instr.outs)]
+    key = [instr.opcode, target, len(instr.outs), instr.attrs]   # attrs: sim.isa.precision
     tiles = []
     for o in (*instr.outs, *instr.ins):
         if isinstance(o, Tile):

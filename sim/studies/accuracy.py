@@ -65,7 +65,8 @@ def _case_line(r: dict) -> str:
         return head + f"{'-':>9} {'-':>8}  no prediction: {r['reason']}"
     return (head + f"{r['predicted']:>9} {r['accuracy']:>8.3f}"
             + ("" if r["legal"] else "  (outside the target's checks)")
-            + ("  (in place: dst = src0, separate tiles do not fit)" if r.get("in_place") else ""))
+            + ("  (in place: dst = src0, separate tiles do not fit)" if r.get("in_place") else "")
+            + "".join(f"\n{'':>6}{w}" for w in r.get("warnings") or ()))
 
 
 def format_report(report: dict) -> str:

@@ -129,23 +129,23 @@ def _op_plan(op: OpCase, target):
     program = op.kernel().program()
     for verify in (True, False):
         try:
-            items = [it for it in Interpreter(program, target, functional=False, verify=verify).issue()
-                     if it.kind is OP]
-            return items[-1].plan, verify
+            interp = Interpreter(program, target, functional=False, verify=verify)
+            items = [it for it in interp.issue() if it.kind is OP]
+            return items[-1].plan, verify, list(interp.warnings)
         except VerifyError:
             continue
 
 
 def _plan(case: Case, target):
-    """``(plan, legal, in-place reason)`` of the case's instruction. Tiles that do not fit
+    """``(plan, legal, in-place reason, verifier warnings)`` of the case's instruction. Tiles that do not fit
     as separate tiles run in place when the op allows it (``sim.studies.ops.run_case``:
     the hardware test of such a size aliases dst and src0); the reason says so."""
     try:
         run = run_case(case.op, lambda op: _op_plan(op, target))
     except UserError as e:
         raise UserError(f"line {case.line}: {e}") from None
-    (plan, legal) = run.value
-    return plan, legal, run.in_place_reason
+    plan, legal, warnings = run.value
+    return plan, legal, run.in_place_reason, warnings
 
 
 def predict(case: Case, target) -> int:
@@ -162,7 +162,7 @@ def _predicted(case: Case, tgt) -> dict:
     """Prediction fields of one case; a case that cannot be predicted (its tiles do not fit
     in the target's buffers, ...) gets ``predicted: None`` and the reason."""
     try:
-        plan, legal, in_place = _plan(case, tgt)
+        plan, legal, in_place, warnings = _plan(case, tgt)
     except UserError as e:
         return {"predicted": None, "accuracy": None, "legal": None, "in_place": False,
                 "reason": re.sub(r"^line \d+: ", "", str(e))}
@@ -171,7 +171,8 @@ def _predicted(case: Case, tgt) -> dict:
                 "reason": f"internal error, please report: {type(e).__name__}: {e}"}
     p = plan.cold_cycles
     return {"predicted": p, "accuracy": round(accuracy(p, case.measured), 4), "legal": legal,
-            "reason": None, "in_place": bool(in_place), **({"note": in_place} if in_place else {})}
+            "reason": None, "in_place": bool(in_place), **({"note": in_place} if in_place else {}),
+            "warnings": [re.sub(r"^instruction #\d+ \w+( \([^)]*\))?: ", "", w) for w in warnings]}
 
 
 def validate(cases, target) -> dict:

@@ -23,11 +23,12 @@ from sim.engine.run import simulate
 from sim.base.errors import PlacementError, UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
+from sim.isa.precision import HIGH, KINDS, Precision, kind_for
 
 __all__ = ["simulate_op", "simulate_case", "run_case", "OpRun", "OpCase", "parse_shape", "parse_dtype_pair",
            "isolated_opcodes"]
 
-VARIANTS = ("", "tile_scalar", "scalar_tile", "inplace", "binary")
+VARIANTS = ("", "tile_scalar", "scalar_tile", "inplace", "binary", "high_precision")
 
 # Families whose cost is not one instruction on operands resident in UB: data movement
 # between GM and the buffers (its cost is the transfer, see a kernel's trace), the cube's
@@ -179,6 +180,13 @@ class OpCase:
         return None
 
     def _attrs(self, spec):
+        if self.variant == "high_precision":
+            # the op's precision attribute, as PTO IR writes it (sim.isa.precision)
+            kind = kind_for(spec.name)
+            if kind is None:
+                raise UserError(f"{spec.name}: variant high_precision: the op has no precision "
+                                f"mode (ops with one: {', '.join(KINDS['precision_mode'])})")
+            return {"precisionType": Precision(kind, HIGH)}
         if spec.name == "TCVT":
             return {"rmode": "RINT"}
         if spec.family == "compare":

@@ -16,7 +16,9 @@ measured or simulated cost per op with a handful of parameters, keyed by
 * ``linear: p0*loops + p1``, ``nested_loop: (p0*inner + p1)*outer + p2``,
   ``linear_rows: p0*loops + p1*outer + p2``, ``linear_tail: p0*loops + p1*tail + p2``.
 
-``formula_cycles`` returns None when no fit matches; the caller then costs the op's
+A high-precision mode (``Shape.extra`` hint ``precision``) selects TRECIP's
+``high_precision`` rows; the other division ops add the IEEE routine's extra cycles
+(``high_precision_cycles``). ``formula_cycles`` returns None when no fit matches; the caller then costs the op's
 vector-function loop with the analytic model of ``sim.timing.vf``, or, for the few ops
 without a VF program, lowers it the A2/A3 way.
 """
@@ -28,9 +30,11 @@ import math
 from pathlib import Path
 
 from sim.isa.dtypes import dtype as _dtype
+from sim.isa.precision import DIVISION_OPS, HIGH
+from sim.timing.hints import hint
 from sim.target.model import read_csv_rows
 
-__all__ = ["formula_cycles"]
+__all__ = ["formula_cycles", "high_precision_cycles"]
 
 _KEY = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "i8": "int8", "i16": "int16",
         "i32": "int32", "u8": "uint8", "u16": "uint16", "u32": "uint32",
@@ -69,7 +73,7 @@ def _params(s, src, dst, path: str, inner: int) -> str:
     if s.opcode == "TCVT":
         return "CAST_RINT_SAT_ON_normal"
     if s.opcode == "TRECIP":
-        return "default"
+        return HIGH if hint(s, "precision") == HIGH else "default"
     if s.opcode == "TSEL":
         if dst.size_bytes == 4:
             return ("TSel_b32_even" if inner % 2 == 0 else "TSel_b32_odd") if path == "1D" else "TSel_b32"
@@ -90,6 +94,28 @@ def _evaluate(kind: str, p: list, inner: int, outer: int, tail: int) -> float:
     raise ValueError(f"unknown formula kind {kind!r}")
 
 
+def _loops(s, src, dst):
+    """(path, inner, outer, tail) of the op's vector-function loop (§11.1)."""
+    R, C = s.valid_rows, s.valid_cols
+    contiguous = C == s.cols if s.opcode in _SCALAR_OPS else (C == s.cols or R == 1)
+    path = "1D" if contiguous else "2D"
+    E = _lanes(s, src, dst, path)
+    if path == "1D":
+        return path, math.ceil(R * C / E), 1, (R * C) % E
+    return path, math.ceil(C / E), R, C % E
+
+
+def _fit(table, op, s, src, dst, loops, params) -> "float | None":
+    path, inner, outer, tail = loops
+    src_key = _KEY.get(src.name, src.name)
+    dst_key = _KEY.get(dst.name, dst.name) if op == "TCVT" else "none"
+    key = (op, src_key, dst_key, path, _impl(op, path), "full" if tail == 0 else "tail", params)
+    hit = table.get(key)
+    if hit is None:
+        return None
+    return max(0.0, _evaluate(hit[0], hit[1], inner, outer, tail))
+
+
 def formula_cycles(s, target) -> "float | None":
     """Fitted cycles of the PIPE_V op with shape ``s``, or None when no fit applies."""
     name = target.vector.get("formulas")
@@ -100,19 +126,30 @@ def formula_cycles(s, target) -> "float | None":
     # only TCVT is keyed by its source type; other ops by their data type (TSEL's first
     # source is its u8 mask)
     src = _dtype(s.src_dtype or s.dtype) if s.opcode == "TCVT" else dst
-    R, C = s.valid_rows, s.valid_cols
-    contiguous = C == s.cols if s.opcode in _SCALAR_OPS else (C == s.cols or R == 1)
-    path = "1D" if contiguous else "2D"
-    E = _lanes(s, src, dst, path)
-    if path == "1D":
-        inner, outer, tail = math.ceil(R * C / E), 1, (R * C) % E
-    else:
-        inner, outer, tail = math.ceil(C / E), R, C % E
-    src_key = _KEY.get(src.name, src.name)
-    dst_key = _KEY.get(dst.name, dst.name) if s.opcode == "TCVT" else "none"
-    key = (s.opcode, src_key, dst_key, path, _impl(s.opcode, path),
-           "full" if tail == 0 else "tail", _params(s, src, dst, path, inner))
-    hit = table.get(key)
-    if hit is None:
-        return None
-    return max(0.0, _evaluate(hit[0], hit[1], inner, outer, tail))
+    loops = _loops(s, src, dst)
+    return _fit(table, s.opcode, s, src, dst, loops, _params(s, src, dst, loops[0], loops[1]))
+
+
+def high_precision_cycles(s, target) -> float:
+    """Extra cycles of an op run with its IEEE division routine (``precision`` hint,
+    ``sim.isa.precision``): 0 for the default mode, for TRECIP (its own high_precision
+    fit) and for ops without a division.
+
+    The reference fits the routine only for TRECIP (1/x): f32 345.2 per loop + 48.7
+    against the default's 1.9 + 64.5, f16 168.1 + 40.2 against 3.5 + 68.7. TDIV, TDIVS,
+    TREM(S) and TFMOD(S) divide once per element as well, so their high-precision mode
+    adds TRECIP's high-precision minus default cycles at the op's own loop counts
+    (ASSUMPTION: the routine costs the same whatever the numerator; the default part
+    stays the op's own fit or VF model).
+    """
+    if hint(s, "precision") != HIGH or s.opcode not in DIVISION_OPS or s.opcode == "TRECIP":
+        return 0.0
+    name = target.vector.get("formulas")
+    if not name:
+        return 0.0
+    table = _table((target.path / name).resolve())
+    dt = _dtype(s.dtype)
+    loops = _loops(s, dt, dt)
+    high = _fit(table, "TRECIP", s, dt, dt, loops, HIGH)
+    low = _fit(table, "TRECIP", s, dt, dt, loops, "default")
+    return max(0.0, high - low) if high is not None and low is not None else 0.0

@@ -10,6 +10,9 @@ depend on something else about the instruction:
 * the layout of a row reduction's destination (``dst_layout`` = ``"DN"``): the four
   special f32 shapes (§4);
 * TCVT saturation (``sat``): the non-saturating narrowing pairs take extra steps (§3.3);
+* the precision mode the target runs the op in (``precision`` = ``"high_precision"``,
+  absent for the default): A5 costs the IEEE division routine (``sim.timing.formula``);
+  A2/A3 ignores the mode, so the hint never reaches its lowering;
 * a UB bank conflict between a binary op's two sources (``ub_bank_conflict``): set by the
   interpreter from the tiles' addresses, costed by ``sim.timing.lower`` (ASSUMPTION,
   ``sim.timing.banks``).
@@ -34,11 +37,12 @@ def hint(s, key: str, default=None):
 
 
 def shape_hints(opcode: str, family: str, attrs, *, dst_col_major: bool = False,
-                has_tmp: bool = False) -> tuple[str, tuple]:
+                has_tmp: bool = False, precision: str = "default") -> tuple[str, tuple]:
     """``(variant, extra)`` of a vector instruction. ``variant`` is "" when no form switch
     applies (the caller keeps its own "inplace" / "scalar_tile" then). ``attrs`` are the
     instruction's IR attributes, ``dst_col_major`` whether the destination is DN,
-    ``has_tmp`` whether a tmp tile was passed."""
+    ``has_tmp`` whether a tmp tile was passed, ``precision`` the mode the target runs the
+    op in (``sim.isa.precision.effective``)."""
     attrs = dict(attrs or {})
     variant, extra = "", []
     if family == "colreduce" and attrs.get("isBinary") in (True, "true", "True", 1, "1"):
@@ -51,4 +55,6 @@ def shape_hints(opcode: str, family: str, attrs, *, dst_col_major: bool = False,
         extra.append(("sat", str(attrs["sat"]).lower()))
     if family == "rowreduce" and dst_col_major:
         extra.append(("dst_layout", "DN"))
+    if precision == "high_precision":
+        extra.append(("precision", precision))
     return variant, tuple(extra)

@@ -13,7 +13,7 @@ from sim.timing.dma import transfer_items
 from sim.timing.dma_geometry import Geometry, copies
 from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
-from sim.timing.formula import formula_cycles
+from sim.timing.formula import formula_cycles, high_precision_cycles
 from sim.timing.vector import lower_vector
 from sim.timing.vf import vf_cycles
 
@@ -84,6 +84,12 @@ def _bank_items(items, target) -> list[Item]:
                  cycles=reps * banks.conflict_cycles_per_repeat)]
 
 
+def _ieee_division(s: Shape, target) -> list[Item]:
+    """The high-precision division routine of an A5 vector function (``formula``)."""
+    extra = high_precision_cycles(s, target)
+    return [Item("vf", "IEEE division (high precision)", cycles=extra)] if extra else []
+
+
 @functools.lru_cache(maxsize=65536)
 def _lower(s: Shape, pipe: str, target) -> Plan:
     if pipe == "PIPE_S" and s.opcode == "TASSIGN":
@@ -100,10 +106,10 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         items = []          # an empty valid region: nothing to compute
     elif pipe == "PIPE_V" and (vf := formula_cycles(s, target)) is not None:
         # a target whose vector ops are fitted per op (A5): one vector function
-        items = [Item("vf", f"{s.opcode} VF fit", cycles=vf)]
+        items = [Item("vf", f"{s.opcode} VF fit", cycles=vf)] + _ieee_division(s, target)
     elif pipe == "PIPE_V" and (vf := vf_cycles(s, target)) is not None:
         # no fit: the analytic model of the op's vector-function loop (A5)
-        items = [Item("vf", f"{s.opcode} VF model", cycles=vf)]
+        items = [Item("vf", f"{s.opcode} VF model", cycles=vf)] + _ieee_division(s, target)
     else:
         items = _resolve(lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
                                       target.vector.get("max_repeats", 255)), s, target)
