@@ -249,3 +249,21 @@ def test_bad_variant_names_high_precision(tmp_path):
     p.write_text(HEADER + "TDIV,f32,16,64,,,highprec,60\n")
     with pytest.raises(UserError, match="high_precision"):
         load_cases(p)
+
+
+def test_python_builder_takes_the_mode():
+    from sim.kernel.builder import Kernel
+
+    def run(target, op, mode):
+        k = Kernel("x")
+        a, b, c = (k.tile("vec", "f32", 16, 64) for _ in range(3))
+        k.instr(op, c, a, b, precisionType=mode) if op == "TDIV" else \
+            k.instr(op, c, a, precisionType=mode)
+        return simulate(k, target, functional=False)
+
+    for op in ("TDIV", "TRECIP"):
+        assert run("a5", op, "high_precision").total_cycles > 10 * run("a5", op, "default").total_cycles
+        r = run("a2a3", op, "high_precision")
+        assert r.total_cycles == run("a2a3", op, "default").total_cycles and r.warnings
+    with pytest.raises(UserError, match="expected high_precision or default, found 'fast'"):
+        run("a5", "TDIV", "fast")

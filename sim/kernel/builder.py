@@ -35,6 +35,7 @@ from sim.kernel.chip import ChipKernel
 from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import OPCODES, opcode as _opcode
+from sim.isa.precision import kind_for, parse_precision
 from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
                              PartitionView, PartView, Program, Section, SetFlag, SetValidShape,
                              TensorView, WaitFlag)
@@ -221,6 +222,13 @@ class Kernel(ChipKernel):
             (events if type(o) is Event else ops).append(o)
         if "wait" in attrs:
             events += list(attrs.pop("wait") or ())
+        if isinstance(attrs.get("precisionType"), str):
+            # precisionType="high_precision": the op's precision mode (sim.isa.precision)
+            kind = kind_for(spec.name) or "precision_mode"
+            try:
+                attrs["precisionType"] = parse_precision(f"#pto<{kind} {attrs['precisionType']}>")
+            except ValueError as e:
+                raise UserError(f"{spec.name}: precisionType: {e}") from None
         n_out = _N_OUT.get(spec.name)
         if n_out is None:       # optional outs (T?) are IR only
             n_out = _N_OUT[spec.name] = sum(not t.endswith("?") for t in spec.outs.split())
