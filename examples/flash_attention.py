@@ -19,7 +19,28 @@ walked in blocks of ``s1_tile``:
   (one block behind, the preload); finally O / l to GM. A vector op that reads what an op
   after the last barrier wrote waits on its token: a ``pipe_barrier(PIPE_V)``.
 
-``examples/flash_attention.pto`` is this kernel (s0 = head = s1_tile = 128) in PTO IR, to
+**Key tile.** ``s1_tile`` (128, 256 or 512) is the number of keys one softmax step covers.
+By default it follows a rule like the production kernels' (which pick it per case, 128
+for short S1 and larger as S1 grows): ``default_s1_tile(s1)`` = 128 below 2048 keys, 256
+from 2048 keys on (when it divides S1). A per-row reduction (TROWMAX, TROWSUM) costs
+several cycles per row whatever the row's length, and each softmax step also pays the
+running-max and O-rescale ops once: longer key tiles spread both over more keys. 512 is
+not the default: in this kernel's UB budget a 512-key tile leaves room for one row pass
+of S and one chunk ahead (a 256-key tile for two passes), so its cube and vector overlap
+less and it runs no faster per key than 256 although its vector work is less
+(bench/bench_fidelity.py; README "Kernel fidelity"). ASSUMPTION: the production rule
+itself is not published with the on-board figures.
+
+With a key tile above 128 the tile is worked in 128-key chunks — an S chunk (128 x 128
+f32) fills half of L0C and a K / V chunk half of L0B — and in two row passes of 64 query
+rows (32 per AIV): pass h holds query rows [64 h, 64 h + 64), so AIV s works on rows
+64 h + 32 s .. + 32, and its S chunks of one pass (32 x T f32) fit UB with the rest. The
+vector unit reduces a pass's rows once per key tile: the chunks are first combined
+element-wise (TMAX / TADD of 32 x 128 tiles) and the one 32 x 128 result is reduced
+(TROWMAX / TROWSUM). The cube preloads by pass: S of the next pass is issued before O of
+this one. K and V chunks are loaded into L1 once per key tile and extracted once per pass.
+
+``examples/flash_attention.pto`` is this kernel with s0 = head = s1_tile = 128 in PTO IR, to
 the cycle.
 
 On A2/A3 the FIFOs move data through GM (FIXPIPE / MTE3 writes, an MTE2 read in the pop);
@@ -44,7 +65,21 @@ ACC = dict(blayout="col_major", slayout="row_major", fractal=1024)
 NEG = -1.0e30          # the running max before the first block (exp(NEG - m) = 0)
 
 
-def build(s1=512, s1_tile=128, head=128, s0=128, cores=1, arch="a2a3") -> sim.Kernel:
+KEY_TILES = (512, 256, 128)
+CHUNK = 128            # keys of one S / K / V chunk when the key tile is longer
+
+
+def default_s1_tile(s1: int) -> int:
+    """The key tile for ``s1`` keys: 256 from 2048 keys on when it divides ``s1``, else 128
+    (module doc: why not 512)."""
+    return 256 if s1 >= 2048 and s1 % 256 == 0 else 128
+
+
+def build(s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3") -> sim.Kernel:
+    if s1_tile is None:
+        s1_tile = default_s1_tile(s1)
+    if s1_tile > CHUNK:
+        return _build_chunked(s1, s1_tile, head, s0, cores, arch)
     if s1 % s1_tile:
         raise ValueError(f"s1_tile={s1_tile} must divide s1={s1}")
     if s0 % 32 or head % 16 or s1_tile % 16:
@@ -167,6 +202,194 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         e = update(j)
     e = k.TROWEXPANDDIV(acc, acc, l, e)
     k.TSTORE(o_view, acc, e)
+
+
+def _build_chunked(s1, T, head, s0, cores, arch) -> sim.Kernel:
+    """Key tile ``T`` > 128: 128-key chunks, two row passes of ``s0 / 2`` rows (module doc)."""
+    if T not in KEY_TILES:
+        raise ValueError(f"s1_tile={T}: expected one of {', '.join(map(str, KEY_TILES))}")
+    if s1 % T:
+        raise ValueError(f"s1_tile={T} must divide s1={s1}")
+    if s0 != 128 or head != 128:
+        raise ValueError(f"s1_tile={T} > 128 needs s0 = head = 128, found s0={s0} head={head}")
+    if arch not in L0A:
+        raise ValueError(f"arch={arch!r}: expected one of {', '.join(L0A)} (the target run)")
+    blocks, c, r = s1 // T, T // CHUNK, s0 // 4     # key tiles, chunks per tile, rows per AIV pass
+    k = sim.Kernel(f"fa_{s0}x{s1}x{head}_t{T}", block_dim=cores)
+    q = k.gm("q", "f16", (cores * s0, head))
+    kt = k.gm("kt", "f16", (head, cores * s1))
+    v = k.gm("v", "f16", (cores * s1, head))
+    o = k.gm("o", "f32", (cores * s0, head))
+    # S chunk slots: two passes' worth where UB has room, else one pass's and one more
+    # (UB per AIV: slots x 16 KiB + O slot 16 + O 32 + combine 16 + P 16 + columns 12 KiB)
+    s_fifo = k.fifo("c2v", "f32", r, CHUNK, split=1, slots=min(2 * c, 5))
+    p_fifo = k.fifo("v2c", "f16", 2 * r, CHUNK, split=1, slots=2 * c)
+    o_fifo = k.fifo("c2v", "f32", r, head, split=1, slots=1)
+    q0, k0 = k.block_idx * s0, k.block_idx * s1
+    passes = [(j, h) for j in range(blocks) for h in range(2)]
+    with k.cube():
+        _cube_chunked(k, q[q0:q0 + s0, :], kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T,
+                      head, s0, L0A[arch])
+    with k.vector():
+        rows = [q0 + h * 2 * r + k.subblock_idx * r for h in range(2)]
+        _vector_chunked(k, [o[x:x + r, :] for x in rows], s_fifo, p_fifo, o_fifo, passes, c,
+                        head, r)
+    return k
+
+
+def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, head, s0, l0a):
+    rows = s0 // 2                                       # query rows of one pass
+    q_l1 = k.tile("mat", "f16", s0, head, name="q_l1", **NZ)
+    q_l0 = [k.tile("left", "f16", rows, head, name=f"q_l0_{h}", **l0a) for h in range(2)]
+    p_l0 = [k.tile("left", "f16", rows, CHUNK, name=f"p_l0_{i}", **l0a) for i in range(2)]
+    kt_l1 = [k.tile("mat", "f16", head, CHUNK, name=f"kt_l1_{b}", **NZ) for b in range(c)]
+    v_l1 = [k.tile("mat", "f16", CHUNK, head, name=f"v_l1_{b}", **NZ) for b in range(c)]
+    # one L0B ring of two 32 KiB slots for both B operands (K chunk^T, V chunk)
+    kt_l0 = [k.tile("right", "f16", head, CHUNK, name=f"kt_l0_{i}", addr=i * 32768, **L0B)
+             for i in range(2)]
+    v_l0 = [k.tile("right", "f16", CHUNK, head, name=f"v_l0_{i}", addr=i * 32768, **L0B)
+            for i in range(2)]
+    s_acc = [k.tile("acc", "f32", rows, CHUNK, name=f"s_acc_{i}", **ACC) for i in range(2)]
+    o_acc = [k.tile("acc", "f32", rows, head, name=f"o_acc_{h}", **ACC) for h in range(2)]
+    eq = k.TLOAD(q_l1, q_view)
+    xq = [k.TEXTRACT(q_l0[h], q_l1, h * rows, 0, eq) for h in range(2)]
+    free = {"kt": [None] * c, "v": [None] * c, "l0b": [None, None], "s": [None, None],
+            "o": [None, None], "p": [None, None]}
+    loaded = {"kt": [None] * c, "v": [None] * c}
+    ring = {"l0b": 0, "s": 0, "p": 0}
+
+    def take(name):
+        i = ring[name]
+        ring[name] = (i + 1) % 2
+        return i
+
+    blocks = passes[-1][0] + 1
+
+    def load(name, j):
+        """Tile ``j``'s K^T or V chunks into L1, each after the last extract of the chunk
+        the buffer held (issued early: MTE2 fetches the next tile under this one's work)."""
+        if j >= blocks:
+            return
+        for b in range(c):
+            keys = k0 + j * T + b * CHUNK
+            src = kt[:, keys:keys + CHUNK] if name == "kt" else v[keys:keys + CHUNK, :]
+            dst = kt_l1[b] if name == "kt" else v_l1[b]
+            loaded[name][b] = k.TLOAD(dst, src, *_w(free[name][b]))
+
+    def qk(j, h):
+        for b in range(c):
+            i, si = take("l0b"), take("s")
+            x = k.TEXTRACT(kt_l0[i], kt_l1[b], 0, 0, loaded["kt"][b], *_w(free["l0b"][i]))
+            if h == 1:
+                free["kt"][b] = x
+            mm = k.TMATMUL(s_acc[si], q_l0[h], kt_l0[i], xq[h], x, *_w(free["s"][si]))
+            free["l0b"][i] = mm
+            free["s"][si] = k.tpush(s_fifo, s_acc[si], mm)
+        if h == 1:
+            load("kt", j + 1)
+
+    def pv(j, h):
+        mm = None
+        for b in range(c):
+            pi = take("p")
+            p = k.tpop(p_fifo)
+            xp = k.TEXTRACT(p_l0[pi], p, 0, 0, *_w(free["p"][pi]))
+            k.tfree(p_fifo)
+            i = take("l0b")
+            x = k.TEXTRACT(v_l0[i], v_l1[b], 0, 0, loaded["v"][b], *_w(free["l0b"][i]))
+            if h == 1:
+                free["v"][b] = x
+            if b == 0:
+                mm = k.TMATMUL(o_acc[h], p_l0[pi], v_l0[i], xp, x, *_w(free["o"][h]))
+            else:
+                mm = k.TMATMUL_ACC(o_acc[h], o_acc[h], p_l0[pi], v_l0[i], xp, x)
+            free["p"][pi] = free["l0b"][i] = mm
+        free["o"][h] = k.tpush(o_fifo, o_acc[h], mm)
+        if h == 1:
+            load("v", j + 1)
+
+    load("kt", 0)
+    load("v", 0)
+    qk(*passes[0])
+    for n, (j, h) in enumerate(passes):
+        if n + 1 < len(passes):
+            qk(*passes[n + 1])        # preload: the next pass's scores first
+        pv(j, h)
+
+
+def _vector_chunked(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
+    scale = 1.0 / math.sqrt(head)
+
+    def col(name):                    # an r x 1 column (row-major, one 32-byte block wide)
+        return k.tile("vec", "f32", r, 8, valid=(r, 1), name=name)
+
+    m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]      # running max, per pass
+    alpha = [[col(f"alpha{h}_{i}") for i in range(2)] for h in range(2)]
+    l = [col(f"l{h}") for h in range(2)]
+    mj, lj = col("mj"), col("lj")
+    acc = [k.tile("vec", "f32", r, head, name=f"o_acc{h}") for h in range(2)]
+    t = k.tile("vec", "f32", r, CHUNK, name="chunks")    # the chunks combined element-wise
+    p16 = [k.tile("vec", "f16", r, CHUNK, name=f"p16_{i}") for i in range(2)]
+    for h in range(2):
+        k.TEXPANDS(m[h][0], NEG)
+        k.TEXPANDS(l[h], 0.0)
+        k.TEXPANDS(acc[h], 0.0)
+    pushed = [None, None]
+    npush = [0]
+
+    def combine(op, reduce, out, s, e):
+        """``reduce`` over the rows of the c chunks: element-wise ``op`` first."""
+        if c == 1:
+            return reduce(out, s[0], e)
+        e = op(t, s[0], s[1], e)
+        for b in range(2, c):
+            e = op(t, t, s[b], e)
+        return reduce(out, t, e)
+
+    def softmax(j, h):
+        # a vector op reading what an op after the last barrier wrote waits on its token
+        s = [k.tpop(s_fifo) for _ in range(c)]
+        old, new, a = m[h][j % 2], m[h][(j + 1) % 2], alpha[h][j % 2]
+        e = None
+        for x in s:
+            e = k.TMULS(x, x, scale)
+        e = combine(k.TMAX, k.TROWMAX, mj, s, e)
+        e = k.TMAX(new, old, mj, e)
+        e = k.TSUB(a, old, new, e)
+        k.TEXP(a, a, e)
+        # chunk by chunk: exp, P out (its push overlaps the next exp), the chunk added to
+        # the running element-wise sum and its slot handed back, so the cube can push the
+        # next pass's scores while this one is still being summed
+        for b, x in enumerate(s):
+            e = k.TROWEXPANDSUB(x, x, new, *([e] if b == 0 else []))
+            e = k.TEXP(x, x, e)
+            i = npush[0] % 2
+            pushed[i] = k.tpush(p_fifo, p16[i], k.TCVT(p16[i], x, e, *_w(pushed[i])))
+            npush[0] += 1
+            if b >= 1:
+                e = k.TADD(t, s[0] if b == 1 else t, x, e)
+                k.tfree(s_fifo)                          # chunk b - 1 is done
+        e = k.TROWSUM(lj, t if c > 1 else s[0], e)
+        k.tfree(s_fifo)
+        e = k.TMUL(l[h], l[h], a, e)
+        k.TADD(l[h], l[h], lj, e)
+
+    def update(j, h):
+        oj = k.tpop(o_fifo)
+        e = k.TROWEXPANDMUL(acc[h], acc[h], alpha[h][j % 2])
+        e = k.TADD(acc[h], acc[h], oj, e)
+        k.tfree(o_fifo)
+        return e
+
+    softmax(*passes[0])
+    e = None
+    for n, (j, h) in enumerate(passes):
+        if n + 1 < len(passes):
+            softmax(*passes[n + 1])
+        e = update(j, h)
+    for h in range(2):
+        e = k.TROWEXPANDDIV(acc[h], acc[h], l[h], e)
+        k.TSTORE(o_views[h], acc[h], e)
 
 
 def _w(token):

@@ -13,17 +13,19 @@ Hand-derived numbers (timing-model.md §2, §4, §5.1, §5.3; a2a3 constants):
   ``barrier_restart = "tail"``: the restarted vdiv pays tail 19 + 4*16 = 83 -> 124 (§4's
   "latency" arithmetic would re-pay head + tail: 30 + 64 -> 135).
 * TCVT f32>f16 16x64: E = 256 / max(4, 2) = 64 lanes, 16 repeats of vconv: 27 + 16 = 43.
-* examples/relu_sub.py: 8 chunks of 32x64 f32 (8192 B each).
-    TLOAD  = start-up 213.6 + floor(8192 / 58.56) = 213.6 + 139 = 352.6 -> 353 cycles,
-             2 per chunk -> MTE2 busy 16*353 = 5648
-    TSTORE = start-up 107.3 + floor(8192 / 109.38) = 107.3 + 74 = 181.3 -> 181 cycles,
-             1 per chunk -> MTE3 busy 8*181 = 1448
+* examples/relu_sub.py: 8 chunks of 32x64 f32 (8192 B each). Transfers cost
+  startup + floor(bytes / bytes_per_cycle) of their path, the figures read from
+  models/a2a3/machine.toml (tests/dma_formula.py):
+    TLOAD  = GM->UB 213.6 + floor(8192 / 143.45) = 213.6 + 57 = 270.6 -> 271 cycles,
+             2 per chunk -> MTE2 busy 16*271 = 4336
+    TSTORE = UB->GM 213.6 + floor(8192 / 109.38) = 213.6 + 74 = 287.6 -> 288 cycles,
+             1 per chunk -> MTE3 busy 8*288 = 2304
     per chunk on V: TSUB waits for its loads with V idle -> cold, 24 + 2*32 = 88; TRELU and
       TMULS follow same-pipe tokens, i.e. pipe_barrier(PIPE_V) on a busy pipe -> restart
       ("tail" rule: tail + slope*rep, full mask so no floor): TRELU 13 + 32 = 45, TMULS
       15 + 32 = 47 -> 180 per chunk; V busy 8*180 = 1440
-    MTE2 is the bottleneck: total = 5648 (all loads) + 180 (last chunk) + 181 (last store)
-    = 6009.
+    MTE2 is the bottleneck (2 loads per chunk outlast V's 180 and one store): total =
+    4336 (all loads) + 180 (last chunk) + 288 (last store) = 4804.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from dma_formula import dma_cycles
 
 from sim.trace.schema import COLUMNS
 
@@ -94,28 +97,32 @@ def one_json(p):
 
 # --- run ----------------------------------------------------------------------------------------
 
+LOAD, STORE, V_CHUNK = dma_cycles("GM_UB", 8192), dma_cycles("UB_GM", 8192), 88 + 45 + 47
+assert 2 * LOAD >= max(V_CHUNK, STORE)           # the derivation's MTE2-bound premise
+TOTAL = 16 * LOAD + V_CHUNK + STORE
+
 def test_run_json(ptosim):
     out = one_json(ptosim("run", EXAMPLE, "--json"))
     assert isinstance(out["total_cycles"], int)
-    assert out["total_cycles"] == 5648 + 180 + 181 == 6009
-    busy = {"PIPE_MTE2": 16 * 353, "PIPE_V": 8 * (88 + 45 + 47), "PIPE_MTE3": 8 * 181}
+    assert out["total_cycles"] == TOTAL
+    busy = {"PIPE_MTE2": 16 * LOAD, "PIPE_V": 8 * V_CHUNK, "PIPE_MTE3": 8 * STORE}
     assert set(busy) <= set(out["pipes"])
     for pipe, cycles in busy.items():
         entry = out["pipes"][pipe]
         assert isinstance(entry["busy_cycles"], int)
         assert entry["busy_cycles"] == cycles
         assert isinstance(entry["utilization"], float)
-        assert entry["utilization"] == pytest.approx(cycles / 6009, abs=1e-4)
+        assert entry["utilization"] == pytest.approx(cycles / TOTAL, abs=1e-4)
 
 
 def test_run_trace_and_plot(ptosim, tmp_path):
     trace, plot = tmp_path / "out" / "trace.csv", tmp_path / "out" / "occ.png"
     p = ok(ptosim("run", EXAMPLE, "--trace", trace, "--plot", plot))
-    assert "6009" in p.stdout                                   # the text report
+    assert str(TOTAL) in p.stdout                               # the text report
     import pandas as pd
     df = pd.read_csv(trace, keep_default_na=False)
     assert tuple(df.columns) == COLUMNS
-    assert int(df["end_cycle"].max()) == 6009
+    assert int(df["end_cycle"].max()) == TOTAL
     ops = df[df["kind"] == "op"]
     assert (ops["opcode"] == "TLOAD").sum() == 16 and (ops["opcode"] == "TSTORE").sum() == 8
     assert plot.read_bytes()[:8] == PNG_MAGIC
@@ -125,7 +132,7 @@ def test_run_relative_kernel_path_from_cwd(tmp_path):
     """A kernel file given relative to the working directory."""
     shutil.copy(EXAMPLE, tmp_path / "k.py")
     out = one_json(_module(["run", "k.py", "--json", "--timing-only"], tmp_path))
-    assert out["total_cycles"] == 6009                          # timing does not need the data
+    assert out["total_cycles"] == TOTAL                         # timing does not need the data
 
 
 # --- op -----------------------------------------------------------------------------------------

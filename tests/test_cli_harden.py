@@ -26,10 +26,12 @@ from sim.cli import main
 from test_cli_placement import RACY      # a kernel with cross-pipe races (check --races: exit 1)
 from sim.frontend.diagnostics import MAX_SHOWN, render
 from sim.frontend.parse import MAX_NESTING
+from dma_formula import dma_cycles
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-RELU = str(EXAMPLES / "relu_sub.py")          # 6009 cycles (tests/test_cli.py derives it)
+RELU = str(EXAMPLES / "relu_sub.py")          # RELU_CYCLES (tests/test_cli.py derives it)
+RELU_CYCLES = 16 * dma_cycles("GM_UB", 8192) + 180 + dma_cycles("UB_GM", 8192)
 TSUB = str(EXAMPLES / "tsub.pto")             # %po: a 32x64 f32 tensor view
 SCRIPT = shutil.which("ptosim", path=os.path.dirname(sys.executable))
 HEADER = "op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
@@ -287,10 +289,10 @@ def test_max_cycles_stops_and_keeps_the_partial_trace(cli, tmp_path):
 
 
 def test_limits_above_the_run_change_nothing(cli):
-    code, out, err = cli("run", RELU, "--json", "--max-cycles", "6009",
+    code, out, err = cli("run", RELU, "--json", "--max-cycles", str(RELU_CYCLES),
                          "--max-instructions", "100000")
     assert code == 0, err
-    assert json.loads(out)["total_cycles"] == 6009
+    assert json.loads(out)["total_cycles"] == RELU_CYCLES
 
 
 def test_ctrl_c_exits_130_with_one_line_and_the_partial_trace(cli, tmp_path, monkeypatch):

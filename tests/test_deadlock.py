@@ -14,6 +14,7 @@ import textwrap
 
 import pytest
 from hang_guard import hang_guard
+from dma_formula import dma_cycles
 
 import sim
 from sim.base.errors import DeadlockError, SimulationError, UserError
@@ -49,8 +50,9 @@ def test_wait_without_set_raises_deadlock_naming_pipe_flag_and_instruction():
     assert "PIPE_MTE2->PIPE_V#2" in msg
     assert "TADD" in msg                            # the instruction stuck behind the wait
     assert THIS_FILE in msg                         # ... with its source location
-    # The TLOAD (283 cycles: start-up 213.6 + 4096 B at 58.56 B/cycle = 69) completed before the engine ran dry.
-    assert "cycle 283" in msg
+    # The TLOAD (a 4096-byte GM->UB transfer, machine.toml's figures) completed before the
+    # engine ran dry.
+    assert f"cycle {dma_cycles('GM_UB', 4096)}" in msg
 
     assert len(e.stuck) == 1
     s = e.stuck[0]
@@ -120,8 +122,9 @@ def test_wait_consumes_the_flag_so_a_second_wait_deadlocks():
         sim.simulate(k)
     (s,) = info.value.stuck
     assert s["pipe"] == "PIPE_V" and s["waits_for"] == "PIPE_MTE2->PIPE_V#1"
-    # the first TADD ran (283 + 56 = 339), the second is the one behind the stuck wait
-    assert "cycle 339" in str(info.value)
+    # the first TADD ran (the 4096-byte TLOAD + TADD cold 56), the second is the one behind
+    # the stuck wait
+    assert f"cycle {dma_cycles('GM_UB', 4096) + 56}" in str(info.value)
     assert list(info.value.trace.loc[info.value.trace["kind"] == "op", "opcode"]) == ["TLOAD", "TADD"]
 
 

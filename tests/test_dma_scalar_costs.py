@@ -1,12 +1,11 @@
 """Issue 9 item 2: data movement and scalar-unit work are not free.
 
 Hand-derived from timing-model.md §5.1 / §5.3 and the [dma] / [scalar] / [scalar_loops]
-tables of the bundled machine descriptions (the ASSUMPTIONs are stated there):
-
-* TLOAD GM->UB = startup 213.6 + floor(bytes / 58.56)   (100.9 GiB/s at 1.85 GHz)
-* TSTORE UB->GM = startup 107.3 + floor(bytes / 109.38) (188.46 GiB/s)
-* an on-chip move (L1->L0A, 441 GiB/s = 255.96 B/cycle) = startup 1 + floor(bytes / 255.96)
-* each op's cost is rounded to the nearest cycle.
+tables of the bundled machine descriptions (the evidence and ASSUMPTIONs are stated
+there). A transfer = startup_cycles + floor(bytes / bytes_per_cycle) of its path, the
+figures read from machine.toml by tests/dma_formula.py (at this writing GM->UB 213.6 +
+B/143.45, UB->GM 213.6 + B/109.38, L1->L0A 45.4 + B/255.96); each op's cost is rounded
+to the nearest cycle.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import pytest
 import sim
 from sim.target import load_target
 from sim.timing.dma import startup_cycles, stream_cycles, transfer_cycles
+from dma_formula import dma_cycles, path_figures
 
 DATA = Path(__file__).parent / "data" / "issue9"
 
@@ -31,13 +31,15 @@ def test_a_32_byte_tload_is_not_free():
     """The compiler-style kernel of the issue: a 1x8 f32 row (32 B) in and out."""
     r = sim.simulate(sim.parse_file(DATA / "small_dma_scalar.pto"), "a2a3")
     ops = _ops(r)
-    # 213.6 + floor(32 / 58.56) = 213.6 -> 214;  107.3 + floor(32 / 109.38) = 107.3 -> 107
-    assert ops.loc["TLOAD", "duration_cycles"] == 214
-    assert ops.loc["TSTORE", "duration_cycles"] == 107
+    # 32 bytes stream in 0 cycles: the transfers cost their start-ups
+    load, store = dma_cycles("GM_UB", 32), dma_cycles("UB_GM", 32)
+    assert load == round(path_figures("GM_UB")[0]) > 0
+    assert ops.loc["TLOAD", "duration_cycles"] == load
+    assert ops.loc["TSTORE", "duration_cycles"] == store
     assert ops.loc["TLOAD", "bytes"] == ops.loc["TSTORE", "bytes"] == 32
     # no sync in the kernel: auto mode orders load_scalar (4) -> TLOAD -> TMULS -> TSTORE
     assert r.mode == "auto"
-    assert r.total_cycles == 4 + 214 + ops.loc["TMULS", "duration_cycles"] + 107
+    assert r.total_cycles == 4 + load + ops.loc["TMULS", "duration_cycles"] + store
 
 
 def test_load_scalar_costs_scalar_cycles():
@@ -77,11 +79,19 @@ def test_every_data_path_has_a_positive_start_up(target):
         assert transfer_cycles(path, "flat", 0) == path.startup_cycles
 
 
+@pytest.mark.parametrize("path", ["GM_UB", "GM_L1", "UB_GM", "L0C_GM", "L1_L0A", "L1_L0B"])
+@pytest.mark.parametrize("nbytes", [0, 32, 1000, 16384, 65536, 131072])
+def test_transfer_formula_reads_the_machine_figures(path, nbytes):
+    start, bpc = path_figures(path)
+    want = start + (nbytes // bpc)
+    assert transfer_cycles(load_target("a2a3").dma(path), "flat", nbytes) == pytest.approx(want)
+
+
 def test_transfer_formula_flat_and_fitted():
     tgt = load_target("a2a3")
     gm_ub = tgt.dma("GM_UB")
-    # 16 KiB: 213.6 + floor(16384 / 58.56) = 213.6 + 279
-    assert transfer_cycles(gm_ub, "flat", 16384) == pytest.approx(213.6 + 279)
+    # 16 KiB: the GM->UB fit of §5.3 taken whole, 213.6 + floor(16384 / 143.45) = 213.6 + 114
+    assert transfer_cycles(gm_ub, "flat", 16384) == pytest.approx(213.6 + 114)
     # fitted (§5.3): (30643 + 16384) / 143.45 = 327.8; the K term alone is the start-up
     peak = 247.16 * 2**30 / 1.85e9
     assert transfer_cycles(gm_ub, "fitted", 16384) == pytest.approx((30643 + 16384) / peak)
@@ -93,13 +103,14 @@ def test_transfer_formula_flat_and_fitted():
 
 
 def test_tmov_on_chip_pays_its_start_up():
-    # TMOV L1 (Mat) -> L0A (Left) 16x16 f16 = 512 B: 1 + floor(512 / 255.96) = 1 + 2 = 3
+    # TMOV L1 (Mat) -> L0A (Left) 16x16 f16 = 512 B: the start-up + floor(512 / 255.96) = 2
     k = sim.Kernel("mov")
     a = k.tile("mat", "f16", 16, 16)
     b = k.tile("left", "f16", 16, 16)
     k.TMOV(b, a)
     r = sim.simulate(k, "a2a3", functional=False)
-    assert _ops(r).loc["TMOV", "duration_cycles"] == 3
+    assert _ops(r).loc["TMOV", "duration_cycles"] == dma_cycles("L1_L0A", 512)
+    assert dma_cycles("L1_L0A", 512) == round(path_figures("L1_L0A")[0] + 2)
 
 
 def test_a5_scalar_loops_are_timed():

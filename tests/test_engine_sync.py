@@ -4,14 +4,14 @@ Every expected cycle below is derived by hand from the reference formulas
 (/work/shared/reference/timing-model.md) and the a2a3 machine description, never by
 asking the simulator for the cost of the same instruction:
 
-* DMA: the flat model (§5.1) ``floor(bytes / (BW * 2**30 / 1.85e9))`` plus the path's
-  start-up, the K term of the fitted model (§5.3, ``startup_cycles`` in machine.toml),
-  the sum rounded to the nearest cycle:
-    - GM->UB  100.9  GiB/s -> 58.56 B/cycle, start-up 213.6;
-        16x64 f32 = 4096 B -> 213.6 + floor(69.94) = 282.6 -> 283
-         8x32 f32 = 1024 B -> 213.6 + floor(17.49) = 230.6 -> 231
-    - UB->GM  188.46 GiB/s -> 109.38 B/cycle, start-up 107.3;
-                    4096 B -> 107.3 + floor(37.45) = 144.3 -> 144
+* DMA: ``startup_cycles + floor(bytes / bytes_per_cycle)`` of the path, the sum rounded
+  to the nearest cycle, the figures read from models/a2a3/machine.toml
+  (tests/dma_formula.py; the evidence for each path is stated there):
+    - GM->UB 247.16 GiB/s -> 143.45 B/cycle, start-up 213.6;
+        16x64 f32 = 4096 B -> 213.6 + floor(28.55) = 241.6 -> 242
+         8x32 f32 = 1024 B -> 213.6 + floor(7.14) = 220.6 -> 221
+    - UB->GM 188.46 GiB/s -> 109.38 B/cycle, start-up 213.6;
+                    4096 B -> 213.6 + floor(37.45) = 250.6 -> 251
 * Vector, Variant S (§2.2-§2.4, §4): TADD f32 16x64 = one ``vadd`` of 16 repeats (flat
   path, no tail) -> cold = head+tail + slope*rep = 24 + 2*16 = 56; warm (in stream) = 2*16
   = 32.
@@ -27,7 +27,6 @@ asking the simulator for the cost of the same instruction:
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 
@@ -37,26 +36,19 @@ import pytest
 import sim
 from sim.base.errors import UserError
 from sim.target import load_target
-
-CLOCK_HZ = 1.85e9
-GIB = 2 ** 30
+from dma_formula import dma_cycles
 
 
-def dma_cycles(nbytes: int, gib_per_s: float, startup: float) -> int:
-    """timing-model.md §5.1 flat streaming plus a §5.3 start-up, rounded half up."""
-    return math.floor(startup + math.floor(nbytes / (gib_per_s * GIB / CLOCK_HZ)) + 0.5)
 
-
-LOAD_16x64 = dma_cycles(16 * 64 * 4, 100.9, 213.6)      # GM->UB
-STORE_16x64 = dma_cycles(16 * 64 * 4, 188.46, 107.3)    # UB->GM
-LOAD_8x32 = dma_cycles(8 * 32 * 4, 100.9, 213.6)
+LOAD_16x64 = dma_cycles("GM_UB", 16 * 64 * 4)
+STORE_16x64 = dma_cycles("UB_GM", 16 * 64 * 4)
+LOAD_8x32 = dma_cycles("GM_UB", 8 * 32 * 4)
 TADD_COLD = 24 + 2 * 16                          # vadd lat 24, slope 2, 16 repeats
 TADD_WARM = 2 * 16
 TADD_RESTART = 14 + 2 * 16                       # vadd tail 14, slope 2 ("tail" rule)
 
 # sanity of the hand derivation itself (not of the simulator)
-assert (LOAD_16x64, STORE_16x64, LOAD_8x32, TADD_COLD, TADD_WARM, TADD_RESTART) == \
-    (283, 144, 231, 56, 32, 46)
+assert (TADD_COLD, TADD_WARM, TADD_RESTART) == (56, 32, 46)
 
 
 def vec(k, rows=16, cols=64, dt="f32", **kw):
@@ -105,7 +97,7 @@ def test_chain_exact_timeline():
     assert store["start_cycle"] == add["end_cycle"]
     assert (store["pipe"], store["end_cycle"]) == ("PIPE_MTE3", LOAD_16x64 + TADD_COLD + STORE_16x64)
     assert load["bytes"] == store["bytes"] == 4096
-    assert r.total_cycles == 283 + 56 + 144 == 483
+    assert r.total_cycles == LOAD_16x64 + TADD_COLD + STORE_16x64
 
     # waits / records name the flag
     assert load["records"] == "PIPE_MTE2->PIPE_V#0"
@@ -118,18 +110,18 @@ def test_chain_exact_timeline():
     # destination pipe from the moment it reached the queue head (0) to the flag's arrival
     s1 = only(t, kind="set_flag", operands="PIPE_MTE2->PIPE_V#0")
     w1 = only(t, kind="wait_flag", operands="PIPE_MTE2->PIPE_V#0")
-    assert (s1["pipe"], s1["start_cycle"], s1["end_cycle"]) == ("PIPE_MTE2", 283, 283)
-    assert (w1["pipe"], w1["start_cycle"], w1["end_cycle"]) == ("PIPE_V", 0, 283)
+    assert (s1["pipe"], s1["start_cycle"], s1["end_cycle"]) == ("PIPE_MTE2", LOAD_16x64, LOAD_16x64)
+    assert (w1["pipe"], w1["start_cycle"], w1["end_cycle"]) == ("PIPE_V", 0, LOAD_16x64)
     w2 = only(t, kind="wait_flag", operands="PIPE_V->PIPE_MTE3#0")
-    assert (w2["pipe"], w2["start_cycle"], w2["end_cycle"]) == ("PIPE_MTE3", 0, 283 + 56)
+    assert (w2["pipe"], w2["start_cycle"], w2["end_cycle"]) == ("PIPE_MTE3", 0, LOAD_16x64 + TADD_COLD)
     # program order of the ids: producer, its set_flag, wait, consumer
     assert load["id"] < s1["id"] < w1["id"] < add["id"]
 
     pipes = r.pipes
-    assert pipes["PIPE_MTE2"]["busy_cycles"] == 283
+    assert pipes["PIPE_MTE2"]["busy_cycles"] == LOAD_16x64
     assert pipes["PIPE_V"]["busy_cycles"] == 56
-    assert pipes["PIPE_MTE3"]["busy_cycles"] == 144
-    assert pipes["PIPE_V"]["utilization"] == pytest.approx(56 / 483, abs=1e-4)
+    assert pipes["PIPE_MTE3"]["busy_cycles"] == STORE_16x64
+    assert pipes["PIPE_V"]["utilization"] == pytest.approx(56 / (LOAD_16x64 + TADD_COLD + STORE_16x64), abs=1e-4)
 
 
 def test_two_loads_on_mte2_run_back_to_back():
@@ -413,8 +405,8 @@ def test_restart_under_the_latency_rule(tmp_path):
 
 
 def test_vector_op_after_idle_wait_is_cold():
-    """V runs a TADD [0, 56); a 16x64 TLOAD ends at 283; the dependent TADD starts at 283,
-    after the vector pipe went idle at 56 -> cold: 283 + 56 = 339."""
+    """V runs a TADD [0, 56); a 16x64 TLOAD ends at LOAD_16x64 (242); the dependent TADD starts
+    then, after the vector pipe went idle at 56 -> cold: 242 + 56 = 298."""
     k = sim.Kernel("idle")
     x = k.gm("x", "f32", (16, 64))
     a, b, c = vec(k), vec(k), vec(k)
@@ -428,7 +420,7 @@ def test_vector_op_after_idle_wait_is_cold():
 
 
 def test_vector_op_whose_flag_arrived_before_idle_stays_warm():
-    """Control for the test above: an 8x32 TLOAD ends at 231, before seven back-to-back
+    """Control for the test above: an 8x32 TLOAD ends at LOAD_8x32 (221), before seven back-to-back
     TADDs end (56 + 6 * 32 = 248), so the dependent TADD follows without a gap and
     streams: 248 + 32 = 280."""
     k = sim.Kernel("busy")

@@ -228,3 +228,53 @@ def test_scaling_counts_the_fifo_round_trips_through_gm(target):
     loads_stores = 32768 + 2 * 4 * 32768 + 65536
     fifo = 4 * (2 * 65536 + 2 * 65536 + 2 * 32768) if target == "a2a3" else 0
     assert df["gm_bytes"].tolist() == [loads_stores + fifo]
+
+
+# --- the key tile (issue 21 item 2) -------------------------------------------------------
+
+def _fa_module():
+    spec = importlib.util.spec_from_file_location("ex_fa_rule", EX / "flash_attention.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("s1,tile", [(256, 128), (512, 128), (1024, 128), (1920, 128),
+                                     (2048, 256), (2176, 128), (3072, 256), (4096, 256),
+                                     (8192, 256), (16384, 256)])
+def test_default_key_tile_rule(s1, tile):
+    """128 below 2048 keys, 256 from 2048 on when it divides S1."""
+    assert _fa_module().default_s1_tile(s1) == tile
+
+
+@pytest.mark.parametrize("s1_tile,s1,cores", [(256, 512, 1), (256, 768, 2), (512, 1024, 1),
+                                              (512, 1536, 1)])
+def test_long_key_tiles_match_numpy_race_free(s1_tile, s1, cores):
+    """Key tiles of 256 and 512 (128-key chunks, two row passes): O within the f16 rounding
+    of the float64 reference on every core, no race, 2 row passes x S1 / 128 S pushes."""
+    r = sim.simulate(_py_build(s1=s1, s1_tile=s1_tile, cores=cores), "a2a3", races=True)
+    assert not r.races, r.races[:1]
+    want = _reference(r, cores, s1)
+    assert np.abs(r.output("o").reshape(-1, HEAD) - want).max() <= 2e-3 * np.abs(want).max()
+    t = r.trace
+    pushes = t[(t["opcode"] == "TPUSH") & (t["unit"] == "AIC") & (t["pipe"] == "PIPE_FIX")]
+    assert len(pushes) == cores * (2 * s1 // 128 + 2 * s1 // s1_tile)    # S chunks + O per pass
+
+
+def test_a_longer_key_tile_costs_less_per_key_at_long_s1():
+    """Per further 128 keys (S1 2048 -> 4096): the 256- and 512-key tiles reduce each row
+    once per tile and rescale O once per tile, so both beat the 128-key tile."""
+    def per_128(tile):
+        c = [sim.simulate(_py_build(s1=s1, s1_tile=tile), "a2a3", functional=False,
+                          trace="none").total_cycles for s1 in (2048, 4096)]
+        return (c[1] - c[0]) / 16
+    short = per_128(128)
+    assert per_128(256) < short and per_128(512) < short
+
+
+@pytest.mark.parametrize("kw,msg", [(dict(s1=1024, s1_tile=384), "expected one of"),
+                                    (dict(s1=768, s1_tile=512), "must divide"),
+                                    (dict(s1=1024, s1_tile=256, head=64), "s0 = head = 128")])
+def test_key_tile_errors(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        _py_build(**kw)

@@ -1,11 +1,11 @@
 """Manual vs auto on the double-buffered relu_sub kernel, with hand-derived expectations.
 
 relu_sub: 8 chunks of 32x64 f32 (8 KiB per tile, 6 tiles in two ping/pong sets). One
-TLOAD moves 8192 B at 100.9 GiB/s / 1.85 GHz = 58.56 B/cycle -> 139 cycles after a
-213.6-cycle start-up (§5.3's K term) -> 352.6 -> 353 cycles, so MTE2 is busy
-16 x 353 = 5648 cycles and bounds the kernel; the last chunk adds its vector work 180 and
-its store (107.3 + floor(8192 / 109.38) = 181.3 -> 181): 6009; the vector work of a chunk (TSUB,
-TRELU, TMULS) fits under the next chunk's two loads.
+TLOAD moves 8192 B GM->UB: start-up + floor(8192 / bytes per cycle) of machine.toml's
+figures (tests/dma_formula.py; 213.6 + floor(8192 / 143.45) = 270.6 -> 271 at this
+writing), so MTE2 is busy 16 x LOAD cycles and bounds the kernel; the last chunk adds its
+vector work 180 and its store (UB->GM, 213.6 + floor(8192 / 109.38) -> 288): TOTAL = 4804;
+the vector work of a chunk (TSUB, TRELU, TMULS) fits under the next chunk's two loads.
 
 * syncs (executed set/wait pairs). Manual (builder tokens): per chunk MTE2->V twice (TSUB
   waits on both loads) and V->MTE3 once; chunks 2..7 also wait V->MTE2 (input set free)
@@ -18,13 +18,13 @@ TRELU, TMULS) fits under the next chunk's two loads.
 * cycles: each auto wait fires at the same cycle as the manual wait it replaces (the
   merged MTE2->V wait fires when the second load ends, as the manual second wait does),
   the barriers are the same, and neither run pays a bank conflict (the manual tiles are
-  placed by the engine, auto staggers a and b): equal, 6009.
+  placed by the engine, auto staggers a and b): equal, TOTAL.
 
 Placed by hand at pto-as-syntax.md §8 Example 3's addresses (a0 at 0x0, b0 at 0x2000,
 a1 at 0x6000, b1 at 0x8000: 0x2000 / 32 = 256 and 256 % 16 = 0, every a/b pair shares a
 bank), every TSUB (32 repeats) pays 32 cycles of bank conflict: PIPE_V busy + 8*32 = 256.
 Only the last chunk's TSUB is on the critical path (the others hide under MTE2), so the
-manual run is 32 cycles longer than auto: 6041 vs 6009.
+manual run is 32 cycles longer than auto: TOTAL + 32 vs TOTAL.
 """
 
 import json
@@ -37,6 +37,11 @@ from sim.studies import (compare, compare_figure, compare_json, format_compare,
                            run_comparison)
 
 from placement_kernels import relu_sub
+from dma_formula import dma_cycles
+
+LOAD, STORE, V_CHUNK = dma_cycles("GM_UB", 8192), dma_cycles("UB_GM", 8192), 180
+assert 2 * LOAD >= max(V_CHUNK + 32, STORE)      # the derivation's MTE2-bound premise
+TOTAL = 16 * LOAD + V_CHUNK + STORE
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +57,8 @@ def placed():
 def test_relu_sub_manual_equals_auto(unplaced):
     df = unplaced.frame()
     assert list(df.columns) == ["manual", "auto"]
-    assert df.loc["total_cycles"].tolist() == [6009, 6009]
-    assert df.loc["busy_cycles[PIPE_MTE2]"].tolist() == [5648, 5648]
+    assert df.loc["total_cycles"].tolist() == [TOTAL, TOTAL]
+    assert df.loc["busy_cycles[PIPE_MTE2]"].tolist() == [16 * LOAD, 16 * LOAD]
     assert df.loc["syncs"].tolist() == [36, 28]
     assert df.loc["barriers"].tolist() == [16, 16]
     assert df.loc["full_barriers"].tolist() == [0, 0]
@@ -63,7 +68,7 @@ def test_relu_sub_manual_equals_auto(unplaced):
 
 def test_hand_placement_pays_bank_conflicts(placed):
     df = placed.frame()
-    assert df.loc["total_cycles"].tolist() == [6041, 6009]
+    assert df.loc["total_cycles"].tolist() == [TOTAL + 32, TOTAL]
     v = df.loc["busy_cycles[PIPE_V]"]
     assert v["manual"] - v["auto"] == 8 * 32
     trace = placed.manual.result.trace
@@ -72,7 +77,7 @@ def test_hand_placement_pays_bank_conflicts(placed):
 
 def test_sim_compare_is_the_dataframe_api():
     df = sim.compare(relu_sub())
-    assert isinstance(df, pd.DataFrame) and df.loc["total_cycles", "auto"] == 6009
+    assert isinstance(df, pd.DataFrame) and df.loc["total_cycles", "auto"] == TOTAL
 
 
 def test_compare_json_keys(unplaced):
@@ -91,7 +96,7 @@ def test_format_compare_table(placed):
     lines = text.splitlines()
     assert lines[0].split() == ["metric", "manual", "auto", "auto", "-", "manual"]
     row = next(line for line in lines if line.startswith("total_cycles"))
-    assert row.split() == ["total_cycles", "6,041", "6,009", "-32"]
+    assert row.split() == ["total_cycles", f"{TOTAL + 32:,}", f"{TOTAL:,}", "-32"]
 
 
 def test_compare_figure_has_occupancy_maps_and_gantts(placed):

@@ -5,9 +5,9 @@ record_event / wait_event in any function runs in auto mode (sync inserted, unad
 tiles placed by liveness, func.call inlined); a kernel with explicit sync runs as written
 and, under ``races="manual"`` (what ``ptosim run`` does), gets a warning when it races.
 
-Hand-derived cycles (a2a3; tests/test_dma_scalar_costs.py derives the DMA figures):
-TLOAD 16x64 f32 = 213.6 + floor(4096 / 58.56) = 282.6 -> 283; TSTORE = 107.3 + 37 -> 144;
-TADD 16x64 f32 cold = 24 + 2 * 16 = 56.
+Hand-derived cycles (a2a3; the DMA figures from machine.toml via tests/dma_formula.py):
+TLOAD 16x64 f32 = GM->UB 213.6 + floor(4096 / 143.45) = 241.6 -> 242; TSTORE = UB->GM
+213.6 + floor(4096 / 109.38) = 250.6 -> 251; TADD 16x64 f32 cold = 24 + 2 * 16 = 56.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ import sim
 from sim.base.errors import UserError
 from sim.frontend import parse_file, resolve_target
 from sim.studies import compare_json
+from dma_formula import dma_cycles
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "issue9"
 EXAMPLES = sorted((ROOT / "examples").glob("*.pto"))
+LOAD, STORE, TADD = dma_cycles("GM_UB", 4096), dma_cycles("UB_GM", 4096), 56
+AUTO = 2 * LOAD + TADD + STORE                   # no_sync_call.pto in auto mode
 ARGS = {"trelu": {"n": 64}, "dyn_valid": {"vr": 20, "vc": 100}, "relu_sub_db": {"k": 4},
         "tfmods": {"divisor": 3.0},
         "gemm": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256},
@@ -59,12 +62,12 @@ def test_compare_works_for_every_example(path):
 
 
 def test_no_sync_call_kernel_runs_auto_by_default():
-    """The TLOADs (283 each, back to back on MTE2) -> TADD (cold 56) -> TSTORE (144);
+    """The TLOADs (back to back on MTE2) -> TADD (cold 56) -> TSTORE;
     the TADD and TSTORE sit in a callee reached by func.call (inlined)."""
     program = parse_file(DATA / "no_sync_call.pto")
     r = sim.simulate(program, "a2a3")
     assert r.mode == "auto"
-    assert r.total_cycles == 283 + 283 + 56 + 144 == 766
+    assert r.total_cycles == AUTO
     a, b = r.gm["pa"][:1024].reshape(16, 64), r.gm["pb"][:1024].reshape(16, 64)
     assert np.array_equal(r.output("po")[:1024].reshape(16, 64), a + b)
 
@@ -73,7 +76,7 @@ def test_as_written_is_faster_than_hardware_and_warns():
     program = parse_file(DATA / "no_sync_call.pto")
     manual = sim.simulate(program, "a2a3", sync="manual", races="manual")
     # TADD starts at 0 while the loads run: the total is the loads alone
-    assert manual.mode == "manual" and manual.total_cycles == 566 < 766
+    assert manual.mode == "manual" and manual.total_cycles == 2 * LOAD < AUTO
     assert len(manual.races) == 3
     (w,) = [w for w in manual.warnings if "race" in w]
     assert w.startswith("warning: 3 races") and manual.races[0].message in w
@@ -83,7 +86,7 @@ def test_ideal_is_a_lower_bound_of_the_default():
     program = parse_file(DATA / "no_sync_call.pto")
     ideal = sim.simulate(program, "a2a3", sync="ideal")
     # every pipe runs its queue from 0: MTE2's two loads are the longest
-    assert ideal.mode == "ideal" and ideal.total_cycles == 2 * 283
+    assert ideal.mode == "ideal" and ideal.total_cycles == 2 * LOAD
 
 
 def test_explicit_sync_runs_as_written_and_a_racy_manual_kernel_warns():
@@ -156,7 +159,7 @@ def test_cli_run_states_the_mode_and_warns():
     p = _ptosim("run", DATA / "no_sync_call.pto", "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["mode"] == "auto" and out["total_cycles"] == 766 and out["warnings"] == []
+    assert out["mode"] == "auto" and out["total_cycles"] == AUTO and out["warnings"] == []
     p = _ptosim("run", DATA / "no_sync_call.pto", "--sync", "manual")
     assert p.returncode == 0, p.stderr
     assert "sync mode: manual" in p.stdout and "warning: 3 races" in p.stdout

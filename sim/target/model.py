@@ -72,8 +72,9 @@ def _non_negative(inst, attribute, value):
 
 @attrs.frozen
 class DmaPath:
-    """One data path: flat bandwidth, start-up latency, optional fitted (Hill) figures
-    (the cost formula is ``sim.timing.dma``)."""
+    """One data path: streaming bandwidth, start-up latency, the bytes an element is
+    charged when the path charges per element (FIXPIPE), optional fitted (Hill) figures
+    of the reference (the cost formula is ``sim.timing.dma``)."""
 
     name: str
     pipe: str
@@ -81,6 +82,7 @@ class DmaPath:
     fitted_peak_bytes_per_cycle: "float | None" = None
     fitted_k_bytes: "float | None" = None
     startup_cycles: float = attrs.field(default=0.0, validator=_non_negative)
+    charged_bytes_per_element: int = attrs.field(default=0, validator=_non_negative)
 
 
 @attrs.frozen(eq=False)      # identity: one object per loaded directory (see _load)
@@ -164,7 +166,8 @@ def _dma_paths(dma: dict, clock_hz: float) -> dict:
         peak = p.get("fitted_peak_gib_per_s")
         paths[name] = DmaPath(name, p["pipe"], bpc(p["bandwidth_gib_per_s"]),
                               bpc(peak) if peak else None, p.get("fitted_k_bytes"),
-                              float(p.get("startup_cycles", 0.0)))
+                              float(p.get("startup_cycles", 0.0)),
+                              int(p.get("charged_bytes_per_element", 0)))
     return paths
 
 

@@ -16,8 +16,12 @@ valid region's bytes (timing-model.md §5.2):
 * L1 -> BT / FB: bursts of 64 / 128 bytes. UB -> UB: 32-byte blocks per row.
 * L0C -> GM / L1 / UB (FIXPIPE): ``rows * cols`` elements in the *destination* element
   type — the accumulator is converted on the way out (f32 -> f16 halves the bytes).
-  ASSUMPTION: the reference charges 2 bytes per element whatever the types (§5.2,
-  §12 caveat 4, an inconsistency it flags); an f32 result written as f32 moves 4.
+  These are the bytes *moved* (what GM bandwidth sharing counts). What a FIXPIPE copy is
+  *charged* is per element: a path with ``charged_bytes_per_element`` in machine.toml
+  pays that many bytes per element whatever the types, as the reference's
+  ``copy_matrix_cc_to_gm`` / ``copy_matrix_cc_to_cbuf`` (2 bytes, §5.2, §12 caveat 4;
+  applied in ``sim.timing.lower``; the evidence for this reading is in
+  models/a2a3/machine.toml).
 
 The start-up + bandwidth formula applied to each copy is ``sim.timing.dma``.
 """

@@ -25,8 +25,12 @@ def _dma_items(s: Shape, target) -> list[Item]:
     (``sim.timing.dma_geometry``, §5.2) over one data path, start-up included
     (``sim.timing.dma``, §5.1)."""
     g = s.extra if isinstance(s.extra, Geometry) else Geometry()
-    n, nbytes = copies(s.path, s.valid_rows, s.valid_cols, _dtype(s.dtype).size_bytes, g)
-    return transfer_items(target, s.path, nbytes) * n
+    n, moved = copies(s.path, s.valid_rows, s.valid_cols, _dtype(s.dtype).size_bytes, g)
+    # FIXPIPE paths charge per element whatever the dtype (§5.2): cycles from the charge,
+    # the bytes moved kept for the trace and GM bandwidth sharing
+    per_element = target.dma(s.path).charged_bytes_per_element
+    charged = s.valid_rows * s.valid_cols * per_element if per_element else moved
+    return transfer_items(target, s.path, charged, moved) * n
 
 
 def _cube_items(s: Shape, target) -> list[Item]:
