@@ -120,16 +120,18 @@ class _Scan:
 
 
 def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = None,
-             reserved: "dict | None" = None) -> dict:
+             reserved: "dict | None" = None, may_share=None,
+             where: str = "auto placement") -> dict:
     """Tile -> ``Slot`` for every allocated tile of ``fn`` (subviews alias their source).
     ``pinned`` maps tiles placed by hand to their address: they keep it (placed first,
     never double-buffered) and the others fit around them while they are live.
     ``reserved`` (buffer name -> [(start, end)]) are bytes held for the whole kernel (the
-    FIFO buffers of cube<->vector pipes)."""
+    FIFO buffers of cube<->vector pipes). ``may_share(a, b)``, when given, must also hold
+    for two tiles with disjoint live ranges to share bytes (a manual kernel: its own flags
+    must order them, ``sim.placement.order``); ``where`` starts the messages."""
     pinned = pinned or {}
     reserved = reserved or {}
     scan = _Scan(fn)
-    where = "auto placement"
     plans = []       # (start, order, tile, live, loop-or-None, db candidate)
     for tile, (apos, aloops, order) in scan.allocs.items():
         uses = scan.uses.get(tile, [])
@@ -167,6 +169,12 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         size = tile.type.nbytes
         banks = ub_banks(target) if buf.name == "UB" else None
         others = [sl for sl in by_buffer.get(buf.name, ()) if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
+        unordered = []
+        if may_share is not None:
+            unordered = [sl for sl in by_buffer.get(buf.name, ())
+                         if not (sl.live[0] <= live[1] and live[0] <= sl.live[1])
+                         and not may_share(sl.tile, tile)]
+            others += unordered
         busy = [(s, e) for _, s, e in buf.reserved] + list(reserved.get(buf.name, ()))
         busy += [(a, a + sl.nbytes) for sl in others for a in sl.addrs]
         partner_banks = set()
@@ -184,13 +192,17 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
                               banks.count if banks else 1)
         if addr is None:
             held = sorted(((a, sl) for sl in others for a in sl.addrs), key=lambda x: x[0])
-            desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})" for a, sl in held)
-            used = sum(sl.nbytes for _, sl in held)
+            late = {id(sl) for sl in unordered}
+            desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})"
+                             + (" (not ordered)" if id(sl) in late else "") for a, sl in held)
+            used = _union_bytes((a, a + sl.nbytes) for a, sl in held)
+            whom = ("the tiles live at the same time or not ordered before or after it by "
+                    "the kernel's flags and barriers" if may_share is not None
+                    else "the tiles live at the same time")
             raise UserError(
                 f"{where}: tile %{tile.name} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}, reserved ranges excluded): "
-                f"{used} B are held by the tiles live at the same time"
-                + (f": {desc}" if desc else ""))
+                f"{used} B are held by {whom}" + (f": {desc}" if desc else ""))
         addrs = (addr,)
         if db:
             busy2 = busy + [(addr, addr + size)]
@@ -204,6 +216,19 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         placed[tile] = slot
         by_buffer.setdefault(buf.name, []).append(slot)
     return placed
+
+
+def _union_bytes(ranges) -> int:
+    """Bytes covered by ``[start, end)`` ranges (tiles that share bytes count once)."""
+    total, end = 0, None
+    for s, e in sorted(ranges):
+        if end is None or s >= end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
 
 
 def _first_fit(size, busy, capacity, align, bank_ok, tries):
