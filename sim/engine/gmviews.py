@@ -53,7 +53,9 @@ class GlobalViews:
     """Mixin of ``Interpreter``: binds the kernel's arguments and resolves GM views."""
 
     def _bind_args(self) -> None:
-        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs]
+        launch = self._launch_args()
+        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs
+                   and a.name not in launch]
         if missing:
             names = ", ".join(f"%{a.name} ({a.type})" for a in missing)
             flags = " ".join(f"--arg {a.name}=VALUE" for a in missing)
@@ -62,9 +64,19 @@ class GlobalViews:
                             f"{flags}")
         for a in self.fn.args:
             if isinstance(a, Scalar):
-                self._bind(a, self.inputs[a.name])
+                self._bind(a, self.inputs[a.name] if a.name in self.inputs else launch[a.name])
             elif isinstance(a, (TensorView, PartView)):
                 self._bind_view_arg(a)
+
+    def _launch_args(self) -> dict:
+        """pypto kernels take the launch's indices as trailing arguments
+        (``%__pypto_spmd_block_idx``, ``_block_num``, ``_subblock_idx``, ``_subblock_num``:
+        pto-ir-in-the-wild.md): the launch binds them, per unit, as ``get_block_idx`` ...
+        answer; a value given by name (``--arg``) is kept."""
+        sp = self.spec
+        return {"__pypto_spmd_block_idx": sp.block_idx, "__pypto_spmd_block_num": sp.block_num,
+                "__pypto_spmd_subblock_idx": sp.subblock_idx,
+                "__pypto_spmd_subblock_num": sp.subblock_num}
 
     def _bind_view_arg(self, a) -> None:
         """A kernel argument typed as a GM view is a dense row-major tensor of its static
