@@ -3,7 +3,7 @@
 When the unaddressed tiles of a manual kernel do not fit side by side, the engine places
 them by liveness — but two tiles may share bytes only where the kernel's own flags and
 barriers order every access of the one before every access of the other
-(``sim.placement.order``). A race between two *different* tiles that share bytes would be
+(``sim.placement.reuse``). A race between two *different* tiles that share bytes would be
 one the simulator wrote, not the kernel: these tests assert there is none, over the tile
 shape x buffering depth of ``examples/relu_sub_tiled.py`` and over random token graphs,
 and that what cannot be placed is refused naming the tiles and the bytes.

@@ -13,7 +13,7 @@ hazard the kernel's own flags do not order). When that does not fit, the tiles o
 entry function are placed by liveness instead (``sim.placement.alloc``), as the
 toolchain's allocator would — but two tiles share bytes only where their live ranges are
 disjoint *and* the kernel's own flags and barriers order every access of the one before
-every access of the other (``sim.placement.order``): placement never adds a hazard the
+every access of the other (``sim.placement.reuse``): placement never adds a hazard the
 program does not order. When that does not fit either, the run says which tiles hold the
 buffer (the ones the flags do not order marked so); ``--sync auto`` lets the simulator
 synchronise the reuse instead.
@@ -87,7 +87,7 @@ def _by_liveness(program, target) -> dict:
     from sim.placement.alloc import allocate
     from sim.placement.inline import inline_calls
     from sim.placement.ir import constant_addresses
-    from sim.placement.order import ProgramOrder
+    from sim.placement.reuse import ProgramOrder
     where = "placement"
     fn = program.main
     rest = [st for f in _reachable(program)[1:] for st in scan(f.body).allocs

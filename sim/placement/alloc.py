@@ -128,7 +128,7 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
     ``reserved`` (buffer name -> [(start, end)]) are bytes held for the whole kernel (the
     FIFO buffers of cube<->vector pipes). ``may_share(a, b)``, when given, must also hold
     for two tiles with disjoint live ranges to share bytes (a manual kernel: its own flags
-    must order them, ``sim.placement.order``); ``where`` starts the messages."""
+    must order them, ``sim.placement.reuse``); ``where`` starts the messages."""
     pinned = pinned or {}
     reserved = reserved or {}
     scan = _Scan(fn)
