@@ -13,7 +13,8 @@ from sim.isa.opcodes import OPCODES
 from sim.isa.program import (Alloc, Const, Function, GmPtr, Instr, MakeTensorView, PartitionView,
                              PartView, Program, Scalar, SetValidShape, SourceLoc, TensorView)
 from sim.isa.tile import Tile, TileType
-from sim.isa.verify import check_ops_table, verify_instr, verify_program
+from sim.isa.ops_table import check_ops_table
+from sim.isa.verify import verify_instr, verify_program
 from sim.target import load_target
 
 A2, A5 = load_target("a2a3"), load_target("a5")

@@ -43,10 +43,16 @@ PTO_ARGS = {"gemm.pto": ({"m": 256, "k": 1024, "n": 512, "singleCoreM": 128, "si
             "sync_never_set.pto": ({"n": 2}, None), "two_kernels.pto": ({"n": 2, "m": 3}, None)}
 
 
+def _local(text: str) -> str:
+    """Text with the checkout's own path taken out (messages and trace rows name source
+    files), so that baselines of two checkouts compare."""
+    return text.replace(str(ROOT), "<root>")
+
+
 def _digest(obj) -> str:
     h = hashlib.sha256()
     if hasattr(obj, "to_csv"):
-        h.update(obj.to_csv(index=False).encode())
+        h.update(_local(obj.to_csv(index=False)).encode())
     elif isinstance(obj, dict):
         for name in sorted(obj):
             a = np.asarray(obj[name])
@@ -68,11 +74,11 @@ def _run_entry(kernel, target, sync, inputs=None, block_dim=None) -> dict:
         return {"cycles": int(r.total_cycles), "mode": r.mode,
                 "pipes": {p: int(v["busy_cycles"]) if isinstance(v, dict) else str(v)
                           for p, v in sorted(r.pipes.items())},
-                "warnings": list(r.warnings),
-                "races": [getattr(f, "message", str(f)) for f in (r.races or [])],
+                "warnings": [_local(w) for w in r.warnings],
+                "races": [_local(getattr(f, "message", str(f))) for f in (r.races or [])],
                 "trace": _digest(r.trace), "outputs": _digest(outputs)}
     except Exception as e:  # the message is part of the behaviour
-        return {"error": f"{type(e).__name__}: {e}"}
+        return {"error": _local(f"{type(e).__name__}: {e}")}
 
 
 def _scalar_defaults(kernel, given):
@@ -107,7 +113,7 @@ def collect(progress=True) -> dict:
         try:
             kernel = _load(path)
         except Exception as e:
-            out[rel] = {"error": f"{type(e).__name__}: {e}"}
+            out[rel] = {"error": _local(f"{type(e).__name__}: {e}")}
             continue
         inputs, block_dim = PTO_ARGS.get(path.name, (None, None))
         inputs = _scalar_defaults(kernel, inputs)
@@ -119,7 +125,7 @@ def collect(progress=True) -> dict:
                 df = sim.compare(kernel, target, inputs=inputs)
                 out[f"{rel} {target} compare"] = {"table": _digest(df)}
             except Exception as e:
-                out[f"{rel} {target} compare"] = {"error": f"{type(e).__name__}: {e}"}
+                out[f"{rel} {target} compare"] = {"error": _local(f"{type(e).__name__}: {e}")}
         if progress:
             print(rel, file=sys.stderr)
     import kernels as bench_kernels
@@ -134,7 +140,7 @@ def collect(progress=True) -> dict:
                                                                         if "time" in c or "seconds" in c],
                                                                errors="ignore"))}
     except Exception as e:
-        out["sweep relu_sub_tiled"] = {"error": f"{type(e).__name__}: {e}"}
+        out["sweep relu_sub_tiled"] = {"error": _local(f"{type(e).__name__}: {e}")}
     return out
 
 

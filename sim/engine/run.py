@@ -87,7 +87,7 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
     watched = limits is not None and limits.active
-    # the auto passes' progress, for a progress object that shows it (sim.progress)
+    # the auto passes' progress, for a progress object that shows it (sim.cli.progress)
     tick = getattr(limits.progress, "preparing", None) if watched else None
     # kept with the program: the auto passes cost several times the run they prepare
     prep = kept(program, ("prepared", tgt, sync), lambda: prepare(program, tgt, sync, tick))

@@ -49,7 +49,7 @@ _N_OUT: dict[str, int] = {}      # opcode -> destination operands the builder ta
 class Kernel(ChipKernel):
     """A kernel under construction; ``program()`` returns its IR.
 
-    ``block_dim`` physical cores run it (SPMD); see ``sim.builder_chip`` for block ids,
+    ``block_dim`` physical cores run it (SPMD); see ``sim.kernel.chip`` for block ids,
     cube / vector sections and FIFOs.
     """
 

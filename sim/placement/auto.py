@@ -84,7 +84,8 @@ from sim.placement.alloc import allocate
 from sim.placement.inline import inline_calls
 from sim.placement.ir import (Aliases, Fifos, Views, check_supported, constant_addresses,
                               fifo_reserves, pipe_of)
-from sim.placement.sync import SyncStats, _Ctx, _parity_scalar, _parity_value, synchronise
+from sim.placement.order import Ctx, SyncStats
+from sim.placement.sync import _parity_scalar, _parity_value, synchronise
 from sim.target import load_target
 
 __all__ = ["AutoPlan", "plan_auto", "to_auto", "program_of"]
@@ -300,7 +301,7 @@ def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool, tick=None
     fifos = Fifos(fn1)
     pipes |= {s[0] for st in walk(fn1.body) if isinstance(st, PipeOp)
               for s in [fifos.step(st)] if s is not None}
-    ctx = _Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {}, fifos, tick)
+    ctx = Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {}, fifos, tick)
     body = _place(fn1.body, slots, ctx)
     body = synchronise(body, ctx)
     return attrs.evolve(fn1, body=tuple(body)), slots, ctx.stats

@@ -2,245 +2,29 @@
 set/wait flags and barriers that order them (the policy is documented in
 ``sim.placement.auto``).
 
-The pass reasons with a static happens-before model of the pipe queues (``Order``): an
-item of pipe P (an op or a wait) has an index in P's queue; every pipe keeps a vector
-clock of the items of other pipes *known to have completed* before its next item starts.
-A ``set_flag`` carries its pipe's clock (all earlier work of its pipe done) to the
-matching ``wait_flag``; ``pipe_barrier(P)`` makes P's own earlier items complete;
-``pipe_barrier(PIPE_ALL)`` makes every issued item complete. A hazard between an earlier
+The pass reasons with the static happens-before model of the pipe queues of
+``sim.placement.order`` (``Order``: a vector clock per pipe of the items of other pipes
+known to have completed). A hazard between an earlier
 access X (pipe P, index k) and a later access Y (pipe Q) is *covered* when Q's clock at
 Y already holds k for P — through the flags and barriers inserted so far, transitively.
 """
 
 from __future__ import annotations
 
-import functools
-from collections import deque
-
 import attrs
 
-from sim.isa.program import (Arith, Barrier, Const, For, If, Instr, PartView, PipeOp, Scalar,
+from sim.isa.program import (Arith, Barrier, Const, For, If, Instr, PipeOp, Scalar,
                              ScalarOp, Section, SetFlag, WaitFlag, Yield)
-from sim.placement.ir import Access, Fifos, pipe_of, tile_roles
-from sim.base.vclock import join
+from sim.placement.order import (Ctx, Order, Rec, Summary, pipes_of_stmt,
+                                 raw_accesses, stmt)
 
-__all__ = ["Order", "SyncStats", "synchronise"]
-
-
-@functools.lru_cache(maxsize=None)
-def _stmt(kind, *args):
-    """One object per distinct set / wait flag or barrier the passes insert: they insert
-    one at every point that needs it, equal ones are interchangeable (frozen, no source
-    line), and a 10^5-instruction kernel needs ~2 * 10^5 of them."""
-    return kind(*args)
-
-
-class Order:
-    """Static happens-before over the pipe queues (see the module doc)."""
-
-    def __init__(self):
-        self.n: dict[str, int] = {}
-        self.vc: dict[str, dict] = {}
-        self.floor: dict = {}
-        self.fifo: dict = {}
-        self.last_wait: dict = {}
-
-    def clock(self, pipe: str) -> dict:
-        return join(self.vc.get(pipe, {}), self.floor)
-
-    def knows(self, q: str, p: str, k: int) -> bool:
-        return max(self.vc.get(q, {}).get(p, 0), self.floor.get(p, 0)) >= k
-
-    def op(self, pipe: str):
-        k = self.n.get(pipe, 0) + 1
-        self.n[pipe] = k
-        clock = self.clock(pipe)            # a fresh dict: the item's own index joins it
-        if clock.get(pipe, 0) < k:
-            clock[pipe] = k
-        return k, clock
-
-    def set(self, pipe: str, key, clock=None) -> None:
-        if clock is None:
-            clock = join(self.clock(pipe), {pipe: self.n.get(pipe, 0)})
-        self.fifo.setdefault(key, deque()).append(clock)
-
-    def wait(self, dst: str, key, clock=None) -> int:
-        k = self.n.get(dst, 0) + 1
-        self.n[dst] = k
-        if clock is None:
-            q = self.fifo.get(key)
-            clock = q.popleft() if q else {}
-        self.vc[dst] = join(self.clock(dst), clock)
-        self.last_wait[key] = (dst, k)
-        return k
-
-    def barrier(self, pipe: str) -> None:
-        self.vc[pipe] = join(self.clock(pipe), {pipe: self.n.get(pipe, 0)})
-
-    def barrier_all(self) -> None:
-        self.floor = join(self.floor, self.n)
-
-
-@attrs.define
-class SyncStats:
-    pairs: int = 0                 # set/wait pairs inserted (static)
-    barriers: int = 0              # same-pipe barriers inserted
-    fallback_barriers: int = 0     # PIPE_ALL barriers: event pool exhausted / unsafe reuse
-    scalar_barriers: int = 0       # PIPE_ALL barriers before scalar-unit memory accesses
-    loop_flags: int = 0            # loop-carried flags (primed before, drained after a loop)
-
-
-@attrs.define
-class Summary:
-    """What a compound statement (loop, branch, section) looks like from outside."""
-
-    pipes: set = attrs.Factory(set)
-    accesses: dict = attrs.Factory(dict)      # pipe -> [symbolic access]
-    keys: set = attrs.Factory(set)            # (P, Q, id) used inside (busy during it)
-    primes: list = attrs.Factory(list)        # loop-level flags: (P, Q, id) set before
-    drains: list = attrs.Factory(list)        # ... and waited after
-
-    def merge(self, other: "Summary") -> None:
-        self.pipes |= other.pipes
-        for p, a in other.accesses.items():
-            self.accesses.setdefault(p, []).extend(a)
-        self.keys |= other.keys
-
-
-class _Rec:
-    __slots__ = ("pipe", "k", "snap", "acc", "i", "copy")
-
-    def __init__(self, pipe, k, snap, acc, i, copy=0):
-        self.pipe, self.k, self.snap, self.acc, self.i, self.copy = pipe, k, snap, acc, i, copy
-
-
-class _Ctx:
-    """Shared state of one to_auto run."""
-
-    def __init__(self, target, slots, aliases, views, names, pipes, parity_of_loop, fifos=None,
-                 tick=None):
-        self.target = target
-        self.tick = tick                    # tick(instructions ordered), or None
-        self.ordered = 0
-        self.slots = slots
-        self.root = aliases
-        self.views = views
-        self.fifos = fifos                  # Fifos of the function (cube<->vector FIFO ops)
-        self.names = names                  # fresh scalar-name generator
-        self.all_pipes = pipes
-        self.n_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
-        self.stats = SyncStats()
-        self.parity = parity_of_loop        # id(For) -> Scalar (created on demand)
-        self.parity_events: dict[str, tuple] = {}   # scalar name -> (loop id, id0, id1)
-        self.summaries: dict[int, Summary] = {}
-        self.loop_alias: dict[int, int] = {}        # id(rewritten For) -> id(original)
-        self.steps: dict[int, tuple] = {}           # id(Instr) -> its step
-        self.resolved: dict[int, list] = {}         # id(a step's accesses) -> resolve()
-
-    def key(self, loop) -> int:
-        """A loop's identity across rewrites (slots name the loops of the input)."""
-        return self.loop_alias.get(id(loop), id(loop))
-
-    # --- accesses ---------------------------------------------------------------------
-
-    def symbolic(self, instr: Instr) -> list:
-        out = []
-        for t, r, w in tile_roles(instr):
-            out.append(("tile", self.root(t), w))
-        for o in instr.outs:
-            if isinstance(o, PartView):
-                out.append(("gm", self.views.access(o, True)))
-        for o in instr.ins:
-            if isinstance(o, PartView):
-                out.append(("gm", self.views.access(o, False)))
-        return out
-
-    def step(self, st) -> "tuple | None":
-        """``(pipe, symbolic accesses, same_pipe)`` of an instruction or a FIFO push /
-        free (``same_pipe`` False: hazards on its own pipe need no order); None for the
-        statements hazards do not concern."""
-        if isinstance(st, Instr):
-            # once per statement: a builder kernel issues one statement from a line over
-            # and over, and the passes ask again at every level that sees it
-            step = self.steps.get(id(st), self)
-            if step is self:
-                step = self.steps[id(st)] = (pipe_of(st), tuple(self.symbolic(st)), True) \
-                    if st.opcode != "TASSIGN" else None
-            return step
-        if isinstance(st, PipeOp) and self.fifos is not None:
-            return self.fifos.step(st)
-        return None
-
-    def resolve_step(self, sym: tuple, parity: dict) -> list[Access]:
-        """``resolve`` of a step's accesses (``step()[1]``, kept as long as this run), once
-        per step outside double-buffered loop copies (where ``parity`` picks the copy)."""
-        if parity:
-            return self.resolve(sym, parity)
-        out = self.resolved.get(id(sym))
-        if out is None:
-            out = self.resolved[id(sym)] = self.resolve(sym, parity)
-        return out
-
-    def resolve(self, sym, parity: dict) -> list[Access]:
-        """The accesses of symbolic accesses ``sym`` with the copies of double-buffered
-        tiles that ``parity`` picks."""
-        out = []
-        for s in sym:
-            if s[0] == "gm":
-                out.append(s[1])
-                continue
-            _, tile, w = s
-            slot = self.slots.get(tile)
-            if slot is None and self.fifos is not None and tile in self.fifos.popped:
-                out.append(Access(self.fifos.popped[tile], 0, 1, w, f"%{tile.name}"))
-                continue
-            if slot is None:
-                # a tile no alloc_tile of this function made (its address is only known
-                # at run time): it may touch any byte of its buffer
-                buf = self.target.buffer(tile.loc.buffer)
-                out.append(Access(buf.name, 0, buf.capacity_bytes, w, f"%{tile.name}"))
-                continue
-            addrs = slot.addrs
-            if slot.double and id(slot.loop) in parity:
-                addrs = (addrs[parity[id(slot.loop)]],)
-            for a in addrs:
-                out.append(Access(slot.buffer, a, a + slot.nbytes, w, f"%{tile.name}"))
-        return out
-
-
-def _pipes_of_stmt(st, ctx) -> set:
-    if isinstance(st, (Instr, PipeOp)):
-        step = ctx.step(st)
-        return {step[0]} if step else set()
-    if isinstance(st, SetFlag):
-        return {st.src}
-    if isinstance(st, WaitFlag):
-        return {st.dst}
-    if isinstance(st, Barrier):
-        return set() if st.pipe == "PIPE_ALL" else {st.pipe}
-    s = ctx.summaries.get(id(st))
-    return set(s.pipes) if s else set()
-
-
-def _raw_accesses(st, ctx) -> dict:
-    """pipe -> symbolic accesses of every instruction inside a compound statement."""
-    out: dict[str, list] = {}
-    bodies = ((st.body,) if isinstance(st, (For, Section)) else (st.then_body, st.else_body))
-    for body in bodies:
-        for s in body:
-            step = ctx.step(s)
-            if step is not None:
-                out.setdefault(step[0], []).extend(step[1])
-            elif isinstance(s, (For, If, Section)):
-                for p, a in _raw_accesses(s, ctx).items():
-                    out.setdefault(p, []).extend(a)
-    return out
+__all__ = ["synchronise"]
 
 
 class _Level:
     """Synchronises one straight-line block (nested statements are compounds)."""
 
-    def __init__(self, ctx: _Ctx, busy: dict, parity: dict):
+    def __init__(self, ctx: Ctx, busy: dict, parity: dict):
         self.ctx = ctx
         self.order = Order()
         self.records: dict[str, list] = {}
@@ -276,7 +60,7 @@ class _Level:
     def _uncovered(self, q: str, accs, same_pipe: bool = True) -> dict:
         """Source pipe -> the latest record of it that an access of ``accs`` on ``q``
         conflicts with and ``q`` does not know to have completed."""
-        found: dict[str, _Rec] = {}
+        found: dict[str, Rec] = {}
         # Access.conflicts and Order.knows inlined: this runs for every record of a space
         # at every instruction (records of a space share it)
         known, floor = self.order.vc.get(q, {}), self.order.floor
@@ -320,7 +104,7 @@ class _Level:
             e = self._find_id(p, q, r.i + 0.5, i - 0.5, r.snap)
             if e is None:
                 # pool exhausted: drain everything instead (covers every hazard of i)
-                self.before.setdefault(i, []).append(_stmt(Barrier, "PIPE_ALL"))
+                self.before.setdefault(i, []).append(stmt(Barrier, "PIPE_ALL"))
                 order.barrier_all()
                 ctx.stats.fallback_barriers += 1
                 return
@@ -328,14 +112,14 @@ class _Level:
             todo = {p2: r2 for p2, r2 in todo.items()
                     if p2 != p and r.snap.get(p2, 0) < r2.k}
         for p, r, e in plan:
-            self.after.setdefault(r.i, []).append(_stmt(SetFlag, p, q, e))
+            self.after.setdefault(r.i, []).append(stmt(SetFlag, p, q, e))
             widx = order.wait(q, (p, q, e), clock=r.snap)
-            self.before.setdefault(i, []).append(_stmt(WaitFlag, p, q, e))
+            self.before.setdefault(i, []).append(stmt(WaitFlag, p, q, e))
             self.intervals.setdefault((p, q), {})[e] = (r.i + 0.5, i - 0.5, widx)
             self.keys.add((p, q, e))
             ctx.stats.pairs += 1
         if q in todo:
-            self.before.setdefault(i, []).append(_stmt(Barrier, q))
+            self.before.setdefault(i, []).append(stmt(Barrier, q))
             order.barrier(q)
             ctx.stats.barriers += 1
 
@@ -347,7 +131,7 @@ class _Level:
                 r for r in records.get(a.space, ())
                 if not (r.pipe == q and lo <= r.acc.lo and r.acc.hi <= hi
                         and (write or not r.acc.write))]
-            lst.append(_Rec(q, k, snap, a, i))
+            lst.append(Rec(q, k, snap, a, i))
             if len(lst) > 64:
                 pipes = self.ctx.all_pipes
                 lst[:] = [r for r in lst if not all(self.order.knows(p, r.pipe, r.k) for p in pipes)]
@@ -371,7 +155,7 @@ class _Level:
                 self._record(q, k, snap, accs, i)
             elif isinstance(st, ScalarOp) and st.op.removeprefix("pto.") in ("load_scalar", "store_scalar"):
                 # the scalar unit touches buffer / GM bytes at dispatch: drain every pipe first
-                self.before.setdefault(i, []).append(_stmt(Barrier, "PIPE_ALL"))
+                self.before.setdefault(i, []).append(stmt(Barrier, "PIPE_ALL"))
                 self.order.barrier_all()
                 ctx.stats.scalar_barriers += 1
             elif isinstance(st, (For, If, Section)):
@@ -400,7 +184,7 @@ class _Level:
     def _compound(self, c: int, st):
         ctx = self.ctx
         # entry: hazards from earlier statements to anything inside, ordered before it
-        raw = _raw_accesses(st, ctx)
+        raw = raw_accesses(st, ctx)
         for q in sorted(raw):
             found = self._uncovered(q, ctx.resolve(raw[q], self.parity))
             if found:
@@ -423,7 +207,7 @@ class _Level:
             new = attrs.evolve(st, body=tuple(nb))
         ctx.summaries[id(new)] = summ
         for p, q, e in summ.primes:
-            self.before.setdefault(c, []).append(_stmt(SetFlag, p, q, e))
+            self.before.setdefault(c, []).append(stmt(SetFlag, p, q, e))
             self.order.set(p, (p, q, e))
         kq = {}
         for q in sorted(summ.pipes):
@@ -432,7 +216,7 @@ class _Level:
             self._record(q, k, snap, ctx.resolve(summ.accesses.get(q, []), self.parity), c)
         drained = {}
         for p, q, e in summ.drains:
-            self.after.setdefault(c, []).append(_stmt(WaitFlag, p, q, e))
+            self.after.setdefault(c, []).append(stmt(WaitFlag, p, q, e))
             drained[(p, q, e)] = self.order.wait(q, (p, q, e))
         for key in summ.keys:
             p, q, e = key
@@ -445,7 +229,7 @@ class _Level:
         ctx = self.ctx
         s = Summary(keys=set(self.keys))
         for st in body:
-            s.pipes |= _pipes_of_stmt(st, ctx)
+            s.pipes |= pipes_of_stmt(st, ctx)
             step = ctx.step(st) if isinstance(st, (Instr, PipeOp)) else None
             if step is not None:
                 s.accesses.setdefault(step[0], []).extend(step[1])
@@ -490,7 +274,7 @@ def _simulate(ctx, stmts, origin, loop_id, parity, copies, primes):
                     uncovered[key] = min(uncovered.get(key, c - r.copy), c - r.copy)
         k, snap = order.op(q)
         for a in accs:
-            records.setdefault(a.space, []).append(_Rec(q, k, snap, a, i, c))
+            records.setdefault(a.space, []).append(Rec(q, k, snap, a, i, c))
         return k
 
     for c in range(copies):
@@ -683,13 +467,13 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
             ctx.parity_events[ev.name] = (ctx.key(st), f.ids[0], f.ids[1])
             events += stmts
         if f.y_first < f.x_last:
-            before.setdefault(f.y_first, []).append(_stmt(WaitFlag, f.src, f.dst, ev))
-            after.setdefault(f.x_last, []).append(_stmt(SetFlag, f.src, f.dst, ev))
+            before.setdefault(f.y_first, []).append(stmt(WaitFlag, f.src, f.dst, ev))
+            after.setdefault(f.x_last, []).append(stmt(SetFlag, f.src, f.dst, ev))
         else:   # the brief's idiom: wait at the top of the body, set at the bottom
-            before.setdefault(0, []).insert(0, _stmt(WaitFlag, f.src, f.dst, ev))
-            after.setdefault(max(bottom, 0), []).append(_stmt(SetFlag, f.src, f.dst, ev))
+            before.setdefault(0, []).insert(0, stmt(WaitFlag, f.src, f.dst, ev))
+            after.setdefault(max(bottom, 0), []).append(stmt(SetFlag, f.src, f.dst, ev))
     for q, y in sorted(same.items()):
-        before.setdefault(y, []).insert(0, _stmt(Barrier, q))
+        before.setdefault(y, []).insert(0, stmt(Barrier, q))
     out, origin = [], []
     for i, s in enumerate(body):
         for x in before.get(i, []):
@@ -704,12 +488,12 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
             origin.append(i)
     if fallback:
         k = len(out) - 1 if out and isinstance(out[-1], Yield) else len(out)
-        out.insert(k, _stmt(Barrier, "PIPE_ALL"))
+        out.insert(k, stmt(Barrier, "PIPE_ALL"))
         origin.insert(k, n)
     pre = list(ctx.parity[ctx.key(st)][0]) if ctx.key(st) in ctx.parity else []
     return out, origin, pre + events
 
 
-def synchronise(body, ctx: _Ctx) -> list:
+def synchronise(body, ctx: Ctx) -> list:
     """``body`` (placed, without sync) with every hazard ordered."""
     return _Level(ctx, {}, {}).run(body)

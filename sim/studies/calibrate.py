@@ -252,7 +252,7 @@ def write_model(base, costs: dict, out_dir, note: str) -> Path:
     machine = re.sub(r'(?m)^costs = ".*"', 'costs = "vector_costs.csv"', machine, count=1)
     (out / "machine.toml").write_text(machine)
     with (out / "vector_costs.csv").open("w", newline="") as f:
-        f.write(f"# Calibrated from {note} on top of {tgt.path} (sim/calibrate.py).\n")
+        f.write(f"# Calibrated from {note} on top of {tgt.path} (sim/studies/calibrate.py).\n")
         f.write("# head/tail keep the original split of the fitted start-up latency.\n")
         w = csv.writer(f)
         w.writerow(["instruction", "head_cycles", "slope_cycles_per_repeat", "tail_cycles", "floor", "source"])
