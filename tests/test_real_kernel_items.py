@@ -155,3 +155,44 @@ def test_a_two_function_kernel_with_a_subblock_argument_runs_from_the_command_li
     assert json.loads(p.stdout)["total_cycles"] > 0
     p = _ptosim("run", path, "--timing-only", "--block-dim", "2", "--json")
     assert p.returncode == 0, p.stderr
+
+
+# --- a run that executes no tile instruction says so ----------------------------------------
+
+IDLE = "warning: the run executed no tile instruction: its cycles measure no work"
+
+
+@pytest.mark.parametrize("trace", ["full", "ops", "none"])
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_run_of_no_tile_instruction_warns_naming_the_arguments(n, trace):
+    program = parse_file(DATA / "loop_bounded_by_argument.pto")
+    r = sim.simulate(program, "a2a3", inputs={"n": n}, functional=False, trace=trace)
+    idle = [w for w in r.warnings if w.startswith(IDLE)]
+    if n == 0:
+        assert r.total_cycles == 0 and len(idle) == 1 and "%n = 0" in idle[0]
+        assert "--arg NAME=VALUE" in idle[0]
+    else:
+        assert r.total_cycles > 0 and idle == []
+
+
+def test_the_idle_warning_is_in_the_text_report_and_the_json():
+    p = _ptosim("run", DATA / "loop_bounded_by_argument.pto", "--arg", "n=0", "--json")
+    assert p.returncode == 0, p.stderr
+    assert any(w.startswith(IDLE) for w in json.loads(p.stdout)["warnings"])
+    p = _ptosim("run", DATA / "loop_bounded_by_argument.pto", "--arg", "n=0")
+    assert p.returncode == 0 and IDLE in p.stdout
+    p = _ptosim("run", DATA / "loop_bounded_by_argument.pto", "--arg", "n=2")
+    assert p.returncode == 0 and "no tile instruction" not in p.stdout
+
+
+def test_a_kernel_without_tile_instructions_says_so():
+    r = sim.simulate(parse_file(ROOT / "tests" / "data" / "two_kernels.pto"), "a2a3",
+                     inputs={"n": 1, "m": 2})
+    assert "warning: the kernel has no tile instruction: its cycles measure no work" in r.warnings
+
+
+@pytest.mark.parametrize("block_dim", [1, 2])
+def test_a_chip_kernel_where_one_unit_works_has_no_idle_warning(block_dim):
+    r = sim.simulate(parse_text(_pop_kernel(16, 16, 1, "")), "a2a3", block_dim=block_dim,
+                     functional=False)
+    assert not [w for w in r.warnings if "no tile instruction" in w]
