@@ -196,3 +196,39 @@ def test_a_chip_kernel_where_one_unit_works_has_no_idle_warning(block_dim):
     r = sim.simulate(parse_text(_pop_kernel(16, 16, 1, "")), "a2a3", block_dim=block_dim,
                      functional=False)
     assert not [w for w in r.warnings if "no tile instruction" in w]
+
+
+# --- functional runs stopped by values from random inputs say so ----------------------------
+
+def _data_driven(op: str, rows: int):
+    k = sim.Kernel(f"dd_{op}")
+    idx = k.gm("idx", "i32", (rows, 16))
+    src = k.gm("src", "i32", (rows, 16))
+    out = k.gm("out", "i32", (rows, 16))
+    a, i, d = (k.tile("vec", "i32", rows, 16, name=n) for n in "aid")
+    k.TLOAD(a, src)
+    k.TLOAD(i, idx)
+    getattr(k, op)(d, a, i)
+    k.TSTORE(out, d)
+    return k
+
+
+@pytest.mark.parametrize("op", ["TGATHER", "TSHL", "TSHR"])
+@pytest.mark.parametrize("rows", [8, 16, 32])
+def test_values_from_random_inputs_that_stop_a_run_name_input_and_timing_only(op, rows):
+    import numpy as np
+    k = _data_driven(op, rows)
+    with pytest.raises(sim.SimulationError) as e:
+        sim.simulate(k, "a2a3")
+    msg = str(e.value)
+    assert "the inputs drive it" in msg and "--input idx=FILE.npy" in msg
+    assert msg.endswith("or run with --timing-only")
+    assert sim.simulate(k, "a2a3", functional=False).total_cycles > 0
+    # real inputs in range run; real inputs out of range stop with the kernel's message
+    good = {"idx": np.arange(rows * 16, dtype=np.int32).reshape(rows, 16) % 8,
+            "src": np.ones((rows, 16), np.int32)}
+    assert sim.simulate(k, "a2a3", inputs=good).total_cycles > 0
+    bad = {**good, "idx": good["idx"] - 9}
+    with pytest.raises(sim.SimulationError) as e:
+        sim.simulate(k, "a2a3", inputs=bad)
+    assert "random" not in str(e.value) and "-9" in str(e.value)

@@ -148,25 +148,36 @@ class GlobalViews:
             arr[a:b] = _random(dt, b - a, rng)
         filled[p0:p1] = True
 
-    def data_error(self, message: str) -> None:
+    def data_error(self, message: str, values: bool = False) -> None:
         """A run-time value is out of range. When the kernel has read GM data nobody gave
         (seeded random fill), the value may come from it: a timing-only run records a
         warning and goes on (ASSUMPTION: the caller keeps the value, which only the
         functional units would dereference), a functional run names the ``--input`` to give.
-        Otherwise the kernel itself is wrong: raise."""
+        Otherwise the kernel itself is wrong: raise. An index or a size comes from
+        integer data or from a scalar the kernel loaded (``load_scalar``); ``values``: an
+        element value a functional unit found out of range (``ValueOutOfRange``), which
+        random data of any type may give."""
         random = [n for n, filled in self._filled.items() if filled.any()
-                  and not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float]
+                  and (values or n in self._scalar_reads
+                       or not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float)]
         if not random:
             raise SimulationError(message)
+        if values:
+            flags = " ".join(f"--input {n}=FILE.npy" for n in random)
+            raise SimulationError(f"{message}; the inputs drive it: the values come from GM "
+                                  f"arguments filled with seeded random data "
+                                  f"({', '.join('%' + n for n in random)}): give real ones with "
+                                  f"{flags}, or run with --timing-only")
         if not self.functional and self._scalar_reads:
             self.warnings.setdefault(
                 f"{message}; the timing-only run goes on (the value depends on seeded random "
                 f"data read from {', '.join('%' + n for n in sorted(self._scalar_reads))})", None)
             return
         flags = " ".join(f"--input {n}=FILE.npy" for n in random)
-        raise SimulationError(f"{message}; the kernel reads indices from integer GM arguments "
-                              f"filled with seeded random data ({', '.join('%' + n for n in random)}): "
-                              f"give real ones with {flags}, or run with --timing-only")
+        raise SimulationError(f"{message}; the inputs drive it: the kernel reads indices from "
+                              f"GM arguments filled with seeded random data "
+                              f"({', '.join('%' + n for n in random)}): give real ones with "
+                              f"{flags}, or run with --timing-only")
 
     def _make_view(self, st: MakeTensorView) -> None:
         shape = [int(self.scalar(x)) for x in st.shape]
