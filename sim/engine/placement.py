@@ -107,7 +107,7 @@ def _by_liveness(program, target) -> dict:
     hand = constant_addresses(flat)
     order = ProgramOrder(flat)
     slots = allocate(flat, target, double_buffer=False, pinned=hand, reserved=taken,
-                     may_share=order.may_share, where=where)
+                     hb=order, where=where)
     placed.update((t, s.addrs[0]) for t, s in slots.items() if t not in hand)
     return placed
 

@@ -223,6 +223,27 @@ class ProgramOrder:
             got = self._cache[key] = self._ordered(a, b)
         return got
 
+    def key(self, tile: Tile):
+        """What placement needs to test a one-lifetime tile against many at once:
+        ``(last, bound)`` — ``last`` the index of its last access on each pipe, ``bound``
+        for each pipe P the index of P that every access of it on another pipe knows —
+        so that X is before Y exactly when ``last_X[P] <= bound_Y[P]`` for every P
+        (``_before``), and against the latest of many earlier tiles at once by taking
+        their ``last`` pipe by pipe. None when only ``may_share`` can tell (a tile of
+        several lifetimes, one a FIFO op touches, or a walk that gave up)."""
+        tile = self.root(tile)
+        if self.gave_up or tile in self.unshared:
+            return None
+        insts = [i for i in self.instances.get(tile, ()) if i is not None]
+        if len(insts) > 1:
+            return None
+        if not insts:
+            return {}, _Always()
+        x = insts[0]
+        bound = {p: min((snap.get(p, 0) for q, snap in x.first.items() if q != p),
+                        default=_INF) for p in (*self.n, *x.first)}
+        return dict(x.last), bound
+
     def _ordered(self, a: Tile, b: Tile) -> bool:
         xs = [i for i in self.instances.get(a, ()) if i is not None]
         ys = [i for i in self.instances.get(b, ()) if i is not None]
@@ -232,6 +253,16 @@ class ProgramOrder:
                 if not _before(first, then):
                     return False
         return True
+
+
+_INF = float("inf")
+
+
+class _Always(dict):
+    """The bound of a tile nobody accesses: every index."""
+
+    def get(self, key, default=None):
+        return _INF
 
 
 def _before(x: _Instance, y: _Instance) -> bool:
