@@ -230,7 +230,8 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
             raise UserError(
                 f"{where}: tile %{tile.name} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}, reserved ranges excluded): "
-                f"{used} B are held by {whom}" + (f": {desc}" if desc else ""))
+                f"{used} B are held by {whom}" + (f": {desc}" if desc else "")
+                + ("; --sync auto orders such reuse itself" if unordered else ""))
         addrs = (addr,)
         if db:
             held = [(b, b + sl.nbytes) for sl in unordered for b in sl.addrs]
