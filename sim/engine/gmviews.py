@@ -155,10 +155,10 @@ class GlobalViews:
         functional units would dereference), a functional run names the ``--input`` to give.
         Otherwise the kernel itself is wrong: raise. An index or a size comes from
         integer data or from a scalar the kernel loaded (``load_scalar``); ``values``: an
-        element value a functional unit found out of range (``ValueOutOfRange``), which
-        random data of any type may give."""
+        element value a functional unit found out of range (``ValueOutOfRange``: a gather
+        index, a shift count, an integer divisor), from integer data too."""
         random = [n for n, filled in self._filled.items() if filled.any()
-                  and (values or n in self._scalar_reads
+                  and (n in self._scalar_reads
                        or not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float)]
         if not random:
             raise SimulationError(message)
