@@ -232,3 +232,65 @@ def test_values_from_random_inputs_that_stop_a_run_name_input_and_timing_only(op
     with pytest.raises(sim.SimulationError) as e:
         sim.simulate(k, "a2a3", inputs=bad)
     assert "random" not in str(e.value) and "-9" in str(e.value)
+
+
+# --- a two-function kernel whose vector side fits only by liveness ---------------------------
+
+def _two_function_stages(ordered: bool, tiles: int = 3) -> str:
+    """The cube pushes one tile; the vector peer pops it, then loads and stores ``tiles``
+    64 KiB tiles one after another (192 KiB side by side: more than UB holds next to the
+    FIFO buffer), each next load waiting for the previous store when ``ordered``."""
+    at = "!pto.tile_buf<acc, 16x16xf32>"
+    vt = "!pto.tile_buf<vec, 8x16xf32>"
+    T = "!pto.tile_buf<vec, 64x256xf32>"
+    V = "!pto.partition_tensor_view<64x256xf32>"
+    stages = []
+    for i in range(tiles):
+        if i and ordered:
+            stages.append("    pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]\n"
+                          "    pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]")
+        stages.append(f"""    pto.tload ins(%vx : {V}) outs(%t{i} : {T})
+    pto.set_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
+    pto.wait_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
+    pto.tstore ins(%t{i} : {T}) outs(%vo : {V})""")
+    allocs = "\n".join(f"    %t{i} = pto.alloc_tile : {T}" for i in range(tiles))
+    body = "\n".join(stages)
+    return f"""module {{
+  func.func @mm_aic(%px: !pto.ptr<f32>, %po: !pto.ptr<f32>) attributes {{pto.entry, pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %buf = pto.import_reserved_buffer {{name = "c2v", peer_func = @mm_aiv}} -> i32
+    pto.aic_initialize_pipe {{id = 0, dir_mask = 1, slot_size = 1024}} (c2v_consumer_buf = %buf : i32)
+    %t = pto.alloc_tile : {at}
+    pto.tpush_to_aiv(%t : {at}) {{split = 1}}
+    return
+  }}
+  func.func @mm_aiv(%px: !pto.ptr<f32>, %po: !pto.ptr<f32>) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c256 = arith.constant 256 : index
+    %tx = pto.make_tensor_view %px, shape = [%c64, %c256], strides = [%c256, %c1] : !pto.tensor_view<?x?xf32>
+    %to = pto.make_tensor_view %po, shape = [%c64, %c256], strides = [%c256, %c1] : !pto.tensor_view<?x?xf32>
+    %vx = pto.partition_view %tx, offsets = [%c0, %c0], sizes = [%c64, %c256] : !pto.tensor_view<?x?xf32> -> {V}
+    %vo = pto.partition_view %to, offsets = [%c0, %c0], sizes = [%c64, %c256] : !pto.tensor_view<?x?xf32> -> {V}
+    %buf = pto.reserve_buffer {{name = "c2v", size = 2048, location = #pto.address_space<vec>, auto = false, base = 0}} -> i32
+    pto.aiv_initialize_pipe {{id = 0, dir_mask = 1, slot_size = 1024}} (c2v_consumer_buf = %buf : i32)
+    %u = pto.tpop_from_aic {{split = 1}} -> {vt}
+    pto.tfree_from_aic {{split = 1}}
+{allocs}
+{body}
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("tiles", [3, 4])
+def test_a_two_function_kernel_places_its_vector_side_by_liveness_where_ordered(tiles):
+    r = sim.simulate(parse_text(_two_function_stages(True, tiles)), "a2a3", functional=False,
+                     sync="manual", races=True)
+    assert r.total_cycles > 0
+    assert not [f for f in r.races if f.space == "UB"]     # both AIVs store the same GM: theirs
+    with pytest.raises(sim.UserError, match=r"placement: tile %t\d \(65536 B\) does not fit "
+                                            r"in UB .*\(not ordered\)"):
+        sim.simulate(parse_text(_two_function_stages(False, tiles)), "a2a3",
+                     functional=False, sync="manual")

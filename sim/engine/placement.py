@@ -11,7 +11,8 @@ hand-placed tiles, of earlier auto-placed tiles and of the target's reserved ran
 (first fit, no reuse: every auto tile is live for the whole kernel, so placement adds no
 hazard the kernel's own flags do not order). When that does not fit, the tiles of the
 entry function are placed by liveness instead (``sim.placement.alloc``), as the
-toolchain's allocator would — but two tiles share bytes only where their live ranges are
+toolchain's allocator would (those of its two-function peer too, on their own: the two
+run on different units) — but two tiles share bytes only where their live ranges are
 disjoint *and* the kernel's own flags and barriers order every access of the one before
 every access of the other (``sim.placement.reuse``): placement never adds a hazard the
 program does not order. When that does not fit either, the run says which tiles hold the
@@ -23,6 +24,8 @@ when ``auto = true``.
 """
 
 from __future__ import annotations
+
+import attrs
 
 from sim.engine.scan import kept, scan
 from sim.base.errors import UserError
@@ -48,18 +51,27 @@ def place_tiles(program_or_body, target) -> dict:
         return _by_liveness(program_or_body, target)
 
 
-def _reachable(program) -> tuple:
-    """The functions a run of ``program`` can execute (module doc), entry first."""
+def _roots(program) -> tuple:
+    """The functions units start in: the entry, and the peer whose reserved buffer it
+    imports (PTOAS's two-function form: the peer runs on the other kind of unit)."""
     def compute():
         main = program.main
-        todo, seen = [main], {main.name: main}
+        roots = [main]
         for st in walk(main.body):
             if isinstance(st, PipeOp) and st.op == "pto.import_reserved_buffer":
                 name = str(dict(st.attrs).get("peer_func", "")).lstrip("@")
                 peer = next((f for f in program.functions if f.name == name), None)
-                if peer is not None and name not in seen:
-                    seen[name] = peer
-                    todo.append(peer)
+                if peer is not None and peer not in roots:
+                    roots.append(peer)
+        return tuple(roots)
+    return kept(program, ("roots",), compute)
+
+
+def _reachable(program) -> tuple:
+    """The functions a run of ``program`` can execute (module doc), the roots first."""
+    def compute():
+        seen = {f.name: f for f in _roots(program)}
+        todo = list(seen.values())
         while todo:
             fn = todo.pop()
             for st in walk(fn.body):
@@ -89,26 +101,27 @@ def _by_liveness(program, target) -> dict:
     from sim.placement.ir import constant_addresses
     from sim.placement.reuse import ProgramOrder
     where = "placement"
-    fn = program.main
-    rest = [st for f in _reachable(program)[1:] for st in scan(f.body).allocs
+    roots = _roots(program)
+    rest = [st for f in _reachable(program)[len(roots):] for st in scan(f.body).allocs
             if st.addr is None]
     if rest:        # callee tiles: one address each, clear of every entry-function tile
-        raise UserError(f"{where}: the tiles of @{fn.name} only fit by liveness, and "
-                        f"tiles allocated in callees (%{rest[0].tile.name}) cannot be placed "
-                        f"around them; give them addresses or run with --sync auto")
+        raise UserError(f"{where}: the tiles of @{program.main.name} only fit by liveness, "
+                        f"and tiles allocated in callees (%{rest[0].tile.name}) cannot be "
+                        f"placed around them; give them addresses or run with --sync auto")
     # FIFO buffers and FIFO slots hold their bytes for the whole kernel: placed first
     facts = _facts(program)
     taken: dict[str, list] = {}
     todo = _reserves(facts.reserves, taken)
     todo += [(t, t.loc.buffer, t.type.nbytes) for t in dict.fromkeys(facts.tallocs)]
     placed = _place_in_gaps(todo, taken, target)
-    # a callee's accesses to the tiles passed to it count: analyse the entry inlined
-    flat = inline_calls(program).main
-    hand = constant_addresses(flat)
-    order = ProgramOrder(flat)
-    slots = allocate(flat, target, double_buffer=False, pinned=hand, reserved=taken,
-                     hb=order, where=where)
-    placed.update((t, s.addrs[0]) for t, s in slots.items() if t not in hand)
+    # each root runs on units of its own, so its tiles are placed on their own; a
+    # callee's accesses to the tiles passed to it count: each root is analysed inlined
+    for fn in roots:
+        flat = inline_calls(attrs.evolve(program, entry=fn.name)).main
+        hand = constant_addresses(flat)
+        slots = allocate(flat, target, double_buffer=False, pinned=hand, reserved=taken,
+                         hb=ProgramOrder(flat), where=where)
+        placed.update((t, s.addrs[0]) for t, s in slots.items() if t not in hand)
     return placed
 
 
