@@ -1,7 +1,7 @@
 """Manual-mode placement by liveness, with the kernel's own flags checked for every reuse
 (sim.placement.reuse): time for N chained 16 KiB tiles that only fit sharing one address.
 
-    .venv/bin/python bench/placement_manual_liveness.py [N ...]
+    .venv/bin/python bench/bench_placement.py [N ...]
 
 Each tile is loaded then stored, the next load waiting for the previous store (a token),
 so every tile may take the bytes of the one before. Placement must stay near-linear in N.
