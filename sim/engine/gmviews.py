@@ -53,7 +53,9 @@ class GlobalViews:
     """Mixin of ``Interpreter``: binds the kernel's arguments and resolves GM views."""
 
     def _bind_args(self) -> None:
-        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs]
+        launch = self._launch_args()
+        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs
+                   and a.name not in launch]
         if missing:
             names = ", ".join(f"%{a.name} ({a.type})" for a in missing)
             flags = " ".join(f"--arg {a.name}=VALUE" for a in missing)
@@ -62,9 +64,19 @@ class GlobalViews:
                             f"{flags}")
         for a in self.fn.args:
             if isinstance(a, Scalar):
-                self._bind(a, self.inputs[a.name])
+                self._bind(a, self.inputs[a.name] if a.name in self.inputs else launch[a.name])
             elif isinstance(a, (TensorView, PartView)):
                 self._bind_view_arg(a)
+
+    def _launch_args(self) -> dict:
+        """pypto kernels take the launch's indices as trailing arguments
+        (``%__pypto_spmd_block_idx``, ``_block_num``, ``_subblock_idx``, ``_subblock_num``:
+        pto-ir-in-the-wild.md): the launch binds them, per unit, as ``get_block_idx`` ...
+        answer; a value given by name (``--arg``) is kept."""
+        sp = self.spec
+        return {"__pypto_spmd_block_idx": sp.block_idx, "__pypto_spmd_block_num": sp.block_num,
+                "__pypto_spmd_subblock_idx": sp.subblock_idx,
+                "__pypto_spmd_subblock_num": sp.subblock_num}
 
     def _bind_view_arg(self, a) -> None:
         """A kernel argument typed as a GM view is a dense row-major tensor of its static
@@ -136,25 +148,36 @@ class GlobalViews:
             arr[a:b] = _random(dt, b - a, rng)
         filled[p0:p1] = True
 
-    def data_error(self, message: str) -> None:
+    def data_error(self, message: str, values: bool = False) -> None:
         """A run-time value is out of range. When the kernel has read GM data nobody gave
         (seeded random fill), the value may come from it: a timing-only run records a
         warning and goes on (ASSUMPTION: the caller keeps the value, which only the
         functional units would dereference), a functional run names the ``--input`` to give.
-        Otherwise the kernel itself is wrong: raise."""
+        Otherwise the kernel itself is wrong: raise. An index or a size comes from
+        integer data or from a scalar the kernel loaded (``load_scalar``); ``values``: an
+        element value a functional unit found out of range (``ValueOutOfRange``: a gather
+        index, a shift count, an integer divisor), from integer data too."""
         random = [n for n, filled in self._filled.items() if filled.any()
-                  and not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float]
+                  and (n in self._scalar_reads
+                       or not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float)]
         if not random:
             raise SimulationError(message)
+        if values:
+            flags = " ".join(f"--input {n}=FILE.npy" for n in random)
+            raise SimulationError(f"{message}; the inputs drive it: the values come from GM "
+                                  f"arguments filled with seeded random data "
+                                  f"({', '.join('%' + n for n in random)}): give real ones with "
+                                  f"{flags}, or run with --timing-only")
         if not self.functional and self._scalar_reads:
             self.warnings.setdefault(
                 f"{message}; the timing-only run goes on (the value depends on seeded random "
                 f"data read from {', '.join('%' + n for n in sorted(self._scalar_reads))})", None)
             return
         flags = " ".join(f"--input {n}=FILE.npy" for n in random)
-        raise SimulationError(f"{message}; the kernel reads indices from integer GM arguments "
-                              f"filled with seeded random data ({', '.join('%' + n for n in random)}): "
-                              f"give real ones with {flags}, or run with --timing-only")
+        raise SimulationError(f"{message}; the inputs drive it: the kernel reads indices from "
+                              f"GM arguments filled with seeded random data "
+                              f"({', '.join('%' + n for n in random)}): give real ones with "
+                              f"{flags}, or run with --timing-only")
 
     def _make_view(self, st: MakeTensorView) -> None:
         shape = [int(self.scalar(x)) for x in st.shape]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.functional.context import ValueOutOfRange
 from sim.base.errors import SimulationError
 from sim.isa.program import Const, Scalar
 from sim.isa.tile import BLayout, Tile
@@ -75,6 +76,8 @@ class _UnitSite(_Site):
             ctx.extra = {"table": interp._gm_table(self.table, ctx.where)}
         try:
             self.unit(ctx)
+        except ValueOutOfRange as e:
+            interp.data_error(str(e), values=True)
         except SimulationError as e:
             if not self.lenient:
                 raise
@@ -212,6 +215,8 @@ class OperandSites:
             strict=self.strict, quirks=self.target.quirks, extra=extra)
         try:
             site.unit = unit_for(site.ctx)
+        except ValueOutOfRange as e:
+            self.data_error(str(e), values=True)
         except SimulationError as e:
             if not site.lenient:
                 raise

@@ -1,13 +1,23 @@
 """Placing tiles the program did not place by hand, in a run as written.
 
+Only the functions a run can reach are placed: the entry, the peer function whose
+reserved buffer it imports (PTOAS's two-function cube + vector form) and what they call,
+transitively. A file of independent kernels runs one of them; the tiles of the others
+take no bytes.
+
 Tiles declared with an address (``TASSIGN`` at declaration / ``alloc_tile addr=``) keep
 it. Every other tile gets the lowest 32-byte-aligned gap in its buffer that is free of
 hand-placed tiles, of earlier auto-placed tiles and of the target's reserved ranges
 (first fit, no reuse: every auto tile is live for the whole kernel, so placement adds no
 hazard the kernel's own flags do not order). When that does not fit, the tiles of the
-entry function are placed by liveness instead (``sim.placement.alloc``: tiles whose live
-ranges do not overlap share bytes), as the toolchain's allocator would; the bytes a dead
-tile hands over are then ordered only by the kernel's flags (race checking shows it).
+entry function are placed by liveness instead (``sim.placement.alloc``), as the
+toolchain's allocator would (those of its two-function peer too, on their own: the two
+run on different units) — but two tiles share bytes only where their live ranges are
+disjoint *and* the kernel's own flags and barriers order every access of the one before
+every access of the other (``sim.placement.reuse``): placement never adds a hazard the
+program does not order. When that does not fit either, the run says which tiles hold the
+buffer (the ones the flags do not order marked so); ``--sync auto`` lets the simulator
+synchronise the reuse instead.
 A cube<->vector FIFO buffer (``reserve_buffer``) is kept out of the way of first-fit
 placement: at its ``base`` when ``auto = false``, placed first (key ``("reserve", name)``)
 when ``auto = true``.
@@ -15,9 +25,11 @@ when ``auto = true``.
 
 from __future__ import annotations
 
-from sim.engine.scan import scan
+import attrs
+
+from sim.engine.scan import kept, scan
 from sim.base.errors import PlacementError, UserError
-from sim.isa.program import Const
+from sim.isa.program import Call, Const, PipeOp, walk
 
 __all__ = ["place_tiles"]
 
@@ -28,8 +40,9 @@ def _align(x: int, a: int) -> int:
 
 def place_tiles(program_or_body, target) -> dict:
     """Tile -> byte address for every ``Alloc`` without a constant address, in every
-    function of a program (or in one body); by liveness when one address per tile does
-    not fit (see the module doc)."""
+    function a run of a program can reach (or in one body); by liveness, where the
+    kernel's flags order the reuse, when one address per tile does not fit (see the
+    module doc)."""
     try:
         return _first_fit_all(program_or_body, target)
     except UserError:
@@ -38,24 +51,82 @@ def place_tiles(program_or_body, target) -> dict:
         return _by_liveness(program_or_body, target)
 
 
+def _roots(program) -> tuple:
+    """The functions units start in: the entry, and the peer whose reserved buffer it
+    imports (PTOAS's two-function form: the peer runs on the other kind of unit)."""
+    def compute():
+        main = program.main
+        roots = [main]
+        for st in walk(main.body):
+            if isinstance(st, PipeOp) and st.op == "pto.import_reserved_buffer":
+                name = str(dict(st.attrs).get("peer_func", "")).lstrip("@")
+                peer = next((f for f in program.functions if f.name == name), None)
+                if peer is not None and peer not in roots:
+                    roots.append(peer)
+        return tuple(roots)
+    return kept(program, ("roots",), compute)
+
+
+def _reachable(program) -> tuple:
+    """The functions a run of ``program`` can execute (module doc), the roots first."""
+    def compute():
+        seen = {f.name: f for f in _roots(program)}
+        todo = list(seen.values())
+        while todo:
+            fn = todo.pop()
+            for st in walk(fn.body):
+                if isinstance(st, Call) and st.callee not in seen:
+                    f = next((g for g in program.functions if g.name == st.callee), None)
+                    if f is not None:
+                        seen[f.name] = f
+                        todo.append(f)
+        return tuple(seen.values())
+    return kept(program, ("reachable",), compute)
+
+
+def _facts(program_or_body):
+    """``scan`` facts of a body, or of the functions of a program a run can reach."""
+    if not hasattr(program_or_body, "functions"):
+        return scan(program_or_body)
+    fns = _reachable(program_or_body)
+    if len(fns) == len(program_or_body.functions):
+        return scan(program_or_body)
+    return kept(program_or_body, ("reachable-facts",),
+                lambda: scan(tuple(st for f in fns for st in f.body)))
+
+
 def _by_liveness(program, target) -> dict:
     from sim.placement.alloc import allocate
+    from sim.placement.inline import inline_calls
     from sim.placement.ir import constant_addresses
-    fn = program.main
-    hand = constant_addresses(fn)
-    slots = allocate(fn, target, double_buffer=False, pinned=hand)
-    placed = {t: s.addrs[0] for t, s in slots.items() if t not in hand}
-    rest = [st for f in program.functions if f is not fn for st in scan(f.body).allocs
+    from sim.placement.reuse import ProgramOrder
+    where = "placement"
+    roots = _roots(program)
+    rest = [st for f in _reachable(program)[len(roots):] for st in scan(f.body).allocs
             if st.addr is None]
     if rest:        # callee tiles: one address each, clear of every entry-function tile
-        raise UserError(f"auto placement: the tiles of @{fn.name} only fit by liveness, and "
-                        f"tiles allocated in callees (%{rest[0].tile.name}) cannot be placed "
-                        f"around them; give them addresses or run with --sync auto")
+        raise UserError(f"{where}: the tiles of @{program.main.name} only fit by liveness, "
+                        f"and tiles allocated in callees (%{rest[0].tile.name}) cannot be "
+                        f"placed around them; give them addresses or run with --sync auto")
+    # FIFO buffers and FIFO slots hold their bytes for the whole kernel: placed first
+    facts = _facts(program)
+    taken: dict[str, list] = {}
+    todo = _reserves(facts.reserves, taken)
+    todo += [(t, t.loc.buffer, t.type.nbytes) for t in dict.fromkeys(facts.tallocs)]
+    placed = _place_in_gaps(todo, taken, target)
+    # each root runs on units of its own, so its tiles are placed on their own; a
+    # callee's accesses to the tiles passed to it count: each root is analysed inlined
+    for fn in roots:
+        flat = inline_calls(attrs.evolve(program, entry=fn.name)).main
+        hand = constant_addresses(flat)
+        slots = allocate(flat, target, double_buffer=False, pinned=hand, reserved=taken,
+                         hb=ProgramOrder(flat), where=where)
+        placed.update((t, s.addrs[0]) for t, s in slots.items() if t not in hand)
     return placed
 
 
 def _first_fit_all(program_or_body, target) -> dict:
-    facts = scan(program_or_body)
+    facts = _facts(program_or_body)
     taken: dict[str, list[tuple[int, int]]] = {}
     for buf in target.buffers.values():
         taken[buf.name] = [(s, e) for _, s, e in buf.reserved]
@@ -77,8 +148,20 @@ def _first_fit_all(program_or_body, target) -> dict:
         if t not in seen:
             seen.add(t)
             pending.append(t)
-    placed = {}
     todo = reserves + [(t, t.loc.buffer, t.type.nbytes) for t in pending]
+    return _place_in_gaps(todo, taken, target)
+
+
+def _place_in_gaps(todo, taken: dict, target) -> dict:
+    """First fit of ``todo`` ((tile or reserve key, buffer name, size)) around ``taken``
+    (buffer name -> [(start, end)], the target's reserved ranges added here), which
+    takes what is placed."""
+    for buf in target.buffers.values():
+        taken.setdefault(buf.name, [])
+        for _, s, e in buf.reserved:
+            if (s, e) not in taken[buf.name]:
+                taken[buf.name].append((s, e))
+    placed = {}
     for tile, bufname, size in todo:
         buf = target.buffer(bufname)
         what = f"tile %{tile.name}" if not isinstance(tile, tuple) else f"FIFO buffer {tile[1]!r}"
@@ -89,7 +172,7 @@ def _first_fit_all(program_or_body, target) -> dict:
             addr = max(addr, _align(e, buf.alignment_bytes))
         if addr + size > buf.capacity_bytes:
             raise PlacementError(
-                f"auto placement: {what} ({size} B) does not fit in {buf.name} "
+                f"placement: {what} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}); the first free aligned address "
                 f"is {addr}")
         taken[buf.name].append((addr, addr + size))

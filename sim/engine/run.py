@@ -16,7 +16,7 @@ from sim.base.errors import DeadlockError, UserError
 from sim.engine.result import Result
 from sim.target import load_target
 
-__all__ = ["simulate", "race_warning"]
+__all__ = ["simulate", "race_warning", "idle_warning"]
 
 
 @contextmanager
@@ -109,6 +109,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     warnings = (*prep.warnings, *chip.warnings)
     if found and races == "manual":
         warnings += (race_warning(found),)
+    if not _ran_tile_instruction(recording):
+        warnings += (idle_warning(program, inputs),)
     return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
                   mode=prep.mode, block_dim=block_dim, memory=chip.gm.summary(recording.end) if chip.gm_used else {})
 
@@ -120,3 +122,30 @@ def race_warning(found) -> str:
             f"mode) and leaves accesses unordered, so its cycles may be below what hardware "
             f"would run; first: {found[0].message} (ptosim check --races lists them all; "
             f"--sync auto inserts the toolchain's synchronisation)")
+
+
+def _ran_tile_instruction(recording) -> bool:
+    """Whether any unit ran a tile instruction (an ``op`` row; without rows, its count).
+    Rows are interned by their static part as they are recorded, so the statics say it
+    without reading the rows."""
+    for r in getattr(recording, "recorders", (recording,)):
+        if r.ops if r.mode == "none" else any(s[1] == "op" for s in r.statics):
+            return True
+    return False
+
+
+def idle_warning(program, inputs) -> str:
+    """The warning of a run that executed no tile instruction: its cycles measure no
+    work. Loops bounded by scalar arguments (0 when a value was defaulted) are the usual
+    cause, so the values the run had are named."""
+    from sim.isa.program import Scalar
+    given = [f"%{a.name} = {inputs[a.name]}" for a in program.main.args
+             if isinstance(a, Scalar) and inputs and a.name in inputs]
+    from sim.isa.program import Instr, walk
+    if not any(isinstance(st, Instr) for f in program.functions for st in walk(f.body)):
+        return "warning: the kernel has no tile instruction: its cycles measure no work"
+    if not given:
+        return "warning: the run executed no tile instruction: its cycles measure no work"
+    return (f"warning: the run executed no tile instruction: its cycles measure no work; "
+            f"with {', '.join(given)} the kernel's loops and branches skip every one (its "
+            f"scalar arguments often bound them: pass other values with --arg NAME=VALUE)")

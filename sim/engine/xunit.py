@@ -260,11 +260,11 @@ class CrossUnit:
         if local and src is not Loc.ACC:
             raise UserError(f"{st.op} ({st.loc}): on {self.target.name} the cube pushes an acc "
                             f"tile (FIXPIPE L0C->UB), found a {src.value} tile")
-        if self.functional:
-            data = self._read_tile(tile)
-            for s in range(self.chip.vector_units):
-                self.chip.queue(self.spec.core, fifo.id, _TO_AIV, s).append(
-                    _part(data, split, s))
+        # the data, or in a timing-only run its shape: a popped tile of dynamic valid
+        # region takes it
+        data = self._read_tile(tile) if self.functional else self._valid_shape(tile)
+        for s in range(self.chip.vector_units):
+            self.chip.queue(self.spec.core, fifo.id, _TO_AIV, s).append(_part(data, split, s))
         n = self.chip.vector_units
         moved = rows * (n if local and split == 0 else 1)
         window = None if local else self._slot_window(fifo, _TO_AIV, "push", tile, split, None)
@@ -279,8 +279,8 @@ class CrossUnit:
         sub = self.spec.subblock_idx
         if not self._taken_slot(fifo, _TO_AIC):
             yield from self._wait_free(fifo, _TO_AIC, (sub,), st)
-        if self.functional:
-            self.chip.queue(self.spec.core, fifo.id, _TO_AIC, sub).append(self._read_tile(tile))
+        self.chip.queue(self.spec.core, fifo.id, _TO_AIC, sub).append(
+            self._read_tile(tile) if self.functional else self._valid_shape(tile))
         local = self.chip.data_path == "local"
         window = None if local else self._slot_window(
             fifo, _TO_AIC, "push", tile, int(a.get("split", 0) or 0), sub)
@@ -344,9 +344,10 @@ class CrossUnit:
         yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIV, sub, "full"),
                               self._key_text(fifo, _TO_AIV, sub, "full"), st)
         tile = self._pop_tile(st, fifo, fifo.c2v_base)
+        got = self.chip.queue(self.spec.core, fifo.id, _TO_AIV, sub).popleft()
+        self._take_shape(tile, got)
         if self.functional:
-            self._write_tile(tile, self.chip.queue(self.spec.core, fifo.id, _TO_AIV, sub)
-                             .popleft(), st)
+            self._write_tile(tile, got, st)
         if self.chip.data_path == "gm":
             window = self._slot_window(fifo, _TO_AIV, "pop", tile, int(a.get("split", 0) or 0),
                                        sub)
@@ -359,11 +360,18 @@ class CrossUnit:
             yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIC, s, "full"),
                                   self._key_text(fifo, _TO_AIC, s, "full"), st)
         tile = self._pop_tile(st, fifo, fifo.v2c_base)
+        parts = [self.chip.queue(self.spec.core, fifo.id, _TO_AIC, s).popleft()
+                 for s in range(self.chip.vector_units)]
         if self.functional:
-            parts = [self.chip.queue(self.spec.core, fifo.id, _TO_AIC, s).popleft()
-                     for s in range(self.chip.vector_units)]
             data = parts[0] if split == 0 else np.concatenate(parts, axis=0 if split == 1 else 1)
+            self._take_shape(tile, data)
             self._write_tile(tile, data, st)
+        else:
+            rows, cols = parts[0]
+            if split:
+                n = len(parts)
+                rows, cols = (rows * n, cols) if split == 1 else (rows, cols * n)
+            self._take_shape(tile, (rows, cols))
         if self.chip.data_path == "gm":
             window = self._slot_window(fifo, _TO_AIC, "pop", tile, split, None)
             yield from self._pop_load(st, tile, "GM_L1", "PIPE_MTE1", window)
@@ -396,6 +404,20 @@ class CrossUnit:
         st = self._state(tile, f"%{tile.name}")
         return self.tile_view(tile, st, st.rows, st.cols).copy()
 
+    def _valid_shape(self, tile) -> tuple:
+        st = self._state(tile, f"%{tile.name}")
+        return (st.rows, st.cols)
+
+    def _take_shape(self, tile, got) -> None:
+        """A popped tile whose type leaves its valid rows / cols dynamic (``v_row=?``)
+        takes them from what was pushed (the data, or its shape in a timing-only run)."""
+        st = self.tiles[tile]
+        rows, cols = got.shape if isinstance(got, np.ndarray) else got
+        if st.rows is None:
+            st.rows = rows
+        if st.cols is None:
+            st.cols = cols
+
     def _write_tile(self, tile, data, st_):
         st = self.tiles[tile]
         if data.shape != (st.rows, st.cols):
@@ -405,9 +427,13 @@ class CrossUnit:
         self.tile_view(tile, st, st.rows, st.cols)[...] = data.astype(tile.dtype.np_type)
 
 
-def _part(data: np.ndarray, split: int, sub: int) -> np.ndarray:
+def _part(data, split: int, sub: int):
+    """Sub-block ``sub``'s part of pushed data (an array, or a (rows, cols) shape)."""
     if split == 0:
         return data
+    if isinstance(data, tuple):
+        rows, cols = data
+        return (rows // 2, cols) if split == 1 else (rows, cols // 2)
     axis = 0 if split == 1 else 1
     n = data.shape[axis] // 2
     return data[sub * n:(sub + 1) * n] if axis == 0 else data[:, sub * n:(sub + 1) * n]

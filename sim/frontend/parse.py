@@ -268,6 +268,11 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
             return self._err(op, f"unsupported op '{op}'")
         if tok.type == "OPNAME" and not is_supported_op(str(tok)):
             return self._err(tok, f"unsupported op '{tok}'")
+        expected = set(getattr(e, "expected", None) or getattr(e, "allowed", None) or ())
+        if expected == {"ARROW"} and op is not None:
+            # the result type is missing: name the statement, not the token after it
+            return self._err(op, f"'{op}': expected '->' and the result type after its "
+                                 f"operand types, found '{shorten(str(tok), 40)}'")
         return self._err(tok, f"unexpected '{shorten(str(tok), 40)}'" + self._expected(e))
 
     def _expected(self, e) -> str:

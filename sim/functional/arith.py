@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from sim.base.errors import SimulationError
+from sim.functional.context import ValueOutOfRange
 from sim.isa.dtypes import DType
 
 
@@ -116,7 +117,7 @@ def zero_divisors(ctx, dividend: np.ndarray, divisor: np.ndarray) -> np.ndarray:
     zero = divisor == 0
     if ctx.strict and zero.any():
         at = first_index(zero)
-        raise SimulationError(f"{ctx.where}: integer division by zero at element {at}: "
+        raise ValueOutOfRange(f"{ctx.where}: integer division by zero at element {at}: "
                               f"{dividend[at]} / 0")
     return zero
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.base.errors import SimulationError
+from sim.functional.context import ValueOutOfRange
 from sim.functional.arith import first_index, narrow, scalar, widen
 
 
@@ -45,7 +46,7 @@ def _shift_counts(ctx, counts: np.ndarray) -> np.ndarray:
     bad = (wide < 0) | (wide >= bits)
     if ctx.strict and bad.any():
         at = first_index(bad)
-        raise SimulationError(f"{ctx.where}: shift count {wide[at]} at element {at} is "
+        raise ValueOutOfRange(f"{ctx.where}: shift count {wide[at]} at element {at} is "
                               f"outside [0, {bits}) for {ctx.dtype}")
     return np.clip(wide, 0, bits)
 

@@ -14,7 +14,15 @@ from typing import Any
 from attrs import Factory, define
 import numpy as np
 
+from sim.base.errors import SimulationError
 from sim.isa.dtypes import DType
+
+
+class ValueOutOfRange(SimulationError):
+    """An element value the data drives is out of range for the op (a gather index, a
+    shift count, an integer divisor of 0, an operand beyond the exact range of a
+    lowering): on inputs nobody gave, the seeded random data may be the cause, which the
+    engine says (``sim.engine.gmviews.data_error``)."""
 
 
 @define

@@ -33,6 +33,7 @@ import ml_dtypes
 import numpy as np
 
 from sim.base.errors import SimulationError
+from sim.functional.context import ValueOutOfRange
 from sim.functional.arith import compute, first_index, scalar
 from sim.isa.dtypes import DType
 from sim.isa.tile import Pad
@@ -58,7 +59,7 @@ def _tgather(ctx) -> None:
     bad = (k < 0) | (k >= flat.size)
     if bad.any() and ctx.strict:
         at = first_index(bad)
-        raise SimulationError(
+        raise ValueOutOfRange(
             f"{ctx.where}: index {int(k[at])} at element {at} is outside the gathered table "
             f"(valid region {table.shape[0]}x{table.shape[1]} of the source = {flat.size} "
             f"elements)")
@@ -77,7 +78,7 @@ def _mgather(ctx) -> None:
     bad = (k < 0) | (k >= table.size)
     if bad.any() and ctx.strict:
         at = first_index(bad)
-        raise SimulationError(f"{ctx.where}: index {int(k[at])} at element {at} is outside the "
+        raise ValueOutOfRange(f"{ctx.where}: index {int(k[at])} at element {at} is outside the "
                               f"{table.size} GM elements the view reaches")
     gathered = table[np.where(bad, 0, k)]
     ctx.dst[...] = np.where(bad, ctx.dst, gathered) if bad.any() else gathered

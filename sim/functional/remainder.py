@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.base.errors import SimulationError
+from sim.functional.context import ValueOutOfRange
 from sim.functional.arith import (compute, first_index, narrow, scalar, widen,
                                   zero_divisors)
 
@@ -59,7 +60,7 @@ def _check_f32_exact(ctx, name: str, values) -> None:
         found = f"at element {at}: {name} = {values[at]}"
     else:
         found = f"{name} = {values}"
-    raise SimulationError(
+    raise ValueOutOfRange(
         f"{ctx.where}: i32 {ctx.op} operand out of the f32-exact range [-2**24, 2**24] "
         f"{found} (the A2/A3 lowering computes through f32)")
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import attrs
 
-from sim.base.errors import PlacementError, UserError
+from sim.base.errors import PlacementError
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import Alloc, For, If, Instr, Section
 from sim.isa.tile import Loc, Tile
@@ -120,16 +120,18 @@ class _Scan:
 
 
 def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = None,
-             reserved: "dict | None" = None) -> dict:
+             reserved: "dict | None" = None, hb=None,
+             where: str = "auto placement") -> dict:
     """Tile -> ``Slot`` for every allocated tile of ``fn`` (subviews alias their source).
     ``pinned`` maps tiles placed by hand to their address: they keep it (placed first,
     never double-buffered) and the others fit around them while they are live.
     ``reserved`` (buffer name -> [(start, end)]) are bytes held for the whole kernel (the
-    FIFO buffers of cube<->vector pipes)."""
+    FIFO buffers of cube<->vector pipes). ``hb`` (``sim.placement.reuse.ProgramOrder``),
+    when given, must also let two tiles with disjoint live ranges share bytes (a manual
+    kernel: its own flags must order them, ``_Frontier``); ``where`` starts the messages."""
     pinned = pinned or {}
     reserved = reserved or {}
     scan = _Scan(fn)
-    where = "auto placement"
     plans = []       # (start, order, tile, live, loop-or-None, db candidate)
     for tile, (apos, aloops, order) in scan.allocs.items():
         uses = scan.uses.get(tile, [])
@@ -162,11 +164,15 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
 
     placed: dict[Tile, Slot] = {}
     by_buffer: dict[str, list] = {}
+    frontiers: dict[str, _Frontier] = {}
+    exact: set = set()          # id(slot) of the tiles only ProgramOrder.may_share can test
     for _, _, tile, live, loop, db in plans:
         buf = target.buffer(tile.loc.buffer)
         size = tile.type.nbytes
         banks = ub_banks(target) if buf.name == "UB" else None
-        others = [sl for sl in by_buffer.get(buf.name, ()) if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
+        frontiers.setdefault(buf.name, _Frontier())
+        mine = by_buffer.get(buf.name, ())
+        others = [sl for sl in mine if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
         busy = [(s, e) for _, s, e in buf.reserved] + list(reserved.get(buf.name, ()))
         busy += [(a, a + sl.nbytes) for sl in others for a in sl.addrs]
         partner_banks = set()
@@ -178,24 +184,58 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         def bank_ok(a):
             return banks is None or banks.bank(a) not in partner_banks
 
+        # tiles of disjoint live ranges the kernel does not order may not share bytes:
+        # asked only of the bytes a candidate address would take
+        dead = [sl for sl in mine if not (sl.live[0] <= live[1] and live[0] <= sl.live[1])] \
+            if hb is not None else []
+        key = hb.key(tile) if hb is not None and tile not in pinned else None
+        unordered: list = []
+        asked: set = set()
+
+        def fit(busy):
+            while True:
+                a = _first_fit(size, busy, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
+                               banks.count if banks else 1)
+                if a is None or not dead:
+                    return a
+                late = []
+                if key is not None:     # the one-lifetime tiles there, all at once
+                    late = frontiers[buf.name].unordered(a, a + size, key[1])
+                clash = [sl for sl in dead if id(sl) not in asked
+                         and (key is None or id(sl) in exact)
+                         and any(b < a + size and a < b + sl.nbytes for b in sl.addrs)]
+                if not clash and not late:
+                    return a
+                busy = busy + late
+                for sl in clash:
+                    asked.add(id(sl))
+                    if not hb.may_share(sl.tile, tile):
+                        unordered.append(sl)
+                        busy = busy + [(b, b + sl.nbytes) for b in sl.addrs]
+
         addr = pinned.get(tile)
         if addr is None:
-            addr = _first_fit(size, busy, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
-                              banks.count if banks else 1)
+            addr = fit(busy)
         if addr is None:
-            held = sorted(((a, sl) for sl in others for a in sl.addrs), key=lambda x: x[0])
-            desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})" for a, sl in held)
-            used = sum(sl.nbytes for _, sl in held)
+            unordered = [sl for sl in dead if not hb.may_share(sl.tile, tile)]
+            held = sorted(((a, sl) for sl in others + unordered for a in sl.addrs),
+                          key=lambda x: x[0])
+            late = {id(sl) for sl in unordered}
+            desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})"
+                             + (" (not ordered)" if id(sl) in late else "") for a, sl in held)
+            used = _union_bytes((a, a + sl.nbytes) for a, sl in held)
+            whom = ("the tiles live at the same time or not ordered before or after it by "
+                    "the kernel's flags and barriers" if hb is not None
+                    else "the tiles live at the same time")
             raise PlacementError(
                 f"{where}: tile %{tile.name} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}, reserved ranges excluded): "
-                f"{used} B are held by the tiles live at the same time"
-                + (f": {desc}" if desc else ""))
+                f"{used} B are held by {whom}" + (f": {desc}" if desc else "")
+                + ("; --sync auto orders such reuse itself" if unordered else ""))
         addrs = (addr,)
         if db:
-            busy2 = busy + [(addr, addr + size)]
-            second = _first_fit(size, busy2, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
-                                banks.count if banks else 1)
+            held = [(b, b + sl.nbytes) for sl in unordered for b in sl.addrs]
+            second = fit(busy + held + [(addr, addr + size)])
             if second is not None:
                 addrs = (addr, second)
             else:
@@ -203,7 +243,70 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         slot = Slot(tile, buf.name, addrs, live, loop if len(addrs) == 2 else None)
         placed[tile] = slot
         by_buffer.setdefault(buf.name, []).append(slot)
+        if hb is not None:
+            if key is None:
+                exact.add(id(slot))
+            else:
+                for a in addrs:
+                    frontiers[buf.name].add(a, a + size, key[0])
     return placed
+
+
+class _Frontier:
+    """Per buffer: for each byte range, the latest access on each pipe of the one-lifetime
+    tiles placed there (pipe by pipe, the maximum). A new tile may take the bytes when it
+    knows all of it (``ProgramOrder.key``): the order is transitive, so one test against
+    the maximum stands for one against every tile that held the bytes — placement stays
+    linear in the tiles instead of asking every pair."""
+
+    def __init__(self):
+        self.segs: list = []        # [start, end, {pipe: index}], sorted, disjoint
+
+    def add(self, lo: int, hi: int, last: dict) -> None:
+        out, cur = [], lo
+        for s, e, m in self.segs:
+            if e <= lo or hi <= s:
+                out.append([s, e, m])
+                continue
+            if s < lo:
+                out.append([s, lo, m])
+            if cur < s:
+                out.append([cur, s, dict(last)])
+            a, b = max(s, lo), min(e, hi)
+            out.append([a, b, _vmax(m, last)])
+            if hi < e:
+                out.append([hi, e, m])
+            cur = max(cur, b)
+        if cur < hi:
+            out.append([cur, hi, dict(last)])
+        out.sort(key=lambda x: x[0])
+        self.segs = out
+
+    def unordered(self, lo: int, hi: int, bound) -> list:
+        """The byte ranges in [lo, hi) whose tiles a tile of ``bound`` does not know."""
+        return [(s, e) for s, e, m in self.segs if s < hi and lo < e
+                and any(k > bound.get(p, 0) for p, k in m.items())]
+
+
+def _vmax(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for p, k in b.items():
+        if out.get(p, 0) < k:
+            out[p] = k
+    return out
+
+
+def _union_bytes(ranges) -> int:
+    """Bytes covered by ``[start, end)`` ranges (tiles that share bytes count once)."""
+    total, end = 0, None
+    for s, e in sorted(ranges):
+        if end is None or s >= end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
 
 
 def _first_fit(size, busy, capacity, align, bank_ok, tries):
