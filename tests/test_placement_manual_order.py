@@ -239,7 +239,7 @@ def test_notebook_05_text_holds_for_its_sweep():
     """The claims notebooks/05_sweep.ipynb makes about its own grid (a 128 x 256 matrix,
     tiles 8..64 x 64..128, 1..4 sets): no configuration that runs races; exactly those
     whose sets do not fit side by side in the 184 KiB of UB fail; larger tiles are cheaper
-    at every depth; a second set saves 7 to 11 %, a third or fourth nothing; the cheapest
+    at every depth; a second set saves 8 to 15 %, a third or fourth nothing; the cheapest
     configuration is the largest tile that fits."""
     cycles = {}
     for rows, cols, buffers in itertools.product((8, 16, 32, 64), (64, 128), (1, 2, 3, 4)):
@@ -259,7 +259,7 @@ def test_notebook_05_text_holds_for_its_sweep():
     for (rows, cols, b), c in cycles.items():
         one = cycles[rows, cols, 1]
         if b == 2:
-            assert 0.07 <= (one - c) / one <= 0.115, (rows, cols)
+            assert 0.075 <= (one - c) / one <= 0.155, (rows, cols)
         elif b > 2:
             assert c == cycles[rows, cols, 2]
     best = min(cycles, key=lambda x: (cycles[x], x[2]))
