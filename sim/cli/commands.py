@@ -46,12 +46,19 @@ def _target_name(args, kernel) -> str:
 
 
 def _pairs(items, flag: str) -> list[tuple[str, str]]:
+    """NAME=VALUE items of a repeatable flag; a NAME given twice is an error (the last
+    one would silently win)."""
     out = []
+    seen = {}
     for item in items or ():
         name, sep, value = item.partition("=")
         name = name.strip().removeprefix("%")
         if not sep or not name or not value:
             raise UserError(f"{flag} {item!r}: expected NAME=VALUE")
+        if name in seen:
+            raise UserError(f"{flag} {name}: given twice ({flag} {seen[name]} and {flag} "
+                            f"{item}); give each name once")
+        seen[name] = item
         out.append((name, value))
     return out
 
@@ -91,8 +98,16 @@ def _load_array(path: str, what: str):
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise UserError(f"{what}: {path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{what}: {path}: is a directory, expected a .npy file") from None
+    except PermissionError as e:
+        raise UserError(f"{what}: {path}: cannot read: {e.strerror}") from None
     except (OSError, ValueError) as e:
-        raise UserError(f"{what}: {path}: not a .npy array ({e})") from None
+        # numpy's text for an object array suggests allow_pickle: never load pickles
+        why = ("holds Python objects (a pickle), not numbers" if "pickle" in str(e).lower()
+               else " ".join(str(e).split()))
+        raise UserError(f"{what}: {path}: not a numeric .npy array ({why}); save one with "
+                        f"numpy.save") from None
     if not isinstance(arr, np.ndarray):
         raise UserError(f"{what}: {path}: expected one array (.npy), found an archive")
     return arr
@@ -359,7 +374,12 @@ def cmd_sweep(args) -> int:
     for name, text in _pairs(args.param, "--param"):
         if name in params:
             raise UserError(f"--param {name}: given twice; list every value once: {name}=V1,V2,...")
-        params[name] = [v.strip() for v in text.split(",")]
+        values = [v.strip() for v in text.split(",")]
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise UserError(f"--param {name}: value{'s' * (len(twice) > 1)} "
+                            f"{', '.join(twice)} listed twice; list every value once")
+        params[name] = values
     modes = args.sync and [m.strip() for m in args.sync.split(",")]
     try:
         df = sweep(args.kernel, params, targets=args.target, sync=modes, scheduler=args.scheduler,
