@@ -13,6 +13,7 @@ import math
 import sys
 from pathlib import Path
 
+from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
 from sim.kernel.files import load_kernel, scalar_value
 
@@ -23,16 +24,15 @@ __all__ = ["cmd_run", "cmd_check", "cmd_print", "cmd_op", "cmd_validate", "cmd_c
 def _write_outputs(result, args) -> None:
     if args.trace:
         from sim.trace.export import write_trace
-        Path(args.trace).parent.mkdir(parents=True, exist_ok=True)
         write_trace(result.trace, args.trace, kernel=result.kernel, target=result.target.name)
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
         from sim.trace.plot import gantt
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name}, "
                                         f"{result.mode} sync — {result.total_cycles} cycles")
-        fig.savefig(args.plot, dpi=120)
+        with atomic_path(args.plot) as tmp:
+            fig.savefig(tmp, dpi=120)
 
 
 def _program(kernel):
@@ -123,8 +123,7 @@ def _save_outputs(args, result, kernel, inputs) -> None:
         except KeyError:
             raise UserError(f"--output {name}: the kernel never touched %{name}") from None
         shape = _output_shape(_program(kernel), name, arr.size, inputs.get(name))
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:          # np.save(name) would append .npy to the path
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:   # np.save(name) would add .npy
             np.save(f, arr.reshape(shape) if shape else arr)
 
 
@@ -238,6 +237,9 @@ def cmd_run(args) -> int:
     kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
+    if args.timing_only and args.output:
+        raise UserError("--output with --timing-only: a timing-only run computes no data "
+                        "(the arrays would be zeros); drop --timing-only to write outputs")
     if args.trace_rows == "none" and (args.trace or args.plot):
         raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
                         "keep the rows (--trace-rows full or ops)")
@@ -355,8 +357,8 @@ def cmd_compare(args) -> int:
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        c.figure().savefig(args.plot, dpi=110)
+        with atomic_path(args.plot) as tmp:
+            c.figure().savefig(tmp, dpi=110)
     if args.json:
         _print_json(c.to_json())
     else:
