@@ -367,6 +367,12 @@ def cmd_compare(args) -> int:
         print(format_compare(c.frame()))
         if args.plot:
             print(f"plot written to {args.plot}")
+    stuck = [(run.mode, run.deadlock) for run in (c.manual, c.auto) if run.deadlock]
+    if stuck:       # the table shows what ran; the exit code must not say all went well
+        mode, why = stuck[0]
+        print(f"ptosim: error: the {mode} run deadlocked, so its column is empty: "
+              f"{' '.join(why.split())}", file=sys.stderr)
+        return 2
     return 0
 
 
