@@ -275,7 +275,9 @@ def cmd_check(args) -> int:
     for w in warnings:
         print(w, file=sys.stderr)
     from sim.studies.check import static_findings
-    placement = static_findings(program, target)
+    scalars = {} if Path(args.kernel).suffix == ".py" else {
+        n: v for n, v in _kernel_inputs(args, kernel).items() if type(v) is int}
+    placement = static_findings(program, target, scalars)
     if placement:
         raise UserError("placement check failed: " + "; ".join(f.message for f in placement))
     n = sum(isinstance(st, Instr) for f in program.functions for st in walk(f.body))

@@ -12,7 +12,7 @@ from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
 from sim.engine.scan import kept
-from sim.base.errors import DeadlockError, UserError
+from sim.base.errors import DeadlockError, UserError, VerifyError
 from sim.engine.result import Result
 from sim.target import load_target
 
@@ -86,6 +86,7 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
+    _static_check(program, tgt, inputs or {})
     watched = limits is not None and limits.active
     # the auto passes' progress, for a progress object that shows it (sim.progress)
     tick = getattr(limits.progress, "preparing", None) if watched else None
@@ -111,6 +112,20 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         warnings += (race_warning(found),)
     return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
                   mode=prep.mode, block_dim=block_dim, memory=chip.gm.summary(recording.end) if chip.gm_used else {})
+
+
+def _static_check(program, tgt, inputs: dict) -> None:
+    """The check ``ptosim check`` makes (``sim.placement.bounds``), before a run in any
+    mode: a hand address no buffer holds, a negative scalar argument that sizes or bounds
+    something. Kept with the program: a builder kernel's walk is not repeated per run."""
+    from sim.placement.bounds import static_problems
+    problems = kept(program, ("static problems", tgt), lambda: static_problems(program, tgt))
+    if not problems and inputs:
+        scalars = {n: v for n, v in inputs.items() if type(v) is int and v < 0}
+        problems = static_problems(program, tgt, scalars) if scalars else ()
+    if problems:
+        more = f" (and {len(problems) - 1} more: ptosim check lists them)" if len(problems) > 1 else ""
+        raise VerifyError(f"{problems[0][2]}{more}")
 
 
 def race_warning(found) -> str:
