@@ -43,12 +43,17 @@ def _by_liveness(program, target) -> dict:
     from sim.placement.ir import constant_addresses
     fn = program.main
     hand = constant_addresses(fn)
-    slots = allocate(fn, target, double_buffer=False, pinned=hand)
+    try:
+        slots = allocate(fn, target, double_buffer=False, pinned=hand)
+    except UserError as e:     # the allocator speaks for auto mode; this run is as written
+        raise UserError(str(e).replace("auto placement", "placement of the tiles without "
+                                       "an address", 1)) from None
     placed = {t: s.addrs[0] for t, s in slots.items() if t not in hand}
     rest = [st for f in program.functions if f is not fn for st in scan(f.body).allocs
             if st.addr is None]
     if rest:        # callee tiles: one address each, clear of every entry-function tile
-        raise UserError(f"auto placement: the tiles of @{fn.name} only fit by liveness, and "
+        raise UserError(f"placement of the tiles without an address: the tiles of @{fn.name} "
+                        f"only fit by liveness, and "
                         f"tiles allocated in callees (%{rest[0].tile.name}) cannot be placed "
                         f"around them; give them addresses or run with --sync auto")
     return placed
@@ -89,7 +94,8 @@ def _first_fit_all(program_or_body, target) -> dict:
             addr = max(addr, _align(e, buf.alignment_bytes))
         if addr + size > buf.capacity_bytes:
             raise UserError(
-                f"auto placement: {what} ({size} B) does not fit in {buf.name} "
+                f"placement of the tiles without an address: {what} ({size} B) does not fit "
+                f"in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}); the first free aligned address "
                 f"is {addr}")
         taken[buf.name].append((addr, addr + size))
