@@ -95,9 +95,19 @@ def _setup(d: Path) -> None:
     np.save(d / "o.npy", np.zeros(3, np.float32))
 
 
-def _digests(d: Path) -> dict:
+def _inputs(args) -> set:
+    """The files the command reads: its positional files, ``--input`` arrays, and every
+    file of the fixture no output flag names (an output may replace a file it names)."""
+    named = {v.partition("=")[2] if f == "--output" else v
+             for f, v in zip(args, args[1:]) if f in ("--output", "--trace", "-o")}
+    reads = {a for a in args[1:2]} | {v.partition("=")[2] for f, v in zip(args, args[1:])
+                                      if f == "--input"}
+    return {f for f in FILES if f not in named} | (reads & set(FILES))
+
+
+def _digests(d: Path, names) -> dict:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in d.iterdir() if p.is_file() and p.name in FILES}
+            for p in d.iterdir() if p.is_file() and p.name in names}
 
 
 def _flag(name: str):
@@ -138,7 +148,7 @@ def test_cli_argument_vectors_end_in_success_or_one_user_error(workdir, monkeypa
     if args[0] == "run" and "--max-instructions" not in args:
         args += ["--max-instructions", "20000"]
     monkeypatch.chdir(workdir)
-    before = _digests(workdir)
+    before = _digests(workdir, _inputs(args))
     code = main(args)                 # an exception escaping main fails the test itself
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "Traceback" not in out, (args, err)
@@ -146,7 +156,7 @@ def test_cli_argument_vectors_end_in_success_or_one_user_error(workdir, monkeypa
     if code == 2:
         first = err.splitlines()[0] if err else ""
         assert ": error:" in first, (args, err)
-    assert _digests(workdir) == before, args
+    assert _digests(workdir, _inputs(args)) == before, args
     for p in workdir.rglob(".*.tmp*"):      # a temporary of an atomic write left behind
         pytest.fail(f"{args}: left {p}")
 
