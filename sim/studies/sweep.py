@@ -93,11 +93,16 @@ def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
     journal = _writable_journal(output)
     done = _read_journal(journal)
     rows: list = []
-    bar = _Progress(total, 0, sys.stderr.isatty() if progress is None else progress)
+    # the bar starts at the configurations the journal has (counted up front when that is
+    # cheap; a sweep of millions counts them as it meets them)
+    counted = bool(done) and total <= WARN_CONFIGURATIONS
+    already = sum(c.key in done for c in configurations(path, values, targets, modes, seed)) \
+        if counted else 0
+    bar = _Progress(total, already, sys.stderr.isatty() if progress is None else progress)
     finished = False
     try:
         _run_all(configurations(path, values, targets, modes, seed), done, rows, path, seed,
-                 scheduler, workers, processes, journal, bar)
+                 scheduler, workers, processes, journal, bar, counted)
         finished = True
     except KeyboardInterrupt:
         # the rows finished so far are kept (and the journal has them): write them
@@ -222,7 +227,8 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
     return row
 
 
-def _run_all(configs, done, rows, path, seed, scheduler, workers, processes, journal, bar):
+def _run_all(configs, done, rows, path, seed, scheduler, workers, processes, journal, bar,
+             counted: bool = False):
     """Run the configurations not in the journal (``done``), at most a bounded number in
     flight (so millions never sit in the scheduler, and Ctrl-C cancels only a few),
     appending each configuration's row to ``rows`` in configuration order."""
@@ -238,7 +244,8 @@ def _run_all(configs, done, rows, path, seed, scheduler, workers, processes, jou
                 row = done.get(c.key)
                 if row is not None:
                     order[i] = (c, row)
-                    bar.skip()
+                    if not counted:
+                        bar.skip()
                 else:
                     if client is None:
                         client = stack.enter_context(_client(scheduler, workers, processes))
