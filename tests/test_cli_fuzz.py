@@ -46,8 +46,9 @@ CASES = ("op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
 FILES = ["tsub.pto", "trelu.pto", "small.py", "a.npy", "obj.npy", "cases.csv", "missing.pto",
          "dir", "o.npy"]
 VALUED = {
-    "--arg": ["n=16", "n=64", "n=-16", "n=9223372036854775808", "n=abc", "addr=3", "addr=64",
-              "addr=-64", "n", "=5", "nope=1"],
+    "--arg": ["n=99999999999999999999999", "n=-16", "n=9223372036854775808", "addr=3",
+              "addr=-64", "addr=1000000000", "n=0x7fffffffffffffff", "n=-9223372036854775809",
+              "n=16", "n=64", "addr=64", "n=abc", "n=1e3", "n", "=5", "nope=1"],
     "--input": ["pa=a.npy", "pa=missing.npy", "pa=obj.npy", "px=a.npy", "pa=dir", "q=a.npy"],
     "--output": ["po=o.npy", "po=o.csv", "po=a.npy", "po=tsub.pto", "po=dir", "po=new/o.npy"],
     "--trace": ["t.csv", "t.txt", "tsub.pto", "dir", "t.parquet", "a.npy"],
@@ -65,11 +66,13 @@ VALUED = {
     "--detail": ["op", "cce", "x"],
 }
 BARE = ["--timing-only", "--json", "--quiet", "--races", "--inplace", "--scalar-first"]
-KERNELS = ["tsub.pto", "trelu.pto", "small.py", "tsub.pto", "trelu.pto", "small.py",
+# hypothesis draws the first elements of a list most often: the kernels with scalar
+# arguments, and the hostile values, come first
+KERNELS = ["trelu.pto", "small.py", "tsub.pto", "trelu.pto", "small.py", "tsub.pto",
            "missing.pto", "dir", "a.npy"]
 # command -> (positional choices, flags that command knows); a few foreign ones are mixed in
 COMMANDS = {
-    "run": (KERNELS, ["--arg", "--input", "--output", "--trace", "--sync", "--max-instructions",
+    "run": (KERNELS, ["--arg", "--arg", "--arg", "--input", "--output", "--trace", "--sync", "--max-instructions",
                       "--max-cycles", "--target", "--rows", "--block-dim", "--func", "--detail",
                       "--timing-only", "--json", "--quiet"]),
     "check": (KERNELS, ["--arg", "--input", "--target", "--races", "--block-dim"]),
@@ -118,9 +121,14 @@ def _flag(name: str):
 
 @st.composite
 def ARGV(draw):
-    command = draw(st.sampled_from(sorted(COMMANDS) + ["bogus"]))
+    command = draw(st.sampled_from(sorted(COMMANDS) + ["bogus"] + ["run"] * 4))
     positional, known = COMMANDS.get(command, (KERNELS, ALL_FLAGS))
     args = [command, *draw(st.lists(st.sampled_from(positional), min_size=1, max_size=1))]
+    if args[1] in ("trelu.pto", "small.py") and command in ("run", "check", "compare", "sweep"):
+        name = "n" if args[1] == "trelu.pto" else draw(st.sampled_from(["n", "addr"]))
+        values = [v for v in VALUED["--arg"] if v.startswith(name + "=")]
+        value = draw(st.sampled_from(values))
+        args += ["--param", value] if command == "sweep" else ["--arg", value]
     names = draw(st.lists(st.sampled_from(known), max_size=4)) if known else []
     if draw(st.integers(0, 9)) == 0:                  # now and then a flag of another command
         names.append(draw(st.sampled_from(ALL_FLAGS)))
