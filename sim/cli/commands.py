@@ -279,7 +279,9 @@ def cmd_check(args) -> int:
         n: v for n, v in _kernel_inputs(args, kernel).items() if type(v) is int}
     placement = static_findings(program, target, scalars)
     if placement:
-        raise UserError("placement check failed: " + "; ".join(f.message for f in placement))
+        what = "placement" if all(f.kind in ("capacity", "alignment", "reserved")
+                                  for f in placement) else "static"
+        raise UserError(f"{what} check failed: " + "; ".join(f.message for f in placement))
     n = sum(isinstance(st, Instr) for f in program.functions for st in walk(f.body))
     funcs = len(program.functions)
     print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"

@@ -121,7 +121,7 @@ def _static_check(program, tgt, inputs: dict) -> None:
     from sim.placement.bounds import static_problems
     problems = kept(program, ("static problems", tgt), lambda: static_problems(program, tgt))
     if not problems and inputs:
-        scalars = {n: v for n, v in inputs.items() if type(v) is int and v < 0}
+        scalars = {n: v for n, v in inputs.items() if type(v) is int}
         problems = static_problems(program, tgt, scalars) if scalars else ()
     if problems:
         more = f" (and {len(problems) - 1} more: ptosim check lists them)" if len(problems) > 1 else ""

@@ -17,7 +17,8 @@ address 3 that manual mode refused). Two rules:
   ``arith`` and calls) into a tensor-view shape, a partition size, a valid region or a loop
   bound must not be negative: ``--arg n=-16`` of a kernel whose loop runs to ``n`` ran no
   iteration and reported 0 cycles. (Values beyond the argument's type are refused where
-  ``--arg`` is parsed, ``sim.kernel.files.scalar_value``.)
+  ``--arg`` is parsed, ``sim.kernel.files.scalar_value``; a tensor view whose bound
+  shape reaches more bytes than a 64-bit address is refused too.)
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from __future__ import annotations
 from sim.isa.program import (Alloc, Arith, Call, Const, For, Instr, MakeTensorView,
                              PartitionView, Scalar, SetValidShape, walk)
 
-__all__ = ["address_problems", "placements", "static_problems", "sized_arguments"]
+__all__ = ["address_problems", "placements", "sized_arguments", "span_message", "static_problems",
+           "view_spans"]
 
 _FOLD = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
          "arith.muli": lambda a, b: a * b}
@@ -52,9 +54,10 @@ def address_problems(tile, addr: int, target) -> list:
     return out
 
 
-def _constants(fn) -> dict:
-    """Scalar -> value of the integer SSA values of ``fn`` known before the run."""
-    known: dict = {}
+def _constants(fn, seed=None) -> dict:
+    """Scalar -> value of the integer SSA values of ``fn`` known before the run (``seed``:
+    values already known, the scalar arguments a run binds)."""
+    known: dict = dict(seed or {})
     for st in walk(fn.body):
         if not isinstance(st, Arith):
             continue
@@ -136,6 +139,38 @@ def sized_arguments(program) -> dict:
     return out
 
 
+def view_spans(program, scalars: dict) -> list:
+    """Tensor views of the entry function whose shape and strides, with the scalar
+    arguments bound, reach more bytes than a 64-bit address (``--arg n=2**63-1``)."""
+    fn = program.main
+    seed = {a: scalars[a.name] for a in fn.args
+            if isinstance(a, Scalar) and type(scalars.get(a.name)) is int}
+    if not seed:
+        return []
+    known = _constants(fn, seed)
+    out = []
+    for st in walk(fn.body):
+        if not isinstance(st, MakeTensorView):
+            continue
+        vals = [o.value if isinstance(o, Const) else known.get(o) for o in (*st.shape, *st.strides)]
+        if any(type(v) is not int for v in vals):
+            continue
+        shape, strides = vals[:len(st.shape)], vals[len(st.shape):]
+        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
+        if span * st.ptr.dtype.size_bytes >= 2 ** 63:
+            where = f"make_tensor_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
+            out.append(("span", st.result.name, span_message(where, shape, strides, span,
+                                                             st.ptr.dtype)))
+    return out
+
+
+def span_message(where: str, shape, strides, span: int, dtype) -> str:
+    """The one text of a view too large for a 64-bit address (static and run time)."""
+    return (f"{where}: shape {list(shape)} with strides {list(strides)} spans {span} "
+            f"elements of {dtype}: more bytes than a 64-bit address reaches; expected "
+            f"smaller sizes")
+
+
 def static_problems(program, target, scalars=None) -> list:
     """[(rule, tile or argument name, message)] of every static problem of ``program`` on
     ``target`` with scalar argument values ``scalars`` (name -> value; missing ones are
@@ -146,6 +181,7 @@ def static_problems(program, target, scalars=None) -> list:
         out += [(rule, tile.name, f"{where}{how} places {text}")
                 for rule, text in address_problems(tile, addr, target)]
     if scalars:
+        out += view_spans(program, scalars)
         for name, (what, where) in sized_arguments(program).items():
             v = scalars.get(name)
             if type(v) is int and v < 0:

@@ -56,7 +56,7 @@ def static_findings(prog, tgt, scalars=None) -> list[Finding]:
     """The shared static check (``sim.placement.bounds``): hand-placed constant addresses
     (alloc_tile addr=, TASSIGN, in every function) against the buffer map, and scalar
     arguments (``scalars``) that size or bound something and are negative."""
-    from sim.placement.bounds import address_problems, placements, sized_arguments
+    from sim.placement.bounds import address_problems, placements, sized_arguments, view_spans
     out = []
     for st, tile, addr, how in placements(prog):
         buf = tgt.buffer(tile.loc.buffer)
@@ -70,6 +70,8 @@ def static_findings(prog, tgt, scalars=None) -> list[Finding]:
                 extra = {"second": name, "second_range": (lo, hi)}
             out.append(Finding(rule, f"{where}{how} places {text}", f"%{tile.name}",
                                space=buf.name, first_range=rng, **extra))
+    out += [Finding(rule, text, f"%{name}") for rule, name, text in
+            (view_spans(prog, scalars) if scalars else ())]
     for name, (what, where) in (sized_arguments(prog).items() if scalars else ()):
         v = scalars.get(name)
         if type(v) is int and v < 0:
