@@ -118,11 +118,15 @@ def _static_check(program, tgt, inputs: dict) -> None:
     """The check ``ptosim check`` makes (``sim.placement.bounds``), before a run in any
     mode: a hand address no buffer holds, a negative scalar argument that sizes or bounds
     something. Kept with the program: a builder kernel's walk is not repeated per run."""
-    from sim.placement.bounds import static_problems
+    from sim.placement.bounds import (negative_arguments, sized_arguments, static_problems,
+                                      view_spans)
     problems = kept(program, ("static problems", tgt), lambda: static_problems(program, tgt))
     if not problems and inputs:
-        scalars = {n: v for n, v in inputs.items() if type(v) is int}
-        problems = static_problems(program, tgt, scalars) if scalars else ()
+        # only arguments that size or bound something can break the argument rules
+        sized = kept(program, ("sized arguments",), lambda: sized_arguments(program))
+        scalars = {n: v for n, v in inputs.items() if type(v) is int and n in sized}
+        if scalars:
+            problems = view_spans(program, scalars) + negative_arguments(sized, scalars)
     if problems:
         more = f" (and {len(problems) - 1} more: ptosim check lists them)" if len(problems) > 1 else ""
         raise VerifyError(f"{problems[0][2]}{more}")

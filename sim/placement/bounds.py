@@ -26,8 +26,8 @@ from __future__ import annotations
 from sim.isa.program import (Alloc, Arith, Call, Const, For, Instr, MakeTensorView,
                              PartitionView, Scalar, SetValidShape, walk)
 
-__all__ = ["address_problems", "placements", "sized_arguments", "span_message", "static_problems",
-           "view_spans"]
+__all__ = ["address_problems", "negative_arguments", "placements", "sized_arguments",
+           "span_message", "static_problems", "view_spans"]
 
 _FOLD = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
          "arith.muli": lambda a, b: a * b}
@@ -181,11 +181,17 @@ def static_problems(program, target, scalars=None) -> list:
         out += [(rule, tile.name, f"{where}{how} places {text}")
                 for rule, text in address_problems(tile, addr, target)]
     if scalars:
-        out += view_spans(program, scalars)
-        for name, (what, where) in sized_arguments(program).items():
-            v = scalars.get(name)
-            if type(v) is int and v < 0:
-                out.append(("argument", name,
-                            f"scalar argument %{name} = {v}: it sizes or bounds {what} "
-                            f"({where}); expected a value >= 0"))
+        out += view_spans(program, scalars) + negative_arguments(sized_arguments(program), scalars)
+    return out
+
+
+def negative_arguments(sized: dict, scalars: dict) -> list:
+    """[(rule, name, message)] of the arguments of ``sized`` (``sized_arguments``) whose
+    value in ``scalars`` is negative."""
+    out = []
+    for name, (what, where) in sized.items():
+        v = scalars.get(name)
+        if type(v) is int and v < 0:
+            out.append(("argument", name, f"scalar argument %{name} = {v}: it sizes or bounds "
+                                          f"{what} ({where}); expected a value >= 0"))
     return out

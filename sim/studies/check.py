@@ -54,9 +54,11 @@ _PAIR = re.compile(r"touch (%\S+) \[(0x[0-9a-f]+), (0x[0-9a-f]+)\) and (%\S+) "
 
 def static_findings(prog, tgt, scalars=None) -> list[Finding]:
     """The shared static check (``sim.placement.bounds``): hand-placed constant addresses
-    (alloc_tile addr=, TASSIGN, in every function) against the buffer map, and scalar
-    arguments (``scalars``) that size or bound something and are negative."""
-    from sim.placement.bounds import address_problems, placements, sized_arguments, view_spans
+    (alloc_tile addr=, TASSIGN, in every function) against the buffer map; with the
+    scalar arguments ``scalars``, tensor views too large for 64-bit addresses and negative
+    arguments that size or bound something."""
+    from sim.placement.bounds import (address_problems, negative_arguments, placements,
+                                      sized_arguments, view_spans)
     out = []
     for st, tile, addr, how in placements(prog):
         buf = tgt.buffer(tile.loc.buffer)
@@ -70,14 +72,9 @@ def static_findings(prog, tgt, scalars=None) -> list[Finding]:
                 extra = {"second": name, "second_range": (lo, hi)}
             out.append(Finding(rule, f"{where}{how} places {text}", f"%{tile.name}",
                                space=buf.name, first_range=rng, **extra))
-    out += [Finding(rule, text, f"%{name}") for rule, name, text in
-            (view_spans(prog, scalars) if scalars else ())]
-    for name, (what, where) in (sized_arguments(prog).items() if scalars else ()):
-        v = scalars.get(name)
-        if type(v) is int and v < 0:
-            out.append(Finding("argument", f"scalar argument %{name} = {v}: it sizes or "
-                                           f"bounds {what} ({where}); expected a value >= 0",
-                               f"%{name}"))
+    if scalars:         # the order run reports them in (sim.engine.run)
+        found = view_spans(prog, scalars) + negative_arguments(sized_arguments(prog), scalars)
+        out += [Finding(rule, text, f"%{name}") for rule, name, text in found]
     return out
 
 
