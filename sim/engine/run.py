@@ -12,7 +12,7 @@ from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
 from sim.engine.scan import kept
-from sim.base.errors import DeadlockError, UserError, VerifyError
+from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.result import Result
 from sim.target import load_target
 
@@ -129,7 +129,7 @@ def _static_check(program, tgt, inputs: dict) -> None:
             problems = view_spans(program, scalars) + negative_arguments(sized, scalars)
     if problems:
         more = f" (and {len(problems) - 1} more: ptosim check lists them)" if len(problems) > 1 else ""
-        raise VerifyError(f"{problems[0][2]}{more}")
+        raise SimulationError(f"{problems[0][2]}{more}")   # as the run-time check raises
 
 
 def race_warning(found) -> str:
