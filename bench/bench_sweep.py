@@ -42,7 +42,7 @@ MODES = ["manual", "auto"]
 
 
 def single_run_seconds(sample: int) -> tuple[float, float]:
-    configs = configurations(KERNEL, PARAMS, None, MODES)
+    configs = list(configurations(KERNEL, PARAMS, None, MODES))
     # a seeded random sample: a stride through the product would keep its inner parameters
     # (sync mode, height) fixed and time only the cheapest corner of the space
     chosen = random.Random(0).sample(configs, min(sample, len(configs)))
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     import dask
     from distributed import Client, LocalCluster, get_task_stream
 
-    n = len(configurations(KERNEL, PARAMS, None, MODES))
+    n = len(list(configurations(KERNEL, PARAMS, None, MODES)))
     single, single_cpu = single_run_seconds(args.sample)
     ideal = single * n / args.workers
     t0 = time.perf_counter()

@@ -247,13 +247,14 @@ def test_output_writes_exactly_the_path_in_the_views_shape(cli, tmp_path):
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
     code, out, err = cli("run", TSUB, "--input", "pa=a.npy", "--input", "pb=b.npy",
-                         "--output", "po=q.txt")
+                         "--output", "po=sub/q.npy")
     assert code == 0, err
-    assert (tmp_path / "q.txt").exists() and not (tmp_path / "q.txt.npy").exists()
-    got = np.load(tmp_path / "q.txt")
+    assert (tmp_path / "sub" / "q.npy").exists() and not (tmp_path / "sub" / "q.npy.npy").exists()
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["q.npy"]     # no temporary left
+    got = np.load(tmp_path / "sub" / "q.npy")
     assert got.shape == (32, 64)
     np.testing.assert_array_equal(got, a - b)
-    assert "q.txt" in out
+    assert "q.npy" in out
 
 
 def test_output_never_overwrites_an_input_or_the_kernel(cli, tmp_path):

@@ -287,8 +287,9 @@ def test_tassign_to_misaligned_address_is_rejected():
     k = sim.Kernel("tassign_bad")
     t = k.tile("vec", "f32", R, C, addr=0x0)
     k.TASSIGN(t, 0x4004)                                         # UB alignment is 32 B
-    with pytest.raises(SimulationError, match="multiple of 32"):
-        sim.simulate(k, sync="manual")            # auto mode would drop the TASSIGN
+    for sync in ("manual", "auto", None):         # auto mode drops the TASSIGN, not the rule
+        with pytest.raises(SimulationError, match="multiple of 32"):
+            sim.simulate(k, sync=sync)
 
 
 @pytest.mark.parametrize("op, ref", [

@@ -32,7 +32,7 @@ def main(argv=None) -> int:
             if not argv:
                 parser.print_help()
                 raise UserError("no command given: ptosim COMMAND ... (the usage is above)")
-            args = parser.parse_args(argv)
+            args = parser.parse_args(_glue_negative_values(argv))
             from sim.cli.outputs import check_outputs
             check_outputs(declared_outputs(args), declared_inputs(args))
             return args.func(args)
@@ -48,8 +48,22 @@ def main(argv=None) -> int:
                              f"values, or --timing-only)"), file=sys.stderr)
             return 2
         except (KeyboardInterrupt, _Interrupted) as e:
-            print(f"ptosim: {e or 'interrupted'}", file=sys.stderr)
+            print(printable(f"ptosim: {str(e) or 'interrupted'}"), file=sys.stderr)
             return 130
+
+
+def _glue_negative_values(argv: list) -> list:
+    """``--flag -16x64`` as ``--flag=-16x64``: argparse takes a value that starts with a
+    dash and is not a plain number for an option, and would say "expected one argument"
+    instead of checking the value."""
+    out = []
+    for i, a in enumerate(argv):
+        if (out and out[-1] is not None and i and argv[i - 1].startswith("--")
+                and "=" not in argv[i - 1] and len(a) > 1 and a[0] == "-" and a[1].isdigit()):
+            out[-1] = f"{argv[i - 1]}={a}"
+            continue
+        out.append(a)
+    return out
 
 
 class _PipeSafe:

@@ -13,6 +13,7 @@ import math
 import sys
 from pathlib import Path
 
+from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
 from sim.kernel.files import load_kernel, scalar_value
 
@@ -23,16 +24,15 @@ __all__ = ["cmd_run", "cmd_check", "cmd_print", "cmd_op", "cmd_validate", "cmd_c
 def _write_outputs(result, args) -> None:
     if args.trace:
         from sim.trace.export import write_trace
-        Path(args.trace).parent.mkdir(parents=True, exist_ok=True)
         write_trace(result.trace, args.trace, kernel=result.kernel, target=result.target.name)
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
         from sim.trace.plot import gantt
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name}, "
                                         f"{result.mode} sync — {result.total_cycles} cycles")
-        fig.savefig(args.plot, dpi=120)
+        with atomic_path(args.plot) as tmp:
+            fig.savefig(tmp, dpi=120)
 
 
 def _program(kernel):
@@ -46,12 +46,19 @@ def _target_name(args, kernel) -> str:
 
 
 def _pairs(items, flag: str) -> list[tuple[str, str]]:
+    """NAME=VALUE items of a repeatable flag; a NAME given twice is an error (the last
+    one would silently win)."""
     out = []
+    seen = {}
     for item in items or ():
         name, sep, value = item.partition("=")
         name = name.strip().removeprefix("%")
         if not sep or not name or not value:
             raise UserError(f"{flag} {item!r}: expected NAME=VALUE")
+        if name in seen:
+            raise UserError(f"{flag} {name}: given twice ({flag} {seen[name]} and {flag} "
+                            f"{item}); give each name once")
+        seen[name] = item
         out.append((name, value))
     return out
 
@@ -91,8 +98,16 @@ def _load_array(path: str, what: str):
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise UserError(f"{what}: {path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{what}: {path}: is a directory, expected a .npy file") from None
+    except PermissionError as e:
+        raise UserError(f"{what}: {path}: cannot read: {e.strerror}") from None
     except (OSError, ValueError) as e:
-        raise UserError(f"{what}: {path}: not a .npy array ({e})") from None
+        # numpy's text for an object array suggests allow_pickle: never load pickles
+        why = ("holds Python objects (a pickle), not numbers" if "pickle" in str(e).lower()
+               else " ".join(str(e).split()))
+        raise UserError(f"{what}: {path}: not a numeric .npy array ({why}); save one with "
+                        f"numpy.save") from None
     if not isinstance(arr, np.ndarray):
         raise UserError(f"{what}: {path}: expected one array (.npy), found an archive")
     return arr
@@ -108,8 +123,7 @@ def _save_outputs(args, result, kernel, inputs) -> None:
         except KeyError:
             raise UserError(f"--output {name}: the kernel never touched %{name}") from None
         shape = _output_shape(_program(kernel), name, arr.size, inputs.get(name))
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:          # np.save(name) would append .npy to the path
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:   # np.save(name) would add .npy
             np.save(f, arr.reshape(shape) if shape else arr)
 
 
@@ -223,6 +237,9 @@ def cmd_run(args) -> int:
     kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
+    if args.timing_only and args.output:
+        raise UserError("--output with --timing-only: a timing-only run computes no data "
+                        "(the arrays would be zeros); drop --timing-only to write outputs")
     if args.trace_rows == "none" and (args.trace or args.plot):
         raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
                         "keep the rows (--trace-rows full or ops)")
@@ -258,9 +275,13 @@ def cmd_check(args) -> int:
     for w in warnings:
         print(w, file=sys.stderr)
     from sim.studies.check import static_findings
-    placement = static_findings(program, target)
+    scalars = {} if Path(args.kernel).suffix == ".py" else {
+        n: v for n, v in _kernel_inputs(args, kernel).items() if type(v) is int}
+    placement = static_findings(program, target, scalars)
     if placement:
-        raise UserError("placement check failed: " + "; ".join(f.message for f in placement))
+        what = "placement" if all(f.kind in ("capacity", "alignment", "reserved")
+                                  for f in placement) else "static"
+        raise UserError(f"{what} check failed: " + "; ".join(f.message for f in placement))
     n = sum(isinstance(st, Instr) for f in program.functions for st in walk(f.body))
     funcs = len(program.functions)
     print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
@@ -345,8 +366,8 @@ def cmd_compare(args) -> int:
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        c.figure().savefig(args.plot, dpi=110)
+        with atomic_path(args.plot) as tmp:
+            c.figure().savefig(tmp, dpi=110)
     if args.json:
         _print_json(c.to_json())
     else:
@@ -355,6 +376,12 @@ def cmd_compare(args) -> int:
         print(format_compare(c.frame()))
         if args.plot:
             print(f"plot written to {args.plot}")
+    stuck = [(run.mode, run.deadlock) for run in (c.manual, c.auto) if run.deadlock]
+    if stuck:       # the table shows what ran; the exit code must not say all went well
+        mode, why = stuck[0]
+        print(f"ptosim: error: the {mode} run deadlocked, so its column is empty: "
+              f"{' '.join(why.split())}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -364,7 +391,12 @@ def cmd_sweep(args) -> int:
     for name, text in _pairs(args.param, "--param"):
         if name in params:
             raise UserError(f"--param {name}: given twice; list every value once: {name}=V1,V2,...")
-        params[name] = [v.strip() for v in text.split(",")]
+        values = [v.strip() for v in text.split(",")]
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise UserError(f"--param {name}: value{'s' * (len(twice) > 1)} "
+                            f"{', '.join(twice)} listed twice; list every value once")
+        params[name] = values
     modes = args.sync and [m.strip() for m in args.sync.split(",")]
     try:
         df = sweep(args.kernel, params, targets=args.target, sync=modes, scheduler=args.scheduler,

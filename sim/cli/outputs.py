@@ -39,14 +39,14 @@ def check_outputs(outputs, inputs=()) -> None:
     seen = {}
     for out in outputs:
         where = f"{out.flag} {out.path}"
+        key = _same(out.path)
+        if key in protected:
+            raise UserError(f"{where}: would overwrite the input {protected[key]}")
         if out.suffixes and out.path.suffix.lower() not in out.suffixes:
             raise UserError(f"{where}: unknown suffix {out.path.suffix or '(none)'!r}, "
                             f"expected one of {', '.join(out.suffixes)}")
         _check_kind(out, where)
         _check_writable(out.path, where)
-        key = _same(out.path)
-        if key in protected:
-            raise UserError(f"{where}: would overwrite the input {protected[key]}")
         if key in seen:
             raise UserError(f"{where}: also written by {seen[key]}")
         seen[key] = where

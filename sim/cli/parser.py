@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "marked pto.entry, else the first public function nothing calls)")
     _kernel_args(r)
     _output_arg(r, "--output", action="append", metavar="NAME=FILE.npy", pairs=True,
+                suffixes=(".npy",),
                 help="write a GM pointer argument's final contents as a .npy array to exactly "
                      "FILE, shaped like its --input array or its tensor view (repeatable)")
     r.add_argument("--json", action="store_true",

@@ -88,6 +88,7 @@ class Chip:
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
                               gm=gm_model, shared=self.state.flags, trace=trace,
                               statics=statics)
+            interp.limits = limits      # a scalar-only loop issues nothing to count
             self.units.append((spec, interp, machine))
 
     def run(self):

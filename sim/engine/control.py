@@ -28,6 +28,8 @@ class ControlFlow:
     """Mixin of ``Interpreter``: executes the non-tile statements of a block."""
 
     _calls: tuple = ()           # the functions being called, outermost first
+    limits = None                # sim.engine.limits.Limits of the run (Chip sets it), or None
+    idle_iterations = 0          # loop iterations that issued no item (scalar code only)
 
     def _block(self, body):
         """Run ``body``; yields pipe items and returns the values of its Yield / Return.
@@ -268,13 +270,22 @@ class ControlFlow:
         if step <= 0:
             self.data_error(f"scf.for{_where(st)}: step must be positive, found {step}")
         frame = [For, st, iter(range(lb, ub, step) if step > 0 else ()),
-                 [self._value(v) for v in st.inits]]
+                 [self._value(v) for v in st.inits], -1]
         return frame if self._iterate(frame) else None
 
     def _iterate(self, frame) -> bool:
         """Start a loop's next iteration (bind its induction variable and iter_args); at
-        its end bind the loop's results and say so."""
-        _, st, ivs, carried = frame
+        its end bind the loop's results and say so.
+
+        An iteration that issued nothing (scalar code only) issues no item either for the
+        run's limits to count: they are counted here, so that ``--max-instructions`` and
+        the progress line see a scalar loop of 10^9 iterations too (``Limits.idle``)."""
+        _, st, ivs, carried, seq = frame
+        if seq == self.seq:
+            self.idle_iterations += 1
+            if not self.idle_iterations & 4095 and self.limits is not None:
+                self.limits.idle(4096)
+        frame[4] = self.seq
         i = next(ivs, None)
         if i is None:
             for res, val in zip(st.results, carried):

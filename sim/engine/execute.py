@@ -38,6 +38,7 @@ from sim.isa.verify import verify_instr
 from sim.timing import Shape, lower
 from sim.timing.banks import HINT as BANK_HINT, same_bank
 from sim.timing.dma_geometry import Geometry
+from sim.placement.bounds import address_problems
 from sim.timing.hints import shape_hints
 
 __all__ = ["Interpreter"]
@@ -218,19 +219,12 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         return self.seq - 1
 
     def _check_address(self, tile: Tile, addr: int, where: str) -> None:
-        """A hand-placed address against the buffer map: capacity, alignment, reserved."""
-        buf = self.target.buffer(tile.loc.buffer)
-        end = addr + tile.type.nbytes
-        if addr < 0 or addr % buf.alignment_bytes or end > buf.capacity_bytes:
-            raise SimulationError(
-                f"{where}: address of %{tile.name}: expected a multiple of {buf.alignment_bytes} "
-                f"with the {tile.type.nbytes}-byte tile inside the {buf.capacity_bytes}-byte "
-                f"{buf.name}, found {addr:#x}")
-        for name, lo, hi in buf.reserved:
-            if addr < hi and lo < end:
-                raise SimulationError(
-                    f"{where}: %{tile.name} at [{addr:#x}, {end:#x}) overlaps the reserved "
-                    f"{buf.name} range [{lo:#x}, {hi:#x}) ({name}); expected a range outside it")
+        """A hand-placed address against the buffer map: capacity, alignment, reserved
+        (the rule of ``ptosim check``, ``sim.placement.bounds``, for addresses known only
+        at run time)."""
+        found = address_problems(tile, addr, self.target)
+        if found:
+            raise SimulationError(f"{where}: places {found[0][1]}")
 
     def _alloc(self, st: Alloc) -> None:
         t = st.tile.type

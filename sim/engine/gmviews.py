@@ -18,6 +18,7 @@ import numpy as np
 from sim.base.errors import SimulationError, UserError
 from sim.isa.dtypes import DType
 from sim.isa.program import GmPtr, MakeTensorView, PartitionView, PartView, Scalar, TensorView
+from sim.placement.bounds import span_message
 
 __all__ = ["GlobalViews"]
 
@@ -28,7 +29,7 @@ def _zeros(name: str, n: int, dt: DType) -> np.ndarray:
     """Lazily backed zeros for GM argument ``name`` (pages come when written)."""
     try:
         return np.zeros(n, dt.np_type)
-    except MemoryError:
+    except (MemoryError, ValueError):      # ValueError: more elements than numpy indexes
         raise SimulationError(f"GM argument %{name}: the window it touches is too large to "
                               f"simulate functionally ({n} {dt} elements exceed the address "
                               f"space this machine grants); use smaller sizes or "
@@ -184,6 +185,10 @@ class GlobalViews:
         strides = [int(self.scalar(x)) for x in st.strides]
         key = self.values.get(st.ptr.name, st.ptr.name)
         self._gm_dtypes.setdefault(key, st.ptr.dtype)
+        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
+        if span * st.ptr.dtype.size_bytes >= 2 ** 63:
+            where = f"make_tensor_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
+            raise SimulationError(span_message(where, shape, strides, span, st.ptr.dtype))
         # The array spans the whole tensor (outputs have its size) but takes pages only
         # where a window is touched; a tensor larger than the address space the OS grants
         # grows with the windows instead.

@@ -3,7 +3,8 @@
 A kernel with a loop bound of 10⁹ (a typo, an ``--arg`` in bytes instead of tiles) runs
 for hours; nothing in the program says it is wrong. ``Limits`` bounds a run by simulated
 cycles and by items the interpreter issues (instructions and synchronisation
-statements), and gives a progress callback a look at the run now and then.
+statements; loop iterations that issue neither, scalar code only, count too: see
+``Limits.idle``), and gives a progress callback a look at the run now and then.
 
 The checks cost one counter increment per issued item and per SimPy event; the clock
 and the callback are consulted only every ``every`` of them. Two hooks carry them, so any
@@ -58,6 +59,7 @@ class Limits:
     progress: object = None
     every: int = attrs.field(default=4096, validator=_positive_or_none)
     items: int = attrs.field(default=0, init=False)
+    idle_items: int = attrs.field(default=0, init=False)   # loop iterations that issued nothing
     env: simpy.Environment | None = attrs.field(default=None, init=False)
     clock: object = attrs.field(default=None, init=False)
 
@@ -96,6 +98,18 @@ class Limits:
             yield item
         self.items = n
 
+    def idle(self, n: int) -> None:
+        """``n`` more loop iterations that issued no item (scalar code only): they count
+        towards ``max_instructions`` and the progress line like issued items, or a scalar
+        loop of 10^9 iterations would run unbounded and unseen."""
+        self.idle_items += n
+        stop = self.max_instructions
+        if stop is not None and self.items + self.idle_items > stop:
+            self._stop(f"--max-instructions {stop}: the kernel issued more than {stop} "
+                       f"instructions, sync statements and loop iterations that issue "
+                       f"neither (scalar code)")
+        self.check()
+
     def _next(self, n: int) -> int:
         """The item count of the next check: ``every`` on, and the one past the limit."""
         stop = self.max_instructions
@@ -106,10 +120,11 @@ class Limits:
         if self.max_cycles is not None and self.cycle > self.max_cycles:
             self._stop(f"--max-cycles {self.max_cycles}: the run passed cycle {self.max_cycles}")
         if self.progress is not None:
-            self.progress(self.items, self.cycle)
+            self.progress(self.items + self.idle_items, self.cycle)
 
     def _stop(self, why: str):
-        raise RunStopped(f"{why}; stopped at cycle {self.cycle} after {self.items} items "
+        idle = f" and {self.idle_items} scalar loop iterations" if self.idle_items else ""
+        raise RunStopped(f"{why}; stopped at cycle {self.cycle} after {self.items} items{idle} "
                          f"(raise the limit to run further)", self.cycle, self.items)
 
 

@@ -6,10 +6,19 @@ import attrs
 import numpy as np
 import pandas as pd
 
+from sim.base.errors import UserError
+
 from sim.trace.report import (opcode_share, pipe_summary, text_report, unit_summary,
                               units_from_totals)
 
-__all__ = ["Result", "MODE_TEXT"]
+__all__ = ["Result", "MODE_TEXT", "UnknownOutput"]
+
+
+class UnknownOutput(UserError, KeyError):
+    """``Result.output`` of a name the run has no GM argument for."""
+
+    def __str__(self) -> str:          # KeyError would quote the message
+        return str(self.args[0])
 
 MODE_TEXT = {"auto": "no explicit sync in the kernel: flags and barriers inserted and "
                      "unaddressed tiles placed by the simulator, as the toolchain's auto mode does",
@@ -84,8 +93,15 @@ class Result:
         return opcode_share(self.units, self.total_cycles)
 
     def output(self, name: str) -> np.ndarray:
-        """Final contents of GM argument ``name`` (flat)."""
-        return self.gm[name]
+        """Final contents of GM argument ``name`` (flat). An unknown name is a
+        ``UnknownOutput`` (a ``UserError`` and a ``KeyError``) naming the arguments the
+        run has."""
+        try:
+            return self.gm[name]
+        except KeyError:
+            known = ", ".join(sorted(self.gm)) or "none"
+            raise UnknownOutput(f"output {name!r}: the run has no GM argument {name!r} "
+                                f"(GM arguments: {known})") from None
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "target": self.target.name, "mode": self.mode,

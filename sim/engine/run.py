@@ -12,7 +12,7 @@ from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
 from sim.engine.scan import kept
-from sim.base.errors import DeadlockError, UserError
+from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.result import Result
 from sim.target import load_target
 
@@ -86,6 +86,7 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
+    _static_check(program, tgt, inputs or {})
     watched = limits is not None and limits.active
     # the auto passes' progress, for a progress object that shows it (sim.cli.progress)
     tick = getattr(limits.progress, "preparing", None) if watched else None
@@ -113,6 +114,24 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         warnings += (idle_warning(program, inputs),)
     return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
                   mode=prep.mode, block_dim=block_dim, memory=chip.gm.summary(recording.end) if chip.gm_used else {})
+
+
+def _static_check(program, tgt, inputs: dict) -> None:
+    """The check ``ptosim check`` makes (``sim.placement.bounds``), before a run in any
+    mode: a hand address no buffer holds, a negative scalar argument that sizes or bounds
+    something. Kept with the program: a builder kernel's walk is not repeated per run."""
+    from sim.placement.bounds import (negative_arguments, sized_arguments, static_problems,
+                                      view_spans)
+    problems = kept(program, ("static problems", tgt), lambda: static_problems(program, tgt))
+    if not problems and inputs:
+        # only arguments that size or bound something can break the argument rules
+        sized = kept(program, ("sized arguments",), lambda: sized_arguments(program))
+        scalars = {n: v for n, v in inputs.items() if type(v) is int and n in sized}
+        if scalars:
+            problems = view_spans(program, scalars) + negative_arguments(sized, scalars)
+    if problems:
+        more = f" (and {len(problems) - 1} more: ptosim check lists them)" if len(problems) > 1 else ""
+        raise SimulationError(f"{problems[0][2]}{more}")   # as the run-time check raises
 
 
 def race_warning(found) -> str:

@@ -73,6 +73,8 @@ class Kernel(ChipKernel):
         self._last_wait: dict[tuple, int] = {}        # (src, dst, id) -> its latest wait
         self._interned: dict = {}
         self._built: dict = {}          # what built a statement (class or opcode, operands, loc) -> it
+        self._tile_ids: set = set()     # id() of the live tiles declared or popped here
+        self._freed: dict = {}          # id() of a popped tile -> where tfree gave it back
 
     # --- declarations --------------------------------------------------------------------
 
@@ -95,6 +97,7 @@ class Kernel(ChipKernel):
             vr, vc = valid if valid is not None else (rows, cols)
             type = TileType(loc, dtype, rows, cols, vr, vc, **layout)
         t = Tile(self._fresh(name or "t"), type)
+        self._tile_ids.add(id(t))
         self._emit(Alloc(t, None if addr is None else Const(int(addr), "i64"), loc=_caller()))
         return t
 
@@ -106,6 +109,10 @@ class Kernel(ChipKernel):
             shape = (1, shape[0])
         if len(shape) != 2 or min(shape) <= 0:
             raise UserError(f"gm {name}: shape must be (rows, cols) with positive sizes, found {shape}")
+        if name in self._names:         # renaming it would leave the user's name pointing elsewhere
+            what = "GM argument" if name in self._tv else "tile or value"
+            raise UserError(f"{_caller()}: gm {name}: a {what} named {name!r} is already "
+                            f"declared in kernel {self.name}; give each a distinct name")
         name = self._fresh(name)
         ptr = GmPtr(name, dt)
         self._args.append(ptr)
@@ -235,6 +242,9 @@ class Kernel(ChipKernel):
         if len(ops) < n_out:
             raise UserError(f"{spec.name}: expected {n_out} destination operand(s) first")
         outs, ins = ops[:n_out], ops[n_out:]
+        for o in ops:
+            if type(o) is Tile and id(o) not in self._tile_ids:
+                self._not_mine(o, spec.name)
         dt = None
         if spec.name != "TEXTRACT":
             for o in ops:
@@ -255,6 +265,17 @@ class Kernel(ChipKernel):
             stmt = self._built[key] = self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
         idx = self._emit(stmt)
         return Event(self, idx, pipe)
+
+    def _not_mine(self, tile: Tile, what: str) -> None:
+        """A tile operand this kernel does not hold: freed by ``tfree``, or another's."""
+        freed = self._freed.get(id(tile))
+        if freed is not None:
+            raise UserError(f"{_caller()}: {what}: tile %{tile.name} was given back to its "
+                            f"FIFO by tfree at {freed}; its slot may already hold the next "
+                            f"tile: tpop again")
+        raise UserError(f"{_caller()}: {what}: tile %{tile.name} was not declared in kernel "
+                        f"{self.name} (a tile of another kernel?); declare it with this "
+                        f"kernel's tile()")
 
     def _wait(self, ev: Event, pipe: str, loc) -> None:
         if not isinstance(ev, Event) or ev.kernel is not self:

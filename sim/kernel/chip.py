@@ -68,6 +68,7 @@ class ChipKernel:
         if isinstance(block_dim, bool) or not isinstance(block_dim, int) or block_dim < 1:
             raise UserError(f"Kernel: block_dim: expected a positive integer, found {block_dim!r}")
         self.block_dim = block_dim
+        self._popped: dict = {}         # (fifo id, section) -> tiles popped and not yet freed
         self._ids: dict[str, Index] = {}
         self._section = None          # "cube" / "vector" while inside a section
         self._fifos: list[Fifo] = []
@@ -169,6 +170,9 @@ class ChipKernel:
         the vector units) after ``events``; returns a token on the pipe that moves it."""
         to_aiv = fifo.direction == "c2v"
         self._need("cube" if to_aiv else "vector", f"tpush on {fifo!r}")
+        self._own_fifo(fifo, "tpush")
+        if type(tile) is Tile and id(tile) not in self._tile_ids:
+            self._not_mine(tile, f"tpush on {fifo!r}")
         pipe = "PIPE_FIX" if tile.loc.value == "acc" else "PIPE_MTE3"
         loc = _caller()
         for ev in events:
@@ -182,7 +186,10 @@ class ChipKernel:
         until ``tfree``."""
         to_aiv = fifo.direction == "c2v"
         self._need("vector" if to_aiv else "cube", f"tpop on {fifo!r}")
+        self._own_fifo(fifo, "tpop")
         tile = Tile(self._fresh(f"pop{fifo.id}_"), fifo.type)
+        self._tile_ids.add(id(tile))
+        self._popped.setdefault((fifo.id, self._section), []).append(tile)
         op = "pto.tpop_from_aic" if to_aiv else "pto.tpop_from_aiv"
         self._emit(PipeOp((tile,), op, (), {"id": fifo.id, "split": fifo.split}, loc=_caller()))
         return tile
@@ -191,8 +198,22 @@ class ChipKernel:
         """Give the slot of the oldest popped tile back to the producer."""
         to_aiv = fifo.direction == "c2v"
         self._need("vector" if to_aiv else "cube", f"tfree on {fifo!r}")
+        self._own_fifo(fifo, "tfree")
+        popped = self._popped.get((fifo.id, self._section))
+        loc = _caller()
+        if not popped:
+            raise UserError(f"{loc}: tfree on {fifo!r}: no popped tile to give back (every "
+                            f"tpop is already freed: tfree twice?); expected one tfree per tpop")
+        tile = popped.pop(0)
+        self._tile_ids.discard(id(tile))
+        self._freed[id(tile)] = loc
         op = "pto.tfree_from_aic" if to_aiv else "pto.tfree_from_aiv"
-        self._emit(PipeOp((), op, (), {"id": fifo.id, "split": fifo.split}, loc=_caller()))
+        self._emit(PipeOp((), op, (), {"id": fifo.id, "split": fifo.split}, loc=loc))
+
+    def _own_fifo(self, fifo, what: str) -> None:
+        if not any(f is fifo for f in self._fifos):
+            raise UserError(f"{_caller()}: {what} on {fifo!r}: the FIFO was not declared in "
+                            f"kernel {self.name}; declare it with this kernel's fifo()")
 
     # --- cross-core flags and the all-core barrier -----------------------------------------
 

@@ -11,6 +11,7 @@ raises (``sys.exit`` included) into one ``UserError`` at its line.
 from __future__ import annotations
 
 import contextlib
+import math
 import importlib.util
 import inspect
 import sys
@@ -79,6 +80,12 @@ def user_code(path: str):
     except SystemExit as e:
         raise UserError(f"{path}: called sys.exit({e.code!r}) while building the kernel; "
                         f"build() must return a sim.Kernel") from None
+    except KeyboardInterrupt:
+        here = Path(path).resolve()
+        frames = [f for f in traceback.extract_tb(sys.exc_info()[2])
+                  if Path(f.filename).resolve() == here]
+        where = f"{path}:{frames[-1].lineno}" if frames else path
+        raise KeyboardInterrupt(f"interrupted while building the kernel (at {where})") from None
     except RecursionError:
         raise UserError(f"{path}: RecursionError while building the kernel: recursion "
                         f"deeper than Python's limit of {sys.getrecursionlimit()}") from None
@@ -144,10 +151,31 @@ def scalar_value(name: str, text: str, type_: str):
                 raise ValueError(text)
             return low in ("true", "1")
         if t == "index" or t.lstrip("su").startswith("i") or t.startswith("u"):
-            return int(text, 0)
-        return float(text)
+            value = int(text, 0)
+            lo, hi = _int_range(t)
+            if not lo <= value <= hi:
+                raise UserError(f"--arg {name}={text}: out of range for {type_}: expected "
+                                f"{lo} <= value <= {hi}")
+            return value
+        value = float(text)
+        if not math.isfinite(value) and text.strip().lower() not in ("inf", "-inf", "+inf", "nan"):
+            raise ValueError(text)           # 1e999: overflows a float
+        return value
     except ValueError:
         raise UserError(f"--arg {name}={text}: expected a value of type {type_}") from None
+
+
+def _int_range(t: str) -> tuple[int, int]:
+    """The values an integer scalar of MLIR type ``t`` holds: ``index`` and ``i64`` are
+    64-bit; a signless ``iN`` takes either reading of its N bits, ``uN`` only unsigned."""
+    bits = 64 if t == "index" else int("".join(c for c in t if c.isdigit()) or 64)
+    if t.startswith("u") or t.startswith("ui"):
+        return 0, 2 ** bits - 1
+    if t.startswith("si"):
+        return -2 ** (bits - 1), 2 ** (bits - 1) - 1
+    if t == "index":
+        return -2 ** 63, 2 ** 63 - 1
+    return -2 ** (bits - 1), 2 ** bits - 1
 
 
 def printable(text: str) -> str:

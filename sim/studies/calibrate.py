@@ -69,6 +69,8 @@ def _int(path, line, row, key, default=None):
 def load_cases(path) -> list[Case]:
     """Read a case CSV; errors name ``FILE:LINE`` and the column."""
     p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{path}: is a directory, expected a CSV file")
     if not p.is_file():
         raise UserError(f"{path}: no such file")
     try:
@@ -76,6 +78,8 @@ def load_cases(path) -> list[Case]:
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not a UTF-8 text CSV file (byte {e.start}: "
                         f"{e.object[e.start:e.start + 1]!r})") from None
+    except OSError as e:            # unreadable: permissions, a device, an I/O error
+        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
     body = [(n, l) for n, l in enumerate(lines, start=1) if l.strip() and not l.lstrip().startswith("#")]
     if not body:
         raise UserError(f"{path}: no header line")

@@ -22,7 +22,6 @@ import re
 import attrs
 
 from sim.base.errors import DeadlockError, VerifyError
-from sim.isa.program import Alloc, Const, Instr
 from sim.placement.auto import program_of
 from sim.isa.program import walk
 from sim.target import load_target
@@ -53,33 +52,29 @@ _PAIR = re.compile(r"touch (%\S+) \[(0x[0-9a-f]+), (0x[0-9a-f]+)\) and (%\S+) "
                    r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)")
 
 
-def static_findings(prog, tgt) -> list[Finding]:
-    """Hand-placed constant addresses (alloc_tile addr=, TASSIGN) against the buffer map."""
+def static_findings(prog, tgt, scalars=None) -> list[Finding]:
+    """The shared static check (``sim.placement.bounds``): hand-placed constant addresses
+    (alloc_tile addr=, TASSIGN, in every function) against the buffer map; with the
+    scalar arguments ``scalars``, tensor views too large for 64-bit addresses and negative
+    arguments that size or bound something."""
+    from sim.placement.bounds import (address_problems, negative_arguments, placements,
+                                      sized_arguments, view_spans)
     out = []
-    for st in walk(prog.main.body):
-        if isinstance(st, Alloc) and isinstance(st.addr, Const):
-            tile, addr, how = st.tile, int(st.addr.value), "alloc_tile addr="
-        elif isinstance(st, Instr) and st.opcode == "TASSIGN" and st.ins and isinstance(st.ins[0], Const):
-            tile, addr, how = st.outs[0], int(st.ins[0].value), "TASSIGN"
-        else:
-            continue
+    for st, tile, addr, how in placements(prog):
         buf = tgt.buffer(tile.loc.buffer)
-        end = addr + tile.type.nbytes
         where = f"{st.loc}: " if st.loc else ""
-        what = f"{where}{how} places tile %{tile.name} ({tile.type.nbytes} B) at [{addr:#x}, {end:#x}) in {buf.name}"
-        if addr < 0 or end > buf.capacity_bytes:
-            out.append(Finding("capacity", f"{what}: outside the {buf.capacity_bytes}-byte "
-                                           f"{buf.name} of {tgt.name} (rule: capacity)",
-                               f"%{tile.name}", space=buf.name, first_range=(addr, end)))
-        if addr % buf.alignment_bytes:
-            out.append(Finding("alignment", f"{what}: the address is not a multiple of "
-                                            f"{buf.alignment_bytes} bytes (rule: alignment)",
-                               f"%{tile.name}", space=buf.name, first_range=(addr, end)))
-        for name, s, e in buf.reserved:
-            if addr < e and s < end:
-                out.append(Finding("reserved", f"{what}: overlaps the reserved range "
-                                               f"[{s:#x}, {e:#x}) ({name}) (rule: reserved range)",
-                                   f"%{tile.name}", name, buf.name, (addr, end), (s, e)))
+        rng = (addr, addr + tile.type.nbytes)
+        reserved = iter(r for r in buf.reserved if addr < r[2] and r[1] < rng[1])
+        for rule, text in address_problems(tile, addr, tgt):
+            extra = {}
+            if rule == "reserved":
+                name, lo, hi = next(reserved)
+                extra = {"second": name, "second_range": (lo, hi)}
+            out.append(Finding(rule, f"{where}{how} places {text}", f"%{tile.name}",
+                               space=buf.name, first_range=rng, **extra))
+    if scalars:         # the order run reports them in (sim.engine.run)
+        found = view_spans(prog, scalars) + negative_arguments(sized_arguments(prog), scalars)
+        out += [Finding(rule, text, f"%{name}") for rule, name, text in found]
     return out
 
 

@@ -30,6 +30,8 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -38,6 +40,7 @@ import attrs
 import numpy as np
 import pandas as pd
 
+from sim.base.atomic import atomic_path
 from sim.base.version import __version__
 from sim.base.errors import UserError
 from sim.isa.opcodes import PIPES
@@ -79,36 +82,69 @@ def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
         raise UserError(f"sweep: expected the path of a .py or .pto kernel, found {kernel!r}")
     values = _typed_params(str(kernel), params or {})
     modes = _modes(sync)
-    configs = configurations(path, values, targets, modes, seed)
+    targets = _targets(targets)
+    if scheduler is not None and not hasattr(scheduler, "submit"):     # an address, not a Client
+        scheduler = _scheduler_address(scheduler)
+    total = math.prod(len(v) for v in values.values()) * len(targets) * len(modes)
+    if total > WARN_CONFIGURATIONS:
+        print(f"ptosim: warning: the sweep has {total:,} configurations (more than "
+              f"{WARN_CONFIGURATIONS:,}); they are generated and run as the workers take "
+              f"them, but their rows all end up in memory and in the output", file=sys.stderr)
     journal = _writable_journal(output)
     done = _read_journal(journal)
-    rows = [done.get(c.key) for c in configs]
-    todo = [i for i, r in enumerate(rows) if r is None]
-    bar = _Progress(len(configs), len(configs) - len(todo),
-                    sys.stderr.isatty() if progress is None else progress)
+    rows: list = []
+    # the bar starts at the configurations the journal has (counted up front when that is
+    # cheap; a sweep of millions counts them as it meets them)
+    counted = bool(done) and total <= WARN_CONFIGURATIONS
+    already = sum(c.key in done for c in configurations(path, values, targets, modes, seed)) \
+        if counted else 0
+    bar = _Progress(total, already, sys.stderr.isatty() if progress is None else progress)
+    finished = False
     try:
-        if todo:
-            _run_all(configs, todo, rows, path, seed, scheduler, workers, processes, journal, bar)
+        _run_all(configurations(path, values, targets, modes, seed), done, rows, path, seed,
+                 scheduler, workers, processes, journal, bar, counted)
+        finished = True
+    except KeyboardInterrupt:
+        # the rows finished so far are kept (and the journal has them): write them
+        finished = bool(rows)
+        raise
     finally:
         bar.close()
-        df = _frame(configs, rows, list(values))
-        if output is not None:
-            df.to_parquet(output, index=False)
+        df = _frame(rows, list(values))
+        if output is not None and finished:     # a failed sweep leaves an older output as it was
+            with atomic_path(output) as tmp:
+                df.to_parquet(tmp, index=False)
     return df
 
 
-def configurations(path: str, values: dict, targets, modes, seed: int = 0) -> list[Config]:
-    """The cartesian product of parameter values, targets and modes, in that nesting."""
+WARN_CONFIGURATIONS = 10 ** 5
+IN_FLIGHT_PER_WORKER = 16          # futures submitted ahead of the results, per worker
+
+
+def configurations(path: str, values: dict, targets, modes, seed: int = 0):
+    """The cartesian product of parameter values, targets and modes, in that nesting:
+    a generator, so that a sweep of millions starts at once and never holds them all."""
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     names = list(values)
-    targets = [targets] if isinstance(targets, (str, Path)) else list(targets or [None])
-    targets = [None if t is None else str(t) for t in targets]
-    out = []
+    targets = _targets(targets)
+    keys = {t: _target_key(t) for t in targets}
     for combo in itertools.product(*values.values(), targets, modes):
         params, target, mode = dict(zip(names, combo[:len(names)])), combo[-2], combo[-1]
-        ident = [__version__, digest, sorted(params.items()), _target_key(target), mode, seed]
+        ident = [__version__, digest, sorted(params.items()), keys[target], mode, seed]
         key = hashlib.sha256(json.dumps(ident, default=repr).encode()).hexdigest()[:20]
-        out.append(Config(params, target, mode, key))
+        yield Config(params, target, mode, key)
+
+
+def _targets(targets) -> list:
+    """The targets to sweep (``[None]``: each kernel's own), each checked now: a name no
+    model has is refused before any configuration runs, not in every row."""
+    targets = [targets] if isinstance(targets, (str, Path)) else list(targets or [None])
+    out = []
+    for t in targets:
+        if t is not None:
+            from sim.target import load_target
+            load_target(str(t))
+        out.append(None if t is None else str(t))
     return out
 
 
@@ -191,28 +227,68 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
     return row
 
 
-def _run_all(configs, todo, rows, path, seed, scheduler, workers, processes, journal, bar):
+def _run_all(configs, done, rows, path, seed, scheduler, workers, processes, journal, bar,
+             counted: bool = False):
+    """Run the configurations not in the journal (``done``), at most a bounded number in
+    flight (so millions never sit in the scheduler, and Ctrl-C cancels only a few),
+    appending each configuration's row to ``rows`` in configuration order."""
     from distributed import as_completed
-    with _client(scheduler, workers, processes) as client:
+    order = {}            # index -> finished row, until every earlier one is in ``rows``
+    next_out = 0
+    with contextlib.ExitStack() as stack:
+        client = None          # started at the first configuration not in the journal
         futures = {}
-        for i in todo:
-            c = configs[i]
-            fut = client.submit(run_config, path, c.params, c.target, c.sync, seed,
-                                key=f"ptosim-sweep-{i}-{c.key}", pure=False, retries=1)
-            futures[fut] = i
+        pending, limit = None, math.inf
         try:
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
-                    row = {**fut.result(), "config": configs[i].key}
-                    _append_journal(journal, row)
-                except Exception as e:     # the worker itself was lost: not journalled, redone on resume
-                    row = {"target": configs[i].target, "config": configs[i].key,
-                           "error": f"worker lost: {type(e).__name__}: {e}"}
-                rows[i] = row
-                bar.update(row["error"] is not None)
+            for i, c in enumerate(configs):
+                row = done.get(c.key)
+                if row is not None:
+                    order[i] = (c, row)
+                    if not counted:
+                        bar.skip()
+                else:
+                    if client is None:
+                        client = stack.enter_context(_client(scheduler, workers, processes))
+                        limit = IN_FLIGHT_PER_WORKER * max(
+                            1, len(client.scheduler_info().get("workers", {})))
+                        pending = as_completed(loop=client.loop)
+                    fut = client.submit(run_config, path, c.params, c.target, c.sync, seed,
+                                        key=f"ptosim-sweep-{i}-{c.key}", pure=False, retries=1)
+                    futures[fut] = (i, c)
+                    pending.add(fut)
+                while len(futures) >= limit:
+                    _collect(next(pending), futures, order, journal, bar)
+                next_out = _flush(order, rows, next_out)
+            for fut in pending or ():
+                _collect(fut, futures, order, journal, bar)
+            _flush(order, rows, next_out)
         finally:
-            client.cancel(list(futures))
+            if futures and client is not None:
+                client.cancel(list(futures))
+            _flush(order, rows, next_out, everything=True)
+
+
+def _collect(fut, futures, order, journal, bar) -> None:
+    i, c = futures.pop(fut)
+    try:
+        row = {**fut.result(), "config": c.key}
+        _append_journal(journal, row)
+    except Exception as e:     # the worker itself was lost: not journalled, redone on resume
+        row = {"target": c.target, "config": c.key,
+               "error": f"worker lost: {type(e).__name__}: {e}"}
+    order[i] = (c, row)
+    bar.update(row["error"] is not None)
+
+
+def _flush(order, rows, next_out: int, everything: bool = False) -> int:
+    """Move finished rows to ``rows`` in configuration order (all of them, in order, when
+    the sweep stops early)."""
+    while next_out in order:
+        rows.append(order.pop(next_out))
+        next_out += 1
+    if everything:
+        rows.extend(order.pop(i) for i in sorted(order))
+    return next_out
 
 
 @contextlib.contextmanager
@@ -224,10 +300,17 @@ def _client(scheduler, workers: int, processes: bool):
         yield scheduler
         return
     if scheduler is not None:
+        address = scheduler if isinstance(scheduler, str) else _scheduler_address(scheduler)
+        import dask
         try:
-            client = Client(scheduler, timeout="10s")
+            with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_S}s"}):
+                client = Client(address, timeout=f"{CONNECT_S}s")
         except (OSError, TimeoutError) as e:
-            raise UserError(f"scheduler {scheduler}: cannot connect ({e})") from None
+            raise UserError(f"--scheduler {scheduler}: cannot connect "
+                            f"({' '.join(str(e).split())})") from None
+        except Exception as e:       # a server that is not Dask's: MemoryError, bad frames ...
+            raise UserError(f"--scheduler {scheduler}: the port answers, but not as a Dask "
+                            f"scheduler ({type(e).__name__})") from None
         with client:
             yield client
         return
@@ -244,6 +327,46 @@ def _client(scheduler, workers: int, processes: bool):
                                dashboard_address=":0", silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
         yield client
+
+
+CONNECT_S = 5          # seconds to reach a scheduler and hear its handshake
+_ADDRESS = re.compile(r"(?:(tcp|tls)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+
+
+def _scheduler_address(text) -> str:
+    """``tcp://HOST:PORT`` (or ``tls://``, or ``HOST:PORT``), checked: a TCP scheduler
+    must accept a connection and send its handshake within ``CONNECT_S`` seconds (a Dask
+    server speaks first; a web server or a silent port does not)."""
+    m = _ADDRESS.fullmatch(str(text).strip())
+    if m is None or not 0 < int(m.group(3)) < 65536:
+        raise UserError(f"--scheduler {text}: expected a Dask scheduler address "
+                        f"tcp://HOST:PORT (or tls://HOST:PORT)")
+    scheme, host, port = m.group(1) or "tcp", m.group(2).strip("[]"), int(m.group(3))
+    if scheme == "tcp":
+        _probe(text, host, port)
+    return f"{scheme}://{m.group(2)}:{port}"
+
+
+def _probe(text, host: str, port: int) -> None:
+    import socket
+    import struct
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_S) as s:
+            head = b""
+            while len(head) < 8:
+                chunk = s.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except socket.timeout:
+        raise UserError(f"--scheduler {text}: the port accepts connections but sends no Dask "
+                        f"handshake within {CONNECT_S} s: not a Dask scheduler") from None
+    except OSError as e:
+        raise UserError(f"--scheduler {text}: cannot connect ({e.strerror or e})") from None
+    # a Dask message starts with its frame count, a little-endian uint64 (a handful)
+    if len(head) < 8 or not 0 < struct.unpack("<Q", head)[0] < 1024:
+        raise UserError(f"--scheduler {text}: the port answers, but not as a Dask scheduler "
+                        f"(its first bytes: {head[:8]!r})")
 
 
 @contextlib.contextmanager
@@ -280,7 +403,13 @@ def _read_journal(journal) -> dict:
     was killed mid-write) is skipped and ended, so appends start on a line of their own."""
     if journal is None or not journal.is_file():
         return {}
-    text = journal.read_text()
+    try:
+        text = journal.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{journal}: not a sweep journal (binary data at byte {e.start}); "
+                        f"delete it, or write the sweep elsewhere with -o") from None
+    except OSError as e:
+        raise UserError(f"{journal}: cannot read the sweep journal ({e.strerror})") from None
     if text and not text.endswith("\n"):
         with journal.open("a") as f:
             f.write("\n")
@@ -302,15 +431,14 @@ def _append_journal(journal, row: dict) -> None:
         f.write(json.dumps(row) + "\n")
 
 
-def _frame(configs, rows, names) -> pd.DataFrame:
-    """One row per configuration in order (unfinished ones dropped)."""
+def _frame(rows, names) -> pd.DataFrame:
+    """One row per finished configuration (``rows``: (Config, row) pairs), in order."""
     records = []
-    for c, r in zip(configs, rows):
-        if r is not None:
-            records.append({**c.params, "target": r.get("target") or c.target,
-                            "sync": r.get("sync") or c.sync,
-                            **{k: v for k, v in r.items() if k not in ("target", "sync", "config")},
-                            "config": c.key})
+    for c, r in rows:
+        records.append({**c.params, "target": r.get("target") or c.target,
+                        "sync": r.get("sync") or c.sync,
+                        **{k: v for k, v in r.items() if k not in ("target", "sync", "config")},
+                        "config": c.key})
     df = pd.DataFrame.from_records(records)
     found = set(df.columns)
     pipes = [f"busy_cycles[{p}]" for p in PIPES if f"busy_cycles[{p}]" in found]
@@ -336,6 +464,14 @@ class _Progress:
     def update(self, failed: bool) -> None:
         self.done += 1
         self.failed += failed
+        self._maybe_draw()
+
+    def skip(self) -> None:
+        """A configuration already in the journal."""
+        self.done += 1
+        self._maybe_draw()
+
+    def _maybe_draw(self) -> None:
         now = time.monotonic()
         if now - self.shown >= 0.1 or self.done == self.total:
             self.shown = now

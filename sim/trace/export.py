@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
 from sim.trace.export_chrome import write_chrome
 from sim.trace.export_tables import read_csv, read_parquet, write_csv, write_parquet
@@ -37,9 +38,12 @@ def write_trace(trace: pd.DataFrame, path, *, kernel: str = "", target: str = ""
     hold only the trace columns.
     """
     suffix = _suffix(path)
-    if suffix == ".json":
-        return write_chrome(trace, path, kernel=kernel, target=target)
-    return _WRITERS[suffix](trace, path)
+    with atomic_path(path) as tmp:          # a failed write leaves an older file whole
+        if suffix == ".json":
+            write_chrome(trace, tmp, kernel=kernel, target=target)
+        else:
+            _WRITERS[suffix](trace, tmp)
+    return Path(path)
 
 
 def read_trace(path) -> pd.DataFrame:
