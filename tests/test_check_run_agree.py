@@ -83,3 +83,20 @@ def test_a_functional_run_names_the_index_input_to_give():
     r = simulate(program, "a2a3", inputs={"idx": idx, "px": x})
     rows = x.reshape(16, 16, 64)[idx].reshape(64, 64)
     assert np.array_equal(r.gm["py"].reshape(64, 64), rows)
+
+
+@pytest.mark.parametrize("rows,buffers", [(64, 4), (64, 2), (32, 4), (16, 3), (64, 1)])
+def test_check_refuses_a_placement_exactly_when_run_does(rows, buffers, tmp_path, capsys):
+    """Tiles without addresses that fit only by sharing bytes the kernel's flags do not
+    order: ``run`` refuses the placement, and ``check`` must say so too (it said ok)."""
+    kernel = Path(__file__).resolve().parent.parent / "examples" / "relu_sub_tiled.py"
+    args = [str(kernel), "--arg", f"rows={rows}", "--arg", "cols=128", "--arg",
+            f"buffers={buffers}", "--arg", "height=128"]
+    run_code, _, run_err = _run(["run", *args, "--timing-only", "--quiet"], capsys)
+    check_code, out, check_err = _run(["check", *args], capsys)
+    assert run_code in (0, 2) and check_code == run_code, (run_err, check_err)
+    if run_code == 2:
+        assert "does not fit" in run_err and "placement check failed: " in check_err
+        assert "does not fit" in check_err and len(check_err.splitlines()) == 1
+    else:
+        assert ": ok: " in out

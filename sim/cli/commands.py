@@ -282,6 +282,7 @@ def cmd_check(args) -> int:
         what = "placement" if all(f.kind in ("capacity", "alignment", "reserved")
                                   for f in placement) else "static"
         raise UserError(f"{what} check failed: " + "; ".join(f.message for f in placement))
+    _placement_check(program, target)
     n = sum(isinstance(st, Instr) for f in program.functions for st in walk(f.body))
     funcs = len(program.functions)
     print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
@@ -294,6 +295,19 @@ def cmd_check(args) -> int:
         print(format_findings(findings, kernel=args.kernel))
         return 1 if findings else 0
     return 0
+
+
+def _placement_check(program, target) -> None:
+    """Place the tiles as a default run would (auto mode's passes for a kernel without
+    sync, liveness placement of the unaddressed tiles of one with sync), so that a kernel
+    whose tiles do not fit — or fit only by sharing bytes its flags do not order — fails
+    ``check`` exactly as it fails ``run``."""
+    from sim.engine.mode import prepare
+    from sim.engine.placement import place_tiles
+    try:
+        place_tiles(prepare(program, target).program, target)
+    except UserError as e:
+        raise UserError(f"placement check failed: {e}") from None
 
 
 def cmd_print(args) -> int:
