@@ -66,8 +66,11 @@ def _pairs(items, flag: str) -> list[tuple[str, str]]:
 def _kernel_inputs(args, kernel) -> dict:
     """--arg scalars (a ``.py`` kernel's went to its build()) and --input GM arrays, by
     kernel argument name."""
+    from sim.engine.placement import root_functions
     from sim.isa.program import GmPtr, Scalar
-    fn_args = _program(kernel).main.args
+    # the functions the run starts units in: the entry and, in the two-function cube +
+    # vector form, its peer (each binds the arguments it declares, by name)
+    fn_args = [a for fn in root_functions(_program(kernel)) for a in fn.args]
     scalars = {a.name: a for a in fn_args if isinstance(a, Scalar)}
     pointers = {a.name: a for a in fn_args if isinstance(a, GmPtr)}
     inputs = {}

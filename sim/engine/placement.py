@@ -31,7 +31,7 @@ from sim.engine.scan import kept, scan
 from sim.base.errors import PlacementError, UserError
 from sim.isa.program import Call, Const, PipeOp, walk
 
-__all__ = ["place_tiles"]
+__all__ = ["place_tiles", "root_functions"]
 
 
 def _align(x: int, a: int) -> int:
@@ -51,7 +51,7 @@ def place_tiles(program_or_body, target) -> dict:
         return _by_liveness(program_or_body, target)
 
 
-def _roots(program) -> tuple:
+def root_functions(program) -> tuple:
     """The functions units start in: the entry, and the peer whose reserved buffer it
     imports (PTOAS's two-function form: the peer runs on the other kind of unit)."""
     def compute():
@@ -70,7 +70,7 @@ def _roots(program) -> tuple:
 def _reachable(program) -> tuple:
     """The functions a run of ``program`` can execute (module doc), the roots first."""
     def compute():
-        seen = {f.name: f for f in _roots(program)}
+        seen = {f.name: f for f in root_functions(program)}
         todo = list(seen.values())
         while todo:
             fn = todo.pop()
@@ -101,7 +101,7 @@ def _by_liveness(program, target) -> dict:
     from sim.placement.ir import constant_addresses
     from sim.placement.reuse import ProgramOrder
     where = "placement"
-    roots = _roots(program)
+    roots = root_functions(program)
     rest = [st for f in _reachable(program)[len(roots):] for st in scan(f.body).allocs
             if st.addr is None]
     if rest:        # callee tiles: one address each, clear of every entry-function tile
