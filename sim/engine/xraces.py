@@ -41,13 +41,22 @@ __all__ = ["ChipRaces", "UnitRaces"]
 
 _GRAIN = 16            # log2 of the granule size in bytes
 _KEEP = 64             # records kept per granule list (the newest)
+_FLUSH = 1 << 16       # pending records of a kind that are put in the granules at once
 
 
 class _XRecord:
-    __slots__ = ("gname", "clock", "access", "label")
+    """A GM access in the chip's shadow; its label (``core 0 AIC PIPE_MTE2 #3 TLOAD
+    (k.pto:9:5)``) is made only for a finding."""
 
-    def __init__(self, gname, clock, access, label):
-        self.gname, self.clock, self.access, self.label = gname, clock, access, label
+    __slots__ = ("gname", "clock", "access", "unit", "pipe", "item", "seq")
+
+    def __init__(self, gname, clock, access, unit, pipe, item, seq):
+        self.gname, self.clock, self.access = gname, clock, access
+        self.unit, self.pipe, self.item, self.seq = unit, pipe, item, seq
+
+    @property
+    def label(self) -> str:
+        return f"{self.unit} {self.pipe} {self.item.label(self.seq)}"
 
 
 def _overlap(a, b) -> bool:
@@ -72,6 +81,7 @@ class ChipRaces:
         self.pending: dict = {}       # flag (FFTS: (channel, setter)) -> global clocks, FIFO
         self.credits: dict = {}       # FIFO key -> slots its counter started with
         self.gm: dict = {}            # space -> {granule: ([writes], [reads])}
+        self._pending: dict = {}      # space -> (writes, reads) not in the granules yet
         self.findings: list[Race] = []
         self._seen: set = set()
 
@@ -106,19 +116,42 @@ class ChipRaces:
 
     # --- GM ------------------------------------------------------------------------------
 
-    def access(self, unit, pipe: str, clock: dict, access, label: str) -> None:
+    def access(self, unit, pipe: str, clock: dict, access, item, seq: int) -> None:
         """Check one GM access of ``unit`` (a ``UnitRaces``) on ``pipe`` at ``clock``."""
         me = unit.prefix
         gname = me + pipe
-        granules = self.gm.setdefault(access.space, {})
+        space = access.space
+        granules = self.gm.get(space)
+        if granules is None:
+            granules = self.gm[space] = {}
+            self._pending[space] = ([], [])
+        pending = self._pending[space]
+        # the lists this access meets (writes; reads too when it writes) get their records
+        write = access.write
+        kinds = (0, 1) if write else (0,)
+        for k in kinds:
+            if pending[k]:
+                self._flush(granules, pending[k], k)
+        rec = _XRecord(gname, clock[pipe], access, unit.name, pipe, item, seq)
+        if granules:
+            self._check(granules, gname, me, clock, rec, kinds)
+        # recorded when a later access meets its list (an access that nothing of the other
+        # kind meets, a read of an input no unit writes, costs one append)
+        mine = pending[0 if write else 1]
+        mine.append(rec)
+        if len(mine) >= _FLUSH:
+            self._flush(granules, mine, 0 if write else 1)
+
+    def _check(self, granules, gname, me, clock, rec, kinds) -> None:
+        access = rec.access
         g0, g1 = access.start >> _GRAIN, (access.end - 1) >> _GRAIN
         seen = set()
         for g in range(g0, g1 + 1):
             lists = granules.get(g)
             if lists is None:
                 continue
-            for recs in (lists if access.write else lists[:1]):
-                for r in recs:
+            for k in kinds:
+                for r in lists[k]:
                     if r.gname == gname or id(r) in seen:
                         continue          # same queue: ordered
                     seen.add(id(r))
@@ -127,17 +160,28 @@ class ChipRaces:
                     key = r.gname[len(me):] if r.gname.startswith(me) else r.gname
                     if r.clock <= clock.get(key, 0):
                         continue          # ordered: r happens before this access
-                    self._race(r, _XRecord(gname, clock[pipe], access, label))
-        rec = _XRecord(gname, clock[pipe], access, label)
-        for g in range(g0, g1 + 1):
-            lists = granules.get(g)
-            if lists is None:
-                lists = granules[g] = ([], [])
-            recs = lists[0 if access.write else 1]
-            # an older access of this queue that this one covers adds nothing
-            recs[:] = [r for r in recs if not (r.gname == gname and access.start <= r.access.start
-                                                and r.access.end <= access.end)][-_KEEP:]
-            recs.append(rec)
+                    self._race(r, rec)
+
+    @staticmethod
+    def _flush(granules, pending: list, k: int) -> None:
+        """Put pending records of kind ``k`` (0 writes, 1 reads) into their granules'
+        lists, in the order they were made (what the lists hold depends on the records
+        alone: an older record of the same queue that a newer one covers goes, and only
+        the newest ``_KEEP`` stay)."""
+        for rec in pending:
+            access, gname = rec.access, rec.gname
+            start, end = access.start, access.end
+            for g in range(start >> _GRAIN, ((end - 1) >> _GRAIN) + 1):
+                lists = granules.get(g)
+                if lists is None:
+                    lists = granules[g] = ([], [])
+                recs = lists[k]
+                if recs:
+                    # an older access of this queue that this one covers adds nothing
+                    recs[:] = [r for r in recs if not (r.gname == gname and start <= r.access.start
+                                                        and r.access.end <= end)][-_KEEP:]
+                recs.append(rec)
+        pending.clear()
 
     def _race(self, first: _XRecord, second: _XRecord) -> None:
         a, b = first.access, second.access
@@ -159,6 +203,7 @@ class UnitRaces(RaceDetector):
         self.chip = chip
         self.prefix = f"{core}/{unit}/"
         self.name = f"core {core} {unit}"
+        self._split: dict = {}    # id(accesses) -> (accesses, its buffer and its GM ones)
 
     def _report(self, race: Race) -> None:
         """A finding within the unit (its buffers, its own flags) names the unit."""
@@ -174,27 +219,27 @@ class UnitRaces(RaceDetector):
         p, n = self.prefix, len(self.prefix)
         return {(k[n:] if k.startswith(p) else k): v for k, v in clock.items()}
 
-    def set_flag(self, pipe, key, label, dispatch_clock) -> None:
+    def set_flag(self, pipe, key, item, seq, dispatch_clock) -> None:
         if type(key) is tuple:
-            return super().set_flag(pipe, key, label, dispatch_clock)
+            return super().set_flag(pipe, key, item, seq, dispatch_clock)
         self.chip.set(key, self._global(self.start(pipe, dispatch_clock)))
 
     def wait_flag(self, pipe, key, dispatch_clock, on_dispatcher=False) -> None:
         if type(key) is tuple:
             return super().wait_flag(pipe, key, dispatch_clock, on_dispatcher)
-        got = self._local(self.chip.wait(key))
-        if on_dispatcher:
-            self.dispatch = join(self.dispatch, got)
-        else:
-            self.clocks[pipe] = join(self.start(pipe, dispatch_clock), got)
+        self._join(pipe, self._local(self.chip.wait(key)), dispatch_clock, on_dispatcher)
 
-    def op(self, pipe, label, accesses, dispatch_clock, seq=0) -> None:
-        gm = [a for a in accesses if a.space.startswith("GM:")]
-        if not gm:
-            return super().op(pipe, label, accesses, dispatch_clock, seq)
-        super().op(pipe, label, [a for a in accesses if not a.space.startswith("GM:")],
-                   dispatch_clock, seq)
-        clock = self.clocks[pipe]
-        where = f"{self.name} {pipe} {label}"
-        for a in gm:
-            self.chip.access(self, pipe, clock, a, where)
+    def op(self, pipe, item, seq, accesses, dispatch_clock) -> None:
+        split = self._split.get(id(accesses))
+        if split is None or split[0] is not accesses:
+            if len(self._split) > 4096:
+                self._split.clear()
+            split = self._split[id(accesses)] = (
+                accesses, tuple(a for a in accesses if not a.space.startswith("GM:")),
+                tuple(a for a in accesses if a.space.startswith("GM:")))
+        _, own, gm = split
+        super().op(pipe, item, seq, own, dispatch_clock)
+        if gm:
+            clock = self.clocks[pipe]
+            for a in gm:
+                self.chip.access(self, pipe, clock, a, item, seq)
