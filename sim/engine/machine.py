@@ -253,8 +253,8 @@ class Machine:
             queue.append(seq - p.tail_seq)
             queue.append(now)
             p.tail_seq = seq
-            if races is not None:
-                p.clocks.append(races.issued(item))
+            if races is not None:       # the dispatcher's clock at issue (never changed)
+                p.clocks.append(races.dispatch)
             if p.wake is not None:
                 ev, p.wake = p.wake, None
                 ev.succeed()

@@ -168,8 +168,14 @@ class RaceDetector:
     # --- accesses -----------------------------------------------------------------------
 
     def op(self, pipe: str, item, seq: int, accesses, dispatch_clock: dict) -> None:
-        c = self.start(pipe, dispatch_clock)
-        mine = c[pipe]
+        c = self.clocks.get(pipe)       # start(), inline: hot
+        if c is None or self._joined.get(pipe) is not dispatch_clock:
+            c = self.start(pipe, dispatch_clock)
+            mine = c[pipe]
+        else:
+            mine = c[pipe] = c[pipe] + 1
+        if not accesses:
+            return
         shadow = self.shadow
         trans = self._trans
         for a in accesses:

@@ -29,6 +29,7 @@ TLOAD (k.py:35) touch ... with no flag, FIFO or syncall ordering them``.
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain
 
 import attrs
 
@@ -145,22 +146,18 @@ class ChipRaces:
     def _check(self, granules, gname, me, clock, rec, kinds) -> None:
         access = rec.access
         g0, g1 = access.start >> _GRAIN, (access.end - 1) >> _GRAIN
-        seen = set()
-        for g in range(g0, g1 + 1):
-            lists = granules.get(g)
-            if lists is None:
-                continue
-            for k in kinds:
-                for r in lists[k]:
-                    if r.gname == gname or id(r) in seen:
-                        continue          # same queue: ordered
-                    seen.add(id(r))
-                    if not _overlap(access, r.access):
-                        continue
-                    key = r.gname[len(me):] if r.gname.startswith(me) else r.gname
-                    if r.clock <= clock.get(key, 0):
-                        continue          # ordered: r happens before this access
-                    self._race(r, rec)
+        # the distinct records of the granules (an access spans many: its record is in
+        # each), in the order the granules, kinds and lists give them
+        lists = [ls[k] for ls in map(granules.get, range(g0, g1 + 1)) if ls is not None
+                 for k in kinds]
+        n = len(me)
+        for r in dict.fromkeys(chain.from_iterable(lists)):
+            if r.gname == gname or not _overlap(access, r.access):
+                continue          # same queue: ordered
+            key = r.gname[n:] if r.gname.startswith(me) else r.gname
+            if r.clock <= clock.get(key, 0):
+                continue          # ordered: r happens before this access
+            self._race(r, rec)
 
     @staticmethod
     def _flush(granules, pending: list, k: int) -> None:
