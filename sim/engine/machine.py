@@ -432,7 +432,8 @@ class Machine:
         env = self.env
         queue = p.queue
         counts = self.flags.counts
-        plain = self.races is None and not self.ideal_sync
+        plain = not self.ideal_sync
+        races = self.races
         while True:
             if not queue:
                 p.busy = False
@@ -469,6 +470,8 @@ class Machine:
                 if f is not None and f[0] > 0 and type(key) is tuple:
                     # a unit-local flag already set: taken at once (no generator)
                     self.flags.take(key)
+                    if races is not None:
+                        races.wait_flag(p.name, key, dclock or _NO_CLOCK)
                     now = env.now
                     self._sync_row(item, seq, dispatched, now, now)
                     p.pending_waits.append(item.text)

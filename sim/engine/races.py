@@ -63,6 +63,7 @@ def conflict(a: Access, b: Access) -> tuple[str, str]:
 _CLOCK, _ACCESS, _N, _PIPE, _ITEM, _SEQ = range(6)
 _MAX_SHAPES = 1 << 15      # lane shapes kept before the memo starts again
 _NOTHING: dict = {}        # the clock of a wait with no set (never changed)
+ROUTED = object()          # the shadow of a space whose accesses a subclass checks elsewhere
 
 
 def _label(r) -> str:
@@ -130,7 +131,7 @@ class RaceDetector:
     def set_flag(self, pipe: str, key: tuple, item, seq: int, dispatch_clock: dict) -> None:
         c = self.start(pipe, dispatch_clock)
         if type(key) is not tuple:
-            return      # a chip-level flag (XKey): its wait runs on another unit's detector
+            return self._cross_set(key, c)
         q = self.flags.get(key)
         if q is None:
             q = self.flags[key] = deque()
@@ -144,12 +145,30 @@ class RaceDetector:
         q.append((c.copy(), item, seq))
 
     def wait_flag(self, pipe: str, key: tuple, dispatch_clock: dict, on_dispatcher=False) -> None:
-        if type(key) is not tuple:      # a chip-level flag: set on another unit
-            if not on_dispatcher:
-                self.start(pipe, dispatch_clock)
-            return
+        if type(key) is not tuple:
+            return self._cross_wait(pipe, key, dispatch_clock, on_dispatcher)
         q = self.flags.get(key)
         self._join(pipe, q.popleft()[0] if q else _NOTHING, dispatch_clock, on_dispatcher)
+
+    # a chip-level flag (XKey): set and waited on by different units (sim.engine.xraces)
+
+    def _cross_set(self, key, clock: dict) -> None:
+        """A set of a chip-level flag at ``clock``: its wait runs on another unit."""
+
+    def _cross_wait(self, pipe, key, dispatch_clock: dict, on_dispatcher: bool) -> None:
+        """A wait on a chip-level flag: its set ran on another unit."""
+        if not on_dispatcher:
+            self.start(pipe, dispatch_clock)
+
+    def _space(self, space: str):
+        """The lanes of a space met for the first time (``ROUTED``: a subclass checks its
+        accesses elsewhere, ``_routed``)."""
+        sp = self.shadow[space] = {}
+        self._count[space] = 0
+        return sp
+
+    def _routed(self, pipe, clock, access, item, seq) -> None:
+        raise NotImplementedError
 
     def _join(self, pipe, got: dict, dispatch_clock: dict, on_dispatcher: bool) -> None:
         """A wait on ``pipe`` (or the dispatcher) learns the clock ``got`` of its set."""
@@ -182,8 +201,10 @@ class RaceDetector:
             space = a.space
             sp = shadow.get(space)
             if sp is None:
-                sp = shadow[space] = {}
-                self._count[space] = 0
+                sp = self._space(space)
+            if sp is ROUTED:
+                self._routed(pipe, c, a, item, seq)
+                continue
             lane = None
             s, e, w = a.start, a.end, a.write
             for q, other in sp.items():
@@ -258,7 +279,7 @@ class RaceDetector:
         self._shape_ids.clear()
         self._shapes.clear()
         for sp in self.shadow.values():
-            for lane in sp.values():
+            for lane in (sp.values() if sp is not ROUTED else ()):
                 lane[0] = self._shape(tuple(r[1] for r in lane[1]))
 
     def _check(self, sp: dict, pipe: str, c: dict, a, item, seq) -> None:

@@ -35,7 +35,7 @@ import attrs
 
 from sim.engine.access import GmAccess
 from sim.engine.ffts import FftsSet, FftsWait
-from sim.engine.races import Race, RaceDetector, conflict
+from sim.engine.races import ROUTED, Race, RaceDetector, conflict
 from sim.base.vclock import join
 
 __all__ = ["ChipRaces", "UnitRaces"]
@@ -200,7 +200,6 @@ class UnitRaces(RaceDetector):
         self.chip = chip
         self.prefix = f"{core}/{unit}/"
         self.name = f"core {core} {unit}"
-        self._split: dict = {}    # id(accesses) -> (accesses, its buffer and its GM ones)
 
     def _report(self, race: Race) -> None:
         """A finding within the unit (its buffers, its own flags) names the unit."""
@@ -216,27 +215,18 @@ class UnitRaces(RaceDetector):
         p, n = self.prefix, len(self.prefix)
         return {(k[n:] if k.startswith(p) else k): v for k, v in clock.items()}
 
-    def set_flag(self, pipe, key, item, seq, dispatch_clock) -> None:
-        if type(key) is tuple:
-            return super().set_flag(pipe, key, item, seq, dispatch_clock)
-        self.chip.set(key, self._global(self.start(pipe, dispatch_clock)))
+    def _cross_set(self, key, clock: dict) -> None:
+        self.chip.set(key, self._global(clock))
 
-    def wait_flag(self, pipe, key, dispatch_clock, on_dispatcher=False) -> None:
-        if type(key) is tuple:
-            return super().wait_flag(pipe, key, dispatch_clock, on_dispatcher)
+    def _cross_wait(self, pipe, key, dispatch_clock, on_dispatcher) -> None:
         self._join(pipe, self._local(self.chip.wait(key)), dispatch_clock, on_dispatcher)
 
-    def op(self, pipe, item, seq, accesses, dispatch_clock) -> None:
-        split = self._split.get(id(accesses))
-        if split is None or split[0] is not accesses:
-            if len(self._split) > 4096:
-                self._split.clear()
-            split = self._split[id(accesses)] = (
-                accesses, tuple(a for a in accesses if not a.space.startswith("GM:")),
-                tuple(a for a in accesses if a.space.startswith("GM:")))
-        _, own, gm = split
-        super().op(pipe, item, seq, own, dispatch_clock)
-        if gm:
-            clock = self.clocks[pipe]
-            for a in gm:
-                self.chip.access(self, pipe, clock, a, item, seq)
+    def _space(self, space: str):
+        """GM arrays are the chip's (its shadow), buffers the unit's."""
+        if space.startswith("GM:"):
+            self.shadow[space] = ROUTED
+            return ROUTED
+        return super()._space(space)
+
+    def _routed(self, pipe, clock, access, item, seq) -> None:
+        self.chip.access(self, pipe, clock, access, item, seq)
