@@ -108,7 +108,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
                  track_accesses=False, verify=True, spec=None, chip=None, gm=None,
-                 gm_windows=False, placed=None, sync_items=None):
+                 gm_windows=False, placed=None, sync_items=None, gm_accesses=None):
         self.program = program
         self.spec = spec or UnitSpec(0, "AIV0", BOTH, program.main.name, 0, 1, 0, 1)
         self.fn = program.function(self.spec.function)
@@ -116,6 +116,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         self.tile_accesses: dict = {}   # (tile, state, write) -> its Access (sim.engine.access)
+        # GM window -> its Access: shared by the units of a chip (``gm_accesses=``)
+        self.gm_accesses: dict = {} if gm_accesses is None else gm_accesses
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})

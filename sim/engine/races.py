@@ -129,7 +129,11 @@ class RaceDetector:
         return c
 
     def set_flag(self, pipe: str, key: tuple, item, seq: int, dispatch_clock: dict) -> None:
-        c = self.start(pipe, dispatch_clock)
+        c = self.clocks.get(pipe)       # start(), inline: hot
+        if c is None or self._joined.get(pipe) is not dispatch_clock:
+            c = self.start(pipe, dispatch_clock)
+        else:
+            c[pipe] += 1
         if type(key) is not tuple:
             return self._cross_set(key, c)
         q = self.flags.get(key)
@@ -175,7 +179,11 @@ class RaceDetector:
         if on_dispatcher:
             self.dispatch = join(self.dispatch, got)
             return
-        c = self.start(pipe, dispatch_clock)
+        c = self.clocks.get(pipe)       # start(), inline: hot
+        if c is None or self._joined.get(pipe) is not dispatch_clock:
+            c = self.start(pipe, dispatch_clock)
+        else:
+            c[pipe] += 1
         for k, v in got.items():
             if c.get(k, 0) < v:
                 c[k] = v
