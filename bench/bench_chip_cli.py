@@ -10,7 +10,9 @@ machine's speed drifts; the minimum is the least disturbed run):
   with its default checks (a hand-synchronised kernel is checked for races) and with
   ``--no-races``;
 * ``simulate``: ``sim.simulate`` alone in a fresh process (trace rows off), race check
-  on (``races="manual"``, what ``ptosim run`` does) and off: the race check's overhead.
+  on (``races="manual"``, what ``ptosim run`` does) and off: the race check's overhead;
+  also for one unit, the ``vector`` and ``cube`` kernels of ``bench/kernels.py`` at 10^5
+  instructions (after ``kernels.warmup()``).
 
     .venv/bin/python bench/bench_chip_cli.py              # both kernels, 3 processes each
     .venv/bin/python bench/bench_chip_cli.py --repeat 5 --only gemm
@@ -35,6 +37,8 @@ CASES = {
     "fa": ("examples/flash_attention.pto", {"S1": 8192}),
 }
 CORES = 24
+# one unit, for the race check's overhead there (bench/kernels.py, simulate only)
+SINGLE = {"vector": 100_000, "cube": 100_000}
 
 
 def _child_usage() -> tuple[float, float]:
@@ -62,11 +66,17 @@ def simulate_once(name: str, races: bool) -> dict:
     """One ``sim.simulate`` in this (fresh) process: CPU seconds and instructions."""
     sys.path.insert(0, str(ROOT))
     import sim
-    from sim.kernel.files import load_kernel
-    file, args = CASES[name]
-    kernel = load_kernel(str(ROOT / file), [])
+    if name in SINGLE:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import kernels
+        kernel, args, cores = kernels.build(name, SINGLE[name]), None, None
+        sim.simulate(kernels.warmup(), "a2a3", functional=False)
+    else:
+        from sim.kernel.files import load_kernel
+        file, args = CASES[name]
+        kernel, cores = load_kernel(str(ROOT / file), []), CORES
     t0 = time.process_time()
-    r = sim.simulate(kernel, "a2a3", functional=False, inputs=args, block_dim=CORES,
+    r = sim.simulate(kernel, "a2a3", functional=False, inputs=args, block_dim=cores,
                      races="manual" if races else False, trace="none")
     cpu = time.process_time() - t0
     n = sum(p["instructions"] for u in r.units for p in u["pipes"].values())
@@ -81,7 +91,7 @@ def _fresh(*args) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="processes per figure (minimum kept)")
-    ap.add_argument("--only", choices=sorted(CASES), action="append",
+    ap.add_argument("--only", choices=sorted(CASES) + sorted(SINGLE), action="append",
                     help="run only this kernel (repeatable)")
     ap.add_argument("--simulate-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
     ap.add_argument("--cli-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
@@ -96,7 +106,7 @@ def main(argv=None) -> int:
         return 0
     print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; min of {args.repeat} "
           f"processes per figure")
-    for name in args.only or list(CASES):
+    for name in args.only or [*CASES, *SINGLE]:
         sims = {}
         for races in ("on", "off"):
             runs = [json.loads(_fresh("--simulate-once", name, races))
@@ -104,10 +114,13 @@ def main(argv=None) -> int:
             sims[races] = min(runs, key=lambda r: r["cpu"])
         n = sims["on"]["instructions"]
         over = sims["on"]["cpu"] / sims["off"]["cpu"] - 1
-        print(f"{name}: {n} instructions on {CORES} cores, {sims['on']['cycles']} cycles, "
-              f"{sims['on']['races']} races")
+        cores = 1 if name in SINGLE else CORES
+        print(f"{name}: {n} instructions on {cores} core{'s' * (cores > 1)}, "
+              f"{sims['on']['cycles']} cycles, {sims['on']['races']} races")
         print(f"  simulate: races on {sims['on']['cpu']:.2f} s, off {sims['off']['cpu']:.2f} s "
               f"CPU: race check +{100 * over:.0f} %")
+        if name in SINGLE:
+            continue
         for races in ("on", "off"):
             flag = "" if races == "on" else " --no-races"
             try:
