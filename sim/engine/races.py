@@ -19,6 +19,7 @@ pending, and sets never waited at the end of the run.
 from __future__ import annotations
 
 from collections import deque
+from itertools import count
 
 import attrs
 
@@ -103,7 +104,7 @@ class RaceDetector:
         self._trans: dict = {}                   # (shape, id(access)) -> _transition
         self._count: dict[str, int] = {}         # space -> records kept
         self._prune_at: dict[str, int] = {}      # space -> record count that triggers a prune
-        self._n = 0                              # records made so far
+        self._made = count(1)                    # numbers the records
         self.findings: list[Race] = []
         self._seen: set = set()
 
@@ -221,20 +222,20 @@ class RaceDetector:
                     continue
                 # the records of q unordered with this op are its newest ones
                 cq = c.get(q, 0)
-                racy = False
                 for r in reversed(other[1]):
                     if r[0] <= cq:
                         break
                     b = r[1]
                     if b.start < e and s < b.end and (w or b.write):
-                        racy = True
                         break
-                if racy:
-                    self._check(sp, pipe, c, a, item, seq)
-                    lane = sp.get(pipe)
-                    break
-            self._n += 1
-            rec = (mine, a, self._n, pipe, item, seq)
+                else:
+                    continue
+                if r[0] <= cq:
+                    continue
+                self._check(sp, pipe, c, a, item, seq)
+                lane = sp.get(pipe)
+                break
+            rec = (mine, a, next(self._made), pipe, item, seq)
             if lane is None:
                 sp[pipe] = [self._shape((a,)), [rec]]
                 n = self._count[space] = self._count[space] + 1

@@ -82,7 +82,9 @@ class ChipRaces:
         self.pending: dict = {}       # flag (FFTS: (channel, setter)) -> global clocks, FIFO
         self.credits: dict = {}       # FIFO key -> slots its counter started with
         self.gm: dict = {}            # space -> {granule: ([writes], [reads])}
-        self._pending: dict = {}      # space -> (writes, reads) not in the granules yet
+        # space -> (writes, reads) not in the granules yet: (unit, pipe, clock, access,
+        # item, seq) each
+        self._pending: dict = {}
         self.findings: list[Race] = []
         self._seen: set = set()
 
@@ -119,32 +121,32 @@ class ChipRaces:
 
     def access(self, unit, pipe: str, clock: dict, access, item, seq: int) -> None:
         """Check one GM access of ``unit`` (a ``UnitRaces``) on ``pipe`` at ``clock``."""
-        me = unit.prefix
-        gname = me + pipe
         space = access.space
         granules = self.gm.get(space)
         if granules is None:
             granules = self.gm[space] = {}
             self._pending[space] = ([], [])
-        pending = self._pending[space]
+        writes, reads = self._pending[space]
         # the lists this access meets (writes; reads too when it writes) get their records
-        write = access.write
-        kinds = (0, 1) if write else (0,)
-        for k in kinds:
-            if pending[k]:
-                self._flush(granules, pending[k], k)
-        rec = _XRecord(gname, clock[pipe], access, unit.name, pipe, item, seq)
+        if writes:
+            self._flush(granules, writes, 0)
+        if access.write:
+            if reads:
+                self._flush(granules, reads, 1)
+            kinds, mine = (0, 1), writes
+        else:
+            kinds, mine = (0,), reads
         if granules:
-            self._check(granules, gname, me, clock, rec, kinds)
+            self._check(granules, unit, pipe, clock, access, item, seq, kinds)
         # recorded when a later access meets its list (an access that nothing of the other
         # kind meets, a read of an input no unit writes, costs one append)
-        mine = pending[0 if write else 1]
-        mine.append(rec)
+        mine.append((unit, pipe, clock[pipe], access, item, seq))
         if len(mine) >= _FLUSH:
-            self._flush(granules, mine, 0 if write else 1)
+            self._flush(granules, mine, 0 if access.write else 1)
 
-    def _check(self, granules, gname, me, clock, rec, kinds) -> None:
-        access = rec.access
+    def _check(self, granules, unit, pipe, clock, access, item, seq, kinds) -> None:
+        me = unit.prefix
+        gname = me + pipe
         g0, g1 = access.start >> _GRAIN, (access.end - 1) >> _GRAIN
         # the distinct records of the granules (an access spans many: its record is in
         # each), in the order the granules, kinds and lists give them
@@ -157,16 +159,17 @@ class ChipRaces:
             key = r.gname[n:] if r.gname.startswith(me) else r.gname
             if r.clock <= clock.get(key, 0):
                 continue          # ordered: r happens before this access
-            self._race(r, rec)
+            self._race(r, _XRecord(gname, clock[pipe], access, unit.name, pipe, item, seq))
 
     @staticmethod
     def _flush(granules, pending: list, k: int) -> None:
-        """Put pending records of kind ``k`` (0 writes, 1 reads) into their granules'
-        lists, in the order they were made (what the lists hold depends on the records
-        alone: an older record of the same queue that a newer one covers goes, and only
-        the newest ``_KEEP`` stay)."""
-        for rec in pending:
-            access, gname = rec.access, rec.gname
+        """Put pending accesses of kind ``k`` (0 writes, 1 reads) into their granules'
+        lists as records, in the order they were made (what the lists hold depends on the
+        records alone: an older record of the same queue that a newer one covers goes, and
+        only the newest ``_KEEP`` stay)."""
+        for unit, pipe, clock, access, item, seq in pending:
+            gname = unit.prefix + pipe
+            rec = _XRecord(gname, clock, access, unit.name, pipe, item, seq)
             start, end = access.start, access.end
             for g in range(start >> _GRAIN, ((end - 1) >> _GRAIN) + 1):
                 lists = granules.get(g)
