@@ -95,7 +95,9 @@ class RaceDetector:
     def __init__(self):
         self.clocks: dict[str, dict] = {}        # pipe -> vector clock (changed in place)
         self._joined: dict[str, dict] = {}       # pipe -> dispatcher clock it last joined
-        self.dispatch: dict = {}                 # the dispatcher's vector clock
+        # the dispatcher's vector clock: an item entering a pipe queue keeps it, shared, as
+        # it is replaced, never changed in place, when the dispatcher learns more
+        self.dispatch: dict = {}
         self.flags: dict[tuple, deque] = {}      # flag -> (clock, item, seq) of pending sets
         # space -> pipe -> its lane: [shape number, its records, oldest first]
         self.shadow: dict[str, dict] = {}
@@ -109,11 +111,6 @@ class RaceDetector:
         self._seen: set = set()
 
     # --- ordering events ----------------------------------------------------------------
-
-    def issued(self, item) -> dict:
-        """The dispatcher's clock for an item entering a pipe queue: shared, not copied
-        (the clock is replaced, never changed in place, when the dispatcher learns more)."""
-        return self.dispatch
 
     def start(self, pipe: str, dispatch_clock: dict) -> dict:
         """The clock of ``pipe`` at its next item, issued under ``dispatch_clock``: the

@@ -19,7 +19,9 @@ full / free slots (``sim.engine.xunit``), cross-core FFTS flags and SYNCALL arri
   the records near its bytes; an access that covers an older one of the same (unit, pipe)
   replaces it. Two windows of one pitch (row blocks of a matrix) overlap only where their
   rows and columns both do, so the column blocks two cores write are not a race; other
-  windows compare by their hulls.
+  windows compare by their hulls. An access goes into its granules' lists only when a
+  later access meets that list (what a list holds depends on its records alone), so the
+  reads of an input no unit writes cost one append each.
 
 The findings have the per-unit detector's kinds (RAW / WAR / WAW) and name both units:
 ``RAW race in GM:w: core 0 AIC PIPE_FIX #12 TSTORE (k.py:30) and core 0 AIV0 PIPE_MTE2 #3
