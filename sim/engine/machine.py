@@ -458,8 +458,8 @@ class Machine:
                 end = self._run_op(p, item, seq, dispatched, start)
                 if end > start:
                     yield env.timeout(end - start)
-                if self.races is not None:
-                    self.races.op(p.name, item, seq, item.accesses or (), dclock or _NO_CLOCK)
+                if races is not None:
+                    races.op(p.name, item, seq, item.accesses or (), dclock or _NO_CLOCK)
             elif kind is BARRIER:
                 self._barrier(p, item, seq, dispatched, env.now)
             elif kind is SET:

@@ -89,7 +89,8 @@ class RaceDetector:
     * **Covered records.** The records an access covers are of its own pipe only, and
       which they are depends on the accesses of that pipe's records alone (their shape):
       worked out once per shape and access, then the record goes in by index (a loop
-      cycles through a few shapes).
+      cycles through a few shapes). Not for GM arrays: a loop walking one makes a new
+      window at every step, so their lanes are filtered as they go.
     """
 
     def __init__(self):
@@ -99,7 +100,8 @@ class RaceDetector:
         # it is replaced, never changed in place, when the dispatcher learns more
         self.dispatch: dict = {}
         self.flags: dict[tuple, deque] = {}      # flag -> (clock, item, seq) of pending sets
-        # space -> pipe -> its lane: [shape number, its records, oldest first]
+        # space -> pipe -> its lane: [shape number (None on a GM array: no memo), its
+        # records, oldest first]
         self.shadow: dict[str, dict] = {}
         self._shapes: list = []                  # shape number -> its accesses
         self._shape_ids: dict = {}               # ids of a shape's accesses -> its number
@@ -234,8 +236,17 @@ class RaceDetector:
                 break
             rec = (mine, a, next(self._made), pipe, item, seq)
             if lane is None:
-                sp[pipe] = [self._shape((a,)), [rec]]
+                sp[pipe] = [None if space.startswith("GM:") else self._shape((a,)), [rec]]
                 n = self._count[space] = self._count[space] + 1
+            elif lane[0] is None:
+                # a GM array's windows are new objects as a loop walks it: no memo
+                recs = lane[1]
+                before = len(recs)
+                if before:
+                    recs[:] = [r for r in recs if not (s <= r[1].start and r[1].end <= e
+                                                       and (w or not r[1].write))]
+                recs.append(rec)
+                n = self._count[space] = self._count[space] + len(recs) - before
             else:
                 # an earlier access of this queue that this one covers adds nothing: a
                 # later op unordered with it is unordered with this one too (which records
@@ -286,7 +297,8 @@ class RaceDetector:
         self._shapes.clear()
         for sp in self.shadow.values():
             for lane in (sp.values() if sp is not ROUTED else ()):
-                lane[0] = self._shape(tuple(r[1] for r in lane[1]))
+                if lane[0] is not None:
+                    lane[0] = self._shape(tuple(r[1] for r in lane[1]))
 
     def _check(self, sp: dict, pipe: str, c: dict, a, item, seq) -> None:
         """Report the records of other pipes that ``a`` conflicts with unordered, in the
@@ -315,7 +327,8 @@ class RaceDetector:
         for r in kept:
             sp[r[_PIPE]][1].append(r)
         for lane in sp.values():
-            lane[0] = self._shape(tuple(r[_ACCESS] for r in lane[1]))
+            if lane[0] is not None:
+                lane[0] = self._shape(tuple(r[_ACCESS] for r in lane[1]))
         self._count[space] = len(kept)
         self._prune_at[space] = max(64, 2 * len(kept))
 
