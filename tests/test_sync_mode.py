@@ -172,6 +172,29 @@ def test_cli_run_states_the_mode_and_warns():
     assert p.returncode == 2 and "ptosim: error:" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_cli_run_no_races_skips_the_check_and_the_report_says_so():
+    """A manual run is checked for races unless --no-races; text and --json say which,
+    and the cycles are the same either way."""
+    for kernel in (DATA / "no_sync_call.pto", ROOT / "examples" / "tsub.pto"):
+        checked = _ptosim("run", kernel, "--sync", "manual")
+        bare = _ptosim("run", kernel, "--sync", "manual", "--no-races")
+        assert checked.returncode == 0 and bare.returncode == 0, checked.stderr + bare.stderr
+        n = int(checked.stdout.split("warning: ")[1].split(" race")[0])
+        assert f"races: checked, {n} found" in checked.stdout
+        assert "races: not checked" in bare.stdout and "race" not in bare.stdout.replace(
+            "races: not checked", "")
+        cycles = [line for line in checked.stdout.splitlines() if "total cycles" in line]
+        assert cycles == [line for line in bare.stdout.splitlines() if "total cycles" in line]
+        j = [json.loads(_ptosim("run", kernel, "--sync", "manual", "--json", *flag).stdout)
+             for flag in ((), ("--no-races",))]
+        assert j[0]["races"] == {"checked": True, "found": n}
+        assert j[1]["races"] == {"checked": False, "found": 0}
+        assert j[0]["total_cycles"] == j[1]["total_cycles"]
+    # auto mode inserts the sync: nothing to check, and the report says so
+    p = _ptosim("run", DATA / "no_sync_call.pto")
+    assert "races: not checked" in p.stdout
+
+
 def test_a_kernel_auto_mode_cannot_place_runs_as_written_with_a_warning():
     from sim.engine.mode import prepare
     from sim.target import load_target

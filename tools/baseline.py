@@ -64,12 +64,23 @@ def _digest(obj) -> str:
     return h.hexdigest()[:16]
 
 
-def _run_entry(kernel, target, sync, inputs=None, block_dim=None) -> dict:
+# the chip kernels at full size on 24 cores (``ptosim run``'s runs, issue #22): timing only
+# at the README's sizes, and functional at a size numpy computes quickly
+CHIP24 = {"gemm.pto 6144^3": ("gemm.pto", {"m": 6144, "k": 6144, "n": 6144, "singleCoreM": 1536,
+                                           "singleCoreN": 1024}, False),
+          "gemm.pto 512x512x1536": ("gemm.pto", {"m": 512, "k": 512, "n": 1536,
+                                                  "singleCoreM": 128, "singleCoreN": 256}, True),
+          "flash_attention.pto S1=8192": ("flash_attention.pto", {"S1": 8192}, False),
+          "flash_attention.pto S1=256": ("flash_attention.pto", {"S1": 256}, True)}
+
+
+def _run_entry(kernel, target, sync, inputs=None, block_dim=None, functional=True,
+               races="manual") -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = sim.simulate(kernel, target, sync=sync, races="manual", inputs=inputs,
-                             block_dim=block_dim)
+            r = sim.simulate(kernel, target, sync=sync, races=races, inputs=inputs,
+                             block_dim=block_dim, functional=functional)
         outputs = {n: r.output(n) for n in sorted(r.gm)} if hasattr(r, "gm") else {}
         return {"cycles": int(r.total_cycles), "mode": r.mode,
                 "pipes": {p: int(v["busy_cycles"]) if isinstance(v, dict) else str(v)
@@ -128,6 +139,13 @@ def collect(progress=True) -> dict:
                 out[f"{rel} {target} compare"] = {"error": _local(f"{type(e).__name__}: {e}")}
         if progress:
             print(rel, file=sys.stderr)
+    for name, (file, inputs, functional) in CHIP24.items():
+        kernel = _load(ROOT / "examples" / file)
+        for races in ("manual", True, False):
+            out[f"24 cores: {name} races={races}"] = _run_entry(
+                kernel, "a2a3", None, inputs, 24, functional, races)
+        if progress:
+            print(f"24 cores: {name}", file=sys.stderr)
     import kernels as bench_kernels
     for name in bench_kernels.KERNELS:
         k = bench_kernels.build(name, 600)

@@ -250,7 +250,8 @@ def cmd_run(args) -> int:
     with _bounded(args, limits):
         result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
                           seed=args.seed, detail=args.detail, trace=args.trace_rows,
-                          sync=args.sync, races="manual", limits=limits,
+                          sync=args.sync, races=False if args.no_races else "manual",
+                          limits=limits,
                           block_dim=args.block_dim)
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)

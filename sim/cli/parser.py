@@ -166,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "auto mode does); a kernel with explicit sync runs as written (manual), "
                         "with a warning when it has races. 'ideal': the default mode's program "
                         "with every wait satisfied at once (a lower bound)")
+    r.add_argument("--no-races", action="store_true",
+                   help="do not check a kernel that synchronises by hand (manual mode) for "
+                        "races; by default such a run is checked and warns when it finds any "
+                        "(the report says whether races were checked)")
     _run_limits(r)
     r.set_defaults(func=cmd_run)
 

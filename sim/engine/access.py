@@ -41,7 +41,20 @@ class GmAccess(Access):
 
 
 def _gm_access(interp, view: PartView, write: bool) -> Access:
+    """The access of a GM view: one object per window, shared by the units that load it
+    (the cores of a row of blocks load the same tiles of A)."""
     ptr, base, sizes, strides = interp.views[view.name]
+    key = (view.name, ptr.name, base, sizes, strides, write)
+    cache = interp.gm_accesses
+    a = cache.get(key)
+    if a is None:
+        if len(cache) >= 1 << 16:
+            cache.clear()
+        a = cache[key] = _new_gm_access(ptr, base, sizes, strides, view, write)
+    return a
+
+
+def _new_gm_access(ptr, base, sizes, strides, view: PartView, write: bool) -> Access:
     isz = ptr.dtype.size_bytes
     last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
     space, start, end, name = f"GM:{ptr.name}", base * isz, (last + 1) * isz, f"%{view.name}"

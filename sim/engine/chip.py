@@ -71,6 +71,7 @@ class Chip:
         # carries its row's id from one unit and run to the next)
         statics = kept(program, ("static rows",), lambda: ([], {}))
         self.units = []
+        gm_accesses: dict = {}    # GM window -> its Access, for every unit (race checks)
         for spec in self.layout.units:
             if spec.kind not in programs:
                 programs[spec.kind], placed[spec.kind] = kept(
@@ -82,7 +83,7 @@ class Chip:
                                  gm=self.gm_state, placed=placed[spec.kind],
                                  gm_windows=gm_model is not None and gm_model.needs_window(),
                                  sync_items=kept(program, ("sync items", spec.kind, target),
-                                                 dict))
+                                                 dict), gm_accesses=gm_accesses)
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
                               detail=detail, races=self._race_detector(spec, races),
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,

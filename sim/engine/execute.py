@@ -110,7 +110,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
                  track_accesses=False, verify=True, spec=None, chip=None, gm=None,
-                 gm_windows=False, placed=None, sync_items=None):
+                 gm_windows=False, placed=None, sync_items=None, gm_accesses=None):
         self.program = program
         self.spec = spec or UnitSpec(0, "AIV0", BOTH, program.main.name, 0, 1, 0, 1)
         self.fn = program.function(self.spec.function)
@@ -118,6 +118,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         self.tile_accesses: dict = {}   # (tile, state, write) -> its Access (sim.engine.access)
+        # GM window -> its Access: shared by the units of a chip (``gm_accesses=``)
+        self.gm_accesses: dict = {} if gm_accesses is None else gm_accesses
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})
@@ -127,6 +129,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._gm_windows = gm_windows
         # nothing is done per execution of an instruction beyond handing its item over
         self._static_items = not (functional or track_accesses or gm_windows)
+        # ... beyond handing over its item with the accesses of its tile state
+        self._access_items = track_accesses and not (functional or gm_windows)
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
@@ -310,10 +314,11 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             if key is None:
                 key = self._keys[instr] = len(self._keys)
             info = self._by_value[instr] = (*_operand_roles(instr), key, [-1, None])
-        # per object: its source text and [its Issued item for the current plan, and
+        # per object: its source text and [its Issued item for the current plan,
         # (that item, its copy carrying the last execution's accesses and GM window) in
-        # race-checked runs and under an L2]
-        hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None])
+        # race-checked runs and under an L2, and (tile state epoch, accesses) of an
+        # instruction on tiles only: its accesses while no tile changes]
+        hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None, None])
         return hit
 
     def _where(self, seq, instr) -> str:
@@ -324,10 +329,18 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         seq = self.seq
         self.seq = seq + 1
         cell, mine = info[7], info[9]
-        if self._static_items and cell[0] == self.epoch:     # same tile state: same item
-            item = mine[0]
-            if item is not None and item.plan is cell[1][1]:
-                return item
+        if cell[0] == self.epoch:
+            if self._static_items:          # same tile state: same item
+                item = mine[0]
+                if item is not None and item.plan is cell[1][1]:
+                    return item
+            elif self._access_items:        # ... and the same accesses (race checks)
+                acc, item = mine[2], mine[0]
+                if acc is not None and acc[0] == self.epoch and item is not None \
+                        and item.plan is cell[1][1]:
+                    kept = mine[1]
+                    if kept[0] is item and kept[1].accesses is acc[1]:
+                        return kept[1]
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
             return self._tassign(instr, seq, self._where(seq, instr), text)
@@ -350,7 +363,15 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             # the bytes and window the previous one did, and a chip's dispatcher queues its
             # whole stream ahead of the pipes (an item per execution would be kept per
             # queued instruction)
-            accesses = instr_accesses(self, instr, srcs, tmp) if self.track_accesses else None
+            accesses = None
+            if self.track_accesses:
+                acc = mine[2]
+                if acc is not None and acc[0] == self.epoch:
+                    accesses = acc[1]
+                else:
+                    accesses = instr_accesses(self, instr, srcs, tmp)
+                    if not any(type(o) is PartView for o in (*instr.outs, *instr.ins)):
+                        mine[2] = (self.epoch, accesses)
             window = (self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
                       if gm_window else None)
             kept = mine[1]

@@ -57,6 +57,8 @@ from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine", "describe_stuck"]
 
+_NO_CLOCK: dict = {}      # the dispatcher's clock before it learns anything (never changed)
+
 
 class _Pipe:
     """One pipe's state and its queue of dispatched items.
@@ -251,8 +253,8 @@ class Machine:
             queue.append(seq - p.tail_seq)
             queue.append(now)
             p.tail_seq = seq
-            if races is not None:
-                p.clocks.append(races.issued(item))
+            if races is not None:       # the dispatcher's clock at issue (never changed)
+                p.clocks.append(races.dispatch)
             if p.wake is not None:
                 ev, p.wake = p.wake, None
                 ev.succeed()
@@ -280,7 +282,7 @@ class Machine:
             else:
                 self._set(item.flag)
             if self.races is not None:
-                self.races.set_flag("PIPE_S", item.flag, item.label(seq), self.races.dispatch)
+                self.races.set_flag("PIPE_S", item.flag, item, seq, self.races.dispatch)
             self._sync_row(item, seq, now, now, now)
         elif item.kind == BARRIER:
             self._sync_row(item, seq, now, now, now)
@@ -289,7 +291,7 @@ class Machine:
                 yield env.timeout(item.cold)
             if self.races is not None and item.accesses:
                 # the scalar unit is the dispatcher: what it does orders everything after it
-                self.races.op("PIPE_S", item.label(seq), item.accesses, self.races.dispatch, seq)
+                self.races.op("PIPE_S", item, seq, item.accesses, self.races.dispatch)
                 self.races.dispatch = dict(self.races.clocks["PIPE_S"])
             self._row(item, seq, now, now, env.now)
 
@@ -430,7 +432,8 @@ class Machine:
         env = self.env
         queue = p.queue
         counts = self.flags.counts
-        plain = self.races is None and not self.ideal_sync
+        plain = not self.ideal_sync
+        races = self.races
         while True:
             if not queue:
                 p.busy = False
@@ -455,9 +458,8 @@ class Machine:
                 end = self._run_op(p, item, seq, dispatched, start)
                 if end > start:
                     yield env.timeout(end - start)
-                if self.races is not None:
-                    self.races.op(p.name, item.label(seq), item.accesses or (), dclock or {},
-                                  seq)
+                if races is not None:
+                    races.op(p.name, item, seq, item.accesses or (), dclock or _NO_CLOCK)
             elif kind is BARRIER:
                 self._barrier(p, item, seq, dispatched, env.now)
             elif kind is SET:
@@ -468,6 +470,8 @@ class Machine:
                 if f is not None and f[0] > 0 and type(key) is tuple:
                     # a unit-local flag already set: taken at once (no generator)
                     self.flags.take(key)
+                    if races is not None:
+                        races.wait_flag(p.name, key, dclock or _NO_CLOCK)
                     now = env.now
                     self._sync_row(item, seq, dispatched, now, now)
                     p.pending_waits.append(item.text)
@@ -496,7 +500,7 @@ class Machine:
         start = self.env.now
         yield from self._event_wait(p, item, seq)
         if self.races is not None:
-            self.races.wait_flag(p.name, item.flag, dclock or {})
+            self.races.wait_flag(p.name, item.flag, dclock or _NO_CLOCK)
         self._sync_row(item, seq, dispatched, start, self.env.now)
         p.pending_waits.append(item.text)
 
@@ -505,7 +509,7 @@ class Machine:
         now = self.env.now
         self._set(item.flag)
         if self.races is not None:
-            self.races.set_flag(p.name, item.flag, item.label(seq), dclock or {})
+            self.races.set_flag(p.name, item.flag, item, seq, dclock or _NO_CLOCK)
         self._sync_row(item, seq, dispatched, now, now)
         self.recorder.add_record(p.last_op_row, item.text)
 

@@ -19,6 +19,7 @@ pending, and sets never waited at the end of the run.
 from __future__ import annotations
 
 from collections import deque
+from itertools import count
 
 import attrs
 
@@ -57,75 +58,138 @@ def conflict(a: Access, b: Access) -> tuple[str, str]:
     return kind, what
 
 
-class _Record:
-    __slots__ = ("pipe", "clock", "access", "label", "seq")
+# A record of the shadow is a tuple: the pipe's clock at the access, the Access, the
+# record's number in the detector (the order of a space's records across pipes), the pipe,
+# and the item with its sequence number (the label is made only for a finding).
+_CLOCK, _ACCESS, _N, _PIPE, _ITEM, _SEQ = range(6)
+_MAX_SHAPES = 1 << 15      # lane shapes kept before the memo starts again
+_NOTHING: dict = {}        # the clock of a wait with no set (never changed)
+ROUTED = object()          # the shadow of a space whose accesses a subclass checks elsewhere
 
-    def __init__(self, pipe, clock, access, label, seq):
-        self.pipe, self.clock, self.access, self.label, self.seq = pipe, clock, access, label, seq
+
+def _label(r) -> str:
+    return r[_ITEM].label(r[_SEQ])
 
 
 class RaceDetector:
-    """Fed by the engine as items run; ``findings`` lists what it saw."""
+    """Fed by the engine as items run; ``findings`` lists what it saw.
+
+    The cost per item is flat and small where the program orders its pipes (the common
+    case), so a run checks its races at little cost:
+
+    * **Clocks in place.** A pipe's clock is one dict changed in place: an item joins the
+      dispatcher's clock only when that clock changed since the pipe last joined it (the
+      dispatcher replaces its clock, never changes it in place, when it learns more).
+    * **Records per pipe.** A space's records are kept per pipe, oldest first. A pipe's
+      clock only grows, so the records of another pipe an access is not ordered after are
+      that pipe's newest ones: an access looks at those (in a double-buffered loop, the
+      other pipe's work on the other buffer) and stops at the first it is ordered after.
+      Only when one of them conflicts are the space's records scanned (in insertion
+      order, as findings are named).
+    * **Covered records.** The records an access covers are of its own pipe only, and
+      which they are depends on the accesses of that pipe's records alone (their shape):
+      worked out once per shape and access, then the record goes in by index (a loop
+      cycles through a few shapes). Not for GM arrays: a loop walking one makes a new
+      window at every step, so their lanes are filtered as they go.
+    """
 
     def __init__(self):
-        self.clocks: dict[str, dict] = {}        # pipe -> vector clock
-        self.dispatch: dict = {}                 # the dispatcher's vector clock
-        self.flags: dict[tuple, deque] = {}      # flag -> clocks of pending sets (FIFO)
-        self.setters: dict[tuple, deque] = {}    # flag -> labels of pending sets
-        self.shadow: dict[str, list] = {}        # space -> recent access records
-        self._prune_at: dict[str, int] = {}      # space -> list length that triggers a prune
+        self.clocks: dict[str, dict] = {}        # pipe -> vector clock (changed in place)
+        self._joined: dict[str, dict] = {}       # pipe -> dispatcher clock it last joined
+        # the dispatcher's vector clock: an item entering a pipe queue keeps it, shared, as
+        # it is replaced, never changed in place, when the dispatcher learns more
+        self.dispatch: dict = {}
+        self.flags: dict[tuple, deque] = {}      # flag -> (clock, item, seq) of pending sets
+        # space -> pipe -> its lane: [shape number (None on a GM array: no memo), its
+        # records, oldest first]
+        self.shadow: dict[str, dict] = {}
+        self._shapes: list = []                  # shape number -> its accesses
+        self._shape_ids: dict = {}               # ids of a shape's accesses -> its number
+        self._trans: dict = {}                   # (shape, id(access)) -> _transition
+        self._count: dict[str, int] = {}         # space -> records kept
+        self._prune_at: dict[str, int] = {}      # space -> record count that triggers a prune
+        self._made = count(1)                    # numbers the records
         self.findings: list[Race] = []
         self._seen: set = set()
 
-    def _clock(self, pipe) -> dict:
+    # --- ordering events ----------------------------------------------------------------
+
+    def start(self, pipe: str, dispatch_clock: dict) -> dict:
+        """The clock of ``pipe`` at its next item, issued under ``dispatch_clock``: the
+        pipe's own clock, changed in place."""
         c = self.clocks.get(pipe)
         if c is None:
             c = self.clocks[pipe] = {}
-        return c
-
-    # --- ordering events ----------------------------------------------------------------
-
-    def issued(self, item) -> dict:
-        """The dispatcher's clock for an item entering a pipe queue: shared, not copied
-        (the clock is replaced, never changed in place, when the dispatcher learns more)."""
-        return self.dispatch
-
-    def start(self, pipe: str, dispatch_clock: dict) -> dict:
-        c = join(self._clock(pipe), dispatch_clock)
+        if self._joined.get(pipe) is not dispatch_clock:
+            for k, v in dispatch_clock.items():
+                if c.get(k, 0) < v:
+                    c[k] = v
+            self._joined[pipe] = dispatch_clock
         c[pipe] = c.get(pipe, 0) + 1
-        self.clocks[pipe] = c
         return c
 
-    def set_flag(self, pipe: str, key: tuple, label: str, dispatch_clock: dict) -> None:
-        c = self.start(pipe, dispatch_clock)
+    def set_flag(self, pipe: str, key: tuple, item, seq: int, dispatch_clock: dict) -> None:
+        c = self.clocks.get(pipe)       # start(), inline: hot
+        if c is None or self._joined.get(pipe) is not dispatch_clock:
+            c = self.start(pipe, dispatch_clock)
+        else:
+            c[pipe] += 1
         if type(key) is not tuple:
-            return      # a chip-level flag (XKey): its wait runs on another unit's detector
-        pending = self.setters.setdefault(key, deque())
+            return self._cross_set(key, c)
+        q = self.flags.get(key)
+        if q is None:
+            q = self.flags[key] = deque()
         # a FIFO pop's own MTE2 -> reader flag (sim.engine.xunit, id "tpop") is a counter
         # that user ids cannot reach, set and waited once per pop in program order: two
         # pops in flight (an S and an O pop of flash attention) are not a race
-        if pending and key[2] != "tpop":
+        elif q and key[2] != "tpop":
             src, dst, eid = key
+            _, was, at = q[-1]
+            before, label = was.label(at), item.label(seq)
             self._report(Race("pending_set",
                               f"event {src}->{dst}#{eid} set again by {label} while the set by "
-                              f"{pending[-1]} is still pending (not yet waited)", pending[-1], label))
-        self.flags.setdefault(key, deque()).append(dict(c))
-        pending.append(label)
+                              f"{before} is still pending (not yet waited)", before, label))
+        q.append((c.copy(), item, seq))
 
     def wait_flag(self, pipe: str, key: tuple, dispatch_clock: dict, on_dispatcher=False) -> None:
-        if type(key) is not tuple:      # a chip-level flag: set on another unit
-            if not on_dispatcher:
-                self.start(pipe, dispatch_clock)
-            return
+        if type(key) is not tuple:
+            return self._cross_wait(pipe, key, dispatch_clock, on_dispatcher)
         q = self.flags.get(key)
-        got = q.popleft() if q else {}
-        if self.setters.get(key):
-            self.setters[key].popleft()
+        self._join(pipe, q.popleft()[0] if q else _NOTHING, dispatch_clock, on_dispatcher)
+
+    # a chip-level flag (XKey): set and waited on by different units (sim.engine.xraces)
+
+    def _cross_set(self, key, clock: dict) -> None:
+        """A set of a chip-level flag at ``clock``: its wait runs on another unit."""
+
+    def _cross_wait(self, pipe, key, dispatch_clock: dict, on_dispatcher: bool) -> None:
+        """A wait on a chip-level flag: its set ran on another unit."""
+        if not on_dispatcher:
+            self.start(pipe, dispatch_clock)
+
+    def _space(self, space: str):
+        """The lanes of a space met for the first time (``ROUTED``: a subclass checks its
+        accesses elsewhere, ``_routed``)."""
+        sp = self.shadow[space] = {}
+        self._count[space] = 0
+        return sp
+
+    def _routed(self, pipe, clock, access, item, seq) -> None:
+        raise NotImplementedError
+
+    def _join(self, pipe, got: dict, dispatch_clock: dict, on_dispatcher: bool) -> None:
+        """A wait on ``pipe`` (or the dispatcher) learns the clock ``got`` of its set."""
         if on_dispatcher:
             self.dispatch = join(self.dispatch, got)
-        else:
+            return
+        c = self.clocks.get(pipe)       # start(), inline: hot
+        if c is None or self._joined.get(pipe) is not dispatch_clock:
             c = self.start(pipe, dispatch_clock)
-            self.clocks[pipe] = join(c, got)
+        else:
+            c[pipe] += 1
+        for k, v in got.items():
+            if c.get(k, 0) < v:
+                c[k] = v
 
     def barrier_all(self) -> None:
         for c in self.clocks.values():
@@ -133,49 +197,153 @@ class RaceDetector:
 
     # --- accesses -----------------------------------------------------------------------
 
-    def op(self, pipe: str, label: str, accesses, dispatch_clock: dict, seq: int = 0) -> None:
-        c = self.start(pipe, dispatch_clock)
+    def op(self, pipe: str, item, seq: int, accesses, dispatch_clock: dict) -> None:
+        c = self.clocks.get(pipe)       # start(), inline: hot
+        if c is None or self._joined.get(pipe) is not dispatch_clock:
+            c = self.start(pipe, dispatch_clock)
+            mine = c[pipe]
+        else:
+            mine = c[pipe] = c[pipe] + 1
+        if not accesses:
+            return
+        shadow = self.shadow
+        trans = self._trans
         for a in accesses:
-            recs = self.shadow.setdefault(a.space, [])
-            kept = []
-            for r in recs:
-                b = r.access
-                if r.pipe == pipe:
-                    # an earlier access of this queue that this one covers adds nothing: a
-                    # later op unordered with it is unordered with this one too
-                    if not (a.start <= b.start and b.end <= a.end and (a.write or not b.write)):
-                        kept.append(r)
-                    continue          # same queue: ordered
-                kept.append(r)
-                if b.end <= a.start or a.end <= b.start or not (a.write or b.write):
+            space = a.space
+            sp = shadow.get(space)
+            if sp is None:
+                sp = self._space(space)
+            if sp is ROUTED:
+                self._routed(pipe, c, a, item, seq)
+                continue
+            lane = None
+            s, e, w = a.start, a.end, a.write
+            for q, other in sp.items():
+                if q == pipe:
+                    lane = other
                     continue
-                if r.clock <= c.get(r.pipe, 0):
-                    continue          # ordered: r happens before this op
-                self._race(r, _Record(pipe, c[pipe], a, label, seq))
-            kept.append(_Record(pipe, c[pipe], a, label, seq))
-            self.shadow[a.space] = recs = kept
-            if len(recs) > self._prune_at.get(a.space, 64):
-                self._prune(a.space)
+                # the records of q unordered with this op are its newest ones
+                cq = c.get(q, 0)
+                for r in reversed(other[1]):
+                    if r[0] <= cq:
+                        break
+                    b = r[1]
+                    if b.start < e and s < b.end and (w or b.write):
+                        break
+                else:
+                    continue
+                if r[0] <= cq:
+                    continue
+                self._check(sp, pipe, c, a, item, seq)
+                lane = sp.get(pipe)
+                break
+            rec = (mine, a, next(self._made), pipe, item, seq)
+            if lane is None:
+                sp[pipe] = [None if space.startswith("GM:") else self._shape((a,)), [rec]]
+                n = self._count[space] = self._count[space] + 1
+            elif lane[0] is None:
+                # a GM array's windows are new objects as a loop walks it: no memo
+                recs = lane[1]
+                before = len(recs)
+                if before:
+                    recs[:] = [r for r in recs if not (s <= r[1].start and r[1].end <= e
+                                                       and (w or not r[1].write))]
+                recs.append(rec)
+                n = self._count[space] = self._count[space] + len(recs) - before
+            else:
+                # an earlier access of this queue that this one covers adds nothing: a
+                # later op unordered with it is unordered with this one too (which records
+                # go depends on the lane's accesses alone: worked out once per shape)
+                t = trans.get((lane[0], id(a)))
+                if t is None:
+                    t = self._transition(lane, a)
+                recs = lane[1]
+                for i in t[1]:
+                    del recs[i]
+                recs.append(rec)
+                lane[0] = t[0]
+                if not t[1]:
+                    n = self._count[space] = self._count[space] + 1
+                elif len(t[1]) == 1:
+                    continue
+                else:
+                    n = self._count[space] = self._count[space] + 1 - len(t[1])
+            if n > self._prune_at.get(space, 64):
+                self._prune(space)
+
+    def _shape(self, accesses) -> int:
+        """The number of a lane's shape: the accesses of its records, in order."""
+        key = tuple(map(id, accesses))
+        n = self._shape_ids.get(key)
+        if n is None:       # the shape keeps its accesses, so their ids stay theirs
+            n = self._shape_ids[key] = len(self._shapes)
+            self._shapes.append(tuple(accesses))
+        return n
+
+    def _transition(self, lane, a) -> tuple:
+        """(shape after, indices of the records dropped, last first) of ``a`` recorded on
+        a lane: the lane's records that ``a`` covers go."""
+        if len(self._shapes) > _MAX_SHAPES:
+            self._forget()
+        have = self._shapes[lane[0]]
+        s, e, w = a.start, a.end, a.write
+        drop = [i for i, b in enumerate(have)
+                if s <= b.start and b.end <= e and (w or not b.write)]
+        after = self._shape(tuple(b for i, b in enumerate(have) if i not in drop) + (a,))
+        t = self._trans[(lane[0], id(a))] = (after, tuple(reversed(drop)))
+        return t
+
+    def _forget(self) -> None:
+        """Start the shape memo again (an irregular program with ever new lane shapes)."""
+        self._trans.clear()
+        self._shape_ids.clear()
+        self._shapes.clear()
+        for sp in self.shadow.values():
+            for lane in (sp.values() if sp is not ROUTED else ()):
+                if lane[0] is not None:
+                    lane[0] = self._shape(tuple(r[1] for r in lane[1]))
+
+    def _check(self, sp: dict, pipe: str, c: dict, a, item, seq) -> None:
+        """Report the records of other pipes that ``a`` conflicts with unordered, in the
+        order they were recorded."""
+        recs = sorted((r for q, lane in sp.items() if q != pipe for r in lane[1]),
+                      key=_order)
+        for r in recs:
+            b = r[_ACCESS]
+            if b.end <= a.start or a.end <= b.start or not (a.write or b.write):
+                continue
+            if r[_CLOCK] <= c.get(r[_PIPE], 0):
+                continue          # ordered: r happens before this op
+            self._race(r, (c[pipe], a, 0, pipe, item, seq))
 
     def _prune(self, space: str) -> None:
         """Drop records every pipe has already seen: they can never race again. The next
         prune waits until the list doubles, so a list that cannot shrink (unordered pipes)
         is not rescanned on every access (amortised O(1) per record)."""
-        recs = self.shadow[space]
+        sp = self.shadow[space]
+        recs = sorted((r for lane in sp.values() for r in lane[1]), key=_order)
         clocks = list(self.clocks.values())
-        kept = [r for r in recs if not all(c.get(r.pipe, 0) >= r.clock for c in clocks)][-256:]
-        self.shadow[space] = kept
+        kept = [r for r in recs
+                if not all(c.get(r[_PIPE], 0) >= r[_CLOCK] for c in clocks)][-256:]
+        for lane in sp.values():
+            lane[1].clear()
+        for r in kept:
+            sp[r[_PIPE]][1].append(r)
+        for lane in sp.values():
+            if lane[0] is not None:
+                lane[0] = self._shape(tuple(r[_ACCESS] for r in lane[1]))
+        self._count[space] = len(kept)
         self._prune_at[space] = max(64, 2 * len(kept))
 
-    def _race(self, x: _Record, y: _Record) -> None:
+    def _race(self, x: tuple, y: tuple) -> None:
         """Report an unordered pair, named in program order (RAW: the earlier one writes)."""
-        first, second = (x, y) if x.seq <= y.seq else (y, x)
-        a, b = first.access, second.access
+        first, second = (x, y) if x[_SEQ] <= y[_SEQ] else (y, x)
+        a, b = first[_ACCESS], second[_ACCESS]
         kind, what = conflict(a, b)
-        msg = (f"{kind} race in {a.space}: {first.pipe} {first.label} and {second.pipe} "
-               f"{second.label} touch {what} with no flag or barrier ordering them")
-        self._report(Race(kind, msg, first.label, second.label, a.space, (a.start, a.end),
-                          (b.start, b.end)))
+        one, two = _label(first), _label(second)
+        msg = (f"{kind} race in {a.space}: {first[_PIPE]} {one} and {second[_PIPE]} "
+               f"{two} touch {what} with no flag or barrier ordering them")
+        self._report(Race(kind, msg, one, two, a.space, (a.start, a.end), (b.start, b.end)))
 
     def _report(self, race: Race) -> None:
         key = (race.kind, race.first, race.second)
@@ -184,8 +352,13 @@ class RaceDetector:
             self.findings.append(race)
 
     def finish(self) -> list[Race]:
-        for (src, dst, eid), pending in self.setters.items():
-            for label in pending:
+        for (src, dst, eid), pending in self.flags.items():
+            for _, item, seq in pending:
+                label = item.label(seq)
                 self._report(Race("unmatched_set", f"event {src}->{dst}#{eid} set by {label} is "
                                                    f"never waited", label))
         return self.findings
+
+
+def _order(r: tuple) -> int:
+    return r[_N]

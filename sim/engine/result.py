@@ -39,6 +39,7 @@ class Result:
     mode: str = "manual"       # synchronisation mode that ran: auto | manual | ideal
     block_dim: int = 1         # physical cores the kernel ran on
     memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
+    races_checked: bool = False    # whether the run checked races (``races`` is then complete)
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
     @property
@@ -113,6 +114,7 @@ class Result:
                 "units": self.units,
                 "memory": self.memory,
                 "instructions": self.instructions,
+                "races": {"checked": self.races_checked, "found": len(self.races)},
                 "warnings": list(self.warnings)}
 
     def report(self, max_rows: int = 40) -> str:
@@ -120,10 +122,17 @@ class Result:
                            clock_hz=self.target.clock_hz, max_rows=max_rows,
                            total=self.total_cycles, pipes=self.pipes)
         head, _, rest = text.partition("\n")
-        text = f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n{rest}"
+        text = (f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n"
+                f"races: {self._races_text()}\n{rest}")
         if self.warnings:
             text += "\n\n" + "\n".join(self.warnings)
         return text
+
+    def _races_text(self) -> str:
+        if not self.races_checked:
+            return "not checked"
+        n = len(self.races)
+        return f"checked, {n} found" if n else "checked, none found"
 
     def __str__(self) -> str:
         return self.report()

@@ -113,7 +113,9 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     if not _ran_tile_instruction(recording):
         warnings += (idle_warning(program, inputs),)
     return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
-                  mode=prep.mode, block_dim=block_dim, memory=chip.gm.summary(recording.end) if chip.gm_used else {})
+                  mode=prep.mode, block_dim=block_dim,
+                  memory=chip.gm.summary(recording.end) if chip.gm_used else {},
+                  races_checked=check)
 
 
 def _static_check(program, tgt, inputs: dict) -> None:

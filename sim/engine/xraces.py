@@ -19,7 +19,9 @@ full / free slots (``sim.engine.xunit``), cross-core FFTS flags and SYNCALL arri
   the records near its bytes; an access that covers an older one of the same (unit, pipe)
   replaces it. Two windows of one pitch (row blocks of a matrix) overlap only where their
   rows and columns both do, so the column blocks two cores write are not a race; other
-  windows compare by their hulls.
+  windows compare by their hulls. An access goes into its granules' lists only when a
+  later access meets that list (what a list holds depends on its records alone), so the
+  reads of an input no unit writes cost one append each.
 
 The findings have the per-unit detector's kinds (RAW / WAR / WAW) and name both units:
 ``RAW race in GM:w: core 0 AIC PIPE_FIX #12 TSTORE (k.py:30) and core 0 AIV0 PIPE_MTE2 #3
@@ -29,25 +31,35 @@ TLOAD (k.py:35) touch ... with no flag, FIFO or syncall ordering them``.
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain
 
 import attrs
 
 from sim.engine.access import GmAccess
 from sim.engine.ffts import FftsSet, FftsWait
-from sim.engine.races import Race, RaceDetector, conflict
+from sim.engine.races import ROUTED, Race, RaceDetector, conflict
 from sim.base.vclock import join
 
 __all__ = ["ChipRaces", "UnitRaces"]
 
 _GRAIN = 16            # log2 of the granule size in bytes
 _KEEP = 64             # records kept per granule list (the newest)
+_FLUSH = 1 << 16       # pending records of a kind that are put in the granules at once
 
 
 class _XRecord:
-    __slots__ = ("gname", "clock", "access", "label")
+    """A GM access in the chip's shadow; its label (``core 0 AIC PIPE_MTE2 #3 TLOAD
+    (k.pto:9:5)``) is made only for a finding."""
 
-    def __init__(self, gname, clock, access, label):
-        self.gname, self.clock, self.access, self.label = gname, clock, access, label
+    __slots__ = ("gname", "clock", "access", "unit", "pipe", "item", "seq")
+
+    def __init__(self, gname, clock, access, unit, pipe, item, seq):
+        self.gname, self.clock, self.access = gname, clock, access
+        self.unit, self.pipe, self.item, self.seq = unit, pipe, item, seq
+
+    @property
+    def label(self) -> str:
+        return f"{self.unit} {self.pipe} {self.item.label(self.seq)}"
 
 
 def _overlap(a, b) -> bool:
@@ -72,6 +84,9 @@ class ChipRaces:
         self.pending: dict = {}       # flag (FFTS: (channel, setter)) -> global clocks, FIFO
         self.credits: dict = {}       # FIFO key -> slots its counter started with
         self.gm: dict = {}            # space -> {granule: ([writes], [reads])}
+        # space -> (writes, reads) not in the granules yet: (unit, pipe, clock, access,
+        # item, seq) each
+        self._pending: dict = {}
         self.findings: list[Race] = []
         self._seen: set = set()
 
@@ -106,38 +121,69 @@ class ChipRaces:
 
     # --- GM ------------------------------------------------------------------------------
 
-    def access(self, unit, pipe: str, clock: dict, access, label: str) -> None:
+    def access(self, unit, pipe: str, clock: dict, access, item, seq: int) -> None:
         """Check one GM access of ``unit`` (a ``UnitRaces``) on ``pipe`` at ``clock``."""
+        space = access.space
+        granules = self.gm.get(space)
+        if granules is None:
+            granules = self.gm[space] = {}
+            self._pending[space] = ([], [])
+        writes, reads = self._pending[space]
+        # the lists this access meets (writes; reads too when it writes) get their records
+        if writes:
+            self._flush(granules, writes, 0)
+        if access.write:
+            if reads:
+                self._flush(granules, reads, 1)
+            kinds, mine = (0, 1), writes
+        else:
+            kinds, mine = (0,), reads
+        if granules:
+            self._check(granules, unit, pipe, clock, access, item, seq, kinds)
+        # recorded when a later access meets its list (an access that nothing of the other
+        # kind meets, a read of an input no unit writes, costs one append)
+        mine.append((unit, pipe, clock[pipe], access, item, seq))
+        if len(mine) >= _FLUSH:
+            self._flush(granules, mine, 0 if access.write else 1)
+
+    def _check(self, granules, unit, pipe, clock, access, item, seq, kinds) -> None:
         me = unit.prefix
         gname = me + pipe
-        granules = self.gm.setdefault(access.space, {})
         g0, g1 = access.start >> _GRAIN, (access.end - 1) >> _GRAIN
-        seen = set()
-        for g in range(g0, g1 + 1):
-            lists = granules.get(g)
-            if lists is None:
-                continue
-            for recs in (lists if access.write else lists[:1]):
-                for r in recs:
-                    if r.gname == gname or id(r) in seen:
-                        continue          # same queue: ordered
-                    seen.add(id(r))
-                    if not _overlap(access, r.access):
-                        continue
-                    key = r.gname[len(me):] if r.gname.startswith(me) else r.gname
-                    if r.clock <= clock.get(key, 0):
-                        continue          # ordered: r happens before this access
-                    self._race(r, _XRecord(gname, clock[pipe], access, label))
-        rec = _XRecord(gname, clock[pipe], access, label)
-        for g in range(g0, g1 + 1):
-            lists = granules.get(g)
-            if lists is None:
-                lists = granules[g] = ([], [])
-            recs = lists[0 if access.write else 1]
-            # an older access of this queue that this one covers adds nothing
-            recs[:] = [r for r in recs if not (r.gname == gname and access.start <= r.access.start
-                                                and r.access.end <= access.end)][-_KEEP:]
-            recs.append(rec)
+        # the distinct records of the granules (an access spans many: its record is in
+        # each), in the order the granules, kinds and lists give them
+        lists = [ls[k] for ls in map(granules.get, range(g0, g1 + 1)) if ls is not None
+                 for k in kinds]
+        n = len(me)
+        for r in dict.fromkeys(chain.from_iterable(lists)):
+            if r.gname == gname or not _overlap(access, r.access):
+                continue          # same queue: ordered
+            key = r.gname[n:] if r.gname.startswith(me) else r.gname
+            if r.clock <= clock.get(key, 0):
+                continue          # ordered: r happens before this access
+            self._race(r, _XRecord(gname, clock[pipe], access, unit.name, pipe, item, seq))
+
+    @staticmethod
+    def _flush(granules, pending: list, k: int) -> None:
+        """Put pending accesses of kind ``k`` (0 writes, 1 reads) into their granules'
+        lists as records, in the order they were made (what the lists hold depends on the
+        records alone: an older record of the same queue that a newer one covers goes, and
+        only the newest ``_KEEP`` stay)."""
+        for unit, pipe, clock, access, item, seq in pending:
+            gname = unit.prefix + pipe
+            rec = _XRecord(gname, clock, access, unit.name, pipe, item, seq)
+            start, end = access.start, access.end
+            for g in range(start >> _GRAIN, ((end - 1) >> _GRAIN) + 1):
+                lists = granules.get(g)
+                if lists is None:
+                    lists = granules[g] = ([], [])
+                recs = lists[k]
+                if recs:
+                    # an older access of this queue that this one covers adds nothing
+                    recs[:] = [r for r in recs if not (r.gname == gname and start <= r.access.start
+                                                        and r.access.end <= end)][-_KEEP:]
+                recs.append(rec)
+        pending.clear()
 
     def _race(self, first: _XRecord, second: _XRecord) -> None:
         a, b = first.access, second.access
@@ -174,27 +220,18 @@ class UnitRaces(RaceDetector):
         p, n = self.prefix, len(self.prefix)
         return {(k[n:] if k.startswith(p) else k): v for k, v in clock.items()}
 
-    def set_flag(self, pipe, key, label, dispatch_clock) -> None:
-        if type(key) is tuple:
-            return super().set_flag(pipe, key, label, dispatch_clock)
-        self.chip.set(key, self._global(self.start(pipe, dispatch_clock)))
+    def _cross_set(self, key, clock: dict) -> None:
+        self.chip.set(key, self._global(clock))
 
-    def wait_flag(self, pipe, key, dispatch_clock, on_dispatcher=False) -> None:
-        if type(key) is tuple:
-            return super().wait_flag(pipe, key, dispatch_clock, on_dispatcher)
-        got = self._local(self.chip.wait(key))
-        if on_dispatcher:
-            self.dispatch = join(self.dispatch, got)
-        else:
-            self.clocks[pipe] = join(self.start(pipe, dispatch_clock), got)
+    def _cross_wait(self, pipe, key, dispatch_clock, on_dispatcher) -> None:
+        self._join(pipe, self._local(self.chip.wait(key)), dispatch_clock, on_dispatcher)
 
-    def op(self, pipe, label, accesses, dispatch_clock, seq=0) -> None:
-        gm = [a for a in accesses if a.space.startswith("GM:")]
-        if not gm:
-            return super().op(pipe, label, accesses, dispatch_clock, seq)
-        super().op(pipe, label, [a for a in accesses if not a.space.startswith("GM:")],
-                   dispatch_clock, seq)
-        clock = self.clocks[pipe]
-        where = f"{self.name} {pipe} {label}"
-        for a in gm:
-            self.chip.access(self, pipe, clock, a, where)
+    def _space(self, space: str):
+        """GM arrays are the chip's (its shadow), buffers the unit's."""
+        if space.startswith("GM:"):
+            self.shadow[space] = ROUTED
+            return ROUTED
+        return super()._space(space)
+
+    def _routed(self, pipe, clock, access, item, seq) -> None:
+        self.chip.access(self, pipe, clock, access, item, seq)

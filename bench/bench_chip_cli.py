@@ -1,0 +1,140 @@
+"""The chip runs users make: ``ptosim run`` on the chip kernels, with and without the race check.
+
+Two kernels on 24 cores, timing only, as the README runs them: ``examples/gemm.pto`` at
+6144^3 (388 224 instructions) and ``examples/flash_attention.pto`` at S1 = 8192 (64 800).
+For each, two figures, each the minimum of ``--repeat`` fresh processes (this shared
+machine's speed drifts; the minimum is the least disturbed run):
+
+* ``cli``: the whole ``ptosim run KERNEL --timing-only`` process (start-up, parse,
+  simulate, report) — CPU seconds (user + sys), instructions per CPU second, peak RSS —
+  with its default checks (a hand-synchronised kernel is checked for races) and with
+  ``--no-races``;
+* ``simulate``: ``sim.simulate`` alone in a fresh process (trace rows off), race check
+  on (``races="manual"``, what ``ptosim run`` does) and off: the race check's overhead;
+  also for one unit, the ``vector`` and ``cube`` kernels of ``bench/kernels.py`` at 10^5
+  instructions (after ``kernels.warmup()``).
+
+    .venv/bin/python bench/bench_chip_cli.py              # both kernels, 3 processes each
+    .venv/bin/python bench/bench_chip_cli.py --repeat 5 --only gemm
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CASES = {
+    "gemm": ("examples/gemm.pto", {"m": 6144, "k": 6144, "n": 6144, "singleCoreM": 1536,
+                                   "singleCoreN": 1024}),
+    "fa": ("examples/flash_attention.pto", {"S1": 8192}),
+}
+CORES = 24
+# one unit, for the race check's overhead there (bench/kernels.py, simulate only)
+SINGLE = {"vector": 100_000, "cube": 100_000}
+
+
+def _child_usage() -> tuple[float, float]:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def cli_once(name: str, races: bool) -> tuple[float, float]:
+    """(CPU seconds, peak RSS MB) of one ``ptosim run`` process. RSS: the largest child so
+    far (ru_maxrss of RUSAGE_CHILDREN), so each case runs in its own bench process."""
+    file, args = CASES[name]
+    cmd = [sys.executable, "-m", "sim", "run", str(ROOT / file), "--block-dim", str(CORES),
+           "--timing-only", "--rows", "5"]
+    for k, v in args.items():
+        cmd += ["--arg", f"{k}={v}"]
+    if not races:
+        cmd.append("--no-races")
+    before, _ = _child_usage()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    after, rss = _child_usage()
+    return after - before, rss
+
+
+def simulate_once(name: str, races: bool) -> dict:
+    """One ``sim.simulate`` in this (fresh) process: CPU seconds and instructions."""
+    sys.path.insert(0, str(ROOT))
+    import sim
+    if name in SINGLE:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import kernels
+        kernel, args, cores = kernels.build(name, SINGLE[name]), None, None
+        sim.simulate(kernels.warmup(), "a2a3", functional=False)
+    else:
+        from sim.kernel.files import load_kernel
+        file, args = CASES[name]
+        kernel, cores = load_kernel(str(ROOT / file), []), CORES
+    t0 = time.process_time()
+    r = sim.simulate(kernel, "a2a3", functional=False, inputs=args, block_dim=cores,
+                     races="manual" if races else False, trace="none")
+    cpu = time.process_time() - t0
+    n = sum(p["instructions"] for u in r.units for p in u["pipes"].values())
+    return {"cpu": cpu, "instructions": n, "cycles": r.total_cycles, "races": len(r.races)}
+
+
+def _fresh(*args) -> str:
+    return subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
+                          text=True, cwd=ROOT).stdout
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="processes per figure (minimum kept)")
+    ap.add_argument("--only", choices=sorted(CASES) + sorted(SINGLE), action="append",
+                    help="run only this kernel (repeatable)")
+    ap.add_argument("--simulate-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
+    ap.add_argument("--cli-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.simulate_once:
+        name, races = args.simulate_once
+        print(json.dumps(simulate_once(name, races == "on")))
+        return 0
+    if args.cli_once:
+        name, races = args.cli_once
+        print(json.dumps(cli_once(name, races == "on")))
+        return 0
+    print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; min of {args.repeat} "
+          f"processes per figure")
+    for name in args.only or [*CASES, *SINGLE]:
+        sims = {}
+        for races in ("on", "off"):
+            runs = [json.loads(_fresh("--simulate-once", name, races))
+                    for _ in range(args.repeat)]
+            sims[races] = min(runs, key=lambda r: r["cpu"])
+        n = sims["on"]["instructions"]
+        over = sims["on"]["cpu"] / sims["off"]["cpu"] - 1
+        cores = 1 if name in SINGLE else CORES
+        print(f"{name}: {n} instructions on {cores} core{'s' * (cores > 1)}, "
+              f"{sims['on']['cycles']} cycles, {sims['on']['races']} races")
+        print(f"  simulate: races on {sims['on']['cpu']:.2f} s, off {sims['off']['cpu']:.2f} s "
+              f"CPU: race check +{100 * over:.0f} %")
+        if name in SINGLE:
+            continue
+        for races in ("on", "off"):
+            flag = "" if races == "on" else " --no-races"
+            try:
+                runs = [json.loads(_fresh("--cli-once", name, races))
+                        for _ in range(args.repeat)]
+            except subprocess.CalledProcessError:     # a version without --no-races
+                print(f"  ptosim run{flag}: failed")
+                continue
+            cpu = min(r[0] for r in runs)
+            rss = max(r[1] for r in runs)
+            print(f"  ptosim run{flag}: {cpu:.2f} s CPU end to end, {n / cpu / 1e3:.0f} k "
+                  f"instr/s, peak RSS {rss:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
