@@ -124,7 +124,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.chip = chip
         self._gm_windows = gm_windows
         # nothing is done per execution of an instruction beyond handing its item over
-        self._static_items = not (functional or track_accesses or gm_windows)
+        self._static_items = not (track_accesses or gm_windows)
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
@@ -332,6 +332,9 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         if self._static_items and cell[0] == self.epoch:     # same tile state: same item
             item = mine[0]
             if item is not None and item.plan is cell[1][1]:
+                if self.functional:
+                    self._execute(instr, info[0], info[2], info[3], info[5], info[6],
+                                  cell[1][0], seq, info[8])
                 return item
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
