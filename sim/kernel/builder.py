@@ -354,8 +354,11 @@ class Kernel(ChipKernel):
                 if open_at is not None and open_at <= end:
                     continue
             busy = busy_of[eid]
-            if not busy.free(start, end):
-                continue
+            starts = busy.starts
+            if starts:              # busy.free(start, end), inline: most tokens try a few ids
+                i = bisect.bisect_right(starts, end)
+                if i and busy.reach[i - 1] >= start:
+                    continue
             last = last_of[eid]
             if last is None or last <= start and last <= dst_passed:
                 busy.add(start, end)
@@ -413,12 +416,13 @@ class _PipeClocks:
     pipe, after a ``pipe_barrier(PIPE_ALL)``). A snapshot is shared until the pipe learns
     more, so tokens cost no copy each."""
 
-    __slots__ = ("known", "floor", "snaps")
+    __slots__ = ("known", "floor", "snaps", "joined")
 
     def __init__(self):
         self.known: dict[tuple, dict] = {}
         self.floor: dict = {}
         self.snaps: dict[tuple, dict] = {}
+        self.joined: dict[tuple, dict] = {}     # (section, pipe) -> the snapshot it last joined
 
     def passed(self, section, pipe) -> dict:
         key = (section, pipe)
@@ -437,10 +441,12 @@ class _PipeClocks:
         if mine is None:
             mine = self.known[key] = {}
         learnt = False
-        for p, i in other.items():
-            if mine.get(p, -1) < i:
-                mine[p] = i
-                learnt = True
+        if self.joined.get(key) is not other:   # a snapshot never changes: joined once is enough
+            self.joined[key] = other
+            for p, i in other.items():
+                if mine.get(p, -1) < i:
+                    mine[p] = i
+                    learnt = True
         if own is not None and mine.get(own[0], -1) < own[1]:
             mine[own[0]] = own[1]
             learnt = True

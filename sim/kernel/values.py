@@ -84,7 +84,8 @@ class Event:
         self.kernel, self.index, self.pipe = kernel, index, pipe
         self.section = section = kernel._section      # where it was issued
         self.waited = ()          # the pipes that have waited on it (few: a tuple)
-        self.known = kernel._clocks.passed(section, pipe)
+        clocks = kernel._clocks
+        self.known = clocks.snaps.get((section, pipe)) or clocks.passed(section, pipe)
 
     def __repr__(self) -> str:
         return f"Event(#{self.index} on {self.pipe})"
