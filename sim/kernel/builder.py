@@ -312,7 +312,9 @@ class Kernel(ChipKernel):
             return
         here = len(self._stmts)
         known = ev.known
-        passed = max(known.get(pipe, -1), known["*"])
+        passed = known.get(pipe, -1)
+        if known["*"] > passed:
+            passed = known["*"]
         pool = self._pools.get((ev.pipe, pipe)) or self._pool(ev.pipe, pipe)
         eid = self._free_id(pool, ev.pipe, pipe, ev.index, here, loc, passed)
         flags = pool.flags.get((eid, loc))
@@ -505,6 +507,12 @@ class _Intervals:
         return i == 0 or self.reach[i - 1] < start
 
     def add(self, start: int, end: int) -> None:
+        starts, reach = self.starts, self.reach
+        if not starts or starts[-1] <= start:          # in program order: at the end
+            last = reach[-1] if reach else end
+            starts.append(start)
+            reach.append(end if end > last else last)
+            return
         i = bisect.bisect_right(self.starts, start)
         reach = max(end, self.reach[i - 1]) if i else end
         self.starts.insert(i, start)      # at the end but for tokens waited on out of order
