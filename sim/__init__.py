@@ -19,24 +19,48 @@ Build kernels with ``sim.Kernel`` (the C++ intrinsics as methods), simulate them
 cycles, per-engine busy ratios, GM bandwidth against the HBM peak).
 """
 
-from sim import placement, studies, trace
+import importlib
+
 from sim.base.errors import DeadlockError, SimulationError, UserError, VerifyError
 from sim.base.version import __version__
-from sim.engine.result import Result
-from sim.engine.run import simulate
-from sim.frontend import parse_file, parse_text, print_program
 from sim.isa.dtypes import dtype
 from sim.isa.tile import TileType
 from sim.kernel import Event, GlobalTensor, Kernel
-from sim.studies import compare
-from sim.studies.ops import simulate_op
-from sim.studies.scaling import scaling, scaling_plot
-from sim.studies.sweep import sweep
-from sim.studies.sweep_plot import sweep_heatmap
-from sim.studies.whatif import whatif
 from sim.target import load_target
 
 __all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
            "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",
            "trace", "whatif", "compare", "parse_file", "parse_text", "print_program", "sweep",
            "sweep_heatmap", "scaling", "scaling_plot"]
+
+# The rest is loaded on first use (module ``__getattr__``): the engine and its trace
+# DataFrames import pandas and SimPy, the front end lark, the studies Dask and matplotlib,
+# and a kernel that is only built, or a command that reads only a few of them, should not
+# wait for all of them. name -> (module, attribute; None: the module itself)
+_LAZY = {
+    "simulate": ("sim.engine.run", "simulate"), "Result": ("sim.engine.result", "Result"),
+    "parse_file": ("sim.frontend", "parse_file"), "parse_text": ("sim.frontend", "parse_text"),
+    "print_program": ("sim.frontend", "print_program"),
+    "compare": ("sim.studies", "compare"), "simulate_op": ("sim.studies.ops", "simulate_op"),
+    "scaling": ("sim.studies.scaling", "scaling"),
+    "scaling_plot": ("sim.studies.scaling", "scaling_plot"),
+    "sweep": ("sim.studies.sweep", "sweep"),
+    "sweep_heatmap": ("sim.studies.sweep_plot", "sweep_heatmap"),
+    "whatif": ("sim.studies.whatif", "whatif"),
+    "placement": ("sim.placement", None), "studies": ("sim.studies", None),
+    "trace": ("sim.trace", None),
+}
+
+
+def __getattr__(name: str):
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'sim' has no attribute {name!r}")
+    module = importlib.import_module(where[0])
+    value = module if where[1] is None else getattr(module, where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__) | set(_LAZY))

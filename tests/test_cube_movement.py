@@ -93,7 +93,7 @@ def test_tmatmul_acc_with_fewer_valid_rows_than_the_accumulator():
 
 def kk_last_mat(kk):
     """The first Mat tile the helper declared (A's L1 copy)."""
-    return next(st.tile for st, _ in kk._entries if hasattr(st, "tile") and st.tile.loc.value == "mat")
+    return next(st.tile for st in kk._stmts if hasattr(st, "tile") and st.tile.loc.value == "mat")
 
 
 def test_tgemv_costs_m_1_and_uses_b_valid_rows_for_k():

@@ -33,8 +33,15 @@ parses as one, else the text). Example:
 
 
 class _Parser(argparse.ArgumentParser):
+    describe = None     # a callable giving the description, called when help is shown
+
     def error(self, message):
         raise UserError(f"{self.prog}: {message}")
+
+    def format_help(self):
+        if self.describe is not None:       # what it reads loads only for help
+            self.description, self.describe = self.describe(), None
+        return super().format_help()
 
 
 def _kernel_target(p) -> None:
@@ -114,6 +121,15 @@ def _run_limits(p) -> None:
                         "instructions and sync statements")
     p.add_argument("--quiet", action="store_true",
                    help="no progress line (shown on a terminal for runs over 2 s)")
+
+
+def _op_description() -> str:
+    # sim.studies (placement passes, pandas) loads only when this help is shown
+    from sim.studies.ops import isolated_opcodes
+    return ("Cost of one vector-pipe instruction with its operands resident in UB and every "
+            "pipe idle (what a single-instruction measurement sees). Data movement (TLOAD, "
+            "TSTORE, TMOV, TEXTRACT), the cube (TMATMUL*, TGEMV) and TASSIGN cost only inside "
+            "a kernel: use ptosim run. Opcodes: " + " ".join(isolated_opcodes()))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,14 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
     pr.set_defaults(func=cmd_print)
 
-    from sim.studies.ops import isolated_opcodes
-    o = sub.add_parser("op", help="cycles of one tile instruction in isolation",
-                       description="Cost of one vector-pipe instruction with its operands resident "
-                                   "in UB and every pipe idle (what a single-instruction "
-                                   "measurement sees). Data movement (TLOAD, TSTORE, TMOV, "
-                                   "TEXTRACT), the cube (TMATMUL*, TGEMV) and TASSIGN cost only "
-                                   "inside a kernel: use ptosim run. Opcodes: "
-                                   + " ".join(isolated_opcodes()))
+    o = sub.add_parser("op", help="cycles of one tile instruction in isolation")
+    o.describe = _op_description
     o.add_argument("opcode", help="opcode as the ISA spells it, e.g. TADD")
     o.add_argument("--dtype", default="f32",
                    help="f32 f16 bf16 i32 i16 i8 u32 u16 u8; TCVT takes SRC>DST, e.g. f32>f16")

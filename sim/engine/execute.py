@@ -128,7 +128,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.chip = chip
         self._gm_windows = gm_windows
         # nothing is done per execution of an instruction beyond handing its item over
-        self._static_items = not (functional or track_accesses or gm_windows)
+        self._static_items = not (track_accesses or gm_windows)
         # ... beyond handing over its item with the accesses of its tile state
         self._access_items = track_accesses and not (functional or gm_windows)
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
@@ -333,6 +333,9 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             if self._static_items:          # same tile state: same item
                 item = mine[0]
                 if item is not None and item.plan is cell[1][1]:
+                    if self.functional:
+                        self._execute(instr, info[0], info[2], info[3], info[5], info[6],
+                                      cell[1][0], seq, info[8])
                     return item
             elif self._access_items:        # ... and the same accesses (race checks)
                 acc, item = mine[2], mine[0]

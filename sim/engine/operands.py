@@ -56,6 +56,23 @@ def instr_where(seq: int, op: str, source: str) -> str:
     return f"instruction #{seq} {op}" + (f" ({source})" if source else "")
 
 
+class _Where:
+    """``instr_where``'s text for a unit's messages, formatted only when one is written
+    (a unit reads ``ctx.where`` in f-strings alone): a site moves ``seq`` and ``source``
+    on every execution, which costs less than the text."""
+
+    __slots__ = ("seq", "op", "source")
+
+    def __init__(self, seq: int, op: str, source: str):
+        self.seq, self.op, self.source = seq, op, source
+
+    def __str__(self) -> str:
+        return instr_where(self.seq, self.op, self.source)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 class _Site:
     """One instruction's bound operands and the tile state they were bound on."""
 
@@ -65,15 +82,16 @@ class _Site:
 class _UnitSite(_Site):
     """A tile operation: its unit and ``FnContext``; scalars and a GM table per run."""
 
-    __slots__ = ("unit", "ctx", "op", "scalar_ops", "table", "lenient")
+    __slots__ = ("unit", "ctx", "op", "scalar_ops", "table", "lenient", "where")
 
     def run(self, interp, seq: int, source: str) -> None:
         ctx = self.ctx
-        ctx.where = instr_where(seq, self.op, source)
+        where = self.where
+        where.seq, where.source = seq, source
         if self.scalar_ops:
             ctx.scalars = tuple(map(interp.scalar, self.scalar_ops))
         if self.table is not None:          # MGATHER reads GM through its view
-            ctx.extra = {"table": interp._gm_table(self.table, ctx.where)}
+            ctx.extra = {"table": interp._gm_table(self.table, str(where))}
         try:
             self.unit(ctx)
         except ValueOutOfRange as e:
@@ -213,8 +231,10 @@ class OperandSites:
             dst_apart=dview.flags.c_contiguous and not any(
                 np.may_share_memory(dview, v) for v in (*sviews, tview) if v is not None),
             strict=self.strict, quirks=self.target.quirks, extra=extra)
+        site.where = _Where(0, instr.opcode, "")
         try:
             site.unit = unit_for(site.ctx)
+            site.ctx.where = site.where     # from here on set per execution (_UnitSite.run)
         except ValueOutOfRange as e:
             self.data_error(str(e), values=True)
         except SimulationError as e:

@@ -17,11 +17,26 @@ target from ``pto.target_arch`` / ``pto.device-spec``.
 The front end builds IR only: it imports neither the engine nor SimPy.
 """
 
+import importlib
+
 from sim.frontend.check import check_program
 from sim.frontend.diagnostics import ParseError, VerifyDiagnostic
-from sim.frontend.parse import parse_file, parse_text
 from sim.frontend.printer import print_program
 from sim.frontend.targets import resolve_target, target_from_attrs
 
 __all__ = ["parse_file", "parse_text", "print_program", "ParseError", "VerifyDiagnostic",
            "check_program", "resolve_target", "target_from_attrs"]
+
+
+def __getattr__(name: str):
+    """The parser (lark and its grammar) loads on first use: a ``.py`` kernel, a check or
+    a print of a built program need none of it."""
+    if name in ("parse_file", "parse_text"):
+        value = getattr(importlib.import_module("sim.frontend.parse"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'sim.frontend' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

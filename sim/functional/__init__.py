@@ -64,6 +64,9 @@ def unit_for(ctx: FnContext) -> Callable[[FnContext], None]:
         # ASSUMPTION (sim.isa.dtypes): raw element types have no modelled encoding
         raise SimulationError(f"{ctx.where}: {ctx.op} computes on {raw} values, whose encoding "
                               f"the simulator does not model; run with --timing-only")
+    bind = getattr(unit, "bind", None)      # a form bound to ctx's arrays, checked once
+    if bind is not None:
+        return bind(ctx) or unit
     return unit
 
 

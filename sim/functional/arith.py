@@ -82,16 +82,53 @@ def compute_into(ctx, fn: Callable, *operands) -> None:
     when the engine found it contiguous and apart from every operand (``ctx.dst_apart``),
     else into a fresh array copied in."""
     dt, dst = ctx.dtype, ctx.dst
-    wt = work_type(dt)
-    if (dst.dtype == wt and fn in (_EXACT_FLOAT if wt.kind == "f" else _EXACT_ANY)
-            and all(getattr(x, "dtype", None) == wt and x.flags.c_contiguous
-                    and (x.shape == dst.shape or not x.shape) for x in operands)):
+    if direct(ctx, fn, operands):
         if ctx.dst_apart:
             fn(*operands, out=dst)
         else:
             dst[...] = fn(*operands)
     else:
         dst[...] = narrow(dt, fn(*(widen(dt, x) for x in operands)))
+
+
+def direct(ctx, fn: Callable, operands) -> bool:
+    """Whether ``compute_into`` runs ``fn`` on ``operands`` as they are (see there)."""
+    dst = ctx.dst
+    wt = work_type(ctx.dtype)
+    return (dst.dtype == wt and fn in (_EXACT_FLOAT if wt.kind == "f" else _EXACT_ANY)
+            and all(getattr(x, "dtype", None) == wt and x.flags.c_contiguous
+                    and (x.shape == dst.shape or not x.shape) for x in operands))
+
+
+def bound_into(ctx, fn: Callable, a, b=None) -> "Callable | None":
+    """``compute_into(ctx, fn, a[, b])`` as a unit bound to these operand arrays, for the
+    engine to call on every execution while they stay the tile views it bound (the
+    checks of ``compute_into`` made once); None when it would not run ``fn`` directly.
+    ``b`` may be a callable giving the operand per execution (a scalar read at run
+    time), of the type it had here."""
+    operands = (a,) if b is None else (a, b() if callable(b) else b)
+    if not direct(ctx, fn, operands):
+        return None
+    dst = ctx.dst
+    if b is None:
+        if ctx.dst_apart:
+            return lambda ctx: fn(a, out=dst)
+
+        def run(ctx) -> None:
+            dst[...] = fn(a)
+    elif callable(b):
+        if ctx.dst_apart:
+            return lambda ctx: fn(a, b(), out=dst)
+
+        def run(ctx) -> None:
+            dst[...] = fn(a, b())
+    else:
+        if ctx.dst_apart:
+            return lambda ctx: fn(a, b, out=dst)
+
+        def run(ctx) -> None:
+            dst[...] = fn(a, b)
+    return run
 
 
 def scalar(dt: DType, value) -> np.ndarray:

@@ -27,13 +27,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.arith import compute, compute_into, divide_into, require_float, scalar
+from sim.functional.arith import (bound_into, compute, compute_into, divide_into,
+                                  require_float, scalar)
 
 
 def _binary(fn):
     def unit(ctx) -> None:
         a, b = ctx.srcs
         compute_into(ctx, fn, a, b)
+
+    def bind(ctx):
+        a, b = ctx.srcs
+        return bound_into(ctx, fn, a, b)
+    unit.bind = bind
     return unit
 
 
@@ -43,6 +49,13 @@ def _unary(fn, float_only: bool = False):
             require_float(ctx)
         (a,) = ctx.srcs
         compute_into(ctx, fn, a)
+
+    def bind(ctx):
+        if float_only:
+            require_float(ctx)
+        (a,) = ctx.srcs
+        return bound_into(ctx, fn, a)
+    unit.bind = bind
     return unit
 
 

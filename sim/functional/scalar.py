@@ -25,13 +25,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.arith import compute, compute_into, divide_into, scalar
+from sim.functional.arith import bound_into, compute, compute_into, divide_into, scalar
 
 
 def _with_scalar(fn):
     def unit(ctx) -> None:
         (a,) = ctx.srcs
         compute_into(ctx, fn, a, scalar(ctx.dtype, ctx.scalars[0]))
+
+    def bind(ctx):
+        (a,) = ctx.srcs
+        dt = ctx.dtype
+        last = [None, None]         # the scalar operand last read and its cast
+
+        def cast():
+            raw = ctx.scalars[0]
+            if raw is not last[0]:  # a constant is one object on every execution
+                last[0], last[1] = raw, scalar(dt, raw)
+            return last[1]
+        return bound_into(ctx, fn, a, cast)
+    unit.bind = bind
     return unit
 
 

@@ -38,7 +38,7 @@ __all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "O
            "Call", "Return", "Section", "PipeOp", "walk", "Function", "Program", "Stmt"]
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class SourceLoc:
     """Where a statement came from: ``file:line:col`` (col 0 when unknown)."""
 

@@ -45,6 +45,9 @@ from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_n
 __all__ = ["Kernel"]
 
 _N_OUT: dict[str, int] = {}      # opcode -> destination operands the builder takes
+# scalar operands an instruction takes, keyed by type and value when looking up a call
+_SCALARS = frozenset({bool, int, float, np.bool_, np.float16, np.float32, np.float64, np.int8,
+                      np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
 
 
 class Kernel(ChipKernel):
@@ -57,8 +60,9 @@ class Kernel(ChipKernel):
     def __init__(self, name: str = "kernel", block_dim: int = 1):
         self.name = name
         self._chip_init(block_dim)
-        self._sec_of: dict[int, str] = {}      # entry index -> section it was issued in
-        self._entries: list[list] = []       # [statement, [set_flags inserted after it]]
+        self._stmts: list = []                # statements and section markers, in order
+        self._after: dict = {}        # statement index -> the set_flag inserted after it
+        #                               (a list when there are several: one object is kept per token)
         self._program = None                  # (what it was built from, the Program)
         self._args: list = []
         self.inputs: dict[str, np.ndarray] = {}
@@ -66,15 +70,15 @@ class Kernel(ChipKernel):
         self._counter = itertools.count()
         self._views: dict[tuple, PartView] = {}
         self._tv: dict[str, TensorView] = {}
-        self._busy: dict[tuple, _Intervals] = {}      # (src, dst, id) -> pending intervals
-        self._open_manual: dict[tuple, int] = {}
+        self._pools: dict[tuple, _IdPool] = {}        # (src, dst) -> its event ids' state
         self._clocks = _PipeClocks()
         self._manual_known: dict[tuple, dict] = {}    # (src, dst, id) -> what its set knows
-        self._last_wait: dict[tuple, int] = {}        # (src, dst, id) -> its latest wait
         self._interned: dict = {}
         self._built: dict = {}          # what built a statement (class or opcode, operands, loc) -> it
         self._tile_ids: set = set()     # id() of the live tiles declared or popped here
         self._freed: dict = {}          # id() of a popped tile -> where tfree gave it back
+        self._issued: dict = {}         # an instr() call as written (opcode, section, line,
+        #                                 operands) -> (its statement, its pipe)
 
     # --- declarations --------------------------------------------------------------------
 
@@ -132,28 +136,28 @@ class Kernel(ChipKernel):
 
     def set_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
-        key = (src, dst, int(event_id))
-        self._open_manual[key] = len(self._entries)
-        self._manual_known[key] = (self._clocks.passed(self._section, src),
-                                   (src, len(self._entries)))
-        self._emit(self._intern(SetFlag(src, dst, int(event_id), loc=_caller())))
+        eid = int(event_id)
+        here = len(self._stmts)
+        self._pool(src, dst).open[eid] = here
+        self._manual_known[(src, dst, eid)] = (self._clocks.passed(self._section, src),
+                                               (src, here))
+        self._emit(self._intern(SetFlag(src, dst, eid, loc=_caller())))
 
     def wait_flag(self, src, dst, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
-        key = (src, dst, int(event_id))
-        start = self._open_manual.pop(key, None)
-        here = self._emit(self._intern(WaitFlag(src, dst, int(event_id), loc=_caller())))
-        known, own = self._manual_known.pop(key, ({}, None))
+        eid = int(event_id)
+        pool = self._pool(src, dst)
+        start = pool.open.pop(eid, None)
+        here = self._emit(self._intern(WaitFlag(src, dst, eid, loc=_caller())))
+        known, own = self._manual_known.pop((src, dst, eid), ({}, None))
         self._clocks.join(self._section, dst, known, own)
-        self._last_wait[key] = here
-        if start is not None:
-            self._intervals(key).add(start, here)
+        pool.waited(eid, here, start)
 
     def pipe_barrier(self, pipe) -> None:
         pipe = _pipe_name(pipe)
         self._emit(self._intern(Barrier(pipe, loc=_caller())))
         if pipe == "PIPE_ALL":
-            self._clocks.drain(self._section, len(self._entries) - 1)
+            self._clocks.drain(self._section, len(self._stmts) - 1)
 
     def TSYNC(self, *events_or_pipes, on=None) -> None:
         """C++ ``TSYNC``: a pipe name drains that pipe (``TSYNC<Op>()`` = pipe_barrier);
@@ -170,7 +174,7 @@ class Kernel(ChipKernel):
     def set_valid(self, tile: Tile, rows: int, cols: int) -> Event:
         """Set a dynamic tile's valid region (``pto.set_validshape``)."""
         self._emit(SetValidShape(tile, Const(int(rows)), Const(int(cols)), loc=_caller()))
-        return Event(self, len(self._entries) - 1, "PIPE_S")
+        return Event(self, len(self._stmts) - 1, "PIPE_S")
 
     # --- instructions --------------------------------------------------------------------
 
@@ -189,10 +193,9 @@ class Kernel(ChipKernel):
         return stmt
 
     def _emit(self, stmt) -> int:
-        self._entries.append([stmt, []])
-        if self._section is not None:
-            self._sec_of[len(self._entries) - 1] = self._section
-        return len(self._entries) - 1
+        stmts = self._stmts
+        stmts.append(stmt)
+        return len(stmts) - 1
 
     def _operand(self, value, dt):
         if isinstance(value, Tile):
@@ -223,12 +226,63 @@ class Kernel(ChipKernel):
 
     def instr(self, name: str, *operands, **attrs) -> Event:
         """Issue opcode ``name``: outs first, then ins, then RecordEvent tokens to wait on."""
-        spec = _opcode(name)
-        ops, events = [], []
+        return self._instr(name, operands, attrs)
+
+    def _instr(self, name: str, operands: tuple, attrs: dict) -> Event:
+        loc = _caller()
+        # A loop issues the same call from one line over and over: what the call as written
+        # (its operands, GM windows by tensor and offsets, scalars by type and value) made
+        # before, statement and pipe, is looked up first, before any IR is built.
+        key = [name, self._section, loc]
+        events = None
         for o in operands:
-            (events if type(o) is Event else ops).append(o)
-        if "wait" in attrs:
-            events += list(attrs.pop("wait") or ())
+            t = type(o)
+            if t is Event:
+                if events is None:
+                    events = [o]
+                else:
+                    events.append(o)
+            elif t is Tile and id(o) not in self._tile_ids:   # on every call: tfree may
+                self._not_mine(o, _opcode(name).name)        # have given it back since
+            elif key is None:
+                continue
+            elif t is Tile:
+                key.append(o)
+            elif t is View:
+                row, col = o.row, o.col
+                key.append((o.tensor, row.scalar if type(row) is Index else row,
+                            col.scalar if type(col) is Index else col, o.rows, o.cols))
+            elif t in _SCALARS or t is GlobalTensor:
+                key.append((t, o))
+            else:
+                key = None
+        if attrs:
+            if "wait" in attrs:
+                events = (events or []) + list(attrs.pop("wait") or ())
+            if key is not None and attrs:
+                key.append(tuple(sorted(attrs.items())))
+        if key is not None:
+            key = tuple(key)
+            hit = self._issued.get(key)
+        else:
+            hit = None
+        if hit is None:
+            hit = self._build_instr(name, operands, attrs, loc)
+            if key is not None:
+                self._issued[key] = hit
+        stmt, pipe = hit
+        if events is not None:
+            for ev in events:
+                self._wait(ev, pipe, loc)
+        stmts = self._stmts
+        stmts.append(stmt)
+        return Event(self, len(stmts) - 1, pipe)
+
+    def _build_instr(self, name: str, operands: tuple, attrs: dict, loc) -> tuple:
+        """The statement and pipe of an instruction not issued this way before: operands
+        turned into IR (a GM window's view is defined here on its first use)."""
+        spec = _opcode(name)
+        ops = [o for o in operands if type(o) is not Event]
         if isinstance(attrs.get("precisionType"), str):
             # precisionType="high_precision": the op's precision mode (sim.isa.precision)
             kind = kind_for(spec.name) or "precision_mode"
@@ -256,15 +310,11 @@ class Kernel(ChipKernel):
         out_locs = [o.loc if type(o) is Tile else None for o in outs_ir]
         in_locs = [o.loc if type(o) is Tile else None for o in ins_ir]
         pipe = spec.pipe(out_locs, in_locs)
-        loc = _caller()
-        for ev in events:
-            self._wait(ev, pipe, loc)
         key = (spec.name, outs_ir, ins_ir, tuple(sorted(attrs.items())) if attrs else (), loc)
         stmt = self._built.get(key)           # the statement this line issued before, if any
         if stmt is None:
             stmt = self._built[key] = self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
-        idx = self._emit(stmt)
-        return Event(self, idx, pipe)
+        return stmt, pipe
 
     def _not_mine(self, tile: Tile, what: str) -> None:
         """A tile operand this kernel does not hold: freed by ``tfree``, or another's."""
@@ -278,33 +328,48 @@ class Kernel(ChipKernel):
                         f"kernel's tile()")
 
     def _wait(self, ev: Event, pipe: str, loc) -> None:
-        if not isinstance(ev, Event) or ev.kernel is not self:
-            raise UserError(f"{loc}: {ev!r} is not an event of kernel {self.name}")
-        there = self._sec_of.get(ev.index)
+        if type(ev) is not Event or ev.kernel is not self:
+            if not isinstance(ev, Event) or ev.kernel is not self:
+                raise UserError(f"{loc}: {ev!r} is not an event of kernel {self.name}")
+        there = ev.section
         if there is not None and self._section is not None and there != self._section:
             raise UserError(f"{loc}: {ev!r} was issued in section.{there}; a token cannot be "
                             f"waited on in section.{self._section} (another unit): use a FIFO")
         if pipe in ev.waited:
             return
-        ev.waited.add(pipe)
+        ev.waited += (pipe,)
         if ev.pipe == pipe:
             self._emit(self._intern(Barrier(pipe, loc=loc)))
             return
-        here = len(self._entries)
-        passed = max(ev.known.get(pipe, -1), ev.known["*"])
-        eid = self._free_id(ev.pipe, pipe, ev.index, here, loc, passed)
-        self._entries[ev.index][1].append(self._flag(SetFlag, ev.pipe, pipe, eid, loc))
-        self._emit(self._flag(WaitFlag, ev.pipe, pipe, eid, loc))
-        self._clocks.join(self._section, pipe, ev.known, (ev.pipe, ev.index))
-        self._last_wait[(ev.pipe, pipe, eid)] = here
+        here = len(self._stmts)
+        known = ev.known
+        passed = known.get(pipe, -1)
+        if known["*"] > passed:
+            passed = known["*"]
+        pool = self._pools.get((ev.pipe, pipe)) or self._pool(ev.pipe, pipe)
+        eid = self._free_id(pool, ev.pipe, pipe, ev.index, here, loc, passed)
+        flags = pool.flags.get((eid, loc))
+        if flags is None:
+            flags = pool.flags[(eid, loc)] = (self._flag(SetFlag, ev.pipe, pipe, eid, loc),
+                                               self._flag(WaitFlag, ev.pipe, pipe, eid, loc))
+        after = self._after.get(ev.index)
+        if after is None:
+            self._after[ev.index] = flags[0]
+        elif type(after) is list:
+            after.append(flags[0])
+        else:
+            self._after[ev.index] = [after, flags[0]]
+        self._stmts.append(flags[1])
+        self._clocks.join(self._section, pipe, known, (ev.pipe, ev.index))
+        pool.last[eid] = here
 
-    def _intervals(self, key) -> "_Intervals":
-        busy = self._busy.get(key)
-        if busy is None:
-            busy = self._busy[key] = _Intervals()
-        return busy
+    def _pool(self, src: str, dst: str) -> "_IdPool":
+        pool = self._pools.get((src, dst))
+        if pool is None:
+            pool = self._pools[(src, dst)] = _IdPool()
+        return pool
 
-    def _free_id(self, src, dst, start, end, loc, dst_passed) -> int:
+    def _free_id(self, pool, src, dst, start, end, loc, dst_passed) -> int:
         """Lowest event id of (src, dst) not pending anywhere in [start, end] whose last
         wait has surely happened when the new set fires: the producer's pipe ``src`` has
         waited, directly or through other pipes, for ``dst`` to pass statement
@@ -315,19 +380,26 @@ class Kernel(ChipKernel):
         longest ago: round robin, as the C++ library's ids go; ``check --races`` reports
         a set that still finds it pending."""
         fallback = None
-        for eid in range(8):
-            busy = self._intervals((src, dst, eid))
-            open_at = self._open_manual.get((src, dst, eid))
-            if open_at is not None and open_at <= end or not busy.free(start, end):
-                continue
-            last = self._last_wait.get((src, dst, eid))
+        opened, busy_of, last_of = pool.open, pool.busy, pool.last
+        for eid in range(_POOL):
+            if opened:
+                open_at = opened.get(eid)
+                if open_at is not None and open_at <= end:
+                    continue
+            busy = busy_of[eid]
+            starts = busy.starts
+            if starts:              # busy.free(start, end), inline: most tokens try a few ids
+                i = bisect.bisect_right(starts, end)
+                if i and busy.reach[i - 1] >= start:
+                    continue
+            last = last_of[eid]
             if last is None or last <= start and last <= dst_passed:
                 busy.add(start, end)
                 return eid
             if fallback is None or last < fallback[0]:
                 fallback = (last, eid)
         if fallback is not None:
-            self._intervals((src, dst, fallback[1])).add(start, end)
+            busy_of[fallback[1]].add(start, end)
             return fallback[1]
         raise UserError(f"{loc}: event pool exhausted: all 8 event ids of {src} -> {dst} are "
                         f"pending between statement {start} and {end}; wait on some events "
@@ -341,7 +413,7 @@ class Kernel(ChipKernel):
         plans) serves the next ``simulate(kernel)`` too. Statements, arguments and unit ids
         are only ever appended (a token's set_flag goes in with the wait that needs it), so
         their counts tell whether the program is still the one built."""
-        state = (self.name, len(self._args), len(self._ids), len(self._entries))
+        state = (self.name, len(self._args), len(self._ids), len(self._stmts))
         if self._program is not None and self._program[0] == state:
             return self._program[1]
         program = self._build_program()
@@ -351,7 +423,8 @@ class Kernel(ChipKernel):
     def _build_program(self) -> Program:
         body = self._prologue()
         outer = None
-        for stmt, after in self._entries:
+        after_of = self._after
+        for i, stmt in enumerate(self._stmts):
             if type(stmt) is tuple:             # a section marker
                 if stmt[0] == "section":
                     outer, body = body, []
@@ -360,7 +433,12 @@ class Kernel(ChipKernel):
                     body = outer
                 continue
             body.append(stmt)
-            body.extend(after)
+            after = after_of.get(i)
+            if after is not None:
+                if type(after) is list:
+                    body.extend(after)
+                else:
+                    body.append(after)
         return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)
 
 
@@ -371,12 +449,13 @@ class _PipeClocks:
     pipe, after a ``pipe_barrier(PIPE_ALL)``). A snapshot is shared until the pipe learns
     more, so tokens cost no copy each."""
 
-    __slots__ = ("known", "floor", "snaps")
+    __slots__ = ("known", "floor", "snaps", "joined")
 
     def __init__(self):
         self.known: dict[tuple, dict] = {}
         self.floor: dict = {}
         self.snaps: dict[tuple, dict] = {}
+        self.joined: dict[tuple, dict] = {}     # (section, pipe) -> the snapshot it last joined
 
     def passed(self, section, pipe) -> dict:
         key = (section, pipe)
@@ -390,17 +469,53 @@ class _PipeClocks:
     def join(self, section, pipe, other: dict, own: "tuple | None" = None) -> None:
         """``pipe`` waited for a set that knew ``other``, issued on pipe ``own[0]`` after
         statement ``own[1]``."""
-        mine = self.known.setdefault((section, pipe), {})
-        for p, i in (*other.items(), *((own,) if own else ())):
-            if mine.get(p, -1) < i:
-                mine[p] = i
-        self.snaps.pop((section, pipe), None)
+        key = (section, pipe)
+        mine = self.known.get(key)
+        if mine is None:
+            mine = self.known[key] = {}
+        learnt = False
+        if self.joined.get(key) is not other:   # a snapshot never changes: joined once is enough
+            self.joined[key] = other
+            for p, i in other.items():
+                if mine.get(p, -1) < i:
+                    mine[p] = i
+                    learnt = True
+        if own is not None and mine.get(own[0], -1) < own[1]:
+            mine[own[0]] = own[1]
+            learnt = True
+        if learnt:              # else the pipe's snapshot still holds
+            self.snaps.pop(key, None)
 
     def drain(self, section, index) -> None:
         """``pipe_barrier(PIPE_ALL)`` at ``index``: every pipe has passed what precedes it."""
         self.floor[section] = index
         for key in [k for k in self.snaps if k[0] == section]:
             del self.snaps[key]
+
+
+class _IdPool:
+    """The event ids of one (src, dst) pipe pair: the statement intervals over which each
+    is pending, the statement of its latest wait, the hand-written sets not yet waited
+    for, and the flag statements each (id, source line) takes."""
+
+    __slots__ = ("busy", "last", "open", "flags")
+
+    def __init__(self):
+        self.busy: list = [_Intervals() for _ in range(_POOL)]
+        self.last: list = [None] * _POOL
+        self.open: dict[int, int] = {}
+        self.flags: dict[tuple, tuple] = {}
+
+    def waited(self, eid: int, here: int, start: "int | None") -> None:
+        """A wait of ``eid`` at statement ``here``, for a hand-written set at ``start``
+        (None: none open). Ids outside the pool are the user's own: nothing to track."""
+        if 0 <= eid < _POOL:
+            self.last[eid] = here
+            if start is not None:
+                self.busy[eid].add(start, here)
+
+
+_POOL = 8           # event ids per pipe pair
 
 
 class _Intervals:
@@ -423,6 +538,12 @@ class _Intervals:
         return i == 0 or self.reach[i - 1] < start
 
     def add(self, start: int, end: int) -> None:
+        starts, reach = self.starts, self.reach
+        if not starts or starts[-1] <= start:          # in program order: at the end
+            last = reach[-1] if reach else end
+            starts.append(start)
+            reach.append(end if end > last else last)
+            return
         i = bisect.bisect_right(self.starts, start)
         reach = max(end, self.reach[i - 1]) if i else end
         self.starts.insert(i, start)      # at the end but for tokens waited on out of order
@@ -435,7 +556,7 @@ class _Intervals:
 
 def _method(name: str):
     def method(self, *operands, **attrs):
-        return self.instr(name, *operands, **attrs)
+        return self._instr(name, operands, attrs)
     method.__name__ = name
     method.__qualname__ = f"Kernel.{name}"
     spec = OPCODES[name]

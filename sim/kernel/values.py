@@ -31,27 +31,61 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)   # the sim package
 _BUILDER = __name__.rpartition(".")[0] + "."               # sim.kernel.: the builder's modules
 
 
+_FRAMES: dict = {}      # code object -> 0: the builder's own frame (skipped), 1: sim's, 2: user code
+_LOCS: dict = {}        # (file, line) -> its SourceLoc: one object per line of user code
+_CACHE_LIMIT = 1 << 16  # entries each cache keeps before it starts again (a long sweep loads
+#                         many kernels, each new code objects)
+
+
+def _frame_kind(f) -> int:
+    name = f.f_globals.get("__name__", "")
+    if name.startswith(_BUILDER):
+        return 0
+    if f.f_code.co_filename.startswith(("<frozen", _PACKAGE_DIR)) or name.startswith("sim."):
+        return 1
+    return 2
+
+
 def _caller() -> "SourceLoc | None":
     """file:line of the user code that called into the builder (frames of sim itself,
-    such as ``ptosim op``'s generated kernels, carry no user location)."""
+    such as ``ptosim op``'s generated kernels, carry no user location).
+
+    Called for every statement, so what a frame is (the builder's, sim's, the user's) is
+    worked out once per code object and the location is one object per source line."""
     f = sys._getframe(2)
-    while f is not None and f.f_globals.get("__name__", "").startswith(_BUILDER):
+    kind = 0
+    while f is not None:
+        code = f.f_code
+        kind = _FRAMES.get(code)
+        if kind is None:
+            if len(_FRAMES) > _CACHE_LIMIT:
+                _FRAMES.clear()
+            kind = _FRAMES[code] = _frame_kind(f)
+        if kind:
+            break
         f = f.f_back
-    if f is None or f.f_code.co_filename.startswith(("<frozen", _PACKAGE_DIR)) \
-            or f.f_globals.get("__name__", "").startswith("sim."):
+    if kind != 2:
         return None
-    return SourceLoc(f.f_code.co_filename, f.f_lineno)
+    key = (code.co_filename, f.f_lineno)
+    loc = _LOCS.get(key)
+    if loc is None:
+        if len(_LOCS) > _CACHE_LIMIT:
+            _LOCS.clear()
+        loc = _LOCS[key] = SourceLoc(*key)
+    return loc
 
 
 class Event:
     """A RecordEvent token: marks one issued instruction that later ones may wait on."""
 
-    __slots__ = ("kernel", "index", "pipe", "waited", "known")
+    __slots__ = ("kernel", "index", "pipe", "section", "waited", "known")
 
     def __init__(self, kernel, index, pipe):
         self.kernel, self.index, self.pipe = kernel, index, pipe
-        self.waited = set()
-        self.known = kernel._clocks.passed(kernel._section, pipe)
+        self.section = section = kernel._section      # where it was issued
+        self.waited = ()          # the pipes that have waited on it (few: a tuple)
+        clocks = kernel._clocks
+        self.known = clocks.snaps.get((section, pipe)) or clocks.passed(section, pipe)
 
     def __repr__(self) -> str:
         return f"Event(#{self.index} on {self.pipe})"

@@ -19,7 +19,6 @@ import math
 import attrs
 
 from sim.kernel.builder import Kernel
-from sim.engine.run import simulate
 from sim.base.errors import PlacementError, UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
@@ -239,4 +238,5 @@ def simulate_case(op: str, dtype="f32", shape=(16, 64), valid=None, *, variant: 
     shape = parse_shape(shape)
     valid = parse_shape(valid) if valid is not None else shape
     case = OpCase(op, dtype, shape, valid, variant, scalar)
+    from sim.engine.run import simulate      # the engine only when a case runs
     return run_case(case, lambda c: simulate(c.kernel(), target, functional=functional))

@@ -6,21 +6,29 @@ pto-isa Perf-Sim traces), ``.csv`` a CSV table, ``.parquet`` a Parquet table.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
-from sim.trace.export_chrome import write_chrome
-from sim.trace.export_tables import read_csv, read_parquet, write_csv, write_parquet
-from sim.trace.import_chrome import read_chrome
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["write_trace", "read_trace", "SUFFIXES"]
 
 SUFFIXES = (".json", ".csv", ".parquet")
-_WRITERS = {".csv": write_csv, ".parquet": write_parquet}
-_READERS = {".json": read_chrome, ".csv": read_csv, ".parquet": read_parquet}
+# suffix -> (module, function): loaded when a file is written or read (they bring pandas,
+# and ``ptosim`` reads SUFFIXES for its flags before it knows whether it writes a trace)
+_WRITERS = {".json": ("export_chrome", "write_chrome"), ".csv": ("export_tables", "write_csv"),
+            ".parquet": ("export_tables", "write_parquet")}
+_READERS = {".json": ("import_chrome", "read_chrome"), ".csv": ("export_tables", "read_csv"),
+            ".parquet": ("export_tables", "read_parquet")}
+
+
+def _function(where: tuple):
+    return getattr(importlib.import_module(f"sim.trace.{where[0]}"), where[1])
 
 
 def _suffix(path) -> str:
@@ -40,9 +48,9 @@ def write_trace(trace: pd.DataFrame, path, *, kernel: str = "", target: str = ""
     suffix = _suffix(path)
     with atomic_path(path) as tmp:          # a failed write leaves an older file whole
         if suffix == ".json":
-            write_chrome(trace, tmp, kernel=kernel, target=target)
+            _function(_WRITERS[suffix])(trace, tmp, kernel=kernel, target=target)
         else:
-            _WRITERS[suffix](trace, tmp)
+            _function(_WRITERS[suffix])(trace, tmp)
     return Path(path)
 
 
@@ -51,4 +59,4 @@ def read_trace(path) -> pd.DataFrame:
     suffix = _suffix(path)
     if not Path(path).is_file():
         raise UserError(f"trace file {str(path)!r}: no such file")
-    return _READERS[suffix](path)
+    return _function(_READERS[suffix])(path)
