@@ -5,7 +5,8 @@ Rows x Cols capacity.
 Float row reduction, general path (E lanes per repeat):
 
 * C <= E: only the final cross-lane ``vcadd``/``vcmax``/``vcmin`` (rep = R, masked when
-  C < E: +2 cfg), barrier;
+  C < E: +2 cfg and the count-mode floor, which models/a2a3/vector_costs.csv gives the
+  masked cross-lane ops on the formula CSV's evidence), barrier;
 * E < C < 2E: ``copy_ubuf_to_ubuf`` of the first E of each row into tmp (R bursts of one
   repeat), barrier;
 * C >= 2E, TROWSUM: floor(C/E)//2 ``vadd`` of repeat pairs over all rows (R repeats
