@@ -5,19 +5,34 @@ Rows x Cols capacity.
 Float row reduction, general path (E lanes per repeat):
 
 * C <= E: only the final cross-lane ``vcadd``/``vcmax``/``vcmin`` (rep = R, masked when
-  C < E: +2 cfg), barrier;
+  C < E: +2 cfg and the count-mode floor, which models/a2a3/vector_costs.csv gives the
+  masked cross-lane ops on the formula CSV's evidence), barrier;
 * E < C < 2E: ``copy_ubuf_to_ubuf`` of the first E of each row into tmp (R bursts of one
   repeat), barrier;
-* C >= 2E, TROWSUM: floor(C/E)//2 count-mode ``vadd`` of repeat pairs over all rows (R
-  effective repeats each) + barrier each; an odd full repeat: one more ``vadd`` +
-  barrier; TROWMAX/MIN: ``vmax``(rep0, rep1) -> tmp, then one ``vmax`` per further repeat
-  (no tree), each count mode over all rows + barrier;
+* C >= 2E, TROWSUM: floor(C/E)//2 ``vadd`` of repeat pairs over all rows (R repeats
+  each) + barrier each; an odd full repeat: one more ``vadd`` + barrier; TROWMAX/MIN:
+  ``vmax``(rep0, rep1) -> tmp, then one ``vmax`` per further repeat (no tree), each over
+  all rows + barrier;
 * tail C % E: masked op (rep = R) + barrier;
-* TROWSUM only: pairwise tree over the partial repeats held in tmp (count ``vadd`` +
-  barrier per halving);
-* final count-mode ``vcadd``/``vcmax``/``vcmin`` over all rows (R repeats) + barrier.
-Worked example (§4) f32 16x128 TROWSUM: 4+24+32+16 +1 + 4+46+112 +1 = 240.
+* TROWSUM only: pairwise tree over the partial repeats held in tmp (``vadd`` + barrier
+  per halving);
+* final ``vcadd``/``vcmax``/``vcmin`` over all rows (R repeats) + barrier.
 
+The steps over whole repeats (the pair / further-repeat ops, the tree, the final
+cross-lane op on tmp) run in norm mode with a full mask, the repeat stride walking the
+rows (one instruction per 255 rows; one per row when the row stride exceeds 255 blocks):
+they need no count-mode bracket and pay no count-mode floor. §4's table and worked
+example write them as count mode (f32 16x128 TROWSUM: 4+24+32+16 +1 + 4+46+112 +1 =
+240, i.e. 4 cfg + the 16-cycle floor on the ``vadd`` and 4 cfg on the ``vcadd``); the
+910B3 fits of data/a2a3_formula_params.csv do not carry those 24 cycles: TROWSUM f32
+cols 128 is 8 cycles per row + 61.5 (16x128: 189.5; norm mode gives 16*9 + 58 = 202,
+count mode 240), TROWMAX f32 cols 128 8 per row + 48 (norm: 16*9 + 48 = 192, count mode
+216). Over the CSV's rows for C > E (rows 8..64) the median accuracy is 0.94 with norm
+mode against 0.88 (TROWMAX) / 0.91 (TROWSUM) with count mode. What remains: the fits'
+per-row slope grows by ≈1.2-1.6 cycles per extra repeat (f32 cols 128 -> 336: 8 -> 14
+per row) where the model charges vmax's / vadd's 2 per repeat (9 -> 17): long rows are
+up to ≈15 % dear (TROWSUM f32 64x336: 1210 vs 1022); no lowering in the reference
+explains a cheaper repeat, so the 910B3 slope of the binary ops is kept.
 Float special shapes (f32, DN 1-column destination, full valid region): 64x128, 32x256,
 16x512, 8x1024 use the group-reduce chains of §4 (``vcgadd``/``vcgmax``/``vcgmin`` and
 full-mask ``vadd``/``vmax``/``vmin``; §4's 64x128 example = 255).
@@ -73,8 +88,14 @@ def _kind(s) -> str:
     return s.opcode[4:]          # TROWSUM -> SUM, TCOLMAX -> MAX
 
 
-def _count_all_rows(name: str, R: int, E: int, reps_per_row: int = 1) -> list[Item]:
-    return cfg(4) + v(name, count_row(R * reps_per_row * E, E)) + [BAR]
+def _all_rows(name: str, R: int, maxrep: int, stride_blocks: int,
+              reps_per_row: int = 1) -> list[Item]:
+    """One step over whole repeats of every row: norm mode, full mask, the repeat stride
+    walking the rows (split at the repeat limit) — no count-mode bracket, no floor. A row
+    stride beyond the 8-bit repeat stride (§2.1) takes one instruction per row."""
+    if stride_blocks > maxrep:
+        return v(name, [(reps_per_row, False)] * R) + [BAR]
+    return v(name, [(r, False) for r in split(R * reps_per_row, maxrep)]) + [BAR]
 
 
 def _special(s, kind) -> "list[Item] | None":
@@ -101,6 +122,7 @@ def _float_row(s, kind, E, maxrep) -> list[Item]:
         masked = C < E
         return cfg(2 if masked else 0) + v(final, [(r, masked) for r in split(R, maxrep)]) + [BAR]
     full, tail = divmod(C, E)
+    stride = math.ceil(s.cols * 256 // E / 32)   # source row stride in 32-byte blocks
     out: list[Item] = []
     held = 1                                     # repeats per row held in tmp
     if full == 1:
@@ -108,17 +130,17 @@ def _float_row(s, kind, E, maxrep) -> list[Item]:
     elif kind == "SUM":
         held = full // 2
         for _ in range(held + full % 2):
-            out += _count_all_rows(op, R, E)
+            out += _all_rows(op, R, maxrep, stride)
     else:
         for _ in range(full - 1):
-            out += _count_all_rows(op, R, E)
+            out += _all_rows(op, R, maxrep, stride)
     if tail:
         out += cfg(2) + v(op, [(r, True) for r in split(R, maxrep)]) + [BAR]
     while held > 1:                              # pairwise tree (sum only)
         half = held // 2
-        out += _count_all_rows(op, R, E, half)
+        out += _all_rows(op, R, maxrep, stride, half)
         held -= half
-    return out + _count_all_rows(final, R, E)
+    return out + _all_rows(final, R, maxrep, stride)
 
 
 def _int_row(s, kind, dtype) -> list[Item]:
