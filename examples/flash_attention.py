@@ -25,9 +25,9 @@ for short S1 and larger as S1 grows): ``default_s1_tile(s1)`` = 128 below 2048 k
 from 2048 keys on (when it divides S1). A per-row reduction (TROWMAX, TROWSUM) costs
 several cycles per row whatever the row's length, and each softmax step also pays the
 running-max and O-rescale ops once: longer key tiles spread both over more keys. 512 is
-not the default: in this kernel's UB budget a 512-key tile leaves room for one row pass
-of S and one chunk ahead (a 256-key tile for two passes), so its cube and vector overlap
-less and it runs no faster per key than 256 although its vector work is less
+not the default: L1 holds the K / V chunks of only one 512-key tile (of two 256-key
+ones), so its cube preloads one row pass instead of two, its cube and vector overlap less
+and it runs slower per key than 256 although its vector work is less
 (bench/bench_fidelity.py; README "Kernel fidelity"). ASSUMPTION: the production rule
 itself is not published with the on-board figures.
 
@@ -37,8 +37,13 @@ rows (32 per AIV): pass h holds query rows [64 h, 64 h + 64), so AIV s works on 
 64 h + 32 s .. + 32, and its S chunks of one pass (32 x T f32) fit UB with the rest. The
 vector unit reduces a pass's rows once per key tile: the chunks are first combined
 element-wise (TMAX / TADD of 32 x 128 tiles) and the one 32 x 128 result is reduced
-(TROWMAX / TROWSUM). The cube preloads by pass: S of the next pass is issued before O of
-this one. K and V chunks are loaded into L1 once per key tile and extracted once per pass.
+(TROWMAX / TROWSUM). K and V chunks are loaded into L1 once per key tile and extracted
+once per pass. **Preload** by pass: with 256-key tiles L1 holds two tiles' K / V chunks
+and the cube issues S two passes on before O of this pass (``AHEAD``): O of pass n needs
+P of pass n, and S of pass n + 2 queued behind it on the one FIXPIPE would leave the
+vector units waiting (one pass ahead: 1.348 us per 128 keys, two: 1.191). With 512-key
+tiles it is one pass (L1 holds one tile). The next tiles' K / V loads are issued after a
+pass's P pops, which MTE2 serves in order.
 
 **Softmax arithmetic** (``softmax``). ``"mixed"`` (the default) is what a production
 kernel does to keep its vector units off the critical path without losing f32 accuracy:
@@ -85,6 +90,9 @@ SOFTMAX = ("mixed", "f32")    # the softmax arithmetic (module doc, "Softmax ari
 # S chunk slots per AIV with the mixed softmax, by chunks per key tile: the vector hands a
 # slot back as soon as its chunk is in f16, so one pass's chunks are enough for 512 keys
 MIXED_S_SLOTS = {2: 4, 4: 4}
+# passes of preload on the cube where L1 holds two key tiles of K / V (256-key tiles):
+# S two passes on is issued before this pass's O (module doc, "Preload")
+AHEAD = 2
 CHUNK = 128            # keys of one S / K / V chunk when the key tile is longer
 
 
@@ -320,8 +328,13 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
     q_l1 = k.tile("mat", "f16", s0, head, name="q_l1", **NZ)
     q_l0 = [k.tile("left", "f16", rows, head, name=f"q_l0_{h}", **l0a) for h in range(2)]
     p_l0 = [k.tile("left", "f16", rows, CHUNK, name=f"p_l0_{i}", **l0a) for i in range(2)]
-    kt_l1 = [k.tile("mat", "f16", head, CHUNK, name=f"kt_l1_{b}", **NZ) for b in range(c)]
-    v_l1 = [k.tile("mat", "f16", CHUNK, head, name=f"v_l1_{b}", **NZ) for b in range(c)]
+    # L1 K^T / V chunk buffers for two key tiles where L1 has room (256-key tiles: 8 x 32
+    # KiB), one for 512 keys
+    nl1 = 2 if c <= 2 else 1
+    kt_l1 = [[k.tile("mat", "f16", head, CHUNK, name=f"kt_l1_{t}_{b}", **NZ) for b in range(c)]
+             for t in range(nl1)]
+    v_l1 = [[k.tile("mat", "f16", CHUNK, head, name=f"v_l1_{t}_{b}", **NZ) for b in range(c)]
+            for t in range(nl1)]
     # one L0B ring of two 32 KiB slots for both B operands (K chunk^T, V chunk)
     kt_l0 = [k.tile("right", "f16", head, CHUNK, name=f"kt_l0_{i}", addr=i * 32768, **L0B)
              for i in range(2)]
@@ -331,9 +344,10 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
     o_acc = [k.tile("acc", "f32", rows, head, name=f"o_acc_{h}", **ACC) for h in range(2)]
     eq = k.TLOAD(q_l1, q_view)
     xq = [k.TEXTRACT(q_l0[h], q_l1, h * rows, 0, eq) for h in range(2)]
-    free = {"kt": [None] * c, "v": [None] * c, "l0b": [None, None], "s": [None, None],
-            "o": [None, None], "p": [None, None]}
-    loaded = {"kt": [None] * c, "v": [None] * c}
+    free = {"kt": [[None] * c for _ in range(nl1)], "v": [[None] * c for _ in range(nl1)],
+            "l0b": [None, None], "s": [None, None], "o": [None, None], "p": [None, None]}
+    loaded = {"kt": [[None] * c for _ in range(nl1)], "v": [[None] * c for _ in range(nl1)]}
+    ahead = AHEAD if nl1 == 2 else 1
     ring = {"l0b": 0, "s": 0, "p": 0}
 
     def take(name):
@@ -348,23 +362,25 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
         the buffer held (issued early: MTE2 fetches the next tile under this one's work)."""
         if j >= blocks:
             return
+        t = j % nl1
         for b in range(c):
             keys = k0 + j * T + b * CHUNK
             src = kt[:, keys:keys + CHUNK] if name == "kt" else v[keys:keys + CHUNK, :]
-            dst = kt_l1[b] if name == "kt" else v_l1[b]
-            loaded[name][b] = k.TLOAD(dst, src, *_w(free[name][b]))
+            dst = kt_l1[t][b] if name == "kt" else v_l1[t][b]
+            loaded[name][t][b] = k.TLOAD(dst, src, *_w(free[name][t][b]))
 
     def qk(j, h):
         for b in range(c):
             i, si = take("l0b"), take("s")
-            x = k.TEXTRACT(kt_l0[i], kt_l1[b], 0, 0, loaded["kt"][b], *_w(free["l0b"][i]))
+            t = j % nl1
+            x = k.TEXTRACT(kt_l0[i], kt_l1[t][b], 0, 0, loaded["kt"][t][b], *_w(free["l0b"][i]))
             if h == 1:
-                free["kt"][b] = x
+                free["kt"][t][b] = x
             mm = k.TMATMUL(s_acc[si], q_l0[h], kt_l0[i], xq[h], x, *_w(free["s"][si]))
             free["l0b"][i] = mm
             free["s"][si] = k.tpush(s_fifo, s_acc[si], mm)
-        if h == 1:
-            load("kt", j + 1)
+        if h == 1 and nl1 == 1:
+            load("kt", j + 1)         # one L1 set: after this tile's last K^T extract
 
     def pv(j, h):
         mm = None
@@ -374,24 +390,33 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
             xp = k.TEXTRACT(p_l0[pi], p, 0, 0, *_w(free["p"][pi]))
             k.tfree(p_fifo)
             i = take("l0b")
-            x = k.TEXTRACT(v_l0[i], v_l1[b], 0, 0, loaded["v"][b], *_w(free["l0b"][i]))
+            t = j % nl1
+            x = k.TEXTRACT(v_l0[i], v_l1[t][b], 0, 0, loaded["v"][t][b], *_w(free["l0b"][i]))
             if h == 1:
-                free["v"][b] = x
+                free["v"][t][b] = x
             if b == 0:
                 mm = k.TMATMUL(o_acc[h], p_l0[pi], v_l0[i], xp, x, *_w(free["o"][h]))
             else:
                 mm = k.TMATMUL_ACC(o_acc[h], o_acc[h], p_l0[pi], v_l0[i], xp, x)
             free["p"][pi] = free["l0b"][i] = mm
         free["o"][h] = k.tpush(o_fifo, o_acc[h], mm)
-        if h == 1:
+        # the next tiles' loads go after this pass's P pops, which MTE2 serves in order:
+        # one L1 set, when this tile's last extract frees it; two, a tile ahead (V of
+        # tile j + 1 after the first pass, K^T of tile j + 2 after the second)
+        if nl1 == 1 and h == 1:
             load("v", j + 1)
+        elif nl1 == 2:
+            load("v", j + 1) if h == 0 else load("kt", j + 2)
 
     load("kt", 0)
     load("v", 0)
-    qk(*passes[0])
+    if nl1 == 2:
+        load("kt", 1)                 # its scores come AHEAD passes early
+    for n in range(min(ahead, len(passes))):
+        qk(*passes[n])
     for n, (j, h) in enumerate(passes):
-        if n + 1 < len(passes):
-            qk(*passes[n + 1])        # preload: the next pass's scores first
+        if n + ahead < len(passes):
+            qk(*passes[n + ahead])    # preload: the scores ``ahead`` passes on first
         pv(j, h)
 
 
