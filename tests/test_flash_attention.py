@@ -93,6 +93,24 @@ def test_preload_issues_the_next_scores_before_this_blocks_output():
         ["s", "s", "o", "s", "o", "o"]
 
 
+@pytest.mark.parametrize("s1_tile,s1,ahead", [(256, 768, 2), (256, 1024, 2), (512, 1024, 1)])
+def test_long_key_tiles_preload_two_passes_where_l1_holds_two_tiles(s1_tile, s1, ahead):
+    """Chunked cube order, by row pass: S of passes 0 .. ahead first, then O of pass n
+    before S of pass n + ahead + 1 (256-key tiles: L1 holds two tiles of K / V, so two
+    passes; 512: one), each pass's S as its 128-key chunks and one O."""
+    r = sim.simulate(_py_build(s1=s1, s1_tile=s1_tile), "a2a3", functional=False)
+    t = r.trace
+    mm = t[t["opcode"].isin(["TMATMUL"]) & (t["unit"] == "AIC")].sort_values("start_cycle")
+    got = ["s" if o.startswith("%s_acc") else "o" for o in mm["operands"]]
+    passes, c = 2 * s1 // s1_tile, s1_tile // 128
+    want = ["s"] * c * min(ahead, passes)
+    for n in range(passes):
+        if n + ahead < passes:
+            want += ["s"] * c
+        want += ["o"]
+    assert got == want
+
+
 def test_cores_give_the_same_numbers_and_no_more_cycles():
     """1, 2 and 4 cores, every core given the same Q, K, V: every core's O is bit-identical
     to the one-core run's, and the run takes no more cycles than one core (each core does
