@@ -25,9 +25,9 @@ for short S1 and larger as S1 grows): ``default_s1_tile(s1)`` = 128 below 2048 k
 from 2048 keys on (when it divides S1). A per-row reduction (TROWMAX, TROWSUM) costs
 several cycles per row whatever the row's length, and each softmax step also pays the
 running-max and O-rescale ops once: longer key tiles spread both over more keys. 512 is
-not the default: in this kernel's UB budget a 512-key tile leaves room for one row pass
-of S and one chunk ahead (a 256-key tile for two passes), so its cube and vector overlap
-less and it runs no faster per key than 256 although its vector work is less
+not the default: L1 holds the K / V chunks of only one 512-key tile (of two 256-key
+ones), so its cube preloads one row pass instead of two, its cube and vector overlap less
+and it runs slower per key than 256 although its vector work is less
 (bench/bench_fidelity.py; README "Kernel fidelity"). ASSUMPTION: the production rule
 itself is not published with the on-board figures.
 
@@ -37,11 +37,31 @@ rows (32 per AIV): pass h holds query rows [64 h, 64 h + 64), so AIV s works on 
 64 h + 32 s .. + 32, and its S chunks of one pass (32 x T f32) fit UB with the rest. The
 vector unit reduces a pass's rows once per key tile: the chunks are first combined
 element-wise (TMAX / TADD of 32 x 128 tiles) and the one 32 x 128 result is reduced
-(TROWMAX / TROWSUM). The cube preloads by pass: S of the next pass is issued before O of
-this one. K and V chunks are loaded into L1 once per key tile and extracted once per pass.
+(TROWMAX / TROWSUM). K and V chunks are loaded into L1 once per key tile and extracted
+once per pass. **Preload** by pass: with 256-key tiles L1 holds two tiles' K / V chunks
+and the cube issues S two passes on before O of this pass (``AHEAD``): O of pass n needs
+P of pass n, and S of pass n + 2 queued behind it on the one FIXPIPE would leave the
+vector units waiting (one pass ahead: 1.348 us per 128 keys, two: 1.191). With 512-key
+tiles it is one pass (L1 holds one tile). The next tiles' K / V loads are issued after a
+pass's P pops, which MTE2 serves in order.
 
-``examples/flash_attention.pto`` is this kernel with s0 = head = s1_tile = 128 in PTO IR, to
-the cycle.
+**Softmax arithmetic** (``softmax``). ``"mixed"`` (the default) is what a production
+kernel does to keep its vector units off the critical path without losing f32 accuracy:
+the scale, the row max, the running max and the max subtraction run in f32 (S - m <= 0,
+so the large exponentials keep their precision), then S - m is converted to f16 — the
+S FIFO slot is handed back right there — and exp, the row sum and P stay f16: the
+exponentials *are* P (no f32 TEXP pass and no final P conversion) and f16 passes take
+half the vector repeats of f32 ones. The running sum l, the rescale factors and O stay
+f32 (O within ~5e-4 of max |O| of float64 in the tests). The per-row statistics (m, l,
+alpha: one value per row in a 32-byte block) are updated as flat tiles
+(``pto.treshape`` of the column to rows of 64 f32): the element-wise update then runs
+rows/8 full repeats instead of one per row (Ascend C's softmax keeps its max / sum
+buffers the same way and updates them over the whole buffer). ``"f32"`` is the all-f32
+softmax of the previous version (P converted once at the end), for comparison.
+ASSUMPTION: the on-board kernel's exact fusion is not published.
+
+``examples/flash_attention.pto`` is this kernel with s0 = head = s1_tile = 128 (the mixed
+softmax) in PTO IR, to the cycle.
 
 On A2/A3 the FIFOs move data through GM (FIXPIPE / MTE3 writes, an MTE2 read in the pop);
 on A5 the FIXPIPE writes L0C straight into UB (``[chip] fifo_data_path``). ``arch`` picks
@@ -66,6 +86,13 @@ NEG = -1.0e30          # the running max before the first block (exp(NEG - m) = 
 
 
 KEY_TILES = (512, 256, 128)
+SOFTMAX = ("mixed", "f32")    # the softmax arithmetic (module doc, "Softmax arithmetic")
+# S chunk slots per AIV with the mixed softmax, by chunks per key tile: the vector hands a
+# slot back as soon as its chunk is in f16, so one pass's chunks are enough for 512 keys
+MIXED_S_SLOTS = {2: 4, 4: 4}
+# passes of preload on the cube where L1 holds two key tiles of K / V (256-key tiles):
+# S two passes on is issued before this pass's O (module doc, "Preload")
+AHEAD = 2
 CHUNK = 128            # keys of one S / K / V chunk when the key tile is longer
 
 
@@ -75,11 +102,14 @@ def default_s1_tile(s1: int) -> int:
     return 256 if s1 >= 2048 and s1 % 256 == 0 else 128
 
 
-def build(s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3") -> sim.Kernel:
+def build(s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3",
+          softmax="mixed") -> sim.Kernel:
     if s1_tile is None:
         s1_tile = default_s1_tile(s1)
+    if softmax not in SOFTMAX:
+        raise ValueError(f"softmax={softmax!r}: expected one of {', '.join(SOFTMAX)}")
     if s1_tile > CHUNK:
-        return _build_chunked(s1, s1_tile, head, s0, cores, arch)
+        return _build_chunked(s1, s1_tile, head, s0, cores, arch, softmax)
     if s1 % s1_tile:
         raise ValueError(f"s1_tile={s1_tile} must divide s1={s1}")
     if s0 % 32 or head % 16 or s1_tile % 16:
@@ -104,7 +134,8 @@ def build(s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3") -> sim.K
               L0A[arch])
     with k.vector():
         r0 = q0 + k.subblock_idx * h
-        _vector(k, o[r0:r0 + h, :], s_fifo, p_fifo, o_fifo, blocks, T, head, h)
+        vec = _vector if softmax == "f32" else _vector_mixed
+        vec(k, o[r0:r0 + h, :], s_fifo, p_fifo, o_fifo, blocks, T, head, h)
     return k
 
 
@@ -204,7 +235,60 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
     k.TSTORE(o_view, acc, e)
 
 
-def _build_chunked(s1, T, head, s0, cores, arch) -> sim.Kernel:
+def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
+    """``_vector`` with the exponentials in f16 (module doc, "Softmax arithmetic"): the
+    scale, row max and max subtraction in f32, then S - m converted to f16 (its FIFO slot
+    handed straight back), exp and the row sum on f16 tiles — the exponentials are P."""
+    scale = 1.0 / math.sqrt(head)
+
+    col = _columns(k, h, COLUMNS_128)  # h x 1 columns, by hand (_columns)
+    m = [col("m0"), col("m1")]        # running max, ping-pong: m[j % 2] before block j
+    alpha = [col("alpha0"), col("alpha1")]
+    l, mj, lj, lj16 = col("l"), col("mj"), col("lj"), col("lj16", "f16")
+    acc = k.tile("vec", "f32", h, head, name="o_acc")
+    p16 = [k.tile("vec", "f16", h, T, name=f"p16_{i}") for i in range(2)]
+    f = {c: _flat(k, c) for c in m + alpha + [l, mj, lj]}
+    k.TEXPANDS(f[m[0]], NEG)          # every lane defined: the column ops run flat
+    for c in alpha + [l, mj, lj]:
+        k.TEXPANDS(f[c], 0.0)
+    k.TEXPANDS(acc, 0.0)
+    pushed = [None, None]
+
+    def softmax(j):
+        s = k.tpop(s_fifo)
+        x, old, new, a = p16[j % 2], m[j % 2], m[(j + 1) % 2], alpha[j % 2]
+        e = k.TMULS(s, s, scale)
+        e = k.TROWMAX(mj, s, e)
+        e = k.TMAX(f[new], f[old], f[mj], e)
+        e = k.TSUB(f[a], f[old], f[new], e)
+        k.TEXP(f[a], f[a], e)
+        e = k.TROWEXPANDSUB(s, s, new, e)
+        e = k.TCVT(x, s, e, *_w(pushed[j % 2]))
+        k.tfree(s_fifo)
+        e = k.TEXP(x, x, e)
+        pushed[j % 2] = k.tpush(p_fifo, x, e)
+        e = k.TROWSUM(lj16, x, e)
+        e = k.TCVT(lj, lj16, e)
+        e = k.TMUL(f[l], f[l], f[a], e)
+        k.TADD(f[l], f[l], f[lj], e)
+
+    def update(j):
+        oj = k.tpop(o_fifo)
+        e = k.TROWEXPANDMUL(acc, acc, alpha[j % 2])
+        e = k.TADD(acc, acc, oj, e)
+        k.tfree(o_fifo)
+        return e
+
+    softmax(0)
+    for j in range(blocks):
+        if j + 1 < blocks:
+            softmax(j + 1)
+        e = update(j)
+    e = k.TROWEXPANDDIV(acc, acc, l, e)
+    k.TSTORE(o_view, acc, e)
+
+
+def _build_chunked(s1, T, head, s0, cores, arch, softmax="f32") -> sim.Kernel:
     """Key tile ``T`` > 128: 128-key chunks, two row passes of ``s0 / 2`` rows (module doc)."""
     if T not in KEY_TILES:
         raise ValueError(f"s1_tile={T}: expected one of {', '.join(map(str, KEY_TILES))}")
@@ -221,8 +305,10 @@ def _build_chunked(s1, T, head, s0, cores, arch) -> sim.Kernel:
     v = k.gm("v", "f16", (cores * s1, head))
     o = k.gm("o", "f32", (cores * s0, head))
     # S chunk slots: two passes' worth where UB has room, else one pass's and one more
-    # (UB per AIV: slots x 16 KiB + O slot 16 + O 32 + combine 16 + P 16 + columns 12 KiB)
-    s_fifo = k.fifo("c2v", "f32", r, CHUNK, split=1, slots=min(2 * c, 5))
+    # (UB per AIV, f32 softmax: slots x 16 KiB + O slot 16 + O 32 + combine 16 + P 16 +
+    # columns 12 KiB; mixed: P tiles per chunk and an f16 combine tile as well)
+    slots = min(2 * c, 5) if softmax == "f32" else MIXED_S_SLOTS[c]
+    s_fifo = k.fifo("c2v", "f32", r, CHUNK, split=1, slots=slots)
     p_fifo = k.fifo("v2c", "f16", 2 * r, CHUNK, split=1, slots=2 * c)
     o_fifo = k.fifo("c2v", "f32", r, head, split=1, slots=1)
     q0, k0 = k.block_idx * s0, k.block_idx * s1
@@ -232,8 +318,8 @@ def _build_chunked(s1, T, head, s0, cores, arch) -> sim.Kernel:
                       head, s0, L0A[arch])
     with k.vector():
         rows = [q0 + h * 2 * r + k.subblock_idx * r for h in range(2)]
-        _vector_chunked(k, [o[x:x + r, :] for x in rows], s_fifo, p_fifo, o_fifo, passes, c,
-                        head, r)
+        vec = _vector_chunked if softmax == "f32" else _vector_chunked_mixed
+        vec(k, [o[x:x + r, :] for x in rows], s_fifo, p_fifo, o_fifo, passes, c, head, r)
     return k
 
 
@@ -242,8 +328,13 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
     q_l1 = k.tile("mat", "f16", s0, head, name="q_l1", **NZ)
     q_l0 = [k.tile("left", "f16", rows, head, name=f"q_l0_{h}", **l0a) for h in range(2)]
     p_l0 = [k.tile("left", "f16", rows, CHUNK, name=f"p_l0_{i}", **l0a) for i in range(2)]
-    kt_l1 = [k.tile("mat", "f16", head, CHUNK, name=f"kt_l1_{b}", **NZ) for b in range(c)]
-    v_l1 = [k.tile("mat", "f16", CHUNK, head, name=f"v_l1_{b}", **NZ) for b in range(c)]
+    # L1 K^T / V chunk buffers for two key tiles where L1 has room (256-key tiles: 8 x 32
+    # KiB), one for 512 keys
+    nl1 = 2 if c <= 2 else 1
+    kt_l1 = [[k.tile("mat", "f16", head, CHUNK, name=f"kt_l1_{t}_{b}", **NZ) for b in range(c)]
+             for t in range(nl1)]
+    v_l1 = [[k.tile("mat", "f16", CHUNK, head, name=f"v_l1_{t}_{b}", **NZ) for b in range(c)]
+            for t in range(nl1)]
     # one L0B ring of two 32 KiB slots for both B operands (K chunk^T, V chunk)
     kt_l0 = [k.tile("right", "f16", head, CHUNK, name=f"kt_l0_{i}", addr=i * 32768, **L0B)
              for i in range(2)]
@@ -253,9 +344,10 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
     o_acc = [k.tile("acc", "f32", rows, head, name=f"o_acc_{h}", **ACC) for h in range(2)]
     eq = k.TLOAD(q_l1, q_view)
     xq = [k.TEXTRACT(q_l0[h], q_l1, h * rows, 0, eq) for h in range(2)]
-    free = {"kt": [None] * c, "v": [None] * c, "l0b": [None, None], "s": [None, None],
-            "o": [None, None], "p": [None, None]}
-    loaded = {"kt": [None] * c, "v": [None] * c}
+    free = {"kt": [[None] * c for _ in range(nl1)], "v": [[None] * c for _ in range(nl1)],
+            "l0b": [None, None], "s": [None, None], "o": [None, None], "p": [None, None]}
+    loaded = {"kt": [[None] * c for _ in range(nl1)], "v": [[None] * c for _ in range(nl1)]}
+    ahead = AHEAD if nl1 == 2 else 1
     ring = {"l0b": 0, "s": 0, "p": 0}
 
     def take(name):
@@ -270,23 +362,25 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
         the buffer held (issued early: MTE2 fetches the next tile under this one's work)."""
         if j >= blocks:
             return
+        t = j % nl1
         for b in range(c):
             keys = k0 + j * T + b * CHUNK
             src = kt[:, keys:keys + CHUNK] if name == "kt" else v[keys:keys + CHUNK, :]
-            dst = kt_l1[b] if name == "kt" else v_l1[b]
-            loaded[name][b] = k.TLOAD(dst, src, *_w(free[name][b]))
+            dst = kt_l1[t][b] if name == "kt" else v_l1[t][b]
+            loaded[name][t][b] = k.TLOAD(dst, src, *_w(free[name][t][b]))
 
     def qk(j, h):
         for b in range(c):
             i, si = take("l0b"), take("s")
-            x = k.TEXTRACT(kt_l0[i], kt_l1[b], 0, 0, loaded["kt"][b], *_w(free["l0b"][i]))
+            t = j % nl1
+            x = k.TEXTRACT(kt_l0[i], kt_l1[t][b], 0, 0, loaded["kt"][t][b], *_w(free["l0b"][i]))
             if h == 1:
-                free["kt"][b] = x
+                free["kt"][t][b] = x
             mm = k.TMATMUL(s_acc[si], q_l0[h], kt_l0[i], xq[h], x, *_w(free["s"][si]))
             free["l0b"][i] = mm
             free["s"][si] = k.tpush(s_fifo, s_acc[si], mm)
-        if h == 1:
-            load("kt", j + 1)
+        if h == 1 and nl1 == 1:
+            load("kt", j + 1)         # one L1 set: after this tile's last K^T extract
 
     def pv(j, h):
         mm = None
@@ -296,24 +390,33 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
             xp = k.TEXTRACT(p_l0[pi], p, 0, 0, *_w(free["p"][pi]))
             k.tfree(p_fifo)
             i = take("l0b")
-            x = k.TEXTRACT(v_l0[i], v_l1[b], 0, 0, loaded["v"][b], *_w(free["l0b"][i]))
+            t = j % nl1
+            x = k.TEXTRACT(v_l0[i], v_l1[t][b], 0, 0, loaded["v"][t][b], *_w(free["l0b"][i]))
             if h == 1:
-                free["v"][b] = x
+                free["v"][t][b] = x
             if b == 0:
                 mm = k.TMATMUL(o_acc[h], p_l0[pi], v_l0[i], xp, x, *_w(free["o"][h]))
             else:
                 mm = k.TMATMUL_ACC(o_acc[h], o_acc[h], p_l0[pi], v_l0[i], xp, x)
             free["p"][pi] = free["l0b"][i] = mm
         free["o"][h] = k.tpush(o_fifo, o_acc[h], mm)
-        if h == 1:
+        # the next tiles' loads go after this pass's P pops, which MTE2 serves in order:
+        # one L1 set, when this tile's last extract frees it; two, a tile ahead (V of
+        # tile j + 1 after the first pass, K^T of tile j + 2 after the second)
+        if nl1 == 1 and h == 1:
             load("v", j + 1)
+        elif nl1 == 2:
+            load("v", j + 1) if h == 0 else load("kt", j + 2)
 
     load("kt", 0)
     load("v", 0)
-    qk(*passes[0])
+    if nl1 == 2:
+        load("kt", 1)                 # its scores come AHEAD passes early
+    for n in range(min(ahead, len(passes))):
+        qk(*passes[n])
     for n, (j, h) in enumerate(passes):
-        if n + 1 < len(passes):
-            qk(*passes[n + 1])        # preload: the next pass's scores first
+        if n + ahead < len(passes):
+            qk(*passes[n + ahead])    # preload: the scores ``ahead`` passes on first
         pv(j, h)
 
 
@@ -390,6 +493,117 @@ def _vector_chunked(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
     for h in range(2):
         e = k.TROWEXPANDDIV(acc[h], acc[h], l[h], e)
         k.TSTORE(o_views[h], acc[h], e)
+
+
+def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
+    """``_vector_chunked`` with the exponentials in f16, as ``_vector_mixed``: each chunk
+    converted to f16 after its max subtraction (its FIFO slot handed straight back), exp,
+    the chunks' element-wise sum and the row sum on f16 tiles."""
+    scale = 1.0 / math.sqrt(head)
+
+    col = _columns(k, r, COLUMNS_CHUNKED)   # r x 1 columns, by hand (_columns)
+
+    m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]      # running max, per pass
+    alpha = [[col(f"alpha{h}_{i}") for i in range(2)] for h in range(2)]
+    l = [col(f"l{h}") for h in range(2)]
+    mj, lj, lj16 = col("mj"), col("lj"), col("lj16", "f16")
+    acc = [k.tile("vec", "f32", r, head, name=f"o_acc{h}") for h in range(2)]
+    t = k.tile("vec", "f32", r, CHUNK, name="chunks")    # the chunks' element-wise max
+    t16 = k.tile("vec", "f16", r, CHUNK, name="chunks16")  # ... and sum
+    nb = 2 * c if c <= 2 else c          # P tiles, a ring (one pass's for a 512-key tile: UB)
+    p16 = [k.tile("vec", "f16", r, CHUNK, name=f"p16_{i}") for i in range(nb)]
+    f = {x: _flat(k, x) for x in sum(m + alpha, []) + l + [mj, lj]}
+    for h in range(2):                # every lane defined: the column ops run flat
+        k.TEXPANDS(f[m[h][0]], NEG)
+        for x in alpha[h] + [l[h]]:
+            k.TEXPANDS(f[x], 0.0)
+        k.TEXPANDS(acc[h], 0.0)
+    k.TEXPANDS(f[mj], 0.0)
+    k.TEXPANDS(f[lj], 0.0)
+    pushed = [None] * nb
+    nx = [0]
+
+    def softmax(j, h):
+        ix = [(nx[0] + b) % nb for b in range(c)]
+        nx[0] += c
+        x = [p16[i] for i in ix]
+        s = [k.tpop(s_fifo) for _ in range(c)]
+        e = None
+        for y in s:
+            e = k.TMULS(y, y, scale)
+        if c == 1:
+            e = k.TROWMAX(mj, s[0], e)
+        else:
+            e = k.TMAX(t, s[0], s[1], e)
+            for b in range(2, c):
+                e = k.TMAX(t, t, s[b], e)
+            e = k.TROWMAX(mj, t, e)
+        old, new, a = m[h][j % 2], m[h][(j + 1) % 2], alpha[h][j % 2]
+        e = k.TMAX(f[new], f[old], f[mj], e)
+        e = k.TSUB(f[a], f[old], f[new], e)
+        k.TEXP(f[a], f[a], e)
+        # chunk by chunk: S - m, to f16 (the slot handed back), exp, P out (its push
+        # overlaps the next chunk), the chunk added to the running element-wise sum
+        for b in range(c):
+            e = k.TROWEXPANDSUB(s[b], s[b], new, *([e] if b == 0 else []))
+            e = k.TCVT(x[b], s[b], e, *_w(pushed[ix[b]]))
+            k.tfree(s_fifo)
+            e = k.TEXP(x[b], x[b], e)
+            pushed[ix[b]] = k.tpush(p_fifo, x[b], e)
+            if b >= 1:
+                e = k.TADD(t16, x[0] if b == 1 else t16, x[b], e)
+        e = k.TROWSUM(lj16, t16 if c > 1 else x[0], e)
+        e = k.TCVT(lj, lj16, e)
+        e = k.TMUL(f[l[h]], f[l[h]], f[a], e)
+        k.TADD(f[l[h]], f[l[h]], f[lj], e)
+
+    def update(j, h):
+        oj = k.tpop(o_fifo)
+        e = k.TROWEXPANDMUL(acc[h], acc[h], alpha[h][j % 2])
+        e = k.TADD(acc[h], acc[h], oj, e)
+        k.tfree(o_fifo)
+        return e
+
+    softmax(*passes[0])
+    e = None
+    for n, (j, h) in enumerate(passes):
+        if n + 1 < len(passes):
+            softmax(*passes[n + 1])
+        e = update(j, h)
+    for h in range(2):
+        e = k.TROWEXPANDDIV(acc[h], acc[h], l[h], e)
+        k.TSTORE(o_views[h], acc[h], e)
+
+
+# Hand-placed per-row columns of the mixed softmax, (first UB byte, step): 32 bytes more
+# than a column apart, so the two sources of every flat update start in different UB
+# banks (first-fit placement would put the 2 KiB / 1 KiB columns all in one bank). The
+# 128-key form uses examples/flash_attention.pto's addresses; the chunked form the top of
+# UB below the 8 KiB scratch at 184 KiB.
+COLUMNS_128 = (163872, 2080)
+COLUMNS_CHUNKED = (174688, 1056)
+
+
+def _columns(k, rows, where):
+    """A function ``col(name, dtype="f32")`` declaring ``rows x 1`` columns (row-major,
+    one 32-byte block per row) one after the other at ``where`` = (first byte, step)."""
+    start, step = where
+    n = [0]
+
+    def col(name, dt="f32"):
+        addr = start + n[0] * step
+        n[0] += 1
+        return k.tile("vec", dt, rows, 32 // (4 if dt == "f32" else 2), valid=(rows, 1),
+                      name=name, addr=addr)
+    return col
+
+
+def _flat(k, column):
+    """An f32 column tile (rows x 8, one 32-byte block per row, the value in lane 0) seen
+    as one flat tile of 64-element rows: an element-wise op over it runs rows / 8 full
+    repeats instead of one repeat per row (the other lanes carry copies along)."""
+    n = column.type.rows * column.type.cols
+    return k.reshape(column, n // 64, 64)
 
 
 def _w(token):

@@ -37,6 +37,7 @@ from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import OPCODES, opcode as _opcode
 from sim.isa.precision import kind_for, parse_precision
 from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
+                             Reshape,
                              PartitionView, PartView, Program, Section, SetFlag, SetValidShape,
                              TensorView, WaitFlag)
 from sim.isa.tile import Tile, TileType
@@ -104,6 +105,18 @@ class Kernel(ChipKernel):
         self._tile_ids.add(id(t))
         self._emit(Alloc(t, None if addr is None else Const(int(addr), "i64"), loc=_caller()))
         return t
+
+    def reshape(self, tile: Tile, rows: int, cols: int, *, name=None) -> Tile:
+        """``pto.treshape``: a ``rows x cols`` tile (all valid) aliasing ``tile``'s bytes
+        (the same total size), e.g. per-row columns held 32-byte-wide seen as one flat tile."""
+        t = tile.type
+        new = TileType(t.loc.value, t.dtype.name, int(rows), int(cols))
+        if new.nbytes != t.nbytes:
+            raise UserError(f"reshape(%{tile.name}): {rows}x{cols} {t.dtype.name} is {new.nbytes} "
+                            f"bytes, the tile {t.nbytes}: expected the same size")
+        r = Tile(self._fresh(name or f"{tile.name}_flat"), new)
+        self._emit(Reshape(r, tile, loc=_caller()))
+        return r
 
     def gm(self, name: str, dtype, shape, data=None) -> GlobalTensor:
         """Declare a GM array argument (2-D, row-major); ``data`` is its initial content."""
