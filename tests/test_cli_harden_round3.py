@@ -484,3 +484,12 @@ def test_ctrl_c_in_a_sweep_of_two_million_stops_at_once_and_keeps_the_rows(tmp_p
     err = capsys.readouterr().err
     assert "the sweep has 2,000,000 configurations" in err
     assert len(pd.read_parquet(out)) >= 3
+
+
+def test_a_reshaped_tile_belongs_to_its_kernel_and_a_foreign_one_cannot_be_reshaped():
+    k, other = sim.Kernel("r"), sim.Kernel("o")
+    t = k.tile("vec", "f32", 8, 64)
+    flat = k.reshape(t, 1, 512)
+    k.TEXPANDS(flat, 1.0)                   # the view is the kernel's own tile
+    with pytest.raises(UserError, match="not declared in kernel o"):
+        other.reshape(t, 1, 512)

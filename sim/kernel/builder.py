@@ -109,6 +109,8 @@ class Kernel(ChipKernel):
     def reshape(self, tile: Tile, rows: int, cols: int, *, name=None) -> Tile:
         """``pto.treshape``: a ``rows x cols`` tile (all valid) aliasing ``tile``'s bytes
         (the same total size), e.g. per-row columns held 32-byte-wide seen as one flat tile."""
+        if type(tile) is not Tile or id(tile) not in self._tile_ids:
+            self._not_mine(tile, "reshape")
         t = tile.type
         new = TileType(t.loc.value, t.dtype.name, int(rows), int(cols))
         if new.nbytes != t.nbytes:
@@ -116,6 +118,7 @@ class Kernel(ChipKernel):
                             f"bytes, the tile {t.nbytes}: expected the same size")
         r = Tile(self._fresh(name or f"{tile.name}_flat"), new)
         self._emit(Reshape(r, tile, loc=_caller()))
+        self._tile_ids.add(id(r))
         return r
 
     def gm(self, name: str, dtype, shape, data=None) -> GlobalTensor:
