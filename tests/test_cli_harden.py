@@ -27,6 +27,7 @@ from test_cli_placement import RACY      # a kernel with cross-pipe races (check
 from sim.frontend.diagnostics import MAX_SHOWN, render
 from sim.frontend.parse import MAX_NESTING
 from dma_formula import dma_cycles
+from cli_fixtures import cli, one_line_error  # noqa: F401  (cli: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -46,27 +47,6 @@ SIZED = textwrap.dedent("""\
         k.TLOAD(t, x[n - 16:n, :])
         return k
     """)
-
-
-@pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    """``ptosim ARGS`` in-process from tmp_path -> (exit code, stdout, stderr)."""
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args):
-        code = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return run
-
-
-def one_line_error(code, err, *needles):
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ptosim: error:"), err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
 
 
 def located_error(code, err, *needles):

@@ -24,36 +24,15 @@ import pytest
 
 import sim
 from sim.base.errors import UserError
-from sim.cli import main
 
 from hang_guard import hang_guard
+from cli_fixtures import cli, one_line_error  # noqa: F401  (cli: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TRELU = str(EXAMPLES / "trelu.pto")       # %n: rows; sizes the tensor views, bounds the loop
 TSUB = str(EXAMPLES / "tsub.pto")
 TILED = str(EXAMPLES / "relu_sub_tiled.py")
-
-
-@pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args):
-        code = main([str(a) for a in args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return run
-
-
-def one_line_error(code, err, *needles):
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ptosim: error:"), err
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
 
 
 def _addr_pto(addr: int, buf: str = "vec") -> str:

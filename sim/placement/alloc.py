@@ -27,6 +27,7 @@ from __future__ import annotations
 import attrs
 
 from sim.base.errors import PlacementError
+from sim.base.vclock import join
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import Alloc, For, If, Instr, Section
 from sim.isa.tile import Loc, Tile
@@ -273,7 +274,7 @@ class _Frontier:
             if cur < s:
                 out.append([cur, s, dict(last)])
             a, b = max(s, lo), min(e, hi)
-            out.append([a, b, _vmax(m, last)])
+            out.append([a, b, join(m, last)])
             if hi < e:
                 out.append([hi, e, m])
             cur = max(cur, b)
@@ -286,14 +287,6 @@ class _Frontier:
         """The byte ranges in [lo, hi) whose tiles a tile of ``bound`` does not know."""
         return [(s, e) for s, e, m in self.segs if s < hi and lo < e
                 and any(k > bound.get(p, 0) for p, k in m.items())]
-
-
-def _vmax(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for p, k in b.items():
-        if out.get(p, 0) < k:
-            out[p] = k
-    return out
 
 
 def _union_bytes(ranges) -> int:
