@@ -294,3 +294,20 @@ def test_a_two_function_kernel_places_its_vector_side_by_liveness_where_ordered(
                                             r"in UB .*\(not ordered\)"):
         sim.simulate(parse_text(_two_function_stages(False, tiles)), "a2a3",
                      functional=False, sync="manual")
+
+
+def test_a_scalar_argument_of_the_peer_function_is_taken_by_arg(tmp_path, capsys):
+    """A two-function kernel whose vector peer alone declares a scalar argument: the run
+    asks for it, and ``--arg`` gives it (it was refused: 'the kernel has no scalar
+    argument', so the kernel could not run at all)."""
+    from sim.cli import main
+    text = _pop_kernel(16, 16, 1, "").replace("    %s = arith.constant 2.0 : f32\n", "")
+    text = text.replace("%__pypto_spmd_subblock_idx: i32)", "%__pypto_spmd_subblock_idx: i32, "
+                        "%s: f32)")
+    path = tmp_path / "peer_scalar.pto"
+    path.write_text(text)
+    assert main(["run", str(path), "--timing-only", "--quiet"]) == 2
+    assert "%s (f32)" in capsys.readouterr().err
+    assert main(["run", str(path), "--timing-only", "--quiet", "--arg", "s=3.0"]) == 0
+    assert main(["run", str(path), "--timing-only", "--quiet", "--arg", "nope=1"]) == 2
+    assert "(scalar arguments: " in capsys.readouterr().err
