@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = {
     "gemm": ("examples/gemm.pto", {"m": 6144, "k": 6144, "n": 6144, "singleCoreM": 1536,
                                    "singleCoreN": 1024}),
-    "fa": ("examples/flash_attention.pto", {"S1": 8192}),
+    "fa": ("examples/flash_attention.pto", {"S1": 8192, "S1_TILE": 128}),
 }
 CORES = 24
 # one unit, for the race check's overhead there (bench/kernels.py, simulate only)

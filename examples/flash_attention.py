@@ -60,8 +60,9 @@ buffers the same way and updates them over the whole buffer). ``"f32"`` is the a
 softmax of the previous version (P converted once at the end), for comparison.
 ASSUMPTION: the on-board kernel's exact fusion is not published.
 
-``examples/flash_attention.pto`` is this kernel with s0 = head = s1_tile = 128 (the mixed
-softmax) in PTO IR, to the cycle.
+``examples/flash_attention.pto`` is this kernel with s0 = head = 128 (the mixed softmax) in
+PTO IR, to the cycle for each key tile: its ``S1_TILE`` argument is ``s1_tile`` (0: the
+default rule).
 
 On A2/A3 the FIFOs move data through GM (FIXPIPE / MTE3 writes, an MTE2 read in the pop);
 on A5 the FIXPIPE writes L0C straight into UB (``[chip] fifo_data_path``). ``arch`` picks

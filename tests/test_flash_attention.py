@@ -45,15 +45,27 @@ def _reference(r, cores, s1):
     return np.concatenate(want)
 
 
-@pytest.mark.parametrize("target,s1,cores", [("a2a3", 256, 1),
-                                             ("a2a3", 384, 2),     # 3 key blocks: the odd tail
-                                             ("a5", 256, 1)])      # FIXPIPE L0C -> UB FIFOs
-def test_pto_matches_numpy_race_free(target, s1, cores):
-    r = sim.simulate(_program(target), target, inputs={"S1": s1}, block_dim=cores, races=True)
+@pytest.mark.parametrize("target,s1,tile,cores", [
+    ("a2a3", 256, 128, 1),
+    ("a2a3", 384, 128, 2),     # 3 key blocks: the odd tail
+    ("a5", 256, 128, 1),       # FIXPIPE L0C -> UB FIFOs
+    ("a2a3", 256, 0, 1),       # the default rule: 128 below 2048 keys
+    ("a2a3", 256, 256, 1),     # one key tile: no loop iteration takes a second tile
+    ("a2a3", 768, 256, 2),     # 3 tiles: the second tile of the last iteration is absent
+    ("a5", 512, 256, 1),
+    ("a2a3", 512, 512, 1),
+    ("a2a3", 1536, 512, 1),
+    ("a5", 1024, 512, 1)])
+def test_pto_matches_numpy_race_free(target, s1, tile, cores):
+    r = sim.simulate(_program(target), target, inputs={"S1": s1, "S1_TILE": tile},
+                     block_dim=cores, races=True)
     assert r.target.name == target
     pushes = r.trace[(r.trace["opcode"] == "TPUSH") & (r.trace["unit"] == "AIC")]
     path = "L0C_UB" if target == "a5" else "L0C_GM"      # A5: FIXPIPE straight into UB
-    assert len(pushes) == cores * 2 * (s1 // 128) and pushes["operands"].str.contains(path).all()
+    # 128: one S and one O push per block; longer tiles: S per 128-key chunk and row pass
+    # (two passes), O per pass and tile
+    want = 2 * (s1 // 128) if tile in (0, 128) else 2 * (s1 // 128) + 2 * (s1 // tile)
+    assert len(pushes) == cores * want and pushes["operands"].str.contains(path).all()
     assert r.mode == "manual"                  # its own flags: the default runs it as written
     assert not r.races, r.races[:1]
     got = r.output("o").reshape(-1, HEAD)
@@ -69,11 +81,18 @@ def _py_build(**kw):
     return mod.build(**kw)
 
 
-@pytest.mark.parametrize("target,s1", [("a2a3", 384), ("a2a3", 512), ("a5", 256)])
-def test_pto_and_py_are_the_same_kernel_to_the_cycle(target, s1):
-    """Same instructions per unit and opcode, same busy cycles, same total."""
-    pto = sim.simulate(_program(target), target, inputs={"S1": s1}, functional=False)
-    py = sim.simulate(_py_build(s1=s1, arch=target), target, functional=False)
+@pytest.mark.parametrize("target,s1,tile", [
+    ("a2a3", 384, 128), ("a2a3", 512, 128), ("a5", 256, 128),
+    ("a2a3", 256, 256), ("a2a3", 768, 256), ("a2a3", 1024, 256), ("a5", 1024, 256),
+    ("a2a3", 512, 512), ("a2a3", 1536, 512), ("a5", 1024, 512),
+    ("a2a3", 1024, 0), ("a2a3", 2048, 0)])          # the default rule: 128, then 256
+def test_pto_and_py_are_the_same_kernel_to_the_cycle(target, s1, tile):
+    """Same instructions per unit and opcode, same busy cycles, same total, for each key
+    tile (0: both follow the default rule)."""
+    pto = sim.simulate(_program(target), target, inputs={"S1": s1, "S1_TILE": tile},
+                       functional=False)
+    py = sim.simulate(_py_build(s1=s1, s1_tile=tile or None, arch=target), target,
+                      functional=False)
     assert pto.total_cycles == py.total_cycles
     assert {o: v["busy_cycles"] for o, v in pto.opcodes.items()} == \
         {o: v["busy_cycles"] for o, v in py.opcodes.items()}
@@ -86,7 +105,7 @@ def test_pto_and_py_are_the_same_kernel_to_the_cycle(target, s1):
 
 def test_preload_issues_the_next_scores_before_this_blocks_output():
     """Cube matmul order with preload over 3 blocks: S0 S1 O0 S2 O1 O2."""
-    r = sim.simulate(_program(), inputs={"S1": 384}, functional=False)
+    r = sim.simulate(_program(), inputs={"S1": 384, "S1_TILE": 128}, functional=False)
     t = r.trace
     mm = t[(t["opcode"] == "TMATMUL") & (t["unit"] == "AIC")].sort_values("start_cycle")
     assert ["s" if o.startswith("%s_acc") else "o" for o in mm["operands"]] == \
@@ -121,8 +140,8 @@ def test_cores_give_the_same_numbers_and_no_more_cycles():
                                                                      (s1, HEAD)))
     runs = {}
     for n in (1, 2, 4):
-        inputs = {"S1": s1, "q": np.tile(q, (n, 1)), "kt": np.tile(k.T, (1, n)),
-                  "v": np.tile(v, (n, 1))}
+        inputs = {"S1": s1, "S1_TILE": 128, "q": np.tile(q, (n, 1)),
+                  "kt": np.tile(k.T, (1, n)), "v": np.tile(v, (n, 1))}
         runs[n] = sim.simulate(_program(), inputs=inputs, block_dim=n)
     one = runs[1].output("o").reshape(-1, HEAD)
     for n, r in runs.items():
@@ -132,8 +151,22 @@ def test_cores_give_the_same_numbers_and_no_more_cycles():
         assert {u["core"] for u in r.units} == set(range(n))
 
 
+@pytest.mark.parametrize("s1,tile", [(1024, 384),     # no form for 384
+                                     (768, 512),      # 512 does not divide 768
+                                     (1000, 0)])      # the default (128) does not divide
+def test_pto_refuses_a_key_tile_it_has_no_form_for(tmp_path, s1, tile):
+    out = subprocess.run([sys.executable, "-m", "sim", "run", str(PTO), "--arg", f"S1={s1}",
+                          "--arg", f"S1_TILE={tile}", "--timing-only"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "S1_TILE_must_be_0_128_256_or_512_and_divide_S1" in out.stderr
+    assert "flash_attention.pto:" in out.stderr
+
+
 def test_cli_run_prints_per_unit_figures(tmp_path):
     out = subprocess.run([sys.executable, "-m", "sim", "run", str(PTO), "--arg", "S1=1024",
+                          "--arg", "S1_TILE=0",
                           "--block-dim", "1"], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -158,15 +191,15 @@ def test_py_matches_numpy_on_a5():
         _py_build(arch="a9")
 
 
-@pytest.mark.parametrize("form", ["pto", "py"])
+@pytest.mark.parametrize("form", ["py"])
 def test_compare_places_and_synchronises_each_unit(form):
-    """Auto mode on a chip kernel: the two-function .pto and the sections .py are placed
-    per unit around their FIFO buffers and synchronised per unit; both sides compute O,
-    race-free, and the pipe rows are per unit."""
+    """Auto mode on a chip kernel: the sections .py is placed per unit around its FIFO
+    buffers and synchronised per unit; both sides compute O, race-free, and the pipe rows
+    are per unit. (The .pto: test_compare_of_the_pto_says_why_it_cannot_place_it.)"""
     from sim.studies import run_comparison
     s1 = 384
     k = _program() if form == "pto" else _py_build(s1=s1)
-    c = run_comparison(k, "a2a3", inputs={"S1": s1} if form == "pto" else None)
+    c = run_comparison(k, "a2a3", inputs={"S1": s1, "S1_TILE": 128} if form == "pto" else None)
     for run in (c.manual, c.auto):
         m = run.metrics()
         assert m["deadlock"] is None and m["races"] == 0, (run.mode, m["race_findings"][:1])
@@ -205,9 +238,21 @@ def test_a_fifo_kernel_without_sync_runs_in_auto_mode_by_default():
     mode) and the result is right and race-free."""
     bare = "\n".join(ln for ln in PTO.read_text().splitlines()
                      if not ln.strip().startswith(("pto.set_flag", "pto.wait_flag", "pto.barrier")))
-    r = sim.simulate(sim.parse_text(bare, "bare.pto"), inputs={"S1": 256}, races=True)
+    r = sim.simulate(sim.parse_text(bare, "bare.pto"), inputs={"S1": 256, "S1_TILE": 128}, races=True)
     assert r.mode == "auto" and not r.warnings and not r.races
     assert _o_error(r, 256) <= 2e-3
+
+
+def test_compare_of_the_pto_says_why_it_cannot_place_it(tmp_path):
+    """Auto mode holds every FIFO buffer for the whole kernel, those of all three key-tile
+    branches together (the 128-key form's 96 KiB of UB), and the chunked forms' vector tiles
+    (~100 KiB) do not fit beside them: ``compare`` of the .pto stops with one line naming
+    the tile and UB (the .py form compares per key tile)."""
+    out = subprocess.run([sys.executable, "-m", "sim", "compare", str(PTO), "--arg", "S1=256",
+                          "--arg", "S1_TILE=0"], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "does not fit in UB" in out.stderr
 
 
 def test_compare_says_when_a_kernel_places_nothing_by_hand(tmp_path):
@@ -217,12 +262,13 @@ def test_compare_says_when_a_kernel_places_nothing_by_hand(tmp_path):
     first = out.stdout.splitlines()[0]
     assert first.startswith("note: gemm_128x256x128 places no tile by hand") and "first fit" in first
     assert out.stdout.splitlines()[1].split() == ["metric", "manual", "auto", "auto", "-", "manual"]
-    j = subprocess.run([sys.executable, "-m", "sim", "compare", str(PTO), "--arg", "S1=256",
-                        "--json"], capture_output=True, text=True, cwd=tmp_path)
+    j = subprocess.run([sys.executable, "-m", "sim", "compare", str(EX / "flash_attention.py"),
+                        "--arg", "s1=256", "--json"], capture_output=True, text=True,
+                       cwd=tmp_path)
     assert j.returncode == 0, j.stderr
     import json
     got = json.loads(j.stdout)
-    assert got["manual"]["hand_placed_tiles"] == 23 and got["auto"]["races"] == 0
+    assert got["manual"]["hand_placed_tiles"] == 12 and got["auto"]["races"] == 0
     assert not j.stdout.startswith("note")
 
 

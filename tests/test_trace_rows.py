@@ -23,7 +23,7 @@ SYNC = ("set_flag", "wait_flag", "barrier")
 ARGS = {"dyn_valid.pto": {"vr": 5, "vc": 40}, "relu_sub_db.pto": {"k": 4},   # scalar arguments
         "tfmods.pto": {"divisor": 3.0}, "trelu.pto": {"n": 32},
         "gemm.pto": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256},
-        "flash_attention.pto": {"S1": 256}}
+        "flash_attention.pto": {"S1": 256, "S1_TILE": 0}}
 
 
 def _program(path: Path):

@@ -39,7 +39,7 @@ SYNCS = (None, "auto", "manual")
 ARGS = {"flash_attention.py": [("cores", 2)]}
 # a .pto kernel's scalar arguments and core count
 PTO_ARGS = {"gemm.pto": ({"m": 256, "k": 1024, "n": 512, "singleCoreM": 128, "singleCoreN": 256}, 4),
-            "flash_attention.pto": ({"S1": 512}, 2),
+            "flash_attention.pto": ({"S1": 512, "S1_TILE": 128}, 2),
             "sync_never_set.pto": ({"n": 2}, None), "two_kernels.pto": ({"n": 2, "m": 3}, None)}
 
 
@@ -70,8 +70,8 @@ CHIP24 = {"gemm.pto 6144^3": ("gemm.pto", {"m": 6144, "k": 6144, "n": 6144, "sin
                                            "singleCoreN": 1024}, False),
           "gemm.pto 512x512x1536": ("gemm.pto", {"m": 512, "k": 512, "n": 1536,
                                                   "singleCoreM": 128, "singleCoreN": 256}, True),
-          "flash_attention.pto S1=8192": ("flash_attention.pto", {"S1": 8192}, False),
-          "flash_attention.pto S1=256": ("flash_attention.pto", {"S1": 256}, True)}
+          "flash_attention.pto S1=8192": ("flash_attention.pto", {"S1": 8192, "S1_TILE": 128}, False),
+          "flash_attention.pto S1=256": ("flash_attention.pto", {"S1": 256, "S1_TILE": 128}, True)}
 
 
 def _run_entry(kernel, target, sync, inputs=None, block_dim=None, functional=True,
