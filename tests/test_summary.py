@@ -65,3 +65,20 @@ def test_report_from_the_arrays_is_the_report_from_the_frame(file, cores, args, 
             assert rest in text
             assert text.count("\n") >= want.count("\n")
     assert ran
+
+
+def test_a_report_loads_no_pandas_and_the_trace_does():
+    import subprocess
+    import sys
+    code = ("import sys, sim\n"
+            "from sim.kernel.files import load_kernel\n"
+            f"k = load_kernel({str(ROOT / 'examples/flash_attention.pto')!r}, [])\n"
+            "r = sim.simulate(k, 'a2a3', functional=False, inputs={'S1': 256}, block_dim=2,"
+            " races='manual')\n"
+            "r.report(); r.to_json()\n"
+            "print('pandas' in sys.modules)\n"
+            "r.trace\n"
+            "print('pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.split()
+    assert out == ["False", "True"]
