@@ -16,6 +16,12 @@ machine's speed drifts; the minimum is the least disturbed run):
 
     .venv/bin/python bench/bench_chip_cli.py              # both kernels, 3 processes each
     .venv/bin/python bench/bench_chip_cli.py --repeat 5 --only gemm
+    .venv/bin/python bench/bench_chip_cli.py --root /tmp/old-checkout   # another checkout
+
+``--root DIR`` runs another checkout's ``sim`` (put first on ``PYTHONPATH``, run from that
+directory) with this interpreter: a before/after comparison on the same machine at the
+same time. The ``ptosim run`` processes share the user's parser cache
+(``sim.frontend.lark_cache``), as a user's runs do: the first process fills it.
 """
 
 from __future__ import annotations
@@ -46,35 +52,41 @@ def _child_usage() -> tuple[float, float]:
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
-def cli_once(name: str, races: bool) -> tuple[float, float]:
+def _env(root: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def cli_once(name: str, races: bool, root: Path = ROOT) -> tuple[float, float]:
     """(CPU seconds, peak RSS MB) of one ``ptosim run`` process. RSS: the largest child so
     far (ru_maxrss of RUSAGE_CHILDREN), so each case runs in its own bench process."""
     file, args = CASES[name]
-    cmd = [sys.executable, "-m", "sim", "run", str(ROOT / file), "--block-dim", str(CORES),
+    cmd = [sys.executable, "-m", "sim", "run", str(root / file), "--block-dim", str(CORES),
            "--timing-only", "--rows", "5"]
     for k, v in args.items():
         cmd += ["--arg", f"{k}={v}"]
     if not races:
         cmd.append("--no-races")
     before, _ = _child_usage()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=root, env=_env(root))
     after, rss = _child_usage()
     return after - before, rss
 
 
-def simulate_once(name: str, races: bool) -> dict:
+def simulate_once(name: str, races: bool, root: Path = ROOT) -> dict:
     """One ``sim.simulate`` in this (fresh) process: CPU seconds and instructions."""
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(root))
     import sim
     if name in SINGLE:
-        sys.path.insert(0, str(ROOT / "bench"))
+        sys.path.insert(0, str(root / "bench"))
         import kernels
         kernel, args, cores = kernels.build(name, SINGLE[name]), None, None
         sim.simulate(kernels.warmup(), "a2a3", functional=False)
     else:
         from sim.kernel.files import load_kernel
         file, args = CASES[name]
-        kernel, cores = load_kernel(str(ROOT / file), []), CORES
+        kernel, cores = load_kernel(str(root / file), []), CORES
     t0 = time.process_time()
     r = sim.simulate(kernel, "a2a3", functional=False, inputs=args, block_dim=cores,
                      races="manual" if races else False, trace="none")
@@ -83,9 +95,9 @@ def simulate_once(name: str, races: bool) -> dict:
     return {"cpu": cpu, "instructions": n, "cycles": r.total_cycles, "races": len(r.races)}
 
 
-def _fresh(*args) -> str:
-    return subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True,
-                          text=True, cwd=ROOT).stdout
+def _fresh(root: Path, *args) -> str:
+    return subprocess.run([sys.executable, __file__, "--root", str(root), *args], check=True,
+                          capture_output=True, text=True, cwd=root, env=_env(root)).stdout
 
 
 def main(argv=None) -> int:
@@ -93,23 +105,26 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="processes per figure (minimum kept)")
     ap.add_argument("--only", choices=sorted(CASES) + sorted(SINGLE), action="append",
                     help="run only this kernel (repeatable)")
+    ap.add_argument("--root", type=Path, default=ROOT,
+                    help="the checkout whose sim runs (default: this one)")
     ap.add_argument("--simulate-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
     ap.add_argument("--cli-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.simulate_once:
         name, races = args.simulate_once
-        print(json.dumps(simulate_once(name, races == "on")))
+        print(json.dumps(simulate_once(name, races == "on", args.root.resolve())))
         return 0
     if args.cli_once:
         name, races = args.cli_once
-        print(json.dumps(cli_once(name, races == "on")))
+        print(json.dumps(cli_once(name, races == "on", args.root.resolve())))
         return 0
     print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; min of {args.repeat} "
-          f"processes per figure")
+          f"processes per figure; sim from {args.root}")
+    root = args.root.resolve()
     for name in args.only or [*CASES, *SINGLE]:
         sims = {}
         for races in ("on", "off"):
-            runs = [json.loads(_fresh("--simulate-once", name, races))
+            runs = [json.loads(_fresh(root, "--simulate-once", name, races))
                     for _ in range(args.repeat)]
             sims[races] = min(runs, key=lambda r: r["cpu"])
         n = sims["on"]["instructions"]
@@ -124,7 +139,7 @@ def main(argv=None) -> int:
         for races in ("on", "off"):
             flag = "" if races == "on" else " --no-races"
             try:
-                runs = [json.loads(_fresh("--cli-once", name, races))
+                runs = [json.loads(_fresh(root, "--cli-once", name, races))
                         for _ in range(args.repeat)]
             except subprocess.CalledProcessError:     # a version without --no-races
                 print(f"  ptosim run{flag}: failed")

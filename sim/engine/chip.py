@@ -22,7 +22,8 @@ its core, unit, pipe and the flag it waits for.
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import simpy
 
 from sim.engine.execute import Interpreter
@@ -37,6 +38,9 @@ from sim.engine.units import layout, unit_program
 from sim.engine.xraces import ChipRaces, UnitRaces
 from sim.engine.chipstate import ChipState
 from sim.base.errors import DeadlockError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Chip", "ChipRecording"]
 

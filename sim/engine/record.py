@@ -24,12 +24,16 @@ from __future__ import annotations
 import struct
 from array import array
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from sim.base.errors import UserError
 from sim.timing.plan import COLD, RESTART, WARM
 from sim.trace.schema import COLUMNS, DTYPES
+
+if TYPE_CHECKING:     # pandas loads with the first frame: a run's report needs none
+    import pandas as pd
 
 __all__ = ["Recorder", "TRACE_MODES", "STREAM", "frame"]
 
@@ -182,6 +186,7 @@ def frame(recorders) -> pd.DataFrame:
     Every unit numbers its static rows and texts itself; with several units they are
     merged into one table each (a unit's ids mapped onto it with numpy), so the whole
     chip's trace is built from integer arrays as one unit's is."""
+    import pandas as pd
     if len(recorders) == 1:
         r = recorders[0]
         rows, statics, texts = _rows(r), r.statics, r.texts
@@ -300,6 +305,7 @@ def _used(codes: np.ndarray, size: int) -> list:
 def _categorical(codes: np.ndarray, values, used=None) -> pd.Categorical:
     """Categorical of ``values[codes]``: categories the values used (``used``: the codes
     present, when known), sorted, as pandas infers."""
+    import pandas as pd
     values = list(values)
     if used is None:
         used = _used(codes, len(values))
@@ -313,7 +319,6 @@ def _categorical(codes: np.ndarray, values, used=None) -> pd.Categorical:
 
 _DTYPES: dict[tuple, pd.CategoricalDtype] = {}
 _MAX_DTYPES = 1024
-_STR = pd.Index([], dtype=str).dtype    # the string dtype pandas infers, resolved once
 
 
 def _dtype(cats: tuple) -> pd.CategoricalDtype:
@@ -321,7 +326,19 @@ def _dtype(cats: tuple) -> pd.CategoricalDtype:
     categories (a hash table of them), which costs more than the column of a short run."""
     dtype = _DTYPES.get(cats)
     if dtype is None:
+        import pandas as pd
         if len(_DTYPES) >= _MAX_DTYPES:
             _DTYPES.clear()
-        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(cats, dtype=_STR))
+        # the string dtype pandas infers
+        dtype = _DTYPES[cats] = pd.CategoricalDtype(pd.Index(cats, dtype=_str_dtype(pd)))
     return dtype
+
+
+_STR: list = []
+
+
+def _str_dtype(pd):
+    """The string dtype pandas infers, resolved once."""
+    if not _STR:
+        _STR.append(pd.Index([], dtype=str).dtype)
+    return _STR[0]

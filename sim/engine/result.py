@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 import numpy as np
-import pandas as pd
 
 from sim.base.errors import UserError
+from sim.engine.summary import Summary
+from sim.trace.text import format_report, opcode_share, units_from_totals
 
-from sim.trace.report import (opcode_share, pipe_summary, text_report, unit_summary,
-                              units_from_totals)
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Result", "MODE_TEXT", "UnknownOutput"]
 
@@ -41,13 +44,21 @@ class Result:
     memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
     races_checked: bool = False    # whether the run checked races (``races`` is then complete)
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
+    _summary: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
     @property
     def trace(self) -> pd.DataFrame:
-        """The trace DataFrame (``sim.trace.schema``); empty when run with ``trace="none"``."""
+        """The trace DataFrame (``sim.trace.schema``); empty when run with ``trace="none"``.
+        Built on first read: the report and the summaries below do without it."""
         if not self._trace:
             self._trace.append(self.recording.frame())
         return self._trace[0]
+
+    def _sums(self) -> Summary:
+        """The recording's totals for the report (``sim.engine.summary``), made once."""
+        if not self._summary:
+            self._summary.append(Summary(getattr(self.recording, "recorders", (self.recording,))))
+        return self._summary[0]
 
     @property
     def total_cycles(self) -> int:
@@ -58,7 +69,7 @@ class Result:
         """Pipe -> {busy_cycles, utilization, instructions}."""
         total = self.total_cycles
         if self.recording.mode != "none":
-            return pipe_summary(self.trace, total)
+            return self._sums().pipes(total)
         # utilisation is the mean over the units that have the pipe, as pipe_summary's
         units: dict = {}
         for r in getattr(self.recording, "recorders", (self.recording,)):
@@ -74,7 +85,7 @@ class Result:
         """PTO instructions executed (trace rows of kind ``op``)."""
         if self.recording.mode == "none":
             return self.recording.ops
-        return int((self.trace["kind"] == "op").sum())
+        return self._sums().instructions
 
     @property
     def units(self) -> list:
@@ -82,7 +93,7 @@ class Result:
         and share of the total time."""
         rec = self.recording
         if rec.mode != "none":
-            return unit_summary(self.trace, self.total_cycles)
+            return self._sums().units(self.total_cycles)
         # units that ran nothing (the vector units of a cube-only kernel) have no trace rows
         return units_from_totals([(r.core, r.unit, r.pipe_totals(), r.op_busy)
                                   for r in getattr(rec, "recorders", (rec,)) if r.pipe_totals()],
@@ -118,9 +129,12 @@ class Result:
                 "warnings": list(self.warnings)}
 
     def report(self, max_rows: int = 40) -> str:
-        text = text_report(self.trace, kernel=self.kernel, target=self.target.name,
-                           clock_hz=self.target.clock_hz, max_rows=max_rows,
-                           total=self.total_cycles, pipes=self.pipes)
+        # a run that kept no rows (trace="none") has the pipe totals only
+        sums, total = self._sums(), self.total_cycles
+        text = format_report(kernel=self.kernel, target=self.target.name,
+                             clock_hz=self.target.clock_hz, max_rows=max_rows, total=total,
+                             pipes=self.pipes, units=sums.units(total), ops=sums.ops(),
+                             rows=sums.rows(max_rows), instructions=sums.instructions)
         head, _, rest = text.partition("\n")
         text = (f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n"
                 f"races: {self._races_text()}\n{rest}")

@@ -12,7 +12,8 @@ fast on kernels of thousands of lines:
   ``s_<kind>`` method of the statement family that lowers it.
 
 A ``!pto.kind<...>`` type is a single token here; ``sim.frontend.pto_types`` reads its
-parameters. ``pto_parser()`` builds the LALR tables once per process.
+parameters. ``pto_parser()`` builds the LALR tables once per process, loaded from the user's cache
+(``sim.frontend.lark_cache``) when an earlier process built them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters
 from lark.lexer import Lexer
+
+from sim.frontend.lark_cache import cached_lark
 
 __all__ = ["pto_parser", "node_start"]
 
@@ -280,6 +283,6 @@ class _PtoLexer(Lexer):
 
 @functools.cache
 def pto_parser() -> Lark:
-    return Lark((_HERE / "grammar.lark").read_text(), parser="lalr", lexer=_PtoLexer,
-                transformer=_Shapes(), maybe_placeholders=False)
+    return cached_lark(_HERE / "grammar.lark", parser="lalr", lexer=_PtoLexer,
+                       transformer=_Shapes(), maybe_placeholders=False)
 

@@ -27,6 +27,7 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedInput
 
 from sim.base.errors import UserError
+from sim.frontend.lark_cache import cached_lark
 from sim.frontend.syntax import PtrType, ViewType
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.tile import BLayout, TileType
@@ -38,7 +39,7 @@ _HERE = Path(__file__).parent
 
 @functools.cache
 def _type_parser() -> Lark:
-    return Lark((_HERE / "types.lark").read_text(), parser="lalr", lexer="contextual")
+    return cached_lark(_HERE / "types.lark", parser="lalr", lexer="contextual")
 
 
 class TypeProblem(Exception):

@@ -6,16 +6,15 @@ import pandas as pd
 
 from sim.trace.frame import busy_rows, lanes
 from sim.trace.frame import total_cycles as _total
+from sim.trace.text import PIPE_RANK, format_report, opcode_share, units_from_totals
 
 __all__ = ["pipe_summary", "pipe_table", "op_summary", "unit_summary", "opcode_share",
            "units_from_totals", "text_report"]
 
-_PIPE_ORDER = ["PIPE_S", "PIPE_MTE2", "PIPE_MTE1", "PIPE_V", "PIPE_M", "PIPE_FIX", "PIPE_MTE3"]
-
 
 def _pipes_in(trace) -> list[str]:
     present = [p for p in trace["pipe"].unique() if p != "PIPE_ALL"]
-    return sorted(present, key=lambda p: (_PIPE_ORDER.index(p) if p in _PIPE_ORDER else 99, p))
+    return sorted(present, key=PIPE_RANK)
 
 
 def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
@@ -40,21 +39,6 @@ def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
     return out
 
 
-def units_from_totals(totals, total_cycles: int) -> list[dict]:
-    """``unit_summary`` from per-unit totals ``[(core, unit, {pipe: (busy, instructions)},
-    {opcode: busy})]`` (a run that kept no trace rows)."""
-    out = []
-    for core, unit, pipes, ops in sorted(totals, key=lambda t: (t[0], t[1])):
-        out.append({"core": int(core), "unit": str(unit),
-                    "pipes": {p: {"busy_cycles": int(b), "instructions": int(n),
-                                  "utilization": _ratio(b, total_cycles)}
-                              for p, (b, n) in sorted(pipes.items(),
-                                                      key=lambda kv: _pipe_rank(kv[0]))},
-                    "opcodes": {o: {"busy_cycles": int(b), "ratio": _ratio(b, total_cycles)}
-                                for o, b in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))}})
-    return out
-
-
 def unit_summary(trace: pd.DataFrame, total_cycles: int) -> list[dict]:
     """Per (core, unit): busy cycles, utilisation and instructions of each pipe, and each
     opcode's busy cycles and share of the total time (``ratio`` = busy / total)."""
@@ -69,28 +53,6 @@ def unit_summary(trace: pd.DataFrame, total_cycles: int) -> list[dict]:
     for (c, u, o), b in per_op.items():
         totals[(int(c), str(u))][1][str(o)] = b
     return units_from_totals([(c, u, p, o) for (c, u), (p, o) in totals.items()], total_cycles)
-
-
-def opcode_share(units: list[dict], total_cycles: int) -> dict:
-    """Opcode -> its busy cycles over all units, and ``ratio``: the mean over the units
-    that run it of busy / total (the per-engine busy ratio, e.g. TMATMUL on the cubes);
-    from ``unit_summary``."""
-    busy: dict[str, list[int]] = {}
-    for u in units:
-        for op, v in u["opcodes"].items():
-            b = busy.setdefault(op, [0, 0])
-            b[0] += v["busy_cycles"]
-            b[1] += 1
-    return {op: {"busy_cycles": b, "units": n, "ratio": _ratio(b, total_cycles * n)}
-            for op, (b, n) in sorted(busy.items(), key=lambda kv: (-kv[1][0], kv[0]))}
-
-
-def _ratio(part, whole) -> float:
-    return round(float(part) / whole, 4) if whole else 0.0
-
-
-def _pipe_rank(pipe: str):
-    return (_PIPE_ORDER.index(pipe) if pipe in _PIPE_ORDER else 99, pipe)
 
 
 def pipe_table(trace: pd.DataFrame, total_cycles: int | None = None) -> pd.DataFrame:
@@ -121,39 +83,20 @@ def op_summary(trace: pd.DataFrame) -> pd.DataFrame:
 
 def text_report(trace: pd.DataFrame, *, kernel: str, target: str, clock_hz: float,
                 max_rows: int = 40, total: int | None = None, pipes: dict | None = None) -> str:
-    """The cycle report; ``total`` / ``pipes`` stand in for a trace recorded without rows."""
+    """The cycle report of a trace; ``total`` / ``pipes`` stand in for a trace recorded
+    without rows. (A run's ``Result.report`` makes the same text from its recording's
+    arrays, ``sim.engine.summary``, without building this frame.)"""
     if total is None:
         total = int(trace["end_cycle"].max()) if len(trace) else 0
-    lines = [f"pto-sim: kernel {kernel} on {target}",
-             f"total cycles: {total}  ({total / clock_hz * 1e6:.3f} us at {clock_hz / 1e9:g} GHz)",
-             "", f"{'pipe':<10} {'busy':>9} {'util':>7} {'instrs':>7}"]
-    for pipe, s in (pipe_summary(trace, total) if pipes is None else pipes).items():
-        lines.append(f"{pipe:<10} {s['busy_cycles']:>9} {s['utilization']:>7.1%} {s['instructions']:>7}")
-    units = unit_summary(trace, total)
-    if len(units) > 1:
-        lines.append(f"(busy and instrs summed over the {len(units)} units; util is their mean)")
-    if len(units) > 1:
-        lines += ["", "per core and unit: pipe utilisation | opcode share of the total time"]
-        for u in units:
-            pipes = "  ".join(f"{p.removeprefix('PIPE_')} {v['utilization']:.1%}"
-                              for p, v in u["pipes"].items())
-            ops_ = "  ".join(f"{o} {v['ratio']:.1%}" for o, v in list(u["opcodes"].items())[:4])
-            lines.append(f"core {u['core']:<3} {u['unit']:<5} {pipes}" + (f" | {ops_}" if ops_ else ""))
     ops = op_summary(trace)
-    if len(ops):
-        lines += ["", f"{'opcode':<14} {'pipe':<10} {'count':>6} {'cycles':>9} {'mean':>8}"]
-        for r in ops.itertuples():
-            lines.append(f"{r.opcode:<14} {r.pipe:<10} {r.count:>6} {r.total_cycles:>9} {r.mean_cycles:>8.1f}")
     insts = trace[trace["kind"] == "op"].sort_values("id", kind="stable")
-    if len(insts):
-        # on a chip every unit runs the same statements: say which unit a row is from
-        where = len(units) > 1
-        head = f"{'unit':<9} " if where else ""
-        lines += ["", head + f"{'id':>5} {'opcode':<12} {'pipe':<10} {'start':>8} {'end':>8} {'cycles':>7}  operands"]
-        for r in insts.head(max_rows).itertuples():
-            unit = f"{f'c{r.core}.{r.unit}':<9} " if where else ""
-            lines.append(f"{unit}{r.id:>5} {r.opcode:<12} {r.pipe:<10} {r.start_cycle:>8} {r.end_cycle:>8} "
-                         f"{r.duration_cycles:>7}  {r.operands}")
-        if len(insts) > max_rows:
-            lines.append(f"  ... {len(insts) - max_rows} more instructions (write the full trace with --trace)")
-    return "\n".join(lines)
+    rows = [{c: getattr(r, c) for c in _ROW} for r in insts.head(max_rows).itertuples()]
+    return format_report(
+        kernel=kernel, target=target, clock_hz=clock_hz, total=total,
+        pipes=pipe_summary(trace, total) if pipes is None else pipes,
+        units=unit_summary(trace, total), max_rows=max_rows, rows=rows, instructions=len(insts),
+        ops=[(r.opcode, r.pipe, r.count, r.total_cycles, r.mean_cycles) for r in ops.itertuples()])
+
+
+_ROW = ("core", "unit", "id", "opcode", "pipe", "start_cycle", "end_cycle", "duration_cycles",
+        "operands")
