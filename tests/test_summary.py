@@ -26,8 +26,8 @@ CASES = [("examples/relu_sub_db.pto", None, {"k": 3}),
                                    "singleCoreN": 256}),
          ("examples/gemm.pto", 4, {"m": 512, "k": 512, "n": 1536, "singleCoreM": 128,
                                    "singleCoreN": 256}),
-         ("examples/flash_attention.pto", 2, {"S1": 512}),
-         ("examples/flash_attention.pto", 3, {"S1": 256}),
+         ("examples/flash_attention.pto", 2, {"S1": 512, "S1_TILE": 0}),
+         ("examples/flash_attention.pto", 3, {"S1": 256, "S1_TILE": 256}),
          ("examples/flash_attention.py", None, {}),
          ("examples/relu_sub.py", None, {})]
 
@@ -73,7 +73,7 @@ def test_a_report_loads_no_pandas_and_the_trace_does():
     code = ("import sys, sim\n"
             "from sim.kernel.files import load_kernel\n"
             f"k = load_kernel({str(ROOT / 'examples/flash_attention.pto')!r}, [])\n"
-            "r = sim.simulate(k, 'a2a3', functional=False, inputs={'S1': 256}, block_dim=2,"
+            "r = sim.simulate(k, 'a2a3', functional=False, inputs={'S1': 256, 'S1_TILE': 0}, block_dim=2,"
             " races='manual')\n"
             "r.report(); r.to_json()\n"
             "print('pandas' in sys.modules)\n"
