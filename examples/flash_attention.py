@@ -478,22 +478,7 @@ def _vector_chunked(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
         e = k.TMUL(l[h], l[h], a, e)
         k.TADD(l[h], l[h], lj, e)
 
-    def update(j, h):
-        oj = k.tpop(o_fifo)
-        e = k.TROWEXPANDMUL(acc[h], acc[h], alpha[h][j % 2])
-        e = k.TADD(acc[h], acc[h], oj, e)
-        k.tfree(o_fifo)
-        return e
-
-    softmax(*passes[0])
-    e = None
-    for n, (j, h) in enumerate(passes):
-        if n + 1 < len(passes):
-            softmax(*passes[n + 1])
-        e = update(j, h)
-    for h in range(2):
-        e = k.TROWEXPANDDIV(acc[h], acc[h], l[h], e)
-        k.TSTORE(o_views[h], acc[h], e)
+    _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views)
 
 
 def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
@@ -558,6 +543,12 @@ def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r
         e = k.TMUL(f[l[h]], f[l[h]], f[a], e)
         k.TADD(f[l[h]], f[l[h]], f[lj], e)
 
+    _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views)
+
+
+def _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views):
+    """The pipelined pass loop of the chunked forms: the softmax of pass n + 1 is issued
+    before the O update of pass n (its S is ready first), then each half's O / l is stored."""
     def update(j, h):
         oj = k.tpop(o_fifo)
         e = k.TROWEXPANDMUL(acc[h], acc[h], alpha[h][j % 2])
