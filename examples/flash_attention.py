@@ -220,20 +220,8 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         k.tfree(s_fifo)
         pushed[j % 2] = k.tpush(p_fifo, p16[j % 2], e)
 
-    def update(j):
-        oj = k.tpop(o_fifo)
-        e = k.TROWEXPANDMUL(acc, acc, alpha[j % 2])
-        e = k.TADD(acc, acc, oj, e)
-        k.tfree(o_fifo)
-        return e
-
-    softmax(0)
-    for j in range(blocks):
-        if j + 1 < blocks:
-            softmax(j + 1)
-        e = update(j)
-    e = k.TROWEXPANDDIV(acc, acc, l, e)
-    k.TSTORE(o_view, acc, e)
+    _run_passes(k, [(j, 0) for j in range(blocks)], lambda j, h: softmax(j), o_fifo, [acc],
+                [alpha], [l], [o_view])
 
 
 def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
@@ -273,20 +261,8 @@ def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         e = k.TMUL(f[l], f[l], f[a], e)
         k.TADD(f[l], f[l], f[lj], e)
 
-    def update(j):
-        oj = k.tpop(o_fifo)
-        e = k.TROWEXPANDMUL(acc, acc, alpha[j % 2])
-        e = k.TADD(acc, acc, oj, e)
-        k.tfree(o_fifo)
-        return e
-
-    softmax(0)
-    for j in range(blocks):
-        if j + 1 < blocks:
-            softmax(j + 1)
-        e = update(j)
-    e = k.TROWEXPANDDIV(acc, acc, l, e)
-    k.TSTORE(o_view, acc, e)
+    _run_passes(k, [(j, 0) for j in range(blocks)], lambda j, h: softmax(j), o_fifo, [acc],
+                [alpha], [l], [o_view])
 
 
 def _build_chunked(s1, T, head, s0, cores, arch, softmax="f32") -> sim.Kernel:
@@ -547,8 +523,9 @@ def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r
 
 
 def _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views):
-    """The pipelined pass loop of the chunked forms: the softmax of pass n + 1 is issued
-    before the O update of pass n (its S is ready first), then each half's O / l is stored."""
+    """The pipelined pass loop of every form: the softmax of pass n + 1 is issued before
+    the O update of pass n (its S is ready first), then each row half's O / l is stored.
+    ``passes`` are (key tile, row half) pairs; the 128-key forms have one half."""
     def update(j, h):
         oj = k.tpop(o_fifo)
         e = k.TROWEXPANDMUL(acc[h], acc[h], alpha[h][j % 2])
@@ -562,7 +539,7 @@ def _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views):
         if n + 1 < len(passes):
             softmax(*passes[n + 1])
         e = update(j, h)
-    for h in range(2):
+    for h in range(len(acc)):
         e = k.TROWEXPANDDIV(acc[h], acc[h], l[h], e)
         k.TSTORE(o_views[h], acc[h], e)
 
