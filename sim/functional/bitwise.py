@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.base.errors import SimulationError
 from sim.functional.context import ValueOutOfRange
 from sim.functional.arith import first_index, narrow, scalar, widen
 

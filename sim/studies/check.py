@@ -23,7 +23,6 @@ import attrs
 
 from sim.base.errors import DeadlockError, VerifyError
 from sim.placement.auto import program_of
-from sim.isa.program import walk
 from sim.target import load_target
 
 __all__ = ["Finding", "check_placement", "check_races", "format_findings"]
