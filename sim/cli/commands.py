@@ -306,10 +306,10 @@ def _placement_check(program, target) -> None:
     sync, liveness placement of the unaddressed tiles of one with sync), so that a kernel
     whose tiles do not fit — or fit only by sharing bytes its flags do not order — fails
     ``check`` exactly as it fails ``run``."""
-    from sim.engine.mode import prepare
     from sim.engine.placement import place_tiles
+    from sim.engine.run import prepared
     try:
-        place_tiles(prepare(program, target).program, target)
+        place_tiles(prepared(program, target).program, target)
     except UserError as e:
         raise UserError(f"placement check failed: {e}") from None
 

@@ -16,7 +16,7 @@ from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.result import Result
 from sim.target import load_target
 
-__all__ = ["simulate", "race_warning", "idle_warning"]
+__all__ = ["simulate", "prepared", "race_warning", "idle_warning"]
 
 
 @contextmanager
@@ -90,8 +90,7 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     watched = limits is not None and limits.active
     # the auto passes' progress, for a progress object that shows it (sim.cli.progress)
     tick = getattr(limits.progress, "preparing", None) if watched else None
-    # kept with the program: the auto passes cost several times the run they prepare
-    prep = kept(program, ("prepared", tgt, sync), lambda: prepare(program, tgt, sync, tick))
+    prep = prepared(program, tgt, sync, tick)
     check = races is True or (races == "manual" and prep.mode == "manual")
     chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
                 strict=strict, seed=seed, detail=detail == "cce", races=check,
@@ -116,6 +115,13 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
                   mode=prep.mode, block_dim=block_dim,
                   memory=chip.gm.summary(recording.end) if chip.gm_used else {},
                   races_checked=check)
+
+
+def prepared(program, tgt, sync: "str | None" = None, tick=None):
+    """The program mode ``sync`` runs (``sim.engine.mode.prepare``), kept with the program:
+    the auto passes cost several times the run they prepare, and ``ptosim check`` places
+    the same program before a ``--races`` run simulates it."""
+    return kept(program, ("prepared", tgt, sync), lambda: prepare(program, tgt, sync, tick))
 
 
 def _static_check(program, tgt, inputs: dict) -> None:
