@@ -14,6 +14,7 @@ from sim.engine.record import TRACE_MODES
 from sim.engine.scan import kept
 from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.result import Result
+from sim.isa.program import Scalar
 from sim.target import load_target
 
 __all__ = ["simulate", "prepared", "race_warning", "idle_warning"]
@@ -131,8 +132,12 @@ def _static_check(program, tgt, inputs: dict) -> None:
     from sim.placement.bounds import (negative_arguments, sized_arguments, static_problems,
                                       view_spans)
     problems = kept(program, ("static problems", tgt), lambda: static_problems(program, tgt))
-    if not problems and inputs:
-        # only arguments that size or bound something can break the argument rules
+    # only the entry's integer scalar arguments can break the argument rules, and only
+    # where they size or bound something: the walk for that waits until one is given
+    # (a builder kernel's inputs are its GM arrays)
+    given = {a.name for a in program.main.args if type(a) is Scalar} & {
+        n for n, v in inputs.items() if type(v) is int}
+    if not problems and given:
         sized = kept(program, ("sized arguments",), lambda: sized_arguments(program))
         scalars = {n: v for n, v in inputs.items() if type(v) is int and n in sized}
         if scalars:
