@@ -8,7 +8,8 @@ every function, nested bodies included, in program order (valid extents follow t
 checks that need it are skipped). The first error is reported at its instruction:
 ``FILE:LINE:COL: error: <message>`` with the source line and a caret. Synchronisation
 errors provable without a run (``sim.frontend.static_sync``, cross-core flags and SYNCALL:
-``sim.frontend.static_ffts``) come first.
+``sim.frontend.static_ffts``) come first. The warnings start with the parser's own
+(``Program.warnings``: attribute keys the simulator does not model, ``attr_keys``).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def check_program(program: Program, target) -> list[str]:
         if more:
             message += f" (and {more} more error{'s' * (more != 1)})"
         raise VerifyDiagnostic(loc.file, loc.line, loc.col or 1, message) from None
-    out = []
+    out = list(program.warnings)            # attribute keys not modelled (attr_keys)
     for w in warnings:
         hit = _located(w, instrs, "warning")
         if hit is None:

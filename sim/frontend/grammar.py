@@ -63,10 +63,10 @@ class _Shapes(Transformer):
         return ("args", c)
 
     def named_arg(self, c):
-        return (c[0], c[1])
+        return (c[0], c[1], c[2] if len(c) > 2 else None)      # (%a, type, attr dict)
 
     def anon_arg(self, c):
-        return (None, c[0])
+        return (None, c[0], c[1] if len(c) > 1 else None)
 
     def func_results(self, c):
         return ("fres", c[1][1])

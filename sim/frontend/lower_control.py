@@ -38,6 +38,8 @@ class ControlLowering(ValueScope):
                 ftype = x
             elif x[0] == "region":
                 region = x
+            elif x[0] == "dict":             # MLIR prints an op's attributes after its region
+                self.check_keys("scf.for", x)
         iv_type = self.type_of(ftype[1]) if ftype else "index"
         if not is_int_type(iv_type):
             self.fail(ftype[1], f"scf.for: the induction variable must be an integer, found "
@@ -86,6 +88,8 @@ class ControlLowering(ValueScope):
                 then_r = x
             elif x[0] == "else":
                 else_r = x[1]
+            elif x[0] == "dict":
+                self.check_keys("scf.if", x)
         cond = self.scalar_operand(cond_tok, "i1")
         names = self.result_names(results, len(rtypes), "scf.if") if results else []
         then_b = self.block(then_r, yields=rtypes)
@@ -169,5 +173,6 @@ class ControlLowering(ValueScope):
     def s_section(self, st) -> Section:
         _, first, c = st
         body = self.block(next(x for x in c if isinstance(x, tuple) and x[0] == "region"))
+        self.check_dicts(str(c[0]), c)
         return Section("cube" if c[0].type == "SECTION_CUBE" else "vector", body,
                        loc=self.loc(first))

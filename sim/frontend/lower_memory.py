@@ -38,7 +38,8 @@ class MemoryLowering(ValueScope):
         _, first, c = st
         (rtok, rname), = self.result_names(c[0], 1, "pto.alloc_tile")
         kv = {}
-        for x in c[2:-1]:                    # an attribute dict of alloc_tile has no meaning here
+        self.check_dicts(str(c[1]), c)       # alloc_tile reads no attribute: each key warns
+        for x in c[2:-1]:
             if x[0] == "kv":
                 key = str(x[1])
                 if key not in ("addr", "valid_row", "valid_col"):
@@ -65,6 +66,7 @@ class MemoryLowering(ValueScope):
         (rtok, rname), = self.result_names(c[0], 1, "memref.alloc")
         if any(isinstance(x, tuple) and x[0] == "ops" for x in c):
             self.fail(c[1], "unsupported: memref.alloc with dynamic sizes")
+        self.check_dicts("memref.alloc", c)
         t = self.type_of(c[-1])
         if not isinstance(t, TileType):
             self.fail(c[-1], f"memref.alloc: expected an on-chip memref, found {format_type(t)}")
@@ -80,6 +82,7 @@ class MemoryLowering(ValueScope):
         (rtok, rname), = self.result_names(c[0], 1, "pto.multi_tile_get")
         src = self.lookup(c[2])
         index = self.scalar_operand(c[3])
+        self.check_dicts("pto.multi_tile_get", c)
         types = [x for x in c[4:] if isinstance(x, Token) and x.type in ("PTO_TYPE", "TYPE_ALIAS")]
         src_t = self.type_of(types[0])
         if not isinstance(src, Tile) or value_type(src) != src_t:
@@ -124,6 +127,7 @@ class MemoryLowering(ValueScope):
         shape = self._index_list(self._between(c, "SHAPE", ("STRIDES",)))
         strides = self._index_list(self._between(c, "STRIDES", ()))
         attrs = self.attrs(next((x for x in c if isinstance(x, tuple) and x[0] == "dict"), None))
+        self.check_dicts("pto.make_tensor_view", c)
         t = self.type_of(c[-1])
         if not (isinstance(t, ViewType) and t.kind == "tensor_view"):
             self.fail(c[-1], f"pto.make_tensor_view: expected a !pto.tensor_view type, found "
@@ -158,6 +162,7 @@ class MemoryLowering(ValueScope):
             self.mismatch(c[2], src, src_t)
         offsets = self._index_list(self._between(c, "OFFSETS", ("SIZES",)))
         sizes = self._index_list(self._between(c, "SIZES", ()))
+        self.check_dicts("pto.partition_view", c)
         t = self.type_of(c[-1])
         if not (isinstance(t, ViewType) and t.kind == "partition_tensor_view"):
             self.fail(c[-1], f"pto.partition_view: expected a !pto.partition_tensor_view "
@@ -193,6 +198,7 @@ class MemoryLowering(ValueScope):
         for x in c:
             if isinstance(x, tuple) and x[0] == "valid":
                 valid = self._index_list(x[2])
+        self.check_dicts(str(op), c)
         types = [x for x in c if isinstance(x, Token) and x.type in ("PTO_TYPE", "NAME",
                                                                       "TYPE_ALIAS", "BUILTIN")]
         src_t = self.type_of(types[0])
@@ -227,6 +233,7 @@ class MemoryLowering(ValueScope):
         src_t, rt = self.type_of(c[-3]), self.type_of(c[-1])
         if value_type(src) != src_t:
             self.mismatch(c[2], src, src_t)
+        self.check_dicts(str(op), c)
         if not isinstance(rt, TileType):
             self.fail(c[-1], f"{op}: expected a !pto.tile_buf result type, found "
                              f"{format_type(rt)}")
@@ -255,6 +262,7 @@ class MemoryLowering(ValueScope):
             self.mismatch(ops[0], tile, t)
         rows = self.scalar_operand(ops[1], role="rows ")
         cols = self.scalar_operand(ops[2], role="cols ")
+        self.check_dicts("pto.set_validshape", c)
         return SetValidShape(tile, rows, cols, loc=self.loc(first))
 
     def s_load_scalar(self, st) -> ScalarOp:
@@ -268,6 +276,7 @@ class MemoryLowering(ValueScope):
         if not isinstance(ptr, GmPtr):
             self.fail(c[2], "pto.load_scalar: the address must be a !pto.ptr")
         offset = self.scalar_operand(c[3], role="offset ")
+        self.check_dicts("pto.load_scalar", c)
         rt = self.type_of(types[1]) if len(types) > 1 else format_dtype(ptr.dtype)
         if not isinstance(rt, str):
             self.fail(types[1], f"pto.load_scalar: expected a scalar result type, found "
@@ -292,6 +301,7 @@ class MemoryLowering(ValueScope):
                 value_t = t
         value = self.scalar_operand(c[1], value_t or format_dtype(ptr.dtype), role="value ")
         offset = self.scalar_operand(c[3], role="offset ")
+        self.check_dicts("pto.store_scalar", c)
         return ScalarOp((), "pto.store_scalar", (value, ptr, offset), loc=self.loc(first))
 
     def s_getter(self, st) -> ScalarOp:
@@ -303,6 +313,7 @@ class MemoryLowering(ValueScope):
         for x in c[2:]:
             if isinstance(x, tuple) and x[0] == "dict":
                 attrs = self.attrs(x)
+                self.check_keys(str(op), x)
             elif isinstance(x, Token):
                 t = self.type_of(x)
                 if not is_int_type(t):
@@ -319,6 +330,7 @@ class MemoryLowering(ValueScope):
         if not isinstance(view, TensorView):
             self.fail(c[2], "pto.get_tensor_view_dim: expected a !pto.tensor_view operand")
         index = self.scalar_operand(c[3], role="dim ")
+        self.check_dicts("pto.get_tensor_view_dim", c)
         types = [x for x in c[4:] if isinstance(x, Token) and x.type != "ARROW"]
         rt = self.type_of(types[1]) if len(types) > 1 else "index"
         res = Scalar(rname, rt if isinstance(rt, str) else "index")

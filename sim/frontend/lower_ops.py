@@ -138,6 +138,7 @@ class OpLowering(ValueScope):
                 ins_types = x
             elif x[0] == "dict":
                 attrs.update(self.attrs(x))
+                self.check_keys(name, x)
         vals = self.typed_list(ins_ops, ins_types, ins[1][0], "ins")
         if len(vals) != 2 or not isinstance(vals[0], Tile) or \
                 not isinstance(vals[1], (Scalar, Const)) or not is_int_type(value_type(vals[1])):
@@ -158,6 +159,7 @@ class OpLowering(ValueScope):
             if k in attrs:
                 self.fail(attrs_node[1], f"attribute '{k}' given twice")
             attrs[k] = v
+        self.check_keys(name, attrs_node)
         res = Scalar(rname, rt)
         self.define(rtok, res)
         return ScalarOp((res,), name, vals, attrs, loc=self.loc(first))
@@ -182,6 +184,7 @@ class OpLowering(ValueScope):
             elif x[0] == "sig":
                 sig = x
         attrs = self.attrs(attrs_node)
+        self.check_keys(name, attrs_node)
         if flags:
             attrs["flags"] = RawAttr(" ".join(flags))
         types, conv = [], None

@@ -20,11 +20,12 @@ import re
 
 from lark import Token
 
+from sim.frontend.attr_keys import understood_keys
 from sim.frontend.lower_values import ValueScope, int_token, unquote
 from sim.frontend.pto_types import shorten
 from sim.frontend.syntax import ENDPOINT_PIPE, SYNC_PIPES, make_value
 from sim.isa.opcodes import PIPES
-from sim.isa.program import (Barrier, PipeOp, SetFfts, SetFlag, SyncAll, SyncSet, SyncWait,
+from sim.isa.program import (Barrier, PipeOp, RawAttr, SetFfts, SetFlag, SyncAll, SyncSet, SyncWait,
                              WaitFlag, FFTS_MODES, SYNCALL_CORE_TYPES, SYNCALL_MODES)
 
 __all__ = ["SyncLowering"]
@@ -72,7 +73,8 @@ class SyncLowering(ValueScope):
 
     def s_flag(self, st):
         _, first, c = st
-        kw, e1, e2, e3 = c[:4]                # an attribute dict after the brackets is dropped
+        kw, e1, e2, e3 = c[:4]
+        self.check_dicts(str(kw), c[4:])     # flags read no attribute: each key warns
         kind = kw.type
         endpoints = kind in ("RECORD_EVENT", "WAIT_EVENT")
         src, dst = self.pipe(e1, endpoints), self.pipe(e2, endpoints)
@@ -82,10 +84,12 @@ class SyncLowering(ValueScope):
 
     def s_barrier(self, st) -> Barrier:
         _, first, c = st
+        self.check_dicts(str(c[0]), c)
         return Barrier(self.pipe(c[1], True), loc=self.loc(first))
 
     def s_barrier_sync(self, st) -> Barrier:
         _, first, c = st
+        self.check_dicts(str(c[0]), c)
         return Barrier(self.pipe(c[1], True), loc=self.loc(first))
 
     # --- cross-core flags (FFTS) and the all-core barrier -------------------------------------
@@ -133,6 +137,7 @@ class SyncLowering(ValueScope):
     def s_set_ffts(self, st) -> SetFfts:
         _, first, c = st
         value, t = c[1], c[-1]
+        self.check_dicts("pto.set_ffts", c)
         return SetFfts(self.operand(value, self.type_of(t)), loc=self.loc(first))
 
     def s_syncall(self, st) -> SyncAll:
@@ -164,6 +169,7 @@ class SyncLowering(ValueScope):
         for key in enums:
             if key not in found:
                 self.fail(first, f"pto.syncall: expected '{key} = ...', found none")
+        self.check_dicts("pto.syncall", c)
         return SyncAll(found["mode"], found["core_type"], operands, loc=self.loc(first))
 
     # --- cube <-> vector pipes -----------------------------------------------------------------
@@ -178,10 +184,13 @@ class SyncLowering(ValueScope):
         ret = None
         for part in c[i + 1:]:
             if part[0] == "dict":
-                for k, v in self.attrs(part).items():
+                values = self.attrs(part)
+                for key_tok, _ in part[2]:
+                    k = unquote(str(key_tok)) if key_tok.type == "STRING" else str(key_tok)
                     if k in attrs:
-                        self.fail(part[1], f"attribute '{k}' given twice")
-                    attrs[k] = v
+                        self.fail(key_tok, f"attribute '{k}' given twice")
+                    attrs[k] = self._pipe_attr(op, key_tok, k, values[k])
+                self.check_keys(str(op), part)
             elif part[0] == "paren":
                 for name_tok, val, ty in (part[1] or []):
                     t = self.type_of(ty) if ty is not None else None
@@ -204,3 +213,40 @@ class SyncLowering(ValueScope):
         elif ret is not None:
             self.fail(op, f"{op}: '-> T' without a result name")
         return PipeOp(tuple(res), str(op), tuple(operands), attrs, loc=self.loc(first))
+
+    def _pipe_attr(self, op, key_tok, key: str, v):
+        """An understood key of a FIFO op, checked: a value the engine would read as
+        something else (a split of 3, a slot size of -1, an id that is no integer) makes
+        the op ambiguous and is an error. ``N : i32`` is the integer N."""
+        rule = _PIPE_VALUES.get(key)
+        if rule is None or key not in understood_keys(str(op)):
+            return v
+        if isinstance(v, RawAttr):
+            m = _TYPED_INT.fullmatch(v.text)
+            if m:
+                v = int_token(m.group(1))
+        ok, expected = rule
+        if not ok(v):
+            self.fail(key_tok, f"{op}: {key}: expected {expected}, found "
+                               f"{shorten(str(v).lower() if isinstance(v, bool) else str(v))}")
+        return v
+
+
+_TYPED_INT = re.compile(r"([-+]?(?:0x[0-9a-fA-F]+|\d+))\s*:\s*(?:i\d+|index)")
+
+
+def _int_in(lo: int, hi: "int | None" = None):
+    return lambda v: type(v) is int and v >= lo and (hi is None or v <= hi)
+
+
+# understood keys of the FIFO ops (sim.frontend.attr_keys) -> (check, what is expected)
+_PIPE_VALUES = {
+    "id": (_int_in(0), "a FIFO id (an integer >= 0)"),
+    "split": (_int_in(0, 2), "0 (whole tile), 1 (rows halved) or 2 (columns halved)"),
+    "dir_mask": (_int_in(1, 3), "1 (cube -> vector), 2 (vector -> cube) or 3 (both)"),
+    "slot_size": (_int_in(1), "the bytes of a slot (an integer > 0)"),
+    "size": (_int_in(1), "the buffer's bytes (an integer > 0)"),
+    "base": (_int_in(0), "a byte address (an integer >= 0)"),
+    "auto": (lambda v: type(v) is bool, "true or false"),
+    "name": (lambda v: type(v) is str, 'a string ("name")'),
+}

@@ -26,6 +26,7 @@ import attrs as _attrs
 from lark import Token
 
 from sim.base.errors import UserError
+from sim.frontend.attr_keys import unmodelled_message
 from sim.frontend.diagnostics import ParseError
 from sim.frontend.grammar import node_start
 from sim.frontend.pto_types import TypeProblem, memref_tile, parse_pto_type, shorten
@@ -80,6 +81,9 @@ class ValueScope:
         self.calls: list = []                # (token, callee, args, result types)
         self.left_blayout = None             # set from the module's target attributes
         self.signatures: dict[str, tuple] = {}   # @name -> (argument types, result types)
+        # (line, col, ``FILE:LINE:COL: warning: ...``) of each attribute key the simulator
+        # does not model (sim.frontend.attr_keys)
+        self.warnings: list[tuple] = []
 
     # --- errors and positions --------------------------------------------------------------
 
@@ -252,6 +256,26 @@ class ValueScope:
                 self.fail(key_tok, f"attribute '{key}' given twice")
             out[key] = self.attr_value(key, val)
         return out
+
+    def check_keys(self, op: str, node) -> None:
+        """Warn about every key of the attribute dictionary ``node`` (None: no dictionary)
+        that ``op`` neither understands nor knows to have no effect (``sim.frontend.
+        attr_keys``): a key is never dropped in silence."""
+        if node is None:
+            return
+        for key_tok, val in node[2]:
+            key = unquote(str(key_tok)) if key_tok.type == "STRING" else str(key_tok)
+            shown = None if val is None else shorten(self.raw(val[2], val[3]).text, 60)
+            message = unmodelled_message(op, key, shown)
+            if message is not None:
+                line, col = self._linecol(key_tok)
+                self.warnings.append((line, col, f"{self.file}:{line}:{col}: warning: {message}"))
+
+    def check_dicts(self, op: str, children) -> None:
+        """``check_keys`` for every attribute dictionary among a statement's children."""
+        for x in children:
+            if type(x) is tuple and x and x[0] == "dict":
+                self.check_keys(op, x)
 
     def raw(self, start: int, end: int) -> RawAttr:
         """The source text of an attribute value on one line (comments inside dropped)."""

@@ -105,6 +105,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
                 self.attr_aliases[name] = value
             elif item[0] == "module":
                 module_attrs = self.attrs(item[2])
+                self.check_keys("module", item[2])
                 try:
                     arch = target_from_attrs(module_attrs)
                 except UserError:            # reported when a target is chosen
@@ -120,7 +121,8 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
         heads = [self.func_head(f) for f in funcs]
         functions = [self.func_body(f, head) for f, head in zip(funcs, heads)]
         self.check_calls()
-        return Program(tuple(functions), _entry(functions), module_attrs)
+        return Program(tuple(functions), _entry(functions), module_attrs,
+                       warnings=tuple(w for _, _, w in sorted(self.warnings)))
 
     def func_head(self, f):
         c = f[1]
@@ -148,8 +150,9 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
         args = []
         arg_toks = []
         seen = set()
-        for i, (ssa, ty) in enumerate(args_node[1] if args_node else []):
+        for i, (ssa, ty, arg_attrs) in enumerate(args_node[1] if args_node else []):
             t = self.type_of(ty)
+            self.check_keys("func argument", arg_attrs)
             if ssa is None:
                 if region is not None:
                     self.fail(ty, f"argument {i} of @{name} needs a name (%name: type) "
@@ -164,6 +167,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
             arg_toks.append(at)
         result_types = self.types(("types", fres[1])) if fres else []
         self.signatures[name] = (tuple(value_type(a) for a in args), tuple(result_types))
+        self.check_keys("func.func", attrs_node)
         return dict(tok=tok, sym=sym, name=name, private=private, args=args, arg_toks=arg_toks,
                     result_types=result_types, attrs=self.attrs(attrs_node), region=region)
 

@@ -428,10 +428,16 @@ class Function:
 
 @attrs.frozen
 class Program:
-    """A module: its functions, the entry function's name and module attributes."""
+    """A module: its functions, the entry function's name and module attributes.
+
+    ``warnings``: what the front end found legal but not modelled (an attribute key the
+    simulator does not read), one located line each; they take no part in equality."""
 
     functions: tuple = attrs.field(converter=tuple)
     entry: str = ""
+    # (before ``attrs``, which shadows the module in the class body)
+    warnings: tuple = attrs.field(default=(), converter=tuple, eq=False, repr=False,
+                                  kw_only=True)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
 
     def function(self, name: "str | None" = None) -> Function:
