@@ -29,7 +29,8 @@ about the others (``OpSpec.attrs_allowed``). The cross-core flags ``pto.sync.set
 
 from __future__ import annotations
 
-__all__ = ["UNDERSTOOD", "NO_EFFECT", "understood_keys", "unmodelled_message"]
+__all__ = ["UNDERSTOOD", "NO_EFFECT", "NAMED_OPERANDS", "understood_keys", "unmodelled_message",
+           "unread_operand_message"]
 
 _FIFO_ID = "id: the FIFO (the first initialised for the direction when absent)"
 _SPLIT = "split: 0 whole tile, 1 rows or 2 columns halved between the two vector units"
@@ -88,6 +89,28 @@ NO_EFFECT: dict[str, dict[str, str]] = {
     "pto.talloc_to_aiv": {"split": _ALLOC_SPLIT},
     "pto.talloc_to_aic": {"split": _ALLOC_SPLIT},
 }
+
+
+# the named operands ``(key = %v : T)`` of the FIFO set-up ops the engine reads; any
+# other name warns as an unknown attribute key does
+NAMED_OPERANDS: dict[str, dict[str, str]] = {
+    "pto.aic_initialize_pipe": {
+        "c2v_consumer_buf": "the cube -> vector slots' buffer (its reserve_buffer's address)",
+        "v2c_consumer_buf": "the vector -> cube slots' buffer",
+    },
+}
+NAMED_OPERANDS["pto.aiv_initialize_pipe"] = NAMED_OPERANDS["pto.aic_initialize_pipe"]
+
+
+def unread_operand_message(op: str, name: str) -> "str | None":
+    """The warning for a named operand ``name = %v`` of a FIFO set-up op that nothing
+    reads, None when it is read (or ``op`` takes no named operands: the engine reads its
+    operands by position)."""
+    names = NAMED_OPERANDS.get(op)
+    if names is None or name in names:
+        return None
+    return (f"{op}: operand {name} is not modelled for {op}: ignored (its timing and values "
+            f"are those without it); understood there: {', '.join(names)}")
 
 
 def understood_keys(op: str) -> tuple:

@@ -20,7 +20,7 @@ import re
 
 from lark import Token
 
-from sim.frontend.attr_keys import understood_keys
+from sim.frontend.attr_keys import understood_keys, unread_operand_message
 from sim.frontend.lower_values import ValueScope, int_token, unquote
 from sim.frontend.pto_types import shorten
 from sim.frontend.syntax import ENDPOINT_PIPE, SYNC_PIPES, make_value
@@ -195,6 +195,8 @@ class SyncLowering(ValueScope):
                 for name_tok, val, ty in (part[1] or []):
                     t = self.type_of(ty) if ty is not None else None
                     v = self.operand(val, t)
+                    if name_tok is not None:
+                        self.warn_at(name_tok, unread_operand_message(str(op), str(name_tok)))
                     operands.append((str(name_tok), v) if name_tok is not None else v)
             elif part[0] == "ret":
                 if ret is not None:

@@ -266,10 +266,13 @@ class ValueScope:
         for key_tok, val in node[2]:
             key = unquote(str(key_tok)) if key_tok.type == "STRING" else str(key_tok)
             shown = None if val is None else shorten(self.raw(val[2], val[3]).text, 60)
-            message = unmodelled_message(op, key, shown)
-            if message is not None:
-                line, col = self._linecol(key_tok)
-                self.warnings.append((line, col, f"{self.file}:{line}:{col}: warning: {message}"))
+            self.warn_at(key_tok, unmodelled_message(op, key, shown))
+
+    def warn_at(self, at, message: "str | None") -> None:
+        """Keep ``message`` (None: nothing to say) as a warning located at ``at``."""
+        if message is not None:
+            line, col = self._linecol(at)
+            self.warnings.append((line, col, f"{self.file}:{line}:{col}: warning: {message}"))
 
     def check_dicts(self, op: str, children) -> None:
         """``check_keys`` for every attribute dictionary among a statement's children."""
