@@ -64,6 +64,11 @@ STATEMENTS = {
     "pto.subset": (f"    %s = pto.subset %t[%c0, %c0] sizes [16, 16] {{D}} : {TB}\n", NONE),
     "pto.treshape": (f"    %r = pto.treshape %t {{D}} : {TB} -> !pto.tile_buf<vec, 16x64xf32>\n",
                      NONE),
+    "pto.alloc_multi_tile": ("    %mt = pto.alloc_multi_tile {D} : !pto.multi_tile_buf<vec, 16x16xf16, "
+                             "count=2>\n", NONE),
+    "pto.multi_tile_get": ("    %mt = pto.alloc_multi_tile : !pto.multi_tile_buf<vec, 16x16xf16, count=2>\n"
+                           "    %mg = pto.multi_tile_get %mt[%c1] {D} : !pto.multi_tile_buf<vec, "
+                           "16x16xf16, count=2> -> !pto.tile_buf<vec, 16x16xf16>\n", NONE),
     "pto.set_validshape": (f"    pto.set_validshape %d, %c1, %c1 {{D}} : {DYN}\n", NONE),
     "pto.load_scalar": ("    %l = pto.load_scalar %a[%c0] {D} : !pto.ptr<f32> -> f32\n", NONE),
     "pto.store_scalar": ("    pto.store_scalar %f, %a[%c0] {D} : !pto.ptr<f32>, f32\n", NONE),
@@ -292,6 +297,21 @@ def test_a_named_operand_the_fifo_set_up_does_not_read_warns():
                  f"operand scratch_buf is not modelled for pto.aic_initialize_pipe: ignored (its "
                  f"timing and values are those without it); understood there: c2v_consumer_buf, "
                  f"v2c_consumer_buf")
+
+
+@pytest.mark.parametrize("stmt", [
+    "    pto.sync.set #pto.pipe<PIPE_MTE3>, 0 {ffts_mode = 2 : i32, zz_key = 1}\n",
+    "    pto.sync.wait #pto.pipe<PIPE_MTE3>, 0 {zz_key}\n",
+    "    pto.set_intra_block #pto.pipe<PIPE_MTE3>, 1 {zz_key = 1}\n",
+    "    pto.wait_intra_block #pto.pipe<PIPE_MTE3>, 1 {ffts_mode = 2 : i32}\n",
+])
+def test_a_cross_core_flag_takes_only_ffts_mode_and_refuses_any_other_key(stmt):
+    text = module(stmt)
+    with pytest.raises(ParseError) as e:
+        parse_text(text, "x.pto")
+    key = "zz_key" if "zz_key" in stmt else "ffts_mode"
+    assert f"unknown attribute '{key}'" in e.value.message
+    assert f"x.pto:{e.value.line}:{e.value.col}" == where(text, key, "x.pto")
 
 
 def test_warnings_take_no_part_in_program_equality():
