@@ -11,7 +11,10 @@ program IR. ``ValueScope`` holds what every statement needs:
   check of every typed use against the value's type (``ins(%a : T)`` with ``%a`` not of
   type ``T`` is a type mismatch);
 * literals typed by their use, and attribute values (plain values, enum names, or the
-  source text kept as ``RawAttr``).
+  source text kept as ``RawAttr``);
+* the keys of an attribute dictionary an op does not read (``check_keys``, against the
+  tables of ``sim.frontend.attr_keys``): each one a located warning, never dropped in
+  silence (``Program.warnings``).
 
 Every mistake is a ``ParseError`` located at the token it concerns (``fail``). The
 statement families (``lower_ops``, ``lower_control``, ``lower_memory``, ``lower_sync``)
