@@ -375,3 +375,13 @@ def test_the_run_of_the_kernel_without_the_keys_gives_the_same_cycles(tmp_path, 
     assert runs[0]["total_cycles"] == runs[1]["total_cycles"]
     assert runs[0]["pipes"] == runs[1]["pipes"]
     assert len(runs[0]["warnings"]) == len(runs[1]["warnings"]) + 2
+
+
+def test_simulate_carries_the_front_end_warnings_first(tmp_path):
+    """A study or notebook calling ``simulate`` sees what ``ptosim run`` shows."""
+    import sim
+    path = tmp_path / "keys.pto"
+    path.write_text(KERNEL_WITH_KEYS)
+    wanted = [where(KERNEL_WITH_KEYS, k, str(path)) for k in ("zz_module", "zz_view")]
+    result = sim.simulate(sim.parse_file(str(path)), functional=False)
+    assert [w.split(": warning:")[0] for w in result.warnings[:2]] == wanted

@@ -253,7 +253,6 @@ def cmd_run(args) -> int:
                           sync=args.sync, races=False if args.no_races else "manual",
                           limits=limits,
                           block_dim=args.block_dim)
-    result = _with_front_end_warnings(result, _program(kernel))
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)
     if args.json:
@@ -266,16 +265,6 @@ def cmd_run(args) -> int:
         for name, path in _pairs(args.output, "--output"):
             print(f"%{name} written to {path}")
     return 0
-
-
-def _with_front_end_warnings(result, program):
-    """The run's result with the front end's warnings first (an attribute key the
-    simulator does not model, ``sim.frontend.attr_keys``), in the report and the JSON."""
-    found = getattr(program, "warnings", ())
-    if not found:
-        return result
-    import attrs
-    return attrs.evolve(result, warnings=(*found, *(w for w in result.warnings if w not in found)))
 
 
 def cmd_check(args) -> int:

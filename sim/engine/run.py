@@ -107,7 +107,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         e.trace = chip.recording().frame()
         raise
     found = chip.races()
-    warnings = (*prep.warnings, *chip.warnings)
+    # the front end's first: attribute keys the simulator does not model (attr_keys)
+    warnings = (*program.warnings, *prep.warnings, *chip.warnings)
     if found and races == "manual":
         warnings += (race_warning(found),)
     if not _ran_tile_instruction(recording):
