@@ -43,6 +43,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -91,20 +92,17 @@ class Out:
     def name(self, stem: str) -> str:
         return f"%{self.prefix}{stem}"
 
+    @contextlib.contextmanager
     def guard(self, cond: str | None):
-        out = self
-
-        class _Block:
-            def __enter__(self):
-                if cond is not None:
-                    out(f"scf.if {cond} {{")
-                    out.indent += 2
-
-            def __exit__(self, *exc):
-                if cond is not None:
-                    out.indent -= 2
-                    out("}")
-        return _Block()
+        """``scf.if cond { ... }`` around the block (no guard when ``cond`` is None)."""
+        if cond is None:
+            yield
+            return
+        self(f"scf.if {cond} {{")
+        self.indent += 2
+        yield
+        self.indent -= 2
+        self("}")
 
 
 def flag(kind: str, src: str, dst: str, eid: int, note: str = "") -> str:
