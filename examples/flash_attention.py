@@ -21,29 +21,40 @@ walked in blocks of ``s1_tile``:
 
 **Key tile.** ``s1_tile`` (128, 256 or 512) is the number of keys one softmax step covers.
 By default it follows a rule like the production kernels' (which pick it per case, 128
-for short S1 and larger as S1 grows): ``default_s1_tile(s1)`` = 128 below 2048 keys, 256
-from 2048 keys on (when it divides S1). A per-row reduction (TROWMAX, TROWSUM) costs
-several cycles per row whatever the row's length, and each softmax step also pays the
-running-max and O-rescale ops once: longer key tiles spread both over more keys. 512 is
-not the default: L1 holds the K / V chunks of only one 512-key tile (of two 256-key
-ones), so its cube preloads one row pass instead of two, its cube and vector overlap less
-and it runs slower per key than 256 although its vector work is less
-(bench/bench_fidelity.py; README "Kernel fidelity"). ASSUMPTION: the production rule
-itself is not published with the on-board figures.
+for short S1 and larger as S1 grows): ``default_s1_tile(s1)`` = 128 below 2048 keys; from
+2048 keys on 512 when it divides S1, else 256 when it does, else 128. A per-row reduction
+(TROWMAX, TROWSUM) costs several cycles per row and grows slowly with the row's length
+(data/a2a3_formula_params.csv: TROWSUM f16 ~7 cycles per row at 128 columns, ~11 at
+496), and each softmax step also pays the running-max and O-rescale ops once per row:
+longer key tiles spread both over more keys. Per further 128 keys at S1 4096 -> 8192 the
+tiles cost 1.658 / 1.171 / 1.026 us (128 / 256 / 512; on-board 0.952): 512 is fastest,
+then 256 (bench/bench_fidelity.py; README "Kernel fidelity"). The model runs a longer
+tile faster below 2048 keys too; the rule keeps 128 there as the production kernels do.
+ASSUMPTION: the production rule itself (its thresholds) is not published with the
+on-board figures.
 
 With a key tile above 128 the tile is worked in 128-key chunks — an S chunk (128 x 128
 f32) fills half of L0C and a K / V chunk half of L0B — and in two row passes of 64 query
 rows (32 per AIV): pass h holds query rows [64 h, 64 h + 64), so AIV s works on rows
 64 h + 32 s .. + 32, and its S chunks of one pass (32 x T f32) fit UB with the rest. The
-vector unit reduces a pass's rows once per key tile: the chunks are first combined
-element-wise (TMAX / TADD of 32 x 128 tiles) and the one 32 x 128 result is reduced
-(TROWMAX / TROWSUM). K and V chunks are loaded into L1 once per key tile and extracted
-once per pass. **Preload** by pass: with 256-key tiles L1 holds two tiles' K / V chunks
-and the cube issues S two passes on before O of this pass (``AHEAD``): O of pass n needs
-P of pass n, and S of pass n + 2 queued behind it on the one FIXPIPE would leave the
-vector units waiting (one pass ahead: 1.348 us per 128 keys, two: 1.191). With 512-key
-tiles it is one pass (L1 holds one tile). The next tiles' K / V loads are issued after a
-pass's P pops, which MTE2 serves in order.
+vector unit reduces a pass's rows once per key tile: the chunks are combined element-wise
+as they arrive (TMAX / TADD of 32 x 128 tiles; each S chunk is scaled and folded in right
+after its pop, so the softmax starts while the cube still pushes the pass's later chunks)
+and the one 32 x 128 result is reduced (TROWMAX / TROWSUM). A key tile's K^T (head x T)
+and V (T x head) come into L1 with one TLOAD each (one DMA start-up per tile, not per
+chunk) and their chunks are extracted from there, once per pass. L1 holds Q, the P FIFO
+(4 slots), two K^T tiles and ``V_SETS`` V tiles: two at 256 keys, one at 512 (480 of 512
+KiB). **Preload** by pass: with 256-key tiles the cube issues S two passes on before O of
+this pass (``AHEAD``): O of pass n needs P of pass n, and S of pass n + 2 queued behind it
+on the one FIXPIPE would leave the vector units waiting (one pass ahead: 1.328 us per 128
+keys, two: 1.171). With 512-key tiles it is one pass. The next tiles' loads are issued
+after a pass's P pops, which MTE2 serves in order, in the order they are needed: with
+two V sets V of tile j + 1 after pass 0 of tile j and K^T of tile j + 2 after pass 1;
+with one V set K^T of tile j + 2 after pass 0 (its set was freed by pass 1's scores, issued
+before) and V of tile j + 1 after pass 1 (when tile j's V is done). Issuing the K^T loads
+of tile j + 1 ahead of pass 0's P pops instead (the previous 512-key form) held the pops
+behind 4 x 525 cycles of loads on the one in-order MTE2 and left the vector units idle
+~3 000 cycles per tile: 1.383 us per 128 keys against 1.026 now.
 
 **Softmax arithmetic** (``softmax``). ``"mixed"`` (the default) is what a production
 kernel does to keep its vector units off the critical path without losing f32 accuracy:
@@ -94,13 +105,21 @@ MIXED_S_SLOTS = {2: 4, 4: 4}
 # passes of preload on the cube where L1 holds two key tiles of K / V (256-key tiles):
 # S two passes on is issued before this pass's O (module doc, "Preload")
 AHEAD = 2
+# L1 sets of V tiles by chunks per key tile: two 256-key tiles, one 512-key tile (L1 holds
+# Q 32 KiB, the P FIFO 64 KiB, two K^T tiles and these: 480 KiB of 512 at 512 keys)
+V_SETS = {2: 2, 4: 1}
+P_SLOTS = 4            # P FIFO slots (64 x 128 f16 each) in L1
 CHUNK = 128            # keys of one S / K / V chunk when the key tile is longer
 
 
 def default_s1_tile(s1: int) -> int:
-    """The key tile for ``s1`` keys: 256 from 2048 keys on when it divides ``s1``, else 128
-    (module doc: why not 512)."""
-    return 256 if s1 >= 2048 and s1 % 256 == 0 else 128
+    """The key tile for ``s1`` keys: from 2048 keys on the longest of 512 and 256 that
+    divides ``s1``; else 128 (module doc, "Key tile")."""
+    if s1 >= 2048:
+        for tile in (512, 256):
+            if s1 % tile == 0:
+                return tile
+    return 128
 
 
 def build(s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3",
@@ -286,7 +305,7 @@ def _build_chunked(s1, T, head, s0, cores, arch, softmax="f32") -> sim.Kernel:
     # columns 12 KiB; mixed: P tiles per chunk and an f16 combine tile as well)
     slots = min(2 * c, 5) if softmax == "f32" else MIXED_S_SLOTS[c]
     s_fifo = k.fifo("c2v", "f32", r, CHUNK, split=1, slots=slots)
-    p_fifo = k.fifo("v2c", "f16", 2 * r, CHUNK, split=1, slots=2 * c)
+    p_fifo = k.fifo("v2c", "f16", 2 * r, CHUNK, split=1, slots=P_SLOTS)
     o_fifo = k.fifo("c2v", "f32", r, head, split=1, slots=1)
     q0, k0 = k.block_idx * s0, k.block_idx * s1
     passes = [(j, h) for j in range(blocks) for h in range(2)]
@@ -305,13 +324,11 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
     q_l1 = k.tile("mat", "f16", s0, head, name="q_l1", **NZ)
     q_l0 = [k.tile("left", "f16", rows, head, name=f"q_l0_{h}", **l0a) for h in range(2)]
     p_l0 = [k.tile("left", "f16", rows, CHUNK, name=f"p_l0_{i}", **l0a) for i in range(2)]
-    # L1 K^T / V chunk buffers for two key tiles where L1 has room (256-key tiles: 8 x 32
-    # KiB), one for 512 keys
-    nl1 = 2 if c <= 2 else 1
-    kt_l1 = [[k.tile("mat", "f16", head, CHUNK, name=f"kt_l1_{t}_{b}", **NZ) for b in range(c)]
-             for t in range(nl1)]
-    v_l1 = [[k.tile("mat", "f16", CHUNK, head, name=f"v_l1_{t}_{b}", **NZ) for b in range(c)]
-            for t in range(nl1)]
+    # L1: the K^T / V tiles (one TLOAD each), two K^T tiles, V tiles per V_SETS
+    nl1 = {"kt": 2, "v": V_SETS[c]}
+    l1 = {"kt": [k.tile("mat", "f16", head, T, name=f"kt_l1_{t}", **NZ) for t in range(2)],
+          "v": [k.tile("mat", "f16", T, head, name=f"v_l1_{t}", **NZ)
+                for t in range(nl1["v"])]}
     # one L0B ring of two 32 KiB slots for both B operands (K chunk^T, V chunk)
     kt_l0 = [k.tile("right", "f16", head, CHUNK, name=f"kt_l0_{i}", addr=i * 32768, **L0B)
              for i in range(2)]
@@ -321,10 +338,10 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
     o_acc = [k.tile("acc", "f32", rows, head, name=f"o_acc_{h}", **ACC) for h in range(2)]
     eq = k.TLOAD(q_l1, q_view)
     xq = [k.TEXTRACT(q_l0[h], q_l1, h * rows, 0, eq) for h in range(2)]
-    free = {"kt": [[None] * c for _ in range(nl1)], "v": [[None] * c for _ in range(nl1)],
+    free = {"kt": [None, None], "v": [None] * nl1["v"],
             "l0b": [None, None], "s": [None, None], "o": [None, None], "p": [None, None]}
-    loaded = {"kt": [[None] * c for _ in range(nl1)], "v": [[None] * c for _ in range(nl1)]}
-    ahead = AHEAD if nl1 == 2 else 1
+    loaded = {"kt": [None, None], "v": [None] * nl1["v"]}
+    ahead = AHEAD if nl1["v"] == 2 else 1
     ring = {"l0b": 0, "s": 0, "p": 0}
 
     def take(name):
@@ -335,60 +352,55 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
     blocks = passes[-1][0] + 1
 
     def load(name, j):
-        """Tile ``j``'s K^T or V chunks into L1, each after the last extract of the chunk
-        the buffer held (issued early: MTE2 fetches the next tile under this one's work)."""
+        """Tile ``j``'s K^T or V into L1 (one TLOAD), after the last extract of the tile the
+        buffer held (issued early: MTE2 fetches the next tile under this one's work)."""
         if j >= blocks:
             return
-        t = j % nl1
-        for b in range(c):
-            keys = k0 + j * T + b * CHUNK
-            src = kt[:, keys:keys + CHUNK] if name == "kt" else v[keys:keys + CHUNK, :]
-            dst = kt_l1[t][b] if name == "kt" else v_l1[t][b]
-            loaded[name][t][b] = k.TLOAD(dst, src, *_w(free[name][t][b]))
+        t = j % nl1[name]
+        keys = k0 + j * T
+        src = kt[:, keys:keys + T] if name == "kt" else v[keys:keys + T, :]
+        loaded[name][t] = k.TLOAD(l1[name][t], src, *_w(free[name][t]))
 
     def qk(j, h):
+        t = j % 2
         for b in range(c):
             i, si = take("l0b"), take("s")
-            t = j % nl1
-            x = k.TEXTRACT(kt_l0[i], kt_l1[t][b], 0, 0, loaded["kt"][t][b], *_w(free["l0b"][i]))
-            if h == 1:
-                free["kt"][t][b] = x
+            x = k.TEXTRACT(kt_l0[i], l1["kt"][t], 0, b * CHUNK, loaded["kt"][t],
+                           *_w(free["l0b"][i]))
             mm = k.TMATMUL(s_acc[si], q_l0[h], kt_l0[i], xq[h], x, *_w(free["s"][si]))
             free["l0b"][i] = mm
             free["s"][si] = k.tpush(s_fifo, s_acc[si], mm)
-        if h == 1 and nl1 == 1:
-            load("kt", j + 1)         # one L1 set: after this tile's last K^T extract
+        if h == 1:
+            free["kt"][t] = x             # MTE1 is in order: the tile's last extract
 
     def pv(j, h):
         mm = None
+        t = j % nl1["v"]
         for b in range(c):
             pi = take("p")
             p = k.tpop(p_fifo)
             xp = k.TEXTRACT(p_l0[pi], p, 0, 0, *_w(free["p"][pi]))
             k.tfree(p_fifo)
             i = take("l0b")
-            t = j % nl1
-            x = k.TEXTRACT(v_l0[i], v_l1[t][b], 0, 0, loaded["v"][t][b], *_w(free["l0b"][i]))
-            if h == 1:
-                free["v"][t][b] = x
+            x = k.TEXTRACT(v_l0[i], l1["v"][t], b * CHUNK, 0, loaded["v"][t],
+                           *_w(free["l0b"][i]))
             if b == 0:
                 mm = k.TMATMUL(o_acc[h], p_l0[pi], v_l0[i], xp, x, *_w(free["o"][h]))
             else:
                 mm = k.TMATMUL_ACC(o_acc[h], o_acc[h], p_l0[pi], v_l0[i], xp, x)
             free["p"][pi] = free["l0b"][i] = mm
+        if h == 1:
+            free["v"][t] = x
         free["o"][h] = k.tpush(o_fifo, o_acc[h], mm)
-        # the next tiles' loads go after this pass's P pops, which MTE2 serves in order:
-        # one L1 set, when this tile's last extract frees it; two, a tile ahead (V of
-        # tile j + 1 after the first pass, K^T of tile j + 2 after the second)
-        if nl1 == 1 and h == 1:
-            load("v", j + 1)
-        elif nl1 == 2:
+        # the next tiles' loads go after this pass's P pops, which MTE2 serves in order
+        if nl1["v"] == 1:
+            load("kt", j + 2) if h == 0 else load("v", j + 1)
+        else:
             load("v", j + 1) if h == 0 else load("kt", j + 2)
 
     load("kt", 0)
     load("v", 0)
-    if nl1 == 2:
-        load("kt", 1)                 # its scores come AHEAD passes early
+    load("kt", 1)
     for n in range(min(ahead, len(passes))):
         qk(*passes[n])
     for n, (j, h) in enumerate(passes):
@@ -489,17 +501,14 @@ def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r
         ix = [(nx[0] + b) % nb for b in range(c)]
         nx[0] += c
         x = [p16[i] for i in ix]
-        s = [k.tpop(s_fifo) for _ in range(c)]
-        e = None
-        for y in s:
-            e = k.TMULS(y, y, scale)
-        if c == 1:
-            e = k.TROWMAX(mj, s[0], e)
-        else:
-            e = k.TMAX(t, s[0], s[1], e)
-            for b in range(2, c):
-                e = k.TMAX(t, t, s[b], e)
-            e = k.TROWMAX(mj, t, e)
+        # each chunk scaled and combined as it arrives (the pops block the dispatch)
+        s, e = [], None
+        for b in range(c):
+            s.append(k.tpop(s_fifo))
+            e = k.TMULS(s[b], s[b], scale)
+            if b >= 1:
+                e = k.TMAX(t, s[0] if b == 1 else t, s[b], e)
+        e = k.TROWMAX(mj, t if c > 1 else s[0], e)
         old, new, a = m[h][j % 2], m[h][(j + 1) % 2], alpha[h][j % 2]
         e = k.TMAX(f[new], f[old], f[mj], e)
         e = k.TSUB(f[a], f[old], f[new], e)
