@@ -189,13 +189,16 @@ def test_tall_narrow_tile_scalar_costs_per_row():
     # (formula CSV: TADDS fp32 cols 32 costs 1 cycle per 64 elements), one masked repeat per
     # row past 255 rows (hardware ≈3x the flat figure, issue 21), split at 255 rows. Family
     # over ops, dtypes (E = 64 / 128 lanes), widths and heights.
+    # integer lanes: the .int rows, 4 cycles under the float latency and no floor
+    # (vector_costs.csv, issue 21)
     costs = {"TADDS": 25, "TMULS": 26, "TMINS": 23, "TMAXS": 23}
-    for op, lat0 in costs.items():
+    for op, flat_lat in costs.items():
         for dt, E in (("f32", 64), ("f16", 128), ("i32", 64), ("i16", 128)):
+            lat0, F = (flat_lat, 16) if dt.startswith("f") else (flat_lat - 4, 0)
             for cols in (8 * (E // 64), E // 2, E - 16):
                 # short: flat over the contiguous tile
                 n = 64 * cols
-                flat = lat0 + n // E + (2 + 1 + 16 if n % E else 0)
+                flat = lat0 + n // E + (2 + 1 + F if n % E else 0)
                 assert cold(op, dt, 64, cols) == flat, (op, dt, cols)
                 for rows in (256, 300, 511, 700):
                     p = plan(op, dt, rows, cols)
@@ -203,7 +206,7 @@ def test_tall_narrow_tile_scalar_costs_per_row():
                     want = [(min(255, rows - r), True) for r in range(0, rows, 255)]
                     assert segs == want, (op, dt, rows, cols)
                     # 2 cfg + first instruction cold + the rest in stream, floor each
-                    assert p.cold_cycles == 2 + lat0 + rows + 16 * len(want), (op, dt, rows, cols)
+                    assert p.cold_cycles == 2 + lat0 + rows + F * len(want), (op, dt, rows, cols)
     # a tile at least one repeat wide is not narrow: still flat past 255 rows
     assert cold("TADDS", "f32", 256, 64) == 4 + 25 + 256 + 16        # > 255 repeats: count mode
     # the valid region does not matter, the capacity row does: 300 rows of a 16-wide f32
@@ -417,13 +420,14 @@ def test_trowmax_paths(lat):
 
 
 def test_int_row_reduce(lat):
-    # per row: 1 cfg + dup (24+1) + bar + 8 blocks x (vadd masked 24+2+16 + bar) + 4 flags
-    # + scalar fold of 8 partials (ASSUMPTION figure)
+    # per row: 1 cfg + dup (24+1) + bar + 8 blocks x (vadd masked + bar) + 4 flags + scalar
+    # fold of 8 partials (ASSUMPTION figure). The block ops compute on integers: the
+    # vadd.int / vmax.int rows (20 + 2, no floor; vector_costs.csv), not §4's 24 + 2 + 16
     fold = 8 * lat.target.scalar_loops["row_fold_cycles_per_element"]
-    assert lat.cold("TROWSUM", "i32", 16, 64) == 16 * (1 + 25 + 1 + 8 * 43 + 4 + fold)
+    assert lat.cold("TROWSUM", "i32", 16, 64) == 16 * (1 + 25 + 1 + 8 * 23 + 4 + fold)
     # i16: 16 partials per block; C = 64 i16 = 4 blocks
     fold16 = 16 * lat.target.scalar_loops["row_fold_cycles_per_element"]
-    assert lat.cold("TROWMAX", "i16", 4, 64) == 4 * (1 + 25 + 1 + 4 * 43 + 4 + fold16)
+    assert lat.cold("TROWMAX", "i16", 4, 64) == 4 * (1 + 25 + 1 + 4 * 23 + 4 + fold16)
 
 
 def test_tcol_reduce(lat):
@@ -585,16 +589,16 @@ def test_row_reduce_tail_rule():
 
 
 def test_int_row_reduce_tail_rule():
-    # per row: 1 cfg + dup + bar + 8 x (masked vadd after a barrier: 2 + max(14, 16) = 18,
-    # + bar) + 4 flags + fold. Row 0's dup is cold (24+1); every later row starts after
-    # the previous row's V->S wait, so its dup restarts (5+1)
+    # per row: 1 cfg + dup + bar + 8 x (masked integer vadd after a barrier: 2 + tail 12,
+    # no floor (vadd.int), + bar) + 4 flags + fold. Row 0's dup is cold (24+1); every
+    # later row starts after the previous row's V->S wait, so its dup restarts (5+1)
     fold = 8 * T.scalar_loops["row_fold_cycles_per_element"]
-    row0, row = 1 + 25 + 1 + 8 * 19 + 4 + fold, 1 + 6 + 1 + 8 * 19 + 4 + fold
+    row0, row = 1 + 25 + 1 + 8 * 15 + 4 + fold, 1 + 6 + 1 + 8 * 15 + 4 + fold
     assert cold("TROWSUM", "i32", 16, 64) == row0 + 15 * row
     # i16 C = 64: 4 blocks, 16 partials each
     fold16 = 16 * T.scalar_loops["row_fold_cycles_per_element"]
-    assert cold("TROWMAX", "i16", 4, 64) == (1 + 25 + 1 + 4 * 19 + 4 + fold16) + 3 * (
-        1 + 6 + 1 + 4 * 19 + 4 + fold16)
+    assert cold("TROWMAX", "i16", 4, 64) == (1 + 25 + 1 + 4 * 15 + 4 + fold16) + 3 * (
+        1 + 6 + 1 + 4 * 15 + 4 + fold16)
 
 
 def test_col_reduce_tail_rule():
