@@ -147,3 +147,22 @@ def test_integer_column_reduction_cheaper_per_row():
                 per_f = [cold(op, fdt, r, cols) for r in (4, 8, 16, 64)]
                 assert all(a < b for a, b in zip(per_i, per_f)), (op, dt, cols)
                 assert per_i == sorted(per_i)      # more rows, more cycles
+
+
+def test_open_table_quotes_the_model():
+    # models/a2a3/vector_costs.csv tabulates issue 21's points that contradict the formula
+    # CSV, with the model's figure for each: the table must stay true as the model moves
+    import re
+    text = (T.path / "vector_costs.csv").read_text()
+    table = text[text.index("# OPEN"):text.index("# Mechanisms tried")]
+    rows = re.findall(r"^#\s+(TCOL\*|T[A-Z]+(?:/T[A-Z]+)?)\s+([a-z0-9]+)\s+(\d+)x(\d+)\s+"
+                      r"(?:\d+ -> )?(\d+)\s", table, re.M)
+    assert len(rows) >= 5, rows
+    for ops, dt, r, c, quoted in rows:
+        names = ("TCOLSUM", "TCOLMAX", "TCOLMIN") if ops == "TCOL*" else ops.split("/")
+        for op in names:
+            assert cold(op, dt, int(r), int(c)) == int(quoted), (op, dt, r, c, quoted)
+    # the one-row line quotes no width: any width costs the same (copy of one row)
+    for op in ("TCOLMAX", "TCOLSUM"):
+        for dt, c in (("f32", 64), ("f16", 256), ("f32", 8)):
+            assert cold(op, dt, 1, c) == 30
