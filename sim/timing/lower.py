@@ -55,7 +55,8 @@ def _resolve(items, s: Shape, target) -> list[Item]:
     * sloop: ``elements * [scalar_loops] <name>_cycles_per_element`` (ASSUMPTION figures;
       a target without the table leaves the loop untimed, as the reference does);
     * v: the cost row ``<instr>.<dtype>`` when the table has one (``vdiv.f16``), else
-      ``<instr>``.
+      ``<instr>.int`` for an integer element type (``vadd.int``), else ``<instr>``; the
+      element type is the item's own (``Item.dtype``) when it has one, else the op's.
     """
     vec = target.vector
     scale = {"cfg": vec.get("config_cycles", 1), "bar": vec.get("barrier_cycles", 1),
@@ -71,10 +72,19 @@ def _resolve(items, s: Shape, target) -> list[Item]:
         elif k == "sloop":
             per = target.scalar_loops.get(f"{it.name}_cycles_per_element", 0)
             it = attrs.evolve(it, cycles=it.repeats * per)
-        elif k == "v" and f"{it.name}.{s.dtype}" in target.vector_costs:
-            it = attrs.evolve(it, name=f"{it.name}.{s.dtype}")
+        elif k == "v":
+            it = _cost_row(it, it.dtype or s.dtype, target.vector_costs)
         out.append(it)
     return out
+
+
+def _cost_row(it: Item, dtype: str, costs) -> Item:
+    """``it`` renamed to its dtype-specific cost row: ``<instr>.<dtype>`` (``vdiv.f16``),
+    else ``<instr>.int`` for an integer element type (the integer ALU rows), else as is."""
+    for key in (f"{it.name}.{dtype}", f"{it.name}.int" if _dtype(dtype).is_int else ""):
+        if key in costs:
+            return attrs.evolve(it, name=key)
+    return it
 
 
 def _bank_items(items, target) -> list[Item]:

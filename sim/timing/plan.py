@@ -55,6 +55,10 @@ class Item:
     cycles: float = 0.0        # fixed cycles for cfg / bar / flag / dma / cube items
     bytes: int = 0
     breaks_stream: bool = False
+    # element type the instruction computes on when it is not the op's own (an integer
+    # TREM's steps on the values it converted to f32); "" = the op's dtype. It selects
+    # the dtype-specific cost row (``sim.timing.lower``).
+    dtype: str = ""
 
     def describe(self) -> str:
         if self.kind == "v":

@@ -56,9 +56,10 @@ def cfg(n: int, name: str = "") -> list[Item]:
     return [Item("cfg", name, cycles=n)] if n else []
 
 
-def v(name: str, segs) -> list[Item]:
-    """One vector instruction per ``(repeats, masked)`` segment."""
-    return [Item("v", name, rep, masked) for rep, masked in segs]
+def v(name: str, segs, dtype: str = "") -> list[Item]:
+    """One vector instruction per ``(repeats, masked)`` segment (``dtype``: the element
+    type it computes on when that is not the op's own, see ``Item.dtype``)."""
+    return [Item("v", name, rep, masked, dtype=dtype) for rep, masked in segs]
 
 
 def copy_ub(nbytes: int) -> Item:

@@ -52,11 +52,25 @@ row instead of one). C <= E or a multiple of E: one count-mode op per row. TCOLS
 not split: its fits grow by only ≈2 cycles per row per extra repeat at the same widths
 (f32 C = 64, 96, 144 ... 336: 19.5, 21, 22.7 ... 28 cycles per row, fp16 alike), one
 count-mode vadd per row (ASSUMPTION on the reason: the sum needs no separate tail pass).
-§4: ≈ (R-1)*(lat + 16 + 2*ceil(C/E) + 1). One row: only the copy. TCOLSUM binary form (``Shape.variant == "binary"``): pairwise adds
-into tmp, halving. ASSUMPTION on its instruction granularity (§4 gives none): one
-count-mode ``vadd`` over C per row pair, the pairs of one level back to back, a barrier
-per level; an odd row left over at a level is moved with one ``copy_ubuf_to_ubuf``;
-finally tmp row 0 is copied to dst.
+§4: ≈ (R-1)*(lat + 16 + 2*ceil(C/E) + 1). One row: only the copy.
+
+TCOLSUM binary form (``Shape.variant == "binary"``, ``isBinary`` with a tmp of ceil(R/2)
+rows): a pairwise tree (§4 "pairwise vadd into tmp, halving"; instructions.md §3.5), so
+ceil(log2 R) dependent levels instead of R - 1. Level by level, tmp[k] = X[2k] + X[2k+1]
+over the n // 2 pairs of the n rows left (X = src at the first level, then tmp; the
+pairing is the functional unit's, sim.functional.reduce), a barrier after each level; an
+odd row left over is moved into tmp with one ``copy_ubuf_to_ubuf``; finally tmp row 0 is
+copied to dst. Each level is ONE element-wise pass over its n // 2 destination rows whose
+sources step two rows per destination row: §3's rule for sources with another row stride
+than the destination, the per-row path (5) — a head ``vadd`` of C // E full repeats per
+row (full mask: no floor, streamed back to back) and a masked ``vadd`` for the C % E tail
+per 255 rows. ASSUMPTION on the granularity (the reference gives none). Before, each
+pair was its own count-mode ``vadd`` paying the count-mode floor, which made the tree
+cost the same as the sequential form (16x256 f16: 348 vs 349) — but the library offers
+the binary form (and its tmp) to be faster. Evidence: hardware (issue 21) measured
+column reductions on 16x256 f16 ≈3.4x cheaper than the model (≈103 cycles); the tree
+gives 146 there. The formula CSV's TCOLSUM fits are the default (sequential) form: the
+sequential lowering above keeps them.
 """
 
 from __future__ import annotations
@@ -65,7 +79,8 @@ import math
 
 from sim.timing.hints import hint
 from sim.timing.plan import Item
-from sim.timing.vpath import BAR, cfg, copy_ub, count_row, s_to_v, scalar_loop, split, v, v_to_s
+from sim.timing.vpath import (BAR, cfg, copy_ub, count_row, per_row_heads, s_to_v, scalar_loop, split,
+                              v, v_to_s)
 
 __all__ = ["row_reduce", "col_reduce", "DN_SPECIAL"]
 
@@ -183,11 +198,13 @@ def _col_sequential(s, kind, dtype) -> list[Item]:
 
 def _col_binary(s, dtype) -> list[Item]:
     R, C = s.valid_rows, s.valid_cols
-    E = 256 // dtype.size_bytes
-    out: list[Item] = cfg(4)
+    E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
+    out: list[Item] = []
     n = R
     while n > 1:
-        out += v("vadd", count_row(C, E) * (n // 2))
+        # sources two rows apart per destination row: per-row heads, tails per 255 rows
+        segs, n_cfg = per_row_heads(n // 2, C, E, 2 * s.cols, B)
+        out += cfg(n_cfg) + v("vadd", segs)
         if n % 2:
             out.append(copy_ub(_row_bytes(C, dtype)))
         out.append(BAR)

@@ -58,7 +58,8 @@ SEQUENCES = {
 OPS = ("TREM", "TFMOD", "TREMS", "TFMODS")
 
 
-def _row_items(steps: str, C: int, E: int) -> list[Item]:
+def _row_items(steps: str, C: int, E: int, on: str = "") -> list[Item]:
+    """One row's items; ``on`` = the element type the steps compute on ("" = the op's)."""
     out: list[Item] = []
     for tok in steps.split():
         if tok == "|":
@@ -68,11 +69,11 @@ def _row_items(steps: str, C: int, E: int) -> list[Item]:
         if mode == "cfg":
             out += cfg(1, name)
         elif mode == "full":
-            out += v(name, [(1, False)])
+            out += v(name, [(1, False)], on)
         elif mode == "cmp":
-            out += v(name, [(math.ceil(C / 64), False)])
+            out += v(name, [(math.ceil(C / 64), False)], on)
         else:
-            out += v(name, [(math.ceil(C / E), True)])
+            out += v(name, [(math.ceil(C / E), True)], on)
     return out
 
 
@@ -81,5 +82,8 @@ def lower(s, dtype) -> list[Item]:
     kind = "f32" if dtype.is_float else "i32"
     once, per_row, steps = SEQUENCES.get((s.opcode, kind)) or SEQUENCES[(s.opcode, "f32")]
     E = 256 // dtype.size_bytes
-    row = cfg(per_row) + _row_items(steps, s.valid_cols, E)
+    # the integer sequences convert to f32 and compute there: their steps cost the float
+    # rows, not the integer ones of vector_costs.csv (vconv has one row for every pair)
+    on = "" if dtype.is_float else "f32"
+    row = cfg(per_row) + _row_items(steps, s.valid_cols, E, on)
     return cfg(once) + row * s.valid_rows
