@@ -84,14 +84,20 @@ class RaceDetector:
       clock only grows, so the records of another pipe an access is not ordered after are
       that pipe's newest ones: an access looks at those (in a double-buffered loop, the
       other pipe's work on the other buffer) and stops at the first it is ordered after.
-      Only when one of them conflicts are the space's records scanned (in insertion
-      order, as findings are named).
+      A lane's clocks grow with its records, so that is one comparison: with the newest
+      record the access conflicts with, which depends on the lane's shape (below) alone
+      and is worked out once per shape and access. Only when it is unordered are the
+      space's records scanned (in insertion order, as findings are named).
     * **Covered records.** The records an access covers are of its own pipe only, and
       which they are depends on the accesses of that pipe's records alone (their shape):
       worked out once per shape and access, then the record goes in by index (a loop
       cycles through a few shapes). Not for GM arrays: a loop walking one makes a new
       window at every step, so their lanes are filtered as they go.
     """
+
+    # lane shapes memoised (False: every lane filtered as a GM array's is, the plain
+    # scan the memos must agree with; tests compare the two)
+    memo = True
 
     def __init__(self):
         self.clocks: dict[str, dict] = {}        # pipe -> vector clock (changed in place)
@@ -257,7 +263,7 @@ class RaceDetector:
             rec = (mine, a, next(made), pipe, item, seq)
             if lane is None:
                 space = a.space
-                shape = None if space.startswith("GM:") else self._shape((a,))
+                shape = None if not self.memo or space.startswith("GM:") else self._shape((a,))
                 sp[pipe] = ([None, [rec], None, None] if shape is None else
                             [shape, [rec], self._trans_of[shape], self._meets_of[shape]])
                 k = 0
