@@ -55,3 +55,16 @@ def test_a_long_racy_loop_gives_the_same_findings_both_ways(n):
     memo, plain = _findings(k, RaceDetector()), _findings(k, _Plain())
     assert memo == plain
     assert memo                         # unordered: there are races to name
+
+
+@pytest.mark.parametrize("n", [5, 40])
+def test_the_memo_starting_again_changes_no_finding(n, monkeypatch):
+    """A memo that starts again every few shapes (an irregular program's ever new lane
+    shapes) gives the plain scan's findings too."""
+    import sim.engine.races as races
+    steps = [(("TLOAD", "TADD", "TSUB", "TSTORE")[i % 4], i % 4, (i * 3) % 4, (i + 2) % 4, i % 7)
+             for i in range(3 * n)]
+    k = _build(steps, "f32", 16, 64)
+    plain = _findings(k, _Plain())
+    monkeypatch.setattr(races, "_MAX_SHAPES", 3)
+    assert _findings(k, RaceDetector()) == plain
