@@ -84,14 +84,20 @@ class RaceDetector:
       clock only grows, so the records of another pipe an access is not ordered after are
       that pipe's newest ones: an access looks at those (in a double-buffered loop, the
       other pipe's work on the other buffer) and stops at the first it is ordered after.
-      Only when one of them conflicts are the space's records scanned (in insertion
-      order, as findings are named).
+      A lane's clocks grow with its records, so that is one comparison: with the newest
+      record the access conflicts with, which depends on the lane's shape (below) alone
+      and is worked out once per shape and access. Only when it is unordered are the
+      space's records scanned (in insertion order, as findings are named).
     * **Covered records.** The records an access covers are of its own pipe only, and
       which they are depends on the accesses of that pipe's records alone (their shape):
       worked out once per shape and access, then the record goes in by index (a loop
       cycles through a few shapes). Not for GM arrays: a loop walking one makes a new
       window at every step, so their lanes are filtered as they go.
     """
+
+    # lane shapes memoised (False: every lane filtered as a GM array's is, the plain
+    # scan the memos must agree with; tests compare the two)
+    memo = True
 
     def __init__(self):
         self.clocks: dict[str, dict] = {}        # pipe -> vector clock (changed in place)
@@ -100,14 +106,17 @@ class RaceDetector:
         # it is replaced, never changed in place, when the dispatcher learns more
         self.dispatch: dict = {}
         self.flags: dict[tuple, deque] = {}      # flag -> (clock, item, seq) of pending sets
-        # space -> pipe -> its lane: [shape number (None on a GM array: no memo), its
-        # records, oldest first]
+        # space -> pipe -> its lane: [shape number, its records, oldest first, the shape's
+        # transitions, its conflicts] (all but the records None on a GM array: no memo)
         self.shadow: dict[str, dict] = {}
         self._shapes: list = []                  # shape number -> its accesses
         self._shape_ids: dict = {}               # ids of a shape's accesses -> its number
-        self._trans: dict = {}                   # (shape, id(access)) -> _transition
-        self._count: dict[str, int] = {}         # space -> records kept
-        self._prune_at: dict[str, int] = {}      # space -> record count that triggers a prune
+        self._trans_of: list = []                # shape number -> id(access) -> _transition
+        # shape number -> id(access) -> index of the newest record the access conflicts
+        # with (-1: none)
+        self._meets_of: list = []
+        # space -> [records kept, the record count that triggers a prune]
+        self._count: dict[str, list] = {}
         self._made = count(1)                    # numbers the records
         self.findings: list[Race] = []
         self._seen: set = set()
@@ -155,7 +164,18 @@ class RaceDetector:
         if type(key) is not tuple:
             return self._cross_wait(pipe, key, dispatch_clock, on_dispatcher)
         q = self.flags.get(key)
-        self._join(pipe, q.popleft()[0] if q else _NOTHING, dispatch_clock, on_dispatcher)
+        got = q.popleft()[0] if q else _NOTHING
+        if on_dispatcher:
+            self.dispatch = join(self.dispatch, got)
+            return
+        c = self.clocks.get(pipe)       # _join, inline: hot
+        if c is None or self._joined.get(pipe) is not dispatch_clock:
+            c = self.start(pipe, dispatch_clock)
+        else:
+            c[pipe] += 1
+        for k, v in got.items():
+            if c.get(k, 0) < v:
+                c[k] = v
 
     # a chip-level flag (XKey): set and waited on by different units (sim.engine.xraces)
 
@@ -171,7 +191,7 @@ class RaceDetector:
         """The lanes of a space met for the first time (``ROUTED``: a subclass checks its
         accesses elsewhere, ``_routed``)."""
         sp = self.shadow[space] = {}
-        self._count[space] = 0
+        self._count[space] = [0, 64]
         return sp
 
     def _routed(self, pipe, clock, access, item, seq) -> None:
@@ -207,69 +227,75 @@ class RaceDetector:
         if not accesses:
             return
         shadow = self.shadow
-        trans = self._trans
+        made = self._made
         for a in accesses:
-            space = a.space
-            sp = shadow.get(space)
+            sp = shadow.get(a.space)
             if sp is None:
-                sp = self._space(space)
+                sp = self._space(a.space)
             if sp is ROUTED:
                 self._routed(pipe, c, a, item, seq)
                 continue
             lane = None
-            s, e, w = a.start, a.end, a.write
             for q, other in sp.items():
                 if q == pipe:
                     lane = other
                     continue
-                # the records of q unordered with this op are its newest ones
-                cq = c.get(q, 0)
-                for r in reversed(other[1]):
-                    if r[0] <= cq:
-                        break
-                    b = r[1]
-                    if b.start < e and s < b.end and (w or b.write):
-                        break
-                else:
-                    continue
-                if r[0] <= cq:
-                    continue
-                self._check(sp, pipe, c, a, item, seq)
-                lane = sp.get(pipe)
-                break
-            rec = (mine, a, next(self._made), pipe, item, seq)
+                # the records of q unordered with this op are its newest ones: most often
+                # the newest is ordered already (one comparison)
+                recs = other[1]
+                seen = c.get(q, 0)
+                if recs and recs[-1][0] > seen:
+                    meets = other[3]
+                    if meets is None:
+                        if not _meets(recs, seen, a):
+                            continue
+                    else:
+                        # the newest record of q's that a conflicts with depends on q's
+                        # shape alone; the records after it are unordered too
+                        i = meets.get(id(a))
+                        if i is None:
+                            i = meets[id(a)] = _newest_conflict(self._shapes[other[0]], a)
+                        if i < 0 or recs[i][0] <= seen:
+                            continue
+                    self._check(sp, pipe, c, a, item, seq)
+                    lane = sp.get(pipe)
+                    break
+            rec = (mine, a, next(made), pipe, item, seq)
             if lane is None:
-                sp[pipe] = [None if space.startswith("GM:") else self._shape((a,)), [rec]]
-                n = self._count[space] = self._count[space] + 1
+                space = a.space
+                shape = None if not self.memo or space.startswith("GM:") else self._shape((a,))
+                sp[pipe] = ([None, [rec], None, None] if shape is None else
+                            [shape, [rec], self._trans_of[shape], self._meets_of[shape]])
+                k = 0
             elif lane[0] is None:
                 # a GM array's windows are new objects as a loop walks it: no memo
                 recs = lane[1]
                 before = len(recs)
                 if before:
+                    s, e, w = a.start, a.end, a.write
                     recs[:] = [r for r in recs if not (s <= r[1].start and r[1].end <= e
                                                        and (w or not r[1].write))]
                 recs.append(rec)
-                n = self._count[space] = self._count[space] + len(recs) - before
+                k = before + 1 - len(recs)
             else:
                 # an earlier access of this queue that this one covers adds nothing: a
                 # later op unordered with it is unordered with this one too (which records
                 # go depends on the lane's accesses alone: worked out once per shape)
-                t = trans.get((lane[0], id(a)))
+                t = lane[2].get(id(a))
                 if t is None:
                     t = self._transition(lane, a)
                 recs = lane[1]
-                for i in t[1]:
+                drops = t[1]
+                for i in drops:
                     del recs[i]
                 recs.append(rec)
-                lane[0] = t[0]
-                if not t[1]:
-                    n = self._count[space] = self._count[space] + 1
-                elif len(t[1]) == 1:
-                    continue
-                else:
-                    n = self._count[space] = self._count[space] + 1 - len(t[1])
-            if n > self._prune_at.get(space, 64):
-                self._prune(space)
+                lane[0], lane[2], lane[3] = t[0], t[2], t[3]
+                k = len(drops)
+            if k != 1:      # the count of the space's records changed
+                n = self._count[a.space]
+                n[0] += 1 - k
+                if n[0] > n[1]:
+                    self._prune(a.space)
 
     def _shape(self, accesses) -> int:
         """The number of a lane's shape: the accesses of its records, in order."""
@@ -278,11 +304,13 @@ class RaceDetector:
         if n is None:       # the shape keeps its accesses, so their ids stay theirs
             n = self._shape_ids[key] = len(self._shapes)
             self._shapes.append(tuple(accesses))
+            self._trans_of.append({})
+            self._meets_of.append({})
         return n
 
     def _transition(self, lane, a) -> tuple:
-        """(shape after, indices of the records dropped, last first) of ``a`` recorded on
-        a lane: the lane's records that ``a`` covers go."""
+        """(shape after, indices of the records dropped, last first, the shape after's
+        transitions) of ``a`` recorded on a lane: the lane's records that ``a`` covers go."""
         if len(self._shapes) > _MAX_SHAPES:
             self._forget()
         have = self._shapes[lane[0]]
@@ -290,18 +318,21 @@ class RaceDetector:
         drop = [i for i, b in enumerate(have)
                 if s <= b.start and b.end <= e and (w or not b.write)]
         after = self._shape(tuple(b for i, b in enumerate(have) if i not in drop) + (a,))
-        t = self._trans[(lane[0], id(a))] = (after, tuple(reversed(drop)))
+        t = self._trans_of[lane[0]][id(a)] = (after, tuple(reversed(drop)),
+                                              self._trans_of[after], self._meets_of[after])
         return t
 
     def _forget(self) -> None:
         """Start the shape memo again (an irregular program with ever new lane shapes)."""
-        self._trans.clear()
+        self._trans_of.clear()
+        self._meets_of.clear()
         self._shape_ids.clear()
         self._shapes.clear()
         for sp in self.shadow.values():
             for lane in (sp.values() if sp is not ROUTED else ()):
                 if lane[0] is not None:
                     lane[0] = self._shape(tuple(r[1] for r in lane[1]))
+                    lane[2], lane[3] = self._trans_of[lane[0]], self._meets_of[lane[0]]
 
     def _check(self, sp: dict, pipe: str, c: dict, a, item, seq) -> None:
         """Report the records of other pipes that ``a`` conflicts with unordered, in the
@@ -332,8 +363,8 @@ class RaceDetector:
         for lane in sp.values():
             if lane[0] is not None:
                 lane[0] = self._shape(tuple(r[_ACCESS] for r in lane[1]))
-        self._count[space] = len(kept)
-        self._prune_at[space] = max(64, 2 * len(kept))
+                lane[2], lane[3] = self._trans_of[lane[0]], self._meets_of[lane[0]]
+        self._count[space] = [len(kept), max(64, 2 * len(kept))]
 
     def _race(self, x: tuple, y: tuple) -> None:
         """Report an unordered pair, named in program order (RAW: the earlier one writes)."""
@@ -362,3 +393,27 @@ class RaceDetector:
 
 def _order(r: tuple) -> int:
     return r[_N]
+
+
+def _newest_conflict(have: tuple, a) -> int:
+    """The index of the newest of a lane's accesses ``have`` that ``a`` conflicts with, -1
+    when none does."""
+    s, e, w = a.start, a.end, a.write
+    for i in range(len(have) - 1, -1, -1):
+        b = have[i]
+        if b.start < e and s < b.end and (w or b.write):
+            return i
+    return -1
+
+
+def _meets(recs: list, seen: int, a) -> bool:
+    """Does ``a`` conflict with one of a lane's newest records, those past ``seen`` (the
+    clock the accessing pipe has of the lane's pipe), before meeting an ordered one?"""
+    s, e, w = a.start, a.end, a.write
+    for r in reversed(recs):
+        if r[0] <= seen:
+            return False
+        b = r[1]
+        if b.start < e and s < b.end and (w or b.write):
+            return True
+    return False

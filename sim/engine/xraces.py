@@ -205,6 +205,10 @@ class UnitRaces(RaceDetector):
         self.chip = chip
         self.prefix = f"{core}/{unit}/"
         self.name = f"core {core} {unit}"
+        # a clock's names in the chip's (global) and in this unit's (local) spelling:
+        # made once per name, not at every chip-level set and wait
+        self._global_names: dict = {}
+        self._local_names: dict = {}
 
     def _report(self, race: Race) -> None:
         """A finding within the unit (its buffers, its own flags) names the unit."""
@@ -213,12 +217,24 @@ class UnitRaces(RaceDetector):
                                      second=f"{self.name} {race.second}" if race.second else ""))
 
     def _global(self, clock: dict) -> dict:
-        p = self.prefix
-        return {(k if "/" in k else p + k): v for k, v in clock.items()}
+        names = self._global_names
+        try:
+            return {names[k]: v for k, v in clock.items()}
+        except KeyError:        # a name met for the first time
+            p = self.prefix
+            for k in clock:
+                names[k] = k if "/" in k else p + k
+            return {names[k]: v for k, v in clock.items()}
 
     def _local(self, clock: dict) -> dict:
-        p, n = self.prefix, len(self.prefix)
-        return {(k[n:] if k.startswith(p) else k): v for k, v in clock.items()}
+        names = self._local_names
+        try:
+            return {names[k]: v for k, v in clock.items()}
+        except KeyError:        # a name met for the first time
+            p, n = self.prefix, len(self.prefix)
+            for k in clock:
+                names[k] = k[n:] if k.startswith(p) else k
+            return {names[k]: v for k, v in clock.items()}
 
     def _cross_set(self, key, clock: dict) -> None:
         self.chip.set(key, self._global(clock))
