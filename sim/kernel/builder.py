@@ -35,6 +35,7 @@ from sim.kernel.chip import ChipKernel
 from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import OPCODES, opcode as _opcode
+from sim.isa.known import HAND_PLACEMENTS, note
 from sim.isa.precision import kind_for, parse_precision
 from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
                              Reshape,
@@ -80,6 +81,7 @@ class Kernel(ChipKernel):
         self._freed: dict = {}          # id() of a popped tile -> where tfree gave it back
         self._issued: dict = {}         # an instr() call as written (opcode, section, line,
         #                                 operands) -> (its statement, its pipe)
+        self._placing: dict = {}        # id -> each distinct statement placing a tile by hand
 
     # --- declarations --------------------------------------------------------------------
 
@@ -103,7 +105,10 @@ class Kernel(ChipKernel):
             type = TileType(loc, dtype, rows, cols, vr, vc, **layout)
         t = Tile(self._fresh(name or "t"), type)
         self._tile_ids.add(id(t))
-        self._emit(Alloc(t, None if addr is None else Const(int(addr), "i64"), loc=_caller()))
+        st = Alloc(t, None if addr is None else Const(int(addr), "i64"), loc=_caller())
+        if addr is not None:
+            self._placing[id(st)] = st
+        self._emit(st)
         return t
 
     def reshape(self, tile: Tile, rows: int, cols: int, *, name=None) -> Tile:
@@ -330,6 +335,8 @@ class Kernel(ChipKernel):
         stmt = self._built.get(key)           # the statement this line issued before, if any
         if stmt is None:
             stmt = self._built[key] = self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
+        if spec.name == "TASSIGN":      # once per distinct statement: the static check's
+            self._placing[id(stmt)] = stmt    # question, answered without a walk
         return stmt, pipe
 
     def _not_mine(self, tile: Tile, what: str) -> None:
@@ -433,6 +440,7 @@ class Kernel(ChipKernel):
         if self._program is not None and self._program[0] == state:
             return self._program[1]
         program = self._build_program()
+        note(program, HAND_PLACEMENTS, tuple(self._placing.values()))
         self._program = (state, program)
         return program
 
