@@ -46,6 +46,9 @@ from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_n
 
 __all__ = ["Kernel"]
 
+_bisect_right = bisect.bisect_right
+_new_event = object.__new__      # a token made in _instr without a call to Event.__init__
+
 _N_OUT: dict[str, int] = {}      # opcode -> destination operands the builder takes
 # scalar operands an instruction takes, keyed by type and value when looking up a call
 _SCALARS = frozenset({bool, int, float, np.bool_, np.float16, np.float32, np.float64, np.int8,
@@ -250,12 +253,19 @@ class Kernel(ChipKernel):
         return self._instr(name, operands, attrs)
 
     def _instr(self, name: str, operands: tuple, attrs: dict) -> Event:
-        loc = _caller()
+        # called from instr() or an opcode method: the user's frame is one further out
+        loc = _caller(3)
+        section = self._section
         # A loop issues the same call from one line over and over: what the call as written
         # (its operands, GM windows by tensor and offsets, scalars by type and value) made
-        # before, statement and pipe, is looked up first, before any IR is built.
-        key = [name, self._section, loc]
+        # before, statement and pipe, is looked up first, before any IR is built. The line
+        # and the tiles go in by identity (their value hashes are Python calls): the
+        # statement the key maps to holds both, so no other object takes their ids while
+        # the entry lives, and an equal object under another id only misses this cache
+        # (``_build_instr`` then finds the statement by value).
+        key = [name, section, id(loc)]
         events = None
+        tile_ids = self._tile_ids
         for o in operands:
             t = type(o)
             if t is Event:
@@ -263,12 +273,14 @@ class Kernel(ChipKernel):
                     events = [o]
                 else:
                     events.append(o)
-            elif t is Tile and id(o) not in self._tile_ids:   # on every call: tfree may
-                self._not_mine(o, _opcode(name).name)        # have given it back since
+            elif t is Tile:
+                i = id(o)
+                if i not in tile_ids:                        # on every call: tfree may
+                    self._not_mine(o, _opcode(name).name)    # have given it back since
+                if key is not None:
+                    key.append(i)
             elif key is None:
                 continue
-            elif t is Tile:
-                key.append(o)
             elif t is View:
                 row, col = o.row, o.col
                 key.append((o.tensor, row.scalar if type(row) is Index else row,
@@ -297,7 +309,12 @@ class Kernel(ChipKernel):
                 self._wait(ev, pipe, loc)
         stmts = self._stmts
         stmts.append(stmt)
-        return Event(self, len(stmts) - 1, pipe)
+        # Event(self, index, pipe), without the call: one token per instruction
+        ev = _new_event(Event)
+        ev.kernel, ev.index, ev.pipe, ev.section, ev.waited = self, len(stmts) - 1, pipe, section, ()
+        clocks = self._clocks
+        ev.known = clocks.snaps.get((section, pipe)) or clocks.passed(section, pipe)
+        return ev
 
     def _build_instr(self, name: str, operands: tuple, attrs: dict, loc) -> tuple:
         """The statement and pipe of an instruction not issued this way before: operands
@@ -354,36 +371,60 @@ class Kernel(ChipKernel):
         if type(ev) is not Event or ev.kernel is not self:
             if not isinstance(ev, Event) or ev.kernel is not self:
                 raise UserError(f"{loc}: {ev!r} is not an event of kernel {self.name}")
-        there = ev.section
-        if there is not None and self._section is not None and there != self._section:
+        there, section = ev.section, self._section
+        if there is not None and section is not None and there != section:
             raise UserError(f"{loc}: {ev!r} was issued in section.{there}; a token cannot be "
-                            f"waited on in section.{self._section} (another unit): use a FIFO")
-        if pipe in ev.waited:
+                            f"waited on in section.{section} (another unit): use a FIFO")
+        waited = ev.waited
+        if pipe in waited:
             return
-        ev.waited += (pipe,)
-        if ev.pipe == pipe:
+        ev.waited = waited + (pipe,)
+        src = ev.pipe
+        if src == pipe:
             self._emit(self._intern(Barrier(pipe, loc=loc)))
             return
-        here = len(self._stmts)
+        stmts = self._stmts
+        here = len(stmts)
         known = ev.known
         passed = known.get(pipe, -1)
         if known["*"] > passed:
             passed = known["*"]
-        pool = self._pools.get((ev.pipe, pipe)) or self._pool(ev.pipe, pipe)
-        eid = self._free_id(pool, ev.pipe, pipe, ev.index, here, loc, passed)
-        flags = pool.flags.get((eid, loc))
+        pool = self._pools.get((src, pipe)) or self._pool(src, pipe)
+        index = ev.index
+        eid = self._free_id(pool, src, pipe, index, here, loc, passed)
+        flags = pool.flags.get((eid, id(loc)))     # by identity: the flags hold the line
         if flags is None:
-            flags = pool.flags[(eid, loc)] = (self._flag(SetFlag, ev.pipe, pipe, eid, loc),
-                                               self._flag(WaitFlag, ev.pipe, pipe, eid, loc))
-        after = self._after.get(ev.index)
+            flags = pool.flags[(eid, id(loc))] = (self._flag(SetFlag, src, pipe, eid, loc),
+                                                   self._flag(WaitFlag, src, pipe, eid, loc))
+        after_of = self._after
+        after = after_of.get(index)
         if after is None:
-            self._after[ev.index] = flags[0]
+            after_of[index] = flags[0]
         elif type(after) is list:
             after.append(flags[0])
         else:
-            self._after[ev.index] = [after, flags[0]]
-        self._stmts.append(flags[1])
-        self._clocks.join(self._section, pipe, known, (ev.pipe, ev.index))
+            after_of[index] = [after, flags[0]]
+        stmts.append(flags[1])
+        # self._clocks.join(section, pipe, known, (src, index)), inline: one per token
+        clocks = self._clocks
+        key = (section, pipe)
+        mine = clocks.known.get(key)
+        if mine is None:
+            mine = clocks.known[key] = {}
+        learnt = False
+        joined = clocks.joined
+        if joined.get(key) is not known:    # a snapshot never changes: joined once is enough
+            joined[key] = known
+            get = mine.get
+            for p, i in known.items():
+                if get(p, -1) < i:
+                    mine[p] = i
+                    learnt = True
+        if mine.get(src, -1) < index:
+            mine[src] = index
+            learnt = True
+        if learnt:              # else the pipe's snapshot still holds
+            clocks.snaps.pop(key, None)
         pool.last[eid] = here
 
     def _pool(self, src: str, dst: str) -> "_IdPool":
@@ -412,12 +453,17 @@ class Kernel(ChipKernel):
             busy = busy_of[eid]
             starts = busy.starts
             if starts:              # busy.free(start, end), inline: most tokens try a few ids
-                i = bisect.bisect_right(starts, end)
+                i = _bisect_right(starts, end)
                 if i and busy.reach[i - 1] >= start:
                     continue
             last = last_of[eid]
             if last is None or last <= start and last <= dst_passed:
-                busy.add(start, end)
+                if starts and starts[-1] > start:
+                    busy.add(start, end)
+                else:               # busy.add(start, end) in program order, inline
+                    reach = busy.reach
+                    starts.append(start)
+                    reach.append(end if not reach or end > reach[-1] else reach[-1])
                 return eid
             if fallback is None or last < fallback[0]:
                 fallback = (last, eid)

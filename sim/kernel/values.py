@@ -46,13 +46,15 @@ def _frame_kind(f) -> int:
     return 2
 
 
-def _caller() -> "SourceLoc | None":
+def _caller(depth: int = 2) -> "SourceLoc | None":
     """file:line of the user code that called into the builder (frames of sim itself,
-    such as ``ptosim op``'s generated kernels, carry no user location).
+    such as ``ptosim op``'s generated kernels, carry no user location). ``depth``: the
+    first frame that may be the user's (2: the caller of the builder method calling this;
+    a method reached only through another builder method passes one more).
 
     Called for every statement, so what a frame is (the builder's, sim's, the user's) is
     worked out once per code object and the location is one object per source line."""
-    f = sys._getframe(2)
+    f = sys._getframe(depth)
     kind = 0
     while f is not None:
         code = f.f_code
@@ -100,6 +102,9 @@ class View:
         self.tensor, self.row, self.col, self.rows, self.cols = tensor, row, col, rows, cols
 
 
+_STATIC = frozenset((int, type(None)))     # slice bounds known when the kernel is built
+
+
 class GlobalTensor:
     """A GM array argument of the kernel, seen as a row-major 2-D tensor."""
 
@@ -123,6 +128,15 @@ class GlobalTensor:
         return View(self, row, col, rows, cols)
 
     def __getitem__(self, key) -> View:
+        if type(key) is tuple and len(key) == 2:
+            r, c = key      # a[r0:r1, c0:c1] of literal bounds, as a loop slices: no Index
+            if type(r) is slice and type(c) is slice and type(r.start) in _STATIC \
+                    and type(r.stop) in _STATIC and type(c.start) in _STATIC \
+                    and type(c.stop) in _STATIC:
+                r0, r1, _ = r.indices(self.shape[0])
+                c0, c1, _ = c.indices(self.shape[1])
+                if r1 > r0 and c1 > c0:     # indices() clamps into the tensor: view()'s
+                    return View(self, r0, c0, r1 - r0, c1 - c0)     # checks hold
         if not isinstance(key, tuple):
             key = (key, slice(None))
         spans = []
