@@ -31,7 +31,9 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)   # the sim package
 _BUILDER = __name__.rpartition(".")[0] + "."               # sim.kernel.: the builder's modules
 
 
-_FRAMES: dict = {}      # code object -> 0: the builder's own frame (skipped), 1: sim's, 2: user code
+_FRAMES: dict = {}      # id(code object) -> (it, 0: the builder's own frame (skipped), 1: sim's,
+#                         2: user code)
+_SITES: dict = {}       # (id(code object), f_lasti) -> (it, its SourceLoc): one per call site
 _LOCS: dict = {}        # (file, line) -> its SourceLoc: one object per line of user code
 _CACHE_LIMIT = 1 << 16  # entries each cache keeps before it starts again (a long sweep loads
 #                         many kernels, each new code objects)
@@ -53,27 +55,39 @@ def _caller(depth: int = 2) -> "SourceLoc | None":
     a method reached only through another builder method passes one more).
 
     Called for every statement, so what a frame is (the builder's, sim's, the user's) is
-    worked out once per code object and the location is one object per source line."""
+    worked out once per code object and the location once per call site (code object and
+    instruction offset: ``f_lineno`` is computed from the line table on every read), one
+    object per source line. The caches key code objects by identity — a code object's
+    hash is computed from its contents on every lookup — and keep the object itself to
+    tell a new one that took a freed one's id."""
     f = sys._getframe(depth)
     kind = 0
     while f is not None:
         code = f.f_code
-        kind = _FRAMES.get(code)
-        if kind is None:
+        got = _FRAMES.get(id(code))
+        if got is None or got[0] is not code:
             if len(_FRAMES) > _CACHE_LIMIT:
                 _FRAMES.clear()
-            kind = _FRAMES[code] = _frame_kind(f)
+            got = _FRAMES[id(code)] = (code, _frame_kind(f))
+        kind = got[1]
         if kind:
             break
         f = f.f_back
     if kind != 2:
         return None
+    site = (id(code), f.f_lasti)
+    got = _SITES.get(site)
+    if got is not None and got[0] is code:
+        return got[1]
     key = (code.co_filename, f.f_lineno)
     loc = _LOCS.get(key)
     if loc is None:
         if len(_LOCS) > _CACHE_LIMIT:
             _LOCS.clear()
         loc = _LOCS[key] = SourceLoc(*key)
+    if len(_SITES) > _CACHE_LIMIT:
+        _SITES.clear()
+    _SITES[site] = (code, loc)
     return loc
 
 
