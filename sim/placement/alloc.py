@@ -13,6 +13,9 @@ fit; iteration ``i`` uses copy ``((iv - lower) / step) % 2``, so iteration i+1 c
 one copy while iteration i still reads the other. Both copies are reserved for the whole
 loop.
 
+FIFO buffers (``reserve_buffer``) hold their bytes over the region they are reserved in
+(``fifo_spans``): a tile whose live range overlaps that region is placed around them.
+
 First fit: tiles are placed in order of their live-range start (then declaration order)
 at the lowest ``alignment_bytes``-aligned address of their buffer that is free of the
 target's reserved ranges and of every placed tile whose live range overlaps — so tiles

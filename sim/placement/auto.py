@@ -32,9 +32,13 @@ around them.
 unit kind (``[buffers.*] unit``), so placing per buffer is placing per unit; a kernel in
 PTOAS's two-function form (a cube entry importing a vector function's reserved buffer, or
 the reverse) is placed and synchronised function by function. A FIFO's reserved buffer
-(``reserve_buffer``) keeps its bytes for the whole kernel: tiles are placed around it,
-and one with ``auto = true`` is placed first, at the lowest free address (its statement
-then says ``auto = false`` with that ``base``). The FIFO ops take part in the hazards as
+(``reserve_buffer``) keeps its bytes over the region it is reserved in — the outermost
+loop around it, else its ``scf.if`` branch, else the whole kernel
+(``sim.placement.alloc.fifo_spans``; the branches of one ``scf.if`` are exclusive, so the
+tiles of one branch may take the bytes of another branch's buffers): tiles live there
+are placed around it, and one with ``auto = true`` is placed first, at the lowest
+address free of the buffers held at the same time (its statement then says
+``auto = false`` with that ``base``). The FIFO ops take part in the hazards as
 ``sim.placement.ir.Fifos`` says: a push reads its tile on the pipe that moves it out, a
 free must follow every access of the popped tile on another pipe.
 
