@@ -81,6 +81,7 @@ class Kernel(ChipKernel):
         self._views: dict[tuple, PartView] = {}
         self._tv: dict[str, TensorView] = {}
         self._pools: dict[tuple, _IdPool] = {}        # (src, dst) -> its event ids' state
+        self._pairs: dict[tuple, tuple] = {}          # (section, src, dst) -> _pair()
         self._clocks = _PipeClocks()
         self._manual_known: dict[tuple, dict] = {}    # (src, dst, id) -> what its set knows
         self._interned: dict = {}
@@ -394,7 +395,10 @@ class Kernel(ChipKernel):
         passed = known.get(pipe, -1)
         if known["*"] > passed:
             passed = known["*"]
-        pool = self._pools.get((src, pipe)) or self._pool(src, pipe)
+        pair = self._pairs.get((section, src, pipe))
+        if pair is None:
+            pair = self._pair(section, src, pipe)
+        pool, mine, key = pair
         index = ev.index
         eid = self._free_id(pool, src, pipe, index, here, loc, passed)
         flags = pool.flags.get((eid, id(loc)))     # by identity: the flags hold the line
@@ -410,10 +414,6 @@ class Kernel(ChipKernel):
         stmts.append(flags[1])
         # self._clocks.join(section, pipe, known, (src, index)), inline: one per token
         clocks = self._clocks
-        key = (section, pipe)
-        mine = clocks.known.get(key)
-        if mine is None:
-            mine = clocks.known[key] = {}
         learnt = False
         joined = clocks.joined
         if joined.get(key) is not known:    # a snapshot never changes: joined once is enough
@@ -429,6 +429,16 @@ class Kernel(ChipKernel):
         if learnt:              # else the pipe's snapshot still holds
             clocks.snaps.pop(key, None)
         pool.last[eid] = here
+
+    def _pair(self, section, src: str, dst: str) -> tuple:
+        """What a wait of ``dst`` on a token of ``src`` in ``section`` updates: the pair's
+        id pool, ``dst``'s clock (``_PipeClocks.known``, one dict for good) and its key."""
+        key = (section, dst)
+        mine = self._clocks.known.get(key)
+        if mine is None:
+            mine = self._clocks.known[key] = {}
+        pair = self._pairs[(section, src, dst)] = (self._pool(src, dst), mine, key)
+        return pair
 
     def _pool(self, src: str, dst: str) -> "_IdPool":
         pool = self._pools.get((src, dst))
