@@ -168,3 +168,24 @@ def test_a_fifo_buffer_is_held_over_its_branch_or_its_outermost_loop():
     outer_loop = (pos[id(loops[1])], max(pos[id(s)] for s in walk(loops[1].body)))
     assert spans == {"top": (0, last), "inb": (min(then), max(then)), "inl": inner_loop,
                      "inloop": outer_loop}
+
+
+@pytest.mark.parametrize("rows,cols", SHAPES)
+def test_auto_fifo_buffers_of_exclusive_branches_take_the_same_bytes(rows, cols):
+    """With ``auto = true`` the plan places each branch's FIFO buffer at the lowest address
+    free of the buffers held at the same time: the other branch's is not, so both start at
+    0; the program then runs race-free and right in either branch."""
+    slot = rows * cols * 4
+    text = _kernel(rows, cols)
+    for base in (0, slot):
+        text = text.replace(f"auto = false, base = {base}}}", "auto = true}")
+    plan = plan_auto(sim.parse_text(text, "auto_fifo.pto"), "a2a3")
+    bases = {dict(st.attrs)["name"]: dict(st.attrs)["base"]
+             for f in plan.program.functions for st in walk(f.body)
+             if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"}
+    assert bases == {"fa": 0, "fb": 0}
+    for mode, scale in ((0, 2.0), (1, 3.0)):
+        r = sim.simulate(plan.program, "a2a3", inputs={"mode": mode}, races=True, sync="manual")
+        assert not r.races
+        x = r.output("x").reshape(rows, cols)
+        assert np.array_equal(r.output("o").reshape(rows, cols), x * np.float32(scale))
