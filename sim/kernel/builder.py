@@ -317,7 +317,8 @@ class Kernel(ChipKernel):
         stmts.append(stmt)
         # Event(self, index, pipe), without the call: one token per instruction
         ev = _new_event(Event)
-        ev.kernel, ev.index, ev.pipe, ev.section, ev.waited = self, len(stmts) - 1, pipe, section, ()
+        ev.kernel, ev.index, ev.pipe = self, len(stmts) - 1, pipe
+        ev.section, ev.waited = section, ()
         clocks = self._clocks
         ev.known = clocks.snaps.get((section, pipe)) or clocks.passed(section, pipe)
         return ev

@@ -178,9 +178,10 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
     never double-buffered) and the others fit around them while they are live.
     ``reserved`` (buffer name -> [(start, end)]) are bytes held for the whole kernel (the
     FIFO buffers of cube<->vector pipes); an entry ``(start, end, (first, last))`` holds
-    them only over those statement positions (``fifo_spans``). ``hb`` (``sim.placement.reuse.ProgramOrder``),
-    when given, must also let two tiles with disjoint live ranges share bytes (a manual
-    kernel: its own flags must order them, ``_Frontier``); ``where`` starts the messages."""
+    them only over those statement positions (``fifo_spans``). ``hb``
+    (``sim.placement.reuse.ProgramOrder``), when given, must also let two tiles with
+    disjoint live ranges share bytes (a manual kernel: its own flags must order them,
+    ``_Frontier``); ``where`` starts the messages."""
     pinned = pinned or {}
     reserved = reserved or {}
     scan = _Scan(fn)

@@ -178,8 +178,10 @@ def static_problems(program, target, scalars=None) -> list:
     not checked)."""
     out = []
     if _placed_well(program, target):
-        return view_spans(program, scalars) + negative_arguments(sized_arguments(program), scalars) \
-            if scalars else out
+        if not scalars:
+            return out
+        return view_spans(program, scalars) + negative_arguments(sized_arguments(program),
+                                                                 scalars)
     for st, tile, addr, how in placements(program):
         where = f"{st.loc}: " if st.loc else ""
         out += [(rule, tile.name, f"{where}{how} places {text}")
