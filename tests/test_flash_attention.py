@@ -259,6 +259,11 @@ def test_compare_of_the_pto_places_every_key_tile_form(s1, tile):
         assert _o_error(run.result, s1) <= 2e-3
     assert np.array_equal(c.manual.result.output("o"), c.auto.result.output("o"))
     assert c.auto.metrics()["peak_bytes"]["UB"] > 0
+    # --plot shades the FIFO buffers of the branch the run took only
+    suffix = "" if tile == 128 else str(tile)
+    for run in (c.manual, c.auto):
+        assert {label for bands in run.fifo.values() for label, _, _ in bands} == \
+            {f"FIFO fa_{x}{suffix}" for x in "pso"}
 
 
 def test_compare_of_the_pto_runs_from_the_command_line(tmp_path):
