@@ -35,15 +35,20 @@ from sim.kernel.chip import ChipKernel
 from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import OPCODES, opcode as _opcode
+from sim.isa.known import HAND_PLACEMENTS, note
 from sim.isa.precision import kind_for, parse_precision
 from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
                              Reshape,
                              PartitionView, PartView, Program, Section, SetFlag, SetValidShape,
                              TensorView, WaitFlag)
 from sim.isa.tile import Tile, TileType
+from sim.kernel.tokens import _POOL, _IdPool, _Intervals, _PipeClocks  # noqa: F401 (tests)
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name
 
 __all__ = ["Kernel"]
+
+_bisect_right = bisect.bisect_right
+_new_event = object.__new__      # a token made in _instr without a call to Event.__init__
 
 _N_OUT: dict[str, int] = {}      # opcode -> destination operands the builder takes
 # scalar operands an instruction takes, keyed by type and value when looking up a call
@@ -63,7 +68,11 @@ class Kernel(ChipKernel):
         self._chip_init(block_dim)
         self._stmts: list = []                # statements and section markers, in order
         self._after: dict = {}        # statement index -> the set_flag inserted after it
-        #                               (a list when there are several: one object is kept per token)
+        # the further set_flags after one statement, in order: (index, flag) in two flat
+        # lists (a list per statement would be a container per token the garbage
+        # collector traverses on every full collection: ~6 % of a 10^6-instruction build)
+        self._more_at: list = []
+        self._more_flags: list = []
         self._program = None                  # (what it was built from, the Program)
         self._args: list = []
         self.inputs: dict[str, np.ndarray] = {}
@@ -72,6 +81,7 @@ class Kernel(ChipKernel):
         self._views: dict[tuple, PartView] = {}
         self._tv: dict[str, TensorView] = {}
         self._pools: dict[tuple, _IdPool] = {}        # (src, dst) -> its event ids' state
+        self._pairs: dict[tuple, tuple] = {}          # (section, src, dst) -> _pair()
         self._clocks = _PipeClocks()
         self._manual_known: dict[tuple, dict] = {}    # (src, dst, id) -> what its set knows
         self._interned: dict = {}
@@ -80,6 +90,7 @@ class Kernel(ChipKernel):
         self._freed: dict = {}          # id() of a popped tile -> where tfree gave it back
         self._issued: dict = {}         # an instr() call as written (opcode, section, line,
         #                                 operands) -> (its statement, its pipe)
+        self._placing: dict = {}        # id -> each distinct statement placing a tile by hand
 
     # --- declarations --------------------------------------------------------------------
 
@@ -103,7 +114,10 @@ class Kernel(ChipKernel):
             type = TileType(loc, dtype, rows, cols, vr, vc, **layout)
         t = Tile(self._fresh(name or "t"), type)
         self._tile_ids.add(id(t))
-        self._emit(Alloc(t, None if addr is None else Const(int(addr), "i64"), loc=_caller()))
+        st = Alloc(t, None if addr is None else Const(int(addr), "i64"), loc=_caller())
+        if addr is not None:
+            self._placing[id(st)] = st
+        self._emit(st)
         return t
 
     def reshape(self, tile: Tile, rows: int, cols: int, *, name=None) -> Tile:
@@ -245,12 +259,19 @@ class Kernel(ChipKernel):
         return self._instr(name, operands, attrs)
 
     def _instr(self, name: str, operands: tuple, attrs: dict) -> Event:
-        loc = _caller()
+        # called from instr() or an opcode method: the user's frame is one further out
+        loc = _caller(3)
+        section = self._section
         # A loop issues the same call from one line over and over: what the call as written
         # (its operands, GM windows by tensor and offsets, scalars by type and value) made
-        # before, statement and pipe, is looked up first, before any IR is built.
-        key = [name, self._section, loc]
+        # before, statement and pipe, is looked up first, before any IR is built. The line
+        # and the tiles go in by identity (their value hashes are Python calls): the
+        # statement the key maps to holds both, so no other object takes their ids while
+        # the entry lives, and an equal object under another id only misses this cache
+        # (``_build_instr`` then finds the statement by value).
+        key = [name, section, id(loc)]
         events = None
+        tile_ids = self._tile_ids
         for o in operands:
             t = type(o)
             if t is Event:
@@ -258,12 +279,14 @@ class Kernel(ChipKernel):
                     events = [o]
                 else:
                     events.append(o)
-            elif t is Tile and id(o) not in self._tile_ids:   # on every call: tfree may
-                self._not_mine(o, _opcode(name).name)        # have given it back since
+            elif t is Tile:
+                i = id(o)
+                if i not in tile_ids:                        # on every call: tfree may
+                    self._not_mine(o, _opcode(name).name)    # have given it back since
+                if key is not None:
+                    key.append(i)
             elif key is None:
                 continue
-            elif t is Tile:
-                key.append(o)
             elif t is View:
                 row, col = o.row, o.col
                 key.append((o.tensor, row.scalar if type(row) is Index else row,
@@ -292,7 +315,13 @@ class Kernel(ChipKernel):
                 self._wait(ev, pipe, loc)
         stmts = self._stmts
         stmts.append(stmt)
-        return Event(self, len(stmts) - 1, pipe)
+        # Event(self, index, pipe), without the call: one token per instruction
+        ev = _new_event(Event)
+        ev.kernel, ev.index, ev.pipe = self, len(stmts) - 1, pipe
+        ev.section, ev.waited = section, ()
+        clocks = self._clocks
+        ev.known = clocks.snaps.get((section, pipe)) or clocks.passed(section, pipe)
+        return ev
 
     def _build_instr(self, name: str, operands: tuple, attrs: dict, loc) -> tuple:
         """The statement and pipe of an instruction not issued this way before: operands
@@ -330,6 +359,8 @@ class Kernel(ChipKernel):
         stmt = self._built.get(key)           # the statement this line issued before, if any
         if stmt is None:
             stmt = self._built[key] = self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
+        if spec.name == "TASSIGN":      # once per distinct statement: the static check's
+            self._placing[id(stmt)] = stmt    # question, answered without a walk
         return stmt, pipe
 
     def _not_mine(self, tile: Tile, what: str) -> None:
@@ -347,37 +378,68 @@ class Kernel(ChipKernel):
         if type(ev) is not Event or ev.kernel is not self:
             if not isinstance(ev, Event) or ev.kernel is not self:
                 raise UserError(f"{loc}: {ev!r} is not an event of kernel {self.name}")
-        there = ev.section
-        if there is not None and self._section is not None and there != self._section:
+        there, section = ev.section, self._section
+        if there is not None and section is not None and there != section:
             raise UserError(f"{loc}: {ev!r} was issued in section.{there}; a token cannot be "
-                            f"waited on in section.{self._section} (another unit): use a FIFO")
-        if pipe in ev.waited:
+                            f"waited on in section.{section} (another unit): use a FIFO")
+        waited = ev.waited
+        if pipe in waited:
             return
-        ev.waited += (pipe,)
-        if ev.pipe == pipe:
+        ev.waited = waited + (pipe,)
+        src = ev.pipe
+        if src == pipe:
             self._emit(self._intern(Barrier(pipe, loc=loc)))
             return
-        here = len(self._stmts)
+        stmts = self._stmts
+        here = len(stmts)
         known = ev.known
         passed = known.get(pipe, -1)
         if known["*"] > passed:
             passed = known["*"]
-        pool = self._pools.get((ev.pipe, pipe)) or self._pool(ev.pipe, pipe)
-        eid = self._free_id(pool, ev.pipe, pipe, ev.index, here, loc, passed)
-        flags = pool.flags.get((eid, loc))
+        pair = self._pairs.get((section, src, pipe))
+        if pair is None:
+            pair = self._pair(section, src, pipe)
+        pool, mine, key = pair
+        index = ev.index
+        eid = self._free_id(pool, src, pipe, index, here, loc, passed)
+        flags = pool.flags.get((eid, id(loc)))     # by identity: the flags hold the line
         if flags is None:
-            flags = pool.flags[(eid, loc)] = (self._flag(SetFlag, ev.pipe, pipe, eid, loc),
-                                               self._flag(WaitFlag, ev.pipe, pipe, eid, loc))
-        after = self._after.get(ev.index)
-        if after is None:
-            self._after[ev.index] = flags[0]
-        elif type(after) is list:
-            after.append(flags[0])
+            flags = pool.flags[(eid, id(loc))] = (self._flag(SetFlag, src, pipe, eid, loc),
+                                                   self._flag(WaitFlag, src, pipe, eid, loc))
+        after_of = self._after
+        if index in after_of:
+            self._more_at.append(index)
+            self._more_flags.append(flags[0])
         else:
-            self._after[ev.index] = [after, flags[0]]
-        self._stmts.append(flags[1])
-        self._clocks.join(self._section, pipe, known, (ev.pipe, ev.index))
+            after_of[index] = flags[0]
+        stmts.append(flags[1])
+        # self._clocks.join(section, pipe, known, (src, index)), inline: one per token
+        clocks = self._clocks
+        learnt = False
+        joined = clocks.joined
+        if joined.get(key) is not known:    # a snapshot never changes: joined once is enough
+            joined[key] = known
+            get = mine.get
+            for p, i in known.items():
+                if get(p, -1) < i:
+                    mine[p] = i
+                    learnt = True
+        if mine.get(src, -1) < index:
+            mine[src] = index
+            learnt = True
+        if learnt:              # else the pipe's snapshot still holds
+            clocks.snaps.pop(key, None)
         pool.last[eid] = here
+
+    def _pair(self, section, src: str, dst: str) -> tuple:
+        """What a wait of ``dst`` on a token of ``src`` in ``section`` updates: the pair's
+        id pool, ``dst``'s clock (``_PipeClocks.known``, one dict for good) and its key."""
+        key = (section, dst)
+        mine = self._clocks.known.get(key)
+        if mine is None:
+            mine = self._clocks.known[key] = {}
+        pair = self._pairs[(section, src, dst)] = (self._pool(src, dst), mine, key)
+        return pair
 
     def _pool(self, src: str, dst: str) -> "_IdPool":
         pool = self._pools.get((src, dst))
@@ -405,12 +467,17 @@ class Kernel(ChipKernel):
             busy = busy_of[eid]
             starts = busy.starts
             if starts:              # busy.free(start, end), inline: most tokens try a few ids
-                i = bisect.bisect_right(starts, end)
+                i = _bisect_right(starts, end)
                 if i and busy.reach[i - 1] >= start:
                     continue
             last = last_of[eid]
             if last is None or last <= start and last <= dst_passed:
-                busy.add(start, end)
+                if starts and starts[-1] > start:
+                    busy.add(start, end)
+                else:               # busy.add(start, end) in program order, inline
+                    reach = busy.reach
+                    starts.append(start)
+                    reach.append(end if not reach or end > reach[-1] else reach[-1])
                 return eid
             if fallback is None or last < fallback[0]:
                 fallback = (last, eid)
@@ -433,6 +500,7 @@ class Kernel(ChipKernel):
         if self._program is not None and self._program[0] == state:
             return self._program[1]
         program = self._build_program()
+        note(program, HAND_PLACEMENTS, tuple(self._placing.values()))
         self._program = (state, program)
         return program
 
@@ -440,6 +508,9 @@ class Kernel(ChipKernel):
         body = self._prologue()
         outer = None
         after_of = self._after
+        more: dict = {}
+        for i, flag in zip(self._more_at, self._more_flags):
+            more.setdefault(i, []).append(flag)
         for i, stmt in enumerate(self._stmts):
             if type(stmt) is tuple:             # a section marker
                 if stmt[0] == "section":
@@ -451,123 +522,10 @@ class Kernel(ChipKernel):
             body.append(stmt)
             after = after_of.get(i)
             if after is not None:
-                if type(after) is list:
-                    body.extend(after)
-                else:
-                    body.append(after)
+                body.append(after)
+                if i in more:
+                    body.extend(more[i])
         return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)
-
-
-class _PipeClocks:
-    """What each pipe of a section surely waits for: ``passed(section, pipe)`` maps pipes
-    to the latest statement index they have passed whenever ``pipe`` passes its next
-    statement (a vector clock advanced by the waits the kernel emits; key ``"*"``: every
-    pipe, after a ``pipe_barrier(PIPE_ALL)``). A snapshot is shared until the pipe learns
-    more, so tokens cost no copy each."""
-
-    __slots__ = ("known", "floor", "snaps", "joined")
-
-    def __init__(self):
-        self.known: dict[tuple, dict] = {}
-        self.floor: dict = {}
-        self.snaps: dict[tuple, dict] = {}
-        self.joined: dict[tuple, dict] = {}     # (section, pipe) -> the snapshot it last joined
-
-    def passed(self, section, pipe) -> dict:
-        key = (section, pipe)
-        snap = self.snaps.get(key)
-        if snap is None:
-            snap = dict(self.known.get(key, ()))
-            snap["*"] = max(snap.get("*", -1), self.floor.get(section, -1))
-            self.snaps[key] = snap
-        return snap
-
-    def join(self, section, pipe, other: dict, own: "tuple | None" = None) -> None:
-        """``pipe`` waited for a set that knew ``other``, issued on pipe ``own[0]`` after
-        statement ``own[1]``."""
-        key = (section, pipe)
-        mine = self.known.get(key)
-        if mine is None:
-            mine = self.known[key] = {}
-        learnt = False
-        if self.joined.get(key) is not other:   # a snapshot never changes: joined once is enough
-            self.joined[key] = other
-            for p, i in other.items():
-                if mine.get(p, -1) < i:
-                    mine[p] = i
-                    learnt = True
-        if own is not None and mine.get(own[0], -1) < own[1]:
-            mine[own[0]] = own[1]
-            learnt = True
-        if learnt:              # else the pipe's snapshot still holds
-            self.snaps.pop(key, None)
-
-    def drain(self, section, index) -> None:
-        """``pipe_barrier(PIPE_ALL)`` at ``index``: every pipe has passed what precedes it."""
-        self.floor[section] = index
-        for key in [k for k in self.snaps if k[0] == section]:
-            del self.snaps[key]
-
-
-class _IdPool:
-    """The event ids of one (src, dst) pipe pair: the statement intervals over which each
-    is pending, the statement of its latest wait, the hand-written sets not yet waited
-    for, and the flag statements each (id, source line) takes."""
-
-    __slots__ = ("busy", "last", "open", "flags")
-
-    def __init__(self):
-        self.busy: list = [_Intervals() for _ in range(_POOL)]
-        self.last: list = [None] * _POOL
-        self.open: dict[int, int] = {}
-        self.flags: dict[tuple, tuple] = {}
-
-    def waited(self, eid: int, here: int, start: "int | None") -> None:
-        """A wait of ``eid`` at statement ``here``, for a hand-written set at ``start``
-        (None: none open). Ids outside the pool are the user's own: nothing to track."""
-        if 0 <= eid < _POOL:
-            self.last[eid] = here
-            if start is not None:
-                self.busy[eid].add(start, here)
-
-
-_POOL = 8           # event ids per pipe pair
-
-
-class _Intervals:
-    """The statement intervals over which one event id is pending, for O(log n) queries.
-
-    The builder only adds an interval that overlaps none of an id's others, except for
-    hand-written set/wait pairs (which may overlap anything), so the intervals are kept
-    sorted by start together with the running maximum of their ends: ``[start, end]`` is
-    free when every interval starting at or before ``end`` ended before ``start``.
-    """
-
-    __slots__ = ("starts", "reach")
-
-    def __init__(self):
-        self.starts: list[int] = []
-        self.reach: list[int] = []     # reach[i] = the largest end among intervals 0..i
-
-    def free(self, start: int, end: int) -> bool:
-        i = bisect.bisect_right(self.starts, end)
-        return i == 0 or self.reach[i - 1] < start
-
-    def add(self, start: int, end: int) -> None:
-        starts, reach = self.starts, self.reach
-        if not starts or starts[-1] <= start:          # in program order: at the end
-            last = reach[-1] if reach else end
-            starts.append(start)
-            reach.append(end if end > last else last)
-            return
-        i = bisect.bisect_right(self.starts, start)
-        reach = max(end, self.reach[i - 1]) if i else end
-        self.starts.insert(i, start)      # at the end but for tokens waited on out of order
-        self.reach.insert(i, reach)
-        j = i + 1
-        while j < len(self.reach) and self.reach[j] < reach:   # stops at once unless overlapping
-            self.reach[j] = reach
-            j += 1
 
 
 def _method(name: str):

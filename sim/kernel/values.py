@@ -31,7 +31,9 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)   # the sim package
 _BUILDER = __name__.rpartition(".")[0] + "."               # sim.kernel.: the builder's modules
 
 
-_FRAMES: dict = {}      # code object -> 0: the builder's own frame (skipped), 1: sim's, 2: user code
+_FRAMES: dict = {}      # id(code object) -> (it, 0: the builder's own frame (skipped), 1: sim's,
+#                         2: user code)
+_SITES: dict = {}       # (id(code object), f_lasti) -> (it, its SourceLoc): one per call site
 _LOCS: dict = {}        # (file, line) -> its SourceLoc: one object per line of user code
 _CACHE_LIMIT = 1 << 16  # entries each cache keeps before it starts again (a long sweep loads
 #                         many kernels, each new code objects)
@@ -46,32 +48,50 @@ def _frame_kind(f) -> int:
     return 2
 
 
-def _caller() -> "SourceLoc | None":
+def _caller(depth: int = 2) -> "SourceLoc | None":
     """file:line of the user code that called into the builder (frames of sim itself,
-    such as ``ptosim op``'s generated kernels, carry no user location).
+    such as ``ptosim op``'s generated kernels, carry no user location). ``depth``: the
+    first frame that may be the user's (2: the caller of the builder method calling this;
+    a method reached only through another builder method passes one more).
 
     Called for every statement, so what a frame is (the builder's, sim's, the user's) is
-    worked out once per code object and the location is one object per source line."""
-    f = sys._getframe(2)
+    worked out once per code object and the location once per call site (code object and
+    instruction offset: ``f_lineno`` is computed from the line table on every read), one
+    object per source line. The caches key code objects by identity — a code object's
+    hash is computed from its contents on every lookup — and keep the object itself to
+    tell a new one that took a freed one's id."""
+    f = sys._getframe(depth)
+    code = f.f_code
+    got = _SITES.get((id(code), f.f_lasti))     # a user call site seen before: done
+    if got is not None and got[0] is code:
+        return got[1]
     kind = 0
     while f is not None:
         code = f.f_code
-        kind = _FRAMES.get(code)
-        if kind is None:
+        got = _FRAMES.get(id(code))
+        if got is None or got[0] is not code:
             if len(_FRAMES) > _CACHE_LIMIT:
                 _FRAMES.clear()
-            kind = _FRAMES[code] = _frame_kind(f)
+            got = _FRAMES[id(code)] = (code, _frame_kind(f))
+        kind = got[1]
         if kind:
             break
         f = f.f_back
     if kind != 2:
         return None
+    site = (id(code), f.f_lasti)
+    got = _SITES.get(site)
+    if got is not None and got[0] is code:
+        return got[1]
     key = (code.co_filename, f.f_lineno)
     loc = _LOCS.get(key)
     if loc is None:
         if len(_LOCS) > _CACHE_LIMIT:
             _LOCS.clear()
         loc = _LOCS[key] = SourceLoc(*key)
+    if len(_SITES) > _CACHE_LIMIT:
+        _SITES.clear()
+    _SITES[site] = (code, loc)
     return loc
 
 
@@ -100,6 +120,9 @@ class View:
         self.tensor, self.row, self.col, self.rows, self.cols = tensor, row, col, rows, cols
 
 
+_STATIC = frozenset((int, type(None)))     # slice bounds known when the kernel is built
+
+
 class GlobalTensor:
     """A GM array argument of the kernel, seen as a row-major 2-D tensor."""
 
@@ -123,6 +146,15 @@ class GlobalTensor:
         return View(self, row, col, rows, cols)
 
     def __getitem__(self, key) -> View:
+        if type(key) is tuple and len(key) == 2:
+            r, c = key      # a[r0:r1, c0:c1] of literal bounds, as a loop slices: no Index
+            if type(r) is slice and type(c) is slice and type(r.start) in _STATIC \
+                    and type(r.stop) in _STATIC and type(c.start) in _STATIC \
+                    and type(c.stop) in _STATIC:
+                r0, r1, _ = r.indices(self.shape[0])
+                c0, c1, _ = c.indices(self.shape[1])
+                if r1 > r0 and c1 > c0:     # indices() clamps into the tensor: view()'s
+                    return View(self, r0, c0, r1 - r0, c1 - c0)     # checks hold
         if not isinstance(key, tuple):
             key = (key, slice(None))
         spans = []

@@ -13,6 +13,9 @@ fit; iteration ``i`` uses copy ``((iv - lower) / step) % 2``, so iteration i+1 c
 one copy while iteration i still reads the other. Both copies are reserved for the whole
 loop.
 
+FIFO buffers (``reserve_buffer``) hold their bytes over the region they are reserved in
+(``fifo_spans``): a tile whose live range overlaps that region is placed around them.
+
 First fit: tiles are placed in order of their live-range start (then declaration order)
 at the lowest ``alignment_bytes``-aligned address of their buffer that is free of the
 target's reserved ranges and of every placed tile whose live range overlaps — so tiles
@@ -29,12 +32,12 @@ import attrs
 from sim.base.errors import PlacementError
 from sim.base.vclock import join
 from sim.isa.opcodes import opcode as _opcode
-from sim.isa.program import Alloc, For, If, Instr, Section
+from sim.isa.program import Alloc, For, If, Instr, PipeOp, Section
 from sim.isa.tile import Loc, Tile
 from sim.placement.ir import Aliases, tile_roles
 from sim.timing.banks import ub_banks
 
-__all__ = ["Slot", "allocate"]
+__all__ = ["Slot", "allocate", "fifo_spans"]
 
 
 @attrs.frozen
@@ -120,6 +123,53 @@ class _Scan:
                 self._visit(st.body, loops, cond)
 
 
+def fifo_spans(fn) -> dict:
+    """id(statement) -> (first, last) statement position over which each ``reserve_buffer``
+    of ``fn`` holds its bytes (positions as ``allocate`` numbers them). A FIFO buffer is
+    the peer's to fill at any time while this unit may still pop from it, so it is held
+    for the whole region it is reserved in: the outermost loop around it (the FIFO
+    carries data from one iteration to the next), else the ``scf.if`` branch it sits in,
+    else the whole function. Branches of one ``scf.if`` are mutually exclusive (the peer
+    takes the same branch: a FIFO's two ends are reserved and imported in matching
+    branches), so the buffers and tiles of one branch may share bytes with the other's."""
+    spans: dict = {}
+    found: list = []       # (id(statement), region key)
+    pos = -1
+
+    def visit(body, region):
+        nonlocal pos
+        for st in body:
+            pos += 1
+            p = pos
+            t = type(st)
+            if t is For:
+                inner = region if region and region[0] == "loop" else ("loop", id(st))
+                visit(st.body, inner)
+                spans[("loop", id(st))] = (p, pos)
+            elif t is If:
+                for k, branch in enumerate((st.then_body, st.else_body)):
+                    inner = region if region and region[0] == "loop" else ("branch", id(st), k)
+                    first = pos + 1
+                    visit(branch, inner)
+                    spans[("branch", id(st), k)] = (first, max(first, pos))
+            elif t is Section:
+                visit(st.body, region)
+            elif t is PipeOp and st.op == "pto.reserve_buffer":
+                found.append((id(st), region))
+
+    visit(fn.body, None)
+    whole = (0, max(pos, 0))
+    return {i: spans[r] if r else whole for i, r in found}
+
+
+def _held(reserved: dict, name: str, live: tuple) -> list:
+    """The byte ranges of ``reserved`` in buffer ``name`` held during ``live``: a
+    ``(start, end)`` for the whole kernel, a ``(start, end, (first, last))`` over those
+    positions (``fifo_spans``)."""
+    return [(r[0], r[1]) for r in reserved.get(name, ())
+            if len(r) == 2 or (r[2][0] <= live[1] and live[0] <= r[2][1])]
+
+
 def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = None,
              reserved: "dict | None" = None, hb=None,
              where: str = "auto placement") -> dict:
@@ -127,9 +177,11 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
     ``pinned`` maps tiles placed by hand to their address: they keep it (placed first,
     never double-buffered) and the others fit around them while they are live.
     ``reserved`` (buffer name -> [(start, end)]) are bytes held for the whole kernel (the
-    FIFO buffers of cube<->vector pipes). ``hb`` (``sim.placement.reuse.ProgramOrder``),
-    when given, must also let two tiles with disjoint live ranges share bytes (a manual
-    kernel: its own flags must order them, ``_Frontier``); ``where`` starts the messages."""
+    FIFO buffers of cube<->vector pipes); an entry ``(start, end, (first, last))`` holds
+    them only over those statement positions (``fifo_spans``). ``hb``
+    (``sim.placement.reuse.ProgramOrder``), when given, must also let two tiles with
+    disjoint live ranges share bytes (a manual kernel: its own flags must order them,
+    ``_Frontier``); ``where`` starts the messages."""
     pinned = pinned or {}
     reserved = reserved or {}
     scan = _Scan(fn)
@@ -174,7 +226,7 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         frontiers.setdefault(buf.name, _Frontier())
         mine = by_buffer.get(buf.name, ())
         others = [sl for sl in mine if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
-        busy = [(s, e) for _, s, e in buf.reserved] + list(reserved.get(buf.name, ()))
+        busy = [(s, e) for _, s, e in buf.reserved] + _held(reserved, buf.name, live)
         busy += [(a, a + sl.nbytes) for sl in others for a in sl.addrs]
         partner_banks = set()
         if banks is not None:

@@ -32,9 +32,13 @@ around them.
 unit kind (``[buffers.*] unit``), so placing per buffer is placing per unit; a kernel in
 PTOAS's two-function form (a cube entry importing a vector function's reserved buffer, or
 the reverse) is placed and synchronised function by function. A FIFO's reserved buffer
-(``reserve_buffer``) keeps its bytes for the whole kernel: tiles are placed around it,
-and one with ``auto = true`` is placed first, at the lowest free address (its statement
-then says ``auto = false`` with that ``base``). The FIFO ops take part in the hazards as
+(``reserve_buffer``) keeps its bytes over the region it is reserved in — the outermost
+loop around it, else its ``scf.if`` branch, else the whole kernel
+(``sim.placement.alloc.fifo_spans``; the branches of one ``scf.if`` are exclusive, so the
+tiles of one branch may take the bytes of another branch's buffers): tiles live there
+are placed around it, and one with ``auto = true`` is placed first, at the lowest
+address free of the buffers held at the same time (its statement then says
+``auto = false`` with that ``base``). The FIFO ops take part in the hazards as
 ``sim.placement.ir.Fifos`` says: a push reads its tile on the pipe that moves it out, a
 free must follow every access of the popped tile on another pipe.
 
@@ -80,7 +84,7 @@ import attrs
 from sim.base.errors import PlacementError, UserError
 from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, PipeOp, Program, Scalar,
                              Section, SetFlag, WaitFlag, walk)
-from sim.placement.alloc import allocate
+from sim.placement.alloc import allocate, fifo_spans
 from sim.placement.inline import inline_calls
 from sim.placement.ir import (Aliases, Fifos, Views, check_supported, constant_addresses,
                               fifo_reserves, pipe_of)
@@ -150,21 +154,26 @@ def _allocate(fn, tgt, double_buffer: bool, pinned: dict, reserved: dict) -> dic
 
 
 def _fifo_buffers(fn, tgt, pinned: dict):
-    """The byte ranges the FIFO buffers of ``fn`` hold (buffer -> [(start, end)]) and
-    ``fn`` with every ``reserve_buffer {auto = true}`` placed: at the lowest aligned
-    address clear of the target's reserved ranges, the fixed FIFO buffers and the
-    hand-placed tiles (a FIFO buffer lives for the whole kernel)."""
+    """The byte ranges the FIFO buffers of ``fn`` hold (buffer -> [(start, end, (first,
+    last))], over the statement positions of ``fifo_spans``) and ``fn`` with every
+    ``reserve_buffer {auto = true}`` placed: at the lowest aligned address clear of the
+    target's reserved ranges, the FIFO buffers held at the same time and the hand-placed
+    tiles."""
+    spans = fifo_spans(fn)
     held: dict[str, list] = {}
     todo = []
     for st, buf, size, base in fifo_reserves(fn.body):
         if base is None:
             todo.append((st, buf, size))
         else:
-            held.setdefault(buf, []).append((base, base + size))
+            held.setdefault(buf, []).append((base, base + size, spans[id(st)]))
     placed = {}
     for st, bufname, size in todo:
         buf = tgt.buffer(bufname)
-        busy = sorted([(s, e) for _, s, e in buf.reserved] + held.get(bufname, [])
+        live = spans[id(st)]
+        busy = sorted([(s, e) for _, s, e in buf.reserved]
+                      + [(s, e) for s, e, (a, b) in held.get(bufname, [])
+                         if a <= live[1] and live[0] <= b]
                       + [(a, a + t.type.nbytes) for t, a in pinned.items()
                          if t.loc.buffer == bufname])
         addr = 0
@@ -176,7 +185,7 @@ def _fifo_buffers(fn, tgt, pinned: dict):
             raise PlacementError(f"auto placement: FIFO buffer {dict(st.attrs).get('name')!r} "
                             f"({size} B) does not fit in {buf.name} ({buf.capacity_bytes} B "
                             f"on {tgt.name})")
-        held.setdefault(bufname, []).append((addr, addr + size))
+        held.setdefault(bufname, []).append((addr, addr + size, live))
         placed[id(st)] = attrs.evolve(st, attrs=tuple(
             (k, False if k == "auto" else v) for k, v in st.attrs) + (("base", addr),))
     if placed:

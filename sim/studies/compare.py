@@ -25,7 +25,8 @@ import pandas as pd
 from sim.base.errors import DeadlockError, UserError
 from sim.isa.opcodes import PIPES
 from sim.placement.auto import AutoPlan, plan_auto, program_of
-from sim.placement.ir import constant_addresses, fifo_reserves
+from sim.isa.program import For, If, PipeOp, Section, walk
+from sim.placement.ir import constant_addresses, reserve_of
 from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync_counts
 from sim.target import load_target
 
@@ -116,21 +117,49 @@ def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True,
         result = run_checked(prog, tgt, inputs=inputs, seed=seed, functional=functional)
     except DeadlockError as e:
         empty = pd.DataFrame(columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"])
-        return Run(mode, prog, None, empty, str(e), fifo)
-    return Run(mode, prog, result, occupancy(result.trace, prog, addresses, double), None, fifo)
+        return Run(mode, prog, None, empty, str(e), _bands_that_ran(fifo, None))
+    return Run(mode, prog, result, occupancy(result.trace, prog, addresses, double), None,
+               _bands_that_ran(fifo, result))
 
 
 def _fifo_bands(prog, placed: dict) -> dict:
-    """Buffer -> [(label, start, end)] of the FIFO buffers (``reserve_buffer``) of ``prog``:
-    at their base, an ``auto = true`` one where ``placed`` (the engine) puts it."""
+    """Buffer -> [(label, start, end, branch)] of the FIFO buffers (``reserve_buffer``) of
+    ``prog``: at their base, an ``auto = true`` one where ``placed`` (the engine) puts it;
+    ``branch`` is the source locations of the statements of the ``scf.if`` branch the
+    buffer is reserved in (None: not in a branch)."""
     out: dict[str, list] = {}
     for f in prog.functions:
-        for st, buf, size, base in fifo_reserves(f.body):
+        for st, branch in _reserves_in_branches(f.body, None):
+            buf, size, base = reserve_of(st)
             name = dict(st.attrs).get("name")
             base = placed.get(("reserve", name)) if base is None else base
             if base is not None:
-                out.setdefault(buf, []).append((f"FIFO {name}", base, base + size))
+                out.setdefault(buf, []).append((f"FIFO {name}", base, base + size, branch))
     return out
+
+
+def _reserves_in_branches(body, branch):
+    """(reserve_buffer statement, locations of its innermost ``scf.if`` branch or None)."""
+    for st in body:
+        if isinstance(st, If):
+            for b in (st.then_body, st.else_body):
+                locs = frozenset(str(s.loc) for s in walk(b) if getattr(s, "loc", None))
+                yield from _reserves_in_branches(b, locs)
+        elif isinstance(st, (For, Section)):
+            yield from _reserves_in_branches(st.body, branch)
+        elif isinstance(st, PipeOp) and st.op == "pto.reserve_buffer":
+            yield st, branch
+
+
+def _bands_that_ran(fifo: dict, result) -> dict:
+    """``fifo`` without the buffers of ``scf.if`` branches the run did not take (no trace
+    row comes from a statement of theirs): the branches of one ``scf.if`` are exclusive,
+    and auto mode lets the taken branch's tiles use an untaken branch's FIFO bytes."""
+    ran = None
+    if result is not None and any(b[3] is not None for bands in fifo.values() for b in bands):
+        ran = set(result.trace["source"].astype(str))
+    return {buf: [b[:3] for b in bands if ran is None or b[3] is None or b[3] & ran]
+            for buf, bands in fifo.items()}
 
 
 def _manual(prog, tgt, inputs, seed, functional=True) -> Run:
