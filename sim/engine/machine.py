@@ -133,7 +133,9 @@ class Machine:
         self.ideal_sync = ideal_sync                  # waits never block, barriers are free
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
         self.races = races        # a RaceDetector fed as items run, or None
-        self.gm = gm              # shared GM model (sim.engine.gm) or None: path bandwidth only
+        # the chip's GM transfers in order (sim.engine.gmorder), or None: path bandwidth
+        # only (an unbounded bandwidth has no GM model either)
+        self.gm = gm if not infinite_bandwidth else None
         self.shared = shared      # the chip's cross-unit flags (sim.engine.chip), or None
         self.dispatcher = None
         # the timed path (see the module doc): unit-local flags remember when each set fired
@@ -434,6 +436,7 @@ class Machine:
         counts = self.flags.counts
         plain = not self.ideal_sync
         races = self.races
+        gm = self.gm
         while True:
             if not queue:
                 p.busy = False
@@ -455,7 +458,10 @@ class Machine:
                 # recorded as it starts (nothing else runs on its pipe until it ends),
                 # checked for races as it ends
                 start = env.now
-                end = self._run_op(p, item, seq, dispatched, start)
+                if gm is not None and item.plan is not None and gm.transfer(item.plan):
+                    end = yield from self._gm_op(p, item, seq, dispatched, start)
+                else:
+                    end = self._run_op(p, item, seq, dispatched, start)
                 if end > start:
                     yield env.timeout(end - start)
                 if races is not None:
@@ -513,19 +519,19 @@ class Machine:
         self._sync_row(item, seq, dispatched, now, now)
         self.recorder.add_record(p.last_op_row, item.text)
 
-    def _run_op(self, p: _Pipe, item, seq, dispatched, start) -> int:
-        """Cost an instruction starting at ``start`` in the pipe's stream state (and the
-        shared GM model's grant, when there is one), record it; returns its end."""
+    def _run_op(self, p: _Pipe, item, seq, dispatched, start, granted=None) -> int:
+        """Cost an instruction starting at ``start`` in the pipe's stream state (or take
+        the cycles the shared GM model ``granted`` it), record it; returns its end."""
         state = p.stream
         if self.break_on_idle and start != p.last_end:
             state = COLD
-        cost = item.warm if state is WARM else (
-            item.cold if state is COLD else item.plan.restart_cycles)
-        if self.infinite_bandwidth:
-            if cost:
+        if granted is not None:
+            cost = granted
+        else:
+            cost = item.warm if state is WARM else (
+                item.cold if state is COLD else item.plan.restart_cycles)
+            if self.infinite_bandwidth and cost:
                 cost = max(0, cost - _dma_cycles(item.plan))
-        elif self.gm is not None and item.plan is not None and item.plan.bytes:
-            cost = self.gm.cost(start, item, cost)
         end = start + cost
         p.last_end = end
         p.stream = RESTART if item.breaks else WARM
@@ -538,6 +544,18 @@ class Machine:
         if self.detail and item.plan is not None:
             self._cce_rows(item, seq, p.name, dispatched, start, end, state)
         return end
+
+    def _gm_op(self, p: _Pipe, item, seq, dispatched, start):
+        """A GM transfer starting at ``start``: its cost on its own path, then what the
+        chip's GM model grants it once every unit's transfers of that cycle are known
+        (``sim.engine.gmorder``); records it, returns its end."""
+        state = p.stream
+        if self.break_on_idle and start != p.last_end:
+            state = COLD
+        own = item.warm if state is WARM else (
+            item.cold if state is COLD else item.plan.restart_cycles)
+        granted = yield self.gm.request(start, (self.core, self.unit, p.name), item, own)
+        return self._run_op(p, item, seq, dispatched, start, granted)
 
     def _barrier(self, p: _Pipe, item, seq, dispatched, t) -> None:
         """A barrier on this pipe: everything before it has finished already."""
