@@ -22,9 +22,12 @@ wait whose set already happened needs no event either. The pipe's SimPy process 
 over only when a wait's set has not happened yet (it sleeps on the flag) or for a
 chip-level flag (it first catches the event loop up to its own cycle); the dispatcher
 still lives in event time (scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``,
-which catches up with the pipes). With race checks or a shared GM model every item goes
-through the event loop at its own cycle, the *event path* (``batch=False`` forces it; a
-test compares the two on random kernels).
+which catches up with the pipes). On a chip, a GM transfer is where units meet too: the
+pipe's process asks for its cost at the cycle it starts (ahead of the event loop or not),
+and the shared GM model costs every unit's transfers of that cycle in a fixed order
+(``sim.engine.gmorder``) once the event loop gets there. With race checks every item goes
+through the event loop at its own cycle, the *event path* (``batch=False`` forces it; tests
+compare the two on random kernels and on chip kernels).
 
 A chip runs one ``Machine`` per unit (AIC, AIV0, AIV1 of every physical core) in one
 shared SimPy environment: each is built with ``env=`` and ``start``-ed, the chip runs the
@@ -142,7 +145,7 @@ class Machine:
         # Race checks see accesses in the order they happen in time (which access of a pipe
         # is the latest when another pipe's comes decides which pair a race is reported
         # as): they keep the event path, as a shared GM model does.
-        timed = batch and gm is None and races is None
+        timed = batch and races is None
         self.timed = TimedFlags(self.env) if timed else None
         self._set_cycles = self.timed.sets if timed else None
         self._sleepers = self.timed.sleepers if timed else None
@@ -223,6 +226,7 @@ class Machine:
         step = self._step if self.timed is not None else None
         run_op = self._run_op
         races = self.races
+        gm = self.gm
         cycles = self.dispatch_cycles
         now = env.now           # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
@@ -245,10 +249,12 @@ class Machine:
             # instruction always can (``_step``'s first case, without its call: hot)
             if step is not None and not p.queue:
                 if item.kind is OP:
-                    t = p.t
-                    p.t = run_op(p, item, seq, now, t if t > now else now)
-                    continue
-                if step(p, item, seq, now):
+                    # a GM transfer waits for its cycle's turn (sim.engine.gmorder): queued
+                    if gm is None or item.plan is None or not gm.transfer(item.plan):
+                        t = p.t
+                        p.t = run_op(p, item, seq, now, t if t > now else now)
+                        continue
+                elif step(p, item, seq, now):
                     continue
             queue = p.queue
             queue.append(item)
@@ -347,11 +353,13 @@ class Machine:
 
     def _step(self, p: _Pipe, item, seq, dispatched) -> bool:
         """Run ``item`` on ``p`` by arithmetic: start = max(pipe free, dispatch, flag set).
-        False when it needs the event loop: a wait whose set has not happened yet, or a
-        chip-level flag (those happen in event time)."""
+        False when it needs the event loop: a wait whose set has not happened yet, a
+        chip-level flag (those happen in event time) or a GM transfer on a chip."""
         t = p.t if p.t > dispatched else dispatched
         kind = item.kind
         if kind is OP:
+            if self.gm is not None and item.plan is not None and self.gm.transfer(item.plan):
+                return False
             p.t = self._run_op(p, item, seq, dispatched, t)
             return True
         if kind is BARRIER:
@@ -399,6 +407,9 @@ class Machine:
                     p.drop_head()
                     continue
                 p.busy = True
+                if item.kind is OP:
+                    yield from self._timed_gm_op(p, item, seq, dispatched)
+                    continue
                 key = item.flag
                 if type(key) is tuple:          # its set has not happened yet
                     p.blocked = (item, seq)
@@ -425,6 +436,14 @@ class Machine:
                 return
             p.wake = env.event()
             yield p.wake
+
+    def _timed_gm_op(self, p: _Pipe, item, seq, dispatched):
+        """A GM transfer on the timed path: it starts when the pipe is free (its cycle may
+        be ahead of the event loop's) and asks for its cost there with every unit's
+        transfers of that cycle."""
+        t = max(p.t, dispatched, self.env.now)
+        p.t = yield from self._gm_op(p, item, seq, dispatched, t)
+        p.drop_head()
 
     # --- the event path --------------------------------------------------------------------
 
