@@ -30,7 +30,8 @@ from sim.engine.execute import Interpreter
 from sim.engine.ffts import FftsWait
 from sim.engine.gm import GlobalMemory
 from sim.engine.gmorder import TransferOrder
-from sim.engine.machine import Machine, describe_stuck
+from sim.engine.deadlock import describe_stuck
+from sim.engine.machine import Machine
 from sim.engine.placement import place_tiles
 from sim.engine.races import RaceDetector
 from sim.engine.record import frame

@@ -48,11 +48,10 @@ TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps ever
 from __future__ import annotations
 
 from collections import deque
-from itertools import accumulate
-
 import simpy
 
 from sim.base.errors import DeadlockError
+from sim.engine.deadlock import describe_stuck, stuck_entries
 from sim.engine.flags import FlagCounters, TimedFlags
 from sim.engine.items import BARRIER, OP, SET, WAIT
 from sim.engine.record import STREAM, Recorder
@@ -226,7 +225,7 @@ class Machine:
         step = self._step if self.timed is not None else None
         run_op = self._run_op
         races = self.races
-        gm = self.gm
+        moves = self.gm.transfer if self.gm is not None else None
         cycles = self.dispatch_cycles
         now = env.now           # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
@@ -250,7 +249,7 @@ class Machine:
             if step is not None and not p.queue:
                 if item.kind is OP:
                     # a GM transfer waits for its cycle's turn (sim.engine.gmorder): queued
-                    if gm is None or item.plan is None or not gm.transfer(item.plan):
+                    if moves is None or not moves(item.plan):
                         t = p.t
                         p.t = run_op(p, item, seq, now, t if t > now else now)
                         continue
@@ -358,7 +357,7 @@ class Machine:
         t = p.t if p.t > dispatched else dispatched
         kind = item.kind
         if kind is OP:
-            if self.gm is not None and item.plan is not None and self.gm.transfer(item.plan):
+            if self.gm is not None and self.gm.transfer(item.plan):
                 return False
             p.t = self._run_op(p, item, seq, dispatched, t)
             return True
@@ -389,7 +388,9 @@ class Machine:
                 else:
                     q.append(t)
                     if self._sleepers:
-                        self.timed.wake(key)
+                        ev = self._sleepers.pop(key, None)     # TimedFlags.wake, inline
+                        if ev is not None:
+                            ev.succeed()
             self._sync_row(item, seq, dispatched, t, t)
             self.recorder.add_record(p.last_op_row, item.text)
             p.t = t
@@ -400,12 +401,27 @@ class Machine:
         item needs the event loop, and hands back once its queue runs dry."""
         env = self.env
         queue = p.queue
+        run_op = self._run_op
+        moves = self.gm.transfer if self.gm is not None else None
         while True:
             while queue:
-                item, seq, dispatched = p.head()
-                if self._step(p, item, seq, dispatched):
-                    p.drop_head()
+                # taken off the head (head and drop_head, inline: on a chip most items wait
+                # here behind a GM transfer), put back when it needs the event loop
+                item = queue.popleft()
+                step = queue.popleft()
+                dispatched = queue.popleft()
+                seq = p.head_seq + step
+                if item.kind is OP and (moves is None or not moves(item.plan)):
+                    p.head_seq = seq        # an instruction: _step's first case, inline
+                    t = p.t
+                    p.t = run_op(p, item, seq, dispatched, t if t > dispatched else dispatched)
                     continue
+                if self._step(p, item, seq, dispatched):
+                    p.head_seq = seq
+                    continue
+                queue.appendleft(dispatched)
+                queue.appendleft(step)
+                queue.appendleft(item)
                 p.busy = True
                 if item.kind is OP:
                     yield from self._timed_gm_op(p, item, seq, dispatched)
@@ -477,7 +493,7 @@ class Machine:
                 # recorded as it starts (nothing else runs on its pipe until it ends),
                 # checked for races as it ends
                 start = env.now
-                if gm is not None and item.plan is not None and gm.transfer(item.plan):
+                if gm is not None and gm.transfer(item.plan):
                     end = yield from self._gm_op(p, item, seq, dispatched, start)
                 else:
                     end = self._run_op(p, item, seq, dispatched, start)
@@ -589,48 +605,8 @@ class Machine:
         raise DeadlockError(f"deadlock at cycle {self.now()}: " + describe_stuck(stuck), stuck)
 
     def stuck(self) -> list[dict]:
-        """What keeps this unit from finishing: one dict per blocked pipe (``pipe``,
-        ``waits_for`` flag text, ``wait`` item label, ``next`` op behind it, optional
-        ``text`` for a full sentence)."""
-        stuck = []
-        for p in self.pipes.values():
-            if p.blocked is not None:
-                blocked, seq = p.blocked
-                queued = list(p.queue)
-                seqs = accumulate(queued[1::3], initial=p.head_seq)
-                next(seqs)
-                behind = [it.label(n) for it, n in zip(queued[::3], seqs) if it.kind == OP][:1]
-                stuck.append({"pipe": p.name, "waits_for": blocked.text,
-                              "wait": blocked.label(seq), "next": behind[0] if behind else ""})
-        if self.dispatch_blocked is not None:
-            it, seq = self.dispatch_blocked
-            if it.kind == BARRIER:
-                busy = [p.name for p in self.pipes.values() if p.busy or p.queue]
-                stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": "",
-                              "wait": it.label(seq), "next": "",
-                              "text": f"PIPE_S (dispatch) waits in pipe_barrier(PIPE_ALL) "
-                                      f"({it.label(seq)}) for {', '.join(busy)} to drain"})
-            else:
-                stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text,
-                              "wait": it.label(seq), "next": ""})
-        return stuck
-
-
-def describe_stuck(stuck, prefix: str = "") -> str:
-    """The sentence a DeadlockError gives for ``Machine.stuck()`` entries (``prefix``
-    names the unit on a chip); drops the ``text`` keys it used."""
-    parts = []
-    for s in stuck:
-        if "text" in s:
-            parts.append(prefix + s.pop("text"))
-            continue
-        msg = f"{prefix}{s['pipe']} waits for flag {s['waits_for']} ({s['wait']})"
-        if s["next"]:
-            msg += f" before {s['next']}"
-        parts.append(msg)
-    never = [s["waits_for"] for s in stuck if s["waits_for"]]
-    return "; ".join(parts) + (f"; no set_flag for {', '.join(never)} can still happen"
-                               if never else "")
+        """What keeps this unit from finishing (``sim.engine.deadlock.stuck_entries``)."""
+        return stuck_entries(self)
 
 
 def _dma_cycles(plan) -> int:
