@@ -57,22 +57,27 @@ class TransferOrder:
         ev = Event(self.env)
         batch = self.pending.get(cycle)
         if batch is None:
-            batch = self.pending[cycle] = []
-            flush = Event(self.env)
-            flush._ok, flush._value = True, cycle       # triggered, as a Timeout is
-            flush.callbacks.append(self._flush)
-            self.env.schedule(flush, _AFTER_ALL, cycle - self.env.now)
-        batch.append((key, item, own, ev))
+            # the cycle's first request: its own event is the one that costs the cycle's
+            # transfers (triggered as a Timeout is; the requester resumes right after)
+            ev._ok, ev._value = True, None
+            ev.callbacks.append(self._flush)
+            self.env.schedule(ev, _AFTER_ALL, cycle - self.env.now)
+            self.pending[cycle] = [(key, item, own, ev)]
+        else:
+            batch.append((key, item, own, ev))
         return ev
 
     def _flush(self, flush) -> None:
-        cycle = flush._value
+        cycle = self.env.now
         batch = self.pending.pop(cycle)
         if len(batch) > 1:
             batch.sort(key=_order)          # stable: one pipe's requests keep their order
         cost = self.gm.cost
         for _, item, own, ev in batch:
-            ev.succeed(cost(cycle, item, own))
+            if ev is flush:
+                ev._value = cost(cycle, item, own)
+            else:
+                ev.succeed(cost(cycle, item, own))
 
 
 def _order(request) -> tuple:
