@@ -1,7 +1,6 @@
 """The SimPy pipe model of one AI-core unit.
 
-Each hardware pipe is a SimPy process working through its own in-order queue, one item
-at a time (intra-pipe overlap is already folded into the instruction costs). The scalar
+Each hardware pipe works through its own in-order queue, one item at a time (intra-pipe overlap is already folded into the instruction costs). The scalar
 unit is the dispatcher: it walks the program, runs scalar-pipe items itself and hands
 every other item to its pipe's queue; it stops issuing while it waits on a flag whose
 destination is PIPE_S or on a ``pipe_barrier(PIPE_ALL)``.
@@ -18,16 +17,18 @@ pipe takes when it is idle starts at max(pipe free, dispatch, the cycle its flag
 so on the *timed path* the dispatcher hands such an item to its idle pipe, which runs it by
 arithmetic at once — the pipe's own cycle may run ahead of the event loop's. Unit-local
 flags keep the cycles their pending sets fired at (``sim.engine.flags.TimedFlags``), so a
-wait whose set already happened needs no event either. The pipe's SimPy process takes
-over only when a wait's set has not happened yet (it sleeps on the flag) or for a
-chip-level flag (it first catches the event loop up to its own cycle); the dispatcher
-still lives in event time (scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``,
-which catches up with the pipes). On a chip, a GM transfer is where units meet too: the
-pipe's process asks for its cost at the cycle it starts (ahead of the event loop or not),
-and the shared GM model costs every unit's transfers of that cycle in a fixed order
-(``sim.engine.gmorder``) once the event loop gets there. With race checks every item goes
-through the event loop at its own cycle, the *event path* (``batch=False`` forces it; tests
-compare the two on random kernels and on chip kernels).
+wait whose set already happened needs no event either. A pipe has no SimPy process on this
+path: when the item at its head needs more, the pipe parks, and what it waits for runs
+its queue on (``_pump``): a wait whose set has not happened yet parks on the flag and the
+set resumes it at once (no event); a chip-level flag first catches the event loop up to
+the pipe's own cycle; on a chip, a GM transfer asks for its cost at the cycle it starts
+and resumes when the shared GM model costs every unit's transfers of that cycle in a
+fixed order (``sim.engine.gmorder``) — GM, FIFOs and cross-core flags are where units
+meet, and the only items that take events. The dispatcher still lives in event time
+(scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``, which catches up with the
+pipes). With race checks every item goes through the event loop at its own cycle, the
+*event path*: each pipe is a SimPy process (``batch=False`` forces it; tests compare the
+two on random kernels and on chip kernels).
 
 A chip runs one ``Machine`` per unit (AIC, AIV0, AIV1 of every physical core) in one
 shared SimPy environment: each is built with ``env=`` and ``start``-ed, the chip runs the
@@ -47,62 +48,20 @@ TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps ever
 
 from __future__ import annotations
 
-from collections import deque
+from functools import partial
 import simpy
 
 from sim.base.errors import DeadlockError
 from sim.engine.deadlock import describe_stuck, stuck_entries
 from sim.engine.flags import FlagCounters, TimedFlags
 from sim.engine.items import BARRIER, OP, SET, WAIT
+from sim.engine.pipe import Pipe as _Pipe
 from sim.engine.record import STREAM, Recorder
 from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine", "describe_stuck"]
 
 _NO_CLOCK: dict = {}      # the dispatcher's clock before it learns anything (never changed)
-
-
-class _Pipe:
-    """One pipe's state and its queue of dispatched items.
-
-    The queue holds three entries per item — the item, its sequence number less the
-    previous queued item's, its dispatch cycle — and, with race checks, ``clocks`` the
-    dispatcher's clock at issue. A dispatcher that nothing holds back queues its whole
-    stream ahead of the pipes (a chip's units do): a tuple per item would be a
-    garbage-collected object kept per instruction (72 bytes, rescanned by every full
-    collection), a sequence number an int object (28), where the step from the previous
-    one is a small int Python shares and the dispatch cycle the dispatcher's own."""
-
-    __slots__ = ("name", "queue", "tail_seq", "head_seq", "clocks", "wake", "busy", "t",
-                 "last_end", "stream", "blocked", "pending_waits", "last_op_row", "drained")
-
-    def __init__(self, name):
-        self.name = name
-        self.queue = deque()      # item, seq step, dispatch cycle of each dispatched item
-        self.tail_seq = 0         # seq of the item queued last
-        self.head_seq = 0         # seq of the item taken last
-        self.clocks = deque()     # the dispatcher's vector clock at issue (race checks)
-        self.wake = None          # event the idle process sleeps on
-        self.busy = False
-        self.t = 0                # cycle the pipe finished its last item (timed path)
-        self.last_end = -1
-        self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
-        self.blocked = None       # (wait item, seq) at the head of the queue, while blocked
-        self.pending_waits = []
-        self.last_op_row = -1     # recorder offset of the last op row (its records grow)
-        self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
-
-    def head(self) -> tuple:
-        """(item, seq, dispatch cycle) of the first queued item."""
-        q = self.queue
-        return q[0], self.head_seq + q[1], q[2]
-
-    def drop_head(self) -> None:
-        """Take the first queued item off (``head`` read it)."""
-        q = self.queue
-        q.popleft()
-        self.head_seq += q.popleft()
-        q.popleft()
 
 
 class Machine:
@@ -216,7 +175,10 @@ class Machine:
         p = self.pipes.get(name)
         if p is None:
             p = self.pipes[name] = _Pipe(name)
-            self.env.process(self._run_timed(p) if self.timed is not None else self._run_pipe(p))
+            if self.timed is None:
+                self.env.process(self._run_pipe(p))
+            else:
+                p.resume = partial(self._pump, p)
         return p
 
     def _dispatch(self, stream):
@@ -262,7 +224,10 @@ class Machine:
             p.tail_seq = seq
             if races is not None:       # the dispatcher's clock at issue (never changed)
                 p.clocks.append(races.dispatch)
-            if p.wake is not None:
+            if step is not None:
+                if len(queue) == 3:     # it was idle: it needs the event loop for this item
+                    self._pump(p)
+            elif p.wake is not None:
                 ev, p.wake = p.wake, None
                 ev.succeed()
         self.dispatch_done = True
@@ -270,6 +235,8 @@ class Machine:
             if p.wake is not None:
                 ev, p.wake = p.wake, None
                 ev.succeed()
+            elif step is not None and not p.queue:
+                self._pipe_end(p)
 
     def _scalar(self, item, seq):
         env = self.env
@@ -380,7 +347,10 @@ class Machine:
             self._sync_row(item, seq, dispatched, t, end)
             p.pending_waits.append(item.text)
             p.t = end
-        else:       # SET
+        else:       # SET (recorded first: the waiter it wakes may run at once)
+            self._sync_row(item, seq, dispatched, t, t)
+            self.recorder.add_record(p.last_op_row, item.text)
+            p.t = t
             if not self.ideal_sync:
                 q = self._set_cycles.get(key)       # TimedFlags.fire, inline: hot
                 if q is None:
@@ -388,78 +358,104 @@ class Machine:
                 else:
                     q.append(t)
                     if self._sleepers:
-                        ev = self._sleepers.pop(key, None)     # TimedFlags.wake, inline
-                        if ev is not None:
-                            ev.succeed()
-            self._sync_row(item, seq, dispatched, t, t)
-            self.recorder.add_record(p.last_op_row, item.text)
-            p.t = t
+                        waiter = self._sleepers.pop(key, None)     # TimedFlags.wake, inline
+                        if waiter is not None:
+                            waiter()
         return True
 
-    def _run_timed(self, p: _Pipe):
-        """The pipe's process on the timed path: it takes over from the dispatcher when an
-        item needs the event loop, and hands back once its queue runs dry."""
-        env = self.env
+    def _pump(self, p: _Pipe) -> None:
+        """Run ``p``'s queue by arithmetic until it runs dry or its head needs the event
+        loop; then arrange to be called again: a wait whose set has not happened yet parks
+        the pipe on its flag (the set calls ``p.resume``), a GM transfer asks for its cost
+        (the answer calls back), a chip-level flag catches the event loop up first. Called
+        by the dispatcher for an idle pipe and by whatever the pipe waited for."""
         queue = p.queue
         run_op = self._run_op
         moves = self.gm.transfer if self.gm is not None else None
-        while True:
-            while queue:
-                # taken off the head (head and drop_head, inline: on a chip most items wait
-                # here behind a GM transfer), put back when it needs the event loop
-                item = queue.popleft()
-                step = queue.popleft()
-                dispatched = queue.popleft()
-                seq = p.head_seq + step
-                if item.kind is OP and (moves is None or not moves(item.plan)):
-                    p.head_seq = seq        # an instruction: _step's first case, inline
-                    t = p.t
-                    p.t = run_op(p, item, seq, dispatched, t if t > dispatched else dispatched)
-                    continue
-                if self._step(p, item, seq, dispatched):
-                    p.head_seq = seq
-                    continue
-                queue.appendleft(dispatched)
-                queue.appendleft(step)
-                queue.appendleft(item)
-                p.busy = True
-                if item.kind is OP:
-                    yield from self._timed_gm_op(p, item, seq, dispatched)
-                    continue
-                key = item.flag
-                if type(key) is tuple:          # its set has not happened yet
-                    p.blocked = (item, seq)
-                    yield self.timed.sleep(key)
-                    p.blocked = None
-                    continue
-                # a chip-level flag, in event time: first catch up with the pipe's own time
-                t = max(p.t, dispatched)
-                if t > env.now:
-                    yield env.timeout(t - env.now)
-                p.drop_head()
-                if item.kind is SET:
-                    self._event_set(p, item, seq, dispatched, None)
-                else:
-                    yield from self._event_wait_flag(p, item, seq, dispatched, None)
-                p.t = env.now
-            p.busy = False
-            if p.drained is not None:
-                ev, p.drained = p.drained, None
-                ev.succeed()
-            if self.dispatch_done:
-                if p.t > env.now:       # the run ends when its last item does
-                    yield env.timeout(p.t - env.now)
-                return
-            p.wake = env.event()
-            yield p.wake
+        p.blocked = None
+        while queue:
+            # taken off the head (head and drop_head, inline: on a chip most items wait
+            # here behind a GM transfer), put back when it needs the event loop
+            item = queue.popleft()
+            step = queue.popleft()
+            dispatched = queue.popleft()
+            seq = p.head_seq + step
+            if item.kind is OP and (moves is None or not moves(item.plan)):
+                p.head_seq = seq        # an instruction: _step's first case, inline
+                t = p.t
+                p.t = run_op(p, item, seq, dispatched, t if t > dispatched else dispatched)
+                continue
+            if self._step(p, item, seq, dispatched):
+                p.head_seq = seq
+                continue
+            queue.appendleft(dispatched)
+            queue.appendleft(step)
+            queue.appendleft(item)
+            p.busy = True
+            if item.kind is OP:
+                self._timed_gm_op(p, item, seq, dispatched)
+            elif type(item.flag) is tuple:          # its set has not happened yet
+                p.blocked = (item, seq)
+                self.timed.park(item.flag, p.resume)
+            else:
+                self._chip_flag(p)
+            return
+        p.busy = False
+        if p.drained is not None:
+            ev, p.drained = p.drained, None
+            ev.succeed()
+        if self.dispatch_done:
+            self._pipe_end(p)
 
-    def _timed_gm_op(self, p: _Pipe, item, seq, dispatched):
+    def _pipe_end(self, p: _Pipe) -> None:
+        """The run ends when its last item does (the pipe may be ahead of the event loop)."""
+        if p.t > self.env.now:
+            self.env.timeout(p.t - self.env.now)
+
+    def _timed_gm_op(self, p: _Pipe, item, seq, dispatched) -> None:
         """A GM transfer on the timed path: it starts when the pipe is free (its cycle may
         be ahead of the event loop's) and asks for its cost there with every unit's
-        transfers of that cycle."""
+        transfers of that cycle; the pipe goes on when the cost is known."""
         t = max(p.t, dispatched, self.env.now)
-        p.t = yield from self._gm_op(p, item, seq, dispatched, t)
+        own = self._own_cost(p, item, t)
+        ev = self.gm.request(t, (self.core, self.unit, p.name), item, own)
+
+        def granted(ev):
+            p.drop_head()
+            p.t = self._run_op(p, item, seq, dispatched, t, ev._value)
+            self._pump(p)
+        ev.callbacks.append(granted)
+
+    def _chip_flag(self, p: _Pipe, _=None) -> None:
+        """A chip-level set or wait at the head of ``p``, in event time: first the event
+        loop catches up with the pipe's own cycle."""
+        env = self.env
+        item, seq, dispatched = p.head()
+        t = max(p.t, dispatched)
+        if t > env.now:
+            env.timeout(t - env.now).callbacks.append(partial(self._chip_flag, p))
+            return
         p.drop_head()
+        start = env.now             # the pipe's cycle now: the event loop's
+        if item.kind is SET:
+            self._event_set(p, item, seq, dispatched, None)
+            p.t = start
+            self._pump(p)
+            return
+
+        def taken(_=None):
+            p.blocked = None
+            self._take(item.flag)
+            self._sync_row(item, seq, dispatched, start, env.now)
+            p.pending_waits.append(item.text)
+            p.t = env.now
+            self._pump(p)
+        ev = self._wait_event(item.flag)
+        if ev is None:
+            taken()
+        else:
+            p.blocked = (item, seq)
+            ev.callbacks.append(taken)
 
     # --- the event path --------------------------------------------------------------------
 
@@ -584,13 +580,18 @@ class Machine:
         """A GM transfer starting at ``start``: its cost on its own path, then what the
         chip's GM model grants it once every unit's transfers of that cycle are known
         (``sim.engine.gmorder``); records it, returns its end."""
+        own = self._own_cost(p, item, start)
+        granted = yield self.gm.request(start, (self.core, self.unit, p.name), item, own)
+        return self._run_op(p, item, seq, dispatched, start, granted)
+
+    def _own_cost(self, p: _Pipe, item, start) -> int:
+        """An instruction's cost on its own, starting at ``start`` in the pipe's stream
+        state (as ``_run_op`` costs it)."""
         state = p.stream
         if self.break_on_idle and start != p.last_end:
             state = COLD
-        own = item.warm if state is WARM else (
+        return item.warm if state is WARM else (
             item.cold if state is COLD else item.plan.restart_cycles)
-        granted = yield self.gm.request(start, (self.core, self.unit, p.name), item, own)
-        return self._run_op(p, item, seq, dispatched, start, granted)
 
     def _barrier(self, p: _Pipe, item, seq, dispatched, t) -> None:
         """A barrier on this pipe: everything before it has finished already."""
