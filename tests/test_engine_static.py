@@ -183,3 +183,36 @@ def test_a_chip_deadlock_reads_the_same_on_both_paths(monkeypatch):
             sim.simulate(k, functional=False)
         msgs.append(str(info.value))
     assert msgs[0] == msgs[1] and "full slot" in msgs[0]
+
+
+def _busy_streams(block_dim, work, n=4, rows=16, cols=128):
+    """Every block loads n tiles and runs ``work`` vector instructions on each between
+    hand-written flags, then stores it."""
+    k = sim.Kernel("busy", block_dim=block_dim)
+    x = k.gm("x", "f32", (rows * n * block_dim, cols))
+    y = k.gm("y", "f32", (rows * n * block_dim, cols))
+    t = k.tile("vec", "f32", rows, cols)
+    base = k.block_idx * (rows * n)
+    for i in range(n):
+        r0 = base + i * rows
+        e = k.TLOAD(t, x[r0:r0 + rows, :])
+        for _ in range(work):
+            e = k.TMULS(t, t, 1.5, e)
+        k.TSTORE(y[r0:r0 + rows, :], t, e)
+    return k
+
+
+@pytest.mark.parametrize("block_dim", [2, 5, 24])
+def test_on_a_chip_only_gm_transfers_cost_events(block_dim, monkeypatch):
+    """The instructions between two GM transfers run by arithmetic: 16 times the vector
+    work costs no more SimPy events, while forced through the event loop every item does."""
+    counts = {}
+    for batch in (True, False):
+        for work in (1, 16):
+            env = _CountingEnv()
+            monkeypatch.setattr(chip_module.simpy, "Environment", lambda: env)
+            monkeypatch.setattr(chip_module, "Machine", functools.partial(Machine, batch=batch))
+            sim.simulate(_busy_streams(block_dim, work), functional=False)
+            counts[batch, work] = env.scheduled
+    assert counts[True, 16] == counts[True, 1]
+    assert counts[False, 16] - counts[False, 1] >= 15 * 4 * block_dim
