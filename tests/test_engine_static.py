@@ -216,3 +216,33 @@ def test_on_a_chip_only_gm_transfers_cost_events(block_dim, monkeypatch):
             counts[batch, work] = env.scheduled
     assert counts[True, 16] == counts[True, 1]
     assert counts[False, 16] - counts[False, 1] >= 15 * 4 * block_dim
+
+
+@pytest.mark.parametrize("work", [1, 3, 8])
+def test_a_pipe_waiting_on_a_chip_level_flag_takes_nothing_else_meanwhile(work):
+    """No frontend issues a chip-level wait on a pipe today (FIFO and cross-core waits hold
+    the dispatcher), but a Machine takes one: while it waits, the instructions the
+    dispatcher queues behind it wait too — on both paths."""
+    from sim.engine.items import OP, SET, WAIT, Issued
+    from sim.engine.xunit import CrossFlags, XKey
+    key = XKey(("x", 0))
+
+    def op(cost):
+        return Issued(OP, "PIPE_V", "TADD", cold=cost, warm=cost, text="TADD", source="t")
+
+    ends = {}
+    for batch in (True, False):
+        env = simpy.Environment()
+        shared = CrossFlags(env)
+        setter = Machine(TARGET, env=env, core=0, unit="AIV0", shared=shared, batch=batch)
+        waiter = Machine(TARGET, env=env, core=1, unit="AIV0", shared=shared, batch=batch)
+        setter.start(iter([op(100 * work), Issued(SET, "PIPE_V", flag=key, text="x")]))
+        waiter.start(iter([Issued(WAIT, "PIPE_V", flag=key, text="x"),
+                           *[op(7) for _ in range(work)]]))
+        env.run()
+        assert setter.finished() and waiter.finished()
+        rows = waiter.recorder.frame()
+        ops = rows[rows["opcode"] == "TADD"]
+        ends[batch] = (rows["start_cycle"].tolist(), rows["end_cycle"].tolist())
+        assert ops["start_cycle"].min() >= 100 * work
+    assert ends[True] == ends[False]

@@ -1,9 +1,10 @@
 """The SimPy pipe model of one AI-core unit.
 
-Each hardware pipe works through its own in-order queue, one item at a time (intra-pipe overlap is already folded into the instruction costs). The scalar
-unit is the dispatcher: it walks the program, runs scalar-pipe items itself and hands
-every other item to its pipe's queue; it stops issuing while it waits on a flag whose
-destination is PIPE_S or on a ``pipe_barrier(PIPE_ALL)``.
+Each hardware pipe works through its own in-order queue, one item at a time (intra-pipe
+overlap is already folded into the instruction costs). The scalar unit is the dispatcher:
+it walks the program, runs scalar-pipe items itself and hands every other item to its
+pipe's queue; it stops issuing while it waits on a flag whose destination is PIPE_S or on
+a ``pipe_barrier(PIPE_ALL)``.
 
 Flags are counters keyed by ``(src pipe, dst pipe, event id)``: a set increments when
 all earlier work on its source pipe has finished, a wait blocks its destination pipe
@@ -435,15 +436,18 @@ class Machine:
         if t > env.now:
             env.timeout(t - env.now).callbacks.append(partial(self._chip_flag, p))
             return
-        p.drop_head()
         start = env.now             # the pipe's cycle now: the event loop's
         if item.kind is SET:
+            p.drop_head()
             self._event_set(p, item, seq, dispatched, None)
             p.t = start
             self._pump(p)
             return
 
         def taken(_=None):
+            # the wait stays at the head until it is taken: the dispatcher hands a pipe
+            # with a queue nothing (it is not idle)
+            p.drop_head()
             p.blocked = None
             self._take(item.flag)
             self._sync_row(item, seq, dispatched, start, env.now)
