@@ -259,3 +259,26 @@ def test_cli_block_dim(tmp_path):
     assert j4["total_cycles"] < j1["total_cycles"]       # the rows are split over 4 blocks
     bad = subprocess.run(run + ["--block-dim", "0"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("ptosim: error:")
+
+
+@pytest.mark.parametrize("block_dim", [1, 3])
+@pytest.mark.parametrize("rows", [8, 16])
+def test_ideal_sync_on_a_fifo_kernel_is_one_clear_error(block_dim, rows):
+    """Ideal sync lets the cube's pop run before the vector units' pushes; the FIFO's data
+    cannot be reordered, so the run stops with one line naming the pop (it was an
+    IndexError traceback from sim.whatif)."""
+    from sim.base.errors import SimulationError
+    k = sim.Kernel("v2c", block_dim=block_dim)
+    x = k.gm("x", "f32", (2 * rows * block_dim, 64))
+    f = k.fifo("v2c", "f32", 2 * rows, 64, split=1)
+    with k.vector():
+        t = k.tile("vec", "f32", rows, 64)
+        r0 = k.block_idx * (2 * rows) + k.subblock_idx * rows
+        e = k.TLOAD(t, x[r0:r0 + rows, :])
+        k.tpush(f, t, e)
+    with k.cube():
+        k.tpop(f)
+        k.tfree(f)
+    sim.simulate(k, functional=False)                     # the kernel itself runs
+    with pytest.raises(SimulationError, match=r"tpop_from_aiv .*no pushed slot yet.*ideal sync"):
+        sim.simulate(k, functional=False, ideal_sync=True)

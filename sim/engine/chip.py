@@ -29,7 +29,9 @@ import simpy
 from sim.engine.execute import Interpreter
 from sim.engine.ffts import FftsWait
 from sim.engine.gm import GlobalMemory
-from sim.engine.machine import Machine, describe_stuck
+from sim.engine.gmorder import TransferOrder
+from sim.engine.deadlock import describe_stuck
+from sim.engine.machine import Machine
 from sim.engine.placement import place_tiles
 from sim.engine.races import RaceDetector
 from sim.engine.record import frame
@@ -65,6 +67,8 @@ class Chip:
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency
         gm_model = self.gm if self.gm.active and not alone else None
         self.gm_used = gm_model is not None
+        # same-cycle transfers in (core, unit, pipe) order: sim.engine.gmorder
+        order = TransferOrder(self.env, gm_model) if gm_model is not None else None
         # races across units (GM bytes, chip-level flags): sim.engine.xraces
         self.xraces = ChipRaces() if races and len(self.layout.units) > 1 else None
         if self.xraces is not None:
@@ -91,7 +95,7 @@ class Chip:
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
                               detail=detail, races=self._race_detector(spec, races),
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
-                              gm=gm_model, shared=self.state.flags, trace=trace,
+                              gm=order, shared=self.state.flags, trace=trace,
                               statics=statics)
             interp.limits = limits      # a scalar-only loop issues nothing to count
             self.units.append((spec, interp, machine))

@@ -64,7 +64,7 @@ class TimedFlags:
     def __init__(self, env):
         self.env = env
         self.sets: dict = {}            # key -> cycles of the sets not waited for yet (FIFO)
-        self.sleepers: dict = {}        # key -> event of the waiter without a set
+        self.sleepers: dict = {}        # key -> what wakes the waiter without a set
 
     def fire(self, key, cycle: int) -> None:
         q = self.sets.get(key)
@@ -75,9 +75,9 @@ class TimedFlags:
 
     def wake(self, key) -> None:
         """Wake the waiter sleeping on ``key``, if any (its set has just fired)."""
-        ev = self.sleepers.pop(key, None)
-        if ev is not None:
-            ev.succeed()
+        waiter = self.sleepers.pop(key, None)
+        if waiter is not None:
+            waiter()
 
     def take(self, key) -> "int | None":
         """The cycle of the oldest pending set of ``key`` (consumed), or None."""
@@ -86,5 +86,11 @@ class TimedFlags:
 
     def sleep(self, key):
         """The event a waiter sleeps on until ``key`` is set."""
-        ev = self.sleepers[key] = self.env.event()
+        ev = self.env.event()
+        self.sleepers[key] = ev.succeed
         return ev
+
+    def park(self, key, resume) -> None:
+        """Call ``resume()`` when ``key`` is set: a pipe parked on its wait goes on at
+        once, in the same event-loop step as the set (no event)."""
+        self.sleepers[key] = resume

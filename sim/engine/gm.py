@@ -12,10 +12,12 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
   ``[max(t, free), max(t, free) + bytes / bandwidth)`` and ends at
   ``max(t + own cost, end of its reservation)``. The chip's aggregate throughput thus
   never exceeds the channel, while a lone transfer whose path is slower than the channel
-  is not slowed down. ASSUMPTION: the reference's only sharing rule is the fitted
-  model's optional cap "total / active cores" per read / write group (timing-model.md
-  §5.3, caps off in the shipped fit); serving in start order is our choice — one
-  reservation per transfer, deterministic, no per-step cost in the number of cores.
+  is not slowed down. Transfers that start at the same cycle are served in (core, unit,
+  pipe) order (``sim.engine.gmorder`` collects them). ASSUMPTION: the reference's only
+  sharing rule is the fitted model's optional cap "total / active cores" per read /
+  write group (timing-model.md §5.3, caps off in the shipped fit); serving in start
+  order is our choice — one reservation per transfer, deterministic, no per-step cost in
+  the number of cores.
 * **L2** (``[gm.l2] enabled``): an LRU cache of ``line_bytes`` lines in front of HBM
   (timing-model.md §5.4). Every transfer crosses the L2 channel
   (``[gm.l2] bandwidth_gib_per_s``). A read's missing lines also cross the HBM channel

@@ -1,10 +1,10 @@
 """The SimPy pipe model of one AI-core unit.
 
-Each hardware pipe is a SimPy process working through its own in-order queue, one item
-at a time (intra-pipe overlap is already folded into the instruction costs). The scalar
-unit is the dispatcher: it walks the program, runs scalar-pipe items itself and hands
-every other item to its pipe's queue; it stops issuing while it waits on a flag whose
-destination is PIPE_S or on a ``pipe_barrier(PIPE_ALL)``.
+Each hardware pipe works through its own in-order queue, one item at a time (intra-pipe
+overlap is already folded into the instruction costs). The scalar unit is the dispatcher:
+it walks the program, runs scalar-pipe items itself and hands every other item to its
+pipe's queue; it stops issuing while it waits on a flag whose destination is PIPE_S or on
+a ``pipe_barrier(PIPE_ALL)``.
 
 Flags are counters keyed by ``(src pipe, dst pipe, event id)``: a set increments when
 all earlier work on its source pipe has finished, a wait blocks its destination pipe
@@ -18,13 +18,18 @@ pipe takes when it is idle starts at max(pipe free, dispatch, the cycle its flag
 so on the *timed path* the dispatcher hands such an item to its idle pipe, which runs it by
 arithmetic at once — the pipe's own cycle may run ahead of the event loop's. Unit-local
 flags keep the cycles their pending sets fired at (``sim.engine.flags.TimedFlags``), so a
-wait whose set already happened needs no event either. The pipe's SimPy process takes
-over only when a wait's set has not happened yet (it sleeps on the flag) or for a
-chip-level flag (it first catches the event loop up to its own cycle); the dispatcher
-still lives in event time (scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``,
-which catches up with the pipes). With race checks or a shared GM model every item goes
-through the event loop at its own cycle, the *event path* (``batch=False`` forces it; a
-test compares the two on random kernels).
+wait whose set already happened needs no event either. A pipe has no SimPy process on this
+path: when the item at its head needs more, the pipe parks, and what it waits for runs
+its queue on (``_pump``): a wait whose set has not happened yet parks on the flag and the
+set resumes it at once (no event); a chip-level flag first catches the event loop up to
+the pipe's own cycle; on a chip, a GM transfer asks for its cost at the cycle it starts
+and resumes when the shared GM model costs every unit's transfers of that cycle in a
+fixed order (``sim.engine.gmorder``) — GM, FIFOs and cross-core flags are where units
+meet, and the only items that take events. The dispatcher still lives in event time
+(scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``, which catches up with the
+pipes). With race checks every item goes through the event loop at its own cycle, the
+*event path*: each pipe is a SimPy process (``batch=False`` forces it; tests compare the
+two on random kernels and on chip kernels).
 
 A chip runs one ``Machine`` per unit (AIC, AIV0, AIV1 of every physical core) in one
 shared SimPy environment: each is built with ``env=`` and ``start``-ed, the chip runs the
@@ -44,63 +49,20 @@ TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps ever
 
 from __future__ import annotations
 
-from collections import deque
-from itertools import accumulate
-
+from functools import partial
 import simpy
 
 from sim.base.errors import DeadlockError
+from sim.engine.deadlock import describe_stuck, stuck_entries
 from sim.engine.flags import FlagCounters, TimedFlags
 from sim.engine.items import BARRIER, OP, SET, WAIT
+from sim.engine.pipe import Pipe as _Pipe
 from sim.engine.record import STREAM, Recorder
 from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine", "describe_stuck"]
 
 _NO_CLOCK: dict = {}      # the dispatcher's clock before it learns anything (never changed)
-
-
-class _Pipe:
-    """One pipe's state and its queue of dispatched items.
-
-    The queue holds three entries per item — the item, its sequence number less the
-    previous queued item's, its dispatch cycle — and, with race checks, ``clocks`` the
-    dispatcher's clock at issue. A dispatcher that nothing holds back queues its whole
-    stream ahead of the pipes (a chip's units do): a tuple per item would be a
-    garbage-collected object kept per instruction (72 bytes, rescanned by every full
-    collection), a sequence number an int object (28), where the step from the previous
-    one is a small int Python shares and the dispatch cycle the dispatcher's own."""
-
-    __slots__ = ("name", "queue", "tail_seq", "head_seq", "clocks", "wake", "busy", "t",
-                 "last_end", "stream", "blocked", "pending_waits", "last_op_row", "drained")
-
-    def __init__(self, name):
-        self.name = name
-        self.queue = deque()      # item, seq step, dispatch cycle of each dispatched item
-        self.tail_seq = 0         # seq of the item queued last
-        self.head_seq = 0         # seq of the item taken last
-        self.clocks = deque()     # the dispatcher's vector clock at issue (race checks)
-        self.wake = None          # event the idle process sleeps on
-        self.busy = False
-        self.t = 0                # cycle the pipe finished its last item (timed path)
-        self.last_end = -1
-        self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
-        self.blocked = None       # (wait item, seq) at the head of the queue, while blocked
-        self.pending_waits = []
-        self.last_op_row = -1     # recorder offset of the last op row (its records grow)
-        self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
-
-    def head(self) -> tuple:
-        """(item, seq, dispatch cycle) of the first queued item."""
-        q = self.queue
-        return q[0], self.head_seq + q[1], q[2]
-
-    def drop_head(self) -> None:
-        """Take the first queued item off (``head`` read it)."""
-        q = self.queue
-        q.popleft()
-        self.head_seq += q.popleft()
-        q.popleft()
 
 
 class Machine:
@@ -133,14 +95,16 @@ class Machine:
         self.ideal_sync = ideal_sync                  # waits never block, barriers are free
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
         self.races = races        # a RaceDetector fed as items run, or None
-        self.gm = gm              # shared GM model (sim.engine.gm) or None: path bandwidth only
+        # the chip's GM transfers in order (sim.engine.gmorder), or None: path bandwidth
+        # only (an unbounded bandwidth has no GM model either)
+        self.gm = gm if not infinite_bandwidth else None
         self.shared = shared      # the chip's cross-unit flags (sim.engine.chip), or None
         self.dispatcher = None
         # the timed path (see the module doc): unit-local flags remember when each set fired
         # Race checks see accesses in the order they happen in time (which access of a pipe
         # is the latest when another pipe's comes decides which pair a race is reported
         # as): they keep the event path, as a shared GM model does.
-        timed = batch and gm is None and races is None
+        timed = batch and races is None
         self.timed = TimedFlags(self.env) if timed else None
         self._set_cycles = self.timed.sets if timed else None
         self._sleepers = self.timed.sleepers if timed else None
@@ -212,7 +176,10 @@ class Machine:
         p = self.pipes.get(name)
         if p is None:
             p = self.pipes[name] = _Pipe(name)
-            self.env.process(self._run_timed(p) if self.timed is not None else self._run_pipe(p))
+            if self.timed is None:
+                self.env.process(self._run_pipe(p))
+            else:
+                p.resume = partial(self._pump, p)
         return p
 
     def _dispatch(self, stream):
@@ -221,6 +188,7 @@ class Machine:
         step = self._step if self.timed is not None else None
         run_op = self._run_op
         races = self.races
+        moves = self.gm.transfer if self.gm is not None else None
         cycles = self.dispatch_cycles
         now = env.now           # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
@@ -243,10 +211,12 @@ class Machine:
             # instruction always can (``_step``'s first case, without its call: hot)
             if step is not None and not p.queue:
                 if item.kind is OP:
-                    t = p.t
-                    p.t = run_op(p, item, seq, now, t if t > now else now)
-                    continue
-                if step(p, item, seq, now):
+                    # a GM transfer waits for its cycle's turn (sim.engine.gmorder): queued
+                    if moves is None or not moves(item.plan):
+                        t = p.t
+                        p.t = run_op(p, item, seq, now, t if t > now else now)
+                        continue
+                elif step(p, item, seq, now):
                     continue
             queue = p.queue
             queue.append(item)
@@ -255,7 +225,10 @@ class Machine:
             p.tail_seq = seq
             if races is not None:       # the dispatcher's clock at issue (never changed)
                 p.clocks.append(races.dispatch)
-            if p.wake is not None:
+            if step is not None:
+                if len(queue) == 3:     # it was idle: it needs the event loop for this item
+                    self._pump(p)
+            elif p.wake is not None:
                 ev, p.wake = p.wake, None
                 ev.succeed()
         self.dispatch_done = True
@@ -263,6 +236,8 @@ class Machine:
             if p.wake is not None:
                 ev, p.wake = p.wake, None
                 ev.succeed()
+            elif step is not None and not p.queue:
+                self._pipe_end(p)
 
     def _scalar(self, item, seq):
         env = self.env
@@ -345,11 +320,13 @@ class Machine:
 
     def _step(self, p: _Pipe, item, seq, dispatched) -> bool:
         """Run ``item`` on ``p`` by arithmetic: start = max(pipe free, dispatch, flag set).
-        False when it needs the event loop: a wait whose set has not happened yet, or a
-        chip-level flag (those happen in event time)."""
+        False when it needs the event loop: a wait whose set has not happened yet, a
+        chip-level flag (those happen in event time) or a GM transfer on a chip."""
         t = p.t if p.t > dispatched else dispatched
         kind = item.kind
         if kind is OP:
+            if self.gm is not None and self.gm.transfer(item.plan):
+                return False
             p.t = self._run_op(p, item, seq, dispatched, t)
             return True
         if kind is BARRIER:
@@ -371,7 +348,10 @@ class Machine:
             self._sync_row(item, seq, dispatched, t, end)
             p.pending_waits.append(item.text)
             p.t = end
-        else:       # SET
+        else:       # SET (recorded first: the waiter it wakes may run at once)
+            self._sync_row(item, seq, dispatched, t, t)
+            self.recorder.add_record(p.last_op_row, item.text)
+            p.t = t
             if not self.ideal_sync:
                 q = self._set_cycles.get(key)       # TimedFlags.fire, inline: hot
                 if q is None:
@@ -379,50 +359,107 @@ class Machine:
                 else:
                     q.append(t)
                     if self._sleepers:
-                        self.timed.wake(key)
-            self._sync_row(item, seq, dispatched, t, t)
-            self.recorder.add_record(p.last_op_row, item.text)
-            p.t = t
+                        waiter = self._sleepers.pop(key, None)     # TimedFlags.wake, inline
+                        if waiter is not None:
+                            waiter()
         return True
 
-    def _run_timed(self, p: _Pipe):
-        """The pipe's process on the timed path: it takes over from the dispatcher when an
-        item needs the event loop, and hands back once its queue runs dry."""
-        env = self.env
+    def _pump(self, p: _Pipe) -> None:
+        """Run ``p``'s queue by arithmetic until it runs dry or its head needs the event
+        loop; then arrange to be called again: a wait whose set has not happened yet parks
+        the pipe on its flag (the set calls ``p.resume``), a GM transfer asks for its cost
+        (the answer calls back), a chip-level flag catches the event loop up first. Called
+        by the dispatcher for an idle pipe and by whatever the pipe waited for."""
         queue = p.queue
-        while True:
-            while queue:
-                item, seq, dispatched = p.head()
-                if self._step(p, item, seq, dispatched):
-                    p.drop_head()
-                    continue
-                p.busy = True
-                key = item.flag
-                if type(key) is tuple:          # its set has not happened yet
-                    p.blocked = (item, seq)
-                    yield self.timed.sleep(key)
-                    p.blocked = None
-                    continue
-                # a chip-level flag, in event time: first catch up with the pipe's own time
-                t = max(p.t, dispatched)
-                if t > env.now:
-                    yield env.timeout(t - env.now)
-                p.drop_head()
-                if item.kind is SET:
-                    self._event_set(p, item, seq, dispatched, None)
-                else:
-                    yield from self._event_wait_flag(p, item, seq, dispatched, None)
-                p.t = env.now
-            p.busy = False
-            if p.drained is not None:
-                ev, p.drained = p.drained, None
-                ev.succeed()
-            if self.dispatch_done:
-                if p.t > env.now:       # the run ends when its last item does
-                    yield env.timeout(p.t - env.now)
-                return
-            p.wake = env.event()
-            yield p.wake
+        run_op = self._run_op
+        moves = self.gm.transfer if self.gm is not None else None
+        p.blocked = None
+        while queue:
+            # taken off the head (head and drop_head, inline: on a chip most items wait
+            # here behind a GM transfer), put back when it needs the event loop
+            item = queue.popleft()
+            step = queue.popleft()
+            dispatched = queue.popleft()
+            seq = p.head_seq + step
+            if item.kind is OP and (moves is None or not moves(item.plan)):
+                p.head_seq = seq        # an instruction: _step's first case, inline
+                t = p.t
+                p.t = run_op(p, item, seq, dispatched, t if t > dispatched else dispatched)
+                continue
+            if self._step(p, item, seq, dispatched):
+                p.head_seq = seq
+                continue
+            queue.appendleft(dispatched)
+            queue.appendleft(step)
+            queue.appendleft(item)
+            p.busy = True
+            if item.kind is OP:
+                self._timed_gm_op(p, item, seq, dispatched)
+            elif type(item.flag) is tuple:          # its set has not happened yet
+                p.blocked = (item, seq)
+                self.timed.park(item.flag, p.resume)
+            else:
+                self._chip_flag(p)
+            return
+        p.busy = False
+        if p.drained is not None:
+            ev, p.drained = p.drained, None
+            ev.succeed()
+        if self.dispatch_done:
+            self._pipe_end(p)
+
+    def _pipe_end(self, p: _Pipe) -> None:
+        """The run ends when its last item does (the pipe may be ahead of the event loop)."""
+        if p.t > self.env.now:
+            self.env.timeout(p.t - self.env.now)
+
+    def _timed_gm_op(self, p: _Pipe, item, seq, dispatched) -> None:
+        """A GM transfer on the timed path: it starts when the pipe is free (its cycle may
+        be ahead of the event loop's) and asks for its cost there with every unit's
+        transfers of that cycle; the pipe goes on when the cost is known."""
+        t = max(p.t, dispatched, self.env.now)
+        own = self._own_cost(p, item, t)
+        ev = self.gm.request(t, (self.core, self.unit, p.name), item, own)
+
+        def granted(ev):
+            p.drop_head()
+            p.t = self._run_op(p, item, seq, dispatched, t, ev._value)
+            self._pump(p)
+        ev.callbacks.append(granted)
+
+    def _chip_flag(self, p: _Pipe, _=None) -> None:
+        """A chip-level set or wait at the head of ``p``, in event time: first the event
+        loop catches up with the pipe's own cycle."""
+        env = self.env
+        item, seq, dispatched = p.head()
+        t = max(p.t, dispatched)
+        if t > env.now:
+            env.timeout(t - env.now).callbacks.append(partial(self._chip_flag, p))
+            return
+        start = env.now             # the pipe's cycle now: the event loop's
+        if item.kind is SET:
+            p.drop_head()
+            self._event_set(p, item, seq, dispatched, None)
+            p.t = start
+            self._pump(p)
+            return
+
+        def taken(_=None):
+            # the wait stays at the head until it is taken: the dispatcher hands a pipe
+            # with a queue nothing (it is not idle)
+            p.drop_head()
+            p.blocked = None
+            self._take(item.flag)
+            self._sync_row(item, seq, dispatched, start, env.now)
+            p.pending_waits.append(item.text)
+            p.t = env.now
+            self._pump(p)
+        ev = self._wait_event(item.flag)
+        if ev is None:
+            taken()
+        else:
+            p.blocked = (item, seq)
+            ev.callbacks.append(taken)
 
     # --- the event path --------------------------------------------------------------------
 
@@ -434,6 +471,7 @@ class Machine:
         counts = self.flags.counts
         plain = not self.ideal_sync
         races = self.races
+        gm = self.gm
         while True:
             if not queue:
                 p.busy = False
@@ -455,7 +493,10 @@ class Machine:
                 # recorded as it starts (nothing else runs on its pipe until it ends),
                 # checked for races as it ends
                 start = env.now
-                end = self._run_op(p, item, seq, dispatched, start)
+                if gm is not None and gm.transfer(item.plan):
+                    end = yield from self._gm_op(p, item, seq, dispatched, start)
+                else:
+                    end = self._run_op(p, item, seq, dispatched, start)
                 if end > start:
                     yield env.timeout(end - start)
                 if races is not None:
@@ -513,19 +554,19 @@ class Machine:
         self._sync_row(item, seq, dispatched, now, now)
         self.recorder.add_record(p.last_op_row, item.text)
 
-    def _run_op(self, p: _Pipe, item, seq, dispatched, start) -> int:
-        """Cost an instruction starting at ``start`` in the pipe's stream state (and the
-        shared GM model's grant, when there is one), record it; returns its end."""
+    def _run_op(self, p: _Pipe, item, seq, dispatched, start, granted=None) -> int:
+        """Cost an instruction starting at ``start`` in the pipe's stream state (or take
+        the cycles the shared GM model ``granted`` it), record it; returns its end."""
         state = p.stream
         if self.break_on_idle and start != p.last_end:
             state = COLD
-        cost = item.warm if state is WARM else (
-            item.cold if state is COLD else item.plan.restart_cycles)
-        if self.infinite_bandwidth:
-            if cost:
+        if granted is not None:
+            cost = granted
+        else:
+            cost = item.warm if state is WARM else (
+                item.cold if state is COLD else item.plan.restart_cycles)
+            if self.infinite_bandwidth and cost:
                 cost = max(0, cost - _dma_cycles(item.plan))
-        elif self.gm is not None and item.plan is not None and item.plan.bytes:
-            cost = self.gm.cost(start, item, cost)
         end = start + cost
         p.last_end = end
         p.stream = RESTART if item.breaks else WARM
@@ -538,6 +579,23 @@ class Machine:
         if self.detail and item.plan is not None:
             self._cce_rows(item, seq, p.name, dispatched, start, end, state)
         return end
+
+    def _gm_op(self, p: _Pipe, item, seq, dispatched, start):
+        """A GM transfer starting at ``start``: its cost on its own path, then what the
+        chip's GM model grants it once every unit's transfers of that cycle are known
+        (``sim.engine.gmorder``); records it, returns its end."""
+        own = self._own_cost(p, item, start)
+        granted = yield self.gm.request(start, (self.core, self.unit, p.name), item, own)
+        return self._run_op(p, item, seq, dispatched, start, granted)
+
+    def _own_cost(self, p: _Pipe, item, start) -> int:
+        """An instruction's cost on its own, starting at ``start`` in the pipe's stream
+        state (as ``_run_op`` costs it)."""
+        state = p.stream
+        if self.break_on_idle and start != p.last_end:
+            state = COLD
+        return item.warm if state is WARM else (
+            item.cold if state is COLD else item.plan.restart_cycles)
 
     def _barrier(self, p: _Pipe, item, seq, dispatched, t) -> None:
         """A barrier on this pipe: everything before it has finished already."""
@@ -552,48 +610,8 @@ class Machine:
         raise DeadlockError(f"deadlock at cycle {self.now()}: " + describe_stuck(stuck), stuck)
 
     def stuck(self) -> list[dict]:
-        """What keeps this unit from finishing: one dict per blocked pipe (``pipe``,
-        ``waits_for`` flag text, ``wait`` item label, ``next`` op behind it, optional
-        ``text`` for a full sentence)."""
-        stuck = []
-        for p in self.pipes.values():
-            if p.blocked is not None:
-                blocked, seq = p.blocked
-                queued = list(p.queue)
-                seqs = accumulate(queued[1::3], initial=p.head_seq)
-                next(seqs)
-                behind = [it.label(n) for it, n in zip(queued[::3], seqs) if it.kind == OP][:1]
-                stuck.append({"pipe": p.name, "waits_for": blocked.text,
-                              "wait": blocked.label(seq), "next": behind[0] if behind else ""})
-        if self.dispatch_blocked is not None:
-            it, seq = self.dispatch_blocked
-            if it.kind == BARRIER:
-                busy = [p.name for p in self.pipes.values() if p.busy or p.queue]
-                stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": "",
-                              "wait": it.label(seq), "next": "",
-                              "text": f"PIPE_S (dispatch) waits in pipe_barrier(PIPE_ALL) "
-                                      f"({it.label(seq)}) for {', '.join(busy)} to drain"})
-            else:
-                stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text,
-                              "wait": it.label(seq), "next": ""})
-        return stuck
-
-
-def describe_stuck(stuck, prefix: str = "") -> str:
-    """The sentence a DeadlockError gives for ``Machine.stuck()`` entries (``prefix``
-    names the unit on a chip); drops the ``text`` keys it used."""
-    parts = []
-    for s in stuck:
-        if "text" in s:
-            parts.append(prefix + s.pop("text"))
-            continue
-        msg = f"{prefix}{s['pipe']} waits for flag {s['waits_for']} ({s['wait']})"
-        if s["next"]:
-            msg += f" before {s['next']}"
-        parts.append(msg)
-    never = [s["waits_for"] for s in stuck if s["waits_for"]]
-    return "; ".join(parts) + (f"; no set_flag for {', '.join(never)} can still happen"
-                               if never else "")
+        """What keeps this unit from finishing (``sim.engine.deadlock.stuck_entries``)."""
+        return stuck_entries(self)
 
 
 def _dma_cycles(plan) -> int:

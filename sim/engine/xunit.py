@@ -338,13 +338,25 @@ class CrossUnit:
         self.epoch += 1
         return tile
 
+    def _popped(self, st, fifo, direction, sub):
+        """The data (or, timing only, the shape) of the oldest pushed slot. The pop's wait
+        makes sure there is one, unless waits never block (``ideal_sync``): then the pop
+        may come before its push, which an idealised run cannot reorder."""
+        queue = self.chip.queue(self.spec.core, fifo.id, direction, sub)
+        if not queue:
+            raise SimulationError(
+                f"{st.op} ({st.loc}): FIFO {fifo.id} has no pushed slot yet; only a run whose "
+                f"waits never block (ideal sync) pops before the push, and a cube<->vector "
+                f"FIFO's data cannot be reordered: ideal sync does not apply to FIFO kernels")
+        return queue.popleft()
+
     def _x_tpop_from_aic(self, st, a):
         fifo = self._fifo(st, _TO_AIV)
         sub = self.spec.subblock_idx
         yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIV, sub, "full"),
                               self._key_text(fifo, _TO_AIV, sub, "full"), st)
         tile = self._pop_tile(st, fifo, fifo.c2v_base)
-        got = self.chip.queue(self.spec.core, fifo.id, _TO_AIV, sub).popleft()
+        got = self._popped(st, fifo, _TO_AIV, sub)
         self._take_shape(tile, got)
         if self.functional:
             self._write_tile(tile, got, st)
@@ -360,8 +372,7 @@ class CrossUnit:
             yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIC, s, "full"),
                                   self._key_text(fifo, _TO_AIC, s, "full"), st)
         tile = self._pop_tile(st, fifo, fifo.v2c_base)
-        parts = [self.chip.queue(self.spec.core, fifo.id, _TO_AIC, s).popleft()
-                 for s in range(self.chip.vector_units)]
+        parts = [self._popped(st, fifo, _TO_AIC, s) for s in range(self.chip.vector_units)]
         if self.functional:
             data = parts[0] if split == 0 else np.concatenate(parts, axis=0 if split == 1 else 1)
             self._take_shape(tile, data)

@@ -1,0 +1,84 @@
+"""The order in which the chip's GM transfers are costed.
+
+The shared GM model (``sim.engine.gm``) is order-dependent: its channels serve transfers
+in the order they are costed, and its L2 keeps lines in the order they were used. Costed
+in cycle order, two transfers starting at the same cycle would otherwise be served in
+whatever order the event loop happened to resume their pipes — an order that depends on
+how many SimPy events each unit's schedule took, not on the hardware. ``TransferOrder``
+makes it explicit: a transfer starting at cycle ``t`` is requested (from any earlier or
+the same cycle), and once every unit has had its turn at ``t`` (an event at ``t`` with a
+priority after every ordinary event of that cycle) the requests of ``t`` are costed in
+``(core, unit, pipe)`` order. ASSUMPTION: the hardware's arbitration among requests of one
+cycle is not modelled; a fixed order by position on the chip is our choice — it makes a
+unit's cycles independent of the engine's event schedule (the timed and the event path
+cost the same transfers in the same order).
+
+A transfer always ends after the cycle it starts (it has a start-up latency and bytes to
+move), so nothing it causes can request another transfer at the same cycle: one costing
+per cycle sees every request of that cycle.
+"""
+
+from __future__ import annotations
+
+from simpy.events import Event
+
+__all__ = ["TransferOrder"]
+
+_AFTER_ALL = 2      # SimPy priority: after URGENT (0) and NORMAL (1) events of a cycle
+
+
+class TransferOrder:
+    """Hands GM transfers to ``gm`` (a ``GlobalMemory``) in (cycle, core, unit, pipe)
+    order; ``request`` returns the event that gives the transfer its cost in cycles."""
+
+    __slots__ = ("env", "gm", "pending", "transfer", "_plans")
+
+    def __init__(self, env, gm):
+        self.env = env
+        self.gm = gm
+        self.pending: dict = {}         # cycle -> [(order key, item, own cost, event)]
+        # id(plan) -> whether it moves GM bytes; the plans are kept, so no id is reused
+        known, self._plans = {}, []
+
+        def transfer(plan) -> bool:
+            """True when ``plan`` (an op's, or None) moves bytes over a GM path: the model
+            costs it. Asked for every op of the chip: one dict look-up."""
+            moves = known.get(id(plan))
+            if moves is None:
+                moves = known[id(plan)] = (plan is not None and bool(plan.bytes)
+                                           and gm._gm_bytes(plan)[0] > 0)
+                self._plans.append(plan)
+            return moves
+        self.transfer = transfer
+
+    def request(self, cycle: int, key: tuple, item, own: int) -> Event:
+        """The event whose value is the cost of ``item`` starting at ``cycle`` (not before
+        now) from ``key`` = (core, unit, pipe); ``own`` is its cost on its path alone."""
+        ev = Event(self.env)
+        batch = self.pending.get(cycle)
+        if batch is None:
+            # the cycle's first request: its own event is the one that costs the cycle's
+            # transfers (triggered as a Timeout is; the requester resumes right after)
+            ev._ok, ev._value = True, None
+            ev.callbacks.append(self._flush)
+            self.env.schedule(ev, _AFTER_ALL, cycle - self.env.now)
+            self.pending[cycle] = [(key, item, own, ev)]
+        else:
+            batch.append((key, item, own, ev))
+        return ev
+
+    def _flush(self, flush) -> None:
+        cycle = self.env.now
+        batch = self.pending.pop(cycle)
+        if len(batch) > 1:
+            batch.sort(key=_order)          # stable: one pipe's requests keep their order
+        cost = self.gm.cost
+        for _, item, own, ev in batch:
+            if ev is flush:
+                ev._value = cost(cycle, item, own)
+            else:
+                ev.succeed(cost(cycle, item, own))
+
+
+def _order(request) -> tuple:
+    return request[0]
