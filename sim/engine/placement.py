@@ -54,6 +54,10 @@ def place_tiles(program_or_body, target) -> dict:
 def root_functions(program) -> tuple:
     """The functions units start in: the entry, and the peer whose reserved buffer it
     imports (PTOAS's two-function form: the peer runs on the other kind of unit)."""
+    if len(program.functions) == 1:
+        # nothing else to start in or call (a builder kernel: its 10^5 statements unwalked)
+        return (program.main,)
+
     def compute():
         main = program.main
         roots = [main]
@@ -69,6 +73,9 @@ def root_functions(program) -> tuple:
 
 def _reachable(program) -> tuple:
     """The functions a run of ``program`` can execute (module doc), the roots first."""
+    if len(program.functions) == 1:
+        return (program.main,)
+
     def compute():
         seen = {f.name: f for f in root_functions(program)}
         todo = list(seen.values())
