@@ -267,3 +267,16 @@ def test_models_come_from_the_package_not_the_cwd(tmp_path):
     (bogus / "machine.toml").write_text("this is = = not toml\n")
     out = one_json(_module(["op", "TADD", "--json"], tmp_path))
     assert out["cycles"] == 56
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["run", "k.pto", "--bogus"], "ptosim: error: unrecognized arguments: --bogus"),
+    (["nocommand"], "ptosim: error: argument command: invalid choice: 'nocommand'"),
+    (["run"], "ptosim: error: ptosim run: the following arguments are required"),
+])
+def test_an_argument_error_names_the_program_once(argv, said, capsys):
+    """The top level's errors are not prefixed twice; a subcommand's name itself."""
+    from sim.cli import main
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(said) and "error: ptosim:" not in err, err

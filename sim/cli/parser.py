@@ -36,7 +36,9 @@ class _Parser(argparse.ArgumentParser):
     describe = None     # a callable giving the description, called when help is shown
 
     def error(self, message):
-        raise UserError(f"{self.prog}: {message}")
+        # a subcommand names itself ("ptosim run: ..."); the top level is the error's own
+        # "ptosim: error:" prefix already
+        raise UserError(f"{self.prog}: {message}" if " " in self.prog else message)
 
     def format_help(self):
         if self.describe is not None:       # what it reads loads only for help
