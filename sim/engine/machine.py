@@ -43,7 +43,8 @@ the same ``set`` / ``wait_event`` / ``take`` calls the local counters answer.
 Two idealisations bound what a kernel could gain (``sim.whatif`` uses them):
 ``ideal_sync`` satisfies every ``wait_flag`` at once and makes barriers free (they
 neither hold dispatch nor restart the vector stream), so only the pipes' own queues
-remain; ``infinite_bandwidth`` costs the bytes of an instruction's DMA items (TLOAD,
+remain — and a cube<->vector FIFO's slots, whose waits order data (a pop needs its
+push); ``infinite_bandwidth`` costs the bytes of an instruction's DMA items (TLOAD,
 TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps every sync row, with zero duration.
 """
 
@@ -156,14 +157,14 @@ class Machine:
         self.flags.fire(key)
 
     def _wait_event(self, key):
-        if self.ideal_sync:
+        if self.ideal_sync and not _fifo(key):
             return None
         if type(key) is not tuple:
             return self.shared.wait_event(key)
         return self.flags.wait_event(key)
 
     def _take(self, key):
-        if self.ideal_sync:
+        if self.ideal_sync and not _fifo(key):
             return
         if type(key) is not tuple:
             self.shared.take(key)
@@ -612,6 +613,13 @@ class Machine:
     def stuck(self) -> list[dict]:
         """What keeps this unit from finishing (``sim.engine.deadlock.stuck_entries``)."""
         return stuck_entries(self)
+
+
+def _fifo(key) -> bool:
+    """A cube<->vector FIFO's slot counter (``sim.engine.xunit``): under ideal sync its
+    waits still block — a pop needs its push's data, a push a free slot — since they order
+    data, not just pipes."""
+    return type(key) is not tuple and key[0] == "fifo"
 
 
 def _dma_cycles(plan) -> int:

@@ -340,14 +340,13 @@ class CrossUnit:
 
     def _popped(self, st, fifo, direction, sub):
         """The data (or, timing only, the shape) of the oldest pushed slot. The pop's wait
-        makes sure there is one, unless waits never block (``ideal_sync``): then the pop
-        may come before its push, which an idealised run cannot reorder."""
+        makes sure there is one (ideal sync keeps FIFO waits, ``machine._fifo``): an empty
+        queue here is the engine's fault, said in one line rather than an IndexError."""
         queue = self.chip.queue(self.spec.core, fifo.id, direction, sub)
         if not queue:
             raise SimulationError(
-                f"{st.op} ({st.loc}): FIFO {fifo.id} has no pushed slot yet; only a run whose "
-                f"waits never block (ideal sync) pops before the push, and a cube<->vector "
-                f"FIFO's data cannot be reordered: ideal sync does not apply to FIFO kernels")
+                f"{st.op} ({st.loc}): FIFO {fifo.id} has no pushed slot yet although its wait "
+                f"was satisfied (an engine fault: please report it with this kernel)")
         return queue.popleft()
 
     def _x_tpop_from_aic(self, st, a):
