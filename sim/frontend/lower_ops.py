@@ -89,34 +89,35 @@ class OpLowering(ValueScope):
         if results is not None:
             self.fail(first, f"'{name}' in destination-passing form returns no values")
         attrs = {}
-        ins_ops = ins_types = None
-        for x in ins[1][1:]:
-            if x[0] == "ops":
-                ins_ops = x
-            elif x[0] == "types":
-                ins_types = x
-            elif x[0] == "dict":
-                attrs.update(self.attrs(x))
+        ins_ops, ins_types, ins_dict = self._dps_part(ins)
+        self._merge_attrs(attrs, ins_dict)
         ins_vals = self.typed_list(ins_ops, ins_types, ins[1][0], "ins")
         outs_vals = ()
         if outs is not None:
-            o_ops = next((x for x in outs[1][1:] if x[0] == "ops"), None)
-            o_types = next((x for x in outs[1][1:] if x[0] == "types"), None)
-            for x in outs[1][1:]:
-                if x[0] == "dict":
-                    for k, v in self.attrs(x).items():
-                        if k in attrs:
-                            self.fail(x[1], f"attribute '{k}' given twice")
-                        attrs[k] = v
+            o_ops, o_types, o_dict = self._dps_part(outs)
+            self._merge_attrs(attrs, o_dict)
             if o_ops is None and o_types is not None:
                 self.fail(outs[1][0], f"'{name}': outs without operands returns a value, which "
                                       f"only ops outside the simulated set do")
             outs_vals = self.typed_list(o_ops, o_types, outs[1][0], "outs")
-        for k, v in self.attrs(attrs_node).items():
-            if k in attrs:
-                self.fail(attrs_node[1], f"attribute '{k}' given twice")
-            attrs[k] = v
+        self._merge_attrs(attrs, attrs_node)
         return Instr(opcode, outs_vals, ins_vals, attrs, loc=self.loc(first))
+
+    @staticmethod
+    def _dps_part(part) -> tuple:
+        """(operands, types, attribute dictionary) of an ``ins(...)`` / ``outs(...)`` part,
+        each None when absent."""
+        body = part[1][1:]
+        return tuple(next((x for x in body if x[0] == kind), None)
+                     for kind in ("ops", "types", "dict"))
+
+    def _merge_attrs(self, attrs: dict, node) -> None:
+        """The keys of the attribute dictionary ``node`` (None: none) into ``attrs``; a key
+        one of the op's dictionaries already gave is an error."""
+        for k, v in self.attrs(node).items():
+            if k in attrs:
+                self.fail(node[1], f"attribute '{k}' given twice")
+            attrs[k] = v
 
     def tgetval(self, st, op, results, ins, outs, attrs_node) -> ScalarOp:
         """``%v = pto.tgetval ins(%tile, %i : !pto.tile_buf<...>, index) outs : T``: element
@@ -130,24 +131,15 @@ class OpLowering(ValueScope):
             if isinstance(x, tuple) and x[0] == "ret":
                 self.fail(x[1][1][0], f"{name}: unexpected '-> T'; the result type is 'outs : T'")
         attrs: dict = {}
-        ins_ops = ins_types = None
-        for x in ins[1][1:]:
-            if x[0] == "ops":
-                ins_ops = x
-            elif x[0] == "types":
-                ins_types = x
-            elif x[0] == "dict":
-                attrs.update(self.attrs(x))
-                self.check_keys(name, x)
+        ins_ops, ins_types, ins_dict = self._dps_part(ins)
+        self._merge_attrs(attrs, ins_dict)
+        self.check_keys(name, ins_dict)
         vals = self.typed_list(ins_ops, ins_types, ins[1][0], "ins")
         if len(vals) != 2 or not isinstance(vals[0], Tile) or \
                 not isinstance(vals[1], (Scalar, Const)) or not is_int_type(value_type(vals[1])):
             self.fail(ins[1][0], f"{name}: expected ins(%tile, %index : !pto.tile_buf<...>, "
                                  f"index)")
-        o_ops = o_types = None
-        if outs is not None:
-            o_ops = next((x for x in outs[1][1:] if x[0] == "ops"), None)
-            o_types = next((x for x in outs[1][1:] if x[0] == "types"), None)
+        o_ops, o_types, _ = self._dps_part(outs) if outs is not None else (None, None, None)
         if outs is None or o_ops is not None or o_types is None or len(o_types[1]) != 1:
             self.fail(outs[1][0] if outs is not None else op,
                       f"{name}: expected 'outs : T' giving the scalar result type")
@@ -155,10 +147,7 @@ class OpLowering(ValueScope):
         if not isinstance(rt, str):
             self.fail(o_types[1][0], f"{name}: expected a scalar result type, found "
                                      f"{format_type(rt)}")
-        for k, v in self.attrs(attrs_node).items():
-            if k in attrs:
-                self.fail(attrs_node[1], f"attribute '{k}' given twice")
-            attrs[k] = v
+        self._merge_attrs(attrs, attrs_node)
         self.check_keys(name, attrs_node)
         res = Scalar(rname, rt)
         self.define(rtok, res)
