@@ -31,25 +31,18 @@ class TransferOrder:
     """Hands GM transfers to ``gm`` (a ``GlobalMemory``) in (cycle, core, unit, pipe)
     order; ``request`` returns the event that gives the transfer its cost in cycles."""
 
-    __slots__ = ("env", "gm", "pending", "transfer", "_plans")
+    __slots__ = ("env", "gm", "pending")
 
     def __init__(self, env, gm):
         self.env = env
         self.gm = gm
         self.pending: dict = {}         # cycle -> [(order key, item, own cost, event)]
-        # id(plan) -> whether it moves GM bytes; the plans are kept, so no id is reused
-        known, self._plans = {}, []
 
-        def transfer(plan) -> bool:
-            """True when ``plan`` (an op's, or None) moves bytes over a GM path: the model
-            costs it. Asked for every op of the chip: one dict look-up."""
-            moves = known.get(id(plan))
-            if moves is None:
-                moves = known[id(plan)] = (plan is not None and bool(plan.bytes)
-                                           and gm._gm_bytes(plan)[0] > 0)
-                self._plans.append(plan)
-            return moves
-        self.transfer = transfer
+    def transfer(self, plan) -> bool:
+        """True when ``plan`` (an op's, or None) moves bytes over a GM path: the model
+        costs it. Asked for every op of the chip: a plan that moves no bytes answers at
+        once, one that does from the model's own per-plan cache (``_gm_bytes``)."""
+        return plan is not None and plan.bytes > 0 and self.gm._gm_bytes(plan)[0] > 0
 
     def request(self, cycle: int, key: tuple, item, own: int) -> Event:
         """The event whose value is the cost of ``item`` starting at ``cycle`` (not before
