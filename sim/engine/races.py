@@ -322,6 +322,12 @@ class RaceDetector:
                                               self._trans_of[after], self._meets_of[after])
         return t
 
+    def _reshape(self, lane) -> None:
+        """Number a memoised lane's shape again from its records (after the memo or the
+        records changed wholesale), with that shape's transitions and conflicts."""
+        n = lane[0] = self._shape(tuple(r[_ACCESS] for r in lane[1]))
+        lane[2], lane[3] = self._trans_of[n], self._meets_of[n]
+
     def _forget(self) -> None:
         """Start the shape memo again (an irregular program with ever new lane shapes)."""
         self._trans_of.clear()
@@ -331,8 +337,7 @@ class RaceDetector:
         for sp in self.shadow.values():
             for lane in (sp.values() if sp is not ROUTED else ()):
                 if lane[0] is not None:
-                    lane[0] = self._shape(tuple(r[1] for r in lane[1]))
-                    lane[2], lane[3] = self._trans_of[lane[0]], self._meets_of[lane[0]]
+                    self._reshape(lane)
 
     def _check(self, sp: dict, pipe: str, c: dict, a, item, seq) -> None:
         """Report the records of other pipes that ``a`` conflicts with unordered, in the
@@ -362,8 +367,7 @@ class RaceDetector:
             sp[r[_PIPE]][1].append(r)
         for lane in sp.values():
             if lane[0] is not None:
-                lane[0] = self._shape(tuple(r[_ACCESS] for r in lane[1]))
-                lane[2], lane[3] = self._trans_of[lane[0]], self._meets_of[lane[0]]
+                self._reshape(lane)
         self._count[space] = [len(kept), max(64, 2 * len(kept))]
 
     def _race(self, x: tuple, y: tuple) -> None:
