@@ -14,10 +14,9 @@ the first vector tile.
 
 from __future__ import annotations
 
-import weakref
-
 import attrs
 
+from sim.isa.known import kept
 from sim.isa.program import Alloc, For, If, PipeOp, Section
 from sim.isa.tile import Tile
 
@@ -35,24 +34,6 @@ class Facts:
     allocs: tuple             # Alloc statements, in text order, function by function
     reserves: tuple           # pto.reserve_buffer statements, in text order
     tallocs: tuple            # tiles taken by talloc_to_aiv / talloc_to_aic, in text order
-
-
-_kept: dict[int, dict] = {}       # id(program) -> what was kept for it, while it lives
-
-
-def kept(program, key, compute):
-    """``compute()`` for ``program``, kept under ``key`` for as long as the program lives
-    (by identity: hashing a program would walk it again). For what depends only on the
-    program and ``key``: its facts, and a launch's layout, unit programs and placement
-    (``sim.engine.chip``), so the runs of one program work them out once."""
-    mine = _kept.get(id(program))
-    if mine is None:
-        mine = _kept[id(program)] = {}
-        weakref.finalize(program, _kept.pop, id(program), None)
-    value = mine.get(key, _kept)
-    if value is _kept:
-        value = mine[key] = compute()
-    return value
 
 
 def scan(program_or_body) -> Facts:
