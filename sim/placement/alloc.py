@@ -37,7 +37,7 @@ from sim.isa.tile import Loc, Tile
 from sim.placement.ir import Aliases, tile_roles
 from sim.timing.banks import ub_banks
 
-__all__ = ["Slot", "allocate", "fifo_spans"]
+__all__ = ["Slot", "allocate", "fifo_spans", "held_during"]
 
 
 @attrs.frozen
@@ -162,7 +162,7 @@ def fifo_spans(fn) -> dict:
     return {i: spans[r] if r else whole for i, r in found}
 
 
-def _held(reserved: dict, name: str, live: tuple) -> list:
+def held_during(reserved: dict, name: str, live: tuple) -> list:
     """The byte ranges of ``reserved`` in buffer ``name`` held during ``live``: a
     ``(start, end)`` for the whole kernel, a ``(start, end, (first, last))`` over those
     positions (``fifo_spans``)."""
@@ -226,7 +226,7 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         frontiers.setdefault(buf.name, _Frontier())
         mine = by_buffer.get(buf.name, ())
         others = [sl for sl in mine if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
-        busy = [(s, e) for _, s, e in buf.reserved] + _held(reserved, buf.name, live)
+        busy = [(s, e) for _, s, e in buf.reserved] + held_during(reserved, buf.name, live)
         busy += [(a, a + sl.nbytes) for sl in others for a in sl.addrs]
         partner_banks = set()
         if banks is not None:

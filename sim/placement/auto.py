@@ -84,7 +84,7 @@ import attrs
 from sim.base.errors import PlacementError, UserError
 from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, PipeOp, Program, Scalar,
                              Section, SetFlag, WaitFlag, walk)
-from sim.placement.alloc import allocate, fifo_spans
+from sim.placement.alloc import allocate, fifo_spans, held_during
 from sim.placement.inline import inline_calls
 from sim.placement.ir import (Aliases, Fifos, Views, check_supported, constant_addresses,
                               fifo_reserves, pipe_of)
@@ -172,8 +172,7 @@ def _fifo_buffers(fn, tgt, pinned: dict):
         buf = tgt.buffer(bufname)
         live = spans[id(st)]
         busy = sorted([(s, e) for _, s, e in buf.reserved]
-                      + [(s, e) for s, e, (a, b) in held.get(bufname, [])
-                         if a <= live[1] and live[0] <= b]
+                      + held_during(held, bufname, live)
                       + [(a, a + t.type.nbytes) for t, a in pinned.items()
                          if t.loc.buffer == bufname])
         addr = 0
