@@ -150,18 +150,28 @@ class GlobalTensor:
             r, c = key      # a[r0:r1, c0:c1] of literal bounds, as a loop slices: no Index
             if type(r) is slice and type(c) is slice and type(r.start) in _STATIC \
                     and type(r.stop) in _STATIC and type(c.start) in _STATIC \
-                    and type(c.stop) in _STATIC:
+                    and type(c.stop) in _STATIC and r.step is None and c.step is None:
                 r0, r1, _ = r.indices(self.shape[0])
                 c0, c1, _ = c.indices(self.shape[1])
                 if r1 > r0 and c1 > c0:     # indices() clamps into the tensor: view()'s
                     return View(self, r0, c0, r1 - r0, c1 - c0)     # checks hold
         if not isinstance(key, tuple):
             key = (key, slice(None))
+        if len(key) != 2:
+            raise UserError(f"view of {self.name}: expected a[rows, cols] (two slices), found "
+                            f"{len(key)} subscripts")
         spans = []
         for k, n in zip(key, self.shape):
-            if isinstance(k, slice) and (isinstance(k.start, Index) or isinstance(k.stop, Index)):
-                if k.step not in (None, 1) or not isinstance(k.start, Index) or \
-                        not isinstance(k.stop, Index):
+            # a window is contiguous rows and columns: an integer or a stepped slice is
+            # something else, refused rather than read as a window it is not
+            if not isinstance(k, slice):
+                raise UserError(f"view of {self.name}: expected a slice such as a[r0:r1, "
+                                f"c0:c1], found {k!r}")
+            if k.step not in (None, 1):
+                raise UserError(f"view of {self.name}: a window takes every row and column "
+                                f"of its span; a step is not supported, found {k!r}")
+            if isinstance(k.start, Index) or isinstance(k.stop, Index):
+                if not isinstance(k.start, Index) or not isinstance(k.stop, Index):
                     raise UserError(f"view of {self.name}: a run-time slice needs start and "
                                     f"stop of one Index (e.g. a[r:r + 128]), found {k!r}")
                 spans.append((k.start, k.stop - k.start))
