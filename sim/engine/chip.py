@@ -33,6 +33,7 @@ from sim.engine.gmorder import TransferOrder
 from sim.engine.deadlock import describe_stuck
 from sim.engine.machine import Machine
 from sim.engine.placement import place_tiles
+from sim.engine.racefree import race_free
 from sim.engine.races import RaceDetector
 from sim.engine.record import frame
 from sim.engine.scan import kept
@@ -52,7 +53,10 @@ class Chip:
 
     def __init__(self, program, target, *, block_dim=1, inputs=None, functional=True,
                  strict=True, seed=0, detail=False, races=False, ideal_sync=False,
-                 infinite_bandwidth=False, l2=None, trace="full", limits=None):
+                 infinite_bandwidth=False, l2=None, trace="full", limits=None,
+                 race_logs=False):
+        """``races``: run the race detector (the event path); ``race_logs``: keep every
+        unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``)."""
         self.target = target
         self.layout = kept(program, ("layout", target, block_dim),
                            lambda: layout(program, target, block_dim))
@@ -87,7 +91,8 @@ class Chip:
                     lambda: _placed_unit(program, spec.kind, target))
             interp = Interpreter(programs[spec.kind], target, inputs=inputs,
                                  functional=functional, strict=strict, seed=seed,
-                                 track_accesses=races, spec=spec, chip=self.state,
+                                 track_accesses=races or race_logs, spec=spec,
+                                 chip=self.state,
                                  gm=self.gm_state, placed=placed[spec.kind],
                                  gm_windows=gm_model is not None and gm_model.needs_window(),
                                  sync_items=kept(program, ("sync items", spec.kind, target),
@@ -96,7 +101,7 @@ class Chip:
                               detail=detail, races=self._race_detector(spec, races),
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
                               gm=order, shared=self.state.flags, trace=trace,
-                              statics=statics)
+                              statics=statics, log=[] if race_logs else None)
             interp.limits = limits      # a scalar-only loop issues nothing to count
             self.units.append((spec, interp, machine))
 
@@ -134,6 +139,11 @@ class Chip:
         if self.xraces is None:
             return RaceDetector()
         return UnitRaces(self.xraces, spec.core, spec.unit)
+
+    def race_free(self) -> bool:
+        """Whether the run's dispatch logs show the race detector would report nothing
+        (``sim.engine.racefree``; False also when that cannot be shown)."""
+        return race_free([m.log for _, _, m in self.units])
 
     def races(self) -> tuple:
         own = tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())

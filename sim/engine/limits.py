@@ -110,6 +110,11 @@ class Limits:
                        f"neither (scalar code)")
         self.check()
 
+    def again(self) -> None:
+        """Count from zero for a second run of the same kernel (a race check that runs
+        again with the detector: ``sim.engine.run``)."""
+        self.items = self.idle_items = 0
+
     def _next(self, n: int) -> int:
         """The item count of the next check: ``every`` on, and the one past the limit."""
         stop = self.max_instructions

@@ -75,7 +75,7 @@ class Machine:
 
     def __init__(self, target, *, env=None, core=0, unit="AIV0", detail=False, races=None,
                  ideal_sync=False, infinite_bandwidth=False, gm=None, shared=None,
-                 trace="full", batch=True, statics=None):
+                 trace="full", batch=True, statics=None, log=None):
         self.env = env if env is not None else simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
@@ -96,6 +96,9 @@ class Machine:
         self.ideal_sync = ideal_sync                  # waits never block, barriers are free
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
         self.races = races        # a RaceDetector fed as items run, or None
+        # every item dispatched, in order, for a proof of race freedom after the run
+        # (sim.engine.racefree), or None
+        self.log = log
         # the chip's GM transfers in order (sim.engine.gmorder), or None: path bandwidth
         # only (an unbounded bandwidth has no GM model either)
         self.gm = gm if not infinite_bandwidth else None
@@ -191,8 +194,11 @@ class Machine:
         races = self.races
         moves = self.gm.transfer if self.gm is not None else None
         cycles = self.dispatch_cycles
+        log = self.log.append if self.log is not None else None
         now = env.now           # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
+            if log is not None:
+                log(item)
             if cycles:
                 yield env.timeout(cycles)
                 now = env.now

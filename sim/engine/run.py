@@ -93,19 +93,33 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     tick = getattr(limits.progress, "preparing", None) if watched else None
     prep = prepared(program, tgt, sync, tick)
     check = races is True or (races == "manual" and prep.mode == "manual")
-    chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs, functional=functional,
-                strict=strict, seed=seed, detail=detail == "cce", races=check,
-                ideal_sync=ideal_sync or prep.ideal_sync,
-                infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace,
-                limits=limits if watched else None)
-    try:
-        with _frozen_gc(), _numpy_errors(functional):
-            recording = chip.run()
-            if watched:
-                limits.check()           # a run shorter than one check interval, too
-    except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
-        e.trace = chip.recording().frame()
-        raise
+    # with the race check, the run first takes the fast timed path and shows from its
+    # dispatch logs that the detector would find nothing (sim.engine.racefree); only when
+    # that does not go through does it run again with the detector, whose findings count
+    prove = check and not (ideal_sync or prep.ideal_sync)
+
+    def run(detect: bool):
+        chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs,
+                    functional=functional, strict=strict, seed=seed, detail=detail == "cce",
+                    races=detect, race_logs=prove and not detect,
+                    ideal_sync=ideal_sync or prep.ideal_sync,
+                    infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace,
+                    limits=limits if watched else None)
+        try:
+            with _frozen_gc(), _numpy_errors(functional):
+                recording = chip.run()
+                if watched:
+                    limits.check()       # a run shorter than one check interval, too
+        except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
+            e.trace = chip.recording().frame()
+            raise
+        return chip, recording
+
+    chip, recording = run(check and not prove)
+    if prove and not chip.race_free():
+        if watched:
+            limits.again()
+        chip, recording = run(True)
     found = chip.races()
     # the front end's first: attribute keys the simulator does not model (attr_keys)
     warnings = (*program.warnings, *prep.warnings, *chip.warnings)
