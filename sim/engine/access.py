@@ -68,25 +68,31 @@ def _new_gm_access(ptr, base, sizes, strides, view: PartView, write: bool) -> Ac
 def instr_accesses(interp, instr, srcs, tmp) -> tuple:
     """The accesses of one execution of ``instr``. A tile's access is the same value for
     as long as its address and valid region are, so it is built once per tile state
-    (``interp.tile_accesses``): a long run queues millions of them."""
+    (``interp.tile_accesses``, keyed by the tile's identity: a tile lives as long as its
+    program): a long run queues millions of them."""
+    operands = interp.access_operands.get(id(instr))
+    if operands is None:
+        operands = interp.access_operands[id(instr)] = _operands(instr, tmp)
+    cache, tiles = interp.tile_accesses, interp.tiles
     out = []
-    cache = interp.tile_accesses
-    for o in instr.outs:
-        if isinstance(o, Tile):
-            out.append(_cached(cache, o, interp.tiles[o], True))
-        elif isinstance(o, PartView):
-            out.append(_gm_access(interp, o, True))
-    for o in instr.ins:
-        if isinstance(o, Tile):
-            out.append(_cached(cache, o, interp.tiles[o], o is tmp))
-        elif isinstance(o, PartView):
-            out.append(_gm_access(interp, o, False))
+    for o, write, tile in operands:
+        if tile:
+            st = tiles[o]
+            key = (id(o), st.addr, st.rows, st.cols, write)
+            a = cache.get(key)
+            if a is None:
+                a = cache[key] = tile_access(o, st, write)
+            out.append(a)
+        else:
+            out.append(_gm_access(interp, o, write))
     return tuple(out)
 
 
-def _cached(cache: dict, tile: Tile, state, write: bool) -> Access:
-    key = (tile, state.addr, state.rows, state.cols, write)
-    a = cache.get(key)
-    if a is None:
-        a = cache[key] = tile_access(tile, state, write)
-    return a
+def _operands(instr, tmp) -> tuple:
+    """(operand, written, is a tile) of the tiles and GM views ``instr`` touches, its
+    outputs first."""
+    outs = tuple((o, True, isinstance(o, Tile)) for o in instr.outs
+                 if isinstance(o, (Tile, PartView)))
+    ins = tuple((o, o is tmp, True) if isinstance(o, Tile) else (o, False, False)
+                for o in instr.ins if isinstance(o, (Tile, PartView)))
+    return outs + ins

@@ -118,6 +118,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         self.tile_accesses: dict = {}   # (tile, state, write) -> its Access (sim.engine.access)
+        self.access_operands: dict = {}  # id(instr) -> the operands it touches (same module)
         # GM window -> its Access: shared by the units of a chip (``gm_accesses=``)
         self.gm_accesses: dict = {} if gm_accesses is None else gm_accesses
         self.strict = strict

@@ -52,35 +52,37 @@ _MAX_ROUNDS = 64            # fixed-point rounds before the proof gives up
 _MAX_GM_PAIRS = 1 << 26     # pairs of GM windows compared across units before it gives up
 _CHUNK = 1 << 18            # pairs compared at once (bounds the memory it takes)
 _SHIFT = 40                 # key = group << _SHIFT | position
+_MAX_TABLE = 1 << 25        # (unit, access) pairs kept in a dense table
 
 
 def race_free(logs) -> bool:
     """Would the race detector report nothing on the run whose units dispatched ``logs``
     (one list of ``Issued`` items per unit, in dispatch order)? False when it cannot be
     shown (see the module doc), not only when there is a race."""
-    if not any(logs):
-        return True
     # the proof makes many short-lived containers while the run's objects are alive: a
     # collection would rescan those for nothing
     was = gc.isenabled()
     gc.disable()
     try:
-        return _Proof(logs).holds()
+        gm = []
+        for log in logs:        # unit by unit: arrays that stay in cache
+            if log:
+                proof = _Proof(log)
+                if not proof.holds():
+                    return False
+                gm.append(proof.gm)
+        return len(gm) < 2 or _gm_across(gm)
     finally:
         if was:
             gc.enable()
 
 
-def _running_max(values: np.ndarray, base: np.ndarray) -> None:
-    """Running maximum down the rows of ``values`` in place, where each row carries its
-    segment's ``base`` (segments in increasing order, each base above every value of the
-    segments before): the maximum never crosses into the next segment."""
-    np.maximum.accumulate(values, axis=0, out=values)
-
-
 class _Proof:
-    def __init__(self, logs):
-        self.logs = logs
+    """The proof for one unit (see the module doc); ``gm``: the GM accesses it made."""
+
+    def __init__(self, log):
+        self.log = log
+        self.gm = []
 
     def holds(self) -> bool:
         return self._items() and self._events() and self._knowledge() and \
@@ -90,14 +92,11 @@ class _Proof:
 
     def _items(self) -> bool:
         """Codes of every dispatched item and the role of each distinct one."""
-        logs = self.logs
-        lens = np.array([len(x) for x in logs], np.int64)
-        n = int(lens.sum())
-        distinct = list(dict.fromkeys(chain.from_iterable(logs)))
+        log = self.log
+        distinct = list(dict.fromkeys(log))
         code = dict(zip(distinct, range(len(distinct))))
-        self.codes = np.fromiter(map(code.__getitem__, chain.from_iterable(logs)), np.int64, n)
-        self.unit = np.repeat(np.arange(len(logs), dtype=np.int64), lens)
-        self.n = n
+        self.codes = np.fromiter(map(code.__getitem__, log), np.int64, len(log))
+        self.n = len(log)
         kinds, pipes, flags, accesses = zip(*map(_FIELDS, distinct))
         if "PIPE_ALL" in pipes and any(k != BARRIER for k, p in zip(kinds, pipes)
                                        if p == "PIPE_ALL"):
@@ -106,7 +105,8 @@ class _Proof:
         col = {p: i for i, p in enumerate(names)}
         col["PIPE_ALL"] = -1
         self.cols = len(names)
-        kind = np.array([{OP: 1, SET: 2, WAIT: 3}.get(k, 0) for k in kinds], np.int8)
+        kind_code = {OP: 1, SET: 2, WAIT: 3}
+        kind = np.array([kind_code.get(k, 0) for k in kinds], np.int8)
         ucol = np.array([col[p] for p in pipes], np.int64)
         local = np.array([type(f) is tuple for f in flags], bool)
         touches = np.fromiter(map(bool, accesses), bool, len(accesses))
@@ -123,134 +123,112 @@ class _Proof:
         ukey = np.array([keys.get(f, -1) if type(f) is tuple else -1 for f in flags], np.int64)
         # FIFO pop flags: set and waited once per pop, never checked for a pending set
         self.tpop = np.array([i for f, i in keys.items() if f[2] == "tpop"], np.int64)
-        self.role, self.ucol, self.ukey, self.nkeys = role, ucol, ukey, max(len(keys), 1)
+        self.role, self.ucol, self.ukey = role, ucol, ukey
         self.distinct_accesses = [(i, accesses[i]) for i in np.flatnonzero(touches).tolist()]
         return True
 
     def _events(self) -> bool:
-        """Pipe events (accesses, sets, waits) by (unit, pipe), each pipe's in program
-        order and numbered along it; dispatcher events by unit in program order."""
+        """Pipe events (accesses, sets, waits) by pipe, each pipe's in program order and
+        numbered along it; the dispatcher's events in program order."""
         codes = self.codes
-        self.ev_role_all = role = self.role[codes]
-        cols = self.cols
+        self.role_at = role = self.role[codes]
         on_pipe = np.flatnonzero((role >= _ACCESS) & (role <= _WAIT))
-        gp = self.unit[on_pipe] * cols + self.ucol[codes[on_pipe]]
-        order = np.argsort((gp << _SHIFT) | on_pipe)
-        self.ev = on_pipe[order]
-        self.ev_gp = gp[order]
-        self.ev_key = (self.ev_gp << _SHIFT) | self.ev
-        starts = np.searchsorted(self.ev_gp, self.ev_gp, "left")
-        self.own = np.arange(len(self.ev), dtype=np.int64) - starts + 1
-        ev_role = role[self.ev]
-        self.ev_access = ev_role == _ACCESS
+        col = self.ucol[codes[on_pipe]]
+        order = _stable_order(col)
+        self.ev = ev = on_pipe[order]
+        self.ev_col = ev_col = col[order]
+        n = len(ev)
+        # numbered along each pipe: 1, 2, ... from the start of its segment
+        seg = np.ones(n, bool)
+        seg[1:] = ev_col[1:] != ev_col[:-1]
+        first = np.flatnonzero(seg)
+        seg_start = np.repeat(first, np.diff(np.append(first, n)))
+        self.own = np.arange(n, dtype=np.int64) - seg_start + 1
+        self.ev_access = role[ev] == _ACCESS
         sync = np.flatnonzero(~self.ev_access)    # the rows of the clock matrix
-        self.s_ev, self.s_pos, self.s_gp = sync, self.ev[sync], self.ev_gp[sync]
-        self.s_key = self.ev_key[sync]
+        self.s_ev, self.s_pos, self.s_col = sync, ev[sync], ev_col[sync]
+        # the last sync event of its pipe at or before each event (-1: none)
+        last = np.full(n, -1, np.int64)
+        last[sync] = np.arange(len(sync))
+        np.maximum.accumulate(last, out=last)
+        self.ev_last = np.where(last >= np.searchsorted(sync, seg_start), last, -1) \
+            if len(sync) else last
         self.d_pos = np.flatnonzero((role == _DWAIT) | (role == _BARRIER_ALL))
-        self.d_unit = self.unit[self.d_pos]
         self.d_role = role[self.d_pos]
+        # the row of the dispatcher's clocks (0: before its first event) each event joins
+        self.ev_epoch = np.searchsorted(self.d_pos, ev)
         return True
-
-    def _epoch(self, pos: np.ndarray) -> np.ndarray:
-        """Row of the dispatcher clocks (0: nothing learnt yet) an item at ``pos`` joins."""
-        if not len(self.d_pos):
-            return np.zeros(len(pos), np.int64)
-        i = np.searchsorted(self.d_pos, pos, "left") - 1
-        ok = (i >= 0) & (self.d_unit[np.maximum(i, 0)] == self.unit[pos])
-        return np.where(ok, i + 1, 0)
-
-    def _last_sync(self, key: np.ndarray, gp: np.ndarray) -> tuple:
-        """(row, found) of the last sync event of pipe ``gp`` before ``key``."""
-        if not len(self.s_key):
-            z = np.zeros(len(key), np.int64)
-            return z, z.astype(bool)
-        last = np.searchsorted(self.s_key, key, "left") - 1
-        found = (last >= 0) & (self.s_gp[np.maximum(last, 0)] == gp)
-        return np.maximum(last, 0), found
 
     # --- knowledge --------------------------------------------------------------------
 
     def _match(self) -> bool:
-        """The set each wait consumes (k-th set to k-th wait of a flag, per unit)."""
-        codes, role = self.codes, self.ev_role_all
+        """The set each wait consumes (k-th set to k-th wait of a flag)."""
+        codes, role = self.codes, self.role_at
         sets = np.flatnonzero(role == _SET)
         waits = np.flatnonzero((role == _WAIT) | (role == _DWAIT))
-        gs = self.unit[sets] * self.nkeys + self.ukey[codes[sets]]
-        gw = self.unit[waits] * self.nkeys + self.ukey[codes[waits]]
-        os_, ow = np.argsort((gs << _SHIFT) | sets), np.argsort((gw << _SHIFT) | waits)
-        sets, waits, gs, gw = sets[os_], waits[ow], gs[os_], gw[ow]
-        if len(sets) != len(waits) or not np.array_equal(gs, gw):
+        ks, kw = self.ukey[codes[sets]], self.ukey[codes[waits]]
+        os_, ow = _stable_order(ks), _stable_order(kw)
+        sets, waits, ks, kw = sets[os_], waits[ow], ks[os_], kw[ow]
+        if len(sets) != len(waits) or not np.array_equal(ks, kw):
             return False            # a set never waited (or a wait the run never passed)
-        self.m_set, self.m_wait, self.m_gkey = sets, waits, gs
+        self.m_set, self.m_wait, self.m_key = sets, waits, ks
         return True
 
     def _knowledge(self) -> bool:
-        """Vector clocks of the sync events (rows of K, columns the unit's pipes) and of
-        the dispatcher after each of its events (rows of KD, row 0 before any)."""
+        """Vector clocks of the sync events (rows of K) and of the dispatcher after each
+        of its events (rows of KD, row 0 before any). Columns: the pipes that sync (only
+        they pass on what they know; every pipe when a barrier lets the dispatcher learn
+        all of them), ``kcol`` maps a pipe to its column, the others to a zero column."""
         if not self._match():
             return False
-        cols = self.cols
-        ns, nd = len(self.s_pos), len(self.d_pos)
+        cols, ns, nd = self.cols, len(self.s_pos), len(self.d_pos)
+        syncing = np.zeros(cols, bool)
+        syncing[self.s_col] = True
+        if (self.d_role == _BARRIER_ALL).any():
+            syncing[:] = True
+        active = np.flatnonzero(syncing)
+        ka = len(active)
+        self.kcol = np.full(cols, ka, np.int64)         # column ka: always zero
+        self.kcol[active] = np.arange(ka)
         s_row = np.full(self.n, -1, np.int64)
         s_row[self.s_pos] = np.arange(ns)
-        # values carry their segment's base (module _running_max): a pipe's rows, the
-        # dispatcher's rows of a unit
+        # a pipe's rows carry its base, above every value of the pipes before it: a
+        # running maximum down the rows then never crosses from one pipe into the next
         big = len(self.ev) + 1
-        s_base = (self.s_gp * big)[:, None]
-        d_seg = np.concatenate([[0], self.d_unit + 1])
-        d_base = (d_seg * big)[:, None]
-        K = np.zeros((ns, cols), np.int64)
-        K[np.arange(ns), self.s_gp % cols] = self.own[self.s_ev]
+        dtype = np.int32 if (cols + 1) * big < 2**31 else np.int64
+        s_base = (self.s_col * big).astype(dtype)[:, None]
+        K = np.zeros((ns, ka), dtype)
+        K[np.arange(ns), self.kcol[self.s_col]] = self.own[self.s_ev]
         K += s_base
-        s_epoch = self._epoch(self.s_pos)
         on_pipe = s_row[self.m_wait] >= 0
         w_rows, w_sets = s_row[self.m_wait[on_pipe]], s_row[self.m_set[on_pipe]]
-        w_delta = (s_base[w_rows] - s_base[w_sets])
-        d_index = np.searchsorted(self.d_pos, self.m_wait[~on_pipe]) + 1
-        d_sets = s_row[self.m_set[~on_pipe]]
-        d_delta = d_base[d_index] - s_base[d_sets]
-        # a barrier: every pipe of its unit as it was before it
-        bars = np.flatnonzero(self.d_role == _BARRIER_ALL)
-        b_d = np.repeat(bars, cols) + 1
-        b_gp = np.repeat(self.d_unit[bars] * cols, cols) + np.tile(np.arange(cols), len(bars))
-        probe = (b_gp << _SHIFT) | self.d_pos[b_d - 1]
-        b_last, b_ok = self._last_sync(probe, b_gp)
-        b_own = np.searchsorted(self.ev_key, probe) - np.searchsorted(self.ev_key, b_gp << _SHIFT)
-        b_col = b_gp % cols
-        b_delta = d_base[b_d] - (s_base[b_last] if ns else 0)
-        e_delta = s_base - d_base[s_epoch]
-        KD = np.zeros((nd + 1, cols), np.int64) + d_base
+        w_delta = s_base[w_rows] - s_base[w_sets]
+        KD = np.zeros((nd + 1, ka), dtype)
+        dispatch = _Dispatcher(self, s_row, s_base, dtype) if nd else None
         self.rounds = 0
         for self.rounds in range(1, _MAX_ROUNDS + 1):
-            KD2 = KD.copy()
-            if len(d_sets):
-                KD2[d_index] = np.maximum(KD2[d_index], K[d_sets] + d_delta)
-            if len(b_d):
-                got = np.where(b_ok[:, None], K[b_last] + b_delta, d_base[b_d]) if ns \
-                    else np.broadcast_to(d_base[b_d], (len(b_d), cols)).copy()
-                i = np.arange(len(b_d))
-                got[i, b_col] = np.maximum(got[i, b_col], b_own + d_base[b_d, 0])
-                np.maximum.at(KD2, b_d, got)
-            _running_max(KD2, d_base)
-            K2 = np.maximum(K, KD2[s_epoch] + e_delta)
+            changed = dispatch.learn(K, KD) if dispatch is not None else False
             if len(w_rows):
-                K2[w_rows] = np.maximum(K2[w_rows], K2[w_sets] + w_delta)
-            _running_max(K2, s_base)
-            if np.array_equal(K2, K) and np.array_equal(KD2, KD):
+                old = K[w_rows]
+                new = np.maximum(old, K[w_sets] + w_delta)
+                if (new != old).any():
+                    K[w_rows] = new
+                    changed = True
+            if not changed and self.rounds > 1:
                 break
-            K, KD = K2, KD2
-        self.K, self.KD = K - s_base, KD - d_base
-        self.s_row = s_row
+            np.maximum.accumulate(K, axis=0, out=K)
+        K -= s_base
+        self.K, self.KD, self.s_row = K, KD, s_row
         return True
 
     def _flags(self) -> bool:
         """No set of a flag while its previous set is still pending."""
-        g = self.m_gkey
-        if len(g) < 2:
+        k = self.m_key
+        if len(k) < 2:
             return True
-        nxt = np.flatnonzero(g[1:] == g[:-1]) + 1           # sets with a previous one
+        nxt = np.flatnonzero(k[1:] == k[:-1]) + 1           # sets with a previous one
         if len(self.tpop):
-            nxt = nxt[~np.isin(self.ukey[self.codes[self.m_set[nxt]]], self.tpop)]
+            nxt = nxt[~np.isin(k[nxt], self.tpop)]
         prev_wait, this_set = self.m_wait[nxt - 1], self.m_set[nxt]
         w_row = self.s_row[prev_wait]
         on_pipe = w_row >= 0
@@ -259,9 +237,9 @@ class _Proof:
         if not np.all(prev_wait[~on_pipe] < this_set[~on_pipe]):
             return False
         w = w_row[on_pipe]
-        col = self.s_gp[w] % self.cols
         own = self.own[self.s_ev[w]]
-        return bool(np.all(self.K[self.s_row[this_set[on_pipe]], col] >= own))
+        return bool(np.all(self.K[self.s_row[this_set[on_pipe]], self.kcol[self.s_col[w]]]
+                           >= own))
 
     # --- accesses ---------------------------------------------------------------------
 
@@ -274,86 +252,75 @@ class _Proof:
         count = np.fromiter(map(len, per_item), np.int64, len(per_item))
         flat = list(chain.from_iterable(per_item))
         ids = np.fromiter(map(id, flat), np.int64, len(flat))
-        uids, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+        _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
         distinct = [flat[i] for i in first.tolist()]
-        na = len(distinct)
         offset = np.zeros(len(self.role), np.int64)
         nacc = np.zeros(len(self.role), np.int64)
         at = np.array([i for i, _ in items], np.int64)
         offset[at] = np.cumsum(count) - count
         nacc[at] = count
-        # one row per access of every dispatched op, in event order
+        # the access events, their clocks, one row per access
         ev_acc = np.flatnonzero(self.ev_access)
+        KA = self._clocks(ev_acc)
         codes = self.codes[self.ev[ev_acc]]
         per = nacc[codes]
-        row_ev = np.repeat(ev_acc, per)
-        within = np.arange(len(row_ev)) - np.repeat(np.cumsum(per) - per, per)
+        row = np.repeat(np.arange(len(ev_acc)), per)
+        within = np.arange(len(row)) - np.repeat(np.cumsum(per) - per, per)
         row_acc = inv.reshape(-1)[np.repeat(offset[codes], per) + within]
-        row_pos = self.ev[row_ev]
-        row_unit = self.unit[row_pos]
-        # the accesses' bytes
+        # clusters of overlapping bytes per space
         space_of = [a.space for a in distinct]
         spaces = {s: i for i, s in enumerate(dict.fromkeys(space_of))}
         a_space = np.array([spaces[s] for s in space_of], np.int64)
         a_start = np.array([a.start for a in distinct], np.int64)
         a_end = np.array([a.end for a in distinct], np.int64)
         a_write = np.array([a.write for a in distinct], bool)
-        a_gm = np.array([s.startswith("GM:") for s in spaces], bool)[a_space]
-        nu = len(self.logs)
-        # the distinct accesses each unit made, and their clusters per (unit, space)
-        pair = np.unique(row_unit * na + row_acc)
-        p_unit, p_acc = pair // na, pair % na
-        if nu > 1 and a_gm[p_acc].any() and not _gm_across(p_unit, p_acc, distinct, a_space,
-                                                             a_write, a_gm):
-            return False
-        group = p_unit * len(spaces) + a_space[p_acc]
-        order = np.lexsort((a_start[p_acc], group))
-        g, s, e = group[order], a_start[p_acc][order], a_end[p_acc][order]
-        reach = (e + g * (int(a_end.max()) + 1))[:, None]
-        _running_max(reach, None)
-        reach = reach[:, 0] - g * (int(a_end.max()) + 1)
+        self.gm = [a for a, s in zip(distinct, space_of) if s.startswith("GM:")]
+        order = np.lexsort((a_start, a_space))
+        g, s = a_space[order], a_start[order]
+        span = int(a_end.max()) + 1
+        reach = a_end[order] + g * span
+        np.maximum.accumulate(reach, out=reach)
+        reach -= g * span
         new = np.ones(len(order), bool)
         new[1:] = (g[1:] != g[:-1]) | (s[1:] >= reach[:-1])
         cluster = np.empty(len(order), np.int64)
         cluster[order] = np.cumsum(new) - 1
-        row_cluster = cluster[np.searchsorted(pair, row_unit * na + row_acc)]
-        return self._ordered(row_ev, row_pos, row_cluster, a_write[row_acc])
+        return self._ordered(ev_acc[row], row, cluster[row_acc], a_write[row_acc], KA)
 
-    def _clock(self, rows_ev, rows_pos, col) -> np.ndarray:
-        """Column ``col`` (one per row) of the vector clocks of pipe events."""
-        gp = self.ev_gp[rows_ev]
-        last, found = self._last_sync((gp << _SHIFT) | rows_pos, gp)
-        k = np.where(found, self.K[last, col], 0) if len(self.K) else 0
-        k = np.maximum(k, self.KD[self._epoch(rows_pos), col])
-        mine = gp % self.cols == col
-        return np.where(mine, self.own[rows_ev], k)
+    def _clocks(self, evs: np.ndarray) -> np.ndarray:
+        """The clocks (columns of K, then the zero column) of pipe events ``evs``: their
+        pipe's last sync event's joined with the dispatcher's at issue."""
+        ka = self.K.shape[1]
+        out = np.zeros((len(evs), ka + 1), self.K.dtype)
+        last = self.ev_last[evs]
+        has = last >= 0
+        out[has, :ka] = self.K[last[has]]
+        if len(self.d_pos):
+            np.maximum(out[:, :ka], self.KD[self.ev_epoch[evs]], out=out[:, :ka])
+        return out
 
-    def _ordered(self, row_ev, row_pos, cluster, write) -> bool:
+    def _ordered(self, ev, row, cluster, write, KA) -> bool:
         """Is every conflicting pair of accesses of two pipes in one cluster ordered? For an
         access and another pipe of its cluster, the first access of that pipe it does not
-        know of (among those it conflicts with) must know of it."""
-        cols = self.cols
-        col = self.ev_gp[row_ev] % cols
+        know of (among those it conflicts with) must know of it. ``ev``: each access's
+        pipe event, ``row``: its row of the clocks ``KA``."""
+        cols, kcol = self.cols, self.kcol
+        col, own = self.ev_col[ev], self.own[ev]
         present = np.zeros((int(cluster.max()) + 1, cols), bool)
         present[cluster, col] = True
-        shared = present.sum(axis=1) > 1
-        keep = np.flatnonzero(shared[cluster])
-        if not len(keep):
+        if not (present.sum(axis=1) > 1).any():
             return True
-        row_ev, row_pos, cluster, write, col = (row_ev[keep], row_pos[keep], cluster[keep],
-                                                write[keep], col[keep])
-        own = self.own[row_ev]
         lane = cluster * cols + col
-        order = np.argsort((lane << 32) | own)
-        key_all = ((lane << 32) | own)[order]
-        w_order = order[write[order]]
-        key_w = key_all[write[order]]
+        order = _stable_order(lane)          # by lane, then along the pipe (own)
+        key_all = (lane[order] << 32) | own[order]
+        wo = write[order]
+        w_order, key_w = order[wo], key_all[wo]
         for p in range(cols):
             # accesses of other pipes in the clusters pipe p touches
             b = np.flatnonzero(present[cluster, p] & (col != p))
             if not len(b):
                 continue
-            knows = self._clock(row_ev[b], row_pos[b], np.full(len(b), p))
+            knows = KA[row[b], kcol[p]]
             wb = write[b]
             for keys, rows, sel in ((key_all, order, wb), (key_w, w_order, ~wb)):
                 if not len(keys) or not sel.any():
@@ -365,30 +332,98 @@ class _Proof:
                 at = np.minimum(at, len(keys) - 1)
                 found &= (keys[at] >> 32) == want
                 a, q = rows[at[found]], q[found]
-                if len(a) and np.any(self._clock(row_ev[a], row_pos[a], col[q]) < own[q]):
+                if len(a) and np.any(KA[row[a], kcol[col[q]]] < own[q]):
                     return False
         return True
 
 
-def _gm_across(p_unit, p_acc, distinct, a_space, a_write, a_gm) -> bool:
+class _Dispatcher:
+    """What the dispatcher learns at its events (``_Proof._knowledge``): at a wait that
+    holds it, the clock of the set it consumes; at ``pipe_barrier(PIPE_ALL)``, every pipe
+    as it was before the barrier; and what every sync event learns from it at issue."""
+
+    def __init__(self, proof, s_row, s_base, dtype):
+        pr = proof
+        cols, ns = pr.cols, len(pr.s_pos)
+        on_pipe = s_row[pr.m_wait] >= 0
+        self.d_index = np.searchsorted(pr.d_pos, pr.m_wait[~on_pipe]) + 1
+        self.d_sets = s_row[pr.m_set[~on_pipe]]
+        self.d_delta = -s_base[self.d_sets]
+        bars = np.flatnonzero(pr.d_role == _BARRIER_ALL)
+        self.b_d = b_d = np.repeat(bars, cols) + 1
+        b_col = np.tile(np.arange(cols), len(bars))
+        # per (barrier, pipe): the pipe's last event before the barrier (its count of
+        # events) and the last sync event at or before that
+        ev_key = (pr.ev_col << _SHIFT) | pr.ev
+        probe = (b_col << _SHIFT) | pr.d_pos[b_d - 1]
+        before = np.searchsorted(ev_key, probe)
+        self.b_own = (before - np.searchsorted(ev_key, b_col << _SHIFT)).astype(dtype)
+        prev = np.maximum(before - 1, 0)
+        if len(pr.ev):
+            last = pr.ev_last[prev]
+            self.b_ok = (before > 0) & (pr.ev_col[prev] == b_col) & (last >= 0)
+        else:
+            last, self.b_ok = np.zeros(len(b_d), np.int64), np.zeros(len(b_d), bool)
+        self.b_last = np.where(self.b_ok, last, 0)
+        self.b_col = pr.kcol[b_col]
+        self.b_delta = -s_base[self.b_last] if ns else 0
+        self.s_epoch = pr.ev_epoch[pr.s_ev]
+        self.e_delta = s_base
+
+    def learn(self, K, KD) -> bool:
+        """One round: the dispatcher learns, then every sync event learns from it at
+        issue. Whether anything changed."""
+        before = KD.copy()
+        if len(self.d_sets):
+            KD[self.d_index] = np.maximum(KD[self.d_index], K[self.d_sets] + self.d_delta)
+        if len(self.b_d):
+            got = (np.where(self.b_ok[:, None], K[self.b_last] + self.b_delta, 0) if len(K)
+                   else np.zeros((len(self.b_d), KD.shape[1]), KD.dtype))
+            i = np.arange(len(self.b_d))
+            got[i, self.b_col] = np.maximum(got[i, self.b_col], self.b_own)
+            np.maximum.at(KD, self.b_d, got)
+        np.maximum.accumulate(KD, axis=0, out=KD)
+        changed = not np.array_equal(before, KD)
+        if len(K):
+            new = np.maximum(K, KD[self.s_epoch] + self.e_delta)
+            if (new != K).any():
+                K[...] = new
+                changed = True
+        return changed
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """Indices that sort ``keys`` (non-negative integers), equal keys in their order."""
+    top = int(keys.max()) if len(keys) else 0
+    if top < 1 << 16:               # a radix sort
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    if top < 1 << 23:
+        return np.argsort((keys << _SHIFT) | np.arange(len(keys)))
+    return np.argsort(keys, kind="stable")
+
+
+def _gm_across(per_unit) -> bool:
     """No GM byte one unit writes is touched by another (the proof has no order between
-    units)."""
-    gm = a_gm[p_acc]
-    p_unit, p_acc = p_unit[gm], p_acc[gm]
-    for space in np.unique(a_space[p_acc]):
-        mine = a_space[p_acc] == space
-        u, acc = p_unit[mine], p_acc[mine]
-        if not a_write[acc].any() or len(np.unique(u)) < 2:
+    units). ``per_unit``: each unit's distinct GM accesses."""
+    written = {a.space for accs in per_unit for a in accs if a.write}
+    by_space: dict = {}
+    for u, accs in enumerate(per_unit):
+        for a in accs:
+            if a.space in written:
+                by_space.setdefault(a.space, []).append((u, a))
+    for pairs in by_space.values():
+        units = np.array([u for u, _ in pairs], np.int64)
+        if (units == units[0]).all():
             continue
-        w = a_write[acc]
-        wu, wa = u[w], acc[w]
-        if len(wa) * len(acc) > _MAX_GM_PAIRS:
+        accs = [a for _, a in pairs]
+        w = np.array([a.write for a in accs], bool)
+        if w.sum() * len(accs) > _MAX_GM_PAIRS:
             return False
-        A = _windows([distinct[i] for i in wa.tolist()])
-        B = _windows([distinct[i] for i in acc.tolist()])
+        A, B = _windows([a for a, x in zip(accs, w) if x]), _windows(accs)
+        wu = units[w]
         step = max(1, _CHUNK // len(B))
         for i in range(0, len(A), step):
-            if (_overlap(A[i:i + step], B) & (wu[i:i + step, None] != u[None, :])).any():
+            if (_overlap(A[i:i + step], B) & (wu[i:i + step, None] != units[None, :])).any():
                 return False
     return True
 
