@@ -70,9 +70,11 @@ def instr_accesses(interp, instr, srcs, tmp) -> tuple:
     as long as its address and valid region are, so it is built once per tile state
     (``interp.tile_accesses``, keyed by the tile's identity: a tile lives as long as its
     program): a long run queues millions of them."""
-    operands = interp.access_operands.get(id(instr))
-    if operands is None:
-        operands = interp.access_operands[id(instr)] = _operands(instr, tmp)
+    known = interp.access_operands.get(id(instr))
+    if known is None:
+        operands = _operands(instr, tmp)
+        known = interp.access_operands[id(instr)] = (operands, any(not t for *_, t in operands))
+    operands = known[0]
     cache, tiles = interp.tile_accesses, interp.tiles
     out = []
     for o, write, tile in operands:

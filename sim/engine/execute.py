@@ -14,6 +14,7 @@ its timeline shows the overlap.
 
 from __future__ import annotations
 
+from operator import is_
 
 import numpy as np
 
@@ -96,6 +97,9 @@ def _form(instr: Instr) -> tuple:
     return form
 
 
+_COPIES = 8        # copies of an item kept per statement (by accesses and GM window)
+
+
 class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
 
@@ -118,7 +122,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         self.tile_accesses: dict = {}   # (tile, state, write) -> its Access (sim.engine.access)
-        self.access_operands: dict = {}  # id(instr) -> the operands it touches (same module)
+        # id(instr) -> (the operands it touches, whether one is a GM view) (same module)
+        self.access_operands: dict = {}
         # GM window -> its Access: shared by the units of a chip (``gm_accesses=``)
         self.gm_accesses: dict = {} if gm_accesses is None else gm_accesses
         self.strict = strict
@@ -165,6 +170,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._arith_fns: dict = kept(program, ("arith",), dict)
         self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
         self.epoch = 0          # bumped whenever a tile's address or valid region changes
+        self.mutations = 0      # ... of those, the changes made to a tile state in place
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
         self._placed = place_tiles(program, target) if placed is None else placed
         sp = self.spec
@@ -254,6 +260,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             rows, cols = min(max(rows, 0), t.rows), min(max(cols, 0), t.cols)
         s.rows, s.cols = rows, cols
         self.epoch += 1
+        self.mutations += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
         self._next()
         return Issued(SCALAR, "PIPE_S", "set_validshape", c, c,
@@ -314,7 +321,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             key = self._keys.get(instr)
             if key is None:
                 key = self._keys[instr] = len(self._keys)
-            info = self._by_value[instr] = (*_operand_roles(instr), key, [-1, None])
+            info = self._by_value[instr] = (*_operand_roles(instr), key, [-1, None, None])
         # per object: its source text and [its Issued item for the current plan,
         # (that item, its copy carrying the last execution's accesses and GM window) in
         # race-checked runs and under an L2, and (tile state epoch, accesses) of an
@@ -330,6 +337,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         seq = self.seq
         self.seq = seq + 1
         cell, mine = info[7], info[9]
+        if cell[0] != self.epoch and cell[2] is not None:
+            self._still(cell, mine, info[5])
         if cell[0] == self.epoch:
             if self._static_items:          # same tile state: same item
                 item = mine[0]
@@ -343,8 +352,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                 if acc is not None and acc[0] == self.epoch and item is not None \
                         and item.plan is cell[1][1]:
                     kept = mine[1]
-                    if kept[0] is item and kept[1].accesses is acc[1]:
-                        return kept[1]
+                    if kept[0] is item and kept[2].accesses is acc[1]:
+                        return kept[2]
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
             return self._tassign(instr, seq, self._where(seq, instr), text)
@@ -352,7 +361,9 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             cell[1] = self._plan(instr, spec, pipe, srcs, tiles, key, seq)
             # a transfer of an N-D view is planned at every execution: its outer extent,
             # which sets its copies, may change while its tiles do not
-            cell[0] = -1 if key in self._nd_transfers else self.epoch
+            nd = key in self._nd_transfers
+            cell[0] = -1 if nd else self.epoch
+            cell[2] = None if nd else (self.mutations, tuple(map(self.tiles.__getitem__, tiles)))
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, tiles, key, shape, seq, source)
@@ -374,19 +385,37 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                     accesses = acc[1]
                 else:
                     accesses = instr_accesses(self, instr, srcs, tmp)
-                    if not any(type(o) is PartView for o in (*instr.outs, *instr.ins)):
+                    if not self.access_operands[id(instr)][1]:      # on tiles only
                         mine[2] = (self.epoch, accesses)
             window = (self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
                       if gm_window else None)
+            # [the item, its copies by accesses (identities: a copy holds its accesses,
+            # so they stay theirs) and window, the copy handed over last]: a loop that
+            # alternates between buffers reuses its copies
             kept = mine[1]
-            if kept is not None and kept[0] is item and kept[1].accesses == accesses \
-                    and kept[1].gm == window:
-                item = kept[1]
-            else:
-                base, item = item, item.copy()
-                item.accesses, item.gm = accesses, window
-                mine[1] = (base, item)
+            if kept is None or kept[0] is not item:
+                kept = mine[1] = [item, {}, None]
+            k = (tuple(map(id, accesses)) if accesses else (), window)
+            copy = kept[1].get(k)
+            if copy is None:
+                if len(kept[1]) >= _COPIES:
+                    kept[1].clear()
+                copy = kept[1][k] = item.copy()
+                copy.accesses, copy.gm = accesses, window
+            item = kept[2] = copy
         return item
+
+    def _still(self, cell, mine, tiles) -> None:
+        """The epoch moved on since ``cell`` was planned (another tile changed: a FIFO pop,
+        a subview), but this instruction's tiles hold the same states, none changed in
+        place: its plan, and the accesses of ``mine`` made under it, hold now too."""
+        mutations, states = cell[2]
+        if mutations == self.mutations and all(map(is_, map(self.tiles.__getitem__, tiles),
+                                                   states)):
+            acc = mine[2]
+            if acc is not None and acc[0] == cell[0]:
+                mine[2] = (self.epoch, acc[1])
+            cell[0] = self.epoch
 
     def _window(self, view: PartView) -> tuple:
         """(GM array, base, rows, cols, row stride, col stride, itemsize) of a view."""
@@ -474,6 +503,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._check_address(tile, addr, where)
         self._state(tile, where).addr = addr
         self.epoch += 1
+        self.mutations += 1
         c = int(self.target.scalar.get("tassign_cycles", 1))
         return Issued(SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
 

@@ -423,6 +423,8 @@ class CrossUnit:
         takes them from what was pushed (the data, or its shape in a timing-only run)."""
         st = self.tiles[tile]
         rows, cols = got.shape if isinstance(got, np.ndarray) else got
+        if st.rows is None or st.cols is None:
+            self.mutations += 1
         if st.rows is None:
             st.rows = rows
         if st.cols is None:
