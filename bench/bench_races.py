@@ -1,10 +1,15 @@
-"""The race detector's own cost: every call one run makes to it, replayed on fresh detectors.
+"""The race check's own cost: the proof of race freedom, and the detector's calls replayed.
 
-A run with the race check records each call the engine makes to its detectors (``op``,
-``set_flag``, ``wait_flag``, ``barrier_all``, in the order it made them); the calls are then
-replayed on fresh detectors (``RaceDetector`` on one unit, ``UnitRaces`` sharing one
-``ChipRaces`` on a chip), so the figure is the detector's work alone — no engine, no
-interpreter — and the same calls for a before/after comparison of the detector:
+A run with the race check first takes the timed path and tries to show from the units'
+dispatch logs that the detector would find nothing (``sim.engine.racefree``); only when
+that fails does it run again with the detector. This bench times both parts alone on
+the same run, with no engine and no interpreter in the figure:
+
+* ``proof``: ``race_free`` over the logs of the run (what every race-checked run pays);
+* ``detector``: the run is forced down the detector's path, each call the engine makes to
+  its detectors (``op``, ``set_flag``, ``wait_flag``, ``barrier_all``, in order) is
+  recorded and replayed on fresh detectors (``RaceDetector`` on one unit, ``UnitRaces``
+  sharing one ``ChipRaces`` on a chip) — what a run the proof cannot settle pays on top:
 
     .venv/bin/python bench/bench_races.py                  # vector and cube 10^5, gemm, fa
     .venv/bin/python bench/bench_races.py --only gemm --repeat 5
@@ -14,8 +19,8 @@ Cases: ``vector`` and ``cube`` (``bench/kernels.py``, one unit, 10^5 instruction
 ``gemm`` (``examples/gemm.pto`` 3072 x 3072 x 6144, 24 cores) and ``fa``
 (``examples/flash_attention.pto`` S1 = 8192, 24 cores). Each figure is the minimum CPU
 time of ``--repeat`` replays in one process; it also prints the calls and the findings
-(which must not change). ``--root DIR`` runs another checkout's ``sim`` (first on
-``sys.path``), as ``bench_chip_cli.py`` does.
+(which must not change) and whether the proof went through. ``--root DIR`` runs another
+checkout's ``sim`` (first on ``sys.path``), as ``bench_chip_cli.py`` does.
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ def _recording(base, log: list):
 
 
 _LOG: list = []          # (detector, method, arguments) of every call, in order
-_CHIPS: list = []        # the Chip of the run
+_CHIPS: list = []        # the Chips of the run (the detector's last)
+_PROOF: list = []        # [the dispatch logs of the run, whether the proof went through]
 
 
 def _install() -> None:
@@ -67,6 +73,15 @@ def _install() -> None:
         _CHIPS.append(self)
 
     chip_module.Chip.__init__ = keep
+    if hasattr(chip_module.Chip, "race_free"):      # a checkout with the proof
+        from sim.engine.racefree import race_free
+
+        def logs_then_detector(self):
+            logs = [m.log for _, _, m in self.units]
+            _PROOF[:] = [logs, race_free(logs)]
+            return False        # the detector's run follows: its calls are recorded
+
+        chip_module.Chip.race_free = logs_then_detector
 
 
 def record(name: str):
@@ -88,7 +103,7 @@ def record(name: str):
         sim.simulate(load_kernel(str(ROOT / file), []), "a2a3", functional=False, inputs=args,
                      block_dim=24, races="manual", trace="none")
     log = list(_LOG)
-    xr = _CHIPS[0].xraces if _CHIPS else None
+    xr = _CHIPS[-1].xraces if _CHIPS else None
     credits = dict(xr.credits) if xr is not None else {}
 
     def replay() -> int:
@@ -122,6 +137,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(args.root.resolve()))
     print(f"sim from {args.root}; min of {args.repeat} replays")
     for name in args.only or [*SINGLE, *CHIP]:
+        _PROOF.clear()
         log, replay = record(name)
         best, found = float("inf"), 0
         for _ in range(args.repeat):
@@ -131,6 +147,17 @@ def main(argv=None) -> int:
         ops = sum(1 for _, m, _ in log if m == "op")
         print(f"{name}: {len(log)} calls ({ops} ops), {found} findings, replay {best:.3f} s CPU, "
               f"{1e6 * best / len(log):.2f} µs per call")
+        if _PROOF:
+            from sim.engine.racefree import race_free
+            logs, held = _PROOF
+            proof = float("inf")
+            for _ in range(args.repeat):
+                t0 = time.process_time()
+                race_free(logs)
+                proof = min(proof, time.process_time() - t0)
+            items = sum(map(len, logs))
+            print(f"  proof: {items} items dispatched, {'race-free' if held else 'not shown'}, "
+                  f"{proof:.3f} s CPU, {1e6 * proof / items:.2f} µs per item")
     return 0
 
 

@@ -189,8 +189,9 @@ def test_cli_run_no_races_skips_the_check_and_the_report_says_so():
         assert cycles == [line for line in bare.stdout.splitlines() if "total cycles" in line]
         j = [json.loads(_ptosim("run", kernel, "--sync", "manual", "--json", *flag).stdout)
              for flag in ((), ("--no-races",))]
-        assert j[0]["races"] == {"checked": True, "found": n}
-        assert j[1]["races"] == {"checked": False, "found": 0}
+        assert j[0]["races"] == {"checked": True, "found": n,
+                                 "by": "detector" if n else "proof"}
+        assert j[1]["races"] == {"checked": False, "found": 0, "by": ""}
         assert j[0]["total_cycles"] == j[1]["total_cycles"]
     # auto mode inserts the sync: nothing to check, and the report says so
     p = _ptosim("run", DATA / "no_sync_call.pto")

@@ -142,7 +142,8 @@ class _Proof:
         seg = np.ones(n, bool)
         seg[1:] = ev_col[1:] != ev_col[:-1]
         first = np.flatnonzero(seg)
-        seg_start = np.repeat(first, np.diff(np.append(first, n)))
+        sizes = np.diff(np.append(first, n))
+        seg_start = np.repeat(first, sizes)
         self.own = np.arange(n, dtype=np.int64) - seg_start + 1
         self.ev_access = role[ev] == _ACCESS
         sync = np.flatnonzero(~self.ev_access)    # the rows of the clock matrix
@@ -151,8 +152,9 @@ class _Proof:
         last = np.full(n, -1, np.int64)
         last[sync] = np.arange(len(sync))
         np.maximum.accumulate(last, out=last)
-        self.ev_last = np.where(last >= np.searchsorted(sync, seg_start), last, -1) \
-            if len(sync) else last
+        # (a sync event of an earlier pipe is not one of this pipe's)
+        first_sync = np.repeat(np.searchsorted(sync, first), sizes)
+        self.ev_last = np.where(last >= first_sync, last, -1)
         self.d_pos = np.flatnonzero((role == _DWAIT) | (role == _BARRIER_ALL))
         self.d_role = role[self.d_pos]
         # the row of the dispatcher's clocks (0: before its first event) each event joins

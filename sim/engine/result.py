@@ -43,6 +43,9 @@ class Result:
     block_dim: int = 1         # physical cores the kernel ran on
     memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
     races_checked: bool = False    # whether the run checked races (``races`` is then complete)
+    # how: "proof" (shown race-free from the order its synchronisation imposes, without the
+    # detector: sim.engine.racefree) or "detector" (every access followed in event time)
+    races_by: str = ""
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
     _summary: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
@@ -125,7 +128,8 @@ class Result:
                 "units": self.units,
                 "memory": self.memory,
                 "instructions": self.instructions,
-                "races": {"checked": self.races_checked, "found": len(self.races)},
+                "races": {"checked": self.races_checked, "found": len(self.races),
+                          "by": self.races_by},
                 "warnings": list(self.warnings)}
 
     def report(self, max_rows: int = 40) -> str:
@@ -146,7 +150,9 @@ class Result:
         if not self.races_checked:
             return "not checked"
         n = len(self.races)
-        return f"checked, {n} found" if n else "checked, none found"
+        how = {"proof": " (shown from the synchronisation order)",
+               "detector": " (race detector)"}.get(self.races_by, "")
+        return (f"checked, {n} found" if n else "checked, none found") + how
 
     def __str__(self) -> str:
         return self.report()

@@ -116,7 +116,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         return chip, recording
 
     chip, recording = run(check and not prove)
-    if prove and not chip.race_free():
+    proven = prove and chip.race_free()
+    if prove and not proven:
         if watched:
             limits.again()
         chip, recording = run(True)
@@ -130,7 +131,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
                   mode=prep.mode, block_dim=block_dim,
                   memory=chip.gm.summary(recording.end) if chip.gm_used else {},
-                  races_checked=check)
+                  races_checked=check,
+                  races_by=("proof" if proven else "detector") if check else "")
 
 
 def prepared(program, tgt, sync: "str | None" = None, tick=None):
