@@ -83,7 +83,8 @@ class Chip:
         # carries its row's id from one unit and run to the next)
         statics = kept(program, ("static rows",), lambda: ([], {}))
         self.units = []
-        gm_accesses: dict = {}    # GM window -> its Access, for every unit (race checks)
+        # what the units work out about accesses (race checks): the same for every unit
+        access_caches: tuple = ({}, {}, {})
         for spec in self.layout.units:
             if spec.kind not in programs:
                 programs[spec.kind], placed[spec.kind] = kept(
@@ -96,7 +97,7 @@ class Chip:
                                  gm=self.gm_state, placed=placed[spec.kind],
                                  gm_windows=gm_model is not None and gm_model.needs_window(),
                                  sync_items=kept(program, ("sync items", spec.kind, target),
-                                                 dict), gm_accesses=gm_accesses)
+                                                 dict), access_caches=access_caches)
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
                               detail=detail, races=self._race_detector(spec, races),
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
@@ -143,7 +144,8 @@ class Chip:
     def race_free(self) -> bool:
         """Whether the run's dispatch logs show the race detector would report nothing
         (``sim.engine.racefree``; False also when that cannot be shown)."""
-        return race_free([m.log for _, _, m in self.units])
+        return race_free([m.log for _, _, m in self.units],
+                         [m.sync_ends for _, _, m in self.units])
 
     def races(self) -> tuple:
         own = tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())

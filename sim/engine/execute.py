@@ -114,18 +114,19 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
                  track_accesses=False, verify=True, spec=None, chip=None, gm=None,
-                 gm_windows=False, placed=None, sync_items=None, gm_accesses=None):
+                 gm_windows=False, placed=None, sync_items=None, access_caches=None):
         self.program = program
         self.spec = spec or UnitSpec(0, "AIV0", BOTH, program.main.name, 0, 1, 0, 1)
         self.fn = program.function(self.spec.function)
         self.target = target
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
-        self.tile_accesses: dict = {}   # (tile, state, write) -> its Access (sim.engine.access)
-        # id(instr) -> (the operands it touches, whether one is a GM view) (same module)
-        self.access_operands: dict = {}
-        # GM window -> its Access: shared by the units of a chip (``gm_accesses=``)
-        self.gm_accesses: dict = {} if gm_accesses is None else gm_accesses
+        # what sim.engine.access works out, shared by the units of a chip
+        # (``access_caches=``): (tile, state, write) -> its Access; GM window -> its Access;
+        # id(instr) -> (the operands it touches, whether one is a GM view)
+        self.tile_accesses, self.gm_accesses, self.access_operands = (
+            access_caches if access_caches is not None else ({}, {}, {}))
+        self._x_items: dict = {}        # the cube<->vector FIFOs' sync items (sim.engine.xunit)
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})

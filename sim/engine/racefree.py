@@ -55,19 +55,22 @@ _SHIFT = 40                 # key = group << _SHIFT | position
 _MAX_TABLE = 1 << 25        # (unit, access) pairs kept in a dense table
 
 
-def race_free(logs) -> bool:
+def race_free(logs, sync_ends=None) -> bool:
     """Would the race detector report nothing on the run whose units dispatched ``logs``
     (one list of ``Issued`` items per unit, in dispatch order)? False when it cannot be
-    shown (see the module doc), not only when there is a race."""
+    shown (see the module doc), not only when there is a race. ``sync_ends``: per unit,
+    the (sequence number, end cycle) pairs of its sync rows, flat (``Machine.sync_ends``):
+    a set the synchronisation does not order after the previous set's wait is still
+    shown not pending when it fired at a later cycle than that wait was taken."""
     # the proof makes many short-lived containers while the run's objects are alive: a
     # collection would rescan those for nothing
     was = gc.isenabled()
     gc.disable()
     try:
         gm = []
-        for log in logs:        # unit by unit: arrays that stay in cache
+        for i, log in enumerate(logs):        # unit by unit: arrays that stay in cache
             if log:
-                proof = _Proof(log)
+                proof = _Proof(log, sync_ends[i] if sync_ends is not None else None)
                 if not proof.holds():
                     return False
                 gm.append(proof.gm)
@@ -80,8 +83,9 @@ def race_free(logs) -> bool:
 class _Proof:
     """The proof for one unit (see the module doc); ``gm``: the GM accesses it made."""
 
-    def __init__(self, log):
+    def __init__(self, log, sync_ends=None):
         self.log = log
+        self.sync_ends = sync_ends
         self.gm = []
 
     def holds(self) -> bool:
@@ -234,14 +238,24 @@ class _Proof:
         prev_wait, this_set = self.m_wait[nxt - 1], self.m_set[nxt]
         w_row = self.s_row[prev_wait]
         on_pipe = w_row >= 0
-        # a wait on a pipe: the set knows of it; a wait of the dispatcher: the set was
-        # issued after it
-        if not np.all(prev_wait[~on_pipe] < this_set[~on_pipe]):
-            return False
+        # ordered: a wait on a pipe, when the set knows of it; a wait of the dispatcher,
+        # when the set was issued after it
+        ordered = ~on_pipe & (prev_wait < this_set)
         w = w_row[on_pipe]
         own = self.own[self.s_ev[w]]
-        return bool(np.all(self.K[self.s_row[this_set[on_pipe]], self.kcol[self.s_col[w]]]
-                           >= own))
+        ordered[on_pipe] = self.K[self.s_row[this_set[on_pipe]], self.kcol[self.s_col[w]]] >= own
+        if ordered.all():
+            return True
+        if self.sync_ends is None or not len(self.sync_ends):
+            return False
+        # else by the run's cycles: the set fired after the wait was taken (at the same
+        # cycle, the detector's order is the event loop's, which the logs do not keep)
+        ends = np.frombuffer(self.sync_ends, np.int64).reshape(-1, 2)
+        at = np.full(self.n, -1, np.int64)
+        at[ends[:, 0]] = ends[:, 1]
+        late = ~ordered
+        t_wait, t_set = at[prev_wait[late]], at[this_set[late]]
+        return bool(np.all((t_wait >= 0) & (t_set > t_wait)))
 
     # --- accesses ---------------------------------------------------------------------
 

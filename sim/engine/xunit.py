@@ -207,8 +207,14 @@ class CrossUnit:
                               f"it on core {self.spec.core} {self.spec.unit}, found none")
 
     def _sync_item(self, kind, pipe, key, text, st):
-        return Issued(kind, pipe, kind, flag=key, text=text,
-                      source=str(st.loc or ""))
+        # one item per statement and flag (a FIFO's keys repeat per slot): a long run hands
+        # the same few objects over, as for the program's own sync statements
+        k = (kind, pipe, key, text, id(st))
+        item = self._x_items.get(k)
+        if item is None:
+            item = self._x_items[k] = Issued(kind, pipe, kind, flag=key, text=text,
+                                             source=str(st.loc or ""))
+        return item
 
     def _move_item(self, opcode, pipe, path, tile, rows, st, window=None):
         """The data move of a push / pop: ``rows`` x valid cols of ``tile`` over ``path``;
