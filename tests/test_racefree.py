@@ -8,17 +8,19 @@ a race-free kernel (that costs ``simulate`` a second run, with the detector).
   a ``pipe_barrier(PIPE_ALL)`` or a wait that holds the scalar unit, event ids reused only
   once their last wait is known to the setter), then broken by one edit (a sync dropped,
   moved, doubled): the detector on the event path, the proof on the timed path's log;
-* chip kernels (``examples/gemm.pto``, ``flash_attention.pto`` on 2-4 cores) and the chip
-  kernels of the cross-unit race tests: ``simulate(races=True)`` gives what the forced
-  detector gives, and the proof goes through where it must not fail;
-* every bundled example, and kernels with a RAW race, a pending set, an unmatched set.
+* chip kernels (``examples/gemm.pto``, ``flash_attention.pto`` on 2-4 cores), the chip
+  kernels of the cross-unit race tests and GM windows stored by several unordered cores:
+  ``simulate(races=True)`` gives what it gives with the proof forced to fail (the
+  detector's run): the same findings in the same order, cycles, warnings and trace;
+* every bundled example (timing only, with numbers, with an L2), kernels with a RAW race,
+  a pending set, an unmatched set, and the examples with one sync line dropped or moved.
+
+Kernels: ``racefree_kernels.py``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import random
-from collections import deque
 from pathlib import Path
 
 import pytest
@@ -33,12 +35,14 @@ from sim.engine.machine import Machine
 from sim.engine.racefree import race_free
 from sim.engine.races import RaceDetector
 from sim.target import load_target
+from racefree_kernels import (MUTATIONS, OPS, column_blocks, edit, fit, make_kernel, mutate,
+                              pipeline, racy, sync_lines, synced, windows)
 from test_engine_fuzz import _build, step
 
 TARGET = load_target("a2a3")
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --- the property on one unit ---------------------------------------------------------------
@@ -74,210 +78,51 @@ def test_the_proof_never_passes_a_fuzzer_kernel_the_detector_faults(steps, dtype
     _sound(_build(steps, dtype, *shape))
 
 
-# A synchronised kernel as a list of statements: ("TLOAD", tile, gm), ("TSTORE", gm, tile),
-# ("TADD", dst, a, b), ("TEXP", dst, a), ("set", src, dst, id), ("wait", src, dst, id),
-# ("barrier",). Tiles 0-3 are UB tiles, GM arrays "x" and "y".
-PIPE = {"TLOAD": "PIPE_MTE2", "TSTORE": "PIPE_MTE3", "TADD": "PIPE_V", "TEXP": "PIPE_V"}
-OPS = list(PIPE)
-
-
-def _join(c: dict, d: dict) -> None:
-    for k, v in d.items():
-        if c.get(k, 0) < v:
-            c[k] = v
-
-
-class _Synced:
-    """Emits statements with the sync each needs, from vector clocks kept as the
-    programming model orders pipes (k-th set to k-th wait; the scalar unit's waits and
-    PIPE_ALL barriers order what is issued after them)."""
-
-    def __init__(self):
-        self.out: list = []
-        self.clk = {p: {} for p in ("PIPE_MTE2", "PIPE_V", "PIPE_MTE3")}
-        self.d: dict = {}                                # the dispatcher's clock
-        self.pending: dict = {}                          # flag -> clocks of its sets
-        self.last_wait: dict = {}                        # flag -> (pipe, own count)
-        self.last: dict = {}                             # resource -> pipe -> (write, read)
-
-    def _item(self, pipe: str) -> dict:
-        c = self.clk[pipe]
-        _join(c, self.d)
-        c[pipe] = c.get(pipe, 0) + 1
-        return c
-
-    def _knows(self, p: str, q: str) -> int:
-        return max(self.clk[p].get(q, 0), self.d.get(q, 0))
-
-    def _free(self, key) -> bool:
-        """Can ``key`` be set again: no set pending, its last wait known to the setter."""
-        if self.pending.get(key):
-            return False
-        w = self.last_wait.get(key)
-        return w is None or w[0] == "PIPE_S" or self._knows(key[0], w[0]) >= w[1]
-
-    def sync(self, q: str, p: str, how: int, eid: int) -> None:
-        """Order everything ``q`` did before everything ``p`` does next."""
-        if how == 4:
-            self.barrier()
-            return
-        dst = "PIPE_S" if how == 5 else p
-        key = next((k for k in ((q, dst, (eid + i) % 4) for i in range(4)) if self._free(k)),
-                   None)
-        if key is None:
-            self.barrier()
-            return
-        self.out += [("set", *key), ("wait", *key)]
-        self.pending.setdefault(key, deque()).append(dict(self._item(q)))
-        got = self.pending[key].popleft()
-        if dst == "PIPE_S":
-            self.d = {**self.d}
-            _join(self.d, got)
-            self.last_wait[key] = ("PIPE_S", 0)
-        else:
-            c = self._item(p)
-            _join(c, got)
-            self.last_wait[key] = (p, c[p])
-
-    def barrier(self) -> None:
-        self.out.append(("barrier",))
-        self.d = {**self.d}
-        for c in self.clk.values():
-            _join(self.d, c)
-
-    def op(self, stmt: tuple, how: int, eid: int) -> None:
-        name = stmt[0]
-        p = PIPE[name]
-        writes = {stmt[1]}
-        reads = set(stmt[2:])
-        for res in sorted(writes | reads, key=str):
-            for q, (w, r) in sorted(self.last.get(res, {}).items()):
-                if q != p and self._knows(p, q) < (max(w, r) if res in writes else w):
-                    self.sync(q, p, how, eid)
-        own = self._item(p)[p]
-        for res in writes | reads:
-            w, r = self.last.setdefault(res, {}).get(p, (0, 0))
-            self.last[res][p] = (own, r) if res in writes else (w, own)
-        self.out.append(stmt)
-
-
-def _synced(plan) -> list:
-    s = _Synced()
-    for name, a, b, c, how, eid in plan:
-        gm = "xy"[c % 2]
-        stmt = {"TLOAD": (name, a, gm), "TSTORE": (name, gm, a),
-                "TADD": (name, a, b, c), "TEXP": (name, a, b)}[name]
-        s.op(stmt, how, eid)
-    return s.out
-
-
-def _pipeline(n: int, barrier_every: int = 0) -> list:
-    """Load, compute, store of ``n`` tiles through two input and two output buffers:
-    ping-pong event ids, both directions of every hand-off, a barrier every few steps."""
-    out = [("set", "PIPE_V", "PIPE_MTE2", b) for b in (0, 1)]
-    out += [("set", "PIPE_MTE3", "PIPE_V", b) for b in (0, 1)]
-    for i in range(n):
-        b = i % 2
-        out += [("wait", "PIPE_V", "PIPE_MTE2", b), ("TLOAD", b, "x"),
-                ("set", "PIPE_MTE2", "PIPE_V", b), ("wait", "PIPE_MTE2", "PIPE_V", b),
-                ("wait", "PIPE_MTE3", "PIPE_V", b), ("TEXP", 2 + b, b),
-                ("set", "PIPE_V", "PIPE_MTE2", b), ("set", "PIPE_V", "PIPE_MTE3", b),
-                ("wait", "PIPE_V", "PIPE_MTE3", b), ("TSTORE", "y", 2 + b),
-                ("set", "PIPE_MTE3", "PIPE_V", b)]
-        if barrier_every and i % barrier_every == barrier_every - 1:
-            out.append(("barrier",))
-    out += [("wait", "PIPE_V", "PIPE_MTE2", b) for b in (0, 1)]
-    return out + [("wait", "PIPE_MTE3", "PIPE_V", b) for b in (0, 1)]
-
-
-def _kernel(stmts, dtype="f32", rows=16, cols=64):
-    k = sim.Kernel("synced")
-    gm = {n: k.gm(n, dtype, (rows, cols)) for n in "xy"}
-    t = [k.tile("vec", dtype, rows, cols) for _ in range(4)]
-    for s in stmts:
-        if s[0] == "TLOAD":
-            k.TLOAD(t[s[1]], gm[s[2]])
-        elif s[0] == "TSTORE":
-            k.TSTORE(gm[s[1]], t[s[2]])
-        elif s[0] in ("TADD", "TEXP"):
-            k.instr(s[0], *(t[i] for i in s[1:]))
-        elif s[0] == "set":
-            k.set_flag(*s[1:])
-        elif s[0] == "wait":
-            k.wait_flag(*s[1:])
-        else:
-            k.pipe_barrier("PIPE_ALL")
-    return k
-
-
-MUTATIONS = ["drop", "drop_pair", "sink", "hoist", "double"]
-
-
-def _mutate(stmts: list, kind: str, at: int) -> list:
-    """One sync edit: drop a sync, drop a set with its wait, move a wait past the next
-    statement or before the previous one, set a flag twice."""
-    syncs = [i for i, s in enumerate(stmts) if s[0] in ("set", "wait", "barrier")]
-    if not syncs:
-        return stmts
-    i = syncs[at % len(syncs)]
-    s, out = stmts[i], list(stmts)
-    if kind == "drop":
-        del out[i]
-    elif kind == "drop_pair" and s[0] == "set" and ("wait", *s[1:]) in out[i:]:
-        del out[out.index(("wait", *s[1:]), i)]
-        del out[i]
-    elif kind == "sink" and i + 1 < len(out):
-        out[i], out[i + 1] = out[i + 1], out[i]
-    elif kind == "hoist" and i > 0:
-        out[i - 1], out[i] = out[i], out[i - 1]
-    elif kind == "double" and s[0] == "set":
-        out.insert(i, s)
-    return out
-
-
 plan_step = st.tuples(st.sampled_from(OPS), st.integers(0, 3), st.integers(0, 3),
-                      st.integers(0, 3), st.integers(0, 5), st.integers(0, 3))
+                      st.integers(0, 3), st.integers(0, 6), st.integers(0, 3))
 
 
 @FUZZ
 @given(plan=st.lists(plan_step, min_size=1, max_size=30),
        mutation=st.none() | st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 40)),
-       dtype=st.sampled_from(["f32", "f16"]), shape=st.sampled_from([(16, 64), (8, 128)]))
-def test_the_proof_never_passes_a_broken_synchronisation(plan, mutation, dtype, shape):
-    stmts = _synced(plan)
+       dtype=st.sampled_from(["f32", "f16"]), shape=st.sampled_from([(16, 64), (8, 128)]),
+       alias=st.booleans())
+def test_the_proof_never_passes_a_broken_synchronisation(plan, mutation, dtype, shape, alias):
+    stmts = synced(plan, alias)
     if mutation is None:
         # the generator's sync is right: the detector agrees (else the property is idle)
-        assert _both(_kernel(stmts, dtype, *shape))[1] == []
+        assert _both(make_kernel(stmts, dtype, *shape, alias))[1] == []
     else:
-        _sound(_kernel(_mutate(stmts, *mutation), dtype, *shape))
+        _sound(make_kernel(mutate(stmts, *mutation), dtype, *shape, alias))
 
 
 @pytest.mark.parametrize("n,every", [(1, 0), (2, 0), (5, 0), (9, 0), (6, 2), (7, 3)])
 def test_a_double_buffered_pipeline_is_proven_and_every_edit_of_it_is_sound(n, every):
-    stmts = _pipeline(n, every)
-    assert _both(_kernel(stmts)) == (True, [])
+    stmts = pipeline(n, every)
+    assert _both(make_kernel(stmts)) == (True, [])
     for kind in MUTATIONS:
         for at in range(len(stmts)):
-            _sound(_kernel(_mutate(stmts, kind, at)))
+            _sound(make_kernel(mutate(stmts, kind, at)))
 
 
 def test_most_synchronised_random_kernels_are_proven():
-    """A fixed corpus of 200 synchronised kernels: none has a finding, and the proof goes
-    through on most (it gives up where the order runs through the scalar unit's set)."""
+    """A fixed corpus of 200 synchronised kernels (half with overlapping tiles): none has a
+    finding, and the proof goes through on most — on all 200 when this was written; it
+    may give up on some (a second run), never on most."""
     rng = random.Random(2026)
     proven = 0
-    for _ in range(200):
-        plan = [(rng.choice(OPS), *(rng.randrange(4) for _ in range(3)), rng.randrange(6),
+    for i in range(200):
+        plan = [(rng.choice(OPS), *(rng.randrange(4) for _ in range(3)), rng.randrange(7),
                  rng.randrange(4)) for _ in range(rng.randrange(1, 30))]
-        ok, found = _both(_kernel(_synced(plan)))
+        ok, found = _both(make_kernel(synced(plan, i % 2), alias=i % 2))
         assert found == []
         proven += ok
-    assert proven >= 100, proven
+    assert proven >= 150, proven
 
 
 # --- simulate: the proof's path against the forced detector's ---------------------------------
 
-def _two_ways(monkeypatch, program, **kw):
+def _two_ways(program, **kw):
     """(the proof's verdicts, simulate(races=True) as it runs, simulate with the proof
     forced to fail: the detector's run)."""
     kw.setdefault("races", True)
@@ -287,11 +132,11 @@ def _two_ways(monkeypatch, program, **kw):
         verdicts.append(real(chip))
         return verdicts[-1]
 
-    monkeypatch.setattr(chip_module.Chip, "race_free", spy)
-    proof = sim.simulate(program, **kw)
-    monkeypatch.setattr(chip_module.Chip, "race_free", lambda chip: False)
-    forced = sim.simulate(program, **kw)
-    monkeypatch.setattr(chip_module.Chip, "race_free", real)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chip_module.Chip, "race_free", spy)
+        proof = sim.simulate(program, **kw)
+        mp.setattr(chip_module.Chip, "race_free", lambda chip: False)
+        forced = sim.simulate(program, **kw)
     return verdicts, proof, forced
 
 
@@ -319,9 +164,9 @@ CHIPS = {
 
 
 @pytest.mark.parametrize("name", CHIPS)
-def test_chip_examples_are_proven_race_free_and_the_detector_agrees(name, monkeypatch):
+def test_chip_examples_are_proven_race_free_and_the_detector_agrees(name):
     path, args, cores, verdict = CHIPS[name]
-    verdicts, proof, forced = _two_ways(monkeypatch, sim.parse_file(EX / path), inputs=args,
+    verdicts, proof, forced = _two_ways(sim.parse_file(EX / path), inputs=args,
                                         block_dim=cores, functional=False)
     assert verdicts == [verdict]                # True: one run, the proof went through
     assert forced.races == ()
@@ -342,32 +187,135 @@ def _racy_chips():
 @pytest.mark.parametrize("name", ["cube store, vector load, no flag x2",
                                   "overlapping column blocks x2",
                                   "neighbours' rows, no barrier x4"])
-def test_cross_unit_gm_races_fail_the_proof_and_the_detector_names_them(name, monkeypatch):
+def test_cross_unit_gm_races_fail_the_proof_and_the_detector_names_them(name):
     make, cores = _racy_chips()[name]
-    verdicts, proof, forced = _two_ways(monkeypatch, make(), block_dim=cores)
+    verdicts, proof, forced = _two_ways(make(), block_dim=cores)
     assert verdicts == [False]
     assert {r.kind for r in forced.races} & {"RAW", "WAR", "WAW"}
     assert [r.message for r in proof.races] == [r.message for r in forced.races]
     _same(proof, forced)
 
 
-def _column_blocks(width: int, step: int, cores: int):
-    """``cores`` cores store 16 x ``width`` blocks of one 16 x 64 matrix, ``step`` apart."""
-    k = sim.Kernel("blocks", block_dim=cores)
-    y = k.gm("y", "f32", (16, 64))
-    t = k.tile("vec", "f32", 16, width)
-    k.TEXPANDS(t, 1.0)
-    k.TSTORE(y.view(16, width, 0, k.block_idx * step), t)
-    return k
-
-
 @pytest.mark.parametrize("width,step,cores", [(32, 32, 2), (16, 16, 4), (8, 24, 3),
                                               (32, 16, 2), (16, 8, 4)])
-def test_column_blocks_are_proven_where_they_do_not_overlap(width, step, cores, monkeypatch):
+def test_column_blocks_are_proven_where_they_do_not_overlap(width, step, cores):
     """Row windows of one pitch: disjoint column blocks are no race (the proof compares
     them exactly, as the detector does); overlapping ones are a WAW the detector names."""
-    verdicts, proof, forced = _two_ways(monkeypatch, _column_blocks(width, step, cores))
+    verdicts, proof, forced = _two_ways(column_blocks(width, step, cores))
     disjoint = step >= width
     assert verdicts == [disjoint]
     assert {r.kind for r in forced.races} == (set() if disjoint else {"WAW"})
     _same(proof, forced)
+
+
+window = st.tuples(st.sampled_from([1, 2, 4, 8]), st.sampled_from([8, 16, 24, 32]),
+                  st.integers(0, 24), st.sampled_from([0, 8, 16, 24, 32]),
+                  st.sampled_from([0, 1, 2, 4, 8]), st.sampled_from([0, 8, 16, 24]))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cores=st.integers(2, 4), store=window, load=window)
+def test_gm_windows_of_several_cores_are_proven_exactly_where_disjoint(cores, store, load):
+    """No order between the cores: the detector names every overlap of a store with the
+    other cores' windows, and the proof (row windows of one pitch compared exactly)
+    passes exactly the kernels with none."""
+    verdicts, proof, forced = _two_ways(windows(cores, fit(cores, store), fit(cores, load)),
+                                        functional=False)
+    assert verdicts == [not forced.races]
+    _same(proof, forced)
+
+
+# every bundled example at a small size: args for the scalar arguments that bound loops
+EXAMPLE_ARGS = {"relu_sub_db.pto": {"k": 3}, "trelu.pto": {"n": 64},
+                "dyn_valid.pto": {"vr": 20, "vc": 96}, "tfmods.pto": {"divisor": 3.0},
+                "gemm.pto": GEMM, "flash_attention.pto": {"S1": 512, "S1_TILE": 128},
+                "flash_attention.py": {"s1": 256}}
+EXAMPLES = sorted(p.name for p in EX.glob("*.p[ty]*") if p.suffix in (".pto", ".py"))
+
+
+def _example(name: str):
+    from sim.kernel.files import load_kernel
+    args = EXAMPLE_ARGS.get(name, {})
+    if name.endswith(".py"):
+        return load_kernel(str(EX / name), tuple(args.items())), {}
+    return load_kernel(str(EX / name)), args
+
+
+@pytest.mark.parametrize("races,functional,l2", [(True, False, None), ("manual", False, None),
+                                                (True, True, None), (True, False, True)])
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_example_gives_the_detectors_result_through_the_proof(name, races, functional,
+                                                                     l2):
+    """Timing only, with the numbers (an op's item is handed over again differently) and
+    with an L2 (items carry their GM windows)."""
+    kernel, args = _example(name)
+    verdicts, proof, forced = _two_ways(kernel, inputs=args, races=races,
+                                        functional=functional, l2=l2)
+    assert proof.races_checked == forced.races_checked
+    assert len(verdicts) == proof.races_checked       # "manual" checks no auto-mode kernel
+    assert not (verdicts == [True] and forced.races)
+    _same(proof, forced)
+
+
+def test_the_examples_are_proven_where_they_are_checked():
+    """The proof is no formality on the examples: every one that is checked goes through."""
+    proven = checked = 0
+    for name in EXAMPLES:
+        kernel, args = _example(name)
+        verdicts, _, _ = _two_ways(kernel, inputs=args, functional=False)
+        checked += len(verdicts)
+        proven += sum(verdicts)
+    assert checked >= 10 and proven == checked, (proven, checked)   # 16 of 16 now
+
+
+# --- racy kernels -----------------------------------------------------------------------------
+
+KINDS = {"raw": "RAW", "pending": "pending_set", "unmatched": "unmatched_set"}
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_racy_kernel_fails_the_proof_and_reports_the_detectors_findings(kind, n):
+    k = racy(kind, n)
+    proven, found = _both(k)
+    assert not proven
+    assert {f[0] for f in found} == {KINDS[kind]}
+    verdicts, proof, forced = _two_ways(k, functional=False)
+    assert verdicts == [False]
+    assert [(r.kind, r.message) for r in proof.races] == found
+    _same(proof, forced)
+    # manual mode: the same findings, and the warning naming the first
+    verdicts, proof, forced = _two_ways(k, functional=False, races="manual")
+    assert verdicts == [False] and [(r.kind, r.message) for r in proof.races] == found
+    assert proof.warnings[-1].startswith(f"warning: {len(found)} race")
+    _same(proof, forced)
+
+
+# --- the examples' own synchronisation, broken one line at a time ----------------------------
+
+# file, arguments, cores, every how many sync lines is edited
+EDITED = {"relu_sub_db.pto": ({"k": 3}, 1, 1), "compact_add.pto": ({}, 1, 1),
+          "matmul.pto": ({}, 1, 1), "gemm.pto": ({**GEMM, "m": 128, "n": 1024}, 2, 3),
+          "flash_attention.pto": ({"S1": 512, "S1_TILE": 128}, 1, 37)}
+
+
+@pytest.mark.parametrize("kind", ["drop", "sink", "hoist"])
+@pytest.mark.parametrize("name", EDITED)
+def test_an_example_with_one_sync_line_broken_is_never_proven_with_findings(name, kind):
+    """Loops hand the same statement over again: the proof's items repeat, as in users'
+    kernels. Each edit runs (or deadlocks) and the proof passes only where the detector,
+    forced, finds nothing; the edits that do make races make the property bite."""
+    args, cores, every = EDITED[name]
+    text = (EX / name).read_text()
+    caught = 0
+    for at in sync_lines(text, every):
+        try:
+            program = sim.parse_text(edit(text, at, kind), name)
+            verdicts, proof, forced = _two_ways(program, inputs=args,
+                                                block_dim=cores, functional=False)
+        except UserError:
+            continue                        # deadlocked or rejected
+        assert not (verdicts == [True] and forced.races), (at, forced.races[:2])
+        assert proof.races == forced.races
+        caught += bool(forced.races)
+    assert caught or kind == "hoist"
