@@ -173,6 +173,17 @@ def test_chip_examples_are_proven_race_free_and_the_detector_agrees(name):
     _same(proof, forced)
 
 
+@pytest.mark.parametrize("arch,cores", [("a2a3", 3), ("a5", 2)])
+def test_the_builder_flash_attention_is_proven_on_both_targets(arch, cores):
+    """Cube <-> vector FIFOs through GM (A2/A3) and through the FIXPIPE (A5)."""
+    from sim.kernel.files import load_kernel
+    k = load_kernel(str(EX / "flash_attention.py"), (("s1", 512), ("cores", cores),
+                                                      ("arch", arch)))
+    verdicts, proof, forced = _two_ways(k, target=arch, functional=False)
+    assert verdicts == [True] and forced.races == ()
+    _same(proof, forced)
+
+
 def _racy_chips():
     from test_ffts import _HEAD, _TAIL, _cube_to_vector
     from test_xraces import _blocks, _without_cross_core_flags
