@@ -61,7 +61,7 @@ def _both(kernel) -> tuple[bool, list]:
     log: list = []
     machine = Machine(TARGET, log=log)
     machine.run(_stream(kernel))
-    by_flags, by_cycles = race_free([log]), race_free([log], [machine.sync_ends])
+    by_flags, by_cycles = race_free([log]), race_free([log], [machine.recorder.sync_ends()])
     assert by_cycles or not by_flags
     return by_cycles, [(f.kind, f.message) for f in detector.finish()]
 

@@ -145,7 +145,7 @@ class Chip:
         """Whether the run's dispatch logs show the race detector would report nothing
         (``sim.engine.racefree``; False also when that cannot be shown)."""
         return race_free([m.log for _, _, m in self.units],
-                         [m.sync_ends for _, _, m in self.units])
+                         [m.recorder.sync_ends() for _, _, m in self.units])
 
     def races(self) -> tuple:
         own = tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())

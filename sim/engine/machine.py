@@ -50,7 +50,6 @@ TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps ever
 
 from __future__ import annotations
 
-from array import array
 from functools import partial
 import simpy
 
@@ -89,6 +88,8 @@ class Machine:
         self.pipes: dict[str, _Pipe] = {}
         self.flags = FlagCounters(self.env)     # this unit's own flags (tuple keys)
         self.recorder = Recorder(core, unit, trace, statics)
+        if log is not None:         # when each set fired and each wait was taken, too
+            self.recorder.keep_sync_ends()
         self._row = self.recorder.row
         self._sync_row = self.recorder.sync_row
         self.dispatch_done = False
@@ -98,13 +99,8 @@ class Machine:
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
         self.races = races        # a RaceDetector fed as items run, or None
         # every item dispatched, in order, for a proof of race freedom after the run
-        # (sim.engine.racefree), or None; with it, the sequence number and end cycle of
-        # every sync row (when a set fired, a wait was taken)
+        # (sim.engine.racefree, with the recorder's sync_ends), or None
         self.log = log
-        self.sync_ends = array("q") if log is not None else None
-        if log is not None:
-            self._sync_row = partial(_logged_sync_row, self.sync_ends.append,
-                                     self.recorder.sync_row)
         # the chip's GM transfers in order (sim.engine.gmorder), or None: path bandwidth
         # only (an unbounded bandwidth has no GM model either)
         self.gm = gm if not infinite_bandwidth else None
@@ -625,13 +621,6 @@ class Machine:
     def stuck(self) -> list[dict]:
         """What keeps this unit from finishing (``sim.engine.deadlock.stuck_entries``)."""
         return stuck_entries(self)
-
-
-def _logged_sync_row(put, row, item, seq, dispatch, start, end):
-    """``Recorder.sync_row``, keeping the row's sequence number and end cycle."""
-    put(seq)
-    put(end)
-    return row(item, seq, dispatch, start, end)
 
 
 def _fifo(key) -> bool:

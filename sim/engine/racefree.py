@@ -59,7 +59,7 @@ def race_free(logs, sync_ends=None) -> bool:
     """Would the race detector report nothing on the run whose units dispatched ``logs``
     (one list of ``Issued`` items per unit, in dispatch order)? False when it cannot be
     shown (see the module doc), not only when there is a race. ``sync_ends``: per unit,
-    the (sequence number, end cycle) pairs of its sync rows, flat (``Machine.sync_ends``):
+    the (sequence number, end cycle) rows of its sync rows (``Recorder.sync_ends``):
     a set the synchronisation does not order after the previous set's wait is still
     shown not pending when it fired at a later cycle than that wait was taken."""
     # the proof makes many short-lived containers while the run's objects are alive: a
@@ -250,7 +250,7 @@ class _Proof:
             return False
         # else by the run's cycles: the set fired after the wait was taken (at the same
         # cycle, the detector's order is the event loop's, which the logs do not keep)
-        ends = np.frombuffer(self.sync_ends, np.int64).reshape(-1, 2)
+        ends = self.sync_ends
         at = np.full(self.n, -1, np.int64)
         at[ends[:, 0]] = ends[:, 1]
         late = ~ordered

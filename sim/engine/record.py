@@ -138,6 +138,29 @@ class Recorder:
             self._end = end
         return -1
 
+    def keep_sync_ends(self) -> None:
+        """Keep the sequence number and end cycle of every sync row (``sync_ends``), also
+        where its rows are not kept: when a set fired and a wait was taken, which a race
+        check's proof reads (``sim.engine.racefree``)."""
+        self._ends = array("q")
+        if self.mode != "full":
+            self.sync_row = self._skip_ends
+
+    def _skip_ends(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
+        if end > self._end:
+            self._end = end
+        ends = self._ends
+        ends.append(seq)
+        ends.append(end)
+        return -1
+
+    def sync_ends(self) -> np.ndarray:
+        """(sequence number, end cycle) of the sync rows, one row each (``keep_sync_ends``;
+        with every row kept, those of every row)."""
+        if self.mode == "full":
+            return _rows(self)[:, [_SEQ, _END]]
+        return np.frombuffer(self._ends, np.int64).reshape(-1, 2)
+
     def add_record(self, at: int, text: str) -> None:
         """Append ``text`` to the ``records`` of the row at offset ``at``."""
         if at < 0:
