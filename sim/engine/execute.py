@@ -136,8 +136,6 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._gm_windows = gm_windows
         # nothing is done per execution of an instruction beyond handing its item over
         self._static_items = not (track_accesses or gm_windows)
-        # ... beyond handing over its item with the accesses of its tile state
-        self._access_items = track_accesses and not (functional or gm_windows)
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
@@ -348,12 +346,16 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                         self._execute(instr, info[0], info[2], info[3], info[5], info[6],
                                       cell[1][0], seq, info[8])
                     return item
-            elif self._access_items:        # ... and the same accesses (race checks)
+            elif self.track_accesses:       # ... and the same accesses (race checks; an
+                # instruction on tiles only: a GM transfer's window and access change)
                 acc, item = mine[2], mine[0]
                 if acc is not None and acc[0] == self.epoch and item is not None \
                         and item.plan is cell[1][1]:
                     kept = mine[1]
                     if kept[0] is item and kept[2].accesses is acc[1]:
+                        if self.functional:
+                            self._execute(instr, info[0], info[2], info[3], info[5], info[6],
+                                          cell[1][0], seq, info[8])
                         return kept[2]
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
