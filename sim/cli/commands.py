@@ -243,6 +243,8 @@ def cmd_run(args) -> int:
     if args.timing_only and args.output:
         raise UserError("--output with --timing-only: a timing-only run computes no data "
                         "(the arrays would be zeros); drop --timing-only to write outputs")
+    if args.trace_rows is None:     # the report reads no sync row; a written trace does
+        args.trace_rows = "full" if args.trace or args.plot else "ops"
     if args.trace_rows == "none" and (args.trace or args.plot):
         raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
                         "keep the rows (--trace-rows full or ops)")

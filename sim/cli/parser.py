@@ -172,9 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trace granularity: one row per PTO op (default) or also one row per "
                         "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")
     r.add_argument("--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)")
-    r.add_argument("--trace-rows", choices=("full", "ops", "none"), default="full",
-                   help="trace rows kept: all (default), no sync rows, or none (totals only; "
-                        "fastest, for sweeps)")
+    r.add_argument("--trace-rows", choices=("full", "ops", "none"), default=None,
+                   help="trace rows kept: all, no sync rows, or none (totals only; fastest, "
+                        "for sweeps). Default: all when --trace or --plot writes them, else "
+                        "no sync rows (the report reads none of them)")
     r.add_argument("--rows", type=_count(0), default=40,
                    help="instructions listed in the report (default 40)")
     r.add_argument("--sync", choices=SYNC_MODES, default=None,
