@@ -25,7 +25,12 @@ tries to show with array operations over those logs that the detector would repo
 * **GM across units**: no byte one unit writes is touched by another (exact for two row
   windows of one pitch, as the detector tells them apart; otherwise by their hulls).
 * **Flags**: every set is waited, and the wait of each set comes before the next set of
-  the same flag (the detector reports a set made while the previous one is pending).
+  the same flag (the detector reports a set made while the previous one is pending):
+  ordered by the synchronisation, or else by the run's cycles — the set fired at a later
+  cycle than the wait was taken (at the same cycle the detector's order is the event
+  loop's, which the logs do not keep: not shown).
+* The scalar unit's own accesses (``load_scalar`` / ``store_scalar``) and a ``PIPE_ALL``
+  item other than a barrier are left to the detector.
 
 ``race_free`` is True only when all of this holds; then the detector would report
 nothing. Otherwise the caller runs again with the detector, whose findings are the run's:
@@ -48,7 +53,9 @@ __all__ = ["race_free"]
 _FIELDS = attrgetter("kind", "pipe", "flag", "accesses")
 # what an item is to the proof
 (_NONE, _ACCESS, _SET, _WAIT, _DWAIT, _BARRIER_ALL) = range(6)
-_MAX_ROUNDS = 64            # fixed-point rounds before the proof gives up
+# fixed-point rounds at most: a clock stopped short knows less, so the proof may fail but
+# never passes wrongly
+_MAX_ROUNDS = 64
 _MAX_GM_PAIRS = 1 << 26     # pairs of GM windows compared across units before it gives up
 _CHUNK = 1 << 18            # pairs compared at once (bounds the memory it takes)
 _SHIFT = 40                 # key = group << _SHIFT | position
