@@ -470,26 +470,25 @@ def _gm_across(per_unit) -> bool:
 
 
 def _windows(accesses) -> np.ndarray:
-    """start, end, rows, width, pitch of GM accesses (pitch 0: compare hulls)."""
-    out = np.zeros((len(accesses), 5), np.int64)
+    """Per GM access: start, end, pitch, first row, first column, rows, width — pitch 0
+    where only the hull can be compared (not a row window, or a run crossing a row)."""
+    out = np.zeros((len(accesses), 7), np.int64)
     for i, a in enumerate(accesses):
-        if type(a) is GmAccess and a.pitch:
-            out[i] = (a.start, a.end, a.rows, a.width, a.pitch)
+        p = a.pitch if type(a) is GmAccess else 0
+        if p and a.start % p + a.width <= p:
+            out[i] = (a.start, a.end, p, a.start // p, a.start % p, a.rows, a.width)
         else:
-            out[i] = (a.start, a.end, 1, 0, 0)
+            out[i] = (a.start, a.end, 0, 0, 0, 0, 0)
     return out
 
 
 def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``sim.engine.xraces._overlap`` of every window of ``A`` with every one of ``B``."""
+    """``sim.engine.xraces._overlap`` of every window of ``A`` with every one of ``B``:
+    two row windows of one pitch overlap where their rows and columns both do, other
+    pairs where their hulls do."""
     a, b = A[:, None, :], B[None, :, :]
     hull = (a[..., 0] < b[..., 1]) & (b[..., 0] < a[..., 1])
-    pa, pb = a[..., 4], b[..., 4]
-    same = (pa == pb) & (pa > 0)
-    p = np.where(same, pa, 1)
-    ra, ca = a[..., 0] // p, a[..., 0] % p
-    rb, cb = b[..., 0] // p, b[..., 0] % p
-    exact = same & (ca + a[..., 3] <= p) & (cb + b[..., 3] <= p)
-    rect = (ra < rb + b[..., 2]) & (rb < ra + a[..., 2]) & (ca < cb + b[..., 3]) & \
-        (cb < ca + a[..., 3])
-    return hull & np.where(exact, rect, True)
+    exact = (a[..., 2] == b[..., 2]) & (a[..., 2] > 0)
+    rect = (a[..., 3] < b[..., 3] + b[..., 5]) & (b[..., 3] < a[..., 3] + a[..., 5]) & \
+        (a[..., 4] < b[..., 4] + b[..., 6]) & (b[..., 4] < a[..., 4] + a[..., 6])
+    return hull & (rect | ~exact)
