@@ -114,7 +114,7 @@ class _Proof:
         log = self.log
         distinct = list(dict.fromkeys(log))
         code = dict(zip(distinct, range(len(distinct))))
-        self.codes = np.fromiter(map(code.__getitem__, log), np.int64, len(log))
+        self.codes = np.fromiter(map(code.__getitem__, log), np.int32, len(log))
         self.n = len(log)
         kinds, pipes, flags, accesses = zip(*map(_FIELDS, distinct))
         if "PIPE_ALL" in pipes and any(k != BARRIER for k, p in zip(kinds, pipes)
@@ -126,7 +126,7 @@ class _Proof:
         self.cols = len(names)
         kind_code = {OP: 1, SET: 2, WAIT: 3}
         kind = np.array([kind_code.get(k, 0) for k in kinds], np.int8)
-        ucol = np.array([col[p] for p in pipes], np.int64)
+        ucol = np.array([col[p] for p in pipes], np.int8)
         local = np.array([type(f) is tuple for f in flags], bool)
         touches = np.fromiter(map(bool, accesses), bool, len(accesses))
         scalar = ucol == col.get("PIPE_S", -2)
@@ -139,7 +139,7 @@ class _Proof:
         role[(kind == 3) & local & scalar] = _DWAIT
         role[ucol < 0] = _BARRIER_ALL
         keys = {f: i for i, f in enumerate(dict.fromkeys(f for f in flags if type(f) is tuple))}
-        ukey = np.array([keys.get(f, -1) if type(f) is tuple else -1 for f in flags], np.int64)
+        ukey = np.array([keys.get(f, -1) if type(f) is tuple else -1 for f in flags], np.int32)
         # FIFO pop flags: set and waited once per pop, never checked for a pending set
         self.tpop = np.array([i for f, i in keys.items() if f[2] == "tpop"], np.int64)
         self.role, self.ucol, self.ukey = role, ucol, ukey
@@ -148,36 +148,43 @@ class _Proof:
 
     def _events(self) -> bool:
         """Pipe events (accesses, sets, waits) by pipe, each pipe's in program order and
-        numbered along it; the dispatcher's events in program order."""
+        numbered along it; the dispatcher's events in program order. (Positions and
+        numbers in 32 bits, pipes in 8: a long run's arrays are its memory.)"""
         codes = self.codes
         self.role_at = role = self.role[codes]
-        on_pipe = np.flatnonzero((role >= _ACCESS) & (role <= _WAIT))
+        on_pipe = np.flatnonzero((role >= _ACCESS) & (role <= _WAIT)).astype(np.int32)
         col = self.ucol[codes[on_pipe]]
         order = _stable_order(col)
         self.ev = ev = on_pipe[order]
         self.ev_col = ev_col = col[order]
+        del on_pipe, col, order
         n = len(ev)
-        # numbered along each pipe: 1, 2, ... from the start of its segment
-        seg = np.ones(n, bool)
-        seg[1:] = ev_col[1:] != ev_col[:-1]
-        first = np.flatnonzero(seg)
+        first = np.flatnonzero(np.concatenate(([True], ev_col[1:] != ev_col[:-1]))) \
+            if n else np.zeros(0, np.int64)
         sizes = np.diff(np.append(first, n))
-        seg_start = np.repeat(first, sizes)
-        self.own = np.arange(n, dtype=np.int64) - seg_start + 1
+        # numbered along each pipe: 1, 2, ... from the start of its segment
+        own = np.ones(n, np.int32)
+        own[first[1:]] = 1 - sizes[:-1]
+        np.cumsum(own, out=own)
+        self.own = own
         self.ev_access = role[ev] == _ACCESS
-        sync = np.flatnonzero(~self.ev_access)    # the rows of the clock matrix
+        sync = np.flatnonzero(~self.ev_access).astype(np.int32)   # the rows of the clocks
         self.s_ev, self.s_pos, self.s_col = sync, ev[sync], ev_col[sync]
-        # the last sync event of its pipe at or before each event (-1: none)
-        last = np.full(n, -1, np.int64)
-        last[sync] = np.arange(len(sync))
+        # the last sync event of its pipe at or before each event (-1: none); pipe by
+        # pipe (a sync event of an earlier pipe is not one of this one's)
+        last = np.full(n, -1, np.int32)
+        last[sync] = np.arange(len(sync), dtype=np.int32)
         np.maximum.accumulate(last, out=last)
-        # (a sync event of an earlier pipe is not one of this pipe's)
-        first_sync = np.repeat(np.searchsorted(sync, first), sizes)
-        self.ev_last = np.where(last >= first_sync, last, -1)
+        for f, size, r in zip(first.tolist(), sizes.tolist(),
+                              np.searchsorted(sync, first).tolist()):
+            part = last[f:f + size]
+            part[part < r] = -1
+        self.ev_last = last
         self.d_pos = np.flatnonzero((role == _DWAIT) | (role == _BARRIER_ALL))
         self.d_role = role[self.d_pos]
         # the row of the dispatcher's clocks (0: before its first event) each event joins
-        self.ev_epoch = np.searchsorted(self.d_pos, ev)
+        self.ev_epoch = (np.searchsorted(self.d_pos, ev).astype(np.int32) if len(self.d_pos)
+                         else None)
         return True
 
     # --- knowledge --------------------------------------------------------------------
@@ -185,8 +192,9 @@ class _Proof:
     def _match(self) -> bool:
         """The set each wait consumes (k-th set to k-th wait of a flag)."""
         codes, role = self.codes, self.role_at
-        sets = np.flatnonzero(role == _SET)
-        waits = np.flatnonzero((role == _WAIT) | (role == _DWAIT))
+        sets = np.flatnonzero(role == _SET).astype(np.int32)
+        waits = np.flatnonzero((role == _WAIT) | (role == _DWAIT)).astype(np.int32)
+        del self.role_at, role         # not read again
         ks, kw = self.ukey[codes[sets]], self.ukey[codes[waits]]
         os_, ow = _stable_order(ks), _stable_order(kw)
         sets, waits, ks, kw = sets[os_], waits[ow], ks[os_], kw[ow]
@@ -211,13 +219,13 @@ class _Proof:
         ka = len(active)
         self.kcol = np.full(cols, ka, np.int64)         # column ka: always zero
         self.kcol[active] = np.arange(ka)
-        s_row = np.full(self.n, -1, np.int64)
-        s_row[self.s_pos] = np.arange(ns)
+        s_row = np.full(self.n, -1, np.int32)
+        s_row[self.s_pos] = np.arange(ns, dtype=np.int32)
         # a pipe's rows carry its base, above every value of the pipes before it: a
         # running maximum down the rows then never crosses from one pipe into the next
         big = len(self.ev) + 1
         dtype = np.int32 if (cols + 1) * big < 2**31 else np.int64
-        s_base = (self.s_col * big).astype(dtype)[:, None]
+        s_base = (self.s_col.astype(np.int64) * big).astype(dtype)[:, None]
         K = np.zeros((ns, ka), dtype)
         K[np.arange(ns), self.kcol[self.s_col]] = self.own[self.s_ev]
         K += s_base
@@ -235,6 +243,8 @@ class _Proof:
         hop from a set to its wait, then down the pipes); ``K`` / ``KD`` are then the
         clocks so far. Whether they are the fixed point."""
         K, KD, s_base, dispatch, w_rows, w_sets, w_delta = self._state
+        if self.rounds:
+            K += s_base             # back to carrying the bases (below)
         settled = False
         for _ in range(limit):
             self.rounds += 1
@@ -249,7 +259,8 @@ class _Proof:
                 settled = True
                 break
             np.maximum.accumulate(K, axis=0, out=K)
-        self.K, self.KD = K - s_base, KD
+        K -= s_base
+        self.K, self.KD = K, KD
         return settled
 
     def _flags(self) -> bool:
@@ -290,13 +301,14 @@ class _Proof:
             return True
         # the distinct accesses (by identity: an equal copy only joins their cluster)
         per_item = [acc for _, acc in items]
-        count = np.fromiter(map(len, per_item), np.int64, len(per_item))
+        count = np.fromiter(map(len, per_item), np.int32, len(per_item))
         flat = list(chain.from_iterable(per_item))
         ids = np.fromiter(map(id, flat), np.int64, len(flat))
         _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1).astype(np.int32)
         distinct = [flat[i] for i in first.tolist()]
-        offset = np.zeros(len(self.role), np.int64)
-        nacc = np.zeros(len(self.role), np.int64)
+        offset = np.zeros(len(self.role), np.int32)
+        nacc = np.zeros(len(self.role), np.int32)
         at = np.array([i for i, _ in items], np.int64)
         offset[at] = np.cumsum(count) - count
         nacc[at] = count
@@ -305,9 +317,12 @@ class _Proof:
         KA = self._clocks(ev_acc)
         codes = self.codes[self.ev[ev_acc]]
         per = nacc[codes]
-        row = np.repeat(np.arange(len(ev_acc)), per)
-        within = np.arange(len(row)) - np.repeat(np.cumsum(per) - per, per)
-        row_acc = inv.reshape(-1)[np.repeat(offset[codes], per) + within]
+        row = np.repeat(np.arange(len(ev_acc), dtype=np.int32), per)
+        within = np.arange(len(row), dtype=np.int32)
+        within -= np.repeat((np.cumsum(per) - per).astype(np.int32), per)
+        within += np.repeat(offset[codes], per)
+        row_acc = inv[within]
+        del within, codes, per
         # clusters of overlapping bytes per space
         space_of = [a.space for a in distinct]
         spaces = {s: i for i, s in enumerate(dict.fromkeys(space_of))}
@@ -324,9 +339,10 @@ class _Proof:
         reach -= g * span
         new = np.ones(len(order), bool)
         new[1:] = (g[1:] != g[:-1]) | (s[1:] >= reach[:-1])
-        cluster = np.empty(len(order), np.int64)
+        cluster = np.empty(len(order), np.int32)
         cluster[order] = np.cumsum(new) - 1
-        return self._ordered(ev_acc[row], row, cluster[row_acc], a_write[row_acc], KA)
+        return self._ordered(row, cluster[row_acc], a_write[row_acc],
+                             self.ev_col[ev_acc][row], self.own[ev_acc][row], KA)
 
     def _clocks(self, evs: np.ndarray) -> np.ndarray:
         """The clocks (columns of K, then the zero column) of pipe events ``evs``: their
@@ -336,45 +352,48 @@ class _Proof:
         last = self.ev_last[evs]
         has = last >= 0
         out[has, :ka] = self.K[last[has]]
-        if len(self.d_pos):
+        if self.ev_epoch is not None:
             np.maximum(out[:, :ka], self.KD[self.ev_epoch[evs]], out=out[:, :ka])
         return out
 
-    def _ordered(self, ev, row, cluster, write, KA) -> bool:
+    def _ordered(self, row, cluster, write, col, own, KA) -> bool:
         """Is every conflicting pair of accesses of two pipes in one cluster ordered? For an
         access and another pipe of its cluster, the first access of that pipe it does not
-        know of (among those it conflicts with) must know of it. ``ev``: each access's
-        pipe event, ``row``: its row of the clocks ``KA``."""
+        know of (among those it conflicts with) must know of it. Per access: ``row``, its
+        row of the clocks ``KA``; its cluster, whether it writes, its pipe and number."""
         cols, kcol = self.cols, self.kcol
-        col, own = self.ev_col[ev], self.own[ev]
         present = np.zeros((int(cluster.max()) + 1, cols), bool)
         present[cluster, col] = True
         if not (present.sum(axis=1) > 1).any():
             return True
-        lane = cluster * cols + col
-        order = _stable_order(lane)          # by lane, then along the pipe (own)
-        key_all = (lane[order] << 32) | own[order]
+        lane = cluster.astype(np.int64) * cols + col
+        order = _stable_order(lane).astype(np.int32)     # by lane, then along the pipe
+        key_all = lane[order]
+        del lane
+        key_all <<= 32
+        key_all |= own[order]
         wo = write[order]
         w_order, key_w = order[wo], key_all[wo]
+        del wo
         for p in range(cols):
-            # accesses of other pipes in the clusters pipe p touches
-            b = np.flatnonzero(present[cluster, p] & (col != p))
-            if not len(b):
-                continue
-            knows = KA[row[b], kcol[p]]
-            wb = write[b]
-            for keys, rows, sel in ((key_all, order, wb), (key_w, w_order, ~wb)):
-                if not len(keys) or not sel.any():
-                    continue
-                q = b[sel]
-                want = cluster[q] * cols + p
-                at = np.searchsorted(keys, (want << 32) | knows[sel], "right")
-                found = at < len(keys)
-                at = np.minimum(at, len(keys) - 1)
-                found &= (keys[at] >> 32) == want
-                a, q = rows[at[found]], q[found]
-                if len(a) and np.any(KA[row[a], kcol[col[q]]] < own[q]):
-                    return False
+            # accesses of other pipes in the clusters pipe p touches, a chunk at a time
+            b_all = np.flatnonzero(present[cluster, p] & (col != p)).astype(np.int32)
+            for i in range(0, len(b_all), _CHUNK):
+                b = b_all[i:i + _CHUNK]
+                knows = KA[row[b], kcol[p]]
+                wb = write[b]
+                for keys, rows, sel in ((key_all, order, wb), (key_w, w_order, ~wb)):
+                    if not len(keys) or not sel.any():
+                        continue
+                    q = b[sel]
+                    want = cluster[q].astype(np.int64) * cols + p
+                    at = np.searchsorted(keys, (want << 32) | knows[sel], "right")
+                    found = at < len(keys)
+                    at = np.minimum(at, len(keys) - 1)
+                    found &= (keys[at] >> 32) == want
+                    a, q = rows[at[found]], q[found]
+                    if len(a) and np.any(KA[row[a], kcol[col[q]]] < own[q]):
+                        return False
         return True
 
 
@@ -395,10 +414,11 @@ class _Dispatcher:
         b_col = np.tile(np.arange(cols), len(bars))
         # per (barrier, pipe): the pipe's last event before the barrier (its count of
         # events) and the last sync event at or before that
-        ev_key = (pr.ev_col << _SHIFT) | pr.ev
-        probe = (b_col << _SHIFT) | pr.d_pos[b_d - 1]
+        ev_key = (pr.ev_col.astype(np.int64) << _SHIFT) | pr.ev
+        probe = (b_col.astype(np.int64) << _SHIFT) | pr.d_pos[b_d - 1]
         before = np.searchsorted(ev_key, probe)
-        self.b_own = (before - np.searchsorted(ev_key, b_col << _SHIFT)).astype(dtype)
+        self.b_own = (before - np.searchsorted(ev_key, b_col.astype(np.int64) << _SHIFT)
+                      ).astype(dtype)
         prev = np.maximum(before - 1, 0)
         if len(pr.ev):
             last = pr.ev_last[prev]
@@ -439,7 +459,7 @@ def _stable_order(keys: np.ndarray) -> np.ndarray:
     if top < 1 << 16:               # a radix sort
         return np.argsort(keys.astype(np.uint16), kind="stable")
     if top < 1 << 23:
-        return np.argsort((keys << _SHIFT) | np.arange(len(keys)))
+        return np.argsort((keys.astype(np.int64) << _SHIFT) | np.arange(len(keys)))
     return np.argsort(keys, kind="stable")
 
 
