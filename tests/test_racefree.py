@@ -335,3 +335,26 @@ def test_an_example_with_one_sync_line_broken_is_never_proven_with_findings(name
         assert proof.races == forced.races
         caught += bool(forced.races)
     assert caught or kind == "hoist"
+
+
+# --- the sync cycles in every trace mode ------------------------------------------------------
+
+@pytest.mark.parametrize("tile,cores", [(256, 2), (512, 1), (512, 3)])
+def test_a_pending_set_ordered_only_in_time_is_shown_in_every_trace_mode(tile, cores):
+    """flash_attention.pto's 256/512-key tiles need the run's cycles to show that no set
+    is pending (see CHIPS): the recorder keeps them whether it keeps every row (read from
+    the rows), no sync row or none at all (kept beside them). Each mode proves the run
+    and gives the same cycles and findings as the detector's run."""
+    program = sim.parse_file(EX / "flash_attention.pto")
+    args = {"S1": 2 * tile, "S1_TILE": tile}
+    runs = {mode: sim.simulate(program, inputs=args, block_dim=cores, functional=False,
+                               races=True, trace=mode) for mode in ("full", "ops", "none")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chip_module.Chip, "race_free", lambda chip: False)
+        forced = sim.simulate(program, inputs=args, block_dim=cores, functional=False,
+                              races=True, trace="none")
+    assert forced.races_by == "detector"
+    for mode, r in runs.items():
+        assert r.races_by == "proof", mode
+        assert r.races == forced.races == ()
+        assert r.total_cycles == forced.total_cycles

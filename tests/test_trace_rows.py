@@ -71,3 +71,22 @@ def test_cli_trace_rows(tmp_path):
                        text=True, cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.startswith("ptosim: error: --trace-rows none")
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kernel,args", [
+    ("relu_sub_db.pto", ["--arg", "k=4"]),
+    ("gemm.pto", ["--block-dim", "2", "--arg", "m=512", "--arg", "k=512", "--arg", "n=512",
+                  "--arg", "singleCoreM=256", "--arg", "singleCoreN=256"]),
+    ("flash_attention.pto", ["--block-dim", "2", "--arg", "S1=512", "--arg", "S1_TILE=128"]),
+])
+@pytest.mark.parametrize("fmt", [[], ["--json"]])
+def test_cli_default_rows_give_the_report_of_every_row(tmp_path, kernel, args, fmt):
+    """Without --trace / --plot, ``run`` keeps no sync rows (the report reads none): the
+    text report and --json are those of a run that keeps every row."""
+    run = [sys.executable, "-m", "sim", "run", str(ROOT / "examples" / kernel), "--timing-only",
+           *args, *fmt]
+    default = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path)
+    full = subprocess.run(run + ["--trace-rows", "full"], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert default.returncode == 0 and full.returncode == 0, default.stderr + full.stderr
+    assert "total" in default.stdout and default.stdout == full.stdout
