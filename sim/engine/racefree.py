@@ -40,8 +40,8 @@ a result never rests on a proof that did not go through.
 from __future__ import annotations
 
 import gc
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, repeat
+from operator import attrgetter, is_
 
 import numpy as np
 
@@ -124,11 +124,12 @@ class _Proof:
         col = {p: i for i, p in enumerate(names)}
         col["PIPE_ALL"] = -1
         self.cols = len(names)
+        m = len(distinct)
         kind_code = {OP: 1, SET: 2, WAIT: 3}
-        kind = np.array([kind_code.get(k, 0) for k in kinds], np.int8)
-        ucol = np.array([col[p] for p in pipes], np.int8)
-        local = np.array([type(f) is tuple for f in flags], bool)
-        touches = np.fromiter(map(bool, accesses), bool, len(accesses))
+        kind = np.fromiter(map(kind_code.get, kinds, repeat(0)), np.int8, m)
+        ucol = np.fromiter(map(col.__getitem__, pipes), np.int8, m)
+        local = np.fromiter(map(is_, map(type, flags), repeat(tuple)), bool, m)
+        touches = np.fromiter(map(bool, accesses), bool, m)
         scalar = ucol == col.get("PIPE_S", -2)
         if (touches & (scalar | (kind != 1))).any():
             return False            # the scalar unit's own accesses: the detector decides
@@ -138,10 +139,13 @@ class _Proof:
         role[(kind == 3) & local] = _WAIT
         role[(kind == 3) & local & scalar] = _DWAIT
         role[ucol < 0] = _BARRIER_ALL
-        keys = {f: i for i, f in enumerate(dict.fromkeys(f for f in flags if type(f) is tuple))}
-        ukey = np.array([keys.get(f, -1) if type(f) is tuple else -1 for f in flags], np.int32)
+        # every flag numbered (a chip-level one too: its items have no role, their number
+        # is never read)
+        keys = dict(zip(dict.fromkeys(flags), range(m)))
+        ukey = np.fromiter(map(keys.__getitem__, flags), np.int32, m)
         # FIFO pop flags: set and waited once per pop, never checked for a pending set
-        self.tpop = np.array([i for f, i in keys.items() if f[2] == "tpop"], np.int64)
+        self.tpop = np.array([i for f, i in keys.items() if type(f) is tuple and f[2] == "tpop"],
+                             np.int64)
         self.role, self.ucol, self.ukey = role, ucol, ukey
         self.distinct_accesses = [(i, accesses[i]) for i in np.flatnonzero(touches).tolist()]
         return True
