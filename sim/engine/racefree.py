@@ -95,6 +95,7 @@ class _Proof:
         self.log = log
         self.sync_ends = sync_ends
         self.gm = []
+        self._rows = None           # _access_rows, once
 
     def holds(self) -> bool:
         if not (self._items() and self._events() and self._knowledge()):
@@ -104,8 +105,10 @@ class _Proof:
         settled = self._rounds(_FIRST_ROUNDS)
         if self._flags() and self._accesses():
             return True
-        return not settled and self._rounds(_MAX_ROUNDS) is not None and \
-            self._flags() and self._accesses()
+        if settled:
+            return False
+        self._rounds(_MAX_ROUNDS)
+        return self._flags() and self._accesses()
 
     # --- the items --------------------------------------------------------------------
 
@@ -237,7 +240,7 @@ class _Proof:
         w_rows, w_sets = s_row[self.m_wait[on_pipe]], s_row[self.m_set[on_pipe]]
         w_delta = s_base[w_rows] - s_base[w_sets]
         KD = np.zeros((nd + 1, ka), dtype)
-        dispatch = _Dispatcher(self, s_row, s_base, dtype) if nd else None
+        dispatch = _Dispatcher(self, s_row, on_pipe, s_base, dtype) if nd else None
         self._state = [K, KD, s_base, dispatch, w_rows, w_sets, w_delta]
         self.s_row, self.rounds = s_row, 0
         return True
@@ -300,9 +303,18 @@ class _Proof:
     # --- accesses ---------------------------------------------------------------------
 
     def _accesses(self) -> bool:
-        items = self.distinct_accesses
-        if not items:
+        if not self.distinct_accesses:
             return True
+        if self._rows is None:
+            self._rows = self._access_rows()
+        ev_acc, row, cluster, write, col, own = self._rows
+        return self._ordered(row, cluster, write, col, own, self._clocks(ev_acc))
+
+    def _access_rows(self) -> tuple:
+        """One row per access of every access event (what the clocks do not change, made
+        once): the events, each row's event, cluster of overlapping bytes, whether it
+        writes, its pipe and number along the pipe. Also the unit's GM accesses (``gm``)."""
+        items = self.distinct_accesses
         # the distinct accesses (by identity: an equal copy only joins their cluster)
         per_item = [acc for _, acc in items]
         count = np.fromiter(map(len, per_item), np.int32, len(per_item))
@@ -316,9 +328,8 @@ class _Proof:
         at = np.array([i for i, _ in items], np.int64)
         offset[at] = np.cumsum(count) - count
         nacc[at] = count
-        # the access events, their clocks, one row per access
+        # the access events, one row per access
         ev_acc = np.flatnonzero(self.ev_access)
-        KA = self._clocks(ev_acc)
         codes = self.codes[self.ev[ev_acc]]
         per = nacc[codes]
         row = np.repeat(np.arange(len(ev_acc), dtype=np.int32), per)
@@ -345,8 +356,8 @@ class _Proof:
         new[1:] = (g[1:] != g[:-1]) | (s[1:] >= reach[:-1])
         cluster = np.empty(len(order), np.int32)
         cluster[order] = np.cumsum(new) - 1
-        return self._ordered(row, cluster[row_acc], a_write[row_acc],
-                             self.ev_col[ev_acc][row], self.own[ev_acc][row], KA)
+        return (ev_acc, row, cluster[row_acc], a_write[row_acc], self.ev_col[ev_acc][row],
+                self.own[ev_acc][row])
 
     def _clocks(self, evs: np.ndarray) -> np.ndarray:
         """The clocks (columns of K, then the zero column) of pipe events ``evs``: their
@@ -406,10 +417,11 @@ class _Dispatcher:
     holds it, the clock of the set it consumes; at ``pipe_barrier(PIPE_ALL)``, every pipe
     as it was before the barrier; and what every sync event learns from it at issue."""
 
-    def __init__(self, proof, s_row, s_base, dtype):
+    def __init__(self, proof, s_row, on_pipe, s_base, dtype):
+        """``on_pipe``: which of the proof's matched waits run on a pipe (the others hold
+        the dispatcher)."""
         pr = proof
         cols, ns = pr.cols, len(pr.s_pos)
-        on_pipe = s_row[pr.m_wait] >= 0
         self.d_index = np.searchsorted(pr.d_pos, pr.m_wait[~on_pipe]) + 1
         self.d_sets = s_row[pr.m_set[~on_pipe]]
         self.d_delta = -s_base[self.d_sets]
