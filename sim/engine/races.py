@@ -164,18 +164,7 @@ class RaceDetector:
         if type(key) is not tuple:
             return self._cross_wait(pipe, key, dispatch_clock, on_dispatcher)
         q = self.flags.get(key)
-        got = q.popleft()[0] if q else _NOTHING
-        if on_dispatcher:
-            self.dispatch = join(self.dispatch, got)
-            return
-        c = self.clocks.get(pipe)       # _join, inline: hot
-        if c is None or self._joined.get(pipe) is not dispatch_clock:
-            c = self.start(pipe, dispatch_clock)
-        else:
-            c[pipe] += 1
-        for k, v in got.items():
-            if c.get(k, 0) < v:
-                c[k] = v
+        self._join(pipe, q.popleft()[0] if q else _NOTHING, dispatch_clock, on_dispatcher)
 
     # a chip-level flag (XKey): set and waited on by different units (sim.engine.xraces)
 
