@@ -346,17 +346,17 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                         self._execute(instr, info[0], info[2], info[3], info[5], info[6],
                                       cell[1][0], seq, info[8])
                     return item
-            elif self.track_accesses:       # ... and the same accesses (race checks; an
-                # instruction on tiles only: a GM transfer's window and access change)
-                acc, item = mine[2], mine[0]
-                if acc is not None and acc[0] == self.epoch and item is not None \
-                        and item.plan is cell[1][1]:
-                    kept = mine[1]
-                    if kept[0] is item and kept[2].accesses is acc[1]:
-                        if self.functional:
-                            self._execute(instr, info[0], info[2], info[3], info[5], info[6],
-                                          cell[1][0], seq, info[8])
-                        return kept[2]
+            else:       # race checks, L2 windows: the copy handed over last holds while
+                # the tile states and the GM views it was made under do
+                last = mine[2]
+                if last is not None and last[0] == self.epoch \
+                        and last[3].plan is cell[1][1] \
+                        and (not last[1] or all(map(is_, map(self.views.get, last[1]),
+                                                    last[2]))):
+                    if self.functional:
+                        self._execute(instr, info[0], info[2], info[3], info[5], info[6],
+                                      cell[1][0], seq, info[8])
+                    return last[3]
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
             return self._tassign(instr, seq, self._where(seq, instr), text)
@@ -380,24 +380,19 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             # one item per statement, plan, accesses and GM window: most executions touch
             # the bytes and window the previous one did, and a chip's dispatcher queues its
             # whole stream ahead of the pipes (an item per execution would be kept per
-            # queued instruction)
-            accesses = None
-            if self.track_accesses:
-                acc = mine[2]
-                if acc is not None and acc[0] == self.epoch:
-                    accesses = acc[1]
-                else:
-                    accesses = instr_accesses(self, instr, srcs, tmp)
-                    if not self.access_operands[id(instr)][1]:      # on tiles only
-                        mine[2] = (self.epoch, accesses)
+            # queued instruction). What the copy depends on besides the tile states: the
+            # GM views it touches
+            names = tuple(o.name for o in (*instr.outs, *instr.ins) if isinstance(o, PartView))
+            views = tuple(map(self.views.get, names))
+            accesses = instr_accesses(self, instr, srcs, tmp) if self.track_accesses else None
             window = (self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
                       if gm_window else None)
             # [the item, its copies by accesses (identities: a copy holds its accesses,
-            # so they stay theirs) and window, the copy handed over last]: a loop that
-            # alternates between buffers reuses its copies
+            # so they stay theirs) and window]: a loop that alternates between buffers
+            # reuses its copies
             kept = mine[1]
             if kept is None or kept[0] is not item:
-                kept = mine[1] = [item, {}, None]
+                kept = mine[1] = [item, {}]
             k = (tuple(map(id, accesses)) if accesses else (), window)
             copy = kept[1].get(k)
             if copy is None:
@@ -405,7 +400,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                     kept[1].clear()
                 copy = kept[1][k] = item.copy()
                 copy.accesses, copy.gm = accesses, window
-            item = kept[2] = copy
+            item = copy
+            mine[2] = (self.epoch, names, views, copy)
         return item
 
     def _still(self, cell, mine, tiles) -> None:
@@ -415,9 +411,9 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         mutations, states = cell[2]
         if mutations == self.mutations and all(map(is_, map(self.tiles.__getitem__, tiles),
                                                    states)):
-            acc = mine[2]
-            if acc is not None and acc[0] == cell[0]:
-                mine[2] = (self.epoch, acc[1])
+            last = mine[2]
+            if last is not None and last[0] == cell[0]:
+                mine[2] = (self.epoch, *last[1:])
             cell[0] = self.epoch
 
     def _window(self, view: PartView) -> tuple:
