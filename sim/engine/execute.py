@@ -139,6 +139,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
         self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
         self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
+        self._pop_states: dict = {}   # (tile, slot address) -> its state when popped there
         self._tallocs: dict = {}      # slots taken by talloc_* and not pushed yet
         self._fifo_moves: dict = {}   # GM-path pushes / pops so far per FIFO end (slot rotation)
         self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
@@ -320,12 +321,12 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             key = self._keys.get(instr)
             if key is None:
                 key = self._keys[instr] = len(self._keys)
-            info = self._by_value[instr] = (*_operand_roles(instr), key, [-1, None, None])
-        # per object: its source text and [its Issued item for the current plan,
-        # (that item, its copy carrying the last execution's accesses and GM window) in
-        # race-checked runs and under an L2, and (tile state epoch, accesses) of an
-        # instruction on tiles only: its accesses while no tile changes]
-        hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None, None])
+            info = self._by_value[instr] = (*_operand_roles(instr), key, [-1, None, None, None])
+        # per object: its source text and [its Issued item for the current plan, in
+        # race-checked runs and under an L2: (that item, its copies by accesses and GM
+        # window), (epoch, GM view names, their bindings, the copy handed over last),
+        # the copies by tile states and GM views (sim.engine.execute._copy)]
+        hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None, None, None])
         return hit
 
     def _where(self, seq, instr) -> str:
@@ -366,7 +367,17 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             # which sets its copies, may change while its tiles do not
             nd = key in self._nd_transfers
             cell[0] = -1 if nd else self.epoch
-            cell[2] = None if nd else (self.mutations, tuple(map(self.tiles.__getitem__, tiles)))
+            if nd:
+                cell[2] = None
+            else:
+                states = tuple(map(self.tiles.__getitem__, tiles))
+                cell[2] = (self.mutations, states)
+                # the plans by tile states (the same objects: a FIFO's consumer holds one
+                # state per slot), while no state changes in place
+                memo = cell[3]
+                if memo is None or memo[0] != self.mutations or len(memo[1]) >= _COPIES:
+                    memo = cell[3] = (self.mutations, {})
+                memo[1][states] = cell[1]
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, tiles, key, shape, seq, source)
@@ -377,19 +388,31 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                 None, plan, text, source)
         gm_window = self._gm_windows and spec.family in _GM_FAMILIES
         if self.track_accesses or gm_window:
-            # one item per statement, plan, accesses and GM window: most executions touch
-            # the bytes and window the previous one did, and a chip's dispatcher queues its
-            # whole stream ahead of the pipes (an item per execution would be kept per
-            # queued instruction). What the copy depends on besides the tile states: the
-            # GM views it touches
-            names = tuple(o.name for o in (*instr.outs, *instr.ins) if isinstance(o, PartView))
-            views = tuple(map(self.views.get, names))
+            item = self._copy(instr, spec, srcs, tmp, item, cell, mine, gm_window)
+        return item
+
+    def _copy(self, instr, spec, srcs, tmp, item, cell, mine, gm_window) -> Issued:
+        """The copy of ``item`` carrying this execution's accesses and GM window (race
+        checks, an L2). One copy per statement, plan, accesses and window: most
+        executions touch the bytes and window the previous one did, and a chip's
+        dispatcher queues its whole stream ahead of the pipes (an item per execution
+        would be kept per queued instruction)."""
+        # what a copy depends on besides its plan: the states of its tiles (the same
+        # objects, none changed in place) and the GM views it touches
+        names = tuple(o.name for o in (*instr.outs, *instr.ins) if isinstance(o, PartView))
+        views = tuple(map(self.views.get, names))
+        by_states = mine[3]
+        if by_states is None:
+            by_states = mine[3] = {}
+        key = (self.mutations, cell[2][1], views) if cell[2] is not None else None
+        copy = by_states.get(key) if key is not None else None
+        if copy is None or copy.plan is not item.plan:
             accesses = instr_accesses(self, instr, srcs, tmp) if self.track_accesses else None
             window = (self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
                       if gm_window else None)
             # [the item, its copies by accesses (identities: a copy holds its accesses,
-            # so they stay theirs) and window]: a loop that alternates between buffers
-            # reuses its copies
+            # so they stay theirs) and window]: equal accesses share a copy although
+            # their tile states are new objects
             kept = mine[1]
             if kept is None or kept[0] is not item:
                 kept = mine[1] = [item, {}]
@@ -400,21 +423,31 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                     kept[1].clear()
                 copy = kept[1][k] = item.copy()
                 copy.accesses, copy.gm = accesses, window
-            item = copy
-            mine[2] = (self.epoch, names, views, copy)
-        return item
+            if key is not None:
+                if len(by_states) >= _COPIES:
+                    by_states.clear()
+                by_states[key] = copy
+        mine[2] = (self.epoch, names, views, copy)
+        return copy
 
     def _still(self, cell, mine, tiles) -> None:
         """The epoch moved on since ``cell`` was planned (another tile changed: a FIFO pop,
-        a subview), but this instruction's tiles hold the same states, none changed in
-        place: its plan, and the accesses of ``mine`` made under it, hold now too."""
+        a subview). If this instruction's tiles hold the same states, none changed in
+        place, its plan and the copy ``mine`` handed over last hold now too; if they hold
+        states it was planned in before, that plan does."""
         mutations, states = cell[2]
-        if mutations == self.mutations and all(map(is_, map(self.tiles.__getitem__, tiles),
-                                                   states)):
+        now = tuple(map(self.tiles.__getitem__, tiles))
+        if mutations == self.mutations and all(map(is_, now, states)):
             last = mine[2]
             if last is not None and last[0] == cell[0]:
                 mine[2] = (self.epoch, *last[1:])
             cell[0] = self.epoch
+            return
+        memo = cell[3]
+        if memo is not None and memo[0] == self.mutations:
+            planned = memo[1].get(now)
+            if planned is not None:
+                cell[0], cell[1], cell[2] = self.epoch, planned, (self.mutations, now)
 
     def _window(self, view: PartView) -> tuple:
         """(GM array, base, rows, cols, row stride, col stride, itemsize) of a view."""

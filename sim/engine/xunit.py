@@ -340,7 +340,13 @@ class CrossUnit:
         n = self._pops.get(fifo.id, 0)
         self._pops[fifo.id] = n + 1
         addr = base + (n % fifo.slots) * (fifo.slot_bytes or tile.type.nbytes)
-        self.tiles[tile] = TileState(addr, tile.type.valid_rows, tile.type.valid_cols)
+        rows, cols = tile.type.valid_rows, tile.type.valid_cols
+        # one state per slot, while nothing changes it in place: the instructions on the
+        # popped tile find the plans and accesses they had on that slot before
+        known = self._pop_states.get((tile, addr))
+        if known is None or (known.addr, known.rows, known.cols) != (addr, rows, cols):
+            known = self._pop_states[(tile, addr)] = TileState(addr, rows, cols)
+        self.tiles[tile] = known
         self.epoch += 1
         return tile
 
