@@ -33,6 +33,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from sim.base.errors import UserError
+from sim.frontend import program_cache
 from sim.frontend.diagnostics import ParseError, remember_source
 from sim.frontend.grammar import pto_parser
 from sim.frontend.lower_control import ControlLowering
@@ -345,4 +346,11 @@ def parse_file(path) -> Program:
         raise UserError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: cannot read: {e}") from None
-    return parse_text(text, str(path))
+    name = str(path)
+    program = program_cache.load(name, text)      # parsed by an earlier process
+    if program is not None:
+        remember_source(name, text[1:] if text.startswith("\ufeff") else text)
+        return program
+    program = parse_text(text, name)
+    program_cache.store(name, text, program)
+    return program
