@@ -42,27 +42,40 @@ class GmAccess(Access):
 
 def _gm_access(interp, view: PartView, write: bool) -> Access:
     """The access of a GM view: one object per window, shared by the units that load it
-    (the cores of a row of blocks load the same tiles of A)."""
+    (the cores of a row of blocks load the same tiles of A). Kept by the view's window
+    shape, then by where it starts (a loop's views move by their offsets and keep their
+    shape: a new window costs no walk of its sizes and strides)."""
     ptr, base, sizes, strides = interp.views[view.name]
-    key = (view.name, ptr.name, base, sizes, strides, write)
+    isz = ptr.dtype.size_bytes
+    key = (view.name, ptr.name, isz, sizes, strides, write)
     cache = interp.gm_accesses
-    a = cache.get(key)
-    if a is None:
-        if len(cache) >= 1 << 16:
+    entry = cache.get(key)
+    if entry is None:
+        if len(cache) >= 1 << 12:
             cache.clear()
-        a = cache[key] = _new_gm_access(ptr, base, sizes, strides, view, write)
+        entry = cache[key] = (_shape(ptr.name, isz, sizes, strides, view), {})
+    (space, name, span, row), by_base = entry
+    a = by_base.get(base)
+    if a is None:
+        if len(by_base) >= 1 << 10:
+            by_base.clear()
+        start, end = base * isz, (base + span) * isz
+        a = by_base[base] = (Access(space, start, end, write, name) if row is None else
+                             GmAccess(space, start, end, write, name, *row))
     return a
 
 
-def _new_gm_access(ptr, base, sizes, strides, view: PartView, write: bool) -> Access:
-    isz = ptr.dtype.size_bytes
-    last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
-    space, start, end, name = f"GM:{ptr.name}", base * isz, (last + 1) * isz, f"%{view.name}"
+def _shape(array: str, isz: int, sizes, strides, view: PartView) -> tuple:
+    """What a GM access's window is apart from where it starts: (space, name, elements
+    from the first to one past the last, and (rows, width, pitch) of a window that is
+    rows of contiguous bytes at a fixed pitch, else None)."""
+    span = sum((n - 1) * s for n, s in zip(sizes, strides)) + 1
     dims = [(n, s) for n, s in zip(sizes, strides) if n > 1]
+    row = None
     if len(dims) == 2 and dims[1][1] == 1 and dims[0][1] >= dims[1][0]:
         (rows, pitch), (cols, _) = dims
-        return GmAccess(space, start, end, write, name, rows, cols * isz, pitch * isz)
-    return Access(space, start, end, write, name)
+        row = (rows, cols * isz, pitch * isz)
+    return f"GM:{array}", f"%{view.name}", span, row
 
 
 def instr_accesses(interp, instr, srcs, tmp) -> tuple:

@@ -398,13 +398,16 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         dispatcher queues its whole stream ahead of the pipes (an item per execution
         would be kept per queued instruction)."""
         # what a copy depends on besides its plan: the states of its tiles (the same
-        # objects, none changed in place) and the GM views it touches
-        names = tuple(o.name for o in (*instr.outs, *instr.ins) if isinstance(o, PartView))
-        views = tuple(map(self.views.get, names))
-        by_states = mine[3]
-        if by_states is None:
-            by_states = mine[3] = {}
-        key = (self.mutations, cell[2][1], views) if cell[2] is not None else None
+        # objects, none changed in place) and the GM views it touches (their names, and
+        # for an instruction on tiles only, its copies by tile states: a FIFO slot's)
+        static = mine[3]
+        if static is None:
+            names = tuple(o.name for o in (*instr.outs, *instr.ins) if isinstance(o, PartView))
+            static = mine[3] = (names, None if names else {})
+        names, by_states = static
+        views = tuple(map(self.views.get, names)) if names else ()
+        key = (self.mutations, cell[2][1]) if by_states is not None and cell[2] is not None \
+            else None
         copy = by_states.get(key) if key is not None else None
         if copy is None or copy.plan is not item.plan:
             accesses = instr_accesses(self, instr, srcs, tmp) if self.track_accesses else None

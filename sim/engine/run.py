@@ -116,7 +116,8 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         return chip, recording
 
     chip, recording = run(check and not prove)
-    proven = prove and chip.race_free()
+    with _frozen_gc():          # the run's objects, which the proof only reads
+        proven = prove and chip.race_free()
     if prove and not proven:
         if watched:
             limits.again()
