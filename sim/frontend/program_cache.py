@@ -9,8 +9,8 @@ later process loads it from there: a few milliseconds instead of a fifth of a se
 A kept program is served only for the very text, file name and front end that built it:
 the entry's name and its first line are a SHA-256 of the file name as given (it is in
 every source location), the text, the source of the packages that turn text into a
-``Program`` (``sim.frontend``, ``sim.isa``, ``sim.base``), the lark version and the Python
-version. One entry per file name: an edited file replaces its entry. Small files (under
+``Program`` (``sim.frontend``, ``sim.isa``, ``sim.base``), the lark, numpy and Python
+versions. One entry per file name: an edited file replaces its entry. Small files (under
 ``MIN_BYTES``) parse in a few milliseconds once the tables are loaded and are not kept,
 and at most ``MAX_ENTRIES`` files are (the least recently used go first). Every failure
 falls back to parsing: no directory, a read-only one, a missing, foreign or corrupt file.
@@ -29,6 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import lark
+import numpy as np
 
 from sim.base.atomic import atomic_path
 from sim.frontend.lark_cache import cache_dir
@@ -49,7 +50,8 @@ def _front_end_digest() -> bytes:
         for f in sorted((_SIM / pkg).iterdir()):
             if f.suffix in (".py", ".lark"):
                 h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    h.update(f"{lark.__version__}\0{sys.version_info[:2]}".encode())
+    # a Program holds numpy dtypes (sim.isa.dtypes): their pickles are numpy's
+    h.update(f"{lark.__version__}\0{np.__version__}\0{sys.version_info[:2]}".encode())
     return h.digest()
 
 
