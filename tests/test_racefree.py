@@ -358,3 +358,53 @@ def test_a_pending_set_ordered_only_in_time_is_shown_in_every_trace_mode(tile, c
         assert r.races_by == "proof", mode
         assert r.races == forced.races == ()
         assert r.total_cycles == forced.total_cycles
+
+
+# --- units proven together: the verdict is each unit's own ------------------------------------
+
+def _unit_log(kernel) -> tuple:
+    """(log, sync cycles) of a timed run of ``kernel`` on one unit, None if it is refused."""
+    log: list = []
+    machine = Machine(TARGET, log=log)
+    try:
+        machine.run(_stream(kernel))
+    except UserError:
+        return None
+    return log, machine.recorder.sync_ends()
+
+
+def _pool() -> list:
+    """Units of every kind the proof meets, proven and not: synchronised random kernels and
+    one edit of each, a double-buffered pipeline with PIPE_ALL barriers, racy kernels."""
+    rng = random.Random(7)
+    kernels = [make_kernel(pipeline(3, 2)), make_kernel(pipeline(2)),
+               *(racy(kind, n) for kind in KINDS for n in (1, 2))]
+    for i in range(24):
+        plan = [(rng.choice(OPS), *(rng.randrange(4) for _ in range(3)), rng.randrange(7),
+                 rng.randrange(4)) for _ in range(rng.randrange(1, 20))]
+        stmts = synced(plan, i % 2)
+        if i % 3 == 2:
+            stmts = mutate(stmts, rng.choice(MUTATIONS), rng.randrange(40))
+        kernels.append(make_kernel(stmts, alias=i % 2))
+    return [u for u in map(_unit_log, kernels) if u is not None]
+
+
+POOL = []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(picks=st.lists(st.integers(0, 10**6), min_size=2, max_size=20))
+def test_units_proven_together_give_each_units_own_verdict(picks):
+    """A batch of units (one log, one unit after the other, each unit's flags and buffers
+    its own) holds exactly when every unit's own proof does: what a unit knows of the
+    units before it orders none of its accesses or sets, whichever comes first."""
+    from sim.engine.racefree import _Proof
+    if not POOL:
+        POOL.extend(_pool())
+        alone = [_Proof([log], [ends]).holds() for log, ends in POOL]
+        assert 0 < sum(alone) < len(POOL)       # both kinds in the pool
+    units = [POOL[i % len(POOL)] for i in picks]
+    logs, ends = [u[0] for u in units], [u[1] for u in units]
+    alone = all(_Proof([log], [e]).holds() for log, e in zip(logs, ends))
+    assert _Proof(logs, ends).holds() == alone
+    assert _Proof(logs, None).holds() <= alone      # without the cycles: never more

@@ -61,6 +61,7 @@ _MAX_GM_PAIRS = 1 << 26     # pairs of GM windows compared across units before i
 _CHUNK = 1 << 18            # pairs compared at once (bounds the memory it takes)
 _SHIFT = 40                 # key = group << _SHIFT | position
 _MAX_TABLE = 1 << 25        # (unit, access) pairs kept in a dense table
+_BATCH_ITEMS = 1 << 16      # dispatched items of the units proven together, at most (memory)
 
 
 def race_free(logs, sync_ends=None) -> bool:
@@ -76,25 +77,54 @@ def race_free(logs, sync_ends=None) -> bool:
     gc.disable()
     try:
         gm = []
-        for i, log in enumerate(logs):        # unit by unit: arrays that stay in cache
-            if log:
-                proof = _Proof(log, sync_ends[i] if sync_ends is not None else None)
-                if not proof.holds():
-                    return False
-                gm.append(proof.gm)
+        for units in _batches(logs):
+            proof = _Proof([logs[i] for i in units],
+                           None if sync_ends is None else [sync_ends[i] for i in units])
+            if not proof.holds():
+                return False
+            gm += proof.gm
         return len(gm) < 2 or _gm_across(gm)
     finally:
         if was:
             gc.enable()
 
 
-class _Proof:
-    """The proof for one unit (see the module doc); ``gm``: the GM accesses it made."""
+def _batches(logs):
+    """The units with a log, many to a proof: a proof's array calls cost the same few
+    hundred microseconds on a unit of 200 items as on one of 2 000, and a chip's 72
+    units would pay them 72 times. A batch's units share the proof's arrays, not their
+    verdicts (see ``_Proof``)."""
+    batch, items = [], 0
+    for i, log in enumerate(logs):
+        if not log:
+            continue
+        if batch and items + len(log) > _BATCH_ITEMS:
+            yield batch
+            batch, items = [], 0
+        batch.append(i)
+        items += len(log)
+    if batch:
+        yield batch
 
-    def __init__(self, log, sync_ends=None):
-        self.log = log
+
+class _Proof:
+    """The proof for one unit, or for a batch of units proven together (see the module
+    doc); ``gm``: per unit, the GM accesses it made.
+
+    A batch's units are one log, one unit after the other, each unit's flags and buffers
+    its own (a flag's number and an access's cluster are per unit); a pipe's events are
+    numbered along the whole log. A unit's events may then know of an earlier unit's
+    (down a pipe, through the dispatcher's clock), all numbered below its own, and a
+    unit's events are never known to an earlier unit's (no flag is shared, and a barrier
+    learns what was dispatched before it). Every check compares a unit's events with its
+    own: an access with the first access of another pipe in its cluster that it does not
+    know of, a set with the wait of its flag. Knowing of events numbered below all of
+    the unit's own decides none of them, so the verdict is each unit's own."""
+
+    def __init__(self, logs, sync_ends=None):
+        self.logs = logs
         self.sync_ends = sync_ends
-        self.gm = []
+        self.gm = [[] for _ in logs]
         self._rows = None           # _access_rows, once
 
     def holds(self) -> bool:
@@ -113,12 +143,20 @@ class _Proof:
     # --- the items --------------------------------------------------------------------
 
     def _items(self) -> bool:
-        """Codes of every dispatched item and the role of each distinct one."""
-        log = self.log
-        distinct = list(dict.fromkeys(log))
-        code = dict(zip(distinct, range(len(distinct))))
-        self.codes = np.fromiter(map(code.__getitem__, log), np.int32, len(log))
-        self.n = len(log)
+        """Codes of every dispatched item and the role of each distinct one (an item two
+        units dispatched is distinct in each: a chip's units of a kind share sync items)."""
+        parts, distinct, per_unit, starts = [], [], [], [0]
+        for log in self.logs:
+            mine = list(dict.fromkeys(log))
+            code = dict(zip(mine, range(len(distinct), len(distinct) + len(mine))))
+            parts.append(np.fromiter(map(code.__getitem__, log), np.int32, len(log)))
+            distinct += mine
+            per_unit.append(len(mine))
+            starts.append(starts[-1] + len(log))
+        self.codes = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        self.n, self.starts = len(self.codes), starts
+        m = len(distinct)
+        unit = np.repeat(np.arange(len(self.logs)), per_unit)
         kinds, pipes, flags, accesses = zip(*map(_FIELDS, distinct))
         if "PIPE_ALL" in pipes and any(k != BARRIER for k, p in zip(kinds, pipes)
                                        if p == "PIPE_ALL"):
@@ -127,7 +165,6 @@ class _Proof:
         col = {p: i for i, p in enumerate(names)}
         col["PIPE_ALL"] = -1
         self.cols = len(names)
-        m = len(distinct)
         kind_code = {OP: 1, SET: 2, WAIT: 3}
         kind = np.fromiter(map(kind_code.get, kinds, repeat(0)), np.int8, m)
         ucol = np.fromiter(map(col.__getitem__, pipes), np.int8, m)
@@ -142,14 +179,15 @@ class _Proof:
         role[(kind == 3) & local] = _WAIT
         role[(kind == 3) & local & scalar] = _DWAIT
         role[ucol < 0] = _BARRIER_ALL
-        # every flag numbered (a chip-level one too: its items have no role, their number
-        # is never read)
-        keys = dict(zip(dict.fromkeys(flags), range(m)))
-        ukey = np.fromiter(map(keys.__getitem__, flags), np.int32, m)
+        # every flag numbered per unit (a chip-level one too: its items have no role,
+        # their number is never read)
+        owned = list(zip(unit.tolist(), flags))
+        keys = dict(zip(dict.fromkeys(owned), range(m)))
+        ukey = np.fromiter(map(keys.__getitem__, owned), np.int32, m)
         # FIFO pop flags: set and waited once per pop, never checked for a pending set
-        self.tpop = np.array([i for f, i in keys.items() if type(f) is tuple and f[2] == "tpop"],
-                             np.int64)
-        self.role, self.ucol, self.ukey = role, ucol, ukey
+        self.tpop = np.array([i for (_, f), i in keys.items()
+                              if type(f) is tuple and f[2] == "tpop"], np.int64)
+        self.role, self.ucol, self.ukey, self.unit = role, ucol, ukey, unit
         self.distinct_accesses = [(i, accesses[i]) for i in np.flatnonzero(touches).tolist()]
         return True
 
@@ -289,13 +327,13 @@ class _Proof:
         ordered[on_pipe] = self.K[self.s_row[this_set[on_pipe]], self.kcol[self.s_col[w]]] >= own
         if ordered.all():
             return True
-        if self.sync_ends is None or not len(self.sync_ends):
+        if self.sync_ends is None or not any(map(len, self.sync_ends)):
             return False
         # else by the run's cycles: the set fired after the wait was taken (at the same
         # cycle, the detector's order is the event loop's, which the logs do not keep)
-        ends = self.sync_ends
         at = np.full(self.n, -1, np.int64)
-        at[ends[:, 0]] = ends[:, 1]
+        for start, ends in zip(self.starts, self.sync_ends):
+            at[start + ends[:, 0]] = ends[:, 1]
         late = ~ordered
         t_wait, t_set = at[prev_wait[late]], at[this_set[late]]
         return bool(np.all((t_wait >= 0) & (t_set > t_wait)))
@@ -320,12 +358,18 @@ class _Proof:
         count = np.fromiter(map(len, per_item), np.int32, len(per_item))
         flat = list(chain.from_iterable(per_item))
         ids = np.fromiter(map(id, flat), np.int64, len(flat))
+        at = np.array([i for i, _ in items], np.int64)
+        # distinct by identity within a unit (the units of a chip share accesses)
         _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+        if len(self.logs) > 1:
+            owner = np.repeat(self.unit[at], count)
+            _, first, inv = np.unique(inv.reshape(-1).astype(np.int64) * len(self.logs) + owner,
+                                      return_index=True, return_inverse=True)
         inv = inv.reshape(-1).astype(np.int32)
         distinct = [flat[i] for i in first.tolist()]
+        a_unit = np.repeat(self.unit[at], count)[first].tolist()
         offset = np.zeros(len(self.role), np.int32)
         nacc = np.zeros(len(self.role), np.int32)
-        at = np.array([i for i, _ in items], np.int64)
         offset[at] = np.cumsum(count) - count
         nacc[at] = count
         # the access events, one row per access
@@ -338,14 +382,17 @@ class _Proof:
         within += np.repeat(offset[codes], per)
         row_acc = inv[within]
         del within, codes, per
-        # clusters of overlapping bytes per space
+        # clusters of overlapping bytes per space, a unit's spaces its own
         space_of = [a.space for a in distinct]
-        spaces = {s: i for i, s in enumerate(dict.fromkeys(space_of))}
-        a_space = np.array([spaces[s] for s in space_of], np.int64)
+        owned = list(zip(a_unit, space_of))
+        spaces = {s: i for i, s in enumerate(dict.fromkeys(owned))}
+        a_space = np.fromiter(map(spaces.__getitem__, owned), np.int64, len(owned))
         a_start = np.array([a.start for a in distinct], np.int64)
         a_end = np.array([a.end for a in distinct], np.int64)
         a_write = np.array([a.write for a in distinct], bool)
-        self.gm = [a for a, s in zip(distinct, space_of) if s.startswith("GM:")]
+        for a, u, s in zip(distinct, a_unit, space_of):
+            if s.startswith("GM:"):
+                self.gm[u].append(a)
         order = np.lexsort((a_start, a_space))
         g, s = a_space[order], a_start[order]
         span = int(a_end.max()) + 1
