@@ -16,7 +16,7 @@ from sim.engine.races import Access
 from sim.isa.program import PartView
 from sim.isa.tile import BLayout, Tile
 
-__all__ = ["GmAccess", "tile_access", "instr_accesses"]
+__all__ = ["GmAccess", "GmShared", "tile_access", "instr_accesses"]
 
 
 def tile_access(tile: Tile, state, write: bool) -> Access:
@@ -78,11 +78,14 @@ def _shape(array: str, isz: int, sizes, strides, view: PartView) -> tuple:
     return f"GM:{array}", f"%{view.name}", span, row
 
 
-def instr_accesses(interp, instr, srcs, tmp) -> tuple:
+def instr_accesses(interp, instr, srcs, tmp, pipe=None) -> tuple:
     """The accesses of one execution of ``instr``. A tile's access is the same value for
     as long as its address and valid region are, so it is built once per tile state
     (``interp.tile_accesses``, keyed by the tile's identity: a tile lives as long as its
-    program): a long run queues millions of them."""
+    program): a long run queues millions of them. Where the interpreter keeps a GM
+    summary (``interp.gm_pipes``: one unit alone, its race check by proof), a GM view is
+    not listed but noted there: which pipes touch each GM array and whether one writes
+    (``pipe``: the instruction's); ``GmShared`` when two touch one and one writes."""
     known = interp.access_operands.get(id(instr))
     if known is None:
         operands = _operands(instr, tmp)
@@ -98,9 +101,25 @@ def instr_accesses(interp, instr, srcs, tmp) -> tuple:
             if a is None:
                 a = cache[key] = tile_access(o, st, write)
             out.append(a)
-        else:
+        elif interp.gm_pipes is None:
             out.append(_gm_access(interp, o, write))
+        else:
+            array = interp.views[o.name][0].name
+            seen = interp.gm_pipes.get(array)
+            if seen is None:
+                seen = interp.gm_pipes[array] = [set(), False]
+            seen[0].add(pipe)
+            seen[1] = seen[1] or write
+            if seen[1] and len(seen[0]) > 1:
+                raise GmShared(array)
     return tuple(out)
+
+
+class GmShared(Exception):
+    """A unit that keeps only a GM summary (``instr_accesses``) met a GM array two of its
+    pipes touch and one writes: only there can two of its GM accesses race (a pipe's own
+    accesses are in program order; reads never race), and the summary cannot show them
+    ordered. Raised at once, so the run that must list its GM accesses starts early."""
 
 
 def _operands(instr, tmp) -> tuple:

@@ -54,9 +54,12 @@ class Chip:
     def __init__(self, program, target, *, block_dim=1, inputs=None, functional=True,
                  strict=True, seed=0, detail=False, races=False, ideal_sync=False,
                  infinite_bandwidth=False, l2=None, trace="full", limits=None,
-                 race_logs=False):
+                 race_logs=False, gm_summary=False):
         """``races``: run the race detector (the event path); ``race_logs``: keep every
-        unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``)."""
+        unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``);
+        ``gm_summary``: with ``race_logs`` and one unit, keep only which of its pipes
+        touch each GM array (``sim.engine.access.GmShared`` ends the run when two touch
+        one and one writes)."""
         self.target = target
         self.layout = kept(program, ("layout", target, block_dim),
                            lambda: layout(program, target, block_dim))
@@ -85,6 +88,9 @@ class Chip:
         self.units = []
         # what the units work out about accesses (race checks): the same for every unit
         access_caches: tuple = ({}, {}, {})
+        # a unit alone, its race check a proof: its GM accesses only summarised, as no
+        # other unit can meet them
+        summary = gm_summary and race_logs and not races and len(self.layout.units) == 1
         for spec in self.layout.units:
             if spec.kind not in programs:
                 programs[spec.kind], placed[spec.kind] = kept(
@@ -97,7 +103,8 @@ class Chip:
                                  gm=self.gm_state, placed=placed[spec.kind],
                                  gm_windows=gm_model is not None and gm_model.needs_window(),
                                  sync_items=kept(program, ("sync items", spec.kind, target),
-                                                 dict), access_caches=access_caches)
+                                                 dict), access_caches=access_caches,
+                                 gm_pipes={} if summary else None)
             machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
                               detail=detail, races=self._race_detector(spec, races),
                               ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,

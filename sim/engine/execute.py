@@ -114,7 +114,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
 
     def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
                  track_accesses=False, verify=True, spec=None, chip=None, gm=None,
-                 gm_windows=False, placed=None, sync_items=None, access_caches=None):
+                 gm_windows=False, placed=None, sync_items=None, access_caches=None,
+                 gm_pipes=None):
         self.program = program
         self.spec = spec or UnitSpec(0, "AIV0", BOTH, program.main.name, 0, 1, 0, 1)
         self.fn = program.function(self.spec.function)
@@ -126,6 +127,9 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         # id(instr) -> (the operands it touches, whether one is a GM view)
         self.tile_accesses, self.gm_accesses, self.access_operands = (
             access_caches if access_caches is not None else ({}, {}, {}))
+        # GM array -> [the pipes that touch it, whether one writes], instead of each GM
+        # access: a unit alone whose race check is a proof (sim.engine.access.GmShared)
+        self.gm_pipes = gm_pipes
         self._x_items: dict = {}        # the cube<->vector FIFOs' sync items (sim.engine.xunit)
         self.strict = strict
         self.seed = seed
@@ -410,7 +414,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             else None
         copy = by_states.get(key) if key is not None else None
         if copy is None or copy.plan is not item.plan:
-            accesses = instr_accesses(self, instr, srcs, tmp) if self.track_accesses else None
+            accesses = (instr_accesses(self, instr, srcs, tmp, item.pipe) if self.track_accesses
+                        else None)
             window = (self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
                       if gm_window else None)
             # [the item, its copies by accesses (identities: a copy holds its accesses,

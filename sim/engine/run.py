@@ -7,6 +7,7 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
+from sim.engine.access import GmShared
 from sim.engine.chip import Chip
 from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
@@ -98,10 +99,10 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     # that does not go through does it run again with the detector, whose findings count
     prove = check and not (ideal_sync or prep.ideal_sync)
 
-    def run(detect: bool):
+    def run(detect: bool, gm_summary: bool = False):
         chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs,
                     functional=functional, strict=strict, seed=seed, detail=detail == "cce",
-                    races=detect, race_logs=prove and not detect,
+                    races=detect, race_logs=prove and not detect, gm_summary=gm_summary,
                     ideal_sync=ideal_sync or prep.ideal_sync,
                     infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace,
                     limits=limits if watched else None)
@@ -115,7 +116,14 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
             raise
         return chip, recording
 
-    chip, recording = run(check and not prove)
+    try:
+        # one unit alone first keeps only which pipes touch each GM array: where two
+        # touch one and one writes, the run stops there and runs again listing them
+        chip, recording = run(check and not prove, gm_summary=prove)
+    except GmShared:
+        if watched:
+            limits.again()
+        chip, recording = run(False)
     with _frozen_gc():          # the run's objects, which the proof only reads
         proven = prove and chip.race_free()
     if prove and not proven:
