@@ -329,7 +329,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         # per object: its source text and [its Issued item for the current plan, in
         # race-checked runs and under an L2: (that item, its copies by accesses and GM
         # window), (epoch, GM view names, their bindings, the copy handed over last),
-        # the copies by tile states and GM views (sim.engine.execute._copy)]
+        # (its GM view names, and for one on tiles only its copies by tile states)]
+        # (Interpreter._copy)
         hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None, None, None])
         return hit
 

@@ -60,7 +60,6 @@ _FIRST_ROUNDS = 2           # ... and before the first checks
 _MAX_GM_PAIRS = 1 << 26     # pairs of GM windows compared across units before it gives up
 _CHUNK = 1 << 18            # pairs compared at once (bounds the memory it takes)
 _SHIFT = 40                 # key = group << _SHIFT | position
-_MAX_TABLE = 1 << 25        # (unit, access) pairs kept in a dense table
 _BATCH_ITEMS = 1 << 16      # dispatched items of the units proven together, at most (memory)
 
 
