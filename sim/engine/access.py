@@ -86,11 +86,9 @@ def instr_accesses(interp, instr, srcs, tmp, pipe=None) -> tuple:
     summary (``interp.gm_pipes``: one unit alone, its race check by proof), a GM view is
     not listed but noted there: which pipes touch each GM array and whether one writes
     (``pipe``: the instruction's); ``GmShared`` when two touch one and one writes."""
-    known = interp.access_operands.get(id(instr))
-    if known is None:
-        operands = _operands(instr, tmp)
-        known = interp.access_operands[id(instr)] = (operands, any(not t for *_, t in operands))
-    operands = known[0]
+    operands = interp.access_operands.get(id(instr))
+    if operands is None:
+        operands = interp.access_operands[id(instr)] = _operands(instr, tmp)
     cache, tiles = interp.tile_accesses, interp.tiles
     out = []
     for o, write, tile in operands:

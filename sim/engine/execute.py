@@ -124,7 +124,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         # what sim.engine.access works out, shared by the units of a chip
         # (``access_caches=``): (tile, state, write) -> its Access; GM window -> its Access;
-        # id(instr) -> (the operands it touches, whether one is a GM view)
+        # id(instr) -> the operands it touches
         self.tile_accesses, self.gm_accesses, self.access_operands = (
             access_caches if access_caches is not None else ({}, {}, {}))
         # GM array -> [the pipes that touch it, whether one writes], instead of each GM
@@ -328,7 +328,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             info = self._by_value[instr] = (*_operand_roles(instr), key, [-1, None, None, None])
         # per object: its source text and [its Issued item for the current plan, in
         # race-checked runs and under an L2: (that item, its copies by accesses and GM
-        # window), (epoch, GM view names, their bindings, the copy handed over last),
+        # window), (epoch, the bindings of its GM views, the copy handed over last),
         # (its GM view names, and for one on tiles only its copies by tile states)]
         # (Interpreter._copy)
         hit = self._static[id(instr)] = (*info, str(instr.loc or ""), [None, None, None, None])
@@ -356,13 +356,13 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                 # the tile states and the GM views it was made under do
                 last = mine[2]
                 if last is not None and last[0] == self.epoch \
-                        and last[3].plan is cell[1][1] \
-                        and (not last[1] or all(map(is_, map(self.views.get, last[1]),
-                                                    last[2]))):
+                        and last[2].plan is cell[1][1] \
+                        and (not last[1] or all(map(is_, map(self.views.get, mine[3][0]),
+                                                    last[1]))):
                     if self.functional:
                         self._execute(instr, info[0], info[2], info[3], info[5], info[6],
                                       cell[1][0], seq, info[8])
-                    return last[3]
+                    return last[2]
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
             return self._tassign(instr, seq, self._where(seq, instr), text)
@@ -436,7 +436,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
                 if len(by_states) >= _COPIES:
                     by_states.clear()
                 by_states[key] = copy
-        mine[2] = (self.epoch, names, views, copy)
+        mine[2] = (self.epoch, views, copy)
         return copy
 
     def _still(self, cell, mine, tiles) -> None:
