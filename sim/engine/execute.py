@@ -123,8 +123,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.functional = functional
         self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
         # what sim.engine.access works out, shared by the units of a chip
-        # (``access_caches=``): (tile, state, write) -> its Access; GM window -> its Access;
-        # id(instr) -> the operands it touches
+        # (``access_caches=``): (tile, state, write) -> its Access; a GM view's window
+        # shape -> (that shape, its Access by start); id(instr) -> the operands it touches
         self.tile_accesses, self.gm_accesses, self.access_operands = (
             access_caches if access_caches is not None else ({}, {}, {}))
         # GM array -> [the pipes that touch it, whether one writes], instead of each GM

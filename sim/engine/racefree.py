@@ -359,14 +359,14 @@ class _Proof:
         ids = np.fromiter(map(id, flat), np.int64, len(flat))
         at = np.array([i for i, _ in items], np.int64)
         # distinct by identity within a unit (the units of a chip share accesses)
+        owner = np.repeat(self.unit[at], count)
         _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
         if len(self.logs) > 1:
-            owner = np.repeat(self.unit[at], count)
             _, first, inv = np.unique(inv.reshape(-1).astype(np.int64) * len(self.logs) + owner,
                                       return_index=True, return_inverse=True)
         inv = inv.reshape(-1).astype(np.int32)
         distinct = [flat[i] for i in first.tolist()]
-        a_unit = np.repeat(self.unit[at], count)[first].tolist()
+        a_unit = owner[first].tolist()
         offset = np.zeros(len(self.role), np.int32)
         nacc = np.zeros(len(self.role), np.int32)
         offset[at] = np.cumsum(count) - count
