@@ -318,8 +318,7 @@ def parse_text(text: str, filename: str = "<string>") -> Program:
     """Parse PTO IR ``text``; raise ParseError (``FILE:LINE:COL: error: ...``) on any mistake."""
     if not isinstance(text, str):
         raise TypeError("parse_text expects str")
-    if text.startswith("\ufeff"):             # a UTF-8 byte order mark
-        text = text[1:]
+    text = _unmarked(text)
     remember_source(filename, text)
     low = _Lowering(filename, text)
     # The parse allocates many small acyclic objects; the cyclic collector would rescan
@@ -346,11 +345,17 @@ def parse_file(path) -> Program:
         raise UserError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"{path}: cannot read: {e}") from None
-    name = str(path)
-    program = program_cache.load(name, text)      # parsed by an earlier process
+    text, name = _unmarked(text), str(path)
+    entry = program_cache.entry(name, text)
+    program = program_cache.load(entry)         # parsed by an earlier process
     if program is not None:
-        remember_source(name, text[1:] if text.startswith("\ufeff") else text)
+        remember_source(name, text)
         return program
     program = parse_text(text, name)
-    program_cache.store(name, text, program)
+    program_cache.store(entry, program)
     return program
+
+
+def _unmarked(text: str) -> str:
+    """``text`` without a UTF-8 byte order mark."""
+    return text[1:] if text.startswith("\ufeff") else text

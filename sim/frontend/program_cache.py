@@ -34,7 +34,7 @@ import numpy as np
 from sim.base.atomic import atomic_path
 from sim.frontend.lark_cache import cache_dir
 
-__all__ = ["load", "store", "MIN_BYTES", "MAX_ENTRIES"]
+__all__ = ["entry", "load", "store", "MIN_BYTES", "MAX_ENTRIES"]
 
 MIN_BYTES = 8 << 10
 MAX_ENTRIES = 64
@@ -55,9 +55,10 @@ def _front_end_digest() -> bytes:
     return h.digest()
 
 
-def _entry(filename: str, text: str) -> "tuple[Path, bytes] | None":
+def entry(filename: str, text: str) -> "tuple[Path, bytes] | None":
     """(the entry's path, its digest line) for ``text`` read from ``filename``, or None
-    when the cache is off or the file too small to be worth keeping."""
+    when the cache is off or the file too small to be worth keeping: what ``load`` and
+    ``store`` take."""
     where = cache_dir()
     if where is None or len(text) < MIN_BYTES:
         return None
@@ -67,9 +68,8 @@ def _entry(filename: str, text: str) -> "tuple[Path, bytes] | None":
     return where / "programs" / f"{name}.pickle", h.hexdigest().encode()
 
 
-def load(filename: str, text: str):
-    """The Program kept for ``text`` from ``filename``, or None."""
-    entry = _entry(filename, text)
+def load(entry):
+    """The Program kept for an ``entry``, or None."""
     if entry is None:
         return None
     path, digest = entry
@@ -84,9 +84,8 @@ def load(filename: str, text: str):
         return None
 
 
-def store(filename: str, text: str, program) -> None:
-    """Keep ``program``, parsed from ``text`` of ``filename`` (quietly not, on failure)."""
-    entry = _entry(filename, text)
+def store(entry, program) -> None:
+    """Keep ``program`` for an ``entry`` (quietly not, on failure)."""
     if entry is None:
         return
     path, digest = entry
