@@ -25,8 +25,16 @@ import sim  # noqa: E402
 from sim.kernel.files import load_kernel  # noqa: E402
 
 GEMM = str(ROOT / "examples" / "gemm.py")
-TILING = dict(singleCoreM=1536, singleCoreK=6144, singleCoreN=1024, baseM=128, baseK=64,
-              baseN=256, stepKa=4, stepKb=4)
+TILING = dict(
+    singleCoreM=1536,
+    singleCoreK=6144,
+    singleCoreN=1024,
+    baseM=128,
+    baseK=64,
+    baseN=256,
+    stepKa=4,
+    stepKb=4,
+)
 
 
 def main(argv=None) -> int:
@@ -42,8 +50,10 @@ def main(argv=None) -> int:
     items = sum(p["instructions"] for u in r.units for p in u["pipes"].values())
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"gemm {m}x6144x{n} on {kernel.block_dim} cores (timing only)")
-    print(f"build {t1 - t0:.1f} s, simulate {t2 - t1:.1f} s, peak RSS {rss:.0f} MB, "
-          f"{items / (t2 - t1) / 1e3:.0f} k instructions/s")
+    print(
+        f"build {t1 - t0:.1f} s, simulate {t2 - t1:.1f} s, peak RSS {rss:.0f} MB, "
+        f"{items / (t2 - t1) / 1e3:.0f} k instructions/s"
+    )
     print(f"total cycles {r.total_cycles}")
     for op, o in sorted(r.opcodes.items(), key=lambda kv: -kv[1]["busy_cycles"]):
         print(f"  {op:<12} busy ratio {o['ratio']:.3f}")

@@ -38,8 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CASES = {
-    "gemm": ("examples/gemm.pto", {"m": 6144, "k": 6144, "n": 6144, "singleCoreM": 1536,
-                                   "singleCoreN": 1024}),
+    "gemm": (
+        "examples/gemm.pto",
+        {"m": 6144, "k": 6144, "n": 6144, "singleCoreM": 1536, "singleCoreN": 1024},
+    ),
     "fa": ("examples/flash_attention.pto", {"S1": 8192, "S1_TILE": 128}),
 }
 CORES = 24
@@ -62,8 +64,18 @@ def cli_once(name: str, races: bool, root: Path = ROOT) -> tuple[float, float]:
     """(CPU seconds, peak RSS MB) of one ``ptosim run`` process. RSS: the largest child so
     far (ru_maxrss of RUSAGE_CHILDREN), so each case runs in its own bench process."""
     file, args = CASES[name]
-    cmd = [sys.executable, "-m", "sim", "run", str(root / file), "--block-dim", str(CORES),
-           "--timing-only", "--rows", "5"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sim",
+        "run",
+        str(root / file),
+        "--block-dim",
+        str(CORES),
+        "--timing-only",
+        "--rows",
+        "5",
+    ]
     for k, v in args.items():
         cmd += ["--arg", f"{k}={v}"]
     if not races:
@@ -78,35 +90,56 @@ def simulate_once(name: str, races: bool, root: Path = ROOT) -> dict:
     """One ``sim.simulate`` in this (fresh) process: CPU seconds and instructions."""
     sys.path.insert(0, str(root))
     import sim
+
     if name in SINGLE:
         sys.path.insert(0, str(root / "bench"))
         import kernels
+
         kernel, args, cores = kernels.build(name, SINGLE[name]), None, None
         sim.simulate(kernels.warmup(), "a2a3", functional=False)
     else:
         from sim.kernel.files import load_kernel
+
         file, args = CASES[name]
         kernel, cores = load_kernel(str(root / file), []), CORES
     t0 = time.process_time()
-    r = sim.simulate(kernel, "a2a3", functional=False, inputs=args, block_dim=cores,
-                     races="manual" if races else False, trace="none")
+    r = sim.simulate(
+        kernel,
+        "a2a3",
+        functional=False,
+        inputs=args,
+        block_dim=cores,
+        races="manual" if races else False,
+        trace="none",
+    )
     cpu = time.process_time() - t0
     n = sum(p["instructions"] for u in r.units for p in u["pipes"].values())
     return {"cpu": cpu, "instructions": n, "cycles": r.total_cycles, "races": len(r.races)}
 
 
 def _fresh(root: Path, *args) -> str:
-    return subprocess.run([sys.executable, __file__, "--root", str(root), *args], check=True,
-                          capture_output=True, text=True, cwd=root, env=_env(root)).stdout
+    return subprocess.run(
+        [sys.executable, __file__, "--root", str(root), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=_env(root),
+    ).stdout
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="processes per figure (minimum kept)")
-    ap.add_argument("--only", choices=sorted(CASES) + sorted(SINGLE), action="append",
-                    help="run only this kernel (repeatable)")
-    ap.add_argument("--root", type=Path, default=ROOT,
-                    help="the checkout whose sim runs (default: this one)")
+    ap.add_argument(
+        "--only",
+        choices=sorted(CASES) + sorted(SINGLE),
+        action="append",
+        help="run only this kernel (repeatable)",
+    )
+    ap.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout whose sim runs (default: this one)"
+    )
     ap.add_argument("--simulate-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
     ap.add_argument("--cli-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -118,36 +151,46 @@ def main(argv=None) -> int:
         name, races = args.cli_once
         print(json.dumps(cli_once(name, races == "on", args.root.resolve())))
         return 0
-    print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; min of {args.repeat} "
-          f"processes per figure; sim from {args.root}")
+    print(
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; min of {args.repeat} "
+        f"processes per figure; sim from {args.root}"
+    )
     root = args.root.resolve()
     for name in args.only or [*CASES, *SINGLE]:
         sims = {}
         for races in ("on", "off"):
-            runs = [json.loads(_fresh(root, "--simulate-once", name, races))
-                    for _ in range(args.repeat)]
+            runs = [
+                json.loads(_fresh(root, "--simulate-once", name, races)) for _ in range(args.repeat)
+            ]
             sims[races] = min(runs, key=lambda r: r["cpu"])
         n = sims["on"]["instructions"]
         over = sims["on"]["cpu"] / sims["off"]["cpu"] - 1
         cores = 1 if name in SINGLE else CORES
-        print(f"{name}: {n} instructions on {cores} core{'s' * (cores > 1)}, "
-              f"{sims['on']['cycles']} cycles, {sims['on']['races']} races")
-        print(f"  simulate: races on {sims['on']['cpu']:.2f} s, off {sims['off']['cpu']:.2f} s "
-              f"CPU: race check +{100 * over:.0f} %")
+        print(
+            f"{name}: {n} instructions on {cores} core{'s' * (cores > 1)}, "
+            f"{sims['on']['cycles']} cycles, {sims['on']['races']} races"
+        )
+        print(
+            f"  simulate: races on {sims['on']['cpu']:.2f} s, off {sims['off']['cpu']:.2f} s "
+            f"CPU: race check +{100 * over:.0f} %"
+        )
         if name in SINGLE:
             continue
         for races in ("on", "off"):
             flag = "" if races == "on" else " --no-races"
             try:
-                runs = [json.loads(_fresh(root, "--cli-once", name, races))
-                        for _ in range(args.repeat)]
-            except subprocess.CalledProcessError:     # a version without --no-races
+                runs = [
+                    json.loads(_fresh(root, "--cli-once", name, races)) for _ in range(args.repeat)
+                ]
+            except subprocess.CalledProcessError:  # a version without --no-races
                 print(f"  ptosim run{flag}: failed")
                 continue
             cpu = min(r[0] for r in runs)
             rss = max(r[1] for r in runs)
-            print(f"  ptosim run{flag}: {cpu:.2f} s CPU end to end, {n / cpu / 1e3:.0f} k "
-                  f"instr/s, peak RSS {rss:.0f} MB")
+            print(
+                f"  ptosim run{flag}: {cpu:.2f} s CPU end to end, {n / cpu / 1e3:.0f} k "
+                f"instr/s, peak RSS {rss:.0f} MB"
+            )
     return 0
 
 

@@ -72,12 +72,13 @@ def _rss_bytes() -> int:
 def one(kernel: str, n: int, mode: str) -> dict:
     """Run one case in this process; returns its figures."""
     import kernels
+
     import sim
 
     opts = {"functional": mode == "functional"}
     if mode == "races":
         opts.update(races=True, trace="none")
-    sim.simulate(kernels.warmup(), **opts).trace   # imports, not the engine's cost
+    sim.simulate(kernels.warmup(), **opts).trace  # imports, not the engine's cost
     t0 = time.perf_counter()
     k = kernels.build(kernel, n)
     program = k.program()
@@ -94,13 +95,22 @@ def one(kernel: str, n: int, mode: str) -> dict:
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     ops = r.instructions
-    out = {"kernel": kernel, "n": ops, "mode": mode, "build_s": build_s, "sim_s": secs,
-           "instr_per_s": ops / secs, "cpu_s": cpu, "instr_per_cpu_s": ops / cpu,
-           "trace_cpu_s": cpu - (c1 - c0),
-           "peak_rss_mb": peak / 2**20,
-           "bytes_per_instr": max(0, peak - before) / ops, "rows": len(trace),
-           "trace_bytes_per_instr": int(trace.memory_usage(deep=True).sum()) / ops,
-           "cycles": r.total_cycles}
+    out = {
+        "kernel": kernel,
+        "n": ops,
+        "mode": mode,
+        "build_s": build_s,
+        "sim_s": secs,
+        "instr_per_s": ops / secs,
+        "cpu_s": cpu,
+        "instr_per_cpu_s": ops / cpu,
+        "trace_cpu_s": cpu - (c1 - c0),
+        "peak_rss_mb": peak / 2**20,
+        "bytes_per_instr": max(0, peak - before) / ops,
+        "rows": len(trace),
+        "trace_bytes_per_instr": int(trace.memory_usage(deep=True).sum()) / ops,
+        "cycles": r.total_cycles,
+    }
     # the same program again in this process, as the runs of a sweep or a notebook loop go
     del r, trace
     c0 = time.process_time()
@@ -113,11 +123,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", nargs="+", default=["vector", "auto", "cube", "chip"])
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
-    ap.add_argument("--sizes", nargs="+", type=int, help="instruction counts (default 10^3 .. --max)")
-    ap.add_argument("--max", type=int, default=100_000, help="largest size when --sizes is not given")
-    ap.add_argument("--repeat", type=int, default=1, metavar="N",
-                    help="run each case in N fresh processes and print the median of each "
-                         "figure (short runs are noisy on a shared machine)")
+    ap.add_argument(
+        "--sizes", nargs="+", type=int, help="instruction counts (default 10^3 .. --max)"
+    )
+    ap.add_argument(
+        "--max", type=int, default=100_000, help="largest size when --sizes is not given"
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each case in N fresh processes and print the median of each "
+        "figure (short runs are noisy on a shared machine)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per case")
     ap.add_argument("--one", nargs=3, metavar=("KERNEL", "N", "MODE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -125,34 +144,44 @@ def main(argv=None) -> int:
         kernel, n, mode = args.one
         print(json.dumps(one(kernel, int(n), mode)))
         return 0
-    sizes = args.sizes or [10 ** e for e in range(3, 7) if 10 ** e <= args.max]
+    sizes = args.sizes or [10**e for e in range(3, 7) if 10**e <= args.max]
     if not args.json:
-        print(f"{'kernel':<8} {'mode':<10} {'instrs':>8} {'build s':>8} {'sim s':>7} "
-              f"{'k instr/s':>9} {'cpu s':>7} {'k/cpu s':>8} {'peak MB':>8} {'B/instr':>8} "
-              f"{'trace B/instr':>13} {'cycles':>10} {'again k/cpu s':>13}")
+        print(
+            f"{'kernel':<8} {'mode':<10} {'instrs':>8} {'build s':>8} {'sim s':>7} "
+            f"{'k instr/s':>9} {'cpu s':>7} {'k/cpu s':>8} {'peak MB':>8} {'B/instr':>8} "
+            f"{'trace B/instr':>13} {'cycles':>10} {'again k/cpu s':>13}"
+        )
     for kernel in args.kernels:
         for mode in args.modes:
-            points = []             # (instructions, CPU seconds, of them reading .trace) per size
+            points = []  # (instructions, CPU seconds, of them reading .trace) per size
             for n in sizes:
                 runs = []
                 for _ in range(max(1, args.repeat)):
-                    out = subprocess.run([sys.executable, __file__, "--one", kernel, str(n), mode],
-                                         capture_output=True, text=True)
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--one", kernel, str(n), mode],
+                        capture_output=True,
+                        text=True,
+                    )
                     if out.returncode:
                         sys.stderr.write(out.stderr)
                         return out.returncode
                     runs.append(json.loads(out.stdout))
-                r = {k: (statistics.median(x[k] for x in runs)
-                         if isinstance(v, float) else v) for k, v in runs[0].items()}
+                r = {
+                    k: (statistics.median(x[k] for x in runs) if isinstance(v, float) else v)
+                    for k, v in runs[0].items()
+                }
                 points.append((r["n"], r["n"] / r["instr_per_cpu_s"], r["trace_cpu_s"]))
                 if args.json:
                     print(json.dumps(r))
                     continue
-                print(f"{kernel:<8} {mode:<10} {r['n']:>8} {r['build_s']:>8.2f} {r['sim_s']:>7.2f} "
-                      f"{r['instr_per_s'] / 1e3:>9.1f} {r['cpu_s']:>7.2f} "
-                      f"{r['instr_per_cpu_s'] / 1e3:>8.1f} {r['peak_rss_mb']:>8.0f} "
-                      f"{r['bytes_per_instr']:>8.0f} {r['trace_bytes_per_instr']:>13.0f} "
-                      f"{r['cycles']:>10} {r['again_instr_per_cpu_s'] / 1e3:>13.1f}", flush=True)
+                print(
+                    f"{kernel:<8} {mode:<10} {r['n']:>8} {r['build_s']:>8.2f} {r['sim_s']:>7.2f} "
+                    f"{r['instr_per_s'] / 1e3:>9.1f} {r['cpu_s']:>7.2f} "
+                    f"{r['instr_per_cpu_s'] / 1e3:>8.1f} {r['peak_rss_mb']:>8.0f} "
+                    f"{r['bytes_per_instr']:>8.0f} {r['trace_bytes_per_instr']:>13.0f} "
+                    f"{r['cycles']:>10} {r['again_instr_per_cpu_s'] / 1e3:>13.1f}",
+                    flush=True,
+                )
             if len(points) > 1 and not args.json:
                 print(f"{'':<8} {mode:<10} {_marginal(points)}", flush=True)
     return 0
@@ -163,16 +192,19 @@ def _marginal(points) -> str:
     the two smallest imply (when they are small enough to show it), split into simulating
     and building the trace DataFrame: time = fixed + marginal x n is linear when the
     marginals agree, and the fixed cost is what keeps the smallest size off the line."""
-    def fixed(i):               # of total (1) or trace (2) CPU seconds
+
+    def fixed(i):  # of total (1) or trace (2) CPU seconds
         (n0, *a), (n1, *b) = points[0], points[1]
         return a[i - 1] - (b[i - 1] - a[i - 1]) / (n1 - n0) * n0
 
     steps = [(t1 - t0) / (n1 - n0) for (n0, t0, _), (n1, t1, _) in zip(points, points[1:])]
     out = "marginal us/instr " + " -> ".join(f"{x * 1e6:.2f}" for x in steps)
-    if points[0][0] <= 10_000:          # a few ms out of seconds is noise: small sizes only
+    if points[0][0] <= 10_000:  # a few ms out of seconds is noise: small sizes only
         total, trace = fixed(1), fixed(2)
-        out += (f"; fixed {total * 1e3:.1f} ms per run (simulate {(total - trace) * 1e3:.1f}, "
-                f"trace {trace * 1e3:.1f})")
+        out += (
+            f"; fixed {total * 1e3:.1f} ms per run (simulate {(total - trace) * 1e3:.1f}, "
+            f"trace {trace * 1e3:.1f})"
+        )
     return out
 
 

@@ -47,15 +47,27 @@ TARGET = "a2a3"
 BASE = dict(baseM=128, baseK=64, baseN=256, stepKa=4, stepKb=4)
 # (m = k = n, singleCoreM, singleCoreN): 24 blocks each; on-board figures for 6144 only
 GEMMS = [(6144, 1536, 1024), (3072, 768, 512), (1536, 384, 256)]
-GEMM_ONBOARD = {6144: dict(wall_us=1506.0, shares={"cube": 86.1, "MTE1": 68.1, "MTE2": 95.2,
-                                                   "MTE3/FIX": 3.1, "scalar": 8.1})}
-SHARE_PIPES = {"cube": "PIPE_M", "MTE1": "PIPE_MTE1", "MTE2": "PIPE_MTE2", "MTE3/FIX": "PIPE_FIX",
-               "scalar": "PIPE_S"}
+GEMM_ONBOARD = {
+    6144: dict(
+        wall_us=1506.0,
+        shares={"cube": 86.1, "MTE1": 68.1, "MTE2": 95.2, "MTE3/FIX": 3.1, "scalar": 8.1},
+    )
+}
+SHARE_PIPES = {
+    "cube": "PIPE_M",
+    "MTE1": "PIPE_MTE1",
+    "MTE2": "PIPE_MTE2",
+    "MTE3/FIX": "PIPE_FIX",
+    "scalar": "PIPE_S",
+}
 # S0 (query rows, 128 per core) -> {S1: us per call}
-FA_ONBOARD_US = {128: {1024: 19.20, 2048: 23.42, 4096: 38.32, 8192: 68.78},
-                 256: {1024: 18.60, 2048: 23.94, 4096: 39.84, 8192: 71.21}}
-CALIBRATION = {t: ROOT / "models" / t / "calibration" / "reference_cases.csv"
-               for t in ("a2a3", "a5")}
+FA_ONBOARD_US = {
+    128: {1024: 19.20, 2048: 23.42, 4096: 38.32, 8192: 68.78},
+    256: {1024: 18.60, 2048: 23.94, 4096: 39.84, 8192: 71.21},
+}
+CALIBRATION = {
+    t: ROOT / "models" / t / "calibration" / "reference_cases.csv" for t in ("a2a3", "a5")
+}
 
 
 def _us(cycles: int, clock_hz: float) -> float:
@@ -71,11 +83,21 @@ def gemm_rows(sizes) -> list[dict]:
         k = build(m=n, k=n, n=n, singleCoreM=scm, singleCoreK=n, singleCoreN=scn, **BASE)
         r = sim.simulate(k, TARGET, functional=False, trace="none")
         cores = r.block_dim
-        shares = {name: 100.0 * r.pipes.get(p, {}).get("busy_cycles", 0) / (cores * r.total_cycles)
-                  for name, p in SHARE_PIPES.items()}
-        rows.append(dict(size=n, cores=cores, cycles=r.total_cycles,
-                         wall_us=_us(r.total_cycles, clock), shares=shares,
-                         onboard=GEMM_ONBOARD.get(n), seconds=time.perf_counter() - t0))
+        shares = {
+            name: 100.0 * r.pipes.get(p, {}).get("busy_cycles", 0) / (cores * r.total_cycles)
+            for name, p in SHARE_PIPES.items()
+        }
+        rows.append(
+            dict(
+                size=n,
+                cores=cores,
+                cycles=r.total_cycles,
+                wall_us=_us(r.total_cycles, clock),
+                shares=shares,
+                onboard=GEMM_ONBOARD.get(n),
+                seconds=time.perf_counter() - t0,
+            )
+        )
     return rows
 
 
@@ -92,11 +114,17 @@ def fa_rows() -> list[dict]:
     for s0, board in FA_ONBOARD_US.items():
         series = []
         for s1 in sorted(board):
-            r = sim.simulate(build(s1=s1, cores=s0 // 128), TARGET, functional=False,
-                             trace="none")
-            series.append(dict(s0=s0, s1=s1, tile=fa_key_tile(build, s1),
-                               cycles=r.total_cycles, us=_us(r.total_cycles, clock),
-                               onboard_us=board[s1]))
+            r = sim.simulate(build(s1=s1, cores=s0 // 128), TARGET, functional=False, trace="none")
+            series.append(
+                dict(
+                    s0=s0,
+                    s1=s1,
+                    tile=fa_key_tile(build, s1),
+                    cycles=r.total_cycles,
+                    us=_us(r.total_cycles, clock),
+                    onboard_us=board[s1],
+                )
+            )
         for a, b in zip(series, series[1:]):
             per = (b["s1"] - a["s1"]) / 128
             b["sim_per_128"] = (b["us"] - a["us"]) / per
@@ -112,8 +140,12 @@ def fa_tile_rows() -> list[dict]:
     onboard = (FA_ONBOARD_US[128][8192] - FA_ONBOARD_US[128][4096]) / 32
     out = []
     for tile in (128, 256, 512):
-        c = [sim.simulate(build(s1=s1, s1_tile=tile), TARGET, functional=False,
-                          trace="none").total_cycles for s1 in (4096, 8192)]
+        c = [
+            sim.simulate(
+                build(s1=s1, s1_tile=tile), TARGET, functional=False, trace="none"
+            ).total_cycles
+            for s1 in (4096, 8192)
+        ]
         out.append(dict(tile=tile, per_128=_us(c[1] - c[0], clock) / 32, onboard=onboard))
     return out
 
@@ -145,39 +177,89 @@ def format_tables(gemm, fa, tiles, single, markdown: bool) -> str:
                 lines.append("  ".join(x.rjust(w) for x, w in zip(row, widths)))
         lines.append("")
 
-    lines.append(f"GEMM f16->f32 on {TARGET} (examples/gemm.py, base 128x64x256, stepK 4), "
-                 "busy share = pipe busy / wall per AIC")
+    lines.append(
+        f"GEMM f16->f32 on {TARGET} (examples/gemm.py, base 128x64x256, stepK 4), "
+        "busy share = pipe busy / wall per AIC"
+    )
     body = []
     for g in gemm:
         ob = g["onboard"]
-        body.append([f"{g['size']}^3 x{g['cores']}", "time us", f"{g['wall_us']:.1f}",
-                     f"{ob['wall_us']:.1f}" if ob else "-",
-                     _err(g["wall_us"], ob["wall_us"]) if ob else "-"])
+        body.append(
+            [
+                f"{g['size']}^3 x{g['cores']}",
+                "time us",
+                f"{g['wall_us']:.1f}",
+                f"{ob['wall_us']:.1f}" if ob else "-",
+                _err(g["wall_us"], ob["wall_us"]) if ob else "-",
+            ]
+        )
         for name, v in g["shares"].items():
             b = ob["shares"][name] if ob else None
             note = " (not timed)" if name == "scalar" else ""
-            body.append(["", f"{name} %", f"{v:.1f}{note}", f"{b:.1f}" if b is not None else "-",
-                         f"{v - b:+.1f} pt" if b is not None and not note else "-"])
+            body.append(
+                [
+                    "",
+                    f"{name} %",
+                    f"{v:.1f}{note}",
+                    f"{b:.1f}" if b is not None else "-",
+                    f"{v - b:+.1f} pt" if b is not None and not note else "-",
+                ]
+            )
     table(["kernel", "figure", "pto-sim", "on-board", "error"], body)
 
-    lines.append(f"Flash attention on {TARGET} (examples/flash_attention.py, head 128, one core "
-                 "per 128 query rows); per 128 keys = slope from the previous S1")
-    body = [[str(f["s0"]), str(f["s1"]), str(f["tile"]), f"{f['us']:.2f}", f"{f['onboard_us']:.2f}",
-             f"{f['sim_per_128']:.3f}" if "sim_per_128" in f else "-",
-             f"{f['onboard_per_128']:.3f}" if "onboard_per_128" in f else "-",
-             _err(f["sim_per_128"], f["onboard_per_128"]) if "sim_per_128" in f else "-"]
-            for f in fa]
-    table(["S0", "S1", "key tile", "pto-sim us", "on-board us (with launch)", "pto-sim us/128 keys",
-           "on-board us/128 keys", "error"], body)
+    lines.append(
+        f"Flash attention on {TARGET} (examples/flash_attention.py, head 128, one core "
+        "per 128 query rows); per 128 keys = slope from the previous S1"
+    )
+    body = [
+        [
+            str(f["s0"]),
+            str(f["s1"]),
+            str(f["tile"]),
+            f"{f['us']:.2f}",
+            f"{f['onboard_us']:.2f}",
+            f"{f['sim_per_128']:.3f}" if "sim_per_128" in f else "-",
+            f"{f['onboard_per_128']:.3f}" if "onboard_per_128" in f else "-",
+            _err(f["sim_per_128"], f["onboard_per_128"]) if "sim_per_128" in f else "-",
+        ]
+        for f in fa
+    ]
+    table(
+        [
+            "S0",
+            "S1",
+            "key tile",
+            "pto-sim us",
+            "on-board us (with launch)",
+            "pto-sim us/128 keys",
+            "on-board us/128 keys",
+            "error",
+        ],
+        body,
+    )
 
     lines.append("Flash attention per further 128 keys, S1 4096 -> 8192, by key tile")
-    body = [[str(t["tile"]), f"{t['per_128']:.3f}", f"{t['onboard']:.3f}",
-             _err(t["per_128"], t["onboard"])] for t in tiles]
+    body = [
+        [
+            str(t["tile"]),
+            f"{t['per_128']:.3f}",
+            f"{t['onboard']:.3f}",
+            _err(t["per_128"], t["onboard"]),
+        ]
+        for t in tiles
+    ]
     table(["key tile", "pto-sim us/128 keys", "on-board us/128 keys", "error"], body)
 
     lines.append("Single ops (ptosim validate on models/<target>/calibration/reference_cases.csv)")
-    body = [[s["target"], str(s["predicted"]), f"{s['median_accuracy']:.4f}",
-             f"{100 * s['within_15_percent']:.0f} %"] for s in single]
+    body = [
+        [
+            s["target"],
+            str(s["predicted"]),
+            f"{s['median_accuracy']:.4f}",
+            f"{100 * s['within_15_percent']:.0f} %",
+        ]
+        for s in single
+    ]
     table(["target", "cases", "median accuracy", "within 15 %"], body)
     return "\n".join(lines)
 
@@ -189,8 +271,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sizes = [g for g in GEMMS if not (args.quick and g[0] == 6144)]
     t0 = time.perf_counter()
-    out = format_tables(gemm_rows(sizes), fa_rows(), fa_tile_rows(), validate_rows(),
-                        args.markdown)
+    out = format_tables(gemm_rows(sizes), fa_rows(), fa_tile_rows(), validate_rows(), args.markdown)
     print(out)
     print(f"({time.perf_counter() - t0:.0f} s)")
     return 0

@@ -56,7 +56,7 @@ def corpus(min_lines: int) -> str:
             body.append(renamed)
             n += renamed.count("\n") + 1
         copy += 1
-    return "module attributes {pto.target_arch = \"a2a3\"} {\n" + "\n\n".join(body) + "\n}\n"
+    return 'module attributes {pto.target_arch = "a2a3"} {\n' + "\n\n".join(body) + "\n}\n"
 
 
 def main(argv=None) -> int:
@@ -73,9 +73,11 @@ def main(argv=None) -> int:
         times.append(time.perf_counter() - t0)
     stmts = sum(len(f.body) for f in program.functions)
     best = min(times)
-    print(f"parsed {lines} lines ({len(program.functions)} functions, {stmts} top-level "
-          f"statements) in {best:.3f} s (first run {times[0]:.3f} s): "
-          f"{lines / best:,.0f} lines/s")
+    print(
+        f"parsed {lines} lines ({len(program.functions)} functions, {stmts} top-level "
+        f"statements) in {best:.3f} s (first run {times[0]:.3f} s): "
+        f"{lines / best:,.0f} lines/s"
+    )
     return 0
 
 

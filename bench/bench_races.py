@@ -33,8 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CHIP = {
-    "gemm": ("examples/gemm.pto", {"m": 3072, "k": 3072, "n": 6144, "singleCoreM": 768,
-                                   "singleCoreN": 1024}),
+    "gemm": (
+        "examples/gemm.pto",
+        {"m": 3072, "k": 3072, "n": 6144, "singleCoreM": 768, "singleCoreN": 1024},
+    ),
     "fa": ("examples/flash_attention.pto", {"S1": 8192, "S1_TILE": 128}),
 }
 SINGLE = {"vector": 100_000, "cube": 100_000}
@@ -48,20 +50,22 @@ def _recording(base, log: list):
         def call(self, *args, **kw):
             log.append((self, name, args + tuple(kw.values())))
             return getattr(base, name)(self, *args, **kw)
+
         return call
 
     return type("Recording" + base.__name__, (base,), {m: logged(m) for m in _METHODS})
 
 
-_LOG: list = []          # (detector, method, arguments) of every call, in order
-_CHIPS: list = []        # the Chips of the run (the detector's last)
-_PROOF: list = []        # [the dispatch logs of the run, whether the proof went through]
+_LOG: list = []  # (detector, method, arguments) of every call, in order
+_CHIPS: list = []  # the Chips of the run (the detector's last)
+_PROOF: list = []  # [the dispatch logs of the run, whether the proof went through]
 
 
 def _install() -> None:
     """Make the engine's detectors log their calls (once per process)."""
     import sim.engine.chip as chip_module
     from sim.engine import races, xraces
+
     if chip_module.RaceDetector is not races.RaceDetector:
         return
     chip_module.RaceDetector = _recording(races.RaceDetector, _LOG)
@@ -73,13 +77,13 @@ def _install() -> None:
         _CHIPS.append(self)
 
     chip_module.Chip.__init__ = keep
-    if hasattr(chip_module.Chip, "race_free"):      # a checkout with the proof
+    if hasattr(chip_module.Chip, "race_free"):  # a checkout with the proof
         from sim.engine.racefree import race_free
 
         def logs_then_detector(self):
             logs = [m.log for _, _, m in self.units]
             _PROOF[:] = [logs, race_free(logs)]
-            return False        # the detector's run follows: its calls are recorded
+            return False  # the detector's run follows: its calls are recorded
 
         chip_module.Chip.race_free = logs_then_detector
 
@@ -95,13 +99,27 @@ def record(name: str):
     if name in SINGLE:
         sys.path.insert(0, str(ROOT / "bench"))
         import kernels
-        sim.simulate(kernels.build(name, SINGLE[name]), "a2a3", functional=False,
-                     races="manual", trace="none")
+
+        sim.simulate(
+            kernels.build(name, SINGLE[name]),
+            "a2a3",
+            functional=False,
+            races="manual",
+            trace="none",
+        )
     else:
         from sim.kernel.files import load_kernel
+
         file, args = CHIP[name]
-        sim.simulate(load_kernel(str(ROOT / file), []), "a2a3", functional=False, inputs=args,
-                     block_dim=24, races="manual", trace="none")
+        sim.simulate(
+            load_kernel(str(ROOT / file), []),
+            "a2a3",
+            functional=False,
+            inputs=args,
+            block_dim=24,
+            races="manual",
+            trace="none",
+        )
     log = list(_LOG)
     xr = _CHIPS[-1].xraces if _CHIPS else None
     credits = dict(xr.credits) if xr is not None else {}
@@ -109,7 +127,7 @@ def record(name: str):
     def replay() -> int:
         """Replay the calls on fresh detectors; the number of findings."""
         shared = xraces.ChipRaces()
-        shared.credits = dict(credits)        # the FIFO slots the chip's set-up added
+        shared.credits = dict(credits)  # the FIFO slots the chip's set-up added
         fresh: dict = {}
         for det, method, args in log:
             d = fresh.get(id(det))
@@ -129,10 +147,15 @@ def record(name: str):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="replays per case (minimum kept)")
-    ap.add_argument("--only", choices=sorted(SINGLE) + sorted(CHIP), action="append",
-                    help="run only this case (repeatable)")
-    ap.add_argument("--root", type=Path, default=ROOT,
-                    help="the checkout whose sim runs (default: this one)")
+    ap.add_argument(
+        "--only",
+        choices=sorted(SINGLE) + sorted(CHIP),
+        action="append",
+        help="run only this case (repeatable)",
+    )
+    ap.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout whose sim runs (default: this one)"
+    )
     args = ap.parse_args(argv)
     sys.path.insert(0, str(args.root.resolve()))
     print(f"sim from {args.root}; min of {args.repeat} replays")
@@ -145,10 +168,13 @@ def main(argv=None) -> int:
             found = replay()
             best = min(best, time.process_time() - t0)
         ops = sum(1 for _, m, _ in log if m == "op")
-        print(f"{name}: {len(log)} calls ({ops} ops), {found} findings, replay {best:.3f} s CPU, "
-              f"{1e6 * best / len(log):.2f} µs per call")
+        print(
+            f"{name}: {len(log)} calls ({ops} ops), {found} findings, replay {best:.3f} s CPU, "
+            f"{1e6 * best / len(log):.2f} µs per call"
+        )
         if _PROOF:
             from sim.engine.racefree import race_free
+
             logs, held = _PROOF
             proof = float("inf")
             for _ in range(args.repeat):
@@ -156,8 +182,10 @@ def main(argv=None) -> int:
                 race_free(logs)
                 proof = min(proof, time.process_time() - t0)
             items = sum(map(len, logs))
-            print(f"  proof: {items} items dispatched, {'race-free' if held else 'not shown'}, "
-                  f"{proof:.3f} s CPU, {1e6 * proof / items:.2f} µs per item")
+            print(
+                f"  proof: {items} items dispatched, {'race-free' if held else 'not shown'}, "
+                f"{proof:.3f} s CPU, {1e6 * proof / items:.2f} µs per item"
+            )
     return 0
 
 

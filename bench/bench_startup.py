@@ -29,32 +29,40 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "matplotlib", "distributed", "lark", "simpy")
-_REPORT = ("import sys, atexit\n"
-           "atexit.register(lambda: sys.__stderr__.write('LOADED ' + ' '.join(m for m in "
-           f"{HEAVY!r} if m in sys.modules) + '\\n'))\n")
+_REPORT = (
+    "import sys, atexit\n"
+    "atexit.register(lambda: sys.__stderr__.write('LOADED ' + ' '.join(m for m in "
+    f"{HEAVY!r} if m in sys.modules) + '\\n'))\n"
+)
 
 
 def _cases(root: Path) -> dict:
     kernel = str(root / "examples" / "relu_sub.py")
-    return {"import sim": ["-c", _REPORT + "import sim"],
-            "ptosim run examples/relu_sub.py": [
-                "-c", _REPORT + "import sys; sys.argv = ['ptosim', 'run', " + repr(kernel)
-                + "]\nfrom sim.cli import main\nsys.exit(main())"]}
+    return {
+        "import sim": ["-c", _REPORT + "import sim"],
+        "ptosim run examples/relu_sub.py": [
+            "-c",
+            _REPORT
+            + "import sys; sys.argv = ['ptosim', 'run', "
+            + repr(kernel)
+            + "]\nfrom sim.cli import main\nsys.exit(main())",
+        ],
+    }
 
 
 def _run(args: list, env: dict, root: Path) -> tuple:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
-                         cwd=root)
+    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=root)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:
         sys.stderr.write(out.stderr)
         raise SystemExit(out.returncode)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    loaded = next((line.split()[1:] for line in out.stderr.splitlines()
-                   if line.startswith("LOADED")), [])
+    loaded = next(
+        (line.split()[1:] for line in out.stderr.splitlines() if line.startswith("LOADED")), []
+    )
     return wall, cpu, loaded
 
 
@@ -68,15 +76,19 @@ def main(argv=None) -> int:
     # sets PYTHONDONTWRITEBYTECODE compiles every module of sim on every start)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     root = args.root.resolve()
-    env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = str(root) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
     print(f"{'command':<34} {'wall min':>8} {'wall med':>8} {'cpu min':>8} {'cpu med':>8}  loaded")
     for name, cmd in _cases(root).items():
-        _run(cmd, env, root)            # writes the bytecode caches
+        _run(cmd, env, root)  # writes the bytecode caches
         runs = [_run(cmd, env, root) for _ in range(args.repeat)]
         walls, cpus = [r[0] for r in runs], [r[1] for r in runs]
-        print(f"{name:<34} {min(walls):>8.3f} {statistics.median(walls):>8.3f} "
-              f"{min(cpus):>8.3f} {statistics.median(cpus):>8.3f}  {' '.join(runs[0][2]) or '-'}",
-              flush=True)
+        print(
+            f"{name:<34} {min(walls):>8.3f} {statistics.median(walls):>8.3f} "
+            f"{min(cpus):>8.3f} {statistics.median(cpus):>8.3f}  {' '.join(runs[0][2]) or '-'}",
+            flush=True,
+        )
     return 0
 
 

@@ -36,8 +36,13 @@ import sim  # noqa: E402
 from sim.studies.sweep import configurations, run_config  # noqa: E402
 
 KERNEL = str(ROOT / "examples" / "relu_sub_tiled.py")
-PARAMS = {"rows": [8, 16, 32, 64], "cols": [16, 32, 64, 128, 256], "buffers": [1, 2, 3, 4, 5],
-          "height": [64, 128, 192, 256, 320], "width": [256]}
+PARAMS = {
+    "rows": [8, 16, 32, 64],
+    "cols": [16, 32, 64, 128, 256],
+    "buffers": [1, 2, 3, 4, 5],
+    "height": [64, 128, 192, 256, 320],
+    "width": [256],
+}
 MODES = ["manual", "auto"]
 
 
@@ -46,7 +51,7 @@ def single_run_seconds(sample: int) -> tuple[float, float]:
     # a seeded random sample: a stride through the product would keep its inner parameters
     # (sync mode, height) fixed and time only the cheapest corner of the space
     chosen = random.Random(0).sample(configs, min(sample, len(configs)))
-    run_config(KERNEL, chosen[0].params, None, chosen[0].sync)          # warm-up
+    run_config(KERNEL, chosen[0].params, None, chosen[0].sync)  # warm-up
     t0, cpu0 = time.perf_counter(), time.process_time()
     for c in chosen:
         run_config(KERNEL, c.params, None, c.sync)
@@ -65,30 +70,55 @@ def main(argv=None) -> int:
     single, single_cpu = single_run_seconds(args.sample)
     ideal = single * n / args.workers
     t0 = time.perf_counter()
-    with dask.config.set({"distributed.worker.profile.enabled": False}), \
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0",
-                         silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with (
+        dask.config.set({"distributed.worker.profile.enabled": False}),
+        LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         started = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as tmp, get_task_stream(client) as stream:
             cpu0 = client.run(time.process_time)
             t1 = time.perf_counter()
-            df = sim.sweep(KERNEL, PARAMS, sync=MODES, scheduler=client,
-                           output=Path(tmp) / "sweep.parquet", progress=False)
+            df = sim.sweep(
+                KERNEL,
+                PARAMS,
+                sync=MODES,
+                scheduler=client,
+                output=Path(tmp) / "sweep.parquet",
+                progress=False,
+            )
             wall = time.perf_counter() - t1
             cpu = sum(client.run(time.process_time).values()) - sum(cpu0.values())
-    compute = sum(s["stop"] - s["start"] for task in stream.data for s in task["startstops"]
-                  if s["action"] == "compute")
+    compute = sum(
+        s["stop"] - s["start"]
+        for task in stream.data
+        for s in task["startstops"]
+        if s["action"] == "compute"
+    )
     failed = int(df["error"].notna().sum())
-    print(f"{n} configurations ({failed} failed by design: ring too large for UB), "
-          f"{args.workers} workers")
-    print(f"single run (mean of {args.sample}, in process): {single * 1e3:.1f} ms "
-          f"({single_cpu * 1e3:.1f} ms CPU)")
+    print(
+        f"{n} configurations ({failed} failed by design: ring too large for UB), "
+        f"{args.workers} workers"
+    )
+    print(
+        f"single run (mean of {args.sample}, in process): {single * 1e3:.1f} ms "
+        f"({single_cpu * 1e3:.1f} ms CPU)"
+    )
     print(f"ideal = single x {n} / {args.workers}: {ideal:.2f} s")
-    print(f"sweep wall time: {wall:.2f} s = {wall / ideal:.2f} x ideal "
-          f"(cluster start-up {started:.2f} s more: {(wall + started) / ideal:.2f} x)")
-    print(f"workers computing {compute / (wall * args.workers):.0%} of the wall time, "
-          f"{compute / n * 1e3:.1f} ms per configuration ({cpu / n * 1e3:.1f} ms CPU); load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    print(
+        f"sweep wall time: {wall:.2f} s = {wall / ideal:.2f} x ideal "
+        f"(cluster start-up {started:.2f} s more: {(wall + started) / ideal:.2f} x)"
+    )
+    print(
+        f"workers computing {compute / (wall * args.workers):.0%} of the wall time, "
+        f"{compute / n * 1e3:.1f} ms per configuration ({cpu / n * 1e3:.1f} ms CPU); load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs"
+    )
     return 0
 
 

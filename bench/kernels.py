@@ -40,8 +40,15 @@ class _VectorStream:
 
     per_step = 2 + len(_VEC_OPS)
 
-    def __init__(self, k: sim.Kernel, rows: int = ROWS, prefix: str = "", units: int = 1,
-                 unit=0, tokens: bool = True):
+    def __init__(
+        self,
+        k: sim.Kernel,
+        rows: int = ROWS,
+        prefix: str = "",
+        units: int = 1,
+        unit=0,
+        tokens: bool = True,
+    ):
         """``units`` streams share the GM tensors, ``unit`` (an int or a run-time Index)
         picks this one's rows; without ``tokens`` it issues no RecordEvent sync."""
         rng = np.random.default_rng(1)
@@ -51,11 +58,13 @@ class _VectorStream:
         total = units * CHUNKS * rows
         self.x = k.gm(f"{prefix}x", "f32", (total, COLS), rng.uniform(-2, 2, (total, COLS)))
         self.y = k.gm(f"{prefix}y", "f32", (total, COLS))
-        self.sets = [[k.tile("vec", "f32", rows, COLS, name=f"{prefix}{n}{s}") for n in "abc"]
-                     for s in range(2)]
+        self.sets = [
+            [k.tile("vec", "f32", rows, COLS, name=f"{prefix}{n}{s}") for n in "abc"]
+            for s in range(2)
+        ]
         self.tokens = tokens
-        self.inputs_free = [None, None]     # V done reading set s (WAR for its next TLOAD)
-        self.result_free = [None, None]     # store done reading set s's result (WAR for V)
+        self.inputs_free = [None, None]  # V done reading set s (WAR for its next TLOAD)
+        self.result_free = [None, None]  # store done reading set s's result (WAR for V)
         self.i = 0
 
     def step(self, budget: int) -> int:
@@ -67,17 +76,20 @@ class _VectorStream:
         e = k.TLOAD(a, self.x[rows, :], *free)
         n = 1
         last_read = e
-        for j, op in enumerate(_VEC_OPS[:max(0, min(len(_VEC_OPS), budget - 2))]):
-            waits = [e] + ([self.result_free[s]] if self.result_free[s] else []) \
-                if j == 0 and self.tokens else []
-            args = {"TADD": (c, a, a), "TMULS": (b, c, 0.5), "TMAX": (c, b, a),
-                    "TSUB": (c, c, b)}[op]
+        for j, op in enumerate(_VEC_OPS[: max(0, min(len(_VEC_OPS), budget - 2))]):
+            waits = (
+                [e] + ([self.result_free[s]] if self.result_free[s] else [])
+                if j == 0 and self.tokens
+                else []
+            )
+            args = {"TADD": (c, a, a), "TMULS": (b, c, 0.5), "TMAX": (c, b, a), "TSUB": (c, c, b)}[
+                op
+            ]
             last_read = k.instr(op, *args, *waits)
             n += 1
         self.inputs_free[s] = last_read
         if n < budget:
-            self.result_free[s] = k.TSTORE(self.y[rows, :], c,
-                                           *[last_read] if self.tokens else [])
+            self.result_free[s] = k.TSTORE(self.y[rows, :], c, *[last_read] if self.tokens else [])
             n += 1
         self.i += 1
         return n
@@ -97,17 +109,21 @@ class _CubeStream:
         self.b = k.gm("gb", "f16", (32, 64), rng.uniform(-1, 1, (32, 64)))
         c = k.gm("gc", "f32", (units * 64, 64))
         r = unit * 64
-        self.c = c[r:r + 64, :]
+        self.c = c[r : r + 64, :]
         lay = dict(blayout="col_major", slayout="row_major")
-        self.sets = [dict(mA=k.tile("mat", "f16", 64, 32, name=f"mA{s}", **lay),
-                          mB=k.tile("mat", "f16", 32, 64, name=f"mB{s}", **lay),
-                          lA=k.tile("left", "f16", 64, 32, name=f"lA{s}", slayout="row_major"),
-                          rB=k.tile("right", "f16", 32, 64, name=f"rB{s}", slayout="col_major"),
-                          acc=k.tile("acc", "f32", 64, 64, name=f"acc{s}", fractal=1024, **lay))
-                     for s in range(2)]
-        self.l1_free = [None, None]     # MTE1 done reading L1 set s
-        self.l0_free = [None, None]     # cube done reading L0 set s
-        self.acc_free = [None, None]    # fixpipe store done reading L0C set s
+        self.sets = [
+            dict(
+                mA=k.tile("mat", "f16", 64, 32, name=f"mA{s}", **lay),
+                mB=k.tile("mat", "f16", 32, 64, name=f"mB{s}", **lay),
+                lA=k.tile("left", "f16", 64, 32, name=f"lA{s}", slayout="row_major"),
+                rB=k.tile("right", "f16", 32, 64, name=f"rB{s}", slayout="col_major"),
+                acc=k.tile("acc", "f32", 64, 64, name=f"acc{s}", fractal=1024, **lay),
+            )
+            for s in range(2)
+        ]
+        self.l1_free = [None, None]  # MTE1 done reading L1 set s
+        self.l0_free = [None, None]  # cube done reading L0 set s
+        self.acc_free = [None, None]  # fixpipe store done reading L0C set s
         self.i = 0
 
     def step(self, budget: int) -> int:
@@ -166,7 +182,7 @@ def _chip(n: int) -> sim.Kernel:
     a vector stream, every unit on its own GM rows (block / sub-block index)."""
     k = sim.Kernel("bench_chip", block_dim=CORES)
     per_core = n // CORES
-    n_cube = _CubeStream.per_step * (per_core // 24)       # a quarter, whole steps
+    n_cube = _CubeStream.per_step * (per_core // 24)  # a quarter, whole steps
     n_vec = (per_core - n_cube) // 2
     with k.cube():
         c = _CubeStream(k, units=CORES, unit=k.block_idx)
@@ -181,7 +197,7 @@ def _chip(n: int) -> sim.Kernel:
     return k
 
 
-CORES = 8           # the chip kernel's block_dim (a 910B has 24 cores; 8 keep 10^3 meaningful)
+CORES = 8  # the chip kernel's block_dim (a 910B has 24 cores; 8 keep 10^3 meaningful)
 
 KERNELS = {"vector": _vector, "auto": _auto, "cube": _cube, "chip": _chip}
 

@@ -90,15 +90,17 @@ import math
 import sim
 
 NZ = dict(blayout="col_major", slayout="row_major")
-L0A = {"a2a3": dict(blayout="row_major", slayout="row_major"),     # zZ on A2/A3, nZ on A5
-       "a5": dict(blayout="col_major", slayout="row_major")}       # (as PTOAS derives it)
+L0A = {
+    "a2a3": dict(blayout="row_major", slayout="row_major"),  # zZ on A2/A3, nZ on A5
+    "a5": dict(blayout="col_major", slayout="row_major"),
+}  # (as PTOAS derives it)
 L0B = dict(blayout="row_major", slayout="col_major")
 ACC = dict(blayout="col_major", slayout="row_major", fractal=1024)
-NEG = -1.0e30          # the running max before the first block (exp(NEG - m) = 0)
+NEG = -1.0e30  # the running max before the first block (exp(NEG - m) = 0)
 
 
 KEY_TILES = (512, 256, 128)
-SOFTMAX = ("mixed", "f32")    # the softmax arithmetic (module doc, "Softmax arithmetic")
+SOFTMAX = ("mixed", "f32")  # the softmax arithmetic (module doc, "Softmax arithmetic")
 # S chunk slots per AIV with the mixed softmax, by chunks per key tile: the vector hands a
 # slot back as soon as its chunk is in f16, so one pass's chunks are enough for 512 keys
 MIXED_S_SLOTS = {2: 4, 4: 4}
@@ -108,8 +110,8 @@ AHEAD = 2
 # L1 sets of V tiles by chunks per key tile: two 256-key tiles, one 512-key tile (L1 holds
 # Q 32 KiB, the P FIFO 64 KiB, two K^T tiles and these: 480 KiB of 512 at 512 keys)
 V_SETS = {2: 2, 4: 1}
-P_SLOTS = 4            # P FIFO slots (64 x 128 f16 each) in L1
-CHUNK = 128            # keys of one S / K / V chunk when the key tile is longer
+P_SLOTS = 4  # P FIFO slots (64 x 128 f16 each) in L1
+CHUNK = 128  # keys of one S / K / V chunk when the key tile is longer
 
 
 def default_s1_tile(s1: int) -> int:
@@ -122,8 +124,9 @@ def default_s1_tile(s1: int) -> int:
     return 128
 
 
-def build(s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3",
-          softmax="mixed") -> sim.Kernel:
+def build(
+    s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3", softmax="mixed"
+) -> sim.Kernel:
     if s1_tile is None:
         s1_tile = default_s1_tile(s1)
     if softmax not in SOFTMAX:
@@ -144,18 +147,19 @@ def build(s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3",
     kt = k.gm("kt", "f16", (head, cores * s1))
     v = k.gm("v", "f16", (cores * s1, head))
     o = k.gm("o", "f32", (cores * s0, head))
-    s_fifo = k.fifo("c2v", "f32", h, T, split=1)        # S_j, half the rows to each AIV
-    p_fifo = k.fifo("v2c", "f16", s0, T, split=1)       # P_j, the halves stacked
+    s_fifo = k.fifo("c2v", "f32", h, T, split=1)  # S_j, half the rows to each AIV
+    p_fifo = k.fifo("v2c", "f16", s0, T, split=1)  # P_j, the halves stacked
     # O_j: one slot (UB holds 2 S slots, this one, O and 2 f16 P tiles: 160 of 184 KiB)
     o_fifo = k.fifo("c2v", "f32", h, head, split=1, slots=1)
     q0, k0 = k.block_idx * s0, k.block_idx * s1
     with k.cube():
-        _cube(k, q[q0:q0 + s0, :], kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0,
-              L0A[arch])
+        _cube(
+            k, q[q0 : q0 + s0, :], kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0, L0A[arch]
+        )
     with k.vector():
         r0 = q0 + k.subblock_idx * h
         vec = _vector if softmax == "f32" else _vector_mixed
-        vec(k, o[r0:r0 + h, :], s_fifo, p_fifo, o_fifo, blocks, T, head, h)
+        vec(k, o[r0 : r0 + h, :], s_fifo, p_fifo, o_fifo, blocks, T, head, h)
     return k
 
 
@@ -166,19 +170,27 @@ def _cube(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0, l0a
     kt_l1 = [k.tile("mat", "f16", head, T, name=f"kt_l1_{i}", **NZ) for i in range(2)]
     v_l1 = [k.tile("mat", "f16", T, head, name=f"v_l1_{i}", **NZ) for i in range(2)]
     # one L0B ring for both B operands: K_j^T (head x T) and V_j (T x head) alias slot i
-    kt_l0 = [k.tile("right", "f16", head, T, name=f"kt_l0_{i}", addr=i * 32768, **L0B)
-             for i in range(2)]
-    v_l0 = [k.tile("right", "f16", T, head, name=f"v_l0_{i}", addr=i * 32768, **L0B)
-            for i in range(2)]
+    kt_l0 = [
+        k.tile("right", "f16", head, T, name=f"kt_l0_{i}", addr=i * 32768, **L0B) for i in range(2)
+    ]
+    v_l0 = [
+        k.tile("right", "f16", T, head, name=f"v_l0_{i}", addr=i * 32768, **L0B) for i in range(2)
+    ]
     s_acc = k.tile("acc", "f32", s0, T, name="s_acc", **ACC)
     o_acc = k.tile("acc", "f32", s0, head, name="o_acc", **ACC)
     xq = k.TEXTRACT(q_l0, q_l1, 0, 0, k.TLOAD(q_l1, q_view))
-    free = {"kt": [None, None], "v": [None, None], "l0b": [None, None],
-            "s": None, "o": None, "p": None}
+    free = {
+        "kt": [None, None],
+        "v": [None, None],
+        "l0b": [None, None],
+        "s": None,
+        "o": None,
+        "p": None,
+    }
 
     def qk(j):
-        i, r = j % 2, min(j, 1)       # L0B: K_0^T in slot 0, later K_j^T in 1, V_j in 0
-        e = k.TLOAD(kt_l1[i], kt[:, k0 + j * T:k0 + (j + 1) * T], *_w(free["kt"][i]))
+        i, r = j % 2, min(j, 1)  # L0B: K_0^T in slot 0, later K_j^T in 1, V_j in 0
+        e = k.TLOAD(kt_l1[i], kt[:, k0 + j * T : k0 + (j + 1) * T], *_w(free["kt"][i]))
         x = k.TEXTRACT(kt_l0[r], kt_l1[i], 0, 0, e, *_w(free["l0b"][r]))
         free["kt"][i] = x
         mm = k.TMATMUL(s_acc, q_l0, kt_l0[r], xq, x, *_w(free["s"]))
@@ -190,7 +202,7 @@ def _cube(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0, l0a
         p = k.tpop(p_fifo)
         xp = k.TEXTRACT(p_l0, p, 0, 0, *_w(free["p"]))
         k.tfree(p_fifo)
-        e = k.TLOAD(v_l1[i], v[k0 + j * T:k0 + (j + 1) * T, :], *_w(free["v"][i]))
+        e = k.TLOAD(v_l1[i], v[k0 + j * T : k0 + (j + 1) * T, :], *_w(free["v"][i]))
         x = k.TEXTRACT(v_l0[r], v_l1[i], 0, 0, e, *_w(free["l0b"][r]))
         free["v"][i] = x
         mm = k.TMATMUL(o_acc, p_l0, v_l0[r], xp, x, *_w(free["o"]))
@@ -200,17 +212,17 @@ def _cube(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, blocks, T, head, s0, l0a
     qk(0)
     for j in range(blocks):
         if j + 1 < blocks:
-            qk(j + 1)                 # preload: the next block's scores first
+            qk(j + 1)  # preload: the next block's scores first
         pv(j)
 
 
 def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
     scale = 1.0 / math.sqrt(head)
 
-    def col(name):                    # an h x 1 column (row-major, one 32-byte block wide)
+    def col(name):  # an h x 1 column (row-major, one 32-byte block wide)
         return k.tile("vec", "f32", h, 8, valid=(h, 1), name=name)
 
-    m = [col("m0"), col("m1")]        # running max, ping-pong: m[j % 2] before block j
+    m = [col("m0"), col("m1")]  # running max, ping-pong: m[j % 2] before block j
     alpha = [col("alpha0"), col("alpha1")]
     l, mj, lj = col("l"), col("mj"), col("lj")
     acc = k.tile("vec", "f32", h, head, name="o_acc")
@@ -239,8 +251,16 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         k.tfree(s_fifo)
         pushed[j % 2] = k.tpush(p_fifo, p16[j % 2], e)
 
-    _run_passes(k, [(j, 0) for j in range(blocks)], lambda j, h: softmax(j), o_fifo, [acc],
-                [alpha], [l], [o_view])
+    _run_passes(
+        k,
+        [(j, 0) for j in range(blocks)],
+        lambda j, h: softmax(j),
+        o_fifo,
+        [acc],
+        [alpha],
+        [l],
+        [o_view],
+    )
 
 
 def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
@@ -250,13 +270,13 @@ def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
     scale = 1.0 / math.sqrt(head)
 
     col = _columns(k, h, COLUMNS_128)  # h x 1 columns, by hand (_columns)
-    m = [col("m0"), col("m1")]        # running max, ping-pong: m[j % 2] before block j
+    m = [col("m0"), col("m1")]  # running max, ping-pong: m[j % 2] before block j
     alpha = [col("alpha0"), col("alpha1")]
     l, mj, lj, lj16 = col("l"), col("mj"), col("lj"), col("lj16", "f16")
     acc = k.tile("vec", "f32", h, head, name="o_acc")
     p16 = [k.tile("vec", "f16", h, T, name=f"p16_{i}") for i in range(2)]
     f = {c: _flat(k, c) for c in m + alpha + [l, mj, lj]}
-    k.TEXPANDS(f[m[0]], NEG)          # every lane defined: the column ops run flat
+    k.TEXPANDS(f[m[0]], NEG)  # every lane defined: the column ops run flat
     for c in alpha + [l, mj, lj]:
         k.TEXPANDS(f[c], 0.0)
     k.TEXPANDS(acc, 0.0)
@@ -280,8 +300,16 @@ def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         e = k.TMUL(f[l], f[l], f[a], e)
         k.TADD(f[l], f[l], f[lj], e)
 
-    _run_passes(k, [(j, 0) for j in range(blocks)], lambda j, h: softmax(j), o_fifo, [acc],
-                [alpha], [l], [o_view])
+    _run_passes(
+        k,
+        [(j, 0) for j in range(blocks)],
+        lambda j, h: softmax(j),
+        o_fifo,
+        [acc],
+        [alpha],
+        [l],
+        [o_view],
+    )
 
 
 def _build_chunked(s1, T, head, s0, cores, arch, softmax="f32") -> sim.Kernel:
@@ -294,7 +322,7 @@ def _build_chunked(s1, T, head, s0, cores, arch, softmax="f32") -> sim.Kernel:
         raise ValueError(f"s1_tile={T} > 128 needs s0 = head = 128, found s0={s0} head={head}")
     if arch not in L0A:
         raise ValueError(f"arch={arch!r}: expected one of {', '.join(L0A)} (the target run)")
-    blocks, c, r = s1 // T, T // CHUNK, s0 // 4     # key tiles, chunks per tile, rows per AIV pass
+    blocks, c, r = s1 // T, T // CHUNK, s0 // 4  # key tiles, chunks per tile, rows per AIV pass
     k = sim.Kernel(f"fa_{s0}x{s1}x{head}_t{T}", block_dim=cores)
     q = k.gm("q", "f16", (cores * s0, head))
     kt = k.gm("kt", "f16", (head, cores * s1))
@@ -310,36 +338,61 @@ def _build_chunked(s1, T, head, s0, cores, arch, softmax="f32") -> sim.Kernel:
     q0, k0 = k.block_idx * s0, k.block_idx * s1
     passes = [(j, h) for j in range(blocks) for h in range(2)]
     with k.cube():
-        _cube_chunked(k, q[q0:q0 + s0, :], kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T,
-                      head, s0, L0A[arch])
+        _cube_chunked(
+            k,
+            q[q0 : q0 + s0, :],
+            kt,
+            v,
+            k0,
+            s_fifo,
+            p_fifo,
+            o_fifo,
+            passes,
+            c,
+            T,
+            head,
+            s0,
+            L0A[arch],
+        )
     with k.vector():
         rows = [q0 + h * 2 * r + k.subblock_idx * r for h in range(2)]
         vec = _vector_chunked if softmax == "f32" else _vector_chunked_mixed
-        vec(k, [o[x:x + r, :] for x in rows], s_fifo, p_fifo, o_fifo, passes, c, head, r)
+        vec(k, [o[x : x + r, :] for x in rows], s_fifo, p_fifo, o_fifo, passes, c, head, r)
     return k
 
 
 def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, head, s0, l0a):
-    rows = s0 // 2                                       # query rows of one pass
+    rows = s0 // 2  # query rows of one pass
     q_l1 = k.tile("mat", "f16", s0, head, name="q_l1", **NZ)
     q_l0 = [k.tile("left", "f16", rows, head, name=f"q_l0_{h}", **l0a) for h in range(2)]
     p_l0 = [k.tile("left", "f16", rows, CHUNK, name=f"p_l0_{i}", **l0a) for i in range(2)]
     # L1: the K^T / V tiles (one TLOAD each), two K^T tiles, V tiles per V_SETS
     nl1 = {"kt": 2, "v": V_SETS[c]}
-    l1 = {"kt": [k.tile("mat", "f16", head, T, name=f"kt_l1_{t}", **NZ) for t in range(2)],
-          "v": [k.tile("mat", "f16", T, head, name=f"v_l1_{t}", **NZ)
-                for t in range(nl1["v"])]}
+    l1 = {
+        "kt": [k.tile("mat", "f16", head, T, name=f"kt_l1_{t}", **NZ) for t in range(2)],
+        "v": [k.tile("mat", "f16", T, head, name=f"v_l1_{t}", **NZ) for t in range(nl1["v"])],
+    }
     # one L0B ring of two 32 KiB slots for both B operands (K chunk^T, V chunk)
-    kt_l0 = [k.tile("right", "f16", head, CHUNK, name=f"kt_l0_{i}", addr=i * 32768, **L0B)
-             for i in range(2)]
-    v_l0 = [k.tile("right", "f16", CHUNK, head, name=f"v_l0_{i}", addr=i * 32768, **L0B)
-            for i in range(2)]
+    kt_l0 = [
+        k.tile("right", "f16", head, CHUNK, name=f"kt_l0_{i}", addr=i * 32768, **L0B)
+        for i in range(2)
+    ]
+    v_l0 = [
+        k.tile("right", "f16", CHUNK, head, name=f"v_l0_{i}", addr=i * 32768, **L0B)
+        for i in range(2)
+    ]
     s_acc = [k.tile("acc", "f32", rows, CHUNK, name=f"s_acc_{i}", **ACC) for i in range(2)]
     o_acc = [k.tile("acc", "f32", rows, head, name=f"o_acc_{h}", **ACC) for h in range(2)]
     eq = k.TLOAD(q_l1, q_view)
     xq = [k.TEXTRACT(q_l0[h], q_l1, h * rows, 0, eq) for h in range(2)]
-    free = {"kt": [None, None], "v": [None] * nl1["v"],
-            "l0b": [None, None], "s": [None, None], "o": [None, None], "p": [None, None]}
+    free = {
+        "kt": [None, None],
+        "v": [None] * nl1["v"],
+        "l0b": [None, None],
+        "s": [None, None],
+        "o": [None, None],
+        "p": [None, None],
+    }
     loaded = {"kt": [None, None], "v": [None] * nl1["v"]}
     ahead = AHEAD if nl1["v"] == 2 else 1
     ring = {"l0b": 0, "s": 0, "p": 0}
@@ -358,20 +411,21 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
             return
         t = j % nl1[name]
         keys = k0 + j * T
-        src = kt[:, keys:keys + T] if name == "kt" else v[keys:keys + T, :]
+        src = kt[:, keys : keys + T] if name == "kt" else v[keys : keys + T, :]
         loaded[name][t] = k.TLOAD(l1[name][t], src, *_w(free[name][t]))
 
     def qk(j, h):
         t = j % 2
         for b in range(c):
             i, si = take("l0b"), take("s")
-            x = k.TEXTRACT(kt_l0[i], l1["kt"][t], 0, b * CHUNK, loaded["kt"][t],
-                           *_w(free["l0b"][i]))
+            x = k.TEXTRACT(
+                kt_l0[i], l1["kt"][t], 0, b * CHUNK, loaded["kt"][t], *_w(free["l0b"][i])
+            )
             mm = k.TMATMUL(s_acc[si], q_l0[h], kt_l0[i], xq[h], x, *_w(free["s"][si]))
             free["l0b"][i] = mm
             free["s"][si] = k.tpush(s_fifo, s_acc[si], mm)
         if h == 1:
-            free["kt"][t] = x             # MTE1 is in order: the tile's last extract
+            free["kt"][t] = x  # MTE1 is in order: the tile's last extract
 
     def pv(j, h):
         mm = None
@@ -382,8 +436,7 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
             xp = k.TEXTRACT(p_l0[pi], p, 0, 0, *_w(free["p"][pi]))
             k.tfree(p_fifo)
             i = take("l0b")
-            x = k.TEXTRACT(v_l0[i], l1["v"][t], b * CHUNK, 0, loaded["v"][t],
-                           *_w(free["l0b"][i]))
+            x = k.TEXTRACT(v_l0[i], l1["v"][t], b * CHUNK, 0, loaded["v"][t], *_w(free["l0b"][i]))
             if b == 0:
                 mm = k.TMATMUL(o_acc[h], p_l0[pi], v_l0[i], xp, x, *_w(free["o"][h]))
             else:
@@ -405,22 +458,22 @@ def _cube_chunked(k, q_view, kt, v, k0, s_fifo, p_fifo, o_fifo, passes, c, T, he
         qk(*passes[n])
     for n, (j, h) in enumerate(passes):
         if n + ahead < len(passes):
-            qk(*passes[n + ahead])    # preload: the scores ``ahead`` passes on first
+            qk(*passes[n + ahead])  # preload: the scores ``ahead`` passes on first
         pv(j, h)
 
 
 def _vector_chunked(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
     scale = 1.0 / math.sqrt(head)
 
-    def col(name):                    # an r x 1 column (row-major, one 32-byte block wide)
+    def col(name):  # an r x 1 column (row-major, one 32-byte block wide)
         return k.tile("vec", "f32", r, 8, valid=(r, 1), name=name)
 
-    m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]      # running max, per pass
+    m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]  # running max, per pass
     alpha = [[col(f"alpha{h}_{i}") for i in range(2)] for h in range(2)]
     l = [col(f"l{h}") for h in range(2)]
     mj, lj = col("mj"), col("lj")
     acc = [k.tile("vec", "f32", r, head, name=f"o_acc{h}") for h in range(2)]
-    t = k.tile("vec", "f32", r, CHUNK, name="chunks")    # the chunks combined element-wise
+    t = k.tile("vec", "f32", r, CHUNK, name="chunks")  # the chunks combined element-wise
     p16 = [k.tile("vec", "f16", r, CHUNK, name=f"p16_{i}") for i in range(2)]
     for h in range(2):
         k.TEXPANDS(m[h][0], NEG)
@@ -460,7 +513,7 @@ def _vector_chunked(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
             npush[0] += 1
             if b >= 1:
                 e = k.TADD(t, s[0] if b == 1 else t, x, e)
-                k.tfree(s_fifo)                          # chunk b - 1 is done
+                k.tfree(s_fifo)  # chunk b - 1 is done
         e = k.TROWSUM(lj, t if c > 1 else s[0], e)
         k.tfree(s_fifo)
         e = k.TMUL(l[h], l[h], a, e)
@@ -475,19 +528,19 @@ def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r
     the chunks' element-wise sum and the row sum on f16 tiles."""
     scale = 1.0 / math.sqrt(head)
 
-    col = _columns(k, r, COLUMNS_CHUNKED)   # r x 1 columns, by hand (_columns)
+    col = _columns(k, r, COLUMNS_CHUNKED)  # r x 1 columns, by hand (_columns)
 
-    m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]      # running max, per pass
+    m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]  # running max, per pass
     alpha = [[col(f"alpha{h}_{i}") for i in range(2)] for h in range(2)]
     l = [col(f"l{h}") for h in range(2)]
     mj, lj, lj16 = col("mj"), col("lj"), col("lj16", "f16")
     acc = [k.tile("vec", "f32", r, head, name=f"o_acc{h}") for h in range(2)]
-    t = k.tile("vec", "f32", r, CHUNK, name="chunks")    # the chunks' element-wise max
+    t = k.tile("vec", "f32", r, CHUNK, name="chunks")  # the chunks' element-wise max
     t16 = k.tile("vec", "f16", r, CHUNK, name="chunks16")  # ... and sum
-    nb = 2 * c if c <= 2 else c          # P tiles, a ring (one pass's for a 512-key tile: UB)
+    nb = 2 * c if c <= 2 else c  # P tiles, a ring (one pass's for a 512-key tile: UB)
     p16 = [k.tile("vec", "f16", r, CHUNK, name=f"p16_{i}") for i in range(nb)]
     f = {x: _flat(k, x) for x in sum(m + alpha, []) + l + [mj, lj]}
-    for h in range(2):                # every lane defined: the column ops run flat
+    for h in range(2):  # every lane defined: the column ops run flat
         k.TEXPANDS(f[m[h][0]], NEG)
         for x in alpha[h] + [l[h]]:
             k.TEXPANDS(f[x], 0.0)
@@ -535,6 +588,7 @@ def _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views):
     """The pipelined pass loop of every form: the softmax of pass n + 1 is issued before
     the O update of pass n (its S is ready first), then each row half's O / l is stored.
     ``passes`` are (key tile, row half) pairs; the 128-key forms have one half."""
+
     def update(j, h):
         oj = k.tpop(o_fifo)
         e = k.TROWEXPANDMUL(acc[h], acc[h], alpha[h][j % 2])
@@ -571,8 +625,10 @@ def _columns(k, rows, where):
     def col(name, dt="f32"):
         addr = start + n[0] * step
         n[0] += 1
-        return k.tile("vec", dt, rows, 32 // (4 if dt == "f32" else 2), valid=(rows, 1),
-                      name=name, addr=addr)
+        return k.tile(
+            "vec", dt, rows, 32 // (4 if dt == "f32" else 2), valid=(rows, 1), name=name, addr=addr
+        )
+
     return col
 
 

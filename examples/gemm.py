@@ -31,9 +31,9 @@ against numpy. The 24-core 6144^3 case::
 
 import sim
 
-NZ = dict(blayout="col_major", slayout="row_major")            # L1 staging
-L0A = dict(blayout="row_major", slayout="row_major")           # zZ (A2/A3 Left)
-L0B = dict(blayout="row_major", slayout="col_major")           # ZN (Right)
+NZ = dict(blayout="col_major", slayout="row_major")  # L1 staging
+L0A = dict(blayout="row_major", slayout="row_major")  # zZ (A2/A3 Left)
+L0B = dict(blayout="row_major", slayout="col_major")  # ZN (Right)
 ACC = dict(blayout="col_major", slayout="row_major", fractal=1024)
 
 
@@ -41,9 +41,12 @@ def _check(m, k, n, singleCoreM, singleCoreK, singleCoreN, baseM, baseK, baseN, 
     def divides(a, an, b, bn):
         if b % a:
             raise ValueError(f"{an}={a} must divide {bn}={b}")
+
     if singleCoreK != k:
-        raise ValueError(f"singleCoreK={singleCoreK}: this kernel runs the whole K on every "
-                         f"core (singleCoreK = k = {k})")
+        raise ValueError(
+            f"singleCoreK={singleCoreK}: this kernel runs the whole K on every "
+            f"core (singleCoreK = k = {k})"
+        )
     divides(singleCoreM, "singleCoreM", m, "m")
     divides(singleCoreN, "singleCoreN", n, "n")
     divides(baseM, "baseM", singleCoreM, "singleCoreM")
@@ -52,8 +55,19 @@ def _check(m, k, n, singleCoreM, singleCoreK, singleCoreN, baseM, baseK, baseN, 
     divides(baseK * stepKb, "baseK*stepKb", k, "k")
 
 
-def build(m=128, k=256, n=128, singleCoreM=64, singleCoreK=256, singleCoreN=64,
-          baseM=32, baseK=32, baseN=64, stepKa=2, stepKb=2) -> sim.Kernel:
+def build(
+    m=128,
+    k=256,
+    n=128,
+    singleCoreM=64,
+    singleCoreK=256,
+    singleCoreN=64,
+    baseM=32,
+    baseK=32,
+    baseN=64,
+    stepKa=2,
+    stepKb=2,
+) -> sim.Kernel:
     _check(m, k, n, singleCoreM, singleCoreK, singleCoreN, baseM, baseK, baseN, stepKa, stepKb)
     blocks_n = n // singleCoreN
     kern = sim.Kernel(f"gemm_{m}x{k}x{n}", block_dim=(m // singleCoreM) * blocks_n)
@@ -61,7 +75,7 @@ def build(m=128, k=256, n=128, singleCoreM=64, singleCoreK=256, singleCoreN=64,
     b = kern.gm("b", "f16", (k, n))
     c = kern.gm("c", "f32", (m, n))
     bi = kern.block_idx
-    row0 = (bi // blocks_n) * singleCoreM          # this core's block of C
+    row0 = (bi // blocks_n) * singleCoreM  # this core's block of C
     col0 = (bi % blocks_n) * singleCoreN
     ka, kb = baseK * stepKa, baseK * stepKb
     with kern.cube():
@@ -70,30 +84,38 @@ def build(m=128, k=256, n=128, singleCoreM=64, singleCoreK=256, singleCoreN=64,
         a_l0 = [kern.tile("left", "f16", baseM, baseK, name=f"a_l0_{i}", **L0A) for i in range(2)]
         b_l0 = [kern.tile("right", "f16", baseK, baseN, name=f"b_l0_{i}", **L0B) for i in range(2)]
         acc = kern.tile("acc", "f32", baseM, baseN, name="acc", **ACC)
-        a_free, b_free = [None, None], [None, None]    # L1 buffer read for the last time
-        l0_free = [None, None]                         # L0A/L0B pair consumed by the cube
-        acc_free = None                                # accumulator written out
-        na = nb = step = 0                             # chunks loaded, cube steps issued
+        a_free, b_free = [None, None], [None, None]  # L1 buffer read for the last time
+        l0_free = [None, None]  # L0A/L0B pair consumed by the cube
+        acc_free = None  # accumulator written out
+        na = nb = step = 0  # chunks loaded, cube steps issued
         for mi in range(singleCoreM // baseM):
             for ni in range(singleCoreN // baseN):
                 r, cc = row0 + mi * baseM, col0 + ni * baseN
                 mm = None
                 for ks in range(k // baseK):
-                    if ks % stepKa == 0:               # next A chunk into the other L1 buffer
+                    if ks % stepKa == 0:  # next A chunk into the other L1 buffer
                         ia = na % 2
-                        ea = kern.TLOAD(a_l1[ia], a[r:r + baseM, ks * baseK:ks * baseK + ka],
-                                        *_w(a_free[ia]))
+                        ea = kern.TLOAD(
+                            a_l1[ia],
+                            a[r : r + baseM, ks * baseK : ks * baseK + ka],
+                            *_w(a_free[ia]),
+                        )
                         na += 1
                     if ks % stepKb == 0:
                         ib = nb % 2
-                        eb = kern.TLOAD(b_l1[ib], b[ks * baseK:ks * baseK + kb, cc:cc + baseN],
-                                        *_w(b_free[ib]))
+                        eb = kern.TLOAD(
+                            b_l1[ib],
+                            b[ks * baseK : ks * baseK + kb, cc : cc + baseN],
+                            *_w(b_free[ib]),
+                        )
                         nb += 1
                     j = step % 2
-                    xa = kern.TEXTRACT(a_l0[j], a_l1[ia], 0, (ks % stepKa) * baseK, ea,
-                                       *_w(l0_free[j]))
-                    xb = kern.TEXTRACT(b_l0[j], b_l1[ib], (ks % stepKb) * baseK, 0, eb,
-                                       *_w(l0_free[j]))
+                    xa = kern.TEXTRACT(
+                        a_l0[j], a_l1[ia], 0, (ks % stepKa) * baseK, ea, *_w(l0_free[j])
+                    )
+                    xb = kern.TEXTRACT(
+                        b_l0[j], b_l1[ib], (ks % stepKb) * baseK, 0, eb, *_w(l0_free[j])
+                    )
                     if ks % stepKa == stepKa - 1:
                         a_free[ia] = xa
                     if ks % stepKb == stepKb - 1:
@@ -104,7 +126,7 @@ def build(m=128, k=256, n=128, singleCoreM=64, singleCoreK=256, singleCoreN=64,
                         mm = kern.TMATMUL_ACC(acc, acc, a_l0[j], b_l0[j], xa, xb)
                     l0_free[j] = mm
                     step += 1
-                acc_free = kern.TSTORE(c[r:r + baseM, cc:cc + baseN], acc, mm)
+                acc_free = kern.TSTORE(c[r : r + baseM, cc : cc + baseN], acc, mm)
     return kern
 
 

@@ -23,10 +23,12 @@ def build() -> sim.Kernel:
     b = k.gm("b", "f32", (CHUNKS * ROWS, COLS), rng.standard_normal((CHUNKS * ROWS, COLS)))
     out = k.gm("out", "f32", (CHUNKS * ROWS, COLS))
 
-    sets = [{n: k.tile("vec", "f32", ROWS, COLS, name=f"{n}{s}") for n in ("a", "b", "r")}
-            for s in range(2)]
-    inputs_free = [None, None]     # token: vector unit done reading set s (WAR for TLOAD)
-    result_free = [None, None]     # token: store done reading result s (WAR for compute)
+    sets = [
+        {n: k.tile("vec", "f32", ROWS, COLS, name=f"{n}{s}") for n in ("a", "b", "r")}
+        for s in range(2)
+    ]
+    inputs_free = [None, None]  # token: vector unit done reading set s (WAR for TLOAD)
+    result_free = [None, None]  # token: store done reading result s (WAR for compute)
     for i in range(CHUNKS):
         s = sets[i % 2]
         rows = slice(i * ROWS, (i + 1) * ROWS)
@@ -36,7 +38,7 @@ def build() -> sim.Kernel:
         wait_out = [result_free[i % 2]] if result_free[i % 2] else []
         d = k.TSUB(s["r"], s["a"], s["b"], la, lb, *wait_out)
         inputs_free[i % 2] = d
-        r = k.TRELU(s["r"], s["r"], d)          # same pipe: a pipe_barrier(PIPE_V)
+        r = k.TRELU(s["r"], s["r"], d)  # same pipe: a pipe_barrier(PIPE_V)
         r = k.TMULS(s["r"], s["r"], 0.25, r)
         result_free[i % 2] = k.TSTORE(out[rows, :], s["r"], r)
     return k

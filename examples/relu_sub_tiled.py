@@ -34,10 +34,12 @@ def build(rows=32, cols=64, buffers=2, height=256, width=256) -> sim.Kernel:
     b = k.gm("b", "f32", (height, width), rng.standard_normal((height, width)))
     out = k.gm("out", "f32", (height, width))
 
-    sets = [{n: k.tile("vec", "f32", rows, cols, name=f"{n}{s}") for n in ("a", "b", "r")}
-            for s in range(buffers)]
-    inputs_free = [None] * buffers     # token: vector unit done reading set s (WAR for TLOAD)
-    result_free = [None] * buffers     # token: store done reading result s (WAR for compute)
+    sets = [
+        {n: k.tile("vec", "f32", rows, cols, name=f"{n}{s}") for n in ("a", "b", "r")}
+        for s in range(buffers)
+    ]
+    inputs_free = [None] * buffers  # token: vector unit done reading set s (WAR for TLOAD)
+    result_free = [None] * buffers  # token: store done reading result s (WAR for compute)
     tiles = [(r, c) for r in range(0, height, rows) for c in range(0, width, cols)]
     for i, (r, c) in enumerate(tiles):
         s, n = sets[i % buffers], i % buffers
@@ -48,6 +50,6 @@ def build(rows=32, cols=64, buffers=2, height=256, width=256) -> sim.Kernel:
         wait_out = [result_free[n]] if result_free[n] else []
         d = k.TSUB(s["r"], s["a"], s["b"], la, lb, *wait_out)
         inputs_free[n] = d
-        relu = k.TRELU(s["r"], s["r"], d)          # same pipe: a pipe_barrier(PIPE_V)
+        relu = k.TRELU(s["r"], s["r"], d)  # same pipe: a pipe_barrier(PIPE_V)
         result_free[n] = k.TSTORE(out[window], s["r"], relu)
     return k

@@ -28,26 +28,51 @@ from sim.isa.tile import TileType
 from sim.kernel import Event, GlobalTensor, Kernel
 from sim.target import load_target
 
-__all__ = ["Kernel", "Event", "GlobalTensor", "TileType", "simulate", "simulate_op", "Result",
-           "load_target", "dtype", "UserError", "VerifyError", "SimulationError", "DeadlockError",
-           "trace", "whatif", "compare", "parse_file", "parse_text", "print_program", "sweep",
-           "sweep_heatmap", "scaling", "scaling_plot"]
+__all__ = [
+    "Kernel",
+    "Event",
+    "GlobalTensor",
+    "TileType",
+    "simulate",
+    "simulate_op",
+    "Result",
+    "load_target",
+    "dtype",
+    "UserError",
+    "VerifyError",
+    "SimulationError",
+    "DeadlockError",
+    "trace",
+    "whatif",
+    "compare",
+    "parse_file",
+    "parse_text",
+    "print_program",
+    "sweep",
+    "sweep_heatmap",
+    "scaling",
+    "scaling_plot",
+]
 
 # The rest is loaded on first use (module ``__getattr__``): the engine and its trace
 # DataFrames import pandas and SimPy, the front end lark, the studies Dask and matplotlib,
 # and a kernel that is only built, or a command that reads only a few of them, should not
 # wait for all of them. name -> (module, attribute; None: the module itself)
 _LAZY = {
-    "simulate": ("sim.engine.run", "simulate"), "Result": ("sim.engine.result", "Result"),
-    "parse_file": ("sim.frontend", "parse_file"), "parse_text": ("sim.frontend", "parse_text"),
+    "simulate": ("sim.engine.run", "simulate"),
+    "Result": ("sim.engine.result", "Result"),
+    "parse_file": ("sim.frontend", "parse_file"),
+    "parse_text": ("sim.frontend", "parse_text"),
     "print_program": ("sim.frontend", "print_program"),
-    "compare": ("sim.studies", "compare"), "simulate_op": ("sim.studies.ops", "simulate_op"),
+    "compare": ("sim.studies", "compare"),
+    "simulate_op": ("sim.studies.ops", "simulate_op"),
     "scaling": ("sim.studies.scaling", "scaling"),
     "scaling_plot": ("sim.studies.scaling", "scaling_plot"),
     "sweep": ("sim.studies.sweep", "sweep"),
     "sweep_heatmap": ("sim.studies.sweep_plot", "sweep_heatmap"),
     "whatif": ("sim.studies.whatif", "whatif"),
-    "placement": ("sim.placement", None), "studies": ("sim.studies", None),
+    "placement": ("sim.placement", None),
+    "studies": ("sim.studies", None),
     "trace": ("sim.trace", None),
 }
 

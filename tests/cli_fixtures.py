@@ -16,6 +16,7 @@ def cli(tmp_path, monkeypatch, capsys):
         code = main([str(a) for a in args])
         out, err = capsys.readouterr()
         return code, out, err
+
     return run
 
 

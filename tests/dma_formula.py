@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 import tomllib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
 
-@lru_cache(maxsize=None)
+@cache
 def machine(target: str = "a2a3") -> dict:
     with (MODELS / target / "machine.toml").open("rb") as f:
         return tomllib.load(f)

@@ -9,8 +9,10 @@ import signal
 @contextlib.contextmanager
 def hang_guard(seconds: int):
     """Raise TimeoutError in the test if its body does not return within ``seconds``."""
+
     def boom(signum, frame):
         raise TimeoutError("simulation hung: deadlock not detected")
+
     old = signal.signal(signal.SIGALRM, boom)
     signal.alarm(seconds)
     try:

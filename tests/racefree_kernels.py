@@ -9,7 +9,6 @@ from collections import deque
 
 import sim
 
-
 # A synchronised kernel as a list of statements: ("TLOAD", tile, gm), ("TSTORE", gm, tile),
 # ("TADD", dst, a, b), ("TEXP", dst, a), ("set", src, dst, id), ("wait", src, dst, id),
 # ("barrier",). Tiles 0-3 are UB tiles, GM arrays "x" and "y".
@@ -32,10 +31,10 @@ class _Synced:
         self.alias = alias
         self.out: list = []
         self.clk = {p: {} for p in ("PIPE_MTE2", "PIPE_V", "PIPE_MTE3", "PIPE_S")}
-        self.d: dict = {}                                # the dispatcher's clock
-        self.pending: dict = {}                          # flag -> clocks of its sets
-        self.last_wait: dict = {}                        # flag -> (pipe, own count)
-        self.last: dict = {}                             # resource -> pipe -> (write, read)
+        self.d: dict = {}  # the dispatcher's clock
+        self.pending: dict = {}  # flag -> clocks of its sets
+        self.last_wait: dict = {}  # flag -> (pipe, own count)
+        self.last: dict = {}  # resource -> pipe -> (write, read)
 
     def _item(self, pipe: str) -> dict:
         c = self.clk[pipe]
@@ -63,8 +62,7 @@ class _Synced:
             self.sync(q, p, 5, eid)
             q = "PIPE_S"
         dst = "PIPE_S" if how == 5 else p
-        key = next((k for k in ((q, dst, (eid + i) % 4) for i in range(4)) if self._free(k)),
-                   None)
+        key = next((k for k in ((q, dst, (eid + i) % 4) for i in range(4)) if self._free(k)), None)
         if key is None:
             self.barrier()
             return
@@ -108,8 +106,12 @@ def synced(plan, alias=False) -> list:
     s = _Synced(alias)
     for name, a, b, c, how, eid in plan:
         gm = "xy"[c % 2]
-        stmt = {"TLOAD": (name, a, gm), "TSTORE": (name, gm, a),
-                "TADD": (name, a, b, c), "TEXP": (name, a, b)}[name]
+        stmt = {
+            "TLOAD": (name, a, gm),
+            "TSTORE": (name, gm, a),
+            "TADD": (name, a, b, c),
+            "TEXP": (name, a, b),
+        }[name]
         s.op(stmt, how, eid)
     return s.out
 
@@ -121,12 +123,19 @@ def pipeline(n: int, barrier_every: int = 0) -> list:
     out += [("set", "PIPE_MTE3", "PIPE_V", b) for b in (0, 1)]
     for i in range(n):
         b = i % 2
-        out += [("wait", "PIPE_V", "PIPE_MTE2", b), ("TLOAD", b, "x"),
-                ("set", "PIPE_MTE2", "PIPE_V", b), ("wait", "PIPE_MTE2", "PIPE_V", b),
-                ("wait", "PIPE_MTE3", "PIPE_V", b), ("TEXP", 2 + b, b),
-                ("set", "PIPE_V", "PIPE_MTE2", b), ("set", "PIPE_V", "PIPE_MTE3", b),
-                ("wait", "PIPE_V", "PIPE_MTE3", b), ("TSTORE", "y", 2 + b),
-                ("set", "PIPE_MTE3", "PIPE_V", b)]
+        out += [
+            ("wait", "PIPE_V", "PIPE_MTE2", b),
+            ("TLOAD", b, "x"),
+            ("set", "PIPE_MTE2", "PIPE_V", b),
+            ("wait", "PIPE_MTE2", "PIPE_V", b),
+            ("wait", "PIPE_MTE3", "PIPE_V", b),
+            ("TEXP", 2 + b, b),
+            ("set", "PIPE_V", "PIPE_MTE2", b),
+            ("set", "PIPE_V", "PIPE_MTE3", b),
+            ("wait", "PIPE_V", "PIPE_MTE3", b),
+            ("TSTORE", "y", 2 + b),
+            ("set", "PIPE_MTE3", "PIPE_V", b),
+        ]
         if barrier_every and i % barrier_every == barrier_every - 1:
             out.append(("barrier",))
     out += [("wait", "PIPE_V", "PIPE_MTE2", b) for b in (0, 1)]
@@ -197,7 +206,7 @@ def racy(kind: str, n: int):
         if kind == "pending" and i == n - 1:
             k.wait_flag("PIPE_MTE2", "PIPE_V", 0)
         if kind == "raw" and i == n - 1:
-            k.TEXP(ts[n], ts[i])            # reads the tile the load writes, no wait
+            k.TEXP(ts[n], ts[i])  # reads the tile the load writes, no wait
             k.wait_flag("PIPE_MTE2", "PIPE_V", 0)
         else:
             k.TEXP(ts[n], ts[i])
@@ -219,8 +228,11 @@ def column_blocks(width: int, step: int, cores: int):
 
 
 def sync_lines(text: str, every: int) -> list[int]:
-    lines = [i for i, s in enumerate(text.splitlines())
-             if any(w in s for w in ("pto.set_flag", "pto.wait_flag", "pto.barrier"))]
+    lines = [
+        i
+        for i, s in enumerate(text.splitlines())
+        if any(w in s for w in ("pto.set_flag", "pto.wait_flag", "pto.barrier"))
+    ]
     return lines[::every]
 
 
@@ -242,8 +254,12 @@ def windows(cores: int, store: tuple, load: tuple):
     y = k.gm("y", "f32", (32, 64))
     views = []
     for rows, cols, r0, c0, dr, dc in (load, store):
-        views.append((k.tile("vec", "f32", rows, cols),
-                      y.view(rows, cols, r0 + k.block_idx * dr, c0 + k.block_idx * dc)))
+        views.append(
+            (
+                k.tile("vec", "f32", rows, cols),
+                y.view(rows, cols, r0 + k.block_idx * dr, c0 + k.block_idx * dc),
+            )
+        )
     (u, lv), (t, sv) = views
     k.TLOAD(u, lv)
     k.TEXPANDS(t, 1.0)
@@ -258,5 +274,11 @@ def fit(cores: int, window: tuple) -> tuple:
         dr //= 2
     while cols + dc * (cores - 1) > 64:
         dc -= 8
-    return (rows, cols, min(r0, 32 - rows - dr * (cores - 1)),
-            min(c0, 64 - cols - dc * (cores - 1)), dr, dc)
+    return (
+        rows,
+        cols,
+        min(r0, 32 - rows - dr * (cores - 1)),
+        min(c0, 64 - cols - dc * (cores - 1)),
+        dr,
+        dc,
+    )

@@ -65,8 +65,11 @@ def test_the_auto_kernel_is_the_vector_stream_without_its_sync():
     k = kernels.build("auto", 97)
     body = k.program().main.body
     assert not any(type(st).__name__ in ("SetFlag", "WaitFlag", "Barrier") for st in body)
-    want = [st.opcode for st in kernels.build("vector", 97).program().main.body
-            if type(st).__name__ == "Instr"]
+    want = [
+        st.opcode
+        for st in kernels.build("vector", 97).program().main.body
+        if type(st).__name__ == "Instr"
+    ]
     assert [st.opcode for st in body if type(st).__name__ == "Instr"] == want
     r = sim.simulate(k, races=True, functional=False)
     assert (r.mode, r.instructions, r.races) == ("auto", 97, ())

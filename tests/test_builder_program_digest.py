@@ -28,7 +28,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _example(name):
-    spec = importlib.util.spec_from_file_location(f"digest_{name}", ROOT / "examples" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"digest_{name}", ROOT / "examples" / f"{name}.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -36,6 +38,7 @@ def _example(name):
 
 def _bench(name, n):
     import kernels
+
     return lambda: kernels.build(name, n)
 
 
@@ -47,24 +50,41 @@ def _source(name) -> Path:
 
 
 CASES = {
-    **{f"bench {name} {n}": (_bench, (name, n)) for name in ("vector", "auto", "cube", "chip")
-       for n in (7, 1000, 4099)},
+    **{
+        f"bench {name} {n}": (_bench, (name, n))
+        for name in ("vector", "auto", "cube", "chip")
+        for n in (7, 1000, 4099)
+    },
     "relu_sub": (lambda: _example("relu_sub").build, ()),
     "relu_sub_tiled": (lambda: _example("relu_sub_tiled").build, ()),
     "relu_sub_tiled 3 buffers": (lambda: lambda: _example("relu_sub_tiled").build(buffers=3), ()),
     "gemm": (lambda: _example("gemm").build, ()),
     "gemm 2 cores": (lambda: lambda: _example("gemm").build(m=256, singleCoreM=128), ()),
-    **{f"flash_attention {s1} {tile} {arch}": (
-        (lambda s1, tile, arch: lambda: _example("flash_attention").build(
-            s1=s1, s1_tile=tile, arch=arch, cores=2)), (s1, tile, arch))
-       for s1, tile, arch in [(256, 128, "a2a3"), (512, 256, "a2a3"), (1024, 512, "a2a3"),
-                              (512, 256, "a5")]},
+    **{
+        f"flash_attention {s1} {tile} {arch}": (
+            (
+                lambda s1, tile, arch: (
+                    lambda: _example("flash_attention").build(
+                        s1=s1, s1_tile=tile, arch=arch, cores=2
+                    )
+                )
+            ),
+            (s1, tile, arch),
+        )
+        for s1, tile, arch in [
+            (256, 128, "a2a3"),
+            (512, 256, "a2a3"),
+            (1024, 512, "a2a3"),
+            (512, 256, "a5"),
+        ]
+    },
 }
 
 
 def digest(kernel) -> str:
     from sim.frontend.printer import print_program
     from sim.isa.program import walk
+
     program = kernel.program()
     h = hashlib.sha256(print_program(program).encode())
     for f in program.functions:
@@ -90,14 +110,22 @@ def test_the_builder_builds_what_it_built(name):
     if want["source"] != _sha(_source(name)):
         # the kernel's own code changed since the digest was recorded: a golden is
         # recorded again only on purpose, so this fails until someone does
-        pytest.fail(f"{_source(name).name} changed since {DATA.name} was recorded: record "
-                    f"again with `python tests/test_builder_program_digest.py --write` on "
-                    f"the builder before the change under test")
-    assert digest(_build(name)) == want["digest"], \
+        pytest.fail(
+            f"{_source(name).name} changed since {DATA.name} was recorded: record "
+            f"again with `python tests/test_builder_program_digest.py --write` on "
+            f"the builder before the change under test"
+        )
+    assert digest(_build(name)) == want["digest"], (
         f"{name}: the builder now builds another Program (IR or source lines)"
+    )
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     # the sim imported (installed, or PYTHONPATH=<an older checkout>) records the digests
-    DATA.write_text(json.dumps({n: {"digest": digest(_build(n)), "source": _sha(_source(n))}
-                                for n in sorted(CASES)}, indent=1) + "\n")
+    DATA.write_text(
+        json.dumps(
+            {n: {"digest": digest(_build(n)), "source": _sha(_source(n))} for n in sorted(CASES)},
+            indent=1,
+        )
+        + "\n"
+    )

@@ -17,8 +17,10 @@ def x():
     return sim.Kernel("views").gm("x", "f32", (64, 32))
 
 
-@pytest.mark.parametrize("r0,r1,c0,c1", [(0, 8, 0, 32), (8, 16, 4, 20), (60, None, None, 8),
-                                          (None, 64, 31, 32), (-8, None, -16, -8)])
+@pytest.mark.parametrize(
+    "r0,r1,c0,c1",
+    [(0, 8, 0, 32), (8, 16, 4, 20), (60, None, None, 8), (None, 64, 31, 32), (-8, None, -16, -8)],
+)
 def test_a_window_is_the_rows_and_columns_python_slicing_names(x, r0, r1, c0, c1):
     rows, cols = range(64)[r0:r1], range(32)[c0:c1]
     for key in ((slice(r0, r1), slice(c0, c1)), (slice(r0, r1, 1), slice(c0, c1, 1))):
@@ -26,14 +28,17 @@ def test_a_window_is_the_rows_and_columns_python_slicing_names(x, r0, r1, c0, c1
         assert (v.row, v.rows, v.col, v.cols) == (rows[0], len(rows), cols[0], len(cols))
 
 
-@pytest.mark.parametrize("key,said", [
-    ((slice(0, 8, 2), slice(None)), "a step is not supported"),
-    ((slice(None), slice(0, 32, 4)), "a step is not supported"),
-    ((slice(8, 0, -1), slice(None)), "a step is not supported"),
-    ((3, slice(None)), "expected a slice such as a[r0:r1, c0:c1], found 3"),
-    (5, "expected a slice such as a[r0:r1, c0:c1], found 5"),
-    ((slice(None), slice(None), slice(0, 1)), "expected a[rows, cols] (two slices), found 3"),
-])
+@pytest.mark.parametrize(
+    "key,said",
+    [
+        ((slice(0, 8, 2), slice(None)), "a step is not supported"),
+        ((slice(None), slice(0, 32, 4)), "a step is not supported"),
+        ((slice(8, 0, -1), slice(None)), "a step is not supported"),
+        ((3, slice(None)), "expected a slice such as a[r0:r1, c0:c1], found 3"),
+        (5, "expected a slice such as a[r0:r1, c0:c1], found 5"),
+        ((slice(None), slice(None), slice(0, 1)), "expected a[rows, cols] (two slices), found 3"),
+    ],
+)
 def test_what_is_not_a_window_is_refused(x, key, said):
     with pytest.raises(sim.UserError, match="view of x: ") as e:
         x[key]

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sim.base.errors import SimulationError
 from sim.cli import main
 from sim.engine.run import simulate
-from sim.base.errors import SimulationError
 from sim.frontend import parse_file
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -29,8 +29,10 @@ def test_check_rejects_an_event_id_outside_the_pool_as_run_does(capsys):
     path = str(DATA / "sync_event_id9.pto")
     code, _, err = _run(["check", path], capsys)
     assert code == 2
-    assert f"{path}:4:5: error: set_flag [PIPE_MTE2, PIPE_V, EVENT_ID9]: event id: expected " \
-           f"EVENT_ID0..EVENT_ID7" in err
+    assert (
+        f"{path}:4:5: error: set_flag [PIPE_MTE2, PIPE_V, EVENT_ID9]: event id: expected "
+        f"EVENT_ID0..EVENT_ID7" in err
+    )
     code, _, err = _run(["run", path], capsys)
     assert code == 2 and "event id: expected 0..7, found 9" in err
 
@@ -39,8 +41,10 @@ def test_check_proves_a_wait_nothing_sets_in_a_callee_else_branch(capsys):
     path = str(DATA / "sync_never_set.pto")
     code, _, err = _run(["check", path], capsys)
     assert code == 2
-    assert f"{path}:16:7: error: deadlock: wait_flag [PIPE_MTE2, PIPE_V, EVENT_ID1] is never " \
-           f"set" in err
+    assert (
+        f"{path}:16:7: error: deadlock: wait_flag [PIPE_MTE2, PIPE_V, EVENT_ID1] is never "
+        f"set" in err
+    )
     # the run reaches it when %n <= 0 and reports the deadlock; with %n > 0 it finishes
     code, _, err = _run(["run", path, "--arg", "n=0"], capsys)
     assert code == 2 and "deadlock" in err and "PIPE_MTE2->PIPE_V#1" in err
@@ -62,8 +66,10 @@ def test_run_says_which_of_several_kernels_runs_and_func_picks(capsys):
 def test_missing_scalar_arguments_are_listed_together(capsys):
     code, _, err = _run(["run", str(DATA / "two_kernels.pto")], capsys)
     assert code == 2
-    assert "scalar arguments %n (index), %m (i32) have no value; pass --arg n=VALUE " \
-           "--arg m=VALUE" in err
+    assert (
+        "scalar arguments %n (index), %m (i32) have no value; pass --arg n=VALUE "
+        "--arg m=VALUE" in err
+    )
 
 
 def test_indices_from_random_gm_data_never_stop_a_timing_only_run():
@@ -75,8 +81,11 @@ def test_indices_from_random_gm_data_never_stop_a_timing_only_run():
 
 def test_a_functional_run_names_the_index_input_to_give():
     program = parse_file(DATA / "wild" / "index_table.pto")
-    with pytest.raises(SimulationError, match=r"random data \(%idx\): give real ones with "
-                                               r"--input idx=FILE.npy"):
+    with pytest.raises(
+        SimulationError,
+        match=r"random data \(%idx\): give real ones with "
+        r"--input idx=FILE.npy",
+    ):
         simulate(program, "a2a3")
     idx = np.array([3, 0, 15, 7], np.int32)
     x = np.arange(256 * 64, dtype=np.float32)
@@ -90,8 +99,17 @@ def test_check_refuses_a_placement_exactly_when_run_does(rows, buffers, tmp_path
     """Tiles without addresses that fit only by sharing bytes the kernel's flags do not
     order: ``run`` refuses the placement, and ``check`` must say so too (it said ok)."""
     kernel = Path(__file__).resolve().parent.parent / "examples" / "relu_sub_tiled.py"
-    args = [str(kernel), "--arg", f"rows={rows}", "--arg", "cols=128", "--arg",
-            f"buffers={buffers}", "--arg", "height=128"]
+    args = [
+        str(kernel),
+        "--arg",
+        f"rows={rows}",
+        "--arg",
+        "cols=128",
+        "--arg",
+        f"buffers={buffers}",
+        "--arg",
+        "height=128",
+    ]
     run_code, _, run_err = _run(["run", *args, "--timing-only", "--quiet"], capsys)
     check_code, out, check_err = _run(["check", *args], capsys)
     assert run_code in (0, 2) and check_code == run_code, (run_err, check_err)

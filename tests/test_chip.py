@@ -32,9 +32,9 @@ def _scale_rows(block_dim, rows=16, cols=64):
     y = k.gm("y", "f32", (rows * block_dim, cols))
     t = k.tile("vec", "f32", rows, cols)
     r0 = k.block_idx * rows
-    e = k.TLOAD(t, x[r0:r0 + rows, :])
+    e = k.TLOAD(t, x[r0 : r0 + rows, :])
     e = k.TMULS(t, t, 2.0, e)
-    k.TSTORE(y[r0:r0 + rows, :], t, e)
+    k.TSTORE(y[r0 : r0 + rows, :], t, e)
     return k
 
 
@@ -66,11 +66,11 @@ def _c2v(block_dim=2, M=32, N=64, split=1, slots=2, target="a2a3"):
     with k.cube():
         ma = k.tile("mat", "f16", M, 32, blayout="col_major", slayout="row_major")
         mb = k.tile("mat", "f16", 32, N, blayout="col_major", slayout="row_major")
-        left = {"blayout": "col_major"} if target == "a5" else {}    # A5 L0A is nZ
+        left = {"blayout": "col_major"} if target == "a5" else {}  # A5 L0A is nZ
         la = k.tile("left", "f16", M, 32, slayout="row_major", **left)
         rb = k.tile("right", "f16", 32, N, slayout="col_major")
         acc = k.tile("acc", "f32", M, N, blayout="col_major", slayout="row_major", fractal=1024)
-        e1 = k.TLOAD(ma, a[row:row + M, :])
+        e1 = k.TLOAD(ma, a[row : row + M, :])
         e2 = k.TLOAD(mb, b)
         e3 = k.TEXTRACT(la, ma, 0, 0, e1)
         e4 = k.TMOV(rb, mb, e2)
@@ -82,7 +82,7 @@ def _c2v(block_dim=2, M=32, N=64, split=1, slots=2, target="a2a3"):
         e = k.TMULS(r, t, 2.0)
         k.tfree(c2v)
         vrow = row + k.subblock_idx * part if split == 1 else row
-        k.TSTORE(out[vrow:vrow + part, :], r, e)
+        k.TSTORE(out[vrow : vrow + part, :], r, e)
     return k
 
 
@@ -103,8 +103,8 @@ def test_a2a3_fifo_goes_through_gm_and_a5_through_fixpipe_to_ub():
     push = {t: df[df["opcode"] == "TPUSH"] for t, df in ops.items()}
     assert push["a2a3"]["operands"].str.contains("L0C_GM").all()
     assert push["a5"]["operands"].str.contains("L0C_UB").all()
-    assert (ops["a2a3"]["opcode"] == "TPOP").sum() == 2      # each AIV reads its half from GM
-    assert (ops["a5"]["opcode"] == "TPOP").sum() == 0        # A5: the data is already in UB
+    assert (ops["a2a3"]["opcode"] == "TPOP").sum() == 2  # each AIV reads its half from GM
+    assert (ops["a5"]["opcode"] == "TPOP").sum() == 0  # A5: the data is already in UB
 
 
 def test_consumer_waits_for_the_push_and_the_producer_for_a_free_slot():
@@ -131,9 +131,9 @@ def _pingpong(pushes, frees_after, slots):
 
 
 def test_producer_blocks_when_every_slot_is_full_and_deadlock_names_core_unit_flag():
-    sim.simulate(_pingpong(4, 0, 2))                  # freed as popped: runs
+    sim.simulate(_pingpong(4, 0, 2))  # freed as popped: runs
     with pytest.raises(DeadlockError) as info:
-        sim.simulate(_pingpong(3, 5, 2))              # never freed: the third push waits
+        sim.simulate(_pingpong(3, 5, 2))  # never freed: the third push waits
     msg = str(info.value)
     assert "core 0 AIC PIPE_S (dispatch) waits for flag fifo 0 AIC->AIV0 free slot" in msg
     assert any(s["unit"] == "AIC" and s["core"] == 0 for s in info.value.stuck)
@@ -160,7 +160,7 @@ def test_vector_to_cube_fifo_stacks_the_halves():
     with k.vector():
         t = k.tile("vec", "f32", 16, 64)
         r0 = k.subblock_idx * 16
-        e = k.TLOAD(t, x[r0:r0 + 16, :])
+        e = k.TLOAD(t, x[r0 : r0 + 16, :])
         k.tpush(f, t, e)
     with k.cube():
         m = k.tpop(f)
@@ -178,7 +178,7 @@ def _loads(block_dim, n=8, rows=64, cols=256):
     base = k.block_idx * (rows * n)
     for i in range(n):
         r0 = base + i * rows
-        k.TLOAD(t, x[r0:r0 + rows, :])
+        k.TLOAD(t, x[r0 : r0 + rows, :])
     return k
 
 
@@ -190,7 +190,7 @@ def test_cores_share_gm_bandwidth():
     nbytes = 24 * 8 * 64 * 256 * 4
     # first touch misses the L2: every byte crosses the HBM channel, so the run takes at
     # least bytes / channel bandwidth, longer than one core alone takes
-    assert nbytes / hbm > one.total_cycles           # the chip cannot keep every core's pace
+    assert nbytes / hbm > one.total_cycles  # the chip cannot keep every core's pace
     assert many.total_cycles >= int(nbytes / hbm)
     assert many.memory["hbm"]["bytes"] == nbytes
     assert many.memory["hbm"]["utilization"] > 0.9
@@ -201,10 +201,10 @@ def test_l2_hits_spare_hbm_and_can_be_switched_off():
     x = k.gm("x", "f32", (64, 256))
     t = k.tile("vec", "f32", 64, 256)
     for _ in range(3):
-        k.TLOAD(t, x)                    # every core reads the same 64 KiB three times
+        k.TLOAD(t, x)  # every core reads the same 64 KiB three times
     on = sim.simulate(k, functional=False)
     off = sim.simulate(k, functional=False, l2=False)
-    assert on.memory["hbm"]["bytes"] == 64 * 256 * 4          # one miss of every line
+    assert on.memory["hbm"]["bytes"] == 64 * 256 * 4  # one miss of every line
     assert on.memory["l2"]["hit_rate"] == pytest.approx(11 / 12, abs=1e-4)
     assert off.memory["hbm"]["bytes"] == 12 * 64 * 256 * 4
     assert "l2" not in off.memory
@@ -238,7 +238,9 @@ def test_report_and_json_give_per_unit_pipes_and_opcode_shares():
     assert set(units) == {(c, u) for c in range(2) for u in ("AIC", "AIV0", "AIV1")}
     aic = units[(0, "AIC")]
     total = j["total_cycles"]
-    mm = r.trace[(r.trace["core"] == 0) & (r.trace["unit"] == "AIC") & (r.trace["opcode"] == "TMATMUL")]
+    mm = r.trace[
+        (r.trace["core"] == 0) & (r.trace["unit"] == "AIC") & (r.trace["opcode"] == "TMATMUL")
+    ]
     assert aic["opcodes"]["TMATMUL"]["busy_cycles"] == int(mm["duration_cycles"].sum())
     assert aic["opcodes"]["TMATMUL"]["ratio"] == round(mm["duration_cycles"].sum() / total, 4)
     assert aic["pipes"]["PIPE_M"]["busy_cycles"] == int(mm["duration_cycles"].sum())
@@ -252,6 +254,7 @@ def test_cli_block_dim(tmp_path):
     import subprocess
     import sys
     from pathlib import Path
+
     kernel = str(Path(__file__).resolve().parent.parent / "examples" / "trelu.pto")
     run = [sys.executable, "-m", "sim", "run", kernel, "--arg", "n=64", "--json"]
     one = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path)
@@ -259,7 +262,7 @@ def test_cli_block_dim(tmp_path):
     assert one.returncode == 0 and four.returncode == 0, four.stderr
     j1, j4 = json.loads(one.stdout), json.loads(four.stdout)
     assert j4["block_dim"] == 4 and {u["core"] for u in j4["units"]} == {0, 1, 2, 3}
-    assert j4["total_cycles"] < j1["total_cycles"]       # the rows are split over 4 blocks
+    assert j4["total_cycles"] < j1["total_cycles"]  # the rows are split over 4 blocks
     bad = subprocess.run(run + ["--block-dim", "0"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("ptosim: error:")
 
@@ -277,7 +280,7 @@ def test_ideal_sync_keeps_a_fifo_pop_behind_its_push(block_dim, rows):
     with k.vector():
         t = k.tile("vec", "f32", rows, 64)
         r0 = k.block_idx * (2 * rows) + k.subblock_idx * rows
-        e = k.TLOAD(t, x[r0:r0 + rows, :])
+        e = k.TLOAD(t, x[r0 : r0 + rows, :])
         k.tpush(f, t, e)
     with k.cube():
         k.tpop(f)
@@ -297,7 +300,11 @@ def test_ideal_sync_keeps_a_fifo_pop_behind_its_push(block_dim, rows):
 
 def test_whatif_runs_flash_attention_pto():
     """The what-if study on a FIFO kernel: ideal sync neither breaks nor slows it."""
-    df = sim.whatif(sim.parse_file(str(ROOT / "examples" / "flash_attention.pto")),
-                    inputs={"S1": 512, "S1_TILE": 128}, block_dim=1, functional=False)
+    df = sim.whatif(
+        sim.parse_file(str(ROOT / "examples" / "flash_attention.pto")),
+        inputs={"S1": 512, "S1_TILE": 128},
+        block_dim=1,
+        functional=False,
+    )
     assert df.loc["ideal sync", "total_cycles"] <= df.loc["as-is", "total_cycles"]
     assert df.loc["both", "total_cycles"] <= df.loc["infinite bandwidth", "total_cycles"]

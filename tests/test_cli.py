@@ -58,15 +58,22 @@ def _env():
 
 
 def _module(args, cwd):
-    return subprocess.run([sys.executable, "-m", "sim", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60, env=_env())
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
 
 
 def _script(args, cwd):
     if _SCRIPT is None:
         pytest.skip("console script ptosim not installed next to this interpreter")
-    return subprocess.run([_SCRIPT, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env=_env())
+    return subprocess.run(
+        [_SCRIPT, *args], cwd=cwd, capture_output=True, text=True, timeout=60, env=_env()
+    )
 
 
 def _concurrently(arg_lists, cwd):
@@ -98,8 +105,9 @@ def one_json(p):
 # --- run ----------------------------------------------------------------------------------------
 
 LOAD, STORE, V_CHUNK = dma_cycles("GM_UB", 8192), dma_cycles("UB_GM", 8192), 88 + 45 + 47
-assert 2 * LOAD >= max(V_CHUNK, STORE)           # the derivation's MTE2-bound premise
+assert 2 * LOAD >= max(V_CHUNK, STORE)  # the derivation's MTE2-bound premise
 TOTAL = 16 * LOAD + V_CHUNK + STORE
+
 
 def test_run_json(ptosim):
     out = one_json(ptosim("run", EXAMPLE, "--json"))
@@ -118,8 +126,9 @@ def test_run_json(ptosim):
 def test_run_trace_and_plot(ptosim, tmp_path):
     trace, plot = tmp_path / "out" / "trace.csv", tmp_path / "out" / "occ.png"
     p = ok(ptosim("run", EXAMPLE, "--trace", trace, "--plot", plot))
-    assert str(TOTAL) in p.stdout                               # the text report
+    assert str(TOTAL) in p.stdout  # the text report
     import pandas as pd
+
     df = pd.read_csv(trace, keep_default_na=False)
     assert tuple(df.columns) == COLUMNS
     assert int(df["end_cycle"].max()) == TOTAL
@@ -132,10 +141,11 @@ def test_run_relative_kernel_path_from_cwd(tmp_path):
     """A kernel file given relative to the working directory."""
     shutil.copy(EXAMPLE, tmp_path / "k.py")
     out = one_json(_module(["run", "k.py", "--json", "--timing-only"], tmp_path))
-    assert out["total_cycles"] == TOTAL                         # timing does not need the data
+    assert out["total_cycles"] == TOTAL  # timing does not need the data
 
 
 # --- op -----------------------------------------------------------------------------------------
+
 
 def test_op_tadd_json(ptosim):
     out = one_json(ptosim("op", "TADD", "--dtype", "f32", "--shape", "16x64", "--json"))
@@ -147,7 +157,7 @@ def test_op_tadd_json(ptosim):
 OP_VARIANTS = [
     (("TADD", "--valid", "8x48"), 2 + 24 + 2 * 8 + 16),
     (("TDIVS", "--inplace"), 26 + 16),
-    (("TDIVS",), (24 + 16) + 1 + (19 + 4 * 16)),                 # vdiv restarts: tail 19
+    (("TDIVS",), (24 + 16) + 1 + (19 + 4 * 16)),  # vdiv restarts: tail 19
     (("TDIVS", "--scalar-first"), (24 + 16) + 1 + (19 + 4 * 16)),
     (("TCVT", "--dtype", "f32>f16"), 27 + 16),
     (("TMULS", "--scalar", "0.5"), 26 + 16),
@@ -160,8 +170,7 @@ def op_variant_runs(tmp_path_factory):
     return _concurrently([["op", *a, "--shape", "16x64", "--json"] for a, _ in OP_VARIANTS], cwd)
 
 
-@pytest.mark.parametrize("i", range(len(OP_VARIANTS)),
-                         ids=[" ".join(a) for a, _ in OP_VARIANTS])
+@pytest.mark.parametrize("i", range(len(OP_VARIANTS)), ids=[" ".join(a) for a, _ in OP_VARIANTS])
 def test_op_variants(i, op_variant_runs):
     out = one_json(op_variant_runs[i])
     assert out["cycles"] == OP_VARIANTS[i][1], out
@@ -225,8 +234,9 @@ def user_error_runs(tmp_path_factory):
     return _concurrently([args for args, _ in USER_ERRORS], cwd)
 
 
-@pytest.mark.parametrize("i", range(len(USER_ERRORS)),
-                         ids=[" ".join(a) or "no-args" for a, _ in USER_ERRORS])
+@pytest.mark.parametrize(
+    "i", range(len(USER_ERRORS)), ids=[" ".join(a) or "no-args" for a, _ in USER_ERRORS]
+)
 def test_user_errors_exit_2_one_line(i, user_error_runs):
     assert_user_error(user_error_runs[i], *USER_ERRORS[i][1])
 
@@ -269,14 +279,18 @@ def test_models_come_from_the_package_not_the_cwd(tmp_path):
     assert out["cycles"] == 56
 
 
-@pytest.mark.parametrize("argv,said", [
-    (["run", "k.pto", "--bogus"], "ptosim: error: unrecognized arguments: --bogus"),
-    (["nocommand"], "ptosim: error: argument command: invalid choice: 'nocommand'"),
-    (["run"], "ptosim: error: ptosim run: the following arguments are required"),
-])
+@pytest.mark.parametrize(
+    "argv,said",
+    [
+        (["run", "k.pto", "--bogus"], "ptosim: error: unrecognized arguments: --bogus"),
+        (["nocommand"], "ptosim: error: argument command: invalid choice: 'nocommand'"),
+        (["run"], "ptosim: error: ptosim run: the following arguments are required"),
+    ],
+)
 def test_an_argument_error_names_the_program_once(argv, said, capsys):
     """The top level's errors are not prefixed twice; a subcommand's name itself."""
     from sim.cli import main
+
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(said) and "error: ptosim:" not in err, err

@@ -40,15 +40,41 @@ SMALL_PY = textwrap.dedent("""\
         k.TSTORE(o[0:16, :], t)
         return k
     """)
-CASES = ("op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
-         "TADD,f32,16,64,16,64,,120\nTEXP,f16,32,64,32,64,,200\n")
+CASES = (
+    "op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
+    "TADD,f32,16,64,16,64,,120\nTEXP,f16,32,64,32,64,,200\n"
+)
 
-FILES = ["tsub.pto", "trelu.pto", "small.py", "a.npy", "obj.npy", "cases.csv", "missing.pto",
-         "dir", "o.npy"]
+FILES = [
+    "tsub.pto",
+    "trelu.pto",
+    "small.py",
+    "a.npy",
+    "obj.npy",
+    "cases.csv",
+    "missing.pto",
+    "dir",
+    "o.npy",
+]
 VALUED = {
-    "--arg": ["n=99999999999999999999999", "n=-16", "n=9223372036854775808", "addr=3",
-              "addr=-64", "addr=1000000000", "n=0x7fffffffffffffff", "n=-9223372036854775809",
-              "n=16", "n=64", "addr=64", "n=abc", "n=1e3", "n", "=5", "nope=1"],
+    "--arg": [
+        "n=99999999999999999999999",
+        "n=-16",
+        "n=9223372036854775808",
+        "addr=3",
+        "addr=-64",
+        "addr=1000000000",
+        "n=0x7fffffffffffffff",
+        "n=-9223372036854775809",
+        "n=16",
+        "n=64",
+        "addr=64",
+        "n=abc",
+        "n=1e3",
+        "n",
+        "=5",
+        "nope=1",
+    ],
     "--input": ["pa=a.npy", "pa=missing.npy", "pa=obj.npy", "px=a.npy", "pa=dir", "q=a.npy"],
     "--output": ["po=o.npy", "po=o.csv", "po=a.npy", "po=tsub.pto", "po=dir", "po=new/o.npy"],
     "--trace": ["t.csv", "t.txt", "tsub.pto", "dir", "t.parquet", "a.npy"],
@@ -68,18 +94,48 @@ VALUED = {
 BARE = ["--timing-only", "--json", "--quiet", "--races", "--inplace", "--scalar-first"]
 # hypothesis draws the first elements of a list most often: the kernels with scalar
 # arguments, and the hostile values, come first
-KERNELS = ["trelu.pto", "small.py", "tsub.pto", "trelu.pto", "small.py", "tsub.pto",
-           "missing.pto", "dir", "a.npy"]
+KERNELS = [
+    "trelu.pto",
+    "small.py",
+    "tsub.pto",
+    "trelu.pto",
+    "small.py",
+    "tsub.pto",
+    "missing.pto",
+    "dir",
+    "a.npy",
+]
 # command -> (positional choices, flags that command knows); a few foreign ones are mixed in
 COMMANDS = {
-    "run": (KERNELS, ["--arg", "--arg", "--arg", "--input", "--output", "--trace", "--sync", "--max-instructions",
-                      "--max-cycles", "--target", "--rows", "--block-dim", "--func", "--detail",
-                      "--timing-only", "--json", "--quiet"]),
+    "run": (
+        KERNELS,
+        [
+            "--arg",
+            "--arg",
+            "--arg",
+            "--input",
+            "--output",
+            "--trace",
+            "--sync",
+            "--max-instructions",
+            "--max-cycles",
+            "--target",
+            "--rows",
+            "--block-dim",
+            "--func",
+            "--detail",
+            "--timing-only",
+            "--json",
+            "--quiet",
+        ],
+    ),
     "check": (KERNELS, ["--arg", "--input", "--target", "--races", "--block-dim"]),
     "compare": (KERNELS, ["--arg", "--input", "--target", "--json"]),
     "print": (KERNELS, []),
-    "op": (["TADD", "TEXP", "TCVT", "TNOPE", "TLOAD"], ["--shape", "--dtype", "--target",
-                                                       "--json", "--inplace", "--scalar-first"]),
+    "op": (
+        ["TADD", "TEXP", "TCVT", "TNOPE", "TLOAD"],
+        ["--shape", "--dtype", "--target", "--json", "--inplace", "--scalar-first"],
+    ),
     "validate": (["cases.csv", "dir", "missing.pto", "a.npy", "tsub.pto"], ["--target", "--json"]),
     "calibrate": (["cases.csv", "dir", "a.npy"], ["-o", "--target"]),
     "sweep": (KERNELS, ["--param", "--target", "--sync", "-o"]),
@@ -101,16 +157,23 @@ def _setup(d: Path) -> None:
 def _inputs(args) -> set:
     """The files the command reads: its positional files, ``--input`` arrays, and every
     file of the fixture no output flag names (an output may replace a file it names)."""
-    named = {v.partition("=")[2] if f == "--output" else v
-             for f, v in zip(args, args[1:]) if f in ("--output", "--trace", "-o")}
-    reads = {a for a in args[1:2]} | {v.partition("=")[2] for f, v in zip(args, args[1:])
-                                      if f == "--input"}
+    named = {
+        v.partition("=")[2] if f == "--output" else v
+        for f, v in zip(args, args[1:])
+        if f in ("--output", "--trace", "-o")
+    }
+    reads = {a for a in args[1:2]} | {
+        v.partition("=")[2] for f, v in zip(args, args[1:]) if f == "--input"
+    }
     return {f for f in FILES if f not in named} | (reads & set(FILES))
 
 
 def _digests(d: Path, names) -> dict:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in d.iterdir() if p.is_file() and p.name in names}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in d.iterdir()
+        if p.is_file() and p.name in names
+    }
 
 
 def _flag(name: str):
@@ -130,7 +193,7 @@ def ARGV(draw):
         value = draw(st.sampled_from(values))
         args += ["--param", value] if command == "sweep" else ["--arg", value]
     names = draw(st.lists(st.sampled_from(known), max_size=4)) if known else []
-    if draw(st.integers(0, 9)) == 0:                  # now and then a flag of another command
+    if draw(st.integers(0, 9)) == 0:  # now and then a flag of another command
         names.append(draw(st.sampled_from(ALL_FLAGS)))
     if command == "calibrate" and "-o" not in names:
         names.append("-o")
@@ -146,18 +209,23 @@ def workdir(tmp_path_factory):
     return d
 
 
-@settings(max_examples=100, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=100,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(args=ARGV())
 def test_cli_argument_vectors_end_in_success_or_one_user_error(workdir, monkeypatch, capsys, args):
     args = list(args)
-    if args[0] == "sweep":        # never start a cluster: a closed port ends it up front
+    if args[0] == "sweep":  # never start a cluster: a closed port ends it up front
         args += ["--scheduler", "tcp://127.0.0.1:1", *(["-o", "r.parquet"] * ("-o" not in args))]
     if args[0] == "run" and "--max-instructions" not in args:
         args += ["--max-instructions", "20000"]
     monkeypatch.chdir(workdir)
     before = _digests(workdir, _inputs(args))
-    code = main(args)                 # an exception escaping main fails the test itself
+    code = main(args)  # an exception escaping main fails the test itself
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "Traceback" not in out, (args, err)
     assert code in (0, 1, 2), (args, code, err)
@@ -165,13 +233,13 @@ def test_cli_argument_vectors_end_in_success_or_one_user_error(workdir, monkeypa
         first = err.splitlines()[0] if err else ""
         assert ": error:" in first, (args, err)
     assert _digests(workdir, _inputs(args)) == before, args
-    for p in workdir.rglob(".*.tmp*"):      # a temporary of an atomic write left behind
+    for p in workdir.rglob(".*.tmp*"):  # a temporary of an atomic write left behind
         pytest.fail(f"{args}: left {p}")
 
 
 # --- builder call sequences --------------------------------------------------------------
 
-_ADDR = st.sampled_from([0, 32, 4096, 3, -64, 10 ** 9, 196608 - 4096])
+_ADDR = st.sampled_from([0, 32, 4096, 3, -64, 10**9, 196608 - 4096])
 _CALL = st.one_of(
     st.tuples(st.just("tile"), st.sampled_from([(16, 64), (8, 8), (64, 128), (0, 4), (-1, 8)])),
     st.tuples(st.just("gm"), st.sampled_from(["x", "y", "x"])),
@@ -180,8 +248,10 @@ _CALL = st.one_of(
     st.tuples(st.just("TADD"), st.integers(0, 3)),
     st.tuples(st.just("TEXP"), st.integers(0, 3)),
     st.tuples(st.just("TASSIGN"), _ADDR),
-    st.tuples(st.just("flag"), st.sampled_from([("MTE2", "V", 0), ("V", "MTE3", 1),
-                                                 ("V", "MTE2", 9), ("MTE3", "V", -1)])),
+    st.tuples(
+        st.just("flag"),
+        st.sampled_from([("MTE2", "V", 0), ("V", "MTE3", 1), ("V", "MTE2", 9), ("MTE3", "V", -1)]),
+    ),
     st.tuples(st.just("foreign"), st.just(None)),
 )
 
@@ -205,17 +275,21 @@ def _apply(k, other, tiles, gms, call):
         if name in ("TLOAD", "TSTORE"):
             if not gms:
                 return
-            view = gms[arg % len(gms)][0:t.type.rows, 0:t.type.cols]
+            view = gms[arg % len(gms)][0 : t.type.rows, 0 : t.type.cols]
             k.TLOAD(t, view) if name == "TLOAD" else k.TSTORE(view, t)
         else:
             getattr(k, name)(t, t, t) if name == "TADD" else getattr(k, name)(t, t)
 
 
 @settings(max_examples=100, derandomize=True, deadline=None, database=None)
-@given(calls=st.lists(_CALL, max_size=10), target=st.sampled_from(["a2a3", "a5"]),
-       sync=st.sampled_from([None, "auto", "manual"]))
+@given(
+    calls=st.lists(_CALL, max_size=10),
+    target=st.sampled_from(["a2a3", "a5"]),
+    sync=st.sampled_from([None, "auto", "manual"]),
+)
 def test_builder_call_sequences_build_and_run_or_raise_a_user_error(calls, target, sync):
     from sim.engine.limits import Limits
+
     k, other = sim.Kernel("fz"), sim.Kernel("other")
     # a prelude that works, so that the calls drawn reach the runs, not only the builder
     gms = [k.gm("in", "f32", (64, 128)), k.gm("out", "f32", (64, 128))]
@@ -223,7 +297,6 @@ def test_builder_call_sequences_build_and_run_or_raise_a_user_error(calls, targe
     try:
         for call in calls:
             _apply(k, other, tiles, gms, call)
-        sim.simulate(k, target, functional=False, sync=sync,
-                     limits=Limits(max_instructions=10 ** 4))
+        sim.simulate(k, target, functional=False, sync=sync, limits=Limits(max_instructions=10**4))
     except UserError:
         pass

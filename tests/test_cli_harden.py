@@ -19,21 +19,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_fixtures import cli, one_line_error  # noqa: F401  (cli: a fixture)
+from dma_formula import dma_cycles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cli_placement import RACY  # a kernel with cross-pipe races (check --races: exit 1)
 
 from sim.cli import main
-from test_cli_placement import RACY      # a kernel with cross-pipe races (check --races: exit 1)
 from sim.frontend.diagnostics import MAX_SHOWN, render
 from sim.frontend.parse import MAX_NESTING
-from dma_formula import dma_cycles
-from cli_fixtures import cli, one_line_error  # noqa: F401  (cli: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-RELU = str(EXAMPLES / "relu_sub.py")          # RELU_CYCLES (tests/test_cli.py derives it)
+RELU = str(EXAMPLES / "relu_sub.py")  # RELU_CYCLES (tests/test_cli.py derives it)
 RELU_CYCLES = 16 * dma_cycles("GM_UB", 8192) + 180 + dma_cycles("UB_GM", 8192)
-TSUB = str(EXAMPLES / "tsub.pto")             # %po: a 32x64 f32 tensor view
+TSUB = str(EXAMPLES / "tsub.pto")  # %po: a 32x64 f32 tensor view
 SCRIPT = shutil.which("ptosim", path=os.path.dirname(sys.executable))
 HEADER = "op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
 
@@ -59,19 +59,22 @@ def located_error(code, err, *needles):
 
 def nested_loops(depth: int) -> str:
     opens = "".join(f"scf.for %i{d} = %c0 to %c1 step %c1 {{\n" for d in range(depth))
-    return ("module {\n  func.func @k() {\n    %c0 = arith.constant 0 : index\n"
-            "    %c1 = arith.constant 1 : index\n" + opens + "}\n" * depth
-            + "    return\n  }\n}\n")
+    return (
+        "module {\n  func.func @k() {\n    %c0 = arith.constant 0 : index\n"
+        "    %c1 = arith.constant 1 : index\n" + opens + "}\n" * depth + "    return\n  }\n}\n"
+    )
 
 
 # --- item 1: no traceback for user input -------------------------------------------------------
+
 
 def test_nesting_past_the_limit_is_a_located_error(cli, tmp_path):
     (tmp_path / "deep.pto").write_text(nested_loops(500))
     for command in ("check", "run", "print"):
         code, _, err = cli(command, "deep.pto")
-        located_error(code, err, "deep.pto:", f"nested {MAX_NESTING + 1} deep",
-                      f"at most {MAX_NESTING}")
+        located_error(
+            code, err, "deep.pto:", f"nested {MAX_NESTING + 1} deep", f"at most {MAX_NESTING}"
+        )
 
 
 def test_nesting_at_the_limit_runs(cli, tmp_path):
@@ -83,12 +86,18 @@ def test_nesting_at_the_limit_runs(cli, tmp_path):
     assert json.loads(out)["total_cycles"] >= 0
 
 
-@pytest.mark.parametrize("text, chain", [
-    ("module {\n func.func @k() {\n func.call @k() : () -> ()\n return\n }\n}\n", "@k -> @k"),
-    ("module {\n func.func private @b() {\n func.call @a() : () -> ()\n return\n }\n"
-     " func.func private @a() {\n func.call @b() : () -> ()\n return\n }\n"
-     " func.func @k() {\n func.call @a() : () -> ()\n return\n }\n}\n", "@b"),
-])
+@pytest.mark.parametrize(
+    "text, chain",
+    [
+        ("module {\n func.func @k() {\n func.call @k() : () -> ()\n return\n }\n}\n", "@k -> @k"),
+        (
+            "module {\n func.func private @b() {\n func.call @a() : () -> ()\n return\n }\n"
+            " func.func private @a() {\n func.call @b() : () -> ()\n return\n }\n"
+            " func.func @k() {\n func.call @a() : () -> ()\n return\n }\n}\n",
+            "@b",
+        ),
+    ],
+)
 def test_recursion_is_rejected_by_check_and_run(cli, tmp_path, text, chain):
     (tmp_path / "rec.pto").write_text(text)
     code, out, err = cli("check", "rec.pto")
@@ -98,12 +107,15 @@ def test_recursion_is_rejected_by_check_and_run(cli, tmp_path, text, chain):
     one_line_error(code, err, "recursive call")
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--seed", "-1"], "--seed"),
-    (["--rows", "-5"], "--rows"),
-    (["--max-cycles", "0"], "--max-cycles"),
-    (["--max-instructions", "x"], "--max-instructions"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--seed", "-1"], "--seed"),
+        (["--rows", "-5"], "--rows"),
+        (["--max-cycles", "0"], "--max-cycles"),
+        (["--max-instructions", "x"], "--max-instructions"),
+    ],
+)
 def test_bad_counts_are_argument_errors(cli, args, needle):
     one_line_error(*cli("run", RELU, *args)[::2], needle)
 
@@ -112,16 +124,18 @@ def test_negative_and_absurd_sizes(cli, tmp_path):
     (tmp_path / "sized.py").write_text(SIZED)
     code, _, err = cli("run", "sized.py", "--arg", "n=-16")
     one_line_error(code, err, "-16")
-    code, _, err = cli("run", "sized.py", "--arg", f"n={2 ** 40}")
+    code, _, err = cli("run", "sized.py", "--arg", f"n={2**40}")
     one_line_error(code, err, "too large")
 
 
 def test_unwritable_and_unknown_outputs(cli, tmp_path):
     (tmp_path / "file.txt").write_text("x")
-    for flag, path, needle in [("--trace", "file.txt/sub/t.csv", "not a directory"),
-                               ("--plot", "occupancy.png2", "'.png2'"),
-                               ("--trace", "t.txt", "'.txt'"),
-                               ("--plot", ".", "(none)")]:
+    for flag, path, needle in [
+        ("--trace", "file.txt/sub/t.csv", "not a directory"),
+        ("--plot", "occupancy.png2", "'.png2'"),
+        ("--trace", "t.txt", "'.txt'"),
+        ("--plot", ".", "(none)"),
+    ]:
         code, _, err = cli("run", RELU, flag, path)
         one_line_error(code, err, flag, needle)
 
@@ -145,33 +159,41 @@ def test_kernel_file_names(cli, tmp_path):
 def test_undecodable_kernel_name_from_the_console_script(tmp_path):
     if SCRIPT is None:
         pytest.skip("console script not installed")
-    p = subprocess.run([SCRIPT.encode(), b"run", b"\xff\xfe.pto"], cwd=tmp_path,
-                       capture_output=True, timeout=120)
+    p = subprocess.run(
+        [SCRIPT.encode(), b"run", b"\xff\xfe.pto"], cwd=tmp_path, capture_output=True, timeout=120
+    )
     assert p.returncode == 2 and b"Traceback" not in p.stderr
     assert p.stderr.count(b"\n") == 1 and b"not valid UTF-8" in p.stderr
 
 
-@pytest.mark.parametrize("rows, needle", [
-    ("", "no cases"),
-    ("TADD,f32,16,64,16,64,,nan\n", "'nan'"),
-    ("TADD,f32,16,64,16,64,,inf\n", "'inf'"),
-    ("TADD,f32,16,64,16,64,,1e30\n", "'1e30'"),
-    ("TADD,f32,16,64,16,64,,-3\n", "'-3'"),
-])
+@pytest.mark.parametrize(
+    "rows, needle",
+    [
+        ("", "no cases"),
+        ("TADD,f32,16,64,16,64,,nan\n", "'nan'"),
+        ("TADD,f32,16,64,16,64,,inf\n", "'inf'"),
+        ("TADD,f32,16,64,16,64,,1e30\n", "'1e30'"),
+        ("TADD,f32,16,64,16,64,,-3\n", "'-3'"),
+    ],
+)
 def test_bad_case_files(cli, tmp_path, rows, needle):
     (tmp_path / "c.csv").write_text(HEADER + rows)
     for command in (["validate", "c.csv"], ["calibrate", "c.csv", "-o", "m"]):
         one_line_error(*cli(*command)[::2], "c.csv", needle)
-    assert not (tmp_path / "m").exists()        # nothing written for a refused file
+    assert not (tmp_path / "m").exists()  # nothing written for a refused file
 
 
 def test_a_case_that_cannot_run_alone_is_reported_not_fatal(cli, tmp_path):
     # validate never aborts a file for one case (issue 13); calibrate has nothing to fit
-    (tmp_path / "c.csv").write_text(HEADER + "TLOAD,f32,16,64,16,64,,56\nTADD,f32,16,64,16,64,,56\n")
+    (tmp_path / "c.csv").write_text(
+        HEADER + "TLOAD,f32,16,64,16,64,,56\nTADD,f32,16,64,16,64,,56\n"
+    )
     code, out, err = cli("validate", "c.csv", "--json")
     assert code == 0, err
     load, add = json.loads(out)["cases"]
-    assert load["predicted"] is None and "TLOAD" in load["reason"] and "ptosim run" in load["reason"]
+    assert (
+        load["predicted"] is None and "TLOAD" in load["reason"] and "ptosim run" in load["reason"]
+    )
     assert add["predicted"] is not None
     (tmp_path / "t.csv").write_text(HEADER + "TLOAD,f32,16,64,16,64,,56\n")
     one_line_error(*cli("calibrate", "t.csv", "-o", "m")[::2], "nothing to calibrate")
@@ -198,7 +220,7 @@ def test_calibrate_refuses_an_existing_file_as_its_model_directory(cli, tmp_path
 def test_op_names_what_it_supports(cli, op):
     code, _, err = cli("op", op)
     one_line_error(code, err, op, "ptosim run", "TADD")
-    assert "bin/" not in err and ".py:" not in err     # names the op, not a script
+    assert "bin/" not in err and ".py:" not in err  # names the op, not a script
 
 
 def test_op_help_text(capsys):
@@ -209,11 +231,13 @@ def test_op_help_text(capsys):
 
 
 def test_op_inplace_and_scalar_first_conflict(cli):
-    one_line_error(*cli("op", "TDIVS", "--inplace", "--scalar-first")[::2],
-                   "--inplace", "--scalar-first")
+    one_line_error(
+        *cli("op", "TDIVS", "--inplace", "--scalar-first")[::2], "--inplace", "--scalar-first"
+    )
 
 
 # --- item 2: outputs -----------------------------------------------------------------------------
+
 
 def test_outputs_are_checked_before_anything_is_written(cli, tmp_path):
     code, _, err = cli("run", TSUB, "--output", "po=o.npy", "--trace", "t.txt")
@@ -226,11 +250,12 @@ def test_output_writes_exactly_the_path_in_the_views_shape(cli, tmp_path):
     b = np.ones((32, 64), np.float32)
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
-    code, out, err = cli("run", TSUB, "--input", "pa=a.npy", "--input", "pb=b.npy",
-                         "--output", "po=sub/q.npy")
+    code, out, err = cli(
+        "run", TSUB, "--input", "pa=a.npy", "--input", "pb=b.npy", "--output", "po=sub/q.npy"
+    )
     assert code == 0, err
     assert (tmp_path / "sub" / "q.npy").exists() and not (tmp_path / "sub" / "q.npy.npy").exists()
-    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["q.npy"]     # no temporary left
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["q.npy"]  # no temporary left
     got = np.load(tmp_path / "sub" / "q.npy")
     assert got.shape == (32, 64)
     np.testing.assert_array_equal(got, a - b)
@@ -239,11 +264,13 @@ def test_output_writes_exactly_the_path_in_the_views_shape(cli, tmp_path):
 
 def test_output_never_overwrites_an_input_or_the_kernel(cli, tmp_path):
     np.save(tmp_path / "a.npy", np.zeros((32, 64), np.float32))
-    one_line_error(*cli("run", TSUB, "--input", "pa=a.npy", "--output", "pa=a.npy")[::2],
-                   "would overwrite")
+    one_line_error(
+        *cli("run", TSUB, "--input", "pa=a.npy", "--output", "pa=a.npy")[::2], "would overwrite"
+    )
     one_line_error(*cli("run", TSUB, "--output", f"po={TSUB}")[::2], "would overwrite")
-    one_line_error(*cli("run", TSUB, "--output", "po=x.npy", "--output", "pb=x.npy")[::2],
-                   "also written")
+    one_line_error(
+        *cli("run", TSUB, "--output", "po=x.npy", "--output", "pb=x.npy")[::2], "also written"
+    )
 
 
 def test_plot_to_a_directory_is_an_error(cli, tmp_path):
@@ -255,6 +282,7 @@ def test_plot_to_a_directory_is_an_error(cli, tmp_path):
 
 # --- item 3: bounded, visible runs ------------------------------------------------------------------
 
+
 def test_max_instructions_stops_and_keeps_the_partial_trace(cli, tmp_path):
     code, _, err = cli("run", RELU, "--max-instructions", "20", "--trace", "t.csv")
     one_line_error(code, err, "--max-instructions 20", "cycle", "t.csv")
@@ -265,13 +293,15 @@ def test_max_cycles_stops_and_keeps_the_partial_trace(cli, tmp_path):
     code, _, err = cli("run", RELU, "--max-cycles", "1000", "--trace", "t.csv")
     one_line_error(code, err, "--max-cycles 1000", "cycle")
     import pandas as pd
+
     trace = pd.read_csv(tmp_path / "t.csv")
     assert len(trace) > 0 and trace["end_cycle"].max() > 1000
 
 
 def test_limits_above_the_run_change_nothing(cli):
-    code, out, err = cli("run", RELU, "--json", "--max-cycles", str(RELU_CYCLES),
-                         "--max-instructions", "100000")
+    code, out, err = cli(
+        "run", RELU, "--json", "--max-cycles", str(RELU_CYCLES), "--max-instructions", "100000"
+    )
     assert code == 0, err
     assert json.loads(out)["total_cycles"] == RELU_CYCLES
 
@@ -281,6 +311,7 @@ def test_ctrl_c_exits_130_with_one_line_and_the_partial_trace(cli, tmp_path, mon
 
     def interrupt(self):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(Limits, "check", interrupt)
     code, out, err = cli("run", RELU, "--max-cycles", "10000000", "--trace", "t.csv")
     assert code == 130 and "Traceback" not in err
@@ -291,6 +322,7 @@ def test_ctrl_c_exits_130_with_one_line_and_the_partial_trace(cli, tmp_path, mon
 def test_limits_report_progress_from_both_hooks():
     import sim
     from sim.engine.limits import Limits
+
     seen = []
     limits = Limits(progress=lambda items, cycle: seen.append((items, cycle)), every=8)
     r = sim.simulate(_kernel(), "a2a3", limits=limits)
@@ -301,6 +333,7 @@ def test_limits_report_progress_from_both_hooks():
 
 def _kernel():
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("relu_example", RELU)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -309,7 +342,9 @@ def _kernel():
 
 def test_progress_line_shows_items_and_cycle():
     import io
+
     from sim.cli.progress import Progress
+
     buf = io.StringIO()
     p = Progress("k.pto", delay_s=0, file=buf)
     p(100, 12345)
@@ -324,6 +359,7 @@ def test_auto_modes_passes_report_progress_before_the_run():
     item issues: a progress object with ``preparing`` hears how far they are."""
     import sim
     from sim.engine.limits import Limits
+
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     import kernels
 
@@ -335,12 +371,16 @@ def test_auto_modes_passes_report_progress_before_the_run():
             self.items.append(items)
 
         def preparing(self, n):
-            assert not self.items                   # before the run's first report
+            assert not self.items  # before the run's first report
             self.prepared.append(n)
 
     auto, manual = Seen(), Seen()
-    assert sim.simulate(kernels.build("auto", 9000), functional=False,
-                        limits=Limits(progress=auto)).mode == "auto"
+    assert (
+        sim.simulate(
+            kernels.build("auto", 9000), functional=False, limits=Limits(progress=auto)
+        ).mode
+        == "auto"
+    )
     assert auto.prepared == [4096, 8192] and auto.items
     sim.simulate(kernels.build("vector", 9000), functional=False, limits=Limits(progress=manual))
     assert manual.prepared == [] and manual.items
@@ -348,7 +388,9 @@ def test_auto_modes_passes_report_progress_before_the_run():
 
 def test_progress_line_shows_auto_modes_passes():
     import io
+
     from sim.cli.progress import Progress
+
     buf = io.StringIO()
     p = Progress("k.py", delay_s=0, file=buf)
     p.preparing(40960)
@@ -360,12 +402,14 @@ def test_progress_line_shows_auto_modes_passes():
 def test_no_progress_without_a_terminal_or_with_quiet(tmp_path):
     if SCRIPT is None:
         pytest.skip("console script not installed")
-    p = subprocess.run([SCRIPT, "run", RELU, "--json"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run(
+        [SCRIPT, "run", RELU, "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0 and p.stderr == ""
 
 
 # --- item 4: targets ---------------------------------------------------------------------------
+
 
 def test_a_target_name_means_the_bundled_model(cli, tmp_path):
     (tmp_path / "a2a3").mkdir()
@@ -381,6 +425,7 @@ def test_a_target_name_means_the_bundled_model(cli, tmp_path):
 
 # --- item 5: .py kernels --------------------------------------------------------------------------
 
+
 def test_sys_exit_in_build_is_an_error(cli, tmp_path):
     (tmp_path / "k.py").write_text("import sys\n\ndef build():\n    sys.exit(0)\n")
     one_line_error(*cli("run", "k.py")[::2], "k.py", "sys.exit")
@@ -391,7 +436,8 @@ def test_sys_exit_in_build_is_an_error(cli, tmp_path):
 def test_sibling_modules_import(tmp_path):
     (tmp_path / "kern").mkdir()
     (tmp_path / "kern" / "shapes_h12.py").write_text("ROWS = 16\n")
-    (tmp_path / "kern" / "k.py").write_text(textwrap.dedent("""\
+    (tmp_path / "kern" / "k.py").write_text(
+        textwrap.dedent("""\
         import sim
         from shapes_h12 import ROWS
 
@@ -401,11 +447,17 @@ def test_sibling_modules_import(tmp_path):
             t = k.tile("vec", "f32", ROWS, 64)
             k.TLOAD(t, x)
             return k
-        """))
+        """)
+    )
     if SCRIPT is None:
         pytest.skip("console script not installed")
-    p = subprocess.run([SCRIPT, "run", "kern/k.py", "--json"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [SCRIPT, "run", "kern/k.py", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["instructions"] == 1
 
@@ -420,9 +472,11 @@ def test_help_says_py_kernels_are_executed(capsys):
 
 # --- item 6: consistency ----------------------------------------------------------------------------
 
+
 def _strict(text: str):
     def refuse(name):
         raise AssertionError(f"non-standard JSON constant {name}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -442,6 +496,7 @@ def test_json_is_strict_across_commands(cli, tmp_path):
 
 def test_json_turns_nan_into_null(capsys):
     from sim.cli.commands import _print_json
+
     _print_json({"a": float("nan"), "b": [np.float64(math.inf), np.int64(3)], "c": 1.5})
     assert json.loads(capsys.readouterr().out) == {"a": None, "b": [None, 3], "c": 1.5}
 
@@ -455,6 +510,7 @@ def test_a_closed_pipe_keeps_the_exit_code(tmp_path, monkeypatch, capsys):
 
         def flush(self):
             raise BrokenPipeError
+
     monkeypatch.setattr(sys, "stdout", Closed())
     assert main(["check", "--races", str(tmp_path / "racy.py")]) == 1
 
@@ -463,8 +519,13 @@ def test_check_races_piped_to_head_exits_1(tmp_path):
     if SCRIPT is None:
         pytest.skip("console script not installed")
     (tmp_path / "racy.py").write_text(RACY)
-    p = subprocess.run(["bash", "-o", "pipefail", "-c", f"'{SCRIPT}' check --races racy.py | head -c1"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"'{SCRIPT}' check --races racy.py | head -c1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 1 and "Traceback" not in p.stderr and "Exception" not in p.stderr
 
 
@@ -486,17 +547,66 @@ def test_no_arguments_prints_usage(cli):
 
 # --- item 7: random argument vectors -----------------------------------------------------------
 
-_WORDS = ["run", "check", "compare", "print", "op", "validate", "calibrate", "TADD", "TLOAD",
-          "--json", "--trace", "--plot", "--output", "--input", "--arg", "--seed", "--rows",
-          "--target", "--max-cycles", "--max-instructions", "--quiet", "--timing-only",
-          "--shape", "--dtype", "--inplace", "--scalar-first", "-o", "--races",
-          "a2a3", "./a2a3", "t.csv", "t.txt", "p.png", "d", "x=o.npy", "pa=o.npy", "n=-1",
-          "-5", "0", "3", "16x64", "f32", "nan", "", "\u00e9", "c.csv", "k.py", "k.pto",
-          str(EXAMPLES / "trelu.pto"), "=", "%"]
+_WORDS = [
+    "run",
+    "check",
+    "compare",
+    "print",
+    "op",
+    "validate",
+    "calibrate",
+    "TADD",
+    "TLOAD",
+    "--json",
+    "--trace",
+    "--plot",
+    "--output",
+    "--input",
+    "--arg",
+    "--seed",
+    "--rows",
+    "--target",
+    "--max-cycles",
+    "--max-instructions",
+    "--quiet",
+    "--timing-only",
+    "--shape",
+    "--dtype",
+    "--inplace",
+    "--scalar-first",
+    "-o",
+    "--races",
+    "a2a3",
+    "./a2a3",
+    "t.csv",
+    "t.txt",
+    "p.png",
+    "d",
+    "x=o.npy",
+    "pa=o.npy",
+    "n=-1",
+    "-5",
+    "0",
+    "3",
+    "16x64",
+    "f32",
+    "nan",
+    "",
+    "\u00e9",
+    "c.csv",
+    "k.py",
+    "k.pto",
+    str(EXAMPLES / "trelu.pto"),
+    "=",
+    "%",
+]
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(st.sampled_from(_WORDS), max_size=6))
 def test_random_argument_vectors_never_trace_back(tmp_path, capsys, argv):
     cwd = os.getcwd()
@@ -508,7 +618,7 @@ def test_random_argument_vectors_never_trace_back(tmp_path, capsys, argv):
         (tmp_path / "c.csv").write_text(HEADER + "TADD,f32,16,64,16,64,,56\n")
         try:
             code = main(argv)
-        except SystemExit as e:            # --help / --version
+        except SystemExit as e:  # --help / --version
             code = e.code
     finally:
         os.chdir(cwd)

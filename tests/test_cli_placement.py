@@ -23,8 +23,9 @@ RACY = textwrap.dedent("""\
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True,
-                          cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def test_check_races_clean_exits_0():
@@ -51,7 +52,7 @@ def test_compare_json_contract(tmp_path):
         m = data[mode]
         assert isinstance(m["total_cycles"], int)
         assert isinstance(m["syncs"], int) and isinstance(m["barriers"], int)
-        assert m["peak_bytes"]["UB"] == 6 * 32 * 64 * 4      # six 8 KiB tiles live at once
+        assert m["peak_bytes"]["UB"] == 6 * 32 * 64 * 4  # six 8 KiB tiles live at once
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

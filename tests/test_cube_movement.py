@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dma_formula import dma_cycles
 
 import sim
 from sim.base.errors import UserError
 from sim.frontend import parse_text
-from dma_formula import dma_cycles
 
 A2 = "a2a3"
-NZ = dict(blayout="col_major", slayout="row_major")          # L1 staging
-ZZ = dict(blayout="row_major", slayout="row_major")          # L0A on A2/A3
-ZN = dict(blayout="row_major", slayout="col_major")          # L0B
+NZ = dict(blayout="col_major", slayout="row_major")  # L1 staging
+ZZ = dict(blayout="row_major", slayout="row_major")  # L0A on A2/A3
+ZN = dict(blayout="row_major", slayout="col_major")  # L0B
 ACC = dict(blayout="col_major", slayout="row_major", fractal=1024)
 
 
@@ -51,8 +51,15 @@ def _cube_kernel(m, k, n, dt="f16", acc_dt="f32", valid_m=None):
     return kk, (a, b, c), (la, rb, acc), (e3, e4)
 
 
-@pytest.mark.parametrize("n, dt, acc_dt, cycles", [(128, "f16", "f32", 518), (64, "f32", "f32", 262),
-                                                   (128, "bf16", "f32", 518), (128, "i8", "i32", 262)])
+@pytest.mark.parametrize(
+    "n, dt, acc_dt, cycles",
+    [
+        (128, "f16", "f32", 518),
+        (64, "f32", "f32", 262),
+        (128, "bf16", "f32", 518),
+        (128, "i8", "i32", 262),
+    ],
+)
 def test_tmatmul_cost_and_accumulation_dtype(n, dt, acc_dt, cycles):
     # 128^3 f16/bf16: k0 = 16 -> 8*8*8 = 512 + 6 (§6's example); 64^3 f32: k0 = 8 ->
     # 2 * (4*8*4) + 6; 128^3 i8: k0 = 32 -> 8*4*8 = 256 + 6
@@ -82,7 +89,10 @@ def test_tmatmul_acc_with_fewer_valid_rows_than_the_accumulator():
     e = kk.TMATMUL_ACC(acc, acc, la8, rb, e5)
     kk.TSTORE(c, acc, e)
     r = sim.simulate(kk, A2)
-    A, B = r.output("a").reshape(16, 32).astype(np.float64), r.output("b").reshape(32, 64).astype(np.float64)
+    A, B = (
+        r.output("a").reshape(16, 32).astype(np.float64),
+        r.output("b").reshape(32, 64).astype(np.float64),
+    )
     want = A @ B
     want[:8] += A[:8] @ B
     assert np.allclose(r.output("c").reshape(16, 64), want, rtol=1e-6)
@@ -107,7 +117,7 @@ def test_tgemv_costs_m_1_and_uses_b_valid_rows_for_k():
     acc = kk.tile("acc", "f32", 16, 128, **ACC)
     e1, e2 = kk.TLOAD(ma, a), kk.TLOAD(mb, b)
     e3, e4 = kk.TEXTRACT(la, ma, 0, 0, e1), kk.TMOV(rb, mb, e2)
-    e = kk.TGEMV(acc, la, rb, e3, e4)         # L0C starts zeroed: rows 1.. stay 0
+    e = kk.TGEMV(acc, la, rb, e3, e4)  # L0C starts zeroed: rows 1.. stay 0
     kk.TSTORE(c, acc, e)
     r = sim.simulate(kk, A2)
     ops = _ops(r)
@@ -115,7 +125,7 @@ def test_tgemv_costs_m_1_and_uses_b_valid_rows_for_k():
     A, B = r.output("a").reshape(16, 256), r.output("b").reshape(256, 128)
     got = r.output("c").reshape(16, 128)
     assert np.allclose(got[0], A[0].astype(np.float64) @ B.astype(np.float64), rtol=1e-6)
-    assert not got[1:].any()                      # only row 0 is written
+    assert not got[1:].any()  # only row 0 is written
 
 
 def test_tmatmul_bias_adds_the_bias_row():
@@ -148,8 +158,10 @@ def test_l1_to_l0_charges_whole_fractals():
     kk.TEXTRACT(la, m, 0, 0)
     kk.TMOV(rb, m)
     ops = _ops(sim.simulate(kk, A2, functional=False))
-    assert ops["duration_cycles"].tolist() == [dma_cycles("L1_L0A", 2048),
-                                               dma_cycles("L1_L0B", 16384)]
+    assert ops["duration_cycles"].tolist() == [
+        dma_cycles("L1_L0A", 2048),
+        dma_cycles("L1_L0B", 16384),
+    ]
     assert dma_cycles("L1_L0A", 2048) > dma_cycles("L1_L0A", 680)
     assert ops["bytes"].tolist() == [2048, 16384]
 
@@ -172,13 +184,15 @@ def test_perfsim_gemm_trace_transfers():
 
 
 def _pto(body: str, args: str) -> str:
-    return (f'module attributes {{pto.target_arch = "a2a3"}} {{\n'
-            f'  func.func @k({args}) {{\n'
-            f'    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n'
-            f'    %c2 = arith.constant 2 : index\n    %c4 = arith.constant 4 : index\n'
-            f'    %c8 = arith.constant 8 : index\n    %c16 = arith.constant 16 : index\n'
-            f'    %c32 = arith.constant 32 : index\n    %c64 = arith.constant 64 : index\n'
-            f'{body}    return\n  }}\n}}\n')
+    return (
+        f'module attributes {{pto.target_arch = "a2a3"}} {{\n'
+        f"  func.func @k({args}) {{\n"
+        f"    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        f"    %c2 = arith.constant 2 : index\n    %c4 = arith.constant 4 : index\n"
+        f"    %c8 = arith.constant 8 : index\n    %c16 = arith.constant 16 : index\n"
+        f"    %c32 = arith.constant 32 : index\n    %c64 = arith.constant 64 : index\n"
+        f"{body}    return\n  }}\n}}\n"
+    )
 
 
 DN_BODY = """\
@@ -195,7 +209,7 @@ DN_BODY = """\
 def test_dn_vector_tiles_load_and_store_on_both_targets():
     """Issue 9: DN (col-major) GM windows into col-major Vec tiles, as pto-isa allows."""
     text = _pto(DN_BODY, "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>")
-    x = np.arange(64 * 16, dtype=np.float32)              # DN: element (r, c) at c*64 + r
+    x = np.arange(64 * 16, dtype=np.float32)  # DN: element (r, c) at c*64 + r
     for target in ("a2a3", "a5"):
         r = sim.simulate(parse_text(text), target, inputs={"x": x})
         assert np.array_equal(r.output("y").reshape(-1), x)
@@ -226,7 +240,7 @@ def test_tstore_acc_converts_to_the_gm_type_and_charges_two_bytes_per_element():
         got = r.output("c16").reshape(64, 64)
         assert got.dtype == np_out and np.array_equal(got, want)
     assert cycles == {"f16": dma_cycles("L0C_GM", 8192), "f32": dma_cycles("L0C_GM", 8192)}
-    assert nbytes == {"f16": 8192, "f32": 16384}           # the bytes moved
+    assert nbytes == {"f16": 8192, "f32": 16384}  # the bytes moved
 
 
 NZ_BODY = """\
@@ -244,13 +258,17 @@ def test_nz_gm_window_loads_as_the_matrix_its_fractals_hold():
     """An NZ tensor (column fractals, row fractals, 16, 16) holds element (r, c) at
     [c // 16, r // 16, r % 16, c % 16]; loaded into an NZ Mat tile and stored ND, it comes
     out as the plain matrix."""
-    text = _pto(NZ_BODY.replace("%c512", "%c512").replace("%c256", "%c256"),
-                "%x: !pto.ptr<f16>, %y: !pto.ptr<f16>")
-    text = text.replace("    %c64 = arith.constant 64 : index\n",
-                        "    %c64 = arith.constant 64 : index\n"
-                        "    %c256 = arith.constant 256 : index\n    %c512 = arith.constant 512 : index\n")
+    text = _pto(
+        NZ_BODY.replace("%c512", "%c512").replace("%c256", "%c256"),
+        "%x: !pto.ptr<f16>, %y: !pto.ptr<f16>",
+    )
+    text = text.replace(
+        "    %c64 = arith.constant 64 : index\n",
+        "    %c64 = arith.constant 64 : index\n"
+        "    %c256 = arith.constant 256 : index\n    %c512 = arith.constant 512 : index\n",
+    )
     M = np.arange(32 * 32, dtype=np.float16).reshape(32, 32)
-    nz = M.reshape(2, 16, 2, 16).transpose(2, 0, 1, 3).copy()    # [c1, r1, r0, c0]
+    nz = M.reshape(2, 16, 2, 16).transpose(2, 0, 1, 3).copy()  # [c1, r1, r0, c0]
     r = sim.simulate(parse_text(text), A2, inputs={"x": nz.reshape(-1)})
     assert np.array_equal(r.output("y").reshape(32, 32), M)
     ops = _ops(r)
@@ -309,7 +327,10 @@ def test_tmov_acc_to_mat_converts_and_charges_the_destination_bytes():
     kk.TSTORE(y, m16, e)
     r = sim.simulate(kk, A2)
     ops = _ops(r)
-    assert ops.loc[(ops["opcode"] == "TMOV") & (ops["pipe"] == "PIPE_FIX"), "duration_cycles"].item() == 111
+    assert (
+        ops.loc[(ops["opcode"] == "TMOV") & (ops["pipe"] == "PIPE_FIX"), "duration_cycles"].item()
+        == 111
+    )
     A, B = r.output("a").reshape(64, 64), r.output("b").reshape(64, 64)
     want = (A.astype(np.float64) @ B.astype(np.float64)).astype(np.float32).astype(np.float16)
     assert np.array_equal(r.output("y").reshape(64, 64), want)

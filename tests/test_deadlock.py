@@ -13,8 +13,8 @@ import sys
 import textwrap
 
 import pytest
-from hang_guard import hang_guard
 from dma_formula import dma_cycles
+from hang_guard import hang_guard
 
 import sim
 from sim.base.errors import DeadlockError, SimulationError, UserError
@@ -34,7 +34,7 @@ def missing_set_kernel():
     x = k.gm("x", "f32", (16, 64))
     a, c = k.tile("vec", "f32", 16, 64), k.tile("vec", "f32", 16, 64)
     k.TLOAD(a, x)
-    k.wait_flag("PIPE_MTE2", "PIPE_V", 2)          # no set_flag(MTE2, V, 2) anywhere
+    k.wait_flag("PIPE_MTE2", "PIPE_V", 2)  # no set_flag(MTE2, V, 2) anywhere
     k.TADD(c, a, a)
     return k
 
@@ -48,8 +48,8 @@ def test_wait_without_set_raises_deadlock_naming_pipe_flag_and_instruction():
     assert "\n" not in msg
     assert "PIPE_V" in msg
     assert "PIPE_MTE2->PIPE_V#2" in msg
-    assert "TADD" in msg                            # the instruction stuck behind the wait
-    assert THIS_FILE in msg                         # ... with its source location
+    assert "TADD" in msg  # the instruction stuck behind the wait
+    assert THIS_FILE in msg  # ... with its source location
     # The TLOAD (a 4096-byte GM->UB transfer, machine.toml's figures) completed before the
     # engine ran dry.
     assert f"cycle {dma_cycles('GM_UB', 4096)}" in msg
@@ -87,11 +87,11 @@ def test_circular_wait_between_two_pipes():
     assert by_pipe["PIPE_MTE2"]["waits_for"] == "PIPE_V->PIPE_MTE2#0"
     assert by_pipe["PIPE_MTE2"]["next"].startswith("#1 TLOAD")
     assert by_pipe["PIPE_V"]["waits_for"] == "PIPE_MTE2->PIPE_V#0"
-    assert by_pipe["PIPE_V"]["next"].startswith("#4 TADD")      # queued behind its wait
+    assert by_pipe["PIPE_V"]["next"].startswith("#4 TADD")  # queued behind its wait
     msg = str(e)
     for needle in ("PIPE_V->PIPE_MTE2#0", "PIPE_MTE2->PIPE_V#0", "TLOAD", "TADD", "cycle 0"):
         assert needle in msg
-    assert len(e.trace[e.trace["kind"] == "op"]) == 0      # nothing could run
+    assert len(e.trace[e.trace["kind"] == "op"]) == 0  # nothing could run
 
 
 def test_scalar_dispatch_stuck_on_a_wait():
@@ -125,12 +125,16 @@ def test_wait_consumes_the_flag_so_a_second_wait_deadlocks():
     # the first TADD ran (the 4096-byte TLOAD + TADD cold 56), the second is the one behind
     # the stuck wait
     assert f"cycle {dma_cycles('GM_UB', 4096) + 56}" in str(info.value)
-    assert list(info.value.trace.loc[info.value.trace["kind"] == "op", "opcode"]) == ["TLOAD", "TADD"]
+    assert list(info.value.trace.loc[info.value.trace["kind"] == "op", "opcode"]) == [
+        "TLOAD",
+        "TADD",
+    ]
 
 
 def test_cli_reports_deadlock_in_one_line_exit_2(tmp_path):
     kfile = tmp_path / "stuck.py"
-    kfile.write_text(textwrap.dedent("""\
+    kfile.write_text(
+        textwrap.dedent("""\
         import sim
 
         def build():
@@ -141,15 +145,21 @@ def test_cli_reports_deadlock_in_one_line_exit_2(tmp_path):
             k.wait_flag("PIPE_MTE2", "PIPE_V", 2)
             k.TADD(c, a, a)
             return k
-        """))
-    p = subprocess.run([sys.executable, "-m", "sim", "run", str(kfile)], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=60)
+        """)
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "sim", "run", str(kfile)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 2
     lines = p.stderr.splitlines()
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith("ptosim: error: deadlock")
     assert "PIPE_MTE2->PIPE_V#2" in lines[0] and "TADD" in lines[0]
-    assert "stuck.py:9" in lines[0]                 # the TADD's source line
+    assert "stuck.py:9" in lines[0]  # the TADD's source line
     assert "Traceback" not in p.stderr
 
 

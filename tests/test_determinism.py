@@ -99,8 +99,14 @@ def test_fresh_subprocess_identical(tmp_path, random_kernel_file, hashseed):
     script.write_text(SUBPROCESS_SCRIPT)
     out = tmp_path / f"sub{hashseed}"
     env = {**os.environ, "PYTHONHASHSEED": hashseed}
-    p = subprocess.run([sys.executable, str(script), str(random_kernel_file), str(out), "0"],
-                       capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, str(script), str(random_kernel_file), str(out), "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     here = sim.simulate(load_kernel(random_kernel_file), "a2a3", seed=0)
     assert int(p.stdout.strip()) == here.total_cycles
@@ -134,9 +140,24 @@ def test_cli_seed_flag_same_cycles_same_trace(tmp_path, random_kernel_file):
     results = {}
     for seed in ("1", "2"):
         trace = tmp_path / f"t{seed}.csv"
-        p = subprocess.run([sys.executable, "-m", "sim", "run", str(random_kernel_file), "--json",
-                            "--seed", seed, "--trace", str(trace)],
-                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sim",
+                "run",
+                str(random_kernel_file),
+                "--json",
+                "--seed",
+                seed,
+                "--trace",
+                str(trace),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
         assert p.returncode == 0, p.stderr
         results[seed] = (json.loads(p.stdout), trace.read_bytes())
     assert results["1"][0]["total_cycles"] == results["2"][0]["total_cycles"]

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dma_formula import dma_cycles, path_figures
 
 import sim
 from sim.target import load_target
 from sim.timing.dma import startup_cycles, stream_cycles, transfer_cycles
-from dma_formula import dma_cycles, path_figures
 
 DATA = Path(__file__).parent / "data" / "issue9"
 
@@ -47,7 +47,7 @@ def test_load_scalar_costs_scalar_cycles():
     t = r.trace
     ls = t[t["opcode"] == "load_scalar"]
     assert len(ls) == 1 and ls["pipe"].iloc[0] == "PIPE_S"
-    assert ls["duration_cycles"].iloc[0] == 4        # [scalar] load_scalar_cycles (ASSUMPTION)
+    assert ls["duration_cycles"].iloc[0] == 4  # [scalar] load_scalar_cycles (ASSUMPTION)
     assert r.pipes["PIPE_S"]["busy_cycles"] == 4
 
 
@@ -66,8 +66,8 @@ module attributes {pto.target_arch = "a2a3"} {
 """
     r = sim.simulate(sim.parse_text(k_text, "k.pto"), "a2a3", functional=False)
     t = r.trace.set_index("opcode")
-    assert t.loc["tgetval", "duration_cycles"] == 4      # UB load-to-use
-    assert t.loc["store_scalar", "duration_cycles"] == 2 # posted store
+    assert t.loc["tgetval", "duration_cycles"] == 4  # UB load-to-use
+    assert t.loc["store_scalar", "duration_cycles"] == 2  # posted store
     assert r.total_cycles == 4 + 2
 
 

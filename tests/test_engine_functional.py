@@ -53,15 +53,18 @@ def run_binary(op, a_data, b_data, dt="f32", tmp=False):
     return sim.simulate(k).output("c").reshape(R, C)
 
 
-@pytest.mark.parametrize("op, ref", [
-    ("TADD", lambda a, b: a + b),
-    ("TSUB", lambda a, b: a - b),
-    ("TMUL", lambda a, b: a * b),
-    ("TDIV", lambda a, b: a / b),
-    ("TMAX", np.maximum),
-    ("TMIN", np.minimum),
-    ("TFMOD", fmod_ref),
-])
+@pytest.mark.parametrize(
+    "op, ref",
+    [
+        ("TADD", lambda a, b: a + b),
+        ("TSUB", lambda a, b: a - b),
+        ("TMUL", lambda a, b: a * b),
+        ("TDIV", lambda a, b: a / b),
+        ("TMAX", np.maximum),
+        ("TMIN", np.minimum),
+        ("TFMOD", fmod_ref),
+    ],
+)
 def test_binary_f32(op, ref):
     np.testing.assert_array_equal(run_binary(op, A, B), ref(A, B))
 
@@ -100,25 +103,30 @@ def run_unary(build_op, a_data=A, dt="f32", out_dt=None):
 
 
 def test_trelu():
-    np.testing.assert_array_equal(run_unary(lambda k, c, a, e: k.TRELU(c, a, e)),
-                                  np.where(A > 0, A, np.float32(0)))
+    np.testing.assert_array_equal(
+        run_unary(lambda k, c, a, e: k.TRELU(c, a, e)), np.where(A > 0, A, np.float32(0))
+    )
 
 
 def test_tadds_tmuls():
-    np.testing.assert_array_equal(run_unary(lambda k, c, a, e: k.TADDS(c, a, 1.5, e)),
-                                  A + np.float32(1.5))
-    np.testing.assert_array_equal(run_unary(lambda k, c, a, e: k.TMULS(c, a, -3.0, e)),
-                                  A * np.float32(-3.0))
+    np.testing.assert_array_equal(
+        run_unary(lambda k, c, a, e: k.TADDS(c, a, 1.5, e)), A + np.float32(1.5)
+    )
+    np.testing.assert_array_equal(
+        run_unary(lambda k, c, a, e: k.TMULS(c, a, -3.0, e)), A * np.float32(-3.0)
+    )
 
 
 def test_tdivs_tile_scalar_form():
-    np.testing.assert_array_equal(run_unary(lambda k, c, a, e: k.TDIVS(c, a, 3.0, e)),
-                                  A / np.float32(3.0))
+    np.testing.assert_array_equal(
+        run_unary(lambda k, c, a, e: k.TDIVS(c, a, 3.0, e)), A / np.float32(3.0)
+    )
 
 
 def test_tdivs_scalar_tile_form():
-    np.testing.assert_array_equal(run_unary(lambda k, c, a, e: k.TDIVS(c, 3.0, a, e)),
-                                  np.float32(3.0) / A)
+    np.testing.assert_array_equal(
+        run_unary(lambda k, c, a, e: k.TDIVS(c, 3.0, a, e)), np.float32(3.0) / A
+    )
 
 
 def test_tdivs_inplace_is_multiply_by_f32_reciprocal():
@@ -133,13 +141,13 @@ def test_tdivs_inplace_is_multiply_by_f32_reciprocal():
     out = sim.simulate(k).output("c").reshape(R, C)
     expect = A * (np.float32(1) / np.float32(3))
     np.testing.assert_array_equal(out, expect)
-    assert not np.array_equal(expect, A / np.float32(3))   # the test can tell them apart
+    assert not np.array_equal(expect, A / np.float32(3))  # the test can tell them apart
 
 
 def test_tcvt_f32_to_f16_rint():
     out = run_unary(lambda k, c, a, e: k.TCVT(c, a, e, rmode="RINT"), out_dt="f16")
     assert out.dtype == np.float16
-    np.testing.assert_array_equal(out, A.astype(np.float16))   # numpy casts round-to-nearest-even
+    np.testing.assert_array_equal(out, A.astype(np.float16))  # numpy casts round-to-nearest-even
 
 
 def test_tcvt_f32_to_i32_trunc_and_floor():
@@ -154,6 +162,7 @@ def test_tcvt_f32_to_i32_trunc_and_floor():
 
 # --- valid regions ----------------------------------------------------------------------------
 
+
 def test_partial_valid_region_writes_only_the_window():
     """Tiles 16x64 with valid 8x48; TLOAD/TSTORE through the matching 8x48 GM window. The
     destination GM is preloaded with a sentinel: only the window changes. A full-valid tile
@@ -166,8 +175,8 @@ def test_partial_valid_region_writes_only_the_window():
     a = k.tile("vec", "f32", R, C, valid=(8, 48))
     b = k.tile("vec", "f32", R, C, valid=(8, 48))
     c = k.tile("vec", "f32", R, C, valid=(8, 48), addr=0x10000)
-    c_all = k.tile("vec", "f32", R, C, addr=0x10000)           # same bytes, whole tile valid
-    e0 = k.TLOAD(c_all, gsent)                                  # fill all of c with the sentinel
+    c_all = k.tile("vec", "f32", R, C, addr=0x10000)  # same bytes, whole tile valid
+    e0 = k.TLOAD(c_all, gsent)  # fill all of c with the sentinel
     e1, e2 = k.TLOAD(a, ga[0:8, 0:48]), k.TLOAD(b, gb[0:8, 0:48])
     e = k.TADD(c, a, b, e0, e1, e2)
     k.TSTORE(gc[0:8, 0:48], c, e)
@@ -183,7 +192,7 @@ def test_partial_valid_region_writes_only_the_window():
 
     whole = r.output("full").reshape(R, C)
     np.testing.assert_array_equal(whole[:8, :48], expect_window)
-    assert (whole[mask] == SENTINEL).all()                      # outside the valid region untouched
+    assert (whole[mask] == SENTINEL).all()  # outside the valid region untouched
 
 
 def test_gm_window_must_match_the_valid_region():
@@ -204,9 +213,9 @@ def test_dynamic_valid_region_set_at_run_time():
     a = k.tile("vec", "f32", R, C, valid=(None, None))
     c = k.tile("vec", "f32", R, C, valid=(None, None))
     stored = None
-    for (r0, r1, c0, c1) in ((2, 6, 8, 40), (8, 16, 0, 64)):
+    for r0, r1, c0, c1 in ((2, 6, 8, 40), (8, 16, 0, 64)):
         if stored is not None:
-            k.wait_flag("PIPE_MTE3", "PIPE_S", 0)   # the previous store is done with c
+            k.wait_flag("PIPE_MTE3", "PIPE_S", 0)  # the previous store is done with c
         k.set_valid(a, r1 - r0, c1 - c0)
         k.set_valid(c, r1 - r0, c1 - c0)
         e = k.TLOAD(a, ga[r0:r1, c0:c1])
@@ -232,6 +241,7 @@ def test_dynamic_valid_region_set_at_run_time():
 
 # --- aliasing, TASSIGN, in place --------------------------------------------------------------
 
+
 def test_tiles_at_the_same_address_share_data():
     k = sim.Kernel("alias")
     ga = k.gm("a", "f32", (R, C), A)
@@ -239,7 +249,7 @@ def test_tiles_at_the_same_address_share_data():
     gi = k.gm("bits", "i32", (R, C))
     t1 = k.tile("vec", "f32", R, C, addr=0x4000)
     t2 = k.tile("vec", "f32", R, C, addr=0x4000)
-    t3 = k.tile("vec", "i32", R, C, addr=0x4000)                # same bytes, other type
+    t3 = k.tile("vec", "i32", R, C, addr=0x4000)  # same bytes, other type
     e = k.TLOAD(t1, ga)
     k.TSTORE(gc, t2, e)
     k.TSTORE(gi, t3, e)
@@ -255,11 +265,12 @@ def test_write_through_one_alias_is_seen_by_the_other():
     t1 = k.tile("vec", "f32", R, C, addr=0x8000)
     t2 = k.tile("vec", "f32", R, C, addr=0x8000)
     e = k.TLOAD(t1, ga)
-    e = k.TADDS(t1, t1, 1.0, e)                                  # modify through t1
-    e = k.TMULS(t2, t2, 2.0, e)                                  # then through t2
+    e = k.TADDS(t1, t1, 1.0, e)  # modify through t1
+    e = k.TMULS(t2, t2, 2.0, e)  # then through t2
     k.TSTORE(gc, t1, e)
-    np.testing.assert_array_equal(sim.simulate(k).output("c").reshape(R, C),
-                                  (A + np.float32(1)) * np.float32(2))
+    np.testing.assert_array_equal(
+        sim.simulate(k).output("c").reshape(R, C), (A + np.float32(1)) * np.float32(2)
+    )
 
 
 def test_tassign_rebinds_a_tile():
@@ -271,9 +282,9 @@ def test_tassign_rebinds_a_tile():
     k.TLOAD(t, ga)
     k.TLOAD(u, gb)
     k.pipe_barrier("PIPE_ALL")
-    k.TSTORE(gc1, t)                                             # t at 0x0: A
+    k.TSTORE(gc1, t)  # t at 0x0: A
     k.pipe_barrier("PIPE_ALL")
-    k.TASSIGN(t, 0x4000)                                         # t now views u's bytes
+    k.TASSIGN(t, 0x4000)  # t now views u's bytes
     k.TSTORE(gc2, t)
     r = sim.simulate(k)
     np.testing.assert_array_equal(r.output("c1").reshape(R, C), A)
@@ -286,23 +297,26 @@ def test_tassign_rebinds_a_tile():
 def test_tassign_to_misaligned_address_is_rejected():
     k = sim.Kernel("tassign_bad")
     t = k.tile("vec", "f32", R, C, addr=0x0)
-    k.TASSIGN(t, 0x4004)                                         # UB alignment is 32 B
-    for sync in ("manual", "auto", None):         # auto mode drops the TASSIGN, not the rule
+    k.TASSIGN(t, 0x4004)  # UB alignment is 32 B
+    for sync in ("manual", "auto", None):  # auto mode drops the TASSIGN, not the rule
         with pytest.raises(SimulationError, match="multiple of 32"):
             sim.simulate(k, sync=sync)
 
 
-@pytest.mark.parametrize("op, ref", [
-    ("TADD", lambda a, b: a + b),
-    ("TMAX", np.maximum),
-    ("TMUL", lambda a, b: a * b),
-])
+@pytest.mark.parametrize(
+    "op, ref",
+    [
+        ("TADD", lambda a, b: a + b),
+        ("TMAX", np.maximum),
+        ("TMUL", lambda a, b: a * b),
+    ],
+)
 def test_inplace_binary(op, ref):
     k = sim.Kernel("inplace")
     ga, gb, gc = k.gm("a", "f32", (R, C), A), k.gm("b", "f32", (R, C), B), k.gm("c", "f32", (R, C))
     a, b = k.tile("vec", "f32", R, C), k.tile("vec", "f32", R, C)
     e1, e2 = k.TLOAD(a, ga), k.TLOAD(b, gb)
-    e = k.instr(op, a, a, b, e1, e2)                             # dst == src0
+    e = k.instr(op, a, a, b, e1, e2)  # dst == src0
     k.TSTORE(gc, a, e)
     np.testing.assert_array_equal(sim.simulate(k).output("c").reshape(R, C), ref(A, B))
 
@@ -314,7 +328,7 @@ def test_inplace_unary_chain():
     e = k.TLOAD(a, ga)
     e = k.TSUBS(a, a, 1.0, e)
     e = k.TRELU(a, a, e)
-    e = k.TADD(a, a, a, e)                                       # all three operands alias
+    e = k.TADD(a, a, a, e)  # all three operands alias
     k.TSTORE(gc, a, e)
     expect = np.maximum(A - np.float32(1), 0)
     np.testing.assert_array_equal(sim.simulate(k).output("c").reshape(R, C), expect + expect)
@@ -326,10 +340,10 @@ def test_input_array_of_the_caller_is_not_modified():
     ga = k.gm("a", "f32", (R, C), data)
     a = k.tile("vec", "f32", R, C)
     e = k.TMULS(a, a, 0.0, k.TLOAD(a, ga))
-    k.TSTORE(ga, a, e)                                           # overwrite the input in GM
+    k.TSTORE(ga, a, e)  # overwrite the input in GM
     r = sim.simulate(k)
     assert (r.output("a") == 0).all()
-    np.testing.assert_array_equal(data, A)                       # caller's array untouched
+    np.testing.assert_array_equal(data, A)  # caller's array untouched
 
 
 def test_empty_valid_region_is_a_no_op():

@@ -8,20 +8,37 @@ import sim
 from sim.base.errors import UserError
 
 PIPES = ["PIPE_MTE2", "PIPE_V", "PIPE_MTE3", "PIPE_S"]
-OPS = ["TADD", "TSUB", "TMULS", "TRELU", "TEXP", "TDIVS", "TREM", "TROWSUM", "TCVT", "TLOAD",
-       "TSTORE", "set_flag", "wait_flag", "barrier", "set_valid"]
+OPS = [
+    "TADD",
+    "TSUB",
+    "TMULS",
+    "TRELU",
+    "TEXP",
+    "TDIVS",
+    "TREM",
+    "TROWSUM",
+    "TCVT",
+    "TLOAD",
+    "TSTORE",
+    "set_flag",
+    "wait_flag",
+    "barrier",
+    "set_valid",
+]
 
 
 def _build(steps, dtype, rows, cols):
     k = sim.Kernel("fuzz")
     g = k.gm("g", dtype, (rows, cols))
-    tiles = [k.tile("vec", dtype, rows, cols, valid=(None, None) if i == 3 else (rows, cols))
-             for i in range(4)]
+    tiles = [
+        k.tile("vec", dtype, rows, cols, valid=(None, None) if i == 3 else (rows, cols))
+        for i in range(4)
+    ]
     k.set_valid(tiles[3], rows, cols)
     tokens = []
     for op, a, b, c, flag in steps:
         ta, tb, tc = tiles[a], tiles[b], tiles[c]
-        waits = tokens[-flag % len(tokens):][:1] if (tokens and flag % 3 == 0) else []
+        waits = tokens[-flag % len(tokens) :][:1] if (tokens and flag % 3 == 0) else []
         if op == "TLOAD":
             tokens.append(k.TLOAD(ta, g, *waits))
         elif op == "TSTORE":
@@ -49,22 +66,29 @@ def _build(steps, dtype, rows, cols):
     return k
 
 
-step = st.tuples(st.sampled_from(OPS), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3),
-                 st.integers(0, 20))
+step = st.tuples(
+    st.sampled_from(OPS),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 20),
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=st.lists(step, min_size=1, max_size=14),
-       dtype=st.sampled_from(["f32", "f16", "i32", "i16"]),
-       shape=st.sampled_from([(16, 64), (1, 64), (8, 128), (4, 16)]),
-       functional=st.booleans())
+@given(
+    steps=st.lists(step, min_size=1, max_size=14),
+    dtype=st.sampled_from(["f32", "f16", "i32", "i16"]),
+    shape=st.sampled_from([(16, 64), (1, 64), (8, 128), (4, 16)]),
+    functional=st.booleans(),
+)
 def test_random_kernels_run_or_fail_cleanly(steps, dtype, shape, functional):
     try:
         k = _build(steps, dtype, *shape)
         r = sim.simulate(k, functional=functional, races=True)
     except UserError as e:
-        assert str(e)                       # a message, naming what went wrong
+        assert str(e)  # a message, naming what went wrong
         return
     assert r.total_cycles >= 0
     again = sim.simulate(k, functional=functional, races=True)
-    assert again.trace.equals(r.trace)      # deterministic
+    assert again.trace.equals(r.trace)  # deterministic

@@ -16,15 +16,15 @@ import pytest
 import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_engine_fuzz import _build, step
+from test_trace_rows import ARGS, EXAMPLES
 
 import sim
 import sim.engine.chip as chip_module
+from sim.base.errors import DeadlockError, UserError
 from sim.engine.execute import Interpreter
 from sim.engine.machine import Machine
-from sim.base.errors import DeadlockError, UserError
 from sim.target import load_target
-from test_engine_fuzz import _build, step
-from test_trace_rows import ARGS, EXAMPLES
 
 TARGET = load_target("a2a3")
 
@@ -32,24 +32,28 @@ TARGET = load_target("a2a3")
 def _run(kernel, batch: bool, **kw):
     machine = Machine(TARGET, batch=batch, **kw)
     try:
-        rec = machine.run(Interpreter(kernel.program(), TARGET, inputs=kernel.inputs,
-                                      functional=False).issue())
+        rec = machine.run(
+            Interpreter(kernel.program(), TARGET, inputs=kernel.inputs, functional=False).issue()
+        )
     except DeadlockError as e:
         return ("deadlock", str(e), machine.recorder.frame())
     return ("ok", rec.end, rec.frame())
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=st.lists(step, min_size=1, max_size=24),
-       shape=st.sampled_from([(16, 64), (1, 64), (8, 128)]),
-       detail=st.booleans(), ideal_sync=st.booleans())
+@given(
+    steps=st.lists(step, min_size=1, max_size=24),
+    shape=st.sampled_from([(16, 64), (1, 64), (8, 128)]),
+    detail=st.booleans(),
+    ideal_sync=st.booleans(),
+)
 def test_static_runs_equal_the_event_loop(steps, shape, detail, ideal_sync):
     try:
         k = _build(steps, "f32", *shape)
         kw = dict(detail=detail, ideal_sync=ideal_sync)
         fast, slow = _run(k, True, **kw), _run(k, False, **kw)
     except UserError:
-        return                          # rejected by the verifier: nothing to compare
+        return  # rejected by the verifier: nothing to compare
     assert fast[:2] == slow[:2]
     pd.testing.assert_frame_equal(fast[2], slow[2])
 
@@ -73,7 +77,8 @@ def test_a_run_of_instructions_costs_one_event():
     for batch in (True, False):
         env = _CountingEnv()
         Machine(TARGET, env=env, batch=batch).run(
-            Interpreter(k.program(), TARGET, functional=False).issue())
+            Interpreter(k.program(), TARGET, functional=False).issue()
+        )
         counts[batch] = env.scheduled
     assert counts[False] >= 50 and counts[True] <= 5
 
@@ -96,10 +101,15 @@ def test_examples_run_the_same_on_both_paths(path, monkeypatch):
 
 # --- the chip: units meet in GM, FIFOs and cross-core flags ------------------------------
 
+
 def _fa_py(**kw):
     import importlib.util
+
     from test_trace_rows import ROOT
-    spec = importlib.util.spec_from_file_location("fa_example", ROOT / "examples" / "flash_attention.py")
+
+    spec = importlib.util.spec_from_file_location(
+        "fa_example", ROOT / "examples" / "flash_attention.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.build(**kw)
@@ -107,11 +117,13 @@ def _fa_py(**kw):
 
 def _gemm_pto():
     from test_trace_rows import ROOT
+
     return sim.parse_file(ROOT / "examples" / "gemm.pto")
 
 
 def _fa_pto():
     from test_trace_rows import ROOT
+
     return sim.parse_file(ROOT / "examples" / "flash_attention.pto")
 
 
@@ -124,9 +136,9 @@ def _streams(block_dim, n=6, rows=32, cols=256):
     base = k.block_idx * (rows * n)
     for i in range(n):
         t, r0 = ts[i % 2], base + i * rows
-        e = k.TLOAD(t, x[r0:r0 + rows, :])
+        e = k.TLOAD(t, x[r0 : r0 + rows, :])
         e = k.TMULS(t, t, 2.0, e)
-        k.TSTORE(y[r0:r0 + rows, :], t, e)
+        k.TSTORE(y[r0 : r0 + rows, :], t, e)
     return k
 
 
@@ -147,11 +159,11 @@ CHIPS = {
 
 # ideal_sync: the kernels without FIFOs (a FIFO's pop needs its push to have happened)
 CHIP_RUNS = [(name, False) for name in CHIPS] + [
-    (name, True) for name in CHIPS if name.startswith(("gemm", "streams"))]
+    (name, True) for name in CHIPS if name.startswith(("gemm", "streams"))
+]
 
 
-@pytest.mark.parametrize("name,ideal_sync", CHIP_RUNS,
-                         ids=[n + " ideal" * i for n, i in CHIP_RUNS])
+@pytest.mark.parametrize("name,ideal_sync", CHIP_RUNS, ids=[n + " ideal" * i for n, i in CHIP_RUNS])
 def test_chips_run_the_same_on_both_paths(name, ideal_sync, monkeypatch):
     """On the chip the timed path runs every item that touches neither GM nor a chip-level
     flag by arithmetic; GM transfers and chip-level flags go through the event loop. Forced
@@ -195,10 +207,10 @@ def _busy_streams(block_dim, work, n=4, rows=16, cols=128):
     base = k.block_idx * (rows * n)
     for i in range(n):
         r0 = base + i * rows
-        e = k.TLOAD(t, x[r0:r0 + rows, :])
+        e = k.TLOAD(t, x[r0 : r0 + rows, :])
         for _ in range(work):
             e = k.TMULS(t, t, 1.5, e)
-        k.TSTORE(y[r0:r0 + rows, :], t, e)
+        k.TSTORE(y[r0 : r0 + rows, :], t, e)
     return k
 
 
@@ -225,6 +237,7 @@ def test_a_pipe_waiting_on_a_chip_level_flag_takes_nothing_else_meanwhile(work):
     dispatcher queues behind it wait too — on both paths."""
     from sim.engine.items import OP, SET, WAIT, Issued
     from sim.engine.xunit import CrossFlags, XKey
+
     key = XKey(("x", 0))
 
     def op(cost):
@@ -237,8 +250,9 @@ def test_a_pipe_waiting_on_a_chip_level_flag_takes_nothing_else_meanwhile(work):
         setter = Machine(TARGET, env=env, core=0, unit="AIV0", shared=shared, batch=batch)
         waiter = Machine(TARGET, env=env, core=1, unit="AIV0", shared=shared, batch=batch)
         setter.start(iter([op(100 * work), Issued(SET, "PIPE_V", flag=key, text="x")]))
-        waiter.start(iter([Issued(WAIT, "PIPE_V", flag=key, text="x"),
-                           *[op(7) for _ in range(work)]]))
+        waiter.start(
+            iter([Issued(WAIT, "PIPE_V", flag=key, text="x"), *[op(7) for _ in range(work)]])
+        )
         env.run()
         assert setter.finished() and waiter.finished()
         rows = waiter.recorder.frame()

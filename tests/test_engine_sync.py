@@ -32,20 +32,18 @@ import shutil
 
 import numpy as np
 import pytest
+from dma_formula import dma_cycles
 
 import sim
 from sim.base.errors import UserError
 from sim.target import load_target
-from dma_formula import dma_cycles
-
-
 
 LOAD_16x64 = dma_cycles("GM_UB", 16 * 64 * 4)
 STORE_16x64 = dma_cycles("UB_GM", 16 * 64 * 4)
 LOAD_8x32 = dma_cycles("GM_UB", 8 * 32 * 4)
-TADD_COLD = 24 + 2 * 16                          # vadd lat 24, slope 2, 16 repeats
+TADD_COLD = 24 + 2 * 16  # vadd lat 24, slope 2, 16 repeats
 TADD_WARM = 2 * 16
-TADD_RESTART = 14 + 2 * 16                       # vadd tail 14, slope 2 ("tail" rule)
+TADD_RESTART = 14 + 2 * 16  # vadd tail 14, slope 2 ("tail" rule)
 
 # sanity of the hand derivation itself (not of the simulator)
 assert (TADD_COLD, TADD_WARM, TADD_RESTART) == (56, 32, 46)
@@ -71,6 +69,7 @@ def only(df, **eq):
 
 # --- TLOAD -> TADD -> TSTORE with tokens ----------------------------------------------------
 
+
 def chain_kernel():
     k = sim.Kernel("chain")
     x = k.gm("x", "f32", (16, 64))
@@ -95,7 +94,10 @@ def test_chain_exact_timeline():
     assert (add["pipe"], add["end_cycle"]) == ("PIPE_V", LOAD_16x64 + TADD_COLD)
     assert add["duration_cycles"] == TADD_COLD and add["stream"] == "cold"
     assert store["start_cycle"] == add["end_cycle"]
-    assert (store["pipe"], store["end_cycle"]) == ("PIPE_MTE3", LOAD_16x64 + TADD_COLD + STORE_16x64)
+    assert (store["pipe"], store["end_cycle"]) == (
+        "PIPE_MTE3",
+        LOAD_16x64 + TADD_COLD + STORE_16x64,
+    )
     assert load["bytes"] == store["bytes"] == 4096
     assert r.total_cycles == LOAD_16x64 + TADD_COLD + STORE_16x64
 
@@ -113,7 +115,11 @@ def test_chain_exact_timeline():
     assert (s1["pipe"], s1["start_cycle"], s1["end_cycle"]) == ("PIPE_MTE2", LOAD_16x64, LOAD_16x64)
     assert (w1["pipe"], w1["start_cycle"], w1["end_cycle"]) == ("PIPE_V", 0, LOAD_16x64)
     w2 = only(t, kind="wait_flag", operands="PIPE_V->PIPE_MTE3#0")
-    assert (w2["pipe"], w2["start_cycle"], w2["end_cycle"]) == ("PIPE_MTE3", 0, LOAD_16x64 + TADD_COLD)
+    assert (w2["pipe"], w2["start_cycle"], w2["end_cycle"]) == (
+        "PIPE_MTE3",
+        0,
+        LOAD_16x64 + TADD_COLD,
+    )
     # program order of the ids: producer, its set_flag, wait, consumer
     assert load["id"] < s1["id"] < w1["id"] < add["id"]
 
@@ -121,7 +127,9 @@ def test_chain_exact_timeline():
     assert pipes["PIPE_MTE2"]["busy_cycles"] == LOAD_16x64
     assert pipes["PIPE_V"]["busy_cycles"] == 56
     assert pipes["PIPE_MTE3"]["busy_cycles"] == STORE_16x64
-    assert pipes["PIPE_V"]["utilization"] == pytest.approx(56 / (LOAD_16x64 + TADD_COLD + STORE_16x64), abs=1e-4)
+    assert pipes["PIPE_V"]["utilization"] == pytest.approx(
+        56 / (LOAD_16x64 + TADD_COLD + STORE_16x64), abs=1e-4
+    )
 
 
 def test_two_loads_on_mte2_run_back_to_back():
@@ -131,7 +139,7 @@ def test_two_loads_on_mte2_run_back_to_back():
     k.TLOAD(vec(k), x2)
     o = ops(sim.simulate(k))
     assert list(o["pipe"]) == ["PIPE_MTE2", "PIPE_MTE2"]
-    assert list(o["dispatch_cycle"]) == [0, 0]          # both queued at once
+    assert list(o["dispatch_cycle"]) == [0, 0]  # both queued at once
     assert list(o["start_cycle"]) == [0, LOAD_16x64]
     assert list(o["end_cycle"]) == [LOAD_16x64, 2 * LOAD_16x64]
 
@@ -146,14 +154,14 @@ def test_op_without_token_overlaps_its_producer():
     y = k.gm("y", "f32", (16, 64))
     a, c = vec(k), vec(k)
     k.TLOAD(a, x)
-    k.TADD(c, a, a)                                     # no token
-    k.TSTORE(y, c)                                      # no token either
+    k.TADD(c, a, a)  # no token
+    k.TSTORE(y, c)  # no token either
     r = sim.simulate(k, sync="manual")
     t = r.trace
     assert not (t["kind"].isin(["set_flag", "wait_flag", "barrier"])).any()
     load, add, store = (only(t, kind="op", opcode=o) for o in ("TLOAD", "TADD", "TSTORE"))
     assert add["start_cycle"] == 0 and store["start_cycle"] == 0
-    assert add["start_cycle"] < load["end_cycle"]        # overlap
+    assert add["start_cycle"] < load["end_cycle"]  # overlap
     assert r.total_cycles == max(LOAD_16x64, TADD_COLD, STORE_16x64)
     np.testing.assert_array_equal(r.output("y"), 2 * np.arange(1024, dtype=np.float32))
 
@@ -162,13 +170,13 @@ def test_same_pipe_token_becomes_pipe_barrier():
     k = sim.Kernel("samepipe")
     a, b, c = vec(k), vec(k), vec(k)
     e = k.TADD(c, a, b)
-    k.TADD(a, c, b, e)                                  # token from PIPE_V waited on PIPE_V
+    k.TADD(a, c, b, e)  # token from PIPE_V waited on PIPE_V
     r = sim.simulate(k)
     t = r.trace.sort_values("id").reset_index(drop=True)
     assert list(t["kind"]) == ["op", "barrier", "op"]
     bar = t.iloc[1]
     assert (bar["pipe"], bar["opcode"], bar["operands"]) == ("PIPE_V", "pipe_barrier", "PIPE_V")
-    assert bar["start_cycle"] == bar["end_cycle"] == TADD_COLD    # costs 0, after the drain
+    assert bar["start_cycle"] == bar["end_cycle"] == TADD_COLD  # costs 0, after the drain
     assert not t["kind"].isin(["set_flag", "wait_flag"]).any()
     # kernel-level barrier breaks the stream (machine.toml modelling choice); the pipe was
     # busy up to it, so the second TADD restarts: tail + slope*rep = 46, not cold 56
@@ -182,7 +190,7 @@ def test_explicit_set_wait_flag_with_ids():
     a, c = vec(k), vec(k)
     k.TLOAD(a, x)
     k.set_flag("PIPE_MTE2", "PIPE_V", 5)
-    k.wait_flag("MTE2", "V", 5)                         # short pipe names are accepted
+    k.wait_flag("MTE2", "V", 5)  # short pipe names are accepted
     k.TADD(c, a, a)
     r = sim.simulate(k)
     t = r.trace
@@ -200,8 +208,8 @@ def test_flags_are_counters_preset_idiom():
     k = sim.Kernel("preset")
     x = k.gm("x", "f32", (16, 64))
     a = vec(k)
-    k.set_flag("PIPE_V", "PIPE_MTE2", 0)                # nothing ran on V: fires at 0
-    k.set_flag("PIPE_V", "PIPE_MTE2", 0)                # counted twice
+    k.set_flag("PIPE_V", "PIPE_MTE2", 0)  # nothing ran on V: fires at 0
+    k.set_flag("PIPE_V", "PIPE_MTE2", 0)  # counted twice
     k.wait_flag("PIPE_V", "PIPE_MTE2", 0)
     k.TLOAD(a, x)
     k.wait_flag("PIPE_V", "PIPE_MTE2", 0)
@@ -242,6 +250,7 @@ def test_wait_flag_on_scalar_pipe_blocks_dispatch():
 
 # --- event pool -------------------------------------------------------------------------------
 
+
 def _loads_then_add(n_tokens: int):
     k = sim.Kernel(f"pool{n_tokens}")
     x = k.gm("x", "f32", (16, 64))
@@ -267,7 +276,7 @@ def test_event_ids_are_reused_once_waited():
     k = sim.Kernel("reuse")
     x = k.gm("x", "f32", (16, 64))
     a, c = vec(k), vec(k)
-    for _ in range(12):                                # 12 > 8 tokens, one waited at a time
+    for _ in range(12):  # 12 > 8 tokens, one waited at a time
         e = k.TLOAD(a, x)
         e = k.TADD(c, a, a, e)
         k.TSTORE(x, c, e)
@@ -280,13 +289,14 @@ def test_event_ids_are_reused_once_waited():
 
 # --- PIPE_ALL barrier -------------------------------------------------------------------------
 
+
 def test_pipe_barrier_all_holds_dispatch_until_every_pipe_drains():
     k = sim.Kernel("all")
     x = k.gm("x", "f32", (16, 64))
     a, b, c = vec(k), vec(k), vec(k)
     k.TLOAD(a, x)
     k.pipe_barrier("PIPE_ALL")
-    k.TADD(c, b, b)                                     # no token: only the barrier orders it
+    k.TADD(c, b, b)  # no token: only the barrier orders it
     r = sim.simulate(k)
     t = r.trace
     bar = only(t, kind="barrier")
@@ -298,6 +308,7 @@ def test_pipe_barrier_all_holds_dispatch_until_every_pipe_drains():
 
 
 # --- the vector stream rule -------------------------------------------------------------------
+
 
 def _two_tadds(barrier: bool):
     k = sim.Kernel("stream")
@@ -334,10 +345,17 @@ def test_restart_cce_rows_sum_to_the_restart_cost():
     k.TADD(a, c, b)
     t = sim.simulate(k, detail="cce").trace
     add2 = ops(sim.simulate(k))[lambda d: d["opcode"] == "TADD"].iloc[1]
-    cce = t[(t["kind"] != "op") & (t["pipe"] == "PIPE_V") & (t["start_cycle"] >= TADD_COLD)
-            & (t["kind"] != "barrier")]
+    cce = t[
+        (t["kind"] != "op")
+        & (t["pipe"] == "PIPE_V")
+        & (t["start_cycle"] >= TADD_COLD)
+        & (t["kind"] != "barrier")
+    ]
     assert len(cce) == 1
-    assert (cce.iloc[0]["start_cycle"], cce.iloc[0]["end_cycle"]) == (TADD_COLD, TADD_COLD + TADD_RESTART)
+    assert (cce.iloc[0]["start_cycle"], cce.iloc[0]["end_cycle"]) == (
+        TADD_COLD,
+        TADD_COLD + TADD_RESTART,
+    )
     assert add2["end_cycle"] == TADD_COLD + TADD_RESTART
 
 
@@ -389,8 +407,9 @@ def test_restart_under_the_latency_rule(tmp_path):
     copy = tmp_path / "a2a3"
     shutil.copytree(load_target("a2a3").path, copy)
     machine = copy / "machine.toml"
-    text, n = re.subn(r'(?m)^barrier_restart\s*=\s*"[a-z]+"', 'barrier_restart = "latency"',
-                      machine.read_text())
+    text, n = re.subn(
+        r'(?m)^barrier_restart\s*=\s*"[a-z]+"', 'barrier_restart = "latency"', machine.read_text()
+    )
     assert n == 1
     machine.write_text(text)
     k = sim.Kernel("stream_latency")

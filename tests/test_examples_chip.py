@@ -33,13 +33,38 @@ def _gemm_check(r, m, k, n):
     assert np.allclose(C, A @ B, rtol=1e-5, atol=1e-3 * np.abs(A @ B).max())
 
 
-@pytest.mark.parametrize("params", [
-    {},                                                          # defaults: 4 cores
-    dict(m=64, k=128, n=128, singleCoreM=64, singleCoreK=128, singleCoreN=128,
-         baseM=32, baseK=16, baseN=64, stepKa=1, stepKb=4),       # 1 core, uneven steps
-    dict(m=96, k=64, n=96, singleCoreM=32, singleCoreK=64, singleCoreN=48,
-         baseM=16, baseK=32, baseN=48, stepKa=2, stepKb=1),       # 6 cores
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},  # defaults: 4 cores
+        dict(
+            m=64,
+            k=128,
+            n=128,
+            singleCoreM=64,
+            singleCoreK=128,
+            singleCoreN=128,
+            baseM=32,
+            baseK=16,
+            baseN=64,
+            stepKa=1,
+            stepKb=4,
+        ),  # 1 core, uneven steps
+        dict(
+            m=96,
+            k=64,
+            n=96,
+            singleCoreM=32,
+            singleCoreK=64,
+            singleCoreN=48,
+            baseM=16,
+            baseK=32,
+            baseN=48,
+            stepKa=2,
+            stepKb=1,
+        ),  # 6 cores
+    ],
+)
 def test_gemm_matches_numpy(params):
     g = _example("gemm")
     kern = g.build(**params)
@@ -73,19 +98,25 @@ def test_gemm_rejects_a_tiling_that_does_not_divide():
 
 def _attention(r, cores, s0, s1, head):
     for b in range(cores):
-        Q = r.output("q").reshape(-1, head)[b * s0:(b + 1) * s0].astype(np.float64)
-        KT = r.output("kt").reshape(head, -1)[:, b * s1:(b + 1) * s1].astype(np.float64)
-        V = r.output("v").reshape(-1, head)[b * s1:(b + 1) * s1].astype(np.float64)
+        Q = r.output("q").reshape(-1, head)[b * s0 : (b + 1) * s0].astype(np.float64)
+        KT = r.output("kt").reshape(head, -1)[:, b * s1 : (b + 1) * s1].astype(np.float64)
+        V = r.output("v").reshape(-1, head)[b * s1 : (b + 1) * s1].astype(np.float64)
         S = Q @ KT / np.sqrt(head)
         P = np.exp(S - S.max(axis=1, keepdims=True))
         want = (P / P.sum(axis=1, keepdims=True)) @ V
-        got = r.output("o").reshape(-1, head)[b * s0:(b + 1) * s0]
+        got = r.output("o").reshape(-1, head)[b * s0 : (b + 1) * s0]
         # P goes to the cube as f16: ~1e-3 relative error on O
         assert np.allclose(got, want, atol=2e-3 * np.abs(want).max()), b
 
 
-@pytest.mark.parametrize("params", [dict(s1=256, cores=1), dict(s1=384, cores=2),
-                                    dict(s1=128, s1_tile=64, head=64, s0=64, cores=3)])
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(s1=256, cores=1),
+        dict(s1=384, cores=2),
+        dict(s1=128, s1_tile=64, head=64, s0=64, cores=3),
+    ],
+)
 def test_flash_attention_matches_numpy(params):
     kern = _example("flash_attention").build(**params)
     full = dict(s1_tile=128, head=128, s0=128) | params
@@ -103,8 +134,10 @@ def test_flash_attention_preloads_the_next_scores():
     assert order == ["s", "s", "o", "s", "o", "o"]
     v = t[(t["unit"] == "AIV0") & (t["pipe"] == "PIPE_V") & (t["kind"] == "op")]
     # the softmax of some block overlaps a cube matmul
-    assert any(((v["start_cycle"] < e) & (v["end_cycle"] > s)).any()
-               for s, e in zip(mm["start_cycle"], mm["end_cycle"]))
+    assert any(
+        ((v["start_cycle"] < e) & (v["end_cycle"] > s)).any()
+        for s, e in zip(mm["start_cycle"], mm["end_cycle"])
+    )
 
 
 def test_gemm_pto_matches_numpy_and_the_builder_kernel():
@@ -116,10 +149,25 @@ def test_gemm_pto_matches_numpy_and_the_builder_kernel():
     r = sim.simulate(sim.parse_file(EX / "gemm.pto"), inputs=args, block_dim=4)
     A = r.output("pa").reshape(m, k).astype(np.float64)
     B = r.output("pb").reshape(k, n).astype(np.float64)
-    assert np.allclose(r.output("pc").reshape(m, n), A @ B, rtol=1e-5, atol=1e-3 * np.abs(A @ B).max())
-    built = sim.simulate(_example("gemm").build(m=m, k=k, n=n, singleCoreM=128, singleCoreK=k,
-                                                singleCoreN=256, baseM=128, baseK=64, baseN=256,
-                                                stepKa=4, stepKb=4), functional=False)
+    assert np.allclose(
+        r.output("pc").reshape(m, n), A @ B, rtol=1e-5, atol=1e-3 * np.abs(A @ B).max()
+    )
+    built = sim.simulate(
+        _example("gemm").build(
+            m=m,
+            k=k,
+            n=n,
+            singleCoreM=128,
+            singleCoreK=k,
+            singleCoreN=256,
+            baseM=128,
+            baseK=64,
+            baseN=256,
+            stepKa=4,
+            stepKb=4,
+        ),
+        functional=False,
+    )
     assert abs(r.total_cycles - built.total_cycles) <= 0.02 * built.total_cycles
     # a fifth core has no block: it idles
     idle = sim.simulate(sim.parse_file(EX / "gemm.pto"), inputs=args, block_dim=5, functional=False)

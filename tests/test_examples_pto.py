@@ -17,13 +17,12 @@ import pytest
 
 import sim
 from sim.cli import main as ptosim
-from sim.frontend import parse_file, print_program, parse_text, resolve_target
+from sim.frontend import parse_file, parse_text, print_program, resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ALL = sorted(EXAMPLES.glob("*.pto"))
 IDS = [p.stem for p in ALL]
-
 
 
 def rng(seed=0):
@@ -36,18 +35,29 @@ def run(name: str, **inputs):
 
 
 def out(result, name, shape):
-    return np.asarray(result.output(name)).reshape(-1)[:int(np.prod(shape))].reshape(shape)
+    return np.asarray(result.output(name)).reshape(-1)[: int(np.prod(shape))].reshape(shape)
 
 
 # --- every example ------------------------------------------------------------------------
+
 
 def test_the_examples_cover_the_issue_list():
     names = set(IDS)
     assert len(ALL) >= 8
     # each seed op in a vector kernel, softmax, level-3 double buffering, cube matmul,
     # dynamic valid shapes, the compact tile_buf form
-    assert {"trem", "tfmods", "tdivs", "trelu", "tsub", "row_softmax", "relu_sub_db",
-            "matmul", "dyn_valid", "compact_add"} <= names
+    assert {
+        "trem",
+        "tfmods",
+        "tdivs",
+        "trelu",
+        "tsub",
+        "row_softmax",
+        "relu_sub_db",
+        "matmul",
+        "dyn_valid",
+        "compact_add",
+    } <= names
     text = {p.stem: p.read_text() for p in ALL}
     assert "pto.tdivs ins(%x, %three" in text["tdivs"] and "pto.tdivs ins(%one, %x" in text["tdivs"]
     assert "alloc_tile addr = " in text["relu_sub_db"] and "pto.set_flag[" in text["relu_sub_db"]
@@ -71,19 +81,26 @@ def test_ptosim_check_exits_0(path, capsys):
 
 def test_ptosim_check_as_a_command(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    r = subprocess.run([sys.executable, "-m", "sim", "check", str(EXAMPLES / "trem.pto")],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "sim", "check", str(EXAMPLES / "trem.pto")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     assert "verified for a2a3" in r.stdout
 
 
 def test_targets_come_from_the_module_attributes():
     assert resolve_target(parse_file(EXAMPLES / "compact_add.pto")) == "a5"
-    assert resolve_target(parse_file(EXAMPLES / "matmul.pto")) == "a2a3"      # device-spec
-    assert resolve_target(parse_file(EXAMPLES / "tsub.pto")) == "a2a3"        # default
+    assert resolve_target(parse_file(EXAMPLES / "matmul.pto")) == "a2a3"  # device-spec
+    assert resolve_target(parse_file(EXAMPLES / "tsub.pto")) == "a2a3"  # default
 
 
 # --- numbers -------------------------------------------------------------------------------
+
 
 def test_trem():
     x = rng(1).uniform(-50, 50, (32, 64)).astype(np.float32)
@@ -98,8 +115,9 @@ def test_trem():
 def test_tfmods_with_a_scalar_argument():
     x = rng(4).uniform(-20, 20, (16, 64)).astype(np.float32)
     r = run("tfmods", px=x, divisor=-2.5)
-    np.testing.assert_allclose(out(r, "po", (16, 64)), np.fmod(x, np.float32(2.5)),
-                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        out(r, "po", (16, 64)), np.fmod(x, np.float32(2.5)), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_tdivs_both_orders():
@@ -127,8 +145,9 @@ def test_row_softmax():
     x = rng(10).uniform(-4, 4, (32, 64)).astype(np.float32)
     r = run("row_softmax", px=x)
     e = np.exp(x - x.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(out(r, "py", (32, 64)), e / e.sum(axis=1, keepdims=True),
-                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        out(r, "py", (32, 64)), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7
+    )
 
 
 def test_relu_sub_double_buffered():
@@ -138,8 +157,12 @@ def test_relu_sub_double_buffered():
     r = run("relu_sub_db", pa=a, pb=b, k=k)
     np.testing.assert_array_equal(out(r, "po", (64 * k, 64)), np.maximum(a - b, 0))
     # level 3: the flags the file sets are what orders the pipes; loads overlap compute
-    assert r.total_cycles < r.pipes["PIPE_MTE2"]["busy_cycles"] + r.pipes["PIPE_V"]["busy_cycles"] \
+    assert (
+        r.total_cycles
+        < r.pipes["PIPE_MTE2"]["busy_cycles"]
+        + r.pipes["PIPE_V"]["busy_cycles"]
         + r.pipes["PIPE_MTE3"]["busy_cycles"]
+    )
 
 
 def test_matmul_through_l1_l0_and_fixpipe():
@@ -156,7 +179,7 @@ def test_dynamic_valid_shapes():
     vr, vc = 20, 96
     r = run("dyn_valid", px=x, po=o0, vr=vr, vc=vc)
     ref = o0.copy()
-    ref[:vr // 2, :vc] = x[:vr // 2, :vc] * np.float16(2)
+    ref[: vr // 2, :vc] = x[: vr // 2, :vc] * np.float16(2)
     np.testing.assert_array_equal(out(r, "po", (32, 128)), ref)
 
 

@@ -6,8 +6,6 @@ programming-model.md §7.3: a cross-core set carries a 4-bit flag id; SYNCALL re
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hang_guard import hang_guard
@@ -16,7 +14,7 @@ import sim
 from sim.base.errors import DeadlockError, SimulationError, UserError, VerifyError
 from sim.frontend import ParseError, parse_text, print_program
 from sim.frontend.check import check_program
-from sim.isa.program import Const, Scalar, SetFfts, SyncAll, SyncSet, SyncWait
+from sim.isa.program import Scalar, SetFfts, SyncAll, SyncSet, SyncWait
 from sim.target import load_target
 
 
@@ -37,53 +35,92 @@ WILD = {
     "sync.wait-angle": ("pto.sync.wait <PIPE_V>, 0", SyncWait("PIPE_V", 0)),
     "sync.set-attr": ("pto.sync.set #pto.pipe<PIPE_M>, 0", SyncSet("PIPE_M", 0)),
     "sync.wait-attr": ("pto.sync.wait #pto.pipe<PIPE_V>, 0", SyncWait("PIPE_V", 0)),
-    "sync.set-mode": ("pto.sync.set <PIPE_FIX>, 3 {ffts_mode = 2 : i32}",
-                      SyncSet("PIPE_FIX", 3, 2)),
-    "sync.wait-mode": ("pto.sync.wait <PIPE_MTE2>, 3 {ffts_mode = 0 : i32}",
-                       SyncWait("PIPE_MTE2", 3, 0)),
-    "sync.set-ssa-mode": ("pto.sync.set <PIPE_MTE3>, %n {ffts_mode = 1 : i32}",
-                          SyncSet("PIPE_MTE3", Scalar("n"), 1)),
-    "sync.wait-ssa-mode": ("pto.sync.wait <PIPE_MTE3>, %n {ffts_mode = 1 : i32}",
-                           SyncWait("PIPE_MTE3", Scalar("n"), 1)),
-    "sync.set-untyped-mode": ("pto.sync.set <PIPE_MTE3>, 15 {ffts_mode = 0}",
-                              SyncSet("PIPE_MTE3", 15, 0)),
+    "sync.set-mode": (
+        "pto.sync.set <PIPE_FIX>, 3 {ffts_mode = 2 : i32}",
+        SyncSet("PIPE_FIX", 3, 2),
+    ),
+    "sync.wait-mode": (
+        "pto.sync.wait <PIPE_MTE2>, 3 {ffts_mode = 0 : i32}",
+        SyncWait("PIPE_MTE2", 3, 0),
+    ),
+    "sync.set-ssa-mode": (
+        "pto.sync.set <PIPE_MTE3>, %n {ffts_mode = 1 : i32}",
+        SyncSet("PIPE_MTE3", Scalar("n"), 1),
+    ),
+    "sync.wait-ssa-mode": (
+        "pto.sync.wait <PIPE_MTE3>, %n {ffts_mode = 1 : i32}",
+        SyncWait("PIPE_MTE3", Scalar("n"), 1),
+    ),
+    "sync.set-untyped-mode": (
+        "pto.sync.set <PIPE_MTE3>, 15 {ffts_mode = 0}",
+        SyncSet("PIPE_MTE3", 15, 0),
+    ),
     "set_ffts": ("pto.set_ffts %a : i64", SetFfts(Scalar("a", "i64"))),
-    "syncall-1-soft-aiv": ("pto.syncall(%v : i32) mode = #pto.sync_all_mode<soft>, "
-                           "core_type = #pto.sync_core_type<aiv_only>",
-                           SyncAll("soft", "aiv_only", (Scalar("v", "i32"),))),
-    "syncall-0-hard-mix": ("pto.syncall() mode = #pto.sync_all_mode<hard>, "
-                           "core_type = #pto.sync_core_type<mix>", SyncAll("hard", "mix")),
-    "syncall-2-soft-aiv": ("pto.syncall(%w, %v : !pto.ptr<i32>, i32) mode = "
-                           "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aiv_only>",
-                           None),
-    "syncall-1-soft-mix": ("pto.syncall(%v : i32) mode = #pto.sync_all_mode<soft>, "
-                           "core_type = #pto.sync_core_type<mix>", None),
-    "syncall-0-hard-aiv": ("pto.syncall() mode = #pto.sync_all_mode<hard>, "
-                           "core_type = #pto.sync_core_type<aiv_only>",
-                           SyncAll("hard", "aiv_only")),
-    "syncall-1-soft-aic": ("pto.syncall(%v : i32) mode = #pto.sync_all_mode<soft>, "
-                           "core_type = #pto.sync_core_type<aic_only>", None),
-    "syncall-2-soft-aic": ("pto.syncall(%w, %v : !pto.ptr<i32>, i32) mode = "
-                           "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aic_only>",
-                           None),
-    "syncall-2-soft-mix": ("pto.syncall(%w, %n : !pto.ptr<i32>, index) mode = "
-                           "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>", None),
-    "syncall-0-hard-aic": ("pto.syncall() mode = #pto.sync_all_mode<hard>, "
-                           "core_type = #pto.sync_core_type<aic_only>", SyncAll("hard", "aic_only")),
-    "syncall-0-soft-aiv": ("pto.syncall() mode = #pto.sync_all_mode<soft>, "
-                           "core_type = #pto.sync_core_type<aiv_only>", SyncAll("soft", "aiv_only")),
-    "syncall-3-soft-aiv": ("pto.syncall(%w, %v, %n : !pto.ptr<i32>, i32, index) mode = "
-                           "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aiv_only>",
-                           None),
-    "set_intra_block": ("pto.set_intra_block <PIPE_MTE3>, 1",
-                        SyncSet("PIPE_MTE3", 1, intra=True)),
-    "wait_intra_block": ("pto.wait_intra_block <PIPE_MTE3>, 17",
-                         SyncWait("PIPE_MTE3", 17, intra=True)),
-    "set_intra_block-ssa": ("pto.set_intra_block #pto.pipe<PIPE_V>, %n",
-                            SyncSet("PIPE_V", Scalar("n"), intra=True)),
-    "syncall-multiline": ("pto.syncall(%v : i32)\n      mode = #pto.sync_all_mode<hard>,\n"
-                          "      core_type = #pto.sync_core_type<mix>",
-                          SyncAll("hard", "mix", (Scalar("v", "i32"),))),
+    "syncall-1-soft-aiv": (
+        "pto.syncall(%v : i32) mode = #pto.sync_all_mode<soft>, "
+        "core_type = #pto.sync_core_type<aiv_only>",
+        SyncAll("soft", "aiv_only", (Scalar("v", "i32"),)),
+    ),
+    "syncall-0-hard-mix": (
+        "pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<mix>",
+        SyncAll("hard", "mix"),
+    ),
+    "syncall-2-soft-aiv": (
+        "pto.syncall(%w, %v : !pto.ptr<i32>, i32) mode = "
+        "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aiv_only>",
+        None,
+    ),
+    "syncall-1-soft-mix": (
+        "pto.syncall(%v : i32) mode = #pto.sync_all_mode<soft>, "
+        "core_type = #pto.sync_core_type<mix>",
+        None,
+    ),
+    "syncall-0-hard-aiv": (
+        "pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<aiv_only>",
+        SyncAll("hard", "aiv_only"),
+    ),
+    "syncall-1-soft-aic": (
+        "pto.syncall(%v : i32) mode = #pto.sync_all_mode<soft>, "
+        "core_type = #pto.sync_core_type<aic_only>",
+        None,
+    ),
+    "syncall-2-soft-aic": (
+        "pto.syncall(%w, %v : !pto.ptr<i32>, i32) mode = "
+        "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aic_only>",
+        None,
+    ),
+    "syncall-2-soft-mix": (
+        "pto.syncall(%w, %n : !pto.ptr<i32>, index) mode = "
+        "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>",
+        None,
+    ),
+    "syncall-0-hard-aic": (
+        "pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<aic_only>",
+        SyncAll("hard", "aic_only"),
+    ),
+    "syncall-0-soft-aiv": (
+        "pto.syncall() mode = #pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aiv_only>",
+        SyncAll("soft", "aiv_only"),
+    ),
+    "syncall-3-soft-aiv": (
+        "pto.syncall(%w, %v, %n : !pto.ptr<i32>, i32, index) mode = "
+        "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aiv_only>",
+        None,
+    ),
+    "set_intra_block": ("pto.set_intra_block <PIPE_MTE3>, 1", SyncSet("PIPE_MTE3", 1, intra=True)),
+    "wait_intra_block": (
+        "pto.wait_intra_block <PIPE_MTE3>, 17",
+        SyncWait("PIPE_MTE3", 17, intra=True),
+    ),
+    "set_intra_block-ssa": (
+        "pto.set_intra_block #pto.pipe<PIPE_V>, %n",
+        SyncSet("PIPE_V", Scalar("n"), intra=True),
+    ),
+    "syncall-multiline": (
+        "pto.syncall(%v : i32)\n      mode = #pto.sync_all_mode<hard>,\n"
+        "      core_type = #pto.sync_core_type<mix>",
+        SyncAll("hard", "mix", (Scalar("v", "i32"),)),
+    ),
 }
 
 
@@ -104,12 +141,16 @@ BAD = {
     "pipe-all": ("pto.sync.set <PIPE_ALL>, 0", "expected a pipe of a unit"),
     "unknown-pipe": ("pto.sync.set <PIPE_Q>, 0", "unknown pipe 'PIPE_Q'"),
     "event-name": ("pto.sync.set <PIPE_V>, <EVENT_ID0>", "expected a flag id"),
-    "core-type": ("pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = "
-                  "#pto.sync_core_type<aiv>", "core_type: expected #pto.sync_core_type<"),
+    "core-type": (
+        "pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<aiv>",
+        "core_type: expected #pto.sync_core_type<",
+    ),
     "no-core-type": ("pto.syncall() mode = #pto.sync_all_mode<hard>", "expected 'core_type = ...'"),
-    "four-operands": ("pto.syncall(%v, %v, %v, %v : i32, i32, i32, i32) mode = "
-                      "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>",
-                      "at most 3 operands"),
+    "four-operands": (
+        "pto.syncall(%v, %v, %v, %v : i32, i32, i32, i32) mode = "
+        "#pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>",
+        "at most 3 operands",
+    ),
     "ffts-type": ("pto.set_ffts %a : i32", "type mismatch"),
     "intra-mode": ("pto.set_intra_block <PIPE_V>, 1 {ffts_mode = 2}", "unknown attribute"),
 }
@@ -124,6 +165,7 @@ def test_bad_spellings_are_one_located_error(name):
 
 
 # --- builder == parser ---------------------------------------------------------------------
+
 
 def _built():
     k = sim.Kernel("sk", block_dim=2)
@@ -168,7 +210,7 @@ def test_builder_and_parser_make_the_same_cross_core_program():
     built = _built().program()
     hand = parse_text(HAND, "hand.pto")
     assert print_program(hand) == print_program(built)
-    assert hand == built                       # statements compare by value (not location)
+    assert hand == built  # statements compare by value (not location)
     assert parse_text(print_program(built)) == built
 
 
@@ -186,6 +228,7 @@ def test_builder_rejects_bad_arguments():
 
 # --- cube -> vector through GM --------------------------------------------------------------
 
+
 def _cube_to_vector(pipe, bd=2):
     """The AIC writes a tile to GM (acc over PIPE_FIX, or its L1 copy of A over PIPE_MTE3),
     sets flag 3; each AIV waits for it on MTE2, loads its half, doubles it, stores it."""
@@ -198,26 +241,27 @@ def _cube_to_vector(pipe, bd=2):
     row = k.block_idx * 16
     with k.cube():
         ma = k.tile("mat", "f16", 16, 32, blayout="col_major", slayout="row_major")
-        e1 = k.TLOAD(ma, a[row:row + 16, :])
+        e1 = k.TLOAD(ma, a[row : row + 16, :])
         if pipe == "FIX":
             mb = k.tile("mat", "f16", 32, 64, blayout="col_major", slayout="row_major")
             la = k.tile("left", "f16", 16, 32, slayout="row_major")
             rb = k.tile("right", "f16", 32, 64, slayout="col_major")
-            acc = k.tile("acc", "f32", 16, 64, blayout="col_major", slayout="row_major",
-                         fractal=1024)
+            acc = k.tile(
+                "acc", "f32", 16, 64, blayout="col_major", slayout="row_major", fractal=1024
+            )
             e2 = k.TLOAD(mb, b)
             e = k.TMATMUL(acc, la, rb, k.TEXTRACT(la, ma, 0, 0, e1), k.TMOV(rb, mb, e2))
-            e = k.TSTORE(w[row:row + 16, :], acc, e)
+            e = k.TSTORE(w[row : row + 16, :], acc, e)
         else:
-            e = k.TSTORE(w[row:row + 16, :], ma, e1)
+            e = k.TSTORE(w[row : row + 16, :], ma, e1)
         k.sync_set(pipe, 3, e)
     with k.vector():
         k.sync_wait("MTE2", 3)
         t = k.tile("vec", dt, 8, cols)
         r0 = row + k.subblock_idx * 8
-        e = k.TLOAD(t, w[r0:r0 + 8, :])
+        e = k.TLOAD(t, w[r0 : r0 + 8, :])
         e = k.TMULS(t, t, 2.0, e)
-        k.TSTORE(out[r0:r0 + 8, :], t, e)
+        k.TSTORE(out[r0 : r0 + 8, :], t, e)
     return k
 
 
@@ -227,15 +271,16 @@ def test_vector_units_load_what_the_cube_stored_after_its_set(pipe):
     A = r.output("a").reshape(32, 32).astype(np.float32)
     B = r.output("b").reshape(32, 64).astype(np.float32)
     want = 2 * (A @ B) if pipe == "FIX" else 2 * A
-    np.testing.assert_allclose(r.output("out").reshape(want.shape).astype(np.float32), want,
-                               rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(
+        r.output("out").reshape(want.shape).astype(np.float32), want, rtol=1e-3, atol=1e-2
+    )
     tr = r.trace
     for core in (0, 1):
         aic = tr[(tr.core == core) & (tr.unit == "AIC")]
         store_end = aic[(aic.opcode == "TSTORE")].end_cycle.max()
         set_at = aic[aic.opcode == "sync.set"]
         assert set_at["pipe"].tolist() == [f"PIPE_{pipe}"]
-        assert int(set_at.start_cycle.iloc[0]) == store_end     # fires when its pipe is done
+        assert int(set_at.start_cycle.iloc[0]) == store_end  # fires when its pipe is done
         for unit in ("AIV0", "AIV1"):
             aiv = tr[(tr.core == core) & (tr.unit == unit)]
             wait = aiv[aiv.opcode == "sync.wait"]
@@ -251,10 +296,16 @@ def test_without_the_flag_the_vector_load_overlaps_the_store():
     k = _cube_to_vector("FIX", bd=1)
     p = k.program()
     import attrs
+
     from sim.isa.program import Section
+
     fn = p.main
-    body = tuple(attrs.evolve(st, body=tuple(s for s in st.body if type(s) is not SyncWait))
-                 if isinstance(st, Section) else st for st in fn.body)
+    body = tuple(
+        attrs.evolve(st, body=tuple(s for s in st.body if type(s) is not SyncWait))
+        if isinstance(st, Section)
+        else st
+        for st in fn.body
+    )
     p = attrs.evolve(p, functions=(attrs.evolve(fn, body=body),))
     tr = sim.simulate(p).trace
     store_end = tr[(tr.unit == "AIC") & (tr.opcode == "TSTORE")].end_cycle.max()
@@ -302,7 +353,7 @@ _TAIL = """    %nxt0 = arith.addi %b, %c1 : index
 """
 _MIDDLES = {
     "mode0": "    pto.sync.set <PIPE_MTE3>, 5 {ffts_mode = 0 : i32}\n"
-             "    pto.sync.wait <PIPE_MTE2>, 5 {ffts_mode = 0 : i32}\n",
+    "    pto.sync.wait <PIPE_MTE2>, 5 {ffts_mode = 0 : i32}\n",
     "hard": "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<aiv_only>\n",
     "soft": "    pto.syncall() mode = #pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<aiv_only>\n",
 }
@@ -320,17 +371,17 @@ def _neighbours(middle, cores=4):
 def test_every_core_waits_for_the_slow_one_before_reading_its_rows(middle):
     r, X = _neighbours(middle)
     Y = X.copy()
-    Y[32:48] += 8                                       # core 2's eight TADDS
+    Y[32:48] += 8  # core 2's eight TADDS
     np.testing.assert_array_equal(r.output("y").reshape(64, 64), Y)
     np.testing.assert_array_equal(r.output("x").reshape(64, 64), np.roll(Y, -16, axis=0))
     tr = r.trace
     slow_store = int(tr[(tr.core == 2) & (tr.opcode == "TSTORE")].end_cycle.min())
     fast_store = int(tr[(tr.core == 0) & (tr.opcode == "TSTORE")].end_cycle.min())
-    assert fast_store < slow_store                      # core 2 really is late
+    assert fast_store < slow_store  # core 2 really is late
     wait_op = "sync.wait" if middle == "mode0" else "syncall"
     waits = tr[(tr.opcode == wait_op) & (tr.kind == "wait_flag")]
     assert sorted(waits.core.unique()) == [0, 1, 2, 3]
-    assert (waits.end_cycle >= slow_store).all()        # nobody passes before core 2 arrives
+    assert (waits.end_cycle >= slow_store).all()  # nobody passes before core 2 arrives
     second = tr[(tr.opcode == "TLOAD")].groupby("core").start_cycle.max()
     assert (second >= slow_store).all()
 
@@ -338,9 +389,7 @@ def test_every_core_waits_for_the_slow_one_before_reading_its_rows(middle):
 def test_a_syncall_in_a_loop_meets_once_per_iteration():
     """The second execution of a syncall statement issues its items again (they are kept
     per statement as a tuple, which the walk once handed to the pipes as one item)."""
-    loop = ("    scf.for %j = %c0 to %c2 step %c1 {\n"
-            f"  {_MIDDLES['hard']}"
-            "    }\n")
+    loop = f"    scf.for %j = %c0 to %c2 step %c1 {{\n  {_MIDDLES['hard']}    }}\n"
     p = parse_text(_HEAD + loop + _TAIL, "loop.pto")
     x = np.arange(16 * 4 * 64, dtype=np.float32)
     r = sim.simulate(p, block_dim=4, inputs={"x": x.copy()})
@@ -359,7 +408,7 @@ def test_soft_syncall_costs_gm_traffic_the_hard_one_does_not():
     soft, _ = _neighbours("soft")
     blocks = soft.trace[soft.trace.opcode == "SYNCALL"]
     assert sorted(set(blocks["pipe"])) == ["PIPE_MTE2", "PIPE_MTE3"]
-    assert set(blocks.bytes) == {32} and len(blocks) == 8      # write + read on 4 cores
+    assert set(blocks.bytes) == {32} and len(blocks) == 8  # write + read on 4 cores
     assert (hard.trace.opcode == "SYNCALL").sum() == 0
     assert soft.total_cycles > hard.total_cycles
 
@@ -370,27 +419,33 @@ def test_mode1_waits_for_both_vector_units_of_the_core():
     with k.vector():
         t = k.tile("vec", "f32", 8, 64)
         r0 = k.subblock_idx * 8
-        e = k.TLOAD(t, x[r0:r0 + 8, :])
+        e = k.TLOAD(t, x[r0 : r0 + 8, :])
         k.sync_set("MTE2", 1, e, mode=1)
         k.sync_wait("V", 1, mode=1)
         k.TMULS(t, t, 2.0)
     with k.cube():
-        k.sync_wait("MTE2", 7)                           # never set: checks the message
+        k.sync_wait("MTE2", 7)  # never set: checks the message
     with pytest.raises(DeadlockError) as e:
         sim.simulate(k)
-    assert "core 0 AIC PIPE_S (dispatch) waits for flag FFTS flag 7 (ffts_mode 2) for PIPE_MTE2" in str(e.value)
+    assert (
+        "core 0 AIC PIPE_S (dispatch) waits for flag FFTS flag 7 (ffts_mode 2) for PIPE_MTE2"
+        in str(e.value)
+    )
     assert "no set yet from core 0 AIV0, core 0 AIV1" in str(e.value)
-    assert "AIV0" not in {s["unit"] for s in e.value.stuck}    # the vector units finished
+    assert "AIV0" not in {s["unit"] for s in e.value.stuck}  # the vector units finished
 
 
 # --- deadlocks and the 4-bit counter ---------------------------------------------------------
 
-_NOT_REACHED = kernel("""    %b = pto.get_block_idx : index
+_NOT_REACHED = kernel(
+    """    %b = pto.get_block_idx : index
     %c0 = arith.constant 0 : index
     %z = arith.cmpi ne, %b, %c0 : index
     scf.if %z {
       pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<aiv_only>
-    }""", args="%x: !pto.ptr<f32>")
+    }""",
+    args="%x: !pto.ptr<f32>",
+)
 
 
 def test_a_syncall_one_core_never_reaches_is_a_deadlock_naming_it():
@@ -398,8 +453,10 @@ def test_a_syncall_one_core_never_reaches_is_a_deadlock_naming_it():
         sim.simulate(parse_text(_NOT_REACHED, "nr.pto"), block_dim=3)
     msg = str(e.value)
     for core in (1, 2):
-        assert (f"core {core} AIV0 PIPE_S (dispatch) waits for flag syncall hard aiv_only "
-                f"(FFTS flag 14 SYNC_AIV_ONLY_ALL, 3 units)") in msg
+        assert (
+            f"core {core} AIV0 PIPE_S (dispatch) waits for flag syncall hard aiv_only "
+            f"(FFTS flag 14 SYNC_AIV_ONLY_ALL, 3 units)"
+        ) in msg
     assert "no set yet from core 0 AIV0" in msg and "nr.pto:7:7" in msg
     assert sorted(s["core"] for s in e.value.stuck) == [1, 2]
 
@@ -420,9 +477,11 @@ def test_a_wait_no_set_can_satisfy_names_core_unit_pipe_flag():
     with pytest.raises(DeadlockError) as e:
         sim.simulate(parse_text(text, "w.pto"), block_dim=2)
     msg = str(e.value)
-    assert ("core 1 AIV1 PIPE_S (dispatch) waits for flag FFTS flag 2 (ffts_mode 2) for "
-            "PIPE_MTE2 (#0 sync.wait (w.pto:7:7)): no set yet from core 1 AIC") in msg
-    with pytest.raises(VerifyError, match="never set"):      # check sees it without a run
+    assert (
+        "core 1 AIV1 PIPE_S (dispatch) waits for flag FFTS flag 2 (ffts_mode 2) for "
+        "PIPE_MTE2 (#0 sync.wait (w.pto:7:7)): no set yet from core 1 AIC"
+    ) in msg
+    with pytest.raises(VerifyError, match="never set"):  # check sees it without a run
         check_program(parse_text(text, "w.pto"), load_target("a2a3"))
 
 
@@ -439,46 +498,63 @@ def _repeated_sets(n_sets, n_waits):
 
 def test_fifteen_pending_sets_fit_the_counter_a_sixteenth_is_an_error():
     sim.simulate(_repeated_sets(15, 15))
-    sim.simulate(_repeated_sets(30, 30), sync="ideal")       # ideal sync never blocks
+    sim.simulate(_repeated_sets(30, 30), sync="ideal")  # ideal sync never blocks
     with pytest.raises(SimulationError) as e:
         sim.simulate(_repeated_sets(16, 16))
-    assert "core 0 AIC: FFTS flag 4 (ffts_mode 2): a 16th pending set toward core 0 AIV0" in str(e.value)
+    assert "core 0 AIC: FFTS flag 4 (ffts_mode 2): a 16th pending set toward core 0 AIV0" in str(
+        e.value
+    )
 
 
 def test_a_wait_consumes_one_set_so_a_second_wait_deadlocks():
-    with pytest.raises(DeadlockError, match="core 0 AIV0 PIPE_S .dispatch. waits for flag FFTS flag 4"):
+    with pytest.raises(
+        DeadlockError, match="core 0 AIV0 PIPE_S .dispatch. waits for flag FFTS flag 4"
+    ):
         sim.simulate(_repeated_sets(1, 2))
 
 
 # --- check rules ----------------------------------------------------------------------------
+
 
 def _check(body):
     text = kernel(body)
     check_program(parse_text(text, "c.pto"), load_target("a2a3"))
 
 
-@pytest.mark.parametrize("body, what", [
-    ("    pto.sync.set <PIPE_V>, 16\n    pto.sync.wait <PIPE_V>, 16", "expected 0..15"),
-    ("    pto.sync.set <PIPE_V>, 12\n    pto.sync.wait <PIPE_V>, 12\n"
-     "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<mix>",
-     "reserved by pto.syncall"),
-    ("    pto.section.cube {\n      pto.sync.set <PIPE_V>, 1\n    }", "without PIPE_V"),
-    ("    pto.section.cube {\n      pto.sync.set <PIPE_FIX>, 1 {ffts_mode = 1 : i32}\n    }",
-     "ffts_mode 1"),
-    ("    pto.section.vector {\n      pto.sync.set <PIPE_MTE3>, 1\n"
-     "      pto.sync.wait <PIPE_MTE2>, 1\n    }", "never set"),       # mode 2: needs the cube
-])
+@pytest.mark.parametrize(
+    "body, what",
+    [
+        ("    pto.sync.set <PIPE_V>, 16\n    pto.sync.wait <PIPE_V>, 16", "expected 0..15"),
+        (
+            "    pto.sync.set <PIPE_V>, 12\n    pto.sync.wait <PIPE_V>, 12\n"
+            "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<mix>",
+            "reserved by pto.syncall",
+        ),
+        ("    pto.section.cube {\n      pto.sync.set <PIPE_V>, 1\n    }", "without PIPE_V"),
+        (
+            "    pto.section.cube {\n      pto.sync.set <PIPE_FIX>, 1 {ffts_mode = 1 : i32}\n    }",
+            "ffts_mode 1",
+        ),
+        (
+            "    pto.section.vector {\n      pto.sync.set <PIPE_MTE3>, 1\n"
+            "      pto.sync.wait <PIPE_MTE2>, 1\n    }",
+            "never set",
+        ),  # mode 2: needs the cube
+    ],
+)
 def test_check_rejects_what_cannot_run(body, what):
     with pytest.raises(VerifyError, match=what):
         _check(body)
 
 
 def test_check_accepts_matched_and_dynamic_flags():
-    _check("    pto.section.cube {\n      pto.sync.set <PIPE_FIX>, 1\n    }\n"
-           "    pto.section.vector {\n      pto.sync.wait <PIPE_MTE2>, 1\n"
-           "      pto.sync.set <PIPE_MTE3>, %n {ffts_mode = 0 : i32}\n"
-           "      pto.sync.wait <PIPE_MTE2>, 9 {ffts_mode = 0 : i32}\n    }\n"
-           "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<mix>")
+    _check(
+        "    pto.section.cube {\n      pto.sync.set <PIPE_FIX>, 1\n    }\n"
+        "    pto.section.vector {\n      pto.sync.wait <PIPE_MTE2>, 1\n"
+        "      pto.sync.set <PIPE_MTE3>, %n {ffts_mode = 0 : i32}\n"
+        "      pto.sync.wait <PIPE_MTE2>, 9 {ffts_mode = 0 : i32}\n    }\n"
+        "    pto.syncall() mode = #pto.sync_all_mode<hard>, core_type = #pto.sync_core_type<mix>"
+    )
 
 
 def test_run_rejects_a_flag_id_outside_4_bits_and_mode_1_on_the_cube():
@@ -487,8 +563,7 @@ def test_run_rejects_a_flag_id_outside_4_bits_and_mode_1_on_the_cube():
         k.sync_set("FIX", 1, mode=1)
     with pytest.raises(UserError, match="ffts_mode 1 synchronises the vector units"):
         sim.simulate(k)
-    text = kernel("    %c = arith.constant 20 : index\n    pto.sync.set <PIPE_V>, %c",
-                  args="")
+    text = kernel("    %c = arith.constant 20 : index\n    pto.sync.set <PIPE_V>, %c", args="")
     with pytest.raises(UserError, match="flag id: expected 0..15"):
         sim.simulate(parse_text(text))
 
@@ -502,6 +577,7 @@ def test_set_ffts_is_recorded_and_costs_nothing():
 
 def test_cli_runs_a_syncall_kernel_and_reports_its_deadlock(tmp_path, capsys):
     from sim.cli import main
+
     f = tmp_path / "nr.pto"
     f.write_text(_NOT_REACHED)
     assert main(["run", str(f), "--block-dim", "2", "--quiet"]) == 2
@@ -510,8 +586,10 @@ def test_cli_runs_a_syncall_kernel_and_reports_its_deadlock(tmp_path, capsys):
     assert main(["run", str(f), "--block-dim", "1", "--quiet"]) == 0
 
 
-@pytest.mark.parametrize("core_type, units", [
-    ("mix", {"AIC", "AIV0", "AIV1"}), ("aic_only", {"AIC"}), ("aiv_only", {"AIV0", "AIV1"})])
+@pytest.mark.parametrize(
+    "core_type, units",
+    [("mix", {"AIC", "AIV0", "AIV1"}), ("aic_only", {"AIC"}), ("aiv_only", {"AIV0", "AIV1"})],
+)
 def test_syncall_core_type_picks_the_units_that_meet(core_type, units):
     """The cubes load a large tile first; the units of ``core_type`` meet after it."""
     k = sim.Kernel("mix", block_dim=2)
@@ -527,10 +605,11 @@ def test_syncall_core_type_picks_the_units_that_meet(core_type, units):
     meet = tr[(tr.opcode == "syncall") & (tr.kind == "wait_flag")]
     assert set(meet.unit) == units and sorted(set(meet.core)) == [0, 1]
     last_load = tr[(tr.opcode == "TLOAD") & tr.unit.isin(list(units))].end_cycle.max()
-    assert (meet.end_cycle == last_load).all()          # everyone leaves with the slowest
+    assert (meet.end_cycle == last_load).all()  # everyone leaves with the slowest
 
 
 # --- A5 set_intra_block / wait_intra_block ----------------------------------------------------
+
 
 def _intra(both=True):
     """Each AIV doubles its half of a and stores it to w, then tells the cube (id 5); the
@@ -548,13 +627,13 @@ def _intra(both=True):
     with k.vector():
         t, u = k.tile("vec", "f16", 8, 32), k.tile("vec", "f16", 8, 32)
         r0 = row + k.subblock_idx * 8
-        e = k.TLOAD(t, a[r0:r0 + 8, :])
+        e = k.TLOAD(t, a[r0 : r0 + 8, :])
         e = k.TMULS(t, t, 2.0, e)
-        e = k.TSTORE(w[r0:r0 + 8, :], t, e)
+        e = k.TSTORE(w[r0 : r0 + 8, :], t, e)
         k.set_intra_block("MTE3", 5, e)
         k.wait_intra_block("MTE2", 3)
         other = row + 8 - k.subblock_idx * 8
-        k.TSTORE(out[r0:r0 + 8, :], u, k.TLOAD(u, w[other:other + 8, :]))
+        k.TSTORE(out[r0 : r0 + 8, :], u, k.TLOAD(u, w[other : other + 8, :]))
     return k
 
 
@@ -563,11 +642,11 @@ def test_intra_block_ids_address_each_vector_unit_through_the_cube():
     W = 2 * r.output("a").reshape(32, 32).astype(np.float32)
     want = np.concatenate([W[8:16], W[0:8], W[24:32], W[16:24]])
     np.testing.assert_array_equal(r.output("out").reshape(32, 32).astype(np.float32), want)
-    assert [x for x in r.races if x.kind in ("RAW", "WAR", "WAW")] == []   # ordered via the cube
+    assert [x for x in r.races if x.kind in ("RAW", "WAR", "WAW")] == []  # ordered via the cube
     tr = r.trace
     for core in (0, 1):
         stores = tr[(tr.core == core) & (tr.opcode == "TSTORE")]
-        last_w = stores.groupby("unit").end_cycle.min().max()      # both halves of w written
+        last_w = stores.groupby("unit").end_cycle.min().max()  # both halves of w written
         loads = tr[(tr.core == core) & (tr.opcode == "TLOAD")].groupby("unit").start_cycle.max()
         assert (loads >= last_w).all()
     assert "pto.set_intra_block #pto.pipe<PIPE_MTE2>, 19" in print_program(_intra().program())
@@ -577,8 +656,9 @@ def test_intra_block_without_the_second_id_leaves_aiv1_waiting():
     with pytest.raises(DeadlockError) as e:
         sim.simulate(_intra(both=False), "a5")
     msg = str(e.value)
-    assert ("core 0 AIV1 PIPE_S (dispatch) waits for flag intra-block flag 3 AIC->AIV1 for "
-            "PIPE_MTE2") in msg and "no set yet from core 0 AIC" in msg
+    assert (
+        "core 0 AIV1 PIPE_S (dispatch) waits for flag intra-block flag 3 AIC->AIV1 for PIPE_MTE2"
+    ) in msg and "no set yet from core 0 AIC" in msg
     assert "AIV0" not in msg
 
 
@@ -595,7 +675,11 @@ def test_intra_block_ids_are_checked():
     with pytest.raises(VerifyError, match="expected 0..15 .intra-block ids"):
         check_program(k.program(), load_target("a5"))
     with pytest.raises(VerifyError, match="no set_intra_block of the other unit kind"):
-        _check("    pto.section.cube {\n      pto.set_intra_block <PIPE_MTE2>, 19\n    }\n"
-               "    pto.section.vector {\n      pto.wait_intra_block <PIPE_MTE2>, 4\n    }")
-    _check("    pto.section.cube {\n      pto.set_intra_block <PIPE_MTE2>, 19\n    }\n"
-           "    pto.section.vector {\n      pto.wait_intra_block <PIPE_MTE2>, 3\n    }")
+        _check(
+            "    pto.section.cube {\n      pto.set_intra_block <PIPE_MTE2>, 19\n    }\n"
+            "    pto.section.vector {\n      pto.wait_intra_block <PIPE_MTE2>, 4\n    }"
+        )
+    _check(
+        "    pto.section.cube {\n      pto.set_intra_block <PIPE_MTE2>, 19\n    }\n"
+        "    pto.section.vector {\n      pto.wait_intra_block <PIPE_MTE2>, 3\n    }"
+    )

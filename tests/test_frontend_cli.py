@@ -28,9 +28,18 @@ def run(capsys, *argv):
 def test_run_binds_inputs_and_writes_outputs(tmp_path, capsys):
     x = np.random.default_rng(0).uniform(1, 4, (16, 64)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
-    code, out, err = run(capsys, "run", EX / "tdivs.pto", "--input", f"px={tmp_path / 'x.npy'}",
-                         "--output", f"pq={tmp_path / 'q.npy'}", "--output",
-                         f"%pr={tmp_path / 'r.npy'}", "--json")
+    code, out, err = run(
+        capsys,
+        "run",
+        EX / "tdivs.pto",
+        "--input",
+        f"px={tmp_path / 'x.npy'}",
+        "--output",
+        f"pq={tmp_path / 'q.npy'}",
+        "--output",
+        f"%pr={tmp_path / 'r.npy'}",
+        "--json",
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["kernel"] == "tdivs_16x64" and report["target"] == "a2a3"
@@ -44,18 +53,32 @@ def test_run_scalar_arguments(tmp_path, capsys):
     b = np.random.default_rng(2).standard_normal((128, 64)).astype(np.float32)
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
-    code, out, err = run(capsys, "run", EX / "relu_sub_db.pto", "--arg", "k=2",
-                         "--input", f"pa={tmp_path / 'a.npy'}", "--input", f"pb={tmp_path / 'b.npy'}",
-                         "--output", f"po={tmp_path / 'o.npy'}")
+    code, out, err = run(
+        capsys,
+        "run",
+        EX / "relu_sub_db.pto",
+        "--arg",
+        "k=2",
+        "--input",
+        f"pa={tmp_path / 'a.npy'}",
+        "--input",
+        f"pb={tmp_path / 'b.npy'}",
+        "--output",
+        f"po={tmp_path / 'o.npy'}",
+    )
     assert code == 0, err
     assert "%po written to" in out
-    np.testing.assert_array_equal(np.load(tmp_path / "o.npy").reshape(128, 64), np.maximum(a - b, 0))
+    np.testing.assert_array_equal(
+        np.load(tmp_path / "o.npy").reshape(128, 64), np.maximum(a - b, 0)
+    )
 
 
 def test_unbound_inputs_get_seeded_random_data(tmp_path, capsys):
     outs = []
     for i in range(2):
-        code, _, err = run(capsys, "run", EX / "tdivs.pto", "--output", f"pq={tmp_path / f'q{i}.npy'}")
+        code, _, err = run(
+            capsys, "run", EX / "tdivs.pto", "--output", f"pq={tmp_path / f'q{i}.npy'}"
+        )
         assert code == 0, err
         outs.append(np.load(tmp_path / f"q{i}.npy"))
     np.testing.assert_array_equal(outs[0], outs[1])
@@ -70,7 +93,9 @@ def test_target_comes_from_the_module_unless_given(capsys):
 
 
 def test_unknown_target_attribute_is_an_error_unless_overridden(tmp_path, capsys):
-    src = (EX / "tdivs.pto").read_text().replace('pto.target_arch = "a2a3"', 'pto.target_arch = "a7"')
+    src = (
+        (EX / "tdivs.pto").read_text().replace('pto.target_arch = "a2a3"', 'pto.target_arch = "a7"')
+    )
     path = tmp_path / "k.pto"
     path.write_text(src)
     code, _, err = run(capsys, "check", path)
@@ -79,14 +104,17 @@ def test_unknown_target_attribute_is_an_error_unless_overridden(tmp_path, capsys
     assert code == 0, err
 
 
-@pytest.mark.parametrize("argv, what", [
-    (["--arg", "nope=1"], "no scalar argument %nope"),
-    (["--arg", "k=abc"], "expected a value of type index"),
-    (["--arg", "k"], "expected NAME=VALUE"),
-    (["--input", "zz=x.npy"], "no GM pointer argument %zz"),
-    (["--input", "pa=missing.npy"], "no such file"),
-    (["--output", "k=o.npy"], "no GM pointer argument %k"),
-])
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (["--arg", "nope=1"], "no scalar argument %nope"),
+        (["--arg", "k=abc"], "expected a value of type index"),
+        (["--arg", "k"], "expected NAME=VALUE"),
+        (["--input", "zz=x.npy"], "no GM pointer argument %zz"),
+        (["--input", "pa=missing.npy"], "no such file"),
+        (["--output", "k=o.npy"], "no GM pointer argument %k"),
+    ],
+)
 def test_run_option_mistakes(argv, what, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run(capsys, "run", EX / "relu_sub_db.pto", *argv)
@@ -94,12 +122,17 @@ def test_run_option_mistakes(argv, what, capsys, tmp_path, monkeypatch):
 
 
 def test_check_reports_verifier_failures_at_the_instruction(tmp_path, capsys):
-    src = (EX / "tdivs.pto").read_text().replace("16x64xf32>", "16x64xi8>") \
-        .replace("!pto.tile_buf<vec, 16x64xi8>, f32", "!pto.tile_buf<vec, 16x64xi8>, i8") \
-        .replace("%three = arith.constant 3.000000e+00 : f32", "%three = arith.constant 3 : i8") \
-        .replace("%one = arith.constant 1.000000e+00 : f32", "%one = arith.constant 1 : i8") \
-        .replace("f32, !pto.tile_buf", "i8, !pto.tile_buf").replace("!pto.ptr<f32>", "!pto.ptr<i8>") \
+    src = (
+        (EX / "tdivs.pto")
+        .read_text()
+        .replace("16x64xf32>", "16x64xi8>")
+        .replace("!pto.tile_buf<vec, 16x64xi8>, f32", "!pto.tile_buf<vec, 16x64xi8>, i8")
+        .replace("%three = arith.constant 3.000000e+00 : f32", "%three = arith.constant 3 : i8")
+        .replace("%one = arith.constant 1.000000e+00 : f32", "%one = arith.constant 1 : i8")
+        .replace("f32, !pto.tile_buf", "i8, !pto.tile_buf")
+        .replace("!pto.ptr<f32>", "!pto.ptr<i8>")
         .replace("?x?xf32", "?x?xi8")
+    )
     path = tmp_path / "bad.pto"
     path.write_text(src)
     code, out, err = run(capsys, "check", path)
@@ -107,7 +140,7 @@ def test_check_reports_verifier_failures_at_the_instruction(tmp_path, capsys):
     head, line, caret = err.splitlines()[:3]
     assert head.startswith(f"{path}:") and ": error: TLOAD" not in head
     assert "error: TDIVS: operand" in head and "dtype" in head
-    lineno, col = map(int, head[len(str(path)) + 1:].split(":")[:2])
+    lineno, col = map(int, head[len(str(path)) + 1 :].split(":")[:2])
     assert line == src.splitlines()[lineno - 1] and caret == " " * (col - 1) + "^"
 
 
@@ -116,13 +149,18 @@ def test_check_reports_parse_errors_with_a_caret(tmp_path, capsys):
     path.write_text("module {\n  func.func @k() {\n    %v = pto.vlds %x\n    return\n  }\n}\n")
     code, out, err = run(capsys, "check", path)
     assert code == 2 and out == ""
-    assert err.splitlines() == [f"{path}:3:10: error: unsupported op 'pto.vlds'",
-                                "    %v = pto.vlds %x", "         ^"]
+    assert err.splitlines() == [
+        f"{path}:3:10: error: unsupported op 'pto.vlds'",
+        "    %v = pto.vlds %x",
+        "         ^",
+    ]
 
 
 def test_run_reports_parse_errors_too(tmp_path, capsys):
     path = tmp_path / "k.pto"
-    path.write_text("module {\n  func.func @k() {\n    pto.trelu ins(%a) outs(%a)\n    return\n  }\n}\n")
+    path.write_text(
+        "module {\n  func.func @k() {\n    pto.trelu ins(%a) outs(%a)\n    return\n  }\n}\n"
+    )
     code, _, err = run(capsys, "run", path)
     assert code == 2 and err.startswith(f"{path}:3:19: error: use of undefined value '%a'")
 
@@ -149,7 +187,13 @@ def test_console_script_exit_code_and_no_traceback(tmp_path):
     bad = tmp_path / "bad.pto"
     bad.write_text('module {\n  func.func @k() {\n    "pto.tmov"() : () -> ()\n  }\n}\n')
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    r = subprocess.run([sys.executable, "-m", "sim", "check", str(bad)], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "sim", "check", str(bad)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.startswith(f"{bad}:3:5: error: unsupported: generic MLIR operation form")

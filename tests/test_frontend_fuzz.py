@@ -64,27 +64,99 @@ module attributes {"pto.device-spec" = "Ascend910B1"} {
 """
 # ... and the spellings compilers emit (tests/data/wild: 5-D views, view arguments and
 # yields, multi-tiles, memref.alloc, dense constants, hif8, the ops beyond the reference)
-WILD = sorted((ROOT / "tests" / "data" / "wild").rglob("*.pto")) + [ROOT / "tests" / "data" / "talloc_to_aiv.pto"]
-SOURCES = [p.read_text() for p in sorted((ROOT / "examples").glob("*.pto"))] + [RARE] + \
-    [p.read_text() for p in WILD]
+WILD = sorted((ROOT / "tests" / "data" / "wild").rglob("*.pto")) + [
+    ROOT / "tests" / "data" / "talloc_to_aiv.pto"
+]
+SOURCES = (
+    [p.read_text() for p in sorted((ROOT / "examples").glob("*.pto"))]
+    + [RARE]
+    + [p.read_text() for p in WILD]
+)
 _TOKEN = re.compile(r"\s+|[%@!#]?[\w.$-]+(?:<[^<>\n]*>)?|\"[^\"\n]*\"|.", re.S)
 
 # a few fragments worth splicing in: other spellings, and constructs out of scope
-SNIPPETS = ["pto.vlds", "scf.while", '"pto.tmov"', "^bb0:", "memref<4xf32>", "!pto.tile<4x4xf32>",
-            "{", "}", "(", ")", "[", "]", "<", ">", ",", ":", "=", "->", "%", "@", "!", "#",
-            "?", "0x", "08", "0x1F", "1e999", "-", "iter_args", "else", "pto.set_flag", "arith.cmpi",
-            "!pto.tile_buf<vec, 16x64xf32, valid=?x?>", "#pto<cmp lt>", "\n", "//", "\"",
-            "%c0", "%0:2", "scf.yield", "return", "pto.section.cube", "func.func private @f()",
-            "dense<1.5>", "dense<[1, 2]>", "!pto.hif8", "!pto.multi_tile_buf<vec, 16x16xf16, count=2>",
-            "count=0", "pto.multi_tile_get", "pto.alloc_multi_tile", "memref.alloc()",
-            "memref<16x16xf32, #pto.address_space<vec>>", "!pto.partition_tensor_view<1x2x3x4x8xf32>",
-            "pto.talloc_to_aiv", "valid_row = %c0", "pto.tmrgsort", "pto.mgather"]
+SNIPPETS = [
+    "pto.vlds",
+    "scf.while",
+    '"pto.tmov"',
+    "^bb0:",
+    "memref<4xf32>",
+    "!pto.tile<4x4xf32>",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "<",
+    ">",
+    ",",
+    ":",
+    "=",
+    "->",
+    "%",
+    "@",
+    "!",
+    "#",
+    "?",
+    "0x",
+    "08",
+    "0x1F",
+    "1e999",
+    "-",
+    "iter_args",
+    "else",
+    "pto.set_flag",
+    "arith.cmpi",
+    "!pto.tile_buf<vec, 16x64xf32, valid=?x?>",
+    "#pto<cmp lt>",
+    "\n",
+    "//",
+    '"',
+    "%c0",
+    "%0:2",
+    "scf.yield",
+    "return",
+    "pto.section.cube",
+    "func.func private @f()",
+    "dense<1.5>",
+    "dense<[1, 2]>",
+    "!pto.hif8",
+    "!pto.multi_tile_buf<vec, 16x16xf16, count=2>",
+    "count=0",
+    "pto.multi_tile_get",
+    "pto.alloc_multi_tile",
+    "memref.alloc()",
+    "memref<16x16xf32, #pto.address_space<vec>>",
+    "!pto.partition_tensor_view<1x2x3x4x8xf32>",
+    "pto.talloc_to_aiv",
+    "valid_row = %c0",
+    "pto.tmrgsort",
+    "pto.mgather",
+]
 
 
 def _mutate(text: str, data) -> str:
-    ops = data.draw(st.lists(st.sampled_from(
-        ["del_char", "dup_char", "swap_char", "del_tok", "dup_tok", "swap_tok", "del_line",
-         "dup_line", "swap_line", "insert"]), min_size=1, max_size=4))
+    ops = data.draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "del_char",
+                    "dup_char",
+                    "swap_char",
+                    "del_tok",
+                    "dup_tok",
+                    "swap_tok",
+                    "del_line",
+                    "dup_line",
+                    "swap_line",
+                    "insert",
+                ]
+            ),
+            min_size=1,
+            max_size=4,
+        )
+    )
     for op in ops:
         unit = op.split("_")[-1]
         if op == "insert":
@@ -112,8 +184,12 @@ def _mutate(text: str, data) -> str:
     return text
 
 
-@settings(max_examples=500, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=500,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(source=st.sampled_from(SOURCES), data=st.data())
 def test_mutated_examples_raise_only_parse_errors(source, data):
     text = _mutate(source, data)
@@ -129,14 +205,18 @@ def test_mutated_examples_raise_only_parse_errors(source, data):
     assert parse_text(printed, "printed.pto") == program
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(source=st.sampled_from(SOURCES), data=st.data())
 def test_mutated_kernels_that_parse_check_and_run_without_tracebacks(source, data):
     """What parses, ``check`` and ``run`` (timing-only or functional) either accept or reject with a user
     error (one ``ptosim: error:`` line), never an internal exception."""
-    from sim.engine.run import simulate
     from sim.base.errors import UserError
+    from sim.engine.run import simulate
     from sim.frontend import check_program, resolve_target
     from sim.isa.program import Scalar
     from sim.target import load_target
@@ -146,8 +226,11 @@ def test_mutated_kernels_that_parse_check_and_run_without_tracebacks(source, dat
         program = parse_text(text, "fuzz.pto")
         target = resolve_target(program, None, where="fuzz.pto")
         check_program(program, load_target(target))
-        args = {a.name: (True if a.type == "i1" else 1.0 if a.type.startswith(("f", "bf"))
-                         else 2) for a in program.main.args if isinstance(a, Scalar)}
+        args = {
+            a.name: (True if a.type == "i1" else 1.0 if a.type.startswith(("f", "bf")) else 2)
+            for a in program.main.args
+            if isinstance(a, Scalar)
+        }
         simulate(program, target, inputs=args, functional=data.draw(st.booleans()))
     except UserError:
         pass

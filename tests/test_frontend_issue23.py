@@ -34,56 +34,129 @@ def _kernel(body: str, args: str = "") -> str:
 # (construct, statement, expected message, column of the construct on line 8)
 CASES = [
     ("tquant", f"    pto.tquant ins(%t : {T}) outs(%u : {T})", "unsupported op 'pto.tquant'", 5),
-    ("set_quant_vector", f"    pto.set_quant_vector %t : {T}",
-     "unsupported op 'pto.set_quant_vector'", 5),
-    ("fence.barrier_all", "    pto.fence.barrier_all #pto.fence_scope<gm>",
-     "unsupported op 'pto.fence.barrier_all'", 5),
-    ("tscatter", f"    pto.tscatter ins(%t, %i : {T}, {I}) outs(%u : {T})",
-     "unsupported op 'pto.tscatter'", 5),
-    ("tconcatidx", f"    pto.tconcatidx ins(%t, %i : {T}, {I}) outs(%u : {T})",
-     "unsupported op 'pto.tconcatidx'", 5),
-    ("comm.tput", f"    pto.comm.tput %p, %t : !pto.ptr<f32>, {T}",
-     "unsupported op 'pto.comm.tput'", 5),
-    ("addptr", "    %q = pto.addptr %p, %c1 : !pto.ptr<f32> -> !pto.ptr<f32>",
-     "unsupported op 'pto.addptr'", 10),
-    ("get_validshape", f"    %vr, %vc = pto.get_validshape %t : {T}",
-     "unsupported op 'pto.get_validshape'", 16),
-    ("taxpy", f"    pto.taxpy ins(%t, %c1 : {T}, index) outs(%u : {T})",
-     "unsupported op 'pto.taxpy'", 5),
-    ("tfillpad_expand", f"    pto.tfillpad_expand ins(%t : {T}) outs(%u : {T})",
-     "unsupported op 'pto.tfillpad_expand'", 5),
-    ("tfillpad_inplace", f"    pto.tfillpad_inplace ins(%t : {T}) outs(%t : {T})",
-     "unsupported op 'pto.tfillpad_inplace'", 5),
-    ("fusion_region", f"    pto.fusion_region {{\n      pto.trelu ins(%t : {T}) outs(%u : {T})\n    }}",
-     "unsupported op 'pto.fusion_region'", 5),
-    ("scf.execute_region", "    scf.execute_region {\n      scf.yield\n    }",
-     "unsupported op 'scf.execute_region'", 5),
-    ("unrealized_conversion_cast", "    %x = builtin.unrealized_conversion_cast %c1 : index to i64",
-     "unsupported op 'builtin.unrealized_conversion_cast'", 10),
+    (
+        "set_quant_vector",
+        f"    pto.set_quant_vector %t : {T}",
+        "unsupported op 'pto.set_quant_vector'",
+        5,
+    ),
+    (
+        "fence.barrier_all",
+        "    pto.fence.barrier_all #pto.fence_scope<gm>",
+        "unsupported op 'pto.fence.barrier_all'",
+        5,
+    ),
+    (
+        "tscatter",
+        f"    pto.tscatter ins(%t, %i : {T}, {I}) outs(%u : {T})",
+        "unsupported op 'pto.tscatter'",
+        5,
+    ),
+    (
+        "tconcatidx",
+        f"    pto.tconcatidx ins(%t, %i : {T}, {I}) outs(%u : {T})",
+        "unsupported op 'pto.tconcatidx'",
+        5,
+    ),
+    (
+        "comm.tput",
+        f"    pto.comm.tput %p, %t : !pto.ptr<f32>, {T}",
+        "unsupported op 'pto.comm.tput'",
+        5,
+    ),
+    (
+        "addptr",
+        "    %q = pto.addptr %p, %c1 : !pto.ptr<f32> -> !pto.ptr<f32>",
+        "unsupported op 'pto.addptr'",
+        10,
+    ),
+    (
+        "get_validshape",
+        f"    %vr, %vc = pto.get_validshape %t : {T}",
+        "unsupported op 'pto.get_validshape'",
+        16,
+    ),
+    (
+        "taxpy",
+        f"    pto.taxpy ins(%t, %c1 : {T}, index) outs(%u : {T})",
+        "unsupported op 'pto.taxpy'",
+        5,
+    ),
+    (
+        "tfillpad_expand",
+        f"    pto.tfillpad_expand ins(%t : {T}) outs(%u : {T})",
+        "unsupported op 'pto.tfillpad_expand'",
+        5,
+    ),
+    (
+        "tfillpad_inplace",
+        f"    pto.tfillpad_inplace ins(%t : {T}) outs(%t : {T})",
+        "unsupported op 'pto.tfillpad_inplace'",
+        5,
+    ),
+    (
+        "fusion_region",
+        f"    pto.fusion_region {{\n      pto.trelu ins(%t : {T}) outs(%u : {T})\n    }}",
+        "unsupported op 'pto.fusion_region'",
+        5,
+    ),
+    (
+        "scf.execute_region",
+        "    scf.execute_region {\n      scf.yield\n    }",
+        "unsupported op 'scf.execute_region'",
+        5,
+    ),
+    (
+        "unrealized_conversion_cast",
+        "    %x = builtin.unrealized_conversion_cast %c1 : index to i64",
+        "unsupported op 'builtin.unrealized_conversion_cast'",
+        10,
+    ),
     ("memref", "    %m = pto.alloc_tile : memref<16x16xf32>", "unsupported type 'memref<...>'", 27),
-    ("vector", "    %v = arith.constant dense<0.0> : vector<8xf32>",
-     "unsupported type 'vector<...>'", 38),
-    ("f8E8M0", "    %f = pto.alloc_tile : !pto.tile_buf<vec, 32x32x!pto.f8E8M0>",
-     "unsupported element type '!pto.f8E8M0'", 52),
-    ("f4E2M1x2", "    %f = pto.alloc_tile : !pto.tile_buf<vec, 32x64x!pto.f4E2M1x2>",
-     "unsupported element type '!pto.f4E2M1x2'", 52),
-    ("partition_view without its result type",
-     "    %tv = pto.make_tensor_view %p, shape = [%c1, %c1], strides = [%c1, %c1] : "
-     "!pto.tensor_view<?x?xf32>\n    %pv = pto.partition_view %tv, offsets = [%c0, %c0], "
-     "sizes = [%c1, %c1] : !pto.tensor_view<?x?xf32>",
-     "'pto.partition_view': expected '->' and the result type after its operand types, "
-     "found '%z'", None),
-    ("treshape without its result type", f"    %r = pto.treshape %t : {T}",
-     "'pto.treshape': expected '->' and the result type after its operand types, found '%z'",
-     10),
-    ("func.call without its result types", "    func.call @k(%p, %c0) : (!pto.ptr<f32>, index)",
-     "'func.call': expected '->' and the result type after its operand types, found '%z'", 5),
+    (
+        "vector",
+        "    %v = arith.constant dense<0.0> : vector<8xf32>",
+        "unsupported type 'vector<...>'",
+        38,
+    ),
+    (
+        "f8E8M0",
+        "    %f = pto.alloc_tile : !pto.tile_buf<vec, 32x32x!pto.f8E8M0>",
+        "unsupported element type '!pto.f8E8M0'",
+        52,
+    ),
+    (
+        "f4E2M1x2",
+        "    %f = pto.alloc_tile : !pto.tile_buf<vec, 32x64x!pto.f4E2M1x2>",
+        "unsupported element type '!pto.f4E2M1x2'",
+        52,
+    ),
+    (
+        "partition_view without its result type",
+        "    %tv = pto.make_tensor_view %p, shape = [%c1, %c1], strides = [%c1, %c1] : "
+        "!pto.tensor_view<?x?xf32>\n    %pv = pto.partition_view %tv, offsets = [%c0, %c0], "
+        "sizes = [%c1, %c1] : !pto.tensor_view<?x?xf32>",
+        "'pto.partition_view': expected '->' and the result type after its operand types, "
+        "found '%z'",
+        None,
+    ),
+    (
+        "treshape without its result type",
+        f"    %r = pto.treshape %t : {T}",
+        "'pto.treshape': expected '->' and the result type after its operand types, found '%z'",
+        10,
+    ),
+    (
+        "func.call without its result types",
+        "    func.call @k(%p, %c0) : (!pto.ptr<f32>, index)",
+        "'func.call': expected '->' and the result type after its operand types, found '%z'",
+        5,
+    ),
 ]
 
 
 @pytest.mark.parametrize("what,stmt,message,col", CASES, ids=[c[0] for c in CASES])
-def test_a_construct_real_kernels_use_is_refused_at_its_line_and_column(what, stmt, message,
-                                                                         col):
+def test_a_construct_real_kernels_use_is_refused_at_its_line_and_column(what, stmt, message, col):
     with pytest.raises(ParseError) as e:
         parse_text(_kernel(stmt), "k.pto")
     text = str(e.value).splitlines()[0]
@@ -108,7 +181,11 @@ def test_check_and_run_refuse_in_one_line_with_exit_2(tmp_path, command):
     for what, stmt, message, _ in CASES[::4]:
         path = tmp_path / "k.pto"
         path.write_text(_kernel(stmt))
-        p = subprocess.run([sys.executable, "-m", "sim", command, str(path)],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "sim", command, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 2, (what, p.stderr)
         assert "Traceback" not in p.stderr and message in p.stderr, (what, p.stderr)

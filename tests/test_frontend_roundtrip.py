@@ -12,10 +12,34 @@ import pytest
 
 import sim
 from sim.frontend import parse_file, parse_text, print_program
-from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, GmPtr, If,
-                             Instr, MakeTensorView, PartitionView, PartView, PipeOp, Program,
-                             RawAttr, Return, Scalar, ScalarOp, Section, SetFlag,
-                             SetValidShape, Subview, TensorView, WaitFlag, Yield)
+from sim.isa.program import (
+    Alloc,
+    Arith,
+    Barrier,
+    Call,
+    Const,
+    For,
+    Function,
+    GmPtr,
+    If,
+    Instr,
+    MakeTensorView,
+    PartitionView,
+    PartView,
+    PipeOp,
+    Program,
+    RawAttr,
+    Return,
+    Scalar,
+    ScalarOp,
+    Section,
+    SetFlag,
+    SetValidShape,
+    Subview,
+    TensorView,
+    WaitFlag,
+    Yield,
+)
 from sim.isa.tile import Tile, TileType
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +50,7 @@ def roundtrip(p: Program) -> Program:
     text = print_program(p)
     q = parse_text(text, "printed.pto")
     assert q == p, text
-    assert print_program(q) == text          # the printed form is a fixed point
+    assert print_program(q) == text  # the printed form is a fixed point
     return q
 
 
@@ -102,10 +126,16 @@ def _every_statement_kind() -> Program:
     i, acc, acc2 = Scalar("i"), Scalar("acc"), Scalar("acc2")
     r0, r1 = Scalar("r#0"), Scalar("r#1", "f32")
     cond = Scalar("cond", "i1")
-    helper = Function("helper", (Scalar("x"), Tile("t", TB)), (
-        Arith(Scalar("y"), "arith.muli", (Scalar("x"), Scalar("x"))),
-        Return((Scalar("y"),)),
-    ), private=True, result_types=("index",))
+    helper = Function(
+        "helper",
+        (Scalar("x"), Tile("t", TB)),
+        (
+            Arith(Scalar("y"), "arith.muli", (Scalar("x"), Scalar("x"))),
+            Return((Scalar("y"),)),
+        ),
+        private=True,
+        result_types=("index",),
+    )
     decl = Function("ext", (Scalar("arg0", "i32"),), (), private=True)
     body = (
         Arith(c0, "arith.constant", (Const(0),)),
@@ -120,46 +150,82 @@ def _every_statement_kind() -> Program:
         Arith(Scalar("ov"), "arith.addi", (n, c1), {"flags": RawAttr("overflow<nsw>")}),
         MakeTensorView(tv, p, (n, Const(64)), (Const(64), c1), "dn"),
         PartitionView(pv, tv, (c0, c0), (Const(16), Const(64))),
-        Alloc(a), Alloc(b, Const(4096, "i64")),
+        Alloc(a),
+        Alloc(b, Const(4096, "i64")),
         Alloc(dyn, Const(65536, "i64"), n, Scalar("c1")),
         SetValidShape(dyn, Const(3), c1),
         Instr("TLOAD", (a,), (pv,)),
         Instr("TADDS", (b,), (a, s)),
         Instr("TDIVS", (b,), (Const(2.5, "f32"), a)),
-        Instr("TCVT", (b,), (a,), {"rmode": "CAST_RINT", "sat": True, "k": 3, "f": 0.25,
-                                   "raw": RawAttr("#pto<st_phase final>"), "u": RawAttr("unit"),
-                                   "name": "x\"y"}),
-        SetFlag("PIPE_MTE2", "PIPE_V", 0), WaitFlag("PIPE_MTE2", "PIPE_V", 0),
-        SetFlag("PIPE_V", "PIPE_MTE3", n), WaitFlag("PIPE_V", "PIPE_MTE3", n),
+        Instr(
+            "TCVT",
+            (b,),
+            (a,),
+            {
+                "rmode": "CAST_RINT",
+                "sat": True,
+                "k": 3,
+                "f": 0.25,
+                "raw": RawAttr("#pto<st_phase final>"),
+                "u": RawAttr("unit"),
+                "name": 'x"y',
+            },
+        ),
+        SetFlag("PIPE_MTE2", "PIPE_V", 0),
+        WaitFlag("PIPE_MTE2", "PIPE_V", 0),
+        SetFlag("PIPE_V", "PIPE_MTE3", n),
+        WaitFlag("PIPE_V", "PIPE_MTE3", n),
         Barrier("PIPE_ALL"),
-        For(i, c0, n, c1, (
-            Arith(acc2, "arith.addi", (acc, i)),
-            Yield((acc2,)),
-        ), (acc,), (c0,), (Scalar("total"),)),
+        For(
+            i,
+            c0,
+            n,
+            c1,
+            (
+                Arith(acc2, "arith.addi", (acc, i)),
+                Yield((acc2,)),
+            ),
+            (acc,),
+            (c0,),
+            (Scalar("total"),),
+        ),
         For(Scalar("j", "i32"), Const(0, "i32"), Const(4, "i32"), Const(1, "i32"), ()),
         If(cond, (Instr("TRELU", (a,), (a,)),), ()),
         If(cond, (Yield((c0, s)),), (Yield((c1, Scalar("neg", "f32"))),), (r0, r1)),
         Call("helper", (n, a), (Scalar("h"),)),
         Call("ext", (Scalar("w", "i32"),), ()),
-        Section("vector", (ScalarOp((Scalar("bid", "i64"),), "pto.get_block_idx"),
-                           ScalarOp((Scalar("bn", "i32"),), "pto.get_block_num"))),
+        Section(
+            "vector",
+            (
+                ScalarOp((Scalar("bid", "i64"),), "pto.get_block_idx"),
+                ScalarOp((Scalar("bn", "i32"),), "pto.get_block_num"),
+            ),
+        ),
         Section("cube", ()),
         ScalarOp((Scalar("ld", "i32"),), "pto.load_scalar", (q, c0)),
         ScalarOp((), "pto.store_scalar", (Scalar("ld", "i32"), q, c1)),
         Subview(Tile("sv", TileType("vec", "f32", 8, 64)), a, (c0, c0), (8, 64), (n, n)),
         Subview(Tile("ss", TileType("vec", "f32", 8, 64)), a, (c1, c0), (8, 64), (), "pto.subset"),
-        PipeOp((Scalar("buf", "i32"),), "pto.reserve_buffer", (),
-               {"name": "c2v", "size": 8192, "location": RawAttr("#pto.address_space<mat>")}),
-        PipeOp((), "pto.aic_initialize_pipe", (("c2v_consumer_buf", Scalar("buf", "i32")),),
-               {"id": 0}),
+        PipeOp(
+            (Scalar("buf", "i32"),),
+            "pto.reserve_buffer",
+            (),
+            {"name": "c2v", "size": 8192, "location": RawAttr("#pto.address_space<mat>")},
+        ),
+        PipeOp(
+            (), "pto.aic_initialize_pipe", (("c2v_consumer_buf", Scalar("buf", "i32")),), {"id": 0}
+        ),
         PipeOp((), "pto.tpush_to_aiv", (a,), {"split": 1}),
         PipeOp((Tile("popped", TB),), "pto.tpop_from_aic", (), {"split": 1}),
         PipeOp((), "pto.tfree_from_aic", (), {"split": 1}),
         Instr("TSTORE", (pv,), (b,)),
     )
-    main = Function("main", (p, q, n, s), body, attrs={"pto.kernel_kind": RawAttr("#pto.kernel_kind<vector>")})
-    return Program((decl, helper, main), "main",
-                   {"pto.target_arch": "a5", "pto.device-spec": "Ascend950"})
+    main = Function(
+        "main", (p, q, n, s), body, attrs={"pto.kernel_kind": RawAttr("#pto.kernel_kind<vector>")}
+    )
+    return Program(
+        (decl, helper, main), "main", {"pto.target_arch": "a5", "pto.device-spec": "Ascend950"}
+    )
 
 
 def test_every_statement_kind_round_trips():
@@ -175,15 +241,19 @@ def test_multi_results_print_as_the_mlir_group_form():
     assert "%total = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c0) -> (index) {" in text
     assert "scf.for %j = 0 to 4 step 1 : i32 {" in text
     assert "func.func private @ext(i32)" in text
-    assert "func.func private @helper(%x: index, %t: !pto.tile_buf<vec, 16x64xf32>) -> index {" in text
+    assert (
+        "func.func private @helper(%x: index, %t: !pto.tile_buf<vec, 16x64xf32>) -> index {" in text
+    )
     assert "pto.set_flag_dyn[<PIPE_V>, <PIPE_MTE3>, %n]" in text
     assert "0x7F800000 : f32" in text
 
 
 def test_float_literals_round_trip_exactly():
     values = [0.1, 1e-45, 3.4028234663852886e38, -0.0, 1.0e20, 2.5, 1 / 3]
-    body = tuple(Arith(Scalar(f"v{i}", "f64"), "arith.constant", (Const(v, "f64"),))
-                 for i, v in enumerate(values))
+    body = tuple(
+        Arith(Scalar(f"v{i}", "f64"), "arith.constant", (Const(v, "f64"),))
+        for i, v in enumerate(values)
+    )
     p = Program((Function("k", (), body),), "k")
     q = roundtrip(p)
     got = [st.operands[0].value for st in q.main.body]

@@ -96,6 +96,7 @@ A = np.arange(16 * 64, dtype=np.float32).reshape(16, 64) / 7
 
 # --- tgetval ------------------------------------------------------------------------------
 
+
 def test_tgetval_parses_to_a_scalar_op_and_round_trips():
     p, printed = round_trip(kernel(GETVAL))
     ops = [st for st in p.main.body if isinstance(st, ScalarOp)]
@@ -106,8 +107,7 @@ def test_tgetval_parses_to_a_scalar_op_and_round_trips():
 
 
 def test_tgetval_attributes_and_literal_index_round_trip():
-    body = (f"    %v = pto.tgetval ins(%t, 5 {{foo = 1 : i32}} : {TB}, index) outs : f32 "
-            f"{{bar}}")
+    body = f"    %v = pto.tgetval ins(%t, 5 {{foo = 1 : i32}} : {TB}, index) outs : f32 {{bar}}"
     p, printed = round_trip(kernel(body))
     op = [st for st in p.main.body if isinstance(st, ScalarOp)][0]
     assert op.operands[1].value == 5 and set(dict(op.attrs)) == {"foo", "bar"}
@@ -117,7 +117,7 @@ def test_tgetval_simulated():
     p = sim.parse_text(kernel(GETVAL), "k.pto")
     r = sim.simulate(p, inputs={"pa": A, "n": 70})
     expect = A * np.float32(A.reshape(-1)[70] + A.reshape(-1)[1])
-    np.testing.assert_allclose(r.output("pc")[:A.size].reshape(16, 64), expect, rtol=1e-6)
+    np.testing.assert_allclose(r.output("pc")[: A.size].reshape(16, 64), expect, rtol=1e-6)
     rows = r.trace[r.trace["opcode"] == "tgetval"]
     assert len(rows) == 2 and set(rows["pipe"]) == {"PIPE_S"}
     assert (rows["end_cycle"] > rows["start_cycle"]).all()
@@ -129,15 +129,21 @@ def test_tgetval_index_outside_the_tile():
         sim.simulate(p, inputs={"pa": A, "n": 1024})
 
 
-@pytest.mark.parametrize("body, what", [
-    (f"    %v = pto.tgetval ins(%t, %n : {TB}, index) outs(%t : {TB})", "expected 'outs : T'"),
-    (f"    %v = pto.tgetval ins(%t, %n : {TB}, index)", "expected 'outs : T'"),
-    (f"    %v = pto.tgetval ins(%t, %n : {TB}, index) outs : f32 -> f32", "unexpected '-> T'"),
-    (f"    %v = pto.tgetval ins(%t, %n : {TB}, index) outs : {TB}", "scalar result type"),
-    (f"    %v = pto.tgetval ins(%n, %t : index, {TB}) outs : f32", "expected ins(%tile, %index"),
-    (f"    pto.tgetval ins(%t, %n : {TB}, index) outs : f32", "has 1 result"),
-    (f"    %v = pto.tgetval ins(%t, %n : {TB}, f32) outs : f32", "type mismatch"),
-])
+@pytest.mark.parametrize(
+    "body, what",
+    [
+        (f"    %v = pto.tgetval ins(%t, %n : {TB}, index) outs(%t : {TB})", "expected 'outs : T'"),
+        (f"    %v = pto.tgetval ins(%t, %n : {TB}, index)", "expected 'outs : T'"),
+        (f"    %v = pto.tgetval ins(%t, %n : {TB}, index) outs : f32 -> f32", "unexpected '-> T'"),
+        (f"    %v = pto.tgetval ins(%t, %n : {TB}, index) outs : {TB}", "scalar result type"),
+        (
+            f"    %v = pto.tgetval ins(%n, %t : index, {TB}) outs : f32",
+            "expected ins(%tile, %index",
+        ),
+        (f"    pto.tgetval ins(%t, %n : {TB}, index) outs : f32", "has 1 result"),
+        (f"    %v = pto.tgetval ins(%t, %n : {TB}, f32) outs : f32", "type mismatch"),
+    ],
+)
 def test_tgetval_errors(body, what):
     with pytest.raises(ParseError) as e:
         sim.parse_text(kernel(body), "k.pto")
@@ -145,6 +151,7 @@ def test_tgetval_errors(body, what):
 
 
 # --- treshape -----------------------------------------------------------------------------
+
 
 def test_treshape_parses_and_round_trips():
     p, printed = round_trip(kernel(RESHAPE))
@@ -157,20 +164,25 @@ def test_treshape_parses_and_round_trips():
 def test_treshape_simulated():
     p = sim.parse_text(kernel(RESHAPE), "k.pto")
     r = sim.simulate(p, inputs={"pa": A, "n": 0})
-    out = r.output("pc")[:32 * 64].reshape(32, 64)
+    out = r.output("pc")[: 32 * 64].reshape(32, 64)
     np.testing.assert_allclose(out[:, :32], A.reshape(32, 32) + 3, rtol=1e-6)
     # %h: the same bytes, valid 32x16 as its type declares
     np.testing.assert_allclose(out[:, 32:48], A.reshape(32, 32)[:, :16] + 3, rtol=1e-6)
 
 
-@pytest.mark.parametrize("body, what", [
-    (f"    %r = pto.treshape %t : {TB} -> !pto.tile_buf<vec, 16x64xf16>",
-     "the result type has 2048 bytes, the source 4096; expected the same total size"),
-    (f"    %r = pto.treshape %t : {TB} -> !pto.tile_buf<mat, 16x64xf32>", "source's buffer"),
-    (f"    %r = pto.treshape %t : {TB} -> index", "expected a !pto.tile_buf result type"),
-    (f"    %r = pto.treshape %t : {R32} -> {TB}", "type mismatch"),
-    ("    %r = pto.treshape %n : index -> index", "a tile is expected"),
-])
+@pytest.mark.parametrize(
+    "body, what",
+    [
+        (
+            f"    %r = pto.treshape %t : {TB} -> !pto.tile_buf<vec, 16x64xf16>",
+            "the result type has 2048 bytes, the source 4096; expected the same total size",
+        ),
+        (f"    %r = pto.treshape %t : {TB} -> !pto.tile_buf<mat, 16x64xf32>", "source's buffer"),
+        (f"    %r = pto.treshape %t : {TB} -> index", "expected a !pto.tile_buf result type"),
+        (f"    %r = pto.treshape %t : {R32} -> {TB}", "type mismatch"),
+        ("    %r = pto.treshape %n : index -> index", "a tile is expected"),
+    ],
+)
 def test_treshape_errors(body, what):
     with pytest.raises(ParseError) as e:
         sim.parse_text(kernel(body), "k.pto")
@@ -182,4 +194,4 @@ def test_treshape_size_error_points_at_the_result_type():
     with pytest.raises(ParseError) as e:
         sim.parse_text(text, "k.pto")
     line = text.splitlines()[e.value.line - 1]
-    assert line[e.value.col - 1:].startswith("!pto.tile_buf<vec, 16x64xf16>")
+    assert line[e.value.col - 1 :].startswith("!pto.tile_buf<vec, 16x64xf16>")

@@ -43,5 +43,5 @@ def test_round_trip():
 def test_loop_bound_from_the_view_dim():
     a = np.arange(48 * 64, dtype=np.float32).reshape(48, 64)
     r = sim.simulate(sim.parse_text(TEXT, "tvdim.pto"), inputs={"pa": a, "n": 48})
-    np.testing.assert_array_equal(r.output("pc")[:48 * 64].reshape(48, 64), a * 3)
-    assert (r.trace["opcode"] == "TMULS").sum() == 3       # 48 rows / 16 per iteration
+    np.testing.assert_array_equal(r.output("pc")[: 48 * 64].reshape(48, 64), a * 3)
+    assert (r.trace["opcode"] == "TMULS").sum() == 3  # 48 rows / 16 per iteration

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.engine.run import simulate
 from sim.base.errors import SimulationError, UserError
+from sim.engine.run import simulate
 from sim.frontend import check_program, parse_file, parse_text, print_program
 from sim.target import load_target
 
@@ -22,6 +22,7 @@ ARGS = {"alloc_one_valid_dense.pto": {"n": 8}, "if_yield_view.pto": {"flag": 1}}
 
 def _target(program):
     from sim.frontend import resolve_target
+
     return resolve_target(program, None, where="test")
 
 
@@ -43,8 +44,11 @@ def test_alloc_tile_takes_valid_row_or_valid_col_alone_and_dense_splats():
 
 
 def test_dense_constant_of_a_shaped_type_is_unsupported_with_a_location():
-    text = (WILD / "alloc_one_valid_dense.pto").read_text().replace(
-        "dense<0.0> : f32", "dense<[1, 2]> : tensor<2xi32>")
+    text = (
+        (WILD / "alloc_one_valid_dense.pto")
+        .read_text()
+        .replace("dense<0.0> : f32", "dense<[1, 2]> : tensor<2xi32>")
+    )
     with pytest.raises(UserError, match=r"x\.pto:7:\d+: error: unsupported"):
         parse_text(text, "x.pto")
 
@@ -105,9 +109,14 @@ def test_view_typed_kernel_arguments_are_dense_gm_tensors():
 
 
 def test_view_argument_with_dynamic_dims_is_a_clear_error():
-    text = (WILD / "view_args.pto").read_text().replace(
-        "%dst: !pto.partition_tensor_view<1x1x2x16x64xf32>) attributes",
-        "%dst: !pto.partition_tensor_view<1x1x2x16x64xf32>, %z: !pto.tensor_view<?x64xf32>) attributes")
+    text = (
+        (WILD / "view_args.pto")
+        .read_text()
+        .replace(
+            "%dst: !pto.partition_tensor_view<1x1x2x16x64xf32>) attributes",
+            "%dst: !pto.partition_tensor_view<1x1x2x16x64xf32>, %z: !pto.tensor_view<?x64xf32>) attributes",
+        )
+    )
     with pytest.raises(UserError, match=r"%z is a \?x64 GM view with dynamic dims"):
         simulate(parse_text(text, "k.pto"), "a2a3", functional=False)
 
@@ -153,17 +162,18 @@ module {
 }
 """
     import resource
+
     program = parse_text(text, "k.pto")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss        # KiB on Linux
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     r = simulate(program, "a2a3")
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     p = r.gm["p"]
-    assert p.size == 393216 * 1024                    # outputs span the whole tensor
-    assert grown < 256 * 1024                         # ... but only touched pages are memory
-    window = p[16 * 1024:32 * 1024].reshape(16, 1024)[:, :64]
-    again = simulate(program, "a2a3", seed=0).gm["p"][16 * 1024:32 * 1024]
-    assert np.array_equal(window, again.reshape(16, 1024)[:, :64])   # deterministic
-    assert window.any() and not p[-1024:].any()       # the window's page filled, far ones not
+    assert p.size == 393216 * 1024  # outputs span the whole tensor
+    assert grown < 256 * 1024  # ... but only touched pages are memory
+    window = p[16 * 1024 : 32 * 1024].reshape(16, 1024)[:, :64]
+    again = simulate(program, "a2a3", seed=0).gm["p"][16 * 1024 : 32 * 1024]
+    assert np.array_equal(window, again.reshape(16, 1024)[:, :64])  # deterministic
+    assert window.any() and not p[-1024:].any()  # the window's page filled, far ones not
 
 
 def test_multi_tile_buffers_are_stacked_tiles_and_get_picks_one():
@@ -176,8 +186,12 @@ def test_multi_tile_buffers_are_stacked_tiles_and_get_picks_one():
 
 
 def test_multi_tile_get_outside_the_buffers_is_an_error():
-    program = parse_text((WILD / "multi_tile.pto").read_text().replace(
-        "%a = pto.multi_tile_get %m[%i]", "%a = pto.multi_tile_get %m[%c2]"), "k.pto")
+    program = parse_text(
+        (WILD / "multi_tile.pto")
+        .read_text()
+        .replace("%a = pto.multi_tile_get %m[%i]", "%a = pto.multi_tile_get %m[%c2]"),
+        "k.pto",
+    )
     with pytest.raises(SimulationError, match="buffer 2 of a multi-tile of 2"):
         simulate(program, "a2a3")
 
@@ -186,9 +200,14 @@ def test_memref_alloc_of_an_on_chip_memref_is_a_tile():
     program = parse_file(WILD / "memref_alloc.pto")
     x = np.random.default_rng(2).uniform(-3, 3, 256).astype(np.float32)
     assert np.array_equal(simulate(program, "a2a3", inputs={"px": x}).gm["py"], np.abs(x))
-    gm = (WILD / "memref_alloc.pto").read_text().replace(
-        "%0 = memref.alloc() : memref<16x16xf32, #pto.address_space<vec>>",
-        "%0 = memref.alloc() : memref<16x16xf32, #pto.address_space<gm>>")
+    gm = (
+        (WILD / "memref_alloc.pto")
+        .read_text()
+        .replace(
+            "%0 = memref.alloc() : memref<16x16xf32, #pto.address_space<vec>>",
+            "%0 = memref.alloc() : memref<16x16xf32, #pto.address_space<gm>>",
+        )
+    )
     with pytest.raises(UserError, match=r"k\.pto:11:\d+: error: unsupported type 'memref<...>'"):
         parse_text(gm, "k.pto")
 

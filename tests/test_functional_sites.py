@@ -39,20 +39,20 @@ def test_tassign_of_the_destination_between_two_runs_of_one_instruction():
     g1, g2 = k.gm("c1", "f32", (R, C)), k.gm("c2", "f32", (R, C))
     a = k.tile("vec", "f32", R, C, addr=0x8000)
     t = k.tile("vec", "f32", R, C, addr=0x0)
-    u = k.tile("vec", "f32", R, C, addr=0x4000)     # the bytes t moves to
+    u = k.tile("vec", "f32", R, C, addr=0x4000)  # the bytes t moves to
     k.TLOAD(a, ga)
     k.pipe_barrier("PIPE_ALL")
     k.TADDS(t, a, 1.0)
     k.pipe_barrier("PIPE_ALL")
-    k.TMULS(a, a, 2.0)                              # new data for the second run
+    k.TMULS(a, a, 2.0)  # new data for the second run
     k.TASSIGN(t, 0x4000)
     k.pipe_barrier("PIPE_ALL")
-    k.TADDS(t, a, 1.0)                              # equal to the first: one site
+    k.TADDS(t, a, 1.0)  # equal to the first: one site
     k.pipe_barrier("PIPE_ALL")
     k.TASSIGN(t, 0x0)
     k.pipe_barrier("PIPE_ALL")
-    k.TSTORE(g1, t)                                 # the first result, left at 0x0
-    k.TSTORE(g2, u)                                 # the second, written at 0x4000
+    k.TSTORE(g1, t)  # the first result, left at 0x0
+    k.TSTORE(g2, u)  # the second, written at 0x4000
     r = sim.simulate(k, sync="manual")
     np.testing.assert_array_equal(r.output("c1").reshape(R, C), A + ONE)
     np.testing.assert_array_equal(r.output("c2").reshape(R, C), A * np.float32(2) + ONE)
@@ -72,7 +72,7 @@ def test_tassign_of_a_source_between_two_runs_of_one_instruction():
     k.pipe_barrier("PIPE_ALL")
     k.TSTORE(g1, c)
     k.pipe_barrier("PIPE_ALL")
-    k.TASSIGN(a, 0x4000)                            # a now reads b's bytes
+    k.TASSIGN(a, 0x4000)  # a now reads b's bytes
     k.pipe_barrier("PIPE_ALL")
     k.TADDS(c, a, 1.0)
     k.pipe_barrier("PIPE_ALL")
@@ -94,10 +94,10 @@ def test_valid_region_change_between_two_runs_of_one_instruction():
         k.set_valid(t, R, C)
     k.TLOAD(a, ga)
     k.TADDS(c, a, 1.0)
-    k.TLOAD(a, gb)                                  # all of a changes
+    k.TLOAD(a, gb)  # all of a changes
     for t in (a, c):
         k.set_valid(t, 8, 32)
-    k.TADDS(c, a, 1.0)                              # equal to the first: one site
+    k.TADDS(c, a, 1.0)  # equal to the first: one site
     k.set_valid(c, R, C)
     k.TSTORE(gc, c)
     expect = A + ONE
@@ -194,7 +194,7 @@ def test_store_after_its_gm_array_grew():
     x = RNG.uniform(-8, 8, (R, C)).astype(np.float32)
     r = sim.simulate(parse_text(GROWN), inputs={"px": x})
     y = r.output("py")
-    assert y.size == 256 * 64                    # it did grow
+    assert y.size == 256 * 64  # it did grow
     np.testing.assert_array_equal(y.reshape(-1, 64)[:8], x[8:16])
 
 
@@ -209,14 +209,26 @@ def _operand(rng, buf, layout, shape):
     the buffer's head itself (so it may alias the destination)."""
     r, c = shape
     if layout == "cut":
-        return buf[:r * (c + 3)].reshape(r, c + 3)[:, 1:c + 1]
+        return buf[: r * (c + 3)].reshape(r, c + 3)[:, 1 : c + 1]
     off = int(rng.integers(0, 8)) if layout == "offset" else 0
-    return buf[off:off + r * c].reshape(r, c)
+    return buf[off : off + r * c].reshape(r, c)
 
 
 @pytest.mark.parametrize("dt", ["f32", "i64", "u64", "i32", "f16"])
-@pytest.mark.parametrize("fn", [np.add, np.subtract, np.multiply, np.divide, np.maximum,
-                                np.minimum, np.sqrt, np.negative, np.absolute])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        np.add,
+        np.subtract,
+        np.multiply,
+        np.divide,
+        np.maximum,
+        np.minimum,
+        np.sqrt,
+        np.negative,
+        np.absolute,
+    ],
+)
 def test_compute_into_gives_the_bits_of_compute(dt, fn):
     d = dtype(dt)
     if fn in (np.divide, np.sqrt) and not d.is_float:
@@ -225,35 +237,47 @@ def test_compute_into_gives_the_bits_of_compute(dt, fn):
     for _ in range(60):
         shape = (int(rng.integers(1, 6)), int(rng.integers(1, 40)))
         if d.is_float:
-            with np.errstate(over="ignore"):        # 3e38 is inf in f16
+            with np.errstate(over="ignore"):  # 3e38 is inf in f16
                 bufs = [rng.choice(_SPECIAL, 512).astype(d.np_type) for _ in range(3)]
         else:
-            bufs = [rng.integers(np.iinfo(d.np_type).min, np.iinfo(d.np_type).max, 512,
-                                 dtype=d.np_type, endpoint=True) for _ in range(3)]
+            bufs = [
+                rng.integers(
+                    np.iinfo(d.np_type).min,
+                    np.iinfo(d.np_type).max,
+                    512,
+                    dtype=d.np_type,
+                    endpoint=True,
+                )
+                for _ in range(3)
+            ]
         layouts = rng.choice(["head", "offset", "cut"], 3)
         dst = _operand(rng, bufs[2], layouts[2], shape)
         ops = [_operand(rng, bufs[i], layouts[i], shape) for i in range(fn.nin)]
-        if fn.nin == 2 and rng.random() < 0.3:         # a scalar operand
+        if fn.nin == 2 and rng.random() < 0.3:  # a scalar operand
             ops[1] = bufs[1][:1].reshape(())
-        if rng.random() < 0.3:                         # in place: dst is the first operand
+        if rng.random() < 0.3:  # in place: dst is the first operand
             dst = ops[0]
         with np.errstate(all="ignore"):
             want = compute(d, fn, *[np.array(o) for o in ops])
             apart = dst.flags.c_contiguous and not any(
-                o.shape and np.may_share_memory(o, dst) for o in ops)
-            compute_into(FnContext(op="T", where="here", dtype=d, dst=dst, dst_apart=apart), fn, *ops)
+                o.shape and np.may_share_memory(o, dst) for o in ops
+            )
+            compute_into(
+                FnContext(op="T", where="here", dtype=d, dst=dst, dst_apart=apart), fn, *ops
+            )
         assert want.tobytes() == np.ascontiguousarray(dst).tobytes(), (fn.__name__, layouts)
 
 
 # --- numpy error state ------------------------------------------------------------------------
+
 
 def test_error_state_is_set_for_the_run_only():
     k = sim.Kernel("overflow")
     ga, gc = k.gm("a", "f32", (R, C), np.full((R, C), 3e38, np.float32)), k.gm("c", "f32", (R, C))
     a, c = k.tile("vec", "f32", R, C), k.tile("vec", "f32", R, C)
     k.TLOAD(a, ga)
-    k.TADD(c, a, a)                                  # overflows to inf: data, not an error
-    k.TSUB(c, c, c)                                  # inf - inf: NaN
+    k.TADD(c, a, a)  # overflows to inf: data, not an error
+    k.TSUB(c, c, c)  # inf - inf: NaN
     k.TSTORE(gc, c)
     before = np.geterr()
     with warnings.catch_warnings():

@@ -30,7 +30,7 @@ def framed(shape, np_type):
     rows, cols = shape
     buf = np.zeros((rows + 2, cols + 3), dtype=np_type)
     buf.view(np.uint8)[...] = SENTINEL
-    return buf[1:rows + 1, 1:cols + 1], buf
+    return buf[1 : rows + 1, 1 : cols + 1], buf
 
 
 def embed(a):
@@ -43,7 +43,7 @@ def embed(a):
 def assert_only_view_written(buf, view):
     outside = np.ones(buf.shape, dtype=bool)
     rows, cols = view.shape
-    outside[1:rows + 1, 1:cols + 1] = False
+    outside[1 : rows + 1, 1 : cols + 1] = False
     assert (buf.view(np.uint8).reshape(buf.shape + (-1,))[outside] == SENTINEL).all()
 
 
@@ -166,13 +166,18 @@ def test_int_wraparound_edges():
     same(run("TADD", "i8", ([[127]], [[1]])), np.array([[-128]], np.int8))
     same(run("TNEG", "i32", ([[i32min, 5]],)), np.array([[i32min, -5]], np.int32))
     same(run("TABS", "i16", ([[-32768, -3]],)), np.array([[-32768, 3]], np.int16))
-    same(run("TDIV", "i32", ([[i32min, -7, 7]], [[-1, 2, -2]])),
-         np.array([[i32min, -3, -3]], np.int32))
+    same(
+        run("TDIV", "i32", ([[i32min, -7, 7]], [[-1, 2, -2]])),
+        np.array([[i32min, -3, -3]], np.int32),
+    )
 
 
 def test_f16_overflow_and_bf16_rounding():
-    got = run("TADD", "f16", (np.array([[60000, -60000]], np.float16),
-                              np.array([[60000, -60000]], np.float16)))
+    got = run(
+        "TADD",
+        "f16",
+        (np.array([[60000, -60000]], np.float16), np.array([[60000, -60000]], np.float16)),
+    )
     same(got, np.array([[np.inf, -np.inf]], np.float16))
     bf = ml_dtypes.bfloat16
     # 1 + 2**-8 is the midpoint between 1 and 1 + 2**-7: ties to even gives 1.
@@ -219,11 +224,19 @@ def test_float_unary(op, dt):
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2 * eps)
 
 
-@pytest.mark.parametrize("op, x, want", [
-    ("TLOG", 0.0, -math.inf), ("TLOG", -1.0, math.nan), ("TSQRT", -1.0, math.nan),
-    ("TRSQRT", 0.0, math.inf), ("TRECIP", 0.0, math.inf), ("TRECIP", -0.0, -math.inf),
-    ("TEXP", 100.0, math.inf), ("TEXP", -math.inf, 0.0),
-])
+@pytest.mark.parametrize(
+    "op, x, want",
+    [
+        ("TLOG", 0.0, -math.inf),
+        ("TLOG", -1.0, math.nan),
+        ("TSQRT", -1.0, math.nan),
+        ("TRSQRT", 0.0, math.inf),
+        ("TRECIP", 0.0, math.inf),
+        ("TRECIP", -0.0, -math.inf),
+        ("TEXP", 100.0, math.inf),
+        ("TEXP", -math.inf, 0.0),
+    ],
+)
 def test_unary_invalid_inputs_follow_ieee(op, x, want):
     same(run(op, "f32", (np.array([[x]], np.float32),)), np.array([[want]], np.float32))
 
@@ -284,10 +297,12 @@ def test_tsubs_negate_via_float_quirk():
     plain = run("TSUBS", "i32", (a,), scalars=(s,))
     quirky = run("TSUBS", "i32", (a,), scalars=(s,), quirks=frozenset({"tsubs_negate_via_float"}))
     same(plain, np.array([[-s, 10 - s]], np.int32))
-    same(quirky, np.array([[-2**24, 10 - 2**24]], np.int32))
+    same(quirky, np.array([[-(2**24), 10 - 2**24]], np.int32))
     f = np.array([[1.5]], np.float32)
-    same(run("TSUBS", "f32", (f,), scalars=(0.25,), quirks=frozenset({"tsubs_negate_via_float"})),
-         np.array([[1.25]], np.float32))
+    same(
+        run("TSUBS", "f32", (f,), scalars=(0.25,), quirks=frozenset({"tsubs_negate_via_float"})),
+        np.array([[1.25]], np.float32),
+    )
 
 
 @pytest.mark.parametrize("dt", ["f32", "f16", "i32", "i16"])
@@ -307,8 +322,18 @@ def _tdivs_inplace(a, s, quirks):
     """TDIVS with dst and src the same view, as when the kernel writes in place."""
     view, buf = framed(a.shape, np.float32)
     view[...] = a
-    execute(FnContext(op="TDIVS", where="t", dtype=dtype("f32"), dst=view, srcs=(view,),
-                      scalars=(s,), inplace=True, quirks=quirks))
+    execute(
+        FnContext(
+            op="TDIVS",
+            where="t",
+            dtype=dtype("f32"),
+            dst=view,
+            srcs=(view,),
+            scalars=(s,),
+            inplace=True,
+            quirks=quirks,
+        )
+    )
     assert_only_view_written(buf, view)
     return view.copy()
 
@@ -362,6 +387,7 @@ def test_int_division_by_zero_scalar(op):
 
 # ---- remainders ---------------------------------------------------------------------
 
+
 def py_fmod(a, b):
     if isinstance(a, int):
         return int(math.copysign(abs(a) % abs(b), a))
@@ -391,8 +417,9 @@ def test_trem_tfmod(dt):
     same(run("TFMOD", dt, (a, b)), elementwise_ref(py_fmod, dt, a, b))
 
 
-@pytest.mark.parametrize("dt, s", [("i32", 3), ("i32", -3), ("i16", 5), ("f32", 2.5),
-                                   ("f32", -2.5), ("f16", 0.75)])
+@pytest.mark.parametrize(
+    "dt, s", [("i32", 3), ("i32", -3), ("i16", 5), ("f32", 2.5), ("f32", -2.5), ("f16", 0.75)]
+)
 def test_trems_tfmods(dt, s):
     if dtype(dt).is_int:
         a = np.arange(-12, 12).reshape(4, 6).astype(dtype(dt).np_type)
@@ -423,8 +450,9 @@ def test_trem_i32_clobbers_src1():
     b, b_buf = framed(b_values.shape, np.int32)
     b[...] = b_values
     dst, dst_buf = framed(a.shape, np.int32)
-    execute(FnContext(op="TREM", where="t", dtype=dtype("i32"), dst=dst, srcs=(embed(a), b),
-                      quirks=A2))
+    execute(
+        FnContext(op="TREM", where="t", dtype=dtype("i32"), dst=dst, srcs=(embed(a), b), quirks=A2)
+    )
     same(dst, np.array([[1, 1, -3]], np.int32))
     same(b.view(np.float32), b_values.astype(np.float32))
     assert_only_view_written(b_buf, b)
@@ -434,8 +462,15 @@ def test_trem_i32_clobbers_src1():
 def test_trem_without_clobber_quirk_leaves_src1():
     b = np.array([[3, 2]], np.int32)
     view = embed(b)
-    execute(FnContext(op="TREM", where="t", dtype=dtype("i32"), dst=np.zeros((1, 2), np.int32),
-                      srcs=(embed(np.array([[5, 5]], np.int32)), view)))
+    execute(
+        FnContext(
+            op="TREM",
+            where="t",
+            dtype=dtype("i32"),
+            dst=np.zeros((1, 2), np.int32),
+            srcs=(embed(np.array([[5, 5]], np.int32)), view),
+        )
+    )
     same(view, b)
 
 
@@ -444,7 +479,7 @@ def test_trems_i32_range_check():
     with pytest.raises(SimulationError, match=r"scalar = 16777217"):
         run("TREMS", "i32", (a,), scalars=(2**24 + 1,), quirks=A2)
     with pytest.raises(SimulationError, match=r"at element \(0, 1\): src = -16777217"):
-        run("TREMS", "i32", (np.array([[1, -2**24 - 1]], np.int32),), scalars=(3,), quirks=A2)
+        run("TREMS", "i32", (np.array([[1, -(2**24) - 1]], np.int32),), scalars=(3,), quirks=A2)
     same(run("TREMS", "i32", (a,), scalars=(2**24 + 1,)), a)
 
 
@@ -488,8 +523,10 @@ def test_tcvt_saturation_vs_wraparound():
     same(cvt(h, "f16", "u8", round="TRUNC"), np.array([[44, 255, 255, 255]], np.uint8))
     same(cvt(h, "f16", "u8", round="TRUNC", sat=True), np.array([[255, 0, 255, 255]], np.uint8))
     same(cvt([[200.0, -200.0]], "f16", "i8", round="RINT"), np.array([[-56, 56]], np.int8))
-    same(cvt([[np.inf, -np.inf, 3e9]], "f32", "i32", round="RINT"),
-         np.array([[2**31 - 1, -2**31, 2**31 - 1]], np.int32))
+    same(
+        cvt([[np.inf, -np.inf, 3e9]], "f32", "i32", round="RINT"),
+        np.array([[2**31 - 1, -(2**31), 2**31 - 1]], np.int32),
+    )
 
 
 def test_tcvt_int_to_int():
@@ -542,9 +579,21 @@ def narrowing_inputs(np_type):
     tiny = float(ml_dtypes.finfo(np_type).smallest_subnormal)
     top = float(ml_dtypes.finfo(np_type).max)
     eps = float(ml_dtypes.finfo(np_type).eps)
-    hand = [1 + eps / 2, 1 + 3 * eps / 2, 1 + eps / 4, 1 + eps / 2 + eps / 2**10,
-            3 * tiny / 2, tiny / 2, tiny / 3, top * (1 + eps / 4), top * (1 + eps / 2),
-            top * (1 + eps), 0.1, 1 / 3, 2.0 / 3]
+    hand = [
+        1 + eps / 2,
+        1 + 3 * eps / 2,
+        1 + eps / 4,
+        1 + eps / 2 + eps / 2**10,
+        3 * tiny / 2,
+        tiny / 2,
+        tiny / 3,
+        top * (1 + eps / 4),
+        top * (1 + eps / 2),
+        top * (1 + eps),
+        0.1,
+        1 / 3,
+        2.0 / 3,
+    ]
     hand += [-v for v in hand]
     rand = RNG.normal(0, 100, size=64).tolist()
     with np.errstate(over="ignore"):
@@ -573,9 +622,12 @@ def test_tcvt_f32_to_f16_tie_by_hand():
     x = [[1 + 2**-11, -(1 + 2**-11), 1 + 3 * 2**-11]]
     up, down = 1 + 2**-10, 1.0
     cases = {
-        "RINT": [down, -down, 1 + 2**-9], "ROUND": [up, -up, 1 + 2**-9],
-        "FLOOR": [down, -up, up], "CEIL": [up, -down, 1 + 2**-9],
-        "TRUNC": [down, -down, up], "ODD": [up, -up, up],
+        "RINT": [down, -down, 1 + 2**-9],
+        "ROUND": [up, -up, 1 + 2**-9],
+        "FLOOR": [down, -up, up],
+        "CEIL": [up, -down, 1 + 2**-9],
+        "TRUNC": [down, -down, up],
+        "ODD": [up, -up, up],
     }
     for mode, want in cases.items():
         same(cvt(x, "f32", "f16", round=mode), np.array([want], np.float16))
@@ -583,20 +635,29 @@ def test_tcvt_f32_to_f16_tie_by_hand():
 
 def test_tcvt_float_specials_and_saturation():
     v = [[1e6, -1e6, np.inf, -np.inf, np.nan]]
-    same(cvt(v, "f32", "f16", round="RINT"),
-         np.array([[65504, -65504, np.inf, -np.inf, np.nan]], np.float16))
-    same(cvt(v, "f32", "f16", round="RINT", sat=False),
-         np.array([[np.inf, -np.inf, np.inf, -np.inf, np.nan]], np.float16))
-    same(cvt(v, "f32", "f16", round="TRUNC", sat=False),
-         np.array([[65504, -65504, np.inf, -np.inf, np.nan]], np.float16))
+    same(
+        cvt(v, "f32", "f16", round="RINT"),
+        np.array([[65504, -65504, np.inf, -np.inf, np.nan]], np.float16),
+    )
+    same(
+        cvt(v, "f32", "f16", round="RINT", sat=False),
+        np.array([[np.inf, -np.inf, np.inf, -np.inf, np.nan]], np.float16),
+    )
+    same(
+        cvt(v, "f32", "f16", round="TRUNC", sat=False),
+        np.array([[65504, -65504, np.inf, -np.inf, np.nan]], np.float16),
+    )
 
 
 def test_tcvt_int_to_float_directed():
     x = [[2**24 + 1, -(2**24 + 1), 2**24 + 3]]
     cases = {
-        "RINT": [2**24, -2**24, 2**24 + 4], "ROUND": [2**24 + 2, -(2**24 + 2), 2**24 + 4],
-        "FLOOR": [2**24, -(2**24 + 2), 2**24 + 2], "CEIL": [2**24 + 2, -2**24, 2**24 + 4],
-        "TRUNC": [2**24, -2**24, 2**24 + 2], "ODD": [2**24 + 2, -(2**24 + 2), 2**24 + 2],
+        "RINT": [2**24, -(2**24), 2**24 + 4],
+        "ROUND": [2**24 + 2, -(2**24 + 2), 2**24 + 4],
+        "FLOOR": [2**24, -(2**24 + 2), 2**24 + 2],
+        "CEIL": [2**24 + 2, -(2**24), 2**24 + 4],
+        "TRUNC": [2**24, -(2**24), 2**24 + 2],
+        "ODD": [2**24 + 2, -(2**24 + 2), 2**24 + 2],
     }
     for mode, want in cases.items():
         same(cvt(x, "i32", "f32", round=mode), np.array([want], np.float32))
@@ -631,6 +692,7 @@ def test_tcvt_unknown_mode():
 
 # ---- compare / select ---------------------------------------------------------------
 
+
 def pack_by_hand(bits):
     rows, cols = len(bits), len(bits[0])
     out = np.zeros((rows, (cols + 7) // 8), np.uint8)
@@ -641,8 +703,14 @@ def pack_by_hand(bits):
     return out
 
 
-CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-       "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+CMP = {
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
+}
 
 
 def small_ints(shape, np_type):
@@ -655,8 +723,9 @@ def test_tcmp(mode, dt):
     np_type = dtype(dt).np_type
     a, b = small_ints((3, 13), np_type), small_ints((3, 13), np_type)
     want = pack_by_hand([[CMP[mode](a[i, j], b[i, j]) for j in range(13)] for i in range(3)])
-    got = run("TCMP", "u8", (a, b), shape=(3, 2), src_dtypes=(dtype(dt), dtype(dt)),
-              attrs={"cmp": mode})
+    got = run(
+        "TCMP", "u8", (a, b), shape=(3, 2), src_dtypes=(dtype(dt), dtype(dt)), attrs={"cmp": mode}
+    )
     same(got, want)
 
 
@@ -664,8 +733,9 @@ def test_tcmp_nan():
     a = np.array([[np.nan, 1.0]], np.float32)
     b = np.array([[np.nan, np.nan]], np.float32)
     for mode, want in [("eq", 0), ("ne", 0b11), ("lt", 0), ("ge", 0)]:
-        got = run("TCMP", "u8", (a, b), shape=(1, 1), src_dtypes=(dtype("f32"),) * 2,
-                  attrs={"cmp": mode})
+        got = run(
+            "TCMP", "u8", (a, b), shape=(1, 1), src_dtypes=(dtype("f32"),) * 2, attrs={"cmp": mode}
+        )
         same(got, np.array([[want]], np.uint8))
 
 
@@ -674,12 +744,23 @@ def test_tcmp_i32_eq_only_quirk():
     b = np.array([[2, 2, 2]], np.int32)
     kw = dict(shape=(1, 1), src_dtypes=(dtype("i32"),) * 2, attrs={"cmp": "lt"})
     same(run("TCMP", "u8", (a, b), **kw), np.array([[0b001]], np.uint8))
-    same(run("TCMP", "u8", (a, b), quirks=frozenset({"tcmp_i32_eq_only"}), **kw),
-         np.array([[0b010]], np.uint8))
+    same(
+        run("TCMP", "u8", (a, b), quirks=frozenset({"tcmp_i32_eq_only"}), **kw),
+        np.array([[0b010]], np.uint8),
+    )
     # f32 is unaffected by the quirk.
-    same(run("TCMP", "u8", (a.astype(np.float32), b.astype(np.float32)),
-             quirks=frozenset({"tcmp_i32_eq_only"}), shape=(1, 1),
-             src_dtypes=(dtype("f32"),) * 2, attrs={"cmp": "lt"}), np.array([[0b001]], np.uint8))
+    same(
+        run(
+            "TCMP",
+            "u8",
+            (a.astype(np.float32), b.astype(np.float32)),
+            quirks=frozenset({"tcmp_i32_eq_only"}),
+            shape=(1, 1),
+            src_dtypes=(dtype("f32"),) * 2,
+            attrs={"cmp": "lt"},
+        ),
+        np.array([[0b001]], np.uint8),
+    )
 
 
 def test_tcmps_scalar_and_tile_forms():
@@ -691,8 +772,15 @@ def test_tcmps_scalar_and_tile_forms():
     first[0, 0] = 2.0
     same(run("TCMPS", "u8", (a, first), src_dtypes=(dtype("f32"),) * 2, **kw), want)
     with pytest.raises(SimulationError, match="unknown compare mode 'bogus'"):
-        run("TCMPS", "u8", (a,), scalars=(2.0,), src_dtypes=(dtype("f32"),), shape=(2, 2),
-            attrs={"cmp": "bogus"})
+        run(
+            "TCMPS",
+            "u8",
+            (a,),
+            scalars=(2.0,),
+            src_dtypes=(dtype("f32"),),
+            shape=(2, 2),
+            attrs={"cmp": "bogus"},
+        )
 
 
 @pytest.mark.parametrize("dt", ["f32", "i16", "bf16"])
@@ -700,8 +788,13 @@ def test_tsel(dt):
     np_type = dtype(dt).np_type
     a, b = small_ints((3, 11), np_type), small_ints((3, 11), np_type) + 10
     mask = RNG.integers(0, 256, size=(3, 2)).astype(np.uint8)
-    want = np.array([[a[i, j] if (mask[i, j // 8] >> (j % 8)) & 1 else b[i, j]
-                      for j in range(11)] for i in range(3)], dtype=np_type)
+    want = np.array(
+        [
+            [a[i, j] if (mask[i, j // 8] >> (j % 8)) & 1 else b[i, j] for j in range(11)]
+            for i in range(3)
+        ],
+        dtype=np_type,
+    )
     same(run("TSEL", dt, (mask, a, b), shape=(3, 11)), want)
 
 
@@ -727,8 +820,10 @@ def test_logic_on_float_bits():
 def test_shifts():
     same(run("TSHR", "i8", ([[-128, -1, 64]], [[1, 7, 3]])), np.array([[-64, -1, 8]], np.int8))
     same(run("TSHR", "u8", ([[128, 255, 64]], [[1, 7, 3]])), np.array([[64, 1, 8]], np.uint8))
-    same(run("TSHL", "i16", ([[0x4000, 3, -1]], [[1, 2, 15]])),
-         np.array([[-32768, 12, -32768]], np.int16))
+    same(
+        run("TSHL", "i16", ([[0x4000, 3, -1]], [[1, 2, 15]])),
+        np.array([[-32768, 12, -32768]], np.int16),
+    )
     same(run("TSHL", "u32", ([[0x80000001]], [[1]])), np.array([[2]], np.uint32))
 
 
@@ -752,6 +847,7 @@ def test_shift_count_out_of_range():
 
 
 # ---- reductions and broadcasts ------------------------------------------------------
+
 
 @pytest.mark.parametrize("dt", ["f32", "f16", "i32", "i16"])
 def test_row_reductions(dt):
@@ -795,8 +891,10 @@ def test_tcolsum_order_sequential_vs_binary():
     src = np.array([[2048], [1], [1], [1], [1]], np.float16)
     # Sequential: 2048 + 1 ties back to 2048 four times. Pairwise: (2048+1) + (1+1), + 1.
     same(run("TCOLSUM", "f16", (src,), shape=(1, 1)), np.array([[2048]], np.float16))
-    same(run("TCOLSUM", "f16", (src,), shape=(1, 1), attrs={"isBinary": True}),
-         np.array([[2052]], np.float16))
+    same(
+        run("TCOLSUM", "f16", (src,), shape=(1, 1), attrs={"isBinary": True}),
+        np.array([[2052]], np.float16),
+    )
 
 
 def test_row_and_col_expand():
@@ -806,8 +904,14 @@ def test_row_and_col_expand():
     same(run("TCOLEXPAND", "f32", (row,), shape=(2, 3)), np.repeat(row, 2, axis=0))
 
 
-EXPAND_OPS = {"ADD": lambda a, b: a + b, "SUB": lambda a, b: a - b, "MUL": lambda a, b: a * b,
-              "DIV": py_div, "MAX": max, "MIN": min}
+EXPAND_OPS = {
+    "ADD": lambda a, b: a + b,
+    "SUB": lambda a, b: a - b,
+    "MUL": lambda a, b: a * b,
+    "DIV": py_div,
+    "MAX": max,
+    "MIN": min,
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXPAND_OPS))
@@ -834,9 +938,12 @@ def test_rowexpanddiv_int_zero_names_destination_element():
 
 # ---- activations --------------------------------------------------------------------
 
+
 def test_tprelu_tlrelu():
     a = np.array([[-2.0, 0.0, 3.0, np.nan]], np.float32)
     slope = np.array([[0.5, 0.5, 0.5, 0.5]], np.float32)
     same(run("TPRELU", "f32", (a, slope)), np.array([[-1.0, 0.0, 3.0, np.nan]], np.float32))
-    same(run("TLRELU", "f16", (a.astype(np.float16),), scalars=(0.25,)),
-         np.array([[-0.5, 0.0, 3.0, np.nan]], np.float16))
+    same(
+        run("TLRELU", "f16", (a.astype(np.float16),), scalars=(0.25,)),
+        np.array([[-0.5, 0.0, 3.0, np.nan]], np.float16),
+    )

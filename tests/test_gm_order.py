@@ -22,21 +22,27 @@ def _loads(block_dim, n, rows, cols, dtype="f32"):
     base = k.block_idx * (rows * n)
     for i in range(n):
         r0 = base + i * rows
-        k.TLOAD(t, x[r0:r0 + rows, :])
+        k.TLOAD(t, x[r0 : r0 + rows, :])
     return k
 
 
-CASES = [(2, 3, 64, 256, "f32"), (5, 2, 32, 128, "f16"), (24, 4, 64, 256, "f32"),
-         (7, 1, 16, 512, "f32")]
+CASES = [
+    (2, 3, 64, 256, "f32"),
+    (5, 2, 32, 128, "f16"),
+    (24, 4, 64, 256, "f32"),
+    (7, 1, 16, 512, "f32"),
+]
 
 
 @pytest.mark.parametrize("block_dim,n,rows,cols,dtype", CASES)
 def test_same_cycle_transfers_are_served_in_core_order(block_dim, n, rows, cols, dtype):
     r = sim.simulate(_loads(block_dim, n, rows, cols, dtype), functional=False)
-    first = r.trace[r.trace["opcode"] == "TLOAD"].sort_values(["core", "id"]).groupby("core").head(1)
+    first = (
+        r.trace[r.trace["opcode"] == "TLOAD"].sort_values(["core", "id"]).groupby("core").head(1)
+    )
     assert (first["start_cycle"] == first["start_cycle"].iloc[0]).all()
     ends = first["end_cycle"].to_numpy()
-    assert (np.diff(ends) >= 0).all()              # a later core never ends first
+    assert (np.diff(ends) >= 0).all()  # a later core never ends first
     # core c is served (c+1)-th: the HBM channel (every first touch misses the L2) has
     # moved c+1 tiles by the end of its transfer
     tgt = load_target("a2a3")
@@ -57,6 +63,7 @@ def test_the_order_units_start_in_changes_nothing(block_dim, n, rows, cols, dtyp
     def reversed_run(self):
         self.units.reverse()
         return run(self)
+
     monkeypatch.setattr(chip_module.Chip, "run", reversed_run)
     behind = sim.simulate(k, functional=False)
     assert ahead.total_cycles == behind.total_cycles

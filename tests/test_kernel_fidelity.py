@@ -17,12 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dma_formula import dma_cycles
 
 import sim
 from sim.kernel.files import kernel_source
-from dma_formula import dma_cycles
 
-AIC_CYCLES = 66_725_939 / 24          # per core
+AIC_CYCLES = 66_725_939 / 24  # per core
 WALL_US = 1506.0
 SHARES = {"PIPE_M": 0.861, "PIPE_MTE1": 0.681, "PIPE_MTE2": 0.952, "PIPE_FIX": 0.031}
 GEMM = str(Path(__file__).resolve().parent.parent / "examples" / "gemm.py")
@@ -32,11 +32,14 @@ def test_the_on_board_wall_and_cycle_count_agree_at_the_model_clock():
     assert AIC_CYCLES / sim.load_target("a2a3").clock_hz * 1e6 == pytest.approx(WALL_US, rel=0.01)
 
 
-@pytest.mark.parametrize("pipe,busy", [
-    ("PIPE_MTE2", lambda: 1152 * (dma_cycles("GM_L1", 65536) + dma_cycles("GM_L1", 131072))),
-    ("PIPE_MTE1", lambda: 4608 * (dma_cycles("L1_L0A", 16384) + dma_cycles("L1_L0B", 32768))),
-    ("PIPE_FIX", lambda: 48 * dma_cycles("L0C_GM", 128 * 256 * 2)),
-])
+@pytest.mark.parametrize(
+    "pipe,busy",
+    [
+        ("PIPE_MTE2", lambda: 1152 * (dma_cycles("GM_L1", 65536) + dma_cycles("GM_L1", 131072))),
+        ("PIPE_MTE1", lambda: 4608 * (dma_cycles("L1_L0A", 16384) + dma_cycles("L1_L0B", 32768))),
+        ("PIPE_FIX", lambda: 48 * dma_cycles("L0C_GM", 128 * 256 * 2)),
+    ],
+)
 def test_each_path_gives_the_on_board_busy_cycles(pipe, busy):
     """The machine figures, summed over one core's transfers, are the on-board busy
     cycles (share x AIC cycles) within one point."""
@@ -48,8 +51,19 @@ def one_block():
     """One core's block of the 6144^3 GEMM (the other 23 cores run the same work on
     their own blocks; the shared GM costs them ~1 %)."""
     build = kernel_source(GEMM)
-    k = build(m=1536, k=6144, n=1024, singleCoreM=1536, singleCoreK=6144, singleCoreN=1024,
-              baseM=128, baseK=64, baseN=256, stepKa=4, stepKb=4)
+    k = build(
+        m=1536,
+        k=6144,
+        n=1024,
+        singleCoreM=1536,
+        singleCoreK=6144,
+        singleCoreN=1024,
+        baseM=128,
+        baseK=64,
+        baseN=256,
+        stepKa=4,
+        stepKb=4,
+    )
     return sim.simulate(k, "a2a3", functional=False, trace="none")
 
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TILED = ROOT / "examples" / "relu_sub_tiled.py"
 PLAIN = ROOT / "examples" / "relu_sub.py"
 
-ECHO = '''\
+ECHO = """\
 import json
 from pathlib import Path
 
@@ -33,7 +33,7 @@ def build(n, scale=1.0, flag=False, name="x", **extra):
         e = k.TMULS(t, t, scale, e)
     k.TSTORE(c, t, e)
     return k
-'''
+"""
 
 
 def run(capsys, *argv):
@@ -59,9 +59,23 @@ def test_args_reach_build_and_change_the_kernel(capsys):
 def test_values_are_parsed_like_pto_scalars(tmp_path, capsys):
     path = tmp_path / "echo.py"
     path.write_text(ECHO)
-    code, _, err = run(capsys, "check", path, "--arg", "n=0x3", "--arg", "scale=2",
-                       "--arg", "flag=true", "--arg", "name=16", "--arg", "dt=f16",
-                       "--arg", "eps=1e-3")
+    code, _, err = run(
+        capsys,
+        "check",
+        path,
+        "--arg",
+        "n=0x3",
+        "--arg",
+        "scale=2",
+        "--arg",
+        "flag=true",
+        "--arg",
+        "name=16",
+        "--arg",
+        "dt=f16",
+        "--arg",
+        "eps=1e-3",
+    )
     assert code == 0, err
     seen = json.loads(path.with_suffix(".json").read_text())
     assert seen == {"n": 3, "scale": 2.0, "flag": True, "name": "16", "dt": "f16", "eps": 1e-3}
@@ -75,18 +89,29 @@ def test_a_build_without_parameters_still_runs(capsys):
     assert instructions(capsys, PLAIN)["kernel"] == "relu_sub"
 
 
-@pytest.mark.parametrize("kernel, argv, what", [
-    (PLAIN, ["--arg", "rows=8"], "build() has no parameter 'rows' (parameters: none)"),
-    (TILED, ["--arg", "depth=2"],
-     "build() has no parameter 'depth' (parameters: rows, cols, buffers, height, width)"),
-    (TILED, ["--arg", "rows=2.5"], "--arg rows=2.5: expected int like the default 32"),
-    (TILED, ["--arg", "rows=24"], "relu_sub_tiled.py:28: ValueError while building the kernel: "
-                                  "a 24x64 tile does not divide the 256x256 matrix"),
-    ("echo.py", [], "build() needs --arg n=VALUE"),
-])
+@pytest.mark.parametrize(
+    "kernel, argv, what",
+    [
+        (PLAIN, ["--arg", "rows=8"], "build() has no parameter 'rows' (parameters: none)"),
+        (
+            TILED,
+            ["--arg", "depth=2"],
+            "build() has no parameter 'depth' (parameters: rows, cols, buffers, height, width)",
+        ),
+        (TILED, ["--arg", "rows=2.5"], "--arg rows=2.5: expected int like the default 32"),
+        (
+            TILED,
+            ["--arg", "rows=24"],
+            "relu_sub_tiled.py:28: ValueError while building the kernel: "
+            "a 24x64 tile does not divide the 256x256 matrix",
+        ),
+        ("echo.py", [], "build() needs --arg n=VALUE"),
+    ],
+)
 @pytest.mark.parametrize("command", ["run", "check", "compare"])
-def test_parameter_mistakes_are_user_errors(command, kernel, argv, what, tmp_path, capsys,
-                                            monkeypatch):
+def test_parameter_mistakes_are_user_errors(
+    command, kernel, argv, what, tmp_path, capsys, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "echo.py").write_text(ECHO)
     code, out, err = run(capsys, command, kernel, *argv)

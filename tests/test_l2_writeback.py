@@ -15,7 +15,7 @@ import flash_attention  # noqa: E402
 TILE_BYTES = 64 * 256 * 4
 
 
-CORES = 2           # the shared GM model runs when more than one unit touches GM
+CORES = 2  # the shared GM model runs when more than one unit touches GM
 
 
 def _stores(n, same):
@@ -27,7 +27,7 @@ def _stores(n, same):
     k.TEXPANDS(t, 1.0)
     for i in range(n):
         r0 = k.block_idx * (64 * n) + (0 if same else 64 * i)
-        k.TSTORE(y[r0:r0 + 64, :], t)
+        k.TSTORE(y[r0 : r0 + 64, :], t)
     return k
 
 
@@ -48,10 +48,10 @@ def test_a_read_of_written_lines_hits():
     t = k.tile("vec", "f32", 64, 256)
     u = k.tile("vec", "f32", 64, 256)
     r0 = k.block_idx * 64
-    e = k.TSTORE(y[r0:r0 + 64, :], t, k.TEXPANDS(t, 2.0))
-    k.TLOAD(u, y[r0:r0 + 64, :], e)
+    e = k.TSTORE(y[r0 : r0 + 64, :], t, k.TEXPANDS(t, 2.0))
+    k.TLOAD(u, y[r0 : r0 + 64, :], e)
     r = sim.simulate(k, functional=False)
-    assert r.memory["hbm"]["bytes"] == CORES * TILE_BYTES   # the stores' write-backs only
+    assert r.memory["hbm"]["bytes"] == CORES * TILE_BYTES  # the stores' write-backs only
     assert r.memory["l2"]["hit_rate"] == pytest.approx(0.5)  # the loads hit every line
 
 
@@ -67,12 +67,12 @@ def test_fifo_workspace_stays_in_l2(cores):
     s0, s1, T, head = 64, 512, 128, 64
     k = flash_attention.build(s1=s1, s1_tile=T, head=head, s0=s0, cores=cores)
     r = sim.simulate(k, "a2a3", functional=False)
-    inputs = cores * (s0 * head + 2 * s1 * head) * 2           # q, k, v (f16)
-    output = cores * s0 * head * 4                             # o (f32)
+    inputs = cores * (s0 * head + 2 * s1 * head) * 2  # q, k, v (f16)
+    output = cores * s0 * head * 4  # o (f32)
     # per core: 2 slots of S (s0 x T f32), 2 of P (s0 x T f16), 1 of O (s0 x head f32)
     slots = cores * (2 * s0 * T * 4 + 2 * s0 * T * 2 + s0 * head * 4)
     streamed = cores * (s1 // T) * (s0 * T * 4 + s0 * T * 2 + s0 * head * 4)
-    assert slots < streamed / 2          # the bound below is a real constraint
+    assert slots < streamed / 2  # the bound below is a real constraint
     assert r.memory["hbm"]["bytes"] <= inputs + output + slots
     assert r.memory["l2"]["bytes"] >= inputs + output + streamed
 
@@ -82,16 +82,22 @@ def test_the_lines_of_a_window_are_the_lines_its_elements_lie_in():
     straddles a line: item sizes divide the line), over random row-major, column-major
     and overlapping-row windows."""
     from sim.engine.gm import _L2
+
     l2 = _L2({"line_bytes": 512, "capacity_bytes": 1 << 20})
     rng = np.random.default_rng(0)
     for _ in range(2000):
         rows, cols = int(rng.integers(1, 40)), int(rng.integers(1, 600))
         isz = int(rng.choice([1, 2, 4]))
         kind = int(rng.integers(0, 4))
-        rs, cs = ((int(rng.integers(cols, cols + 700)), 1) if kind == 0 else
-                  (cols, 1) if kind == 3 else
-                  (1, int(rng.integers(rows, rows + 700))) if kind == 1 else
-                  (int(rng.integers(0, 900)), 1))
+        rs, cs = (
+            (int(rng.integers(cols, cols + 700)), 1)
+            if kind == 0
+            else (cols, 1)
+            if kind == 3
+            else (1, int(rng.integers(rows, rows + 700)))
+            if kind == 1
+            else (int(rng.integers(0, 900)), 1)
+        )
         base = int(rng.integers(0, 5000))
         r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
         # each shape again at other bases: the lines kept per shape and offset into a
@@ -99,6 +105,6 @@ def test_the_lines_of_a_window_are_the_lines_its_elements_lie_in():
         for base in (base, base + 1, base + 128, base + int(rng.integers(0, 5000)), base):
             want = np.unique(((base + r * rs + c * cs) * isz // 512).ravel())
             got = l2.lines(("x", base, rows, cols, rs, cs, isz))
-            if isinstance(got, slice):              # one contiguous run of lines
+            if isinstance(got, slice):  # one contiguous run of lines
                 got = np.arange(got.start, got.stop)
             assert np.array_equal(got, want), (base, rows, cols, rs, cs, isz)

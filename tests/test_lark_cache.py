@@ -16,13 +16,23 @@ from sim.frontend.lark_cache import cached_lark
 ROOT = Path(__file__).resolve().parent.parent
 GRAMMAR = ROOT / "sim" / "frontend" / "grammar.lark"
 TYPES = ROOT / "sim" / "frontend" / "types.lark"
-KERNELS = ["examples/matmul.pto", "examples/flash_attention.pto", "examples/gemm.pto",
-           "examples/relu_sub_db.pto"]
+KERNELS = [
+    "examples/matmul.pto",
+    "examples/flash_attention.pto",
+    "examples/gemm.pto",
+    "examples/relu_sub_db.pto",
+]
 
 
 def _pto(**extra):
-    return cached_lark(GRAMMAR, parser="lalr", lexer=_PtoLexer, transformer=_Shapes(),
-                       maybe_placeholders=False, **extra)
+    return cached_lark(
+        GRAMMAR,
+        parser="lalr",
+        lexer=_PtoLexer,
+        transformer=_Shapes(),
+        maybe_placeholders=False,
+        **extra,
+    )
 
 
 def _plain(tree):
@@ -44,9 +54,9 @@ def test_a_cached_parser_parses_as_a_built_one(tmp_path, monkeypatch, kernel):
     monkeypatch.setenv("PTOSIM_CACHE_DIR", "")
     built = _plain(_pto().parse(text))
     monkeypatch.setenv("PTOSIM_CACHE_DIR", str(tmp_path))
-    first = _pto()                      # builds and writes the cache
+    first = _pto()  # builds and writes the cache
     assert len(_files(tmp_path)) == 1
-    second = _pto()                     # loads it
+    second = _pto()  # loads it
     assert _plain(first.parse(text)) == built
     assert _plain(second.parse(text)) == built
 
@@ -68,7 +78,7 @@ def test_a_changed_grammar_is_never_served_the_old_parser(tmp_path, monkeypatch)
         p.parse(word)
         with pytest.raises(Exception):
             p.parse("beta" if word == "alpha" else "alpha")
-    assert len(_files(tmp_path)) == 2       # one per grammar text
+    assert len(_files(tmp_path)) == 2  # one per grammar text
 
 
 def test_a_file_whose_digest_does_not_match_is_rebuilt(tmp_path, monkeypatch):
@@ -94,10 +104,10 @@ def test_a_corrupt_cache_file_is_rebuilt(tmp_path, monkeypatch, damage):
     cached_lark(GRAMMAR.with_name("types.lark"), parser="lalr", lexer="contextual")
     (path,) = _files(tmp_path)
     data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2] if damage is None else damage)   # truncated
+    path.write_bytes(data[: len(data) // 2] if damage is None else damage)  # truncated
     p = cached_lark(TYPES, parser="lalr", lexer="contextual")
     assert p.parse("!pto.ptr<f32>")
-    again = path.read_bytes()           # rebuilt whole (pickles need not be byte-identical)
+    again = path.read_bytes()  # rebuilt whole (pickles need not be byte-identical)
     assert again.split(b"\n")[0] == data.split(b"\n")[0] and len(again) > len(data) // 2
 
 
@@ -117,7 +127,7 @@ def test_a_read_only_cache_directory_only_means_building(tmp_path, monkeypatch):
 def test_a_cache_directory_that_cannot_be_made_only_means_building(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setenv("PTOSIM_CACHE_DIR", str(blocker / "sub"))     # under a plain file
+    monkeypatch.setenv("PTOSIM_CACHE_DIR", str(blocker / "sub"))  # under a plain file
     assert cached_lark(TYPES, parser="lalr", lexer="contextual").parse("!pto.ptr<f32>")
 
 

@@ -53,7 +53,7 @@ def imported_modules(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
@@ -64,8 +64,10 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-_MODULES = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-            for p in (ROOT / "sim").rglob("*.py")}
+_MODULES = {
+    ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    for p in (ROOT / "sim").rglob("*.py")
+}
 
 
 def hits(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
@@ -112,19 +114,24 @@ def _ids(paths):
 
 # --- the parser itself ----------------------------------------------------------------------
 
+
 def test_import_parser_sees_nested_relative_and_from_imports(tmp_path, monkeypatch):
     pkg = tmp_path / "sim" / "timing"
     pkg.mkdir(parents=True)
     f = pkg / "probe.py"
-    f.write_text("import simpy as s\n"
-                 "from .. import engine\n"
-                 "from ..engine.machine import Machine\n"
-                 "def late():\n"
-                 "    from sim.engine import run\n")
+    f.write_text(
+        "import simpy as s\n"
+        "from .. import engine\n"
+        "from ..engine.machine import Machine\n"
+        "def late():\n"
+        "    from sim.engine import run\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     mods = imported_modules(f)
     assert hits(mods, ("simpy",)) == ["simpy"]
-    assert {"sim.engine", "sim.engine.machine", "sim.engine.run"} <= set(hits(mods, ("sim.engine",)))
+    assert {"sim.engine", "sim.engine.machine", "sim.engine.run"} <= set(
+        hits(mods, ("sim.engine",))
+    )
 
 
 def test_every_package_has_a_layer():
@@ -152,11 +159,15 @@ def test_the_layer_check_catches_an_upward_import(tmp_path, monkeypatch):
 
 # --- the rules ------------------------------------------------------------------------------
 
+
 def _upward(path: Path) -> list[str]:
     own = package_of(module_name(path))
     allowed = LAYERS[own] | {own}
-    return sorted(m for m in imported_modules(path)
-                  if package_of(m) is not None and package_of(m) not in allowed)
+    return sorted(
+        m
+        for m in imported_modules(path)
+        if package_of(m) is not None and package_of(m) not in allowed
+    )
 
 
 _LAYERED = [p for p in ALL_SIM if p.parent != SIM]
@@ -174,8 +185,11 @@ def test_trace_layer_reads_only_the_trace(path):
 
 
 def test_only_the_engine_imports_simpy():
-    offenders = [str(p.relative_to(ROOT)) for p in ALL_SIM
-                 if hits(imported_modules(p), ("simpy",)) and not p.is_relative_to(SIM / "engine")]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in ALL_SIM
+        if hits(imported_modules(p), ("simpy",)) and not p.is_relative_to(SIM / "engine")
+    ]
     assert offenders == []
 
 
@@ -262,7 +276,9 @@ def test_no_module_is_over_the_line_limit(path):
     n = len(path.read_text().splitlines())
     assert n <= MAX_LINES, f"{path.relative_to(ROOT)}: {n} lines; split it by what it does"
 
+
 # --- packaging of the data ------------------------------------------------------------------
+
 
 def test_distribution_file_list_has_no_top_level_models_or_traces():
     files = importlib.metadata.files("pto-sim")
@@ -270,9 +286,13 @@ def test_distribution_file_list_has_no_top_level_models_or_traces():
     tops = {f.parts[0] for f in files if not f.parts[0].startswith("..")}
     assert "models" not in tops and "traces" not in tops
     # the only importable top-level name the distribution ships is `sim`
-    py_tops = {f.parts[0] for f in files
-               if len(f.parts) > 1 and not f.parts[0].endswith(".dist-info")
-               and not f.parts[0].startswith("..")}
+    py_tops = {
+        f.parts[0]
+        for f in files
+        if len(f.parts) > 1
+        and not f.parts[0].endswith(".dist-info")
+        and not f.parts[0].startswith("..")
+    }
     assert py_tops <= {"sim"}, py_tops
     names = {str(f).replace("\\", "/") for f in files}
     assert "sim/models/a2a3/machine.toml" in names
@@ -280,6 +300,7 @@ def test_distribution_file_list_has_no_top_level_models_or_traces():
 
 def test_models_dir_finds_the_bundled_targets():
     from sim.target import load_target, models_dir, target_names
+
     d = models_dir()
     assert d.name == "models"
     assert (d / "a2a3" / "machine.toml").is_file()
@@ -290,20 +311,28 @@ def test_models_dir_finds_the_bundled_targets():
 
 def _editable_install() -> bool:
     try:
-        info = json.loads(importlib.metadata.distribution("pto-sim").read_text("direct_url.json") or "{}")
+        info = json.loads(
+            importlib.metadata.distribution("pto-sim").read_text("direct_url.json") or "{}"
+        )
     except Exception:
         return False
     return bool(info.get("dir_info", {}).get("editable"))
 
 
-@pytest.mark.xfail(_editable_install(), strict=True,
-                   reason="bug (dev installs only): the hatchling editable .pth puts the "
-                          "repository root on sys.path, so the checkout's models/ and traces/ "
-                          "become importable namespace packages from any directory")
+@pytest.mark.xfail(
+    _editable_install(),
+    strict=True,
+    reason="bug (dev installs only): the hatchling editable .pth puts the "
+    "repository root on sys.path, so the checkout's models/ and traces/ "
+    "become importable namespace packages from any directory",
+)
 def test_models_and_traces_not_importable_from_elsewhere(tmp_path):
-    code = ("import importlib.util as u, json\n"
-            "print(json.dumps({n: u.find_spec(n) is not None for n in ('models', 'traces')}))\n")
-    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=60)
+    code = (
+        "import importlib.util as u, json\n"
+        "print(json.dumps({n: u.find_spec(n) is not None for n in ('models', 'traces')}))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {"models": False, "traces": False}

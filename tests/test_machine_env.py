@@ -49,7 +49,7 @@ def test_two_machines_in_one_env_each_see_their_own_timeline():
         assert _cycles(m.recorder) == _cycles(rec)
         assert set(m.recorder.frame()["core"]) == {m.core}
     assert env.now == alone[1].end
-    assert _cycles(alone[0]) != _cycles(alone[1])   # the kernels differ: the check above can fail
+    assert _cycles(alone[0]) != _cycles(alone[1])  # the kernels differ: the check above can fail
 
 
 def test_machine_with_env_is_not_finished_before_it_runs():

@@ -32,9 +32,15 @@ def kernel_path(tmp_path_factory):
     root = tmp_path_factory.mktemp("jupyter")
     spec = root / "kernels" / "python3"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "pto-sim test kernel", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "pto-sim test kernel",
+                "language": "python",
+            }
+        )
+    )
     return root
 
 
@@ -43,11 +49,13 @@ def _ids(paths):
 
 
 def test_the_two_notebooks_exist():
-    assert [p.name for p in NOTEBOOKS] == ["01_cycle_count.ipynb",
-                                           "02_occupancy_and_stalls.ipynb",
-                                           "03_manual_vs_auto_placement.ipynb",
-                                           "04_gemm_multicore.ipynb",
-                                           "05_sweep.ipynb"]
+    assert [p.name for p in NOTEBOOKS] == [
+        "01_cycle_count.ipynb",
+        "02_occupancy_and_stalls.ipynb",
+        "03_manual_vs_auto_placement.ipynb",
+        "04_gemm_multicore.ipynb",
+        "05_sweep.ipynb",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
@@ -83,8 +91,12 @@ def test_notebook_executes(path, kernel_path, tmp_path, monkeypatch):
     nb = nbformat.read(path, as_version=4)
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "notebooks").mkdir()
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=TIME_LIMIT_S,
-                                     resources={"metadata": {"path": str(tmp_path / "notebooks")}})
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=TIME_LIMIT_S,
+        resources={"metadata": {"path": str(tmp_path / "notebooks")}},
+    )
     t0 = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - t0

@@ -23,8 +23,17 @@ from sim.target import load_target
 
 HEADER = "op,dtype,rows,cols,valid_rows,valid_cols,variant,measured_cycles\n"
 # tiles the op needs as separate tiles: binary ops dst + 2 sources, the rest dst + 1
-_TILES = {"TADD": 3, "TMUL": 3, "TMAX": 3, "TDIV": 3, "TEXP": 2, "TABS": 2, "TADDS": 2,
-          "TMULS": 2, "TDIVS": 2}
+_TILES = {
+    "TADD": 3,
+    "TMUL": 3,
+    "TMAX": 3,
+    "TDIV": 3,
+    "TEXP": 2,
+    "TABS": 2,
+    "TADDS": 2,
+    "TMULS": 2,
+    "TDIVS": 2,
+}
 
 
 def _usable(target) -> int:
@@ -44,8 +53,16 @@ def _shapes():
     for target in ("a2a3", "a5"):
         for op, n in _TILES.items():
             for dtype in ("f32", "f16"):
-                for rows, cols in ((16, 64), (64, 128), (100, 256), (120, 256), (200, 256),
-                                   (80, 256), (150, 128), (250, 128)):
+                for rows, cols in (
+                    (16, 64),
+                    (64, 128),
+                    (100, 256),
+                    (120, 256),
+                    (200, 256),
+                    (80, 256),
+                    (150, 128),
+                    (250, 128),
+                ):
                     if dtype == "f16":
                         cols *= 2
                     b = _tile_bytes(dtype, rows, cols)
@@ -95,28 +112,51 @@ def test_in_place_tdivs_is_the_in_place_lowering():
 
 def test_validate_predicts_and_marks_in_place_cases(tmp_path):
     p = tmp_path / "cases.csv"
-    p.write_text(HEADER + "TADD,f32,100,256,,,,600\nTADD,f32,16,64,,,,56\n"
-                 "TMUL,f16,100,512,,,,600\nTROWSUM,f32,250,128,,,,900\n")
+    p.write_text(
+        HEADER + "TADD,f32,100,256,,,,600\nTADD,f32,16,64,,,,56\n"
+        "TMUL,f16,100,512,,,,600\nTROWSUM,f32,250,128,,,,900\n"
+    )
     r = validate(load_cases(p), "a5")
     big, small, half, red = r["cases"]
     assert big["in_place"] and half["in_place"] and not small["in_place"]
     assert big["predicted"] is not None and half["predicted"] is not None
     assert "does not fit" in big["note"]
     assert red["predicted"] is None and not red["in_place"]
-    out = subprocess.run([sys.executable, "-m", "sim", "validate", str(p), "--target", "a5"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "sim", "validate", str(p), "--target", "a5"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("(in place: dst = src0, separate tiles do not fit)") == 2
 
 
 def test_cli_op_reports_in_place():
-    out = subprocess.run([sys.executable, "-m", "sim", "op", "TADD", "--dtype", "f32",
-                          "--shape", "100x256", "--target", "a5", "--json"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sim",
+            "op",
+            "TADD",
+            "--dtype",
+            "f32",
+            "--shape",
+            "100x256",
+            "--target",
+            "a5",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["variant"] == "inplace" and "does not fit" in d["note"]
-    out = subprocess.run([sys.executable, "-m", "sim", "op", "TADD", "--dtype", "f32",
-                          "--shape", "100x256"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "sim", "op", "TADD", "--dtype", "f32", "--shape", "100x256"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "does not fit either" in out.stderr

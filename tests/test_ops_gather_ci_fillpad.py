@@ -41,14 +41,20 @@ from sim.target import load_target
 from sim.timing import Shape, lower
 
 A2, A5 = load_target("a2a3"), load_target("a5")
-UB_UB = A2.dma("UB_UB").bytes_per_cycle            # 594.33 B/cycle
+UB_UB = A2.dma("UB_UB").bytes_per_cycle  # 594.33 B/cycle
 
 # --- registry ---------------------------------------------------------------------------------
 
+
 def test_registry_entries():
     tci, tg, tf = opcode("pto.tci"), opcode("pto.tgather"), opcode("pto.tfillpad")
-    assert (tci.name, tci.ir_name, tci.outs, tci.ins, tci.family) == \
-        ("TCI", "pto.tci", "T", ("S",), "index")
+    assert (tci.name, tci.ir_name, tci.outs, tci.ins, tci.family) == (
+        "TCI",
+        "pto.tci",
+        "T",
+        ("S",),
+        "index",
+    )
     assert (tg.name, tg.ins, tg.family, tg.domain) == ("TGATHER", ("T T T?",), "gather", "dst")
     assert (tf.name, tf.ins, tf.family, tf.domain) == ("TFILLPAD", ("T",), "fillpad", "src")
     # programming-model.md §6.1
@@ -60,13 +66,15 @@ def test_registry_entries():
 
 # --- verifier ---------------------------------------------------------------------------------
 
+
 def vec(name, dt="f32", rows=16, cols=64, **kw):
     return Tile(name, TileType("vec", dt, rows, cols, **kw))
 
 
 def mat(name, dt="f16", rows=16, cols=32, **kw):
-    return Tile(name, TileType("mat", dt, rows, cols, blayout="col_major",
-                               slayout="row_major", **kw))
+    return Tile(
+        name, TileType("mat", dt, rows, cols, blayout="col_major", slayout="row_major", **kw)
+    )
 
 
 def declared(t):
@@ -88,11 +96,24 @@ def test_legal_forms(target):
         assert check(target, "TCI", [vec("d", dt)], [Const(3, dt)]) == []
     table, idx = vec("t", "f32", 1, 256), vec("i", "i32", 8, 64)
     assert check(target, "TGATHER", [vec("d", "f32", 8, 64)], [table, idx]) == []
-    assert check(target, "TGATHER", [vec("d", "f16", 8, 64)],
-                 [vec("t", "f16", 4, 128), vec("i", "u32", 8, 64)]) == []
+    assert (
+        check(
+            target,
+            "TGATHER",
+            [vec("d", "f16", 8, 64)],
+            [vec("t", "f16", 4, 128), vec("i", "u32", 8, 64)],
+        )
+        == []
+    )
     # TFILLPAD: valid regions may differ, capacity equal; Vec and Mat
-    assert check(target, "TFILLPAD", [vec("d", pad=Pad.MAX)], [vec("s", valid_rows=10, valid_cols=48)]) == []
-    assert check(target, "TFILLPAD", [mat("d", pad=Pad.ZERO)], [mat("s", valid_rows=5, valid_cols=20)]) == []
+    assert (
+        check(target, "TFILLPAD", [vec("d", pad=Pad.MAX)], [vec("s", valid_rows=10, valid_cols=48)])
+        == []
+    )
+    assert (
+        check(target, "TFILLPAD", [mat("d", pad=Pad.ZERO)], [mat("s", valid_rows=5, valid_cols=20)])
+        == []
+    )
 
 
 @pytest.mark.parametrize("target", [A2, A5], ids=lambda t: t.name)
@@ -101,12 +122,27 @@ def test_illegal_forms(target):
     rejects(target, "TCI", [vec("d", "i32")], [vec("s", "i32")], r"operand kind")
     table, d = vec("t", "f32", 1, 256), vec("d", "f32", 8, 64)
     rejects(target, "TGATHER", [d], [table, vec("i", "f32", 8, 64)], r"operand src1 .*dtype")
-    rejects(target, "TGATHER", [d], [table, vec("i", "i32", 4, 64)],
-            r"operand src1 .*valid region equal to dst")
-    rejects(target, "TGATHER", [d], [vec("t", "f16", 1, 256), vec("i", "i32", 8, 64)],
-            r"same dtype as dst")
-    rejects(target, "TGATHER", [vec("d", "i8", 8, 64)],
-            [vec("t", "i8", 1, 256), vec("i", "i32", 8, 64)], r"operand dst .*dtype")
+    rejects(
+        target,
+        "TGATHER",
+        [d],
+        [table, vec("i", "i32", 4, 64)],
+        r"operand src1 .*valid region equal to dst",
+    )
+    rejects(
+        target,
+        "TGATHER",
+        [d],
+        [vec("t", "f16", 1, 256), vec("i", "i32", 8, 64)],
+        r"same dtype as dst",
+    )
+    rejects(
+        target,
+        "TGATHER",
+        [vec("d", "i8", 8, 64)],
+        [vec("t", "i8", 1, 256), vec("i", "i32", 8, 64)],
+        r"operand dst .*dtype",
+    )
     rejects(target, "TFILLPAD", [vec("d", rows=32)], [vec("s")], r"dst.rows == src.rows")
     rejects(target, "TFILLPAD", [vec("d", "f16")], [vec("s")], r"same dtype")
     rejects(target, "TFILLPAD", [vec("d", "f16", 16, 32)], [mat("s")], r"operand src .*location")
@@ -114,9 +150,18 @@ def test_illegal_forms(target):
 
 # --- functional units, called directly -------------------------------------------------------
 
+
 def ctx(op, dst, srcs=(), scalars=(), strict=True, **extra):
-    return FnContext(op=op, where="here", dtype=dtype(str(dst.dtype)), dst=dst,
-                     srcs=tuple(srcs), scalars=tuple(scalars), strict=strict, extra=extra)
+    return FnContext(
+        op=op,
+        where="here",
+        dtype=dtype(str(dst.dtype)),
+        dst=dst,
+        srcs=tuple(srcs),
+        scalars=tuple(scalars),
+        strict=strict,
+        extra=extra,
+    )
 
 
 def test_tci_unit_row_major_and_wraps():
@@ -124,31 +169,44 @@ def test_tci_unit_row_major_and_wraps():
     execute(ctx("TCI", d, scalars=(10,)))
     np.testing.assert_array_equal(d, 10 + np.arange(15).reshape(3, 5))
     h = np.zeros((2, 4), np.int16)
-    execute(ctx("TCI", h, scalars=(32765,)))          # i16 wraps past 32767
+    execute(ctx("TCI", h, scalars=(32765,)))  # i16 wraps past 32767
     assert h.reshape(-1).tolist() == [32765, 32766, 32767, -32768, -32767, -32766, -32765, -32764]
 
 
 def test_tgather_unit():
-    table = np.arange(100, 112, dtype=np.float32).reshape(3, 4)     # src valid region
+    table = np.arange(100, 112, dtype=np.float32).reshape(3, 4)  # src valid region
     idx = np.array([[11, 0, 5], [4, 4, 1]], np.int32)
     d = np.zeros((2, 3), np.float32)
     execute(ctx("TGATHER", d, (table, idx)))
     np.testing.assert_array_equal(d, [[111, 100, 105], [104, 104, 101]])
     bad = np.array([[12, 0, 5], [4, -1, 1]], np.int32)
-    with pytest.raises(SimulationError, match=r"index 12 at element \(0, 0\) is outside the "
-                                              r"gathered table \(valid region 3x4"):
+    with pytest.raises(
+        SimulationError,
+        match=r"index 12 at element \(0, 0\) is outside the "
+        r"gathered table \(valid region 3x4",
+    ):
         execute(ctx("TGATHER", d, (table, bad)))
     d[...] = -7
-    execute(ctx("TGATHER", d, (table, bad), strict=False))   # out of range: unchanged
+    execute(ctx("TGATHER", d, (table, bad), strict=False))  # out of range: unchanged
     np.testing.assert_array_equal(d, [[-7, 100, 105], [104, -7, 101]])
 
 
-@pytest.mark.parametrize("dt, pad, want", [
-    ("f32", Pad.ZERO, 0.0), ("f32", Pad.MAX, np.inf), ("f32", Pad.MIN, -np.inf),
-    ("f16", Pad.MAX, np.inf), ("bf16", Pad.MIN, -np.inf),
-    ("i16", Pad.MAX, 32767), ("i16", Pad.MIN, -32768), ("u8", Pad.MAX, 255), ("u8", Pad.MIN, 0),
-    ("i32", Pad.ZERO, 0), ("f8e4m3", Pad.MAX, 448.0),   # no inf: finite max
-])
+@pytest.mark.parametrize(
+    "dt, pad, want",
+    [
+        ("f32", Pad.ZERO, 0.0),
+        ("f32", Pad.MAX, np.inf),
+        ("f32", Pad.MIN, -np.inf),
+        ("f16", Pad.MAX, np.inf),
+        ("bf16", Pad.MIN, -np.inf),
+        ("i16", Pad.MAX, 32767),
+        ("i16", Pad.MIN, -32768),
+        ("u8", Pad.MAX, 255),
+        ("u8", Pad.MIN, 0),
+        ("i32", Pad.ZERO, 0),
+        ("f8e4m3", Pad.MAX, 448.0),  # no inf: finite max
+    ],
+)
 def test_pad_values(dt, pad, want):
     assert float(pad_value(dtype(dt), pad)) == want
     assert pad_value(dtype(dt), Pad.NULL) is None
@@ -173,6 +231,7 @@ def test_tfillpad_unit_fills_the_capacity():
 
 # --- end to end through sim.simulate (builder kernels) ---------------------------------------
 
+
 def test_tci_through_simulate():
     k = sim.Kernel("tci")
     out = k.gm("out", "i32", (8, 32))
@@ -188,9 +247,16 @@ def test_tgather_same_shape_table_through_simulate():
     table = rng.uniform(-8, 8, (16, 64)).astype(np.float32)
     idx = rng.integers(0, 16 * 64, (16, 64)).astype(np.int32)
     k = sim.Kernel("gather")
-    gt, gi, go = k.gm("tab", "f32", (16, 64), table), k.gm("idx", "i32", (16, 64), idx), \
-        k.gm("out", "f32", (16, 64))
-    a, i, d = k.tile("vec", "f32", 16, 64), k.tile("vec", "i32", 16, 64), k.tile("vec", "f32", 16, 64)
+    gt, gi, go = (
+        k.gm("tab", "f32", (16, 64), table),
+        k.gm("idx", "i32", (16, 64), idx),
+        k.gm("out", "f32", (16, 64)),
+    )
+    a, i, d = (
+        k.tile("vec", "f32", 16, 64),
+        k.tile("vec", "i32", 16, 64),
+        k.tile("vec", "f32", 16, 64),
+    )
     e1, e2 = k.TLOAD(a, gt), k.TLOAD(i, gi)
     e = k.TGATHER(d, a, i, e1, e2)
     k.TSTORE(go, d, e)
@@ -202,8 +268,11 @@ def _lookup_kernel(idx):
     """An embedding-style lookup: a 1 x 256 table, 8 x 64 indices (TCI makes a ramp)."""
     k = sim.Kernel("lookup")
     table = (np.arange(256, dtype=np.float32) * 0.5 - 3).reshape(1, 256)
-    gt, gi, go = k.gm("tab", "f32", (1, 256), table), k.gm("idx", "i32", (8, 64), idx), \
-        k.gm("out", "f32", (8, 64))
+    gt, gi, go = (
+        k.gm("tab", "f32", (1, 256), table),
+        k.gm("idx", "i32", (8, 64), idx),
+        k.gm("out", "f32", (8, 64)),
+    )
     a, i, d = k.tile("vec", "f32", 1, 256), k.tile("vec", "i32", 8, 64), k.tile("vec", "f32", 8, 64)
     e1, e2 = k.TLOAD(a, gt), k.TLOAD(i, gi)
     e = k.TGATHER(d, a, i, e1, e2)
@@ -223,7 +292,11 @@ def test_tgather_out_of_range_is_an_error():
     idx[3, 9] = 16 * 64
     k = sim.Kernel("gather")
     gt, gi = k.gm("tab", "f32", (16, 64)), k.gm("idx", "i32", (16, 64), idx)
-    a, i, d = k.tile("vec", "f32", 16, 64), k.tile("vec", "i32", 16, 64), k.tile("vec", "f32", 16, 64)
+    a, i, d = (
+        k.tile("vec", "f32", 16, 64),
+        k.tile("vec", "i32", 16, 64),
+        k.tile("vec", "f32", 16, 64),
+    )
     e1, e2 = k.TLOAD(a, gt), k.TLOAD(i, gi)
     k.TGATHER(d, a, i, e1, e2)
     with pytest.raises(SimulationError, match=r"TGATHER .*index 1024 at element \(3, 9\)"):
@@ -238,7 +311,7 @@ def _fillpad_kernel(pad, same_tile=False):
     s = k.tile("vec", "f32", 16, 64, valid=(10, 48), pad=pad)
     d = s if same_tile else k.tile("vec", "f32", 16, 64, pad=pad)
     events = [k.TFILLPAD(d, s, k.TLOAD(s, gi))]
-    if same_tile:                     # the padded tile is stored whole
+    if same_tile:  # the padded tile is stored whole
         events.append(k.set_valid(s, 16, 64))
     k.TSTORE(go, d, *events)
     want = np.full((16, 64), {Pad.ZERO: 0, Pad.MAX: np.inf, Pad.MIN: -np.inf}[pad], np.float32)
@@ -258,7 +331,7 @@ def test_tfillpad_timing_only_through_simulate():
     k, _ = _fillpad_kernel(Pad.MAX)
     r = sim.simulate(k, functional=False)
     row = r.trace[r.trace["opcode"] == "TFILLPAD"].iloc[0]
-    assert row["pipe"] == "PIPE_V" and row["duration_cycles"] == 50   # see test_tfillpad_cost
+    assert row["pipe"] == "PIPE_V" and row["duration_cycles"] == 50  # see test_tfillpad_cost
 
 
 def test_tfillpad_on_mat_issues_on_mte2():
@@ -271,6 +344,7 @@ def test_tfillpad_on_mat_issues_on_mte2():
 
 
 # --- lowering and cost (hand-derived) ---------------------------------------------------------
+
 
 def S(op, dt, rows, cols, vr=None, vc=None, **kw):
     vr, vc = rows if vr is None else vr, cols if vc is None else vc
@@ -304,6 +378,7 @@ def test_tgather_per_row_marginal_under_the_latency_rule():
     costs, floor = A2.cce, 16
     from sim.timing.plan import evaluate
     from sim.timing.vgather import tgather
+
     for C, r, row in ((64, 1, 44), (128, 2, 47)):
         one = evaluate(tgather(S("TGATHER", "f32", 1, C), dtype("f32")), costs, floor, "latency")[0]
         two = evaluate(tgather(S("TGATHER", "f32", 2, C), dtype("f32")), costs, floor, "latency")[0]
@@ -355,8 +430,10 @@ PV = "!pto.partition_tensor_view<16x64xf32>"
 
 def tb(dt, rows=16, cols=64, vr=None, vc=None, pad=0):
     vr, vc = rows if vr is None else vr, cols if vc is None else vc
-    return (f"!pto.tile_buf<loc=vec, dtype={dt}, rows={rows}, cols={cols}, v_row={vr}, "
-            f"v_col={vc}, blayout=row_major, slayout=none_box, fractal=512, pad={pad}>")
+    return (
+        f"!pto.tile_buf<loc=vec, dtype={dt}, rows={rows}, cols={cols}, v_row={vr}, "
+        f"v_col={vc}, blayout=row_major, slayout=none_box, fractal=512, pad={pad}>"
+    )
 
 
 def pto_kernel(body: str) -> str:
@@ -365,16 +442,22 @@ def pto_kernel(body: str) -> str:
         f"    %t{x} = pto.make_tensor_view %{x}, shape = [%c16, %c64], strides = [%c64, %c1] "
         f": !pto.tensor_view<?x?xf32>\n"
         f"    %v{x} = pto.partition_view %t{x}, offsets = [%c0, %c0], sizes = [%c16, %c64] "
-        f": !pto.tensor_view<?x?xf32> -> {PV}\n" for x in "pq")
-    return ("module {\n  func.func @k(%p: !pto.ptr<f32>, %q: !pto.ptr<f32>) {\n"
-            "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
-            "    %c16 = arith.constant 16 : index\n    %c64 = arith.constant 64 : index\n"
-            f"{views}{body}    return\n  }}\n}}\n")
+        f": !pto.tensor_view<?x?xf32> -> {PV}\n"
+        for x in "pq"
+    )
+    return (
+        "module {\n  func.func @k(%p: !pto.ptr<f32>, %q: !pto.ptr<f32>) {\n"
+        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        "    %c16 = arith.constant 16 : index\n    %c64 = arith.constant 64 : index\n"
+        f"{views}{body}    return\n  }}\n}}\n"
+    )
 
 
 def flag(src, dst):
-    return (f"    pto.set_flag[<{src}>, <{dst}>, <EVENT_ID0>]\n"
-            f"    pto.wait_flag[<{src}>, <{dst}>, <EVENT_ID0>]\n")
+    return (
+        f"    pto.set_flag[<{src}>, <{dst}>, <EVENT_ID0>]\n"
+        f"    pto.wait_flag[<{src}>, <{dst}>, <EVENT_ID0>]\n"
+    )
 
 
 def gather_snippet(start: int) -> str:
@@ -385,10 +468,12 @@ def gather_snippet(start: int) -> str:
         f"    %d = pto.alloc_tile : {TF}\n"
         f"    pto.tload ins(%vp : {PV}) outs(%a : {TF})\n"
         f"    pto.tci ins(%s : i32) outs(%i : {TI})\n"
-        + flag("PIPE_MTE2", "PIPE_V") + flag("PIPE_S", "PIPE_V") +
-        f"    pto.tgather ins(%a, %i : {TF}, {TI}) outs(%d : {TF})\n"
-        + flag("PIPE_V", "PIPE_MTE3") +
-        f"    pto.tstore ins(%d : {TF}) outs(%vq : {PV})\n")
+        + flag("PIPE_MTE2", "PIPE_V")
+        + flag("PIPE_S", "PIPE_V")
+        + f"    pto.tgather ins(%a, %i : {TF}, {TI}) outs(%d : {TF})\n"
+        + flag("PIPE_V", "PIPE_MTE3")
+        + f"    pto.tstore ins(%d : {TF}) outs(%vq : {PV})\n"
+    )
 
 
 def test_pto_tci_tgather_snippet():
@@ -398,7 +483,7 @@ def test_pto_tci_tgather_snippet():
     assert instrs[1].ins == (Scalar("s", "i32"),)
     x = np.random.default_rng(1).uniform(-4, 4, 16 * 64).astype(np.float32)
     r = sim.simulate(program, "a2a3", inputs={"p": x})
-    np.testing.assert_array_equal(r.output("q"), x)          # indices 0..1023: identity
+    np.testing.assert_array_equal(r.output("q"), x)  # indices 0..1023: identity
     pipes = dict(zip(r.trace["opcode"], r.trace["pipe"]))
     assert pipes["TCI"] == "PIPE_S" and pipes["TGATHER"] == "PIPE_V"
     # a ramp from 1 runs off the end of the 1024-element table at the last element
@@ -414,10 +499,11 @@ def fillpad_snippet() -> str:
         f": !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<10x48xf32>\n"
         f"    %s = pto.alloc_tile : {TS}\n    %d = pto.alloc_tile : {TD}\n"
         f"    pto.tload ins(%w : !pto.partition_tensor_view<10x48xf32>) outs(%s : {TS})\n"
-        + flag("PIPE_MTE2", "PIPE_V") +
-        f"    pto.tfillpad ins(%s : {TS}) outs(%d : {TD})\n"
-        + flag("PIPE_V", "PIPE_MTE3") +
-        f"    pto.tstore ins(%d : {TD}) outs(%vq : {PV})\n")
+        + flag("PIPE_MTE2", "PIPE_V")
+        + f"    pto.tfillpad ins(%s : {TS}) outs(%d : {TD})\n"
+        + flag("PIPE_V", "PIPE_MTE3")
+        + f"    pto.tstore ins(%d : {TD}) outs(%vq : {PV})\n"
+    )
 
 
 def test_pto_tfillpad_snippet_timing():
@@ -427,7 +513,7 @@ def test_pto_tfillpad_snippet_timing():
     assert instrs[1].outs[0].type.pad is Pad.MAX
     r = sim.simulate(program, "a2a3", functional=False)
     row = r.trace[r.trace["opcode"] == "TFILLPAD"].iloc[0]
-    assert row["pipe"] == "PIPE_V" and row["duration_cycles"] == 50   # see test_tfillpad_cost
+    assert row["pipe"] == "PIPE_V" and row["duration_cycles"] == 50  # see test_tfillpad_cost
 
 
 def test_pto_tfillpad_snippet_values():

@@ -16,13 +16,31 @@ import sim
 from sim.engine.run import simulate
 from sim.frontend import check_program, parse_file, parse_text, print_program
 from sim.isa.opcodes import OPCODES
-from sim.timing import Shape, lower
 from sim.target import load_target
+from sim.timing import Shape, lower
 
 OPS = Path(__file__).resolve().parent / "data" / "wild" / "ops"
-NEW = ("TCONCAT", "TPARTADD", "TPARTMAX", "TPARTMIN", "TPARTMUL", "TROWARGMAX", "TROWARGMIN",
-       "TCOLARGMAX", "TCOLARGMIN", "TROWPROD", "TCOLPROD", "TROWEXPANDEXPDIF",
-       "TCOLEXPANDEXPDIF", "TSELS", "TXORS", "TSORT32", "TMRGSORT", "TINSERT", "MGATHER")
+NEW = (
+    "TCONCAT",
+    "TPARTADD",
+    "TPARTMAX",
+    "TPARTMIN",
+    "TPARTMUL",
+    "TROWARGMAX",
+    "TROWARGMIN",
+    "TCOLARGMAX",
+    "TCOLARGMIN",
+    "TROWPROD",
+    "TCOLPROD",
+    "TROWEXPANDEXPDIF",
+    "TCOLEXPANDEXPDIF",
+    "TSELS",
+    "TXORS",
+    "TSORT32",
+    "TMRGSORT",
+    "TINSERT",
+    "MGATHER",
+)
 RNG = np.random.default_rng(7)
 
 
@@ -66,8 +84,15 @@ def test_tconcat_joins_columns():
     assert np.array_equal(r.gm["pc"].reshape(16, 64), np.concatenate([a, b], axis=1))
 
 
-@pytest.mark.parametrize("op, fn", [("tpartmax", np.maximum), ("tpartmin", np.minimum),
-                                    ("tpartadd", np.add), ("tpartmul", np.multiply)])
+@pytest.mark.parametrize(
+    "op, fn",
+    [
+        ("tpartmax", np.maximum),
+        ("tpartmin", np.minimum),
+        ("tpartadd", np.add),
+        ("tpartmul", np.multiply),
+    ],
+)
 def test_tpart_ops_combine_where_both_are_valid(op, fn):
     text = (OPS / "tpartmax.pto").read_text().replace("pto.tpartmax", f"pto.{op}")
     a, b = _f32(16, 64), _f32(8, 32)
@@ -79,7 +104,7 @@ def test_tpart_ops_combine_where_both_are_valid(op, fn):
 
 def test_arg_reductions_return_the_first_extreme_index():
     a = _f32(16, 64)
-    a[3, 5] = a[3, 9] = 100.0                   # a tie: the first one wins
+    a[3, 5] = a[3, 9] = 100.0  # a tie: the first one wins
     r = _run("trowargmax", pa=a)
     got = r.gm["pc"]
     assert got.dtype == np.uint32 and np.array_equal(got, np.argmax(a, axis=1))
@@ -111,7 +136,7 @@ def test_tsels_picks_the_source_where_the_mask_bit_is_set_else_the_scalar():
 
 
 def test_txors_flips_the_scalar_bits():
-    a = RNG.integers(-2**31, 2**31, (16, 64)).astype(np.int32)
+    a = RNG.integers(-(2**31), 2**31, (16, 64)).astype(np.int32)
     r = _run("txors", pa=a)
     assert np.array_equal(r.gm["pc"].reshape(16, 64), a ^ np.int32(0x55555555))
 
@@ -129,10 +154,10 @@ def test_tsort32_sorts_each_32_block_descending_with_its_indices():
     for i in range(4):
         vals, ids = _proposals(out[i])
         for b in (0, 32):
-            block = a[i, b:b + 32]
+            block = a[i, b : b + 32]
             order = sorted(range(32), key=lambda k: -block[k])
-            assert np.array_equal(vals[b:b + 32], block[order])
-            assert np.array_equal(ids[b:b + 32], idx[i, b:b + 32][order])
+            assert np.array_equal(vals[b : b + 32], block[order])
+            assert np.array_equal(ids[b : b + 32], idx[i, b : b + 32][order])
 
 
 def _runs(n_runs, per_run, rng):
@@ -144,7 +169,7 @@ def _runs(n_runs, per_run, rng):
 
 
 def test_tmrgsort_merges_four_runs_and_two_lists():
-    a, vals, ids = _runs(4, 32, RNG)             # 4 runs of 32 proposals = 256 f32
+    a, vals, ids = _runs(4, 32, RNG)  # 4 runs of 32 proposals = 256 f32
     x, xv, xi = _runs(1, 32, RNG)
     y, yv, yi = _runs(1, 32, RNG)
     r = _run("tmrgsort", pa=a, px=x, py=y)
@@ -178,14 +203,29 @@ def _plan(op, dtype, rows, cols, target="a2a3", variant=""):
 
 
 @pytest.mark.parametrize("target", ["a2a3", "a5"])
-@pytest.mark.parametrize("op, dtype", [("TSORT32", "f32"), ("TMRGSORT", "f32"),
-                                       ("TROWPROD", "f32"), ("TCOLPROD", "f32"),
-                                       ("TCONCAT", "f32"), ("TPARTADD", "f16"),
-                                       ("TROWARGMAX", "f32"), ("TCOLARGMIN", "f16"),
-                                       ("TROWEXPANDEXPDIF", "f32"), ("TCOLEXPANDEXPDIF", "f32"),
-                                       ("TSELS", "f32"), ("TXORS", "i32")])
+@pytest.mark.parametrize(
+    "op, dtype",
+    [
+        ("TSORT32", "f32"),
+        ("TMRGSORT", "f32"),
+        ("TROWPROD", "f32"),
+        ("TCOLPROD", "f32"),
+        ("TCONCAT", "f32"),
+        ("TPARTADD", "f16"),
+        ("TROWARGMAX", "f32"),
+        ("TCOLARGMIN", "f16"),
+        ("TROWEXPANDEXPDIF", "f32"),
+        ("TCOLEXPANDEXPDIF", "f32"),
+        ("TSELS", "f32"),
+        ("TXORS", "i32"),
+    ],
+)
 def test_lowering_cost_grows_with_rows(op, dtype, target):
-    assert _plan(op, dtype, 32, 64, target).cold_cycles > _plan(op, dtype, 8, 64, target).cold_cycles > 0
+    assert (
+        _plan(op, dtype, 32, 64, target).cold_cycles
+        > _plan(op, dtype, 8, 64, target).cold_cycles
+        > 0
+    )
 
 
 def test_tsort32_and_tmrgsort_cost_vbitsort_and_vmrgsort4_repeats():

@@ -23,8 +23,19 @@ BUILD_TIMEOUT_S = 20
 def wheel(tmp_path_factory) -> Path:
     pytest.importorskip("hatchling", reason="hatchling is not installed in this environment")
     out = tmp_path_factory.mktemp("wheel")
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-           "--no-index", "-q", "-w", str(out), str(ROOT)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "-q",
+        "-w",
+        str(out),
+        str(ROOT),
+    ]
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env)
@@ -32,8 +43,16 @@ def wheel(tmp_path_factory) -> Path:
         pytest.skip(f"wheel build did not finish in {BUILD_TIMEOUT_S} s")
     if p.returncode != 0:
         text = (p.stdout + p.stderr).lower()
-        if any(w in text for w in ("network", "connection", "could not find a version",
-                                   "no matching distribution", "no module named pip")):
+        if any(
+            w in text
+            for w in (
+                "network",
+                "connection",
+                "could not find a version",
+                "no matching distribution",
+                "no module named pip",
+            )
+        ):
             pytest.skip(f"cannot build a wheel here: {p.stderr.strip().splitlines()[-1:]}")
         pytest.fail(f"pip wheel failed:\n{p.stdout}\n{p.stderr}")
     wheels = list(out.glob("pto_sim-*.whl"))
@@ -48,12 +67,15 @@ def names(wheel) -> set[str]:
 
 
 def test_wheel_contains_the_target_data(names):
-    for f in ("sim/models/a2a3/machine.toml", "sim/models/a2a3/vector_costs.csv",
-              "sim/models/a5/machine.toml"):
+    for f in (
+        "sim/models/a2a3/machine.toml",
+        "sim/models/a2a3/vector_costs.csv",
+        "sim/models/a5/machine.toml",
+    ):
         assert f in names, f
     targets = {n.split("/")[2] for n in names if n.startswith("sim/models/") and n.count("/") == 3}
     assert {"a2a3", "a5"} <= targets
-    for t in targets:                                       # every target has its legality table
+    for t in targets:  # every target has its legality table
         assert f"sim/models/{t}/ops.toml" in names, t
 
 
@@ -82,17 +104,25 @@ def test_unpacked_wheel_finds_its_own_models(wheel, tmp_path):
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as z:
         z.extractall(site)
-    code = ("import sim, sim.target as t\n"
-            "print(sim.__file__)\n"
-            "print(t.models_dir())\n"
-            "print(sim.simulate_op('TADD', 'f32', (16, 64)).total_cycles)\n")
+    code = (
+        "import sim, sim.target as t\n"
+        "print(sim.__file__)\n"
+        "print(t.models_dir())\n"
+        "print(sim.simulate_op('TADD', 'f32', (16, 64)).total_cycles)\n"
+    )
     run_dir = tmp_path / "elsewhere"
     run_dir.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
-    p = subprocess.run([sys.executable, "-c", code], cwd=run_dir, capture_output=True,
-                       text=True, timeout=60, env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=run_dir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     sim_file, models, cycles = p.stdout.split()
     assert Path(sim_file).is_relative_to(site)
     assert Path(models) == site / "sim" / "models"
-    assert int(cycles) == 24 + 2 * 16                       # vadd, 16 repeats (timing-model §4)
+    assert int(cycles) == 24 + 2 * 16  # vadd, 16 repeats (timing-model §4)

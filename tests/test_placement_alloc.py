@@ -6,13 +6,12 @@ Expected addresses are worked out by hand from the first-fit rule of
 
 import numpy as np
 import pytest
+from placement_kernels import gm_inputs, loop_program
 
 import sim
 from sim.isa.program import Alloc, Arith, For, Scalar
 from sim.placement import plan_auto, to_auto
 from sim.placement.ir import walk
-
-from placement_kernels import gm_inputs, loop_program
 
 KIB = 1024
 
@@ -34,8 +33,8 @@ def test_disjoint_live_ranges_share_an_address_and_stay_ordered():
     t1 = k.tile("vec", "f32", 16, 64, name="t1")
     t2 = k.tile("vec", "f32", 16, 64, name="t2")
     k.TEXPANDS(t1, 1.0)
-    k.TSTORE(y, t1)              # last use of t1
-    k.TEXPANDS(t2, 2.0)          # t2 is live only after t1 died
+    k.TSTORE(y, t1)  # last use of t1
+    k.TEXPANDS(t2, 2.0)  # t2 is live only after t1 died
     k.TSTORE(z, t2)
     plan = plan_auto(k)
     assert _addr(plan, "t1") == _addr(plan, "t2") == (0,)
@@ -55,7 +54,7 @@ def test_overlapping_live_ranges_get_disjoint_bytes():
     k.TSTORE(z, t2)
     plan = plan_auto(k)
     (a1,), (a2,) = _addr(plan, "t1"), _addr(plan, "t2")
-    assert (a1, a2) == (0, 4096)         # 16x64 f32 = 4 KiB each, first fit
+    assert (a1, a2) == (0, 4096)  # 16x64 f32 = 4 KiB each, first fit
     r = sim.simulate(plan.program, races=True)
     assert r.races == () and (r.output("z") == 2.0).all()
 
@@ -63,19 +62,19 @@ def test_overlapping_live_ranges_get_disjoint_bytes():
 def test_reserved_scratch_is_avoided_and_capacity_overflow_is_an_error():
     # 176 KiB + 8 KiB = 184 KiB: fits exactly below the TMP_UB_OFFSET scratch at 184 KiB
     k = sim.Kernel("fill")
-    big = k.tile("vec", "f32", 64, 704, name="big")        # 64*704*4 = 176 KiB
-    small = k.tile("vec", "f32", 32, 64, name="small")     # 8 KiB
+    big = k.tile("vec", "f32", 64, 704, name="big")  # 64*704*4 = 176 KiB
+    small = k.tile("vec", "f32", 32, 64, name="small")  # 8 KiB
     k.TEXPANDS(big, 1.0)
     k.TEXPANDS(small, 1.0)
-    k.TADDS(big, big, 1.0)                                 # both live together
+    k.TADDS(big, big, 1.0)  # both live together
     plan = plan_auto(k)
     assert _addr(plan, "big") == (0,)
-    assert _addr(plan, "small") == (176 * KIB,)            # ends at 184 KiB = 188 416
+    assert _addr(plan, "small") == (176 * KIB,)  # ends at 184 KiB = 188 416
     assert 176 * KIB + 8 * KIB == 188_416
     # 12 KiB more would fit in the 192 KiB buffer only by using the reserved scratch
     k2 = sim.Kernel("overflow")
     big = k2.tile("vec", "f32", 64, 704, name="big")
-    more = k2.tile("vec", "f32", 48, 64, name="more")      # 12 KiB
+    more = k2.tile("vec", "f32", 48, 64, name="more")  # 12 KiB
     k2.TEXPANDS(big, 1.0)
     k2.TEXPANDS(more, 1.0)
     k2.TADDS(big, big, 1.0)
@@ -128,17 +127,19 @@ def test_loop_body_tiles_are_double_buffered_by_iteration_parity():
     # occupancy follows the copies: iteration i's first access (TLOAD a / b, TSUB r)
     # switches a tile to copy i % 2; all six copies are in use at once
     from sim.placement.metrics import occupancy, peak_bytes
+
     double = {t.name: (*s.addrs, *plan.first_access[t.name]) for t, s in plan.slots.items()}
     occ = occupancy(r.trace, plan.program, {}, double)
     assert sorted(zip(occ["tile"], occ["start_byte"])) == sorted(
-        (n, a) for n, s in slots.items() for a in s.addrs)
+        (n, a) for n, s in slots.items() for a in s.addrs
+    )
     assert peak_bytes(occ) == {"UB": 6 * 8192}
 
 
 def test_a_value_carried_across_iterations_is_not_double_buffered():
     plan = plan_auto(loop_program(4, carried=True))
     slots = {t.name: s for t, s in plan.slots.items()}
-    assert not slots["acc"].double            # first access reads it: carried
+    assert not slots["acc"].double  # first access reads it: carried
     assert slots["a"].double
     r = sim.simulate(plan.program, inputs=gm_inputs(4 * 32), races=True)
     assert r.races == ()

@@ -14,7 +14,7 @@ def _tadd(addr_b, same_tile=False, target="a2a3", opcode="TADD", assign=None):
     k = sim.Kernel("banks")
     x = k.gm("x", "f32", (16, 64))
     y = k.gm("y", "f32", (16, 64))
-    a = k.tile("vec", "f32", 16, 64, name="a", addr=0x0)              # bank 0
+    a = k.tile("vec", "f32", 16, 64, name="a", addr=0x0)  # bank 0
     b = k.tile("vec", "f32", 16, 64, name="b", addr=addr_b)
     c = k.tile("vec", "f32", 16, 64, name="c", addr=0x8000)
     e1 = k.TLOAD(a, x)
@@ -28,18 +28,18 @@ def _tadd(addr_b, same_tile=False, target="a2a3", opcode="TADD", assign=None):
 
 
 def test_sources_in_the_same_bank_pay_one_cycle_per_repeat():
-    same, cce = _tadd(0x1000)            # 4096 / 32 = 128, 128 % 16 = 0: bank 0
-    other, cce2 = _tadd(0x1020)          # bank 1
+    same, cce = _tadd(0x1000)  # 4096 / 32 = 128, 128 % 16 = 0: bank 0
+    other, cce2 = _tadd(0x1020)  # bank 1
     assert same - other == 16
     assert "ub_bank_conflict(+16 over 16 rep)" in cce and "ub_bank_conflict" not in cce2
-    assert _tadd(0x1200)[0] == same      # 0x1200 / 32 = 144, 144 % 16 = 0: bank 0 again
-    assert _tadd(0x1100)[0] == other     # 136 % 16 = 8
+    assert _tadd(0x1200)[0] == same  # 0x1200 / 32 = 144, 144 % 16 = 0: bank 0 again
+    assert _tadd(0x1100)[0] == other  # 136 % 16 = 8
 
 
 def test_one_source_read_twice_or_a_non_binary_op_never_conflicts():
     base = _tadd(0x1020)[0]
     assert _tadd(0x1000, same_tile=True)[0] == base
-    assert "ub_bank_conflict" in _tadd(0x1000, opcode="TMAX")[1]      # binary family too
+    assert "ub_bank_conflict" in _tadd(0x1000, opcode="TMAX")[1]  # binary family too
     # a tile-scalar op has one source tile
     k = sim.Kernel("s")
     x = k.gm("x", "f32", (16, 64))
@@ -53,7 +53,7 @@ def test_one_source_read_twice_or_a_non_binary_op_never_conflicts():
 
 def test_an_address_set_by_tassign_counts():
     clean = _tadd(0x1020)[0]
-    assert _tadd(0x1020, assign=0x2000)[0] == clean + 16     # re-bound into bank 0
+    assert _tadd(0x1020, assign=0x2000)[0] == clean + 16  # re-bound into bank 0
 
 
 def test_tiles_the_engine_places_keep_the_calibrated_cost():
@@ -71,6 +71,7 @@ def test_a_target_without_bank_keys_has_no_conflicts(tmp_path):
 
 
 # --- layering: the IR passes do not run the engine ------------------------------------------
+
 
 def _imports(path: Path) -> set[str]:
     out = set()
@@ -90,4 +91,4 @@ def test_placement_package_layering():
         mods = _imports(p)
         assert not any(m == "simpy" or m.startswith("simpy.") for m in mods), p.name
         engine = {m for m in mods if m == "sim.engine" or m.startswith("sim.engine.")}
-        assert not engine, (p.name, engine)      # the passes sit below the engine
+        assert not engine, (p.name, engine)  # the passes sit below the engine

@@ -15,8 +15,8 @@ def _k():
 
 def test_overlapping_tiles_with_unordered_accesses_name_both_tiles_and_ranges():
     k, x, y = _k()
-    a = k.tile("vec", "f32", 16, 64, name="a", addr=0x0)      # [0x0, 0x1000)
-    b = k.tile("vec", "f32", 16, 64, name="b", addr=0x800)    # [0x800, 0x1800)
+    a = k.tile("vec", "f32", 16, 64, name="a", addr=0x0)  # [0x0, 0x1000)
+    b = k.tile("vec", "f32", 16, 64, name="b", addr=0x800)  # [0x800, 0x1800)
     k.TLOAD(a, x)
     k.TEXPANDS(b, 1.0)
     with pytest.raises(sim.VerifyError) as e:
@@ -24,8 +24,9 @@ def test_overlapping_tiles_with_unordered_accesses_name_both_tiles_and_ranges():
     msg = str(e.value)
     assert "%a [0x0, 0x1000)" in msg and "%b [0x800, 0x1800)" in msg and "overlap in UB" in msg
     found = check_placement(k, raise_errors=False)
-    assert [(f.kind, f.first, f.second, f.first_range, f.second_range) for f in found] == \
-        [("overlap", "%a", "%b", (0x0, 0x1000), (0x800, 0x1800))]
+    assert [(f.kind, f.first, f.second, f.first_range, f.second_range) for f in found] == [
+        ("overlap", "%a", "%b", (0x0, 0x1000), (0x800, 0x1800))
+    ]
 
 
 def test_ordered_overlap_is_legal_reuse():
@@ -34,15 +35,15 @@ def test_ordered_overlap_is_legal_reuse():
     b = k.tile("vec", "f32", 16, 64, name="b", addr=0x800)
     e = k.TLOAD(a, x)
     e = k.TSTORE(y, a, e)
-    k.TEXPANDS(b, 1.0, e)            # waits until the store has read a
+    k.TEXPANDS(b, 1.0, e)  # waits until the store has read a
     assert check_placement(k) == []
 
 
 def test_capacity_alignment_and_reserved_rules():
     k, x, y = _k()
-    k.tile("vec", "f32", 16, 64, name="far", addr=196_608 - 2048)   # runs past 192 KiB
-    k.tile("vec", "f32", 16, 64, name="odd", addr=0x10)             # not 32-B aligned
-    k.tile("vec", "f32", 16, 64, name="scr", addr=188_416)          # TMP_UB_OFFSET scratch
+    k.tile("vec", "f32", 16, 64, name="far", addr=196_608 - 2048)  # runs past 192 KiB
+    k.tile("vec", "f32", 16, 64, name="odd", addr=0x10)  # not 32-B aligned
+    k.tile("vec", "f32", 16, 64, name="scr", addr=188_416)  # TMP_UB_OFFSET scratch
     found = check_placement(k, raise_errors=False)
     kinds = {(f.kind, f.first) for f in found}
     assert ("capacity", "%far") in kinds and ("alignment", "%odd") in kinds
@@ -93,7 +94,7 @@ def test_check_races_reports_pending_and_unmatched_sets():
 def test_check_races_reports_a_deadlock():
     k, x, y = _k()
     a = k.tile("vec", "f32", 16, 64)
-    k.wait_flag("PIPE_MTE2", "PIPE_V", 1)     # never set
+    k.wait_flag("PIPE_MTE2", "PIPE_V", 1)  # never set
     k.TEXPANDS(a, 1.0)
     found = check_races(k)
     assert [f.kind for f in found] == ["deadlock"]

@@ -31,16 +31,14 @@ import json
 
 import pandas as pd
 import pytest
+from dma_formula import dma_cycles
+from placement_kernels import relu_sub
 
 import sim
-from sim.studies import (compare, compare_figure, compare_json, format_compare,
-                           run_comparison)
-
-from placement_kernels import relu_sub
-from dma_formula import dma_cycles
+from sim.studies import compare, compare_figure, compare_json, format_compare, run_comparison
 
 LOAD, STORE, V_CHUNK = dma_cycles("GM_UB", 8192), dma_cycles("UB_GM", 8192), 180
-assert 2 * LOAD >= max(V_CHUNK + 32, STORE)      # the derivation's MTE2-bound premise
+assert 2 * LOAD >= max(V_CHUNK + 32, STORE)  # the derivation's MTE2-bound premise
 TOTAL = 16 * LOAD + V_CHUNK + STORE
 
 
@@ -101,6 +99,7 @@ def test_format_compare_table(placed):
 
 def test_compare_figure_has_occupancy_maps_and_gantts(placed):
     import matplotlib
+
     matplotlib.use("Agg")
     fig = compare_figure(placed)
     titles = [ax.get_title() for ax in fig.axes]
@@ -117,7 +116,7 @@ def test_a_deadlocked_manual_kernel_still_compares():
     y = k.gm("y", "f32", (16, 64))
     a = k.tile("vec", "f32", 16, 64)
     k.TLOAD(a, x)
-    k.wait_flag("PIPE_MTE2", "PIPE_V", 1)        # never set
+    k.wait_flag("PIPE_MTE2", "PIPE_V", 1)  # never set
     k.TADDS(a, a, 1.0)
     k.TSTORE(y, a)
     c = run_comparison(k)

@@ -37,7 +37,7 @@ def _kernel(rows: int, cols: int) -> str:
       pto.tpush_to_aiv(%t_{name} : {at}) {{split = 1}}
 """
 
-    def vec(name, base, s, ax, ar):     # hand addresses: the manual form's, auto drops them
+    def vec(name, base, s, ax, ar):  # hand addresses: the manual form's, auto drops them
         return f"""      %buf_{name} = pto.reserve_buffer {{name = "{name}", size = {slot}, location = #pto.address_space<vec>, auto = false, base = {base}}} -> i32
       pto.aiv_initialize_pipe {{id = 0, dir_mask = 1, slot_size = {slot}}} (c2v_consumer_buf = %buf_{name} : i32)
       %u_{name} = pto.tpop_from_aic {{split = 1}} -> {vt}
@@ -51,6 +51,7 @@ def _kernel(rows: int, cols: int) -> str:
       pto.tfree_from_aic {{split = 1}}
       pto.tstore ins(%r_{name} : {vt}) outs(%po : !PV)
 """
+
     return f"""!PV = !pto.partition_tensor_view<{rows // 2}x{cols}xf32>
 !TV = !pto.tensor_view<?x?xf32>
 module {{
@@ -87,7 +88,7 @@ module {{
 """
 
 
-SHAPES = [(128, 128), (64, 256), (128, 160)]       # slots of 64, 64 and 80 KiB
+SHAPES = [(128, 128), (64, 256), (128, 160)]  # slots of 64, 64 and 80 KiB
 
 
 @pytest.mark.parametrize("rows,cols", SHAPES)
@@ -102,21 +103,26 @@ def test_tiles_of_one_branch_take_the_other_branchs_fifo_bytes(rows, cols):
         own, other = fifo[name[-2:]], fifo["fb" if name.endswith("fa") else "fa"]
         for a in s.addrs:
             end = a + s.nbytes
-            assert end <= own[0] or own[1] <= a, name       # never its own branch's FIFO
+            assert end <= own[0] or own[1] <= a, name  # never its own branch's FIFO
     # the two tiles of a branch (a full slot) cannot both sit outside both FIFO buffers
     # (UB minus two slots < one slot): some tile of each branch shares the other's bytes
     for b in ("fa", "fb"):
         other = fifo["fb" if b == "fa" else "fa"]
-        assert any(a < other[1] and other[0] < a + s.nbytes
-                   for n, s in ub.items() if n.endswith(b) for a in s.addrs), b
+        assert any(
+            a < other[1] and other[0] < a + s.nbytes
+            for n, s in ub.items()
+            if n.endswith(b)
+            for a in s.addrs
+        ), b
 
 
 @pytest.mark.parametrize("rows,cols", SHAPES)
 @pytest.mark.parametrize("mode,scale", [(0, 2.0), (1, 3.0)])
 def test_the_auto_program_runs_race_free_and_right_in_either_branch(rows, cols, mode, scale):
     prog = sim.parse_text(_kernel(rows, cols), "branches.pto")
-    r = sim.simulate(plan_auto(prog, "a2a3").program, "a2a3", inputs={"mode": mode},
-                     races=True, sync="manual")
+    r = sim.simulate(
+        plan_auto(prog, "a2a3").program, "a2a3", inputs={"mode": mode}, races=True, sync="manual"
+    )
     assert r.races_checked and not r.races, r.races[:1]
     x = r.output("x").reshape(rows, cols)
     # the pushed accumulator is never written: zeros, so r = x * s exactly in f32
@@ -125,6 +131,7 @@ def test_the_auto_program_runs_race_free_and_right_in_either_branch(rows, cols, 
 
 def test_compare_runs_both_sides_to_the_same_output():
     from sim.studies import run_comparison
+
     prog = sim.parse_text(_kernel(128, 128), "branches.pto")
     c = run_comparison(prog, "a2a3", inputs={"mode": 1})
     assert c.auto.metrics()["races"] == 0
@@ -158,16 +165,23 @@ def test_a_fifo_buffer_is_held_over_its_branch_or_its_outermost_loop():
     pos = {}
     for i, st in enumerate(walk(fn.body)):
         pos[id(st)] = i
-    spans = {dict(st.attrs)["name"]: fifo_spans(fn)[id(st)] for st in walk(fn.body)
-             if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"}
+    spans = {
+        dict(st.attrs)["name"]: fifo_spans(fn)[id(st)]
+        for st in walk(fn.body)
+        if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"
+    }
     last = len(list(walk(fn.body))) - 1
     branch = next(st for st in fn.body if isinstance(st, If))
     then = [pos[id(s)] for s in walk(branch.then_body)]
     loops = [st for st in walk(fn.body) if isinstance(st, For)]
     inner_loop = (pos[id(loops[0])], max(pos[id(s)] for s in walk(loops[0].body)))
     outer_loop = (pos[id(loops[1])], max(pos[id(s)] for s in walk(loops[1].body)))
-    assert spans == {"top": (0, last), "inb": (min(then), max(then)), "inl": inner_loop,
-                     "inloop": outer_loop}
+    assert spans == {
+        "top": (0, last),
+        "inb": (min(then), max(then)),
+        "inl": inner_loop,
+        "inloop": outer_loop,
+    }
 
 
 @pytest.mark.parametrize("rows,cols", SHAPES)
@@ -180,9 +194,12 @@ def test_auto_fifo_buffers_of_exclusive_branches_take_the_same_bytes(rows, cols)
     for base in (0, slot):
         text = text.replace(f"auto = false, base = {base}}}", "auto = true}")
     plan = plan_auto(sim.parse_text(text, "auto_fifo.pto"), "a2a3")
-    bases = {dict(st.attrs)["name"]: dict(st.attrs)["base"]
-             for f in plan.program.functions for st in walk(f.body)
-             if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"}
+    bases = {
+        dict(st.attrs)["name"]: dict(st.attrs)["base"]
+        for f in plan.program.functions
+        for st in walk(f.body)
+        if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"
+    }
     assert bases == {"fa": 0, "fb": 0}
     for mode, scale in ((0, 2.0), (1, 3.0)):
         r = sim.simulate(plan.program, "a2a3", inputs={"mode": mode}, races=True, sync="manual")

@@ -38,8 +38,7 @@ def _written_by_placement(races) -> list:
 @pytest.mark.parametrize("target", ["a2a3", "a5"])
 def test_tile_shape_by_depth_sweep_reports_no_race_it_did_not_write(target):
     ran = refused = shared = 0
-    for rows, cols, buffers in itertools.product((8, 16, 32, 64), (64, 128, 256),
-                                                  (1, 2, 3, 4, 6)):
+    for rows, cols, buffers in itertools.product((8, 16, 32, 64), (64, 128, 256), (1, 2, 3, 4, 6)):
         k = relu_sub_tiled.build(rows=rows, cols=cols, buffers=buffers, height=128, width=256)
         try:
             r = sim.simulate(k, target, functional=False, sync="manual", races=True)
@@ -53,15 +52,17 @@ def test_tile_shape_by_depth_sweep_reports_no_race_it_did_not_write(target):
         assert r.races == (), (rows, cols, buffers, r.races[0].message)
         shared += _shares_bytes(k, target)
     assert ran and refused
-    if target == "a5":           # 256 KiB of UB: six sets fit with a result tile taking
-        assert shared            # the bytes of an input two tiles back, as the flags allow
+    if target == "a5":  # 256 KiB of UB: six sets fit with a result tile taking
+        assert shared  # the bytes of an input two tiles back, as the flags allow
 
 
 def _shares_bytes(k, target) -> bool:
     """Whether the engine placed two of the kernel's tiles on common bytes."""
-    spans = sorted((a, a + t.type.nbytes) for t, a in
-                   place_tiles(k.program(), load_target(target)).items()
-                   if not isinstance(t, tuple))
+    spans = sorted(
+        (a, a + t.type.nbytes)
+        for t, a in place_tiles(k.program(), load_target(target)).items()
+        if not isinstance(t, tuple)
+    )
     return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
 
 
@@ -112,8 +113,12 @@ def test_random_token_graphs_never_race_through_placement(seed):
     rng = random.Random(seed)
     ran = refused = shared = 0
     for trial in range(25):
-        k = _random_kernel(rng, n_tiles=rng.randint(6, 10), ops=rng.randint(12, 30),
-                           p_token=rng.choice((0.1, 0.4, 0.8)))
+        k = _random_kernel(
+            rng,
+            n_tiles=rng.randint(6, 10),
+            ops=rng.randint(12, 30),
+            p_token=rng.choice((0.1, 0.4, 0.8)),
+        )
         try:
             r = sim.simulate(k, "a2a3", functional=False, sync="manual", races=True)
         except UserError as e:
@@ -139,8 +144,9 @@ def test_random_token_graphs_did_share_bytes():
 
 
 def _pto(body: str, tiles: int) -> str:
-    allocs = "\n".join(f"    %t{i} = pto.alloc_tile : !pto.tile_buf<vec, 64x256xf32>"
-                       for i in range(tiles))
+    allocs = "\n".join(
+        f"    %t{i} = pto.alloc_tile : !pto.tile_buf<vec, 64x256xf32>" for i in range(tiles)
+    )
     return f"""module {{
   func.func @k(%px: !pto.ptr<f32>, %po: !pto.ptr<f32>) {{
     %c0 = arith.constant 0 : index
@@ -177,25 +183,37 @@ def test_pto_manual_stages_share_bytes_only_when_the_store_is_waited(tiles):
     """``tiles`` 64 KiB tiles, one live at a time (3 do not fit side by side in 184 KiB).
     With a MTE3 -> MTE2 flag before each next load the reuse is ordered and runs clean;
     without it, or with a barrier that orders nothing across pipes, placement refuses."""
-    ordered = "\n".join(_stage(i, "" if i == 0 else
-                               "    pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]\n"
-                               "    pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]")
-                        for i in range(tiles))
-    r = sim.simulate(parse_text(_pto(ordered, tiles)), "a2a3", functional=False,
-                     sync="manual", races=True)
+    ordered = "\n".join(
+        _stage(
+            i,
+            ""
+            if i == 0
+            else "    pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]\n"
+            "    pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]",
+        )
+        for i in range(tiles)
+    )
+    r = sim.simulate(
+        parse_text(_pto(ordered, tiles)), "a2a3", functional=False, sync="manual", races=True
+    )
     assert r.races == ()
-    drained = "\n".join(_stage(i, "" if i == 0 else "    pto.barrier_all_placeholder")
-                        for i in range(tiles)).replace(
-        "    pto.barrier_all_placeholder", "    pto.barrier <PIPE_ALL>")
-    r = sim.simulate(parse_text(_pto(drained, tiles)), "a2a3", functional=False,
-                     sync="manual", races=True)
+    drained = "\n".join(
+        _stage(i, "" if i == 0 else "    pto.barrier_all_placeholder") for i in range(tiles)
+    ).replace("    pto.barrier_all_placeholder", "    pto.barrier <PIPE_ALL>")
+    r = sim.simulate(
+        parse_text(_pto(drained, tiles)), "a2a3", functional=False, sync="manual", races=True
+    )
     assert r.races == ()
     for between in ("", "    pto.barrier <PIPE_MTE2>"):
         bare = "\n".join(_stage(i, "" if i == 0 else between) for i in range(tiles))
-        with pytest.raises(UserError, match=r"placement: tile %t\d \(65536 B\) does not fit "
-                                            r"in UB .*\(not ordered\)"):
-            sim.simulate(parse_text(_pto(bare, tiles)), "a2a3", functional=False,
-                         sync="manual", races=True)
+        with pytest.raises(
+            UserError,
+            match=r"placement: tile %t\d \(65536 B\) does not fit "
+            r"in UB .*\(not ordered\)",
+        ):
+            sim.simulate(
+                parse_text(_pto(bare, tiles)), "a2a3", functional=False, sync="manual", races=True
+            )
 
 
 def test_a_loop_body_reuses_bytes_only_when_iterations_are_ordered():
@@ -225,13 +243,13 @@ TAIL    }}
     pto.tstore ins(%t0 : {_T}) outs(%vo : {_V})"""
     unordered = _pto(body.replace("TAIL", ""), 1)
     with pytest.raises(UserError, match=r"placement: .*does not fit in UB.*\(not ordered\)"):
-        sim.simulate(parse_text(unordered), "a2a3", functional=False, sync="manual",
-                     races=True)
-    tail = ("      pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID2>]\n"
-            "      pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID2>]\n")
+        sim.simulate(parse_text(unordered), "a2a3", functional=False, sync="manual", races=True)
+    tail = (
+        "      pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID2>]\n"
+        "      pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID2>]\n"
+    )
     ordered = _pto(body.replace("TAIL", tail), 1)
-    r = sim.simulate(parse_text(ordered), "a2a3", functional=False, sync="manual",
-                     races=True)
+    r = sim.simulate(parse_text(ordered), "a2a3", functional=False, sync="manual", races=True)
     assert _written_by_placement(r.races) == []
 
 

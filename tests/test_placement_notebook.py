@@ -16,7 +16,9 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03_manual_vs_auto_placement.ipynb"
+NOTEBOOK = (
+    Path(__file__).resolve().parent.parent / "notebooks" / "03_manual_vs_auto_placement.ipynb"
+)
 
 
 def test_committed_clean_and_public_api_only():
@@ -39,13 +41,20 @@ def test_committed_clean_and_public_api_only():
 def test_notebook_executes(tmp_path, monkeypatch):
     spec = tmp_path / "jupyter" / "kernels" / "python3"
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "pto-sim test kernel", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "pto-sim test kernel",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=60,
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=60, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "no figure shown"

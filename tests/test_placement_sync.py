@@ -3,12 +3,11 @@ hand, and its correctness (race-free, same results) on bigger ones."""
 
 import numpy as np
 import pytest
+from placement_kernels import gm_inputs, loop_program, manual_loop_program, relu_sub
 
 import sim
 from sim.isa.program import Barrier, For, Instr, SetFlag, WaitFlag
 from sim.placement import plan_auto, to_auto
-
-from placement_kernels import gm_inputs, loop_program, manual_loop_program, relu_sub
 
 
 def _shape(prog):
@@ -43,8 +42,16 @@ def test_one_flag_covers_both_loads_of_a_binary_op():
     k.TLOAD(b, x)
     k.TADD(c, a, b)
     k.TSTORE(y, c)
-    assert _shape(to_auto(k)) == ["TLOAD", "TLOAD", "set MTE2>V 0", "wait MTE2>V 0", "TADD",
-                                  "set V>MTE3 0", "wait V>MTE3 0", "TSTORE"]
+    assert _shape(to_auto(k)) == [
+        "TLOAD",
+        "TLOAD",
+        "set MTE2>V 0",
+        "wait MTE2>V 0",
+        "TADD",
+        "set V>MTE3 0",
+        "wait V>MTE3 0",
+        "TSTORE",
+    ]
 
 
 def test_same_pipe_raw_gets_a_barrier():
@@ -53,8 +60,14 @@ def test_same_pipe_raw_gets_a_barrier():
     k.TEXPANDS(a, 1.0)
     k.TADDS(a, a, 1.0)
     k.TSTORE(y, a)
-    assert _shape(to_auto(k)) == ["TEXPANDS", "bar V", "TADDS", "set V>MTE3 0",
-                                  "wait V>MTE3 0", "TSTORE"]
+    assert _shape(to_auto(k)) == [
+        "TEXPANDS",
+        "bar V",
+        "TADDS",
+        "set V>MTE3 0",
+        "wait V>MTE3 0",
+        "TSTORE",
+    ]
 
 
 def test_a_hazard_ordered_through_other_flags_needs_nothing_more():
@@ -69,8 +82,15 @@ def test_a_hazard_ordered_through_other_flags_needs_nothing_more():
     k.TADD(b, b, a)
     k.TSTORE(y, b)
     shape = _shape(to_auto(k))
-    assert shape[:7] == ["TLOAD", "set MTE2>V 0", "wait MTE2>V 0", "TADD", "set V>MTE2 0",
-                         "wait V>MTE2 0", "TLOAD"]
+    assert shape[:7] == [
+        "TLOAD",
+        "set MTE2>V 0",
+        "wait MTE2>V 0",
+        "TADD",
+        "set V>MTE2 0",
+        "wait V>MTE2 0",
+        "TLOAD",
+    ]
     assert "bar MTE2" not in shape
 
 
@@ -79,7 +99,7 @@ def test_gm_round_trip_is_ordered():
     a, b = k.tile("vec", "f32", 16, 64), k.tile("vec", "f32", 16, 64)
     k.TEXPANDS(a, 3.0)
     k.TSTORE(y, a)
-    k.TLOAD(b, y)                 # reads what MTE3 wrote: RAW through GM:y
+    k.TLOAD(b, y)  # reads what MTE3 wrote: RAW through GM:y
     k.TADDS(b, b, 1.0)
     k.TSTORE(x, b)
     prog = to_auto(k)
@@ -103,15 +123,16 @@ def test_unsynchronised_kernel_becomes_race_free_with_the_manual_results():
         for i in range(4):
             rows = slice(16 * i, 16 * (i + 1))
             ea = k.TLOAD(a, x[rows, :], *([prev] if tokens and prev else []))
-            waits = [ea, eg] + ([stored] if stored else [])     # c free once stored
+            waits = [ea, eg] + ([stored] if stored else [])  # c free once stored
             e = k.TMUL(c, a, g, *(waits if tokens else []))
-            prev = e                                     # a free again once TMUL is done
+            prev = e  # a free again once TMUL is done
             e = k.TADDS(c, c, 1.0, *([e] if tokens else []))
             stored = k.TSTORE(y[rows, :], c, *([e] if tokens else []))
         return k
+
     bare = build(tokens=False)
-    assert len(sim.simulate(bare, races=True, sync="manual").races) > 0   # as written: racy
-    default = sim.simulate(bare, races=True)                   # no sync: auto by default
+    assert len(sim.simulate(bare, races=True, sync="manual").races) > 0  # as written: racy
+    default = sim.simulate(bare, races=True)  # no sync: auto by default
     assert default.mode == "auto" and default.races == ()
     manual = sim.simulate(build(tokens=True), races=True)
     assert manual.races == ()
@@ -129,7 +150,7 @@ def test_event_pool_exhaustion_falls_back_to_a_full_barrier():
     ts = [k.tile("vec", "f32", 16, 64, name=f"t{i}") for i in range(9)]
     us = [k.tile("vec", "f32", 16, 64, name=f"u{i}") for i in range(9)]
     for i, t in enumerate(ts):
-        k.TLOAD(t, x[16 * i:16 * (i + 1), :])
+        k.TLOAD(t, x[16 * i : 16 * (i + 1), :])
     for t, u in zip(ts, us):
         k.TADDS(u, t, 1.0)
     plan = plan_auto(k)
@@ -137,7 +158,7 @@ def test_event_pool_exhaustion_falls_back_to_a_full_barrier():
     assert plan.stats.pairs == 8 and plan.stats.fallback_barriers == 1
     assert sorted(s for s in shape if s.startswith("set")) == [f"set MTE2>V {i}" for i in range(8)]
     assert shape.count("bar ALL") == 1
-    assert shape.index("bar ALL") == len(shape) - 2           # right before the ninth TADDS
+    assert shape.index("bar ALL") == len(shape) - 2  # right before the ninth TADDS
     assert sim.simulate(plan.program, inputs=k.inputs, races=True).races == ()
 
 
@@ -160,10 +181,16 @@ def test_hand_synchronised_loop_in_auto_mode_primes_and_drains_its_loop_flags():
     i = shape.index("for")
     # WAR across iterations: V -> MTE2 (inputs free) and MTE3 -> V (result free), one
     # flag per ping / pong buffer, primed before the loop and drained after it
-    primes, drains = shape[:i], shape[i + 1:]
-    assert sorted(p for p in primes if p.startswith("set")) == \
-        ["set MTE3>V 0", "set MTE3>V 1", "set V>MTE2 0", "set V>MTE2 1"]
-    assert sorted(d.replace("wait", "set") for d in drains) == sorted(p for p in primes if p.startswith("set"))
+    primes, drains = shape[:i], shape[i + 1 :]
+    assert sorted(p for p in primes if p.startswith("set")) == [
+        "set MTE3>V 0",
+        "set MTE3>V 1",
+        "set V>MTE2 0",
+        "set V>MTE2 1",
+    ]
+    assert sorted(d.replace("wait", "set") for d in drains) == sorted(
+        p for p in primes if p.startswith("set")
+    )
     assert plan.stats.loop_flags == 4 and plan.stats.fallback_barriers == 0
 
 
@@ -181,11 +208,15 @@ def test_double_buffered_loop_alternates_event_ids():
 @pytest.mark.parametrize("n", [0, 1, 3])
 def test_loops_of_any_trip_count_balance_their_flags(n):
     prog = loop_program(max(n, 1)) if n else loop_program(1)
-    if n == 0:   # a loop that never runs: primes and drains still pair up
+    if n == 0:  # a loop that never runs: primes and drains still pair up
         import attrs
+
         from sim.isa.program import Const
+
         fn = prog.main
-        body = tuple(attrs.evolve(st, upper=Const(0)) if isinstance(st, For) else st for st in fn.body)
+        body = tuple(
+            attrs.evolve(st, upper=Const(0)) if isinstance(st, For) else st for st in fn.body
+        )
         prog = attrs.evolve(prog, functions=(attrs.evolve(fn, body=body),))
     r = sim.simulate(to_auto(prog), inputs=gm_inputs(max(n, 1) * 32), races=True)
     assert r.races == ()
@@ -193,7 +224,9 @@ def test_loops_of_any_trip_count_balance_their_flags(n):
 
 def test_nested_loops_and_branches_stay_race_free_and_correct():
     import attrs
+
     from sim.isa.program import Alloc, Arith, Const, If, Scalar
+
     inner = loop_program(4)
     fn = inner.main
     loop = fn.body[-1]
@@ -208,10 +241,14 @@ def test_nested_loops_and_branches_stay_race_free_and_correct():
     r_t = next(st.tile for st in loop.body if isinstance(st, Alloc) and st.tile.name == "r")
     cond = Scalar("c", "i1")
     body = list(loop.body)
-    body[-1:-1] = [Arith(cond, "arith.cmpi", (loop.iv, Const(2)), {"predicate": "slt"}),
-                   If(cond, (Instr("TADDS", (r_t,), (r_t, Const(1.0, "f32"))),))]
-    branchy = attrs.evolve(inner, functions=(attrs.evolve(
-        fn, body=fn.body[:-1] + (attrs.evolve(loop, body=tuple(body)),)),))
+    body[-1:-1] = [
+        Arith(cond, "arith.cmpi", (loop.iv, Const(2)), {"predicate": "slt"}),
+        If(cond, (Instr("TADDS", (r_t,), (r_t, Const(1.0, "f32"))),)),
+    ]
+    branchy = attrs.evolve(
+        inner,
+        functions=(attrs.evolve(fn, body=fn.body[:-1] + (attrs.evolve(loop, body=tuple(body)),)),),
+    )
     r = sim.simulate(to_auto(branchy), inputs=inputs, races=True)
     want[:2] += 1
     assert r.races == () and np.allclose(r.output("po"), want.reshape(-1))

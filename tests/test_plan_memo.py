@@ -63,8 +63,9 @@ module attributes {{pto.target_arch = "a2a3"}} {{
 def test_the_gm_window_layout_is_part_of_a_kept_plan():
     """GM <-> L1 bursts round up to 32-byte blocks: 64 rows of 16 bytes (nd) charge twice
     the bytes of 8 columns of 128 (dn), loading and storing."""
-    _alone_then_together(lambda: parse_text(_VIEW.format(gm="dn")),
-                         lambda: parse_text(_VIEW.format(gm="nd")))
+    _alone_then_together(
+        lambda: parse_text(_VIEW.format(gm="dn")), lambda: parse_text(_VIEW.format(gm="nd"))
+    )
 
 
 def _binary(hand_placed: bool):
@@ -72,8 +73,10 @@ def _binary(hand_placed: bool):
     the engine (which pays no bank conflict for tiles it placed itself)."""
     k = sim.Kernel("bank")
     ga, gb, gc = (k.gm(n, "f32", (16, 64)) for n in "abc")
-    a, b, c = (k.tile("vec", "f32", 16, 64, name=n, addr=i * 4096 if hand_placed else None)
-               for i, n in enumerate("abc"))
+    a, b, c = (
+        k.tile("vec", "f32", 16, 64, name=n, addr=i * 4096 if hand_placed else None)
+        for i, n in enumerate("abc")
+    )
     e = k.TADD(c, a, b, k.TLOAD(a, ga), k.TLOAD(b, gb))
     k.TSTORE(gc, c, e)
     return k
@@ -93,6 +96,7 @@ def test_the_tile_state_is_part_of_a_kept_plan():
         e = k.TEXP(c, a, k.TLOAD(a, ga))
         k.TSTORE(gc, c, e)
         return k
+
     _alone_then_together(lambda: kernel(16), lambda: kernel(4))
 
 
@@ -103,6 +107,7 @@ def test_the_target_is_part_of_a_kept_plan():
         a, c = (k.tile("vec", "f32", 16, 64, name=n) for n in "ac")
         k.TSTORE(gc, c, k.TEXP(c, a, k.TLOAD(a, ga)))
         return k
+
     alone = []
     for target in ("a2a3", "a5"):
         execute._PLANS.clear()
@@ -129,18 +134,21 @@ def _compare(mode, names="am"):
     return k
 
 
-@pytest.mark.parametrize("part, make_a, make_b", [
-    ("opcode", lambda: _unary("TEXP"), lambda: _unary("TABS", names="xy")),
-    ("tile type", lambda: _unary("TEXP"), lambda: _unary("TEXP", "f16", names="xy")),
-    ("attributes", lambda: _compare("eq"), lambda: _compare("ne", names="xn")),
-])
+@pytest.mark.parametrize(
+    "part, make_a, make_b",
+    [
+        ("opcode", lambda: _unary("TEXP"), lambda: _unary("TABS", names="xy")),
+        ("tile type", lambda: _unary("TEXP"), lambda: _unary("TEXP", "f16", names="xy")),
+        ("attributes", lambda: _compare("eq"), lambda: _compare("ne", names="xn")),
+    ],
+)
 def test_a_part_of_the_form_is_part_of_a_kept_plan(part, make_a, make_b):
     _alone_then_together(make_a, make_b)
 
 
 def test_alike_instructions_on_other_tiles_share_the_plan(monkeypatch):
     _cycles(_unary("TEXP"))
-    monkeypatch.setattr(execute.Interpreter, "_shape", None)     # must not be called again
+    monkeypatch.setattr(execute.Interpreter, "_shape", None)  # must not be called again
     assert _cycles(_unary("TEXP", names="xy")) == _cycles(_unary("TEXP"))
 
 
@@ -159,16 +167,22 @@ def _nd_loads(outer_sizes, loop: bool) -> str:
     %tv = pto.make_tensor_view %x, shape = [%c4, %c32, %c64], strides = [%c2048, %c64, %c1] : !pto.tensor_view<?x?x?xf32>
     %t = pto.alloc_tile : !pto.tile_buf<vec, 32x64xf32>
 """
+
     def load(b, indent="    ", n=""):
-        return (f"{indent}%r{n} = arith.divsi %c32, {b} : index\n"
-                f"{indent}%pv{n} = pto.partition_view %tv, offsets = [%c0, %c0, %c0], sizes = [{b}, %r{n}, %c64] : !pto.tensor_view<?x?x?xf32> -> !pto.partition_tensor_view<?x?x64xf32>\n"
-                f"{indent}pto.tload ins(%pv{n} : !pto.partition_tensor_view<?x?x64xf32>) outs(%t : !pto.tile_buf<vec, 32x64xf32>)\n")
+        return (
+            f"{indent}%r{n} = arith.divsi %c32, {b} : index\n"
+            f"{indent}%pv{n} = pto.partition_view %tv, offsets = [%c0, %c0, %c0], sizes = [{b}, %r{n}, %c64] : !pto.tensor_view<?x?x?xf32> -> !pto.partition_tensor_view<?x?x64xf32>\n"
+            f"{indent}pto.tload ins(%pv{n} : !pto.partition_tensor_view<?x?x64xf32>) outs(%t : !pto.tile_buf<vec, 32x64xf32>)\n"
+        )
+
     consts = "".join(f"    %o{i} = arith.constant {b} : index\n" for i, b in enumerate(outer_sizes))
-    if loop:            # %b = 1, 2, 4, ...: the outer sizes are the powers of two
-        assert list(outer_sizes) == [2 ** i for i in range(len(outer_sizes))]
-        body = (f"    %cn = arith.constant {len(outer_sizes)} : index\n"
-                "    scf.for %i = %c0 to %cn step %c1 {\n"
-                "      %b = arith.shli %c1, %i : index\n" + load("%b", "      ") + "    }\n")
+    if loop:  # %b = 1, 2, 4, ...: the outer sizes are the powers of two
+        assert list(outer_sizes) == [2**i for i in range(len(outer_sizes))]
+        body = (
+            f"    %cn = arith.constant {len(outer_sizes)} : index\n"
+            "    scf.for %i = %c0 to %cn step %c1 {\n"
+            "      %b = arith.shli %c1, %i : index\n" + load("%b", "      ") + "    }\n"
+        )
     else:
         body = consts + "".join(load(f"%o{i}", n=str(i)) for i in range(len(outer_sizes)))
     return head + body + "    return\n  }\n}\n"
@@ -180,14 +194,15 @@ def test_a_transfer_of_an_n_d_view_is_planned_for_its_outer_extent_each_time():
     alone: the cached plan of its tile state is not reused across outer extents."""
     sizes = [1, 2, 4]
     straight = _cycles(parse_text(_nd_loads(sizes, loop=False), "straight.pto"))
-    assert len(set(straight)) == 3                      # the three windows cost differently
+    assert len(set(straight)) == 3  # the three windows cost differently
     execute._PLANS.clear()
     assert _cycles(parse_text(_nd_loads(sizes, loop=True), "loop.pto")) == straight
 
 
 # --- plans kept with the program, for its units and runs -----------------------------------
 
-def _recip_kernel(in_place: bool) -> "sim.Kernel":
+
+def _recip_kernel(in_place: bool) -> sim.Kernel:
     """TLOAD, TRECIP (in place: a verifier warning on a2a3), TSTORE."""
     k = sim.Kernel("recip", block_dim=2)
     x, y = k.gm("x", "f32", (32, 64)), k.gm("y", "f32", (32, 64))

@@ -21,7 +21,8 @@ import pytest
 
 from sim.base.errors import UserError, VerifyError
 from sim.engine.run import simulate
-from sim.frontend import parse_text as parse_program, print_program
+from sim.frontend import parse_text as parse_program
+from sim.frontend import print_program
 from sim.isa.precision import KINDS, Precision
 from sim.studies.calibrate import load_cases, validate
 
@@ -94,20 +95,31 @@ def test_parsed_into_the_ir_and_printed_back(op, kind, value):
 def test_unknown_precision_value_is_a_parse_error(tmp_path):
     p = tmp_path / "k.pto"
     p.write_text(_kernel("TDIV", "f32", 16, 64, "precisionType = #pto<div_precision medium>"))
-    out = subprocess.run([sys.executable, "-m", "sim", "run", str(p)], capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "sim", "run", str(p)], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "k.pto:" in out.stderr and "expected high_precision or default, found 'medium'" in out.stderr
+    assert (
+        "k.pto:" in out.stderr
+        and "expected high_precision or default, found 'medium'" in out.stderr
+    )
 
 
-@pytest.mark.parametrize("op, attr", [("TDIV", "#pto<exp_precision high_precision>"),
-                                      ("TEXP", "#pto<div_precision default>"),
-                                      ("TSQRT", "#pto<pow_precision high_precision>"),
-                                      ("TLOG", "#pto<rem_precision high_precision>")])
+@pytest.mark.parametrize(
+    "op, attr",
+    [
+        ("TDIV", "#pto<exp_precision high_precision>"),
+        ("TEXP", "#pto<div_precision default>"),
+        ("TSQRT", "#pto<pow_precision high_precision>"),
+        ("TLOG", "#pto<rem_precision high_precision>"),
+    ],
+)
 @pytest.mark.parametrize("target", ["a2a3", "a5"])
 def test_a_kind_that_does_not_belong_to_the_op_is_an_error(op, attr, target):
     src = _kernel(op, "f32", 16, 64, f"precisionType = {attr}")
-    with pytest.raises(VerifyError, match=f"precisionType = {attr.replace('<', '.').replace('>', '.')}"):
+    with pytest.raises(
+        VerifyError, match=f"precisionType = {attr.replace('<', '.').replace('>', '.')}"
+    ):
         simulate(parse_program(src, "k.pto"), target, functional=False)
 
 
@@ -123,6 +135,7 @@ def test_unmodelled_attributes_are_report_warnings(target):
 
 # --- A2/A3: ignored (costed and computed as the default), with a warning ------------------
 
+
 @pytest.mark.parametrize("op", sorted({o for ops in KINDS.values() for o in ops}))
 @pytest.mark.parametrize("shape", [(16, 64), (8, 128), (32, 64), (16, 48)])
 def test_a2a3_ignores_the_mode(op, shape):
@@ -137,10 +150,15 @@ def test_a2a3_ignores_the_mode(op, shape):
 
 # --- A5: costed from the TRECIP high_precision fits ----------------------------------------
 
+
 def _recip_fit(dt: str, loops: int, high: bool) -> float:
     """data/a5_formula_params.csv, TRECIP 1-D rows (the reference's numbers)."""
-    p = {("f32", True): (345.21788, 48.715084), ("f32", False): (1.9081456, 64.516464),
-         ("f16", True): (168.14754, 40.213115), ("f16", False): (3.5491803, 68.737705)}
+    p = {
+        ("f32", True): (345.21788, 48.715084),
+        ("f32", False): (1.9081456, 64.516464),
+        ("f16", True): (168.14754, 40.213115),
+        ("f16", False): (3.5491803, 68.737705),
+    }
     a, b = p[(dt, high)]
     return a * loops + b
 
@@ -161,12 +179,13 @@ def test_a5_trecip_high_precision_is_the_fit(dt, lanes, rows):
 
 @pytest.mark.parametrize("op", ["TDIV", "TDIVS"])
 @pytest.mark.parametrize("dt, lanes", [("f32", 64), ("f16", 128)])
-@pytest.mark.parametrize("rows, cols, valid", [(16, 2, None), (8, 4, None), (16, 2, (10, 1)),
-                                               (3, 1, None)])
+@pytest.mark.parametrize(
+    "rows, cols, valid", [(16, 2, None), (8, 4, None), (16, 2, (10, 1)), (3, 1, None)]
+)
 def test_a5_division_adds_the_ieee_routine(op, dt, lanes, rows, cols, valid):
     cols *= lanes
     if valid is not None:
-        valid = (valid[0], valid[1] * lanes - 8)       # 2-D: rows not contiguous
+        valid = (valid[0], valid[1] * lanes - 8)  # 2-D: rows not contiguous
     plain, _ = _cycles(_kernel(op, dt, rows, cols, valid=valid), "a5", op)
     high, r = _cycles(_kernel(op, dt, rows, cols, _attr(op), valid=valid), "a5", op)
     rp, _ = _cycles(_kernel("TRECIP", dt, rows, cols, valid=valid), "a5", "TRECIP")
@@ -177,8 +196,17 @@ def test_a5_division_adds_the_ieee_routine(op, dt, lanes, rows, cols, valid):
     assert high > 3 * plain
 
 
-@pytest.mark.parametrize("op, dt", [("TREM", "f16"), ("TFMOD", "f16"), ("TEXP", "f32"),
-                                    ("TLOG", "f16"), ("TSQRT", "f32"), ("TRSQRT", "f32")])
+@pytest.mark.parametrize(
+    "op, dt",
+    [
+        ("TREM", "f16"),
+        ("TFMOD", "f16"),
+        ("TEXP", "f32"),
+        ("TLOG", "f16"),
+        ("TSQRT", "f32"),
+        ("TRSQRT", "f32"),
+    ],
+)
 def test_a5_modes_it_cannot_cost_warn_and_cost_the_default(op, dt):
     plain, _ = _cycles(_kernel(op, dt, 16, 128), "a5", op)
     high, r = _cycles(_kernel(op, dt, 16, 128, _attr(op)), "a5", op)
@@ -194,6 +222,7 @@ def test_a5_trem_f32_high_precision_is_dearer():
 
 
 # --- computed: IEEE division ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("target", ["a2a3", "a5"])
 @pytest.mark.parametrize("op", ["TDIV", "TDIVS", "TRECIP"])
@@ -218,21 +247,29 @@ def test_high_precision_division_is_ieee(target, op, dt):
 
 def test_a2a3_in_place_tdivs_keeps_its_reciprocal_multiply_with_the_mode():
     # A2/A3 ignores the mode: float TDIVS in place is still vmuls by 1/s (the quirk)
-    src = _kernel("TDIVS", "f32", 16, 64, _attr("TDIVS")).replace(
-        "outs(%z : ", "outs(%x : ").replace("pto.tstore ins(%z", "pto.tstore ins(%x")
+    src = (
+        _kernel("TDIVS", "f32", 16, 64, _attr("TDIVS"))
+        .replace("outs(%z : ", "outs(%x : ")
+        .replace("pto.tstore ins(%z", "pto.tstore ins(%x")
+    )
     plain = src.replace(" {" + _attr("TDIVS") + "}", "")
     a = np.random.default_rng(3).standard_normal(16 * 64).astype(np.float32) * 100
-    outs = [simulate(parse_program(s, "k.pto"), "a2a3", inputs={"a": a}).output("out")
-            for s in (src, plain)]
+    outs = [
+        simulate(parse_program(s, "k.pto"), "a2a3", inputs={"a": a}).output("out")
+        for s in (src, plain)
+    ]
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
 # --- validate: the variant high_precision ---------------------------------------------------
 
+
 def test_validate_accepts_high_precision(tmp_path):
     p = tmp_path / "cases.csv"
-    p.write_text(HEADER + "TRECIP,f32,16,64,,,high_precision,5600\nTRECIP,f32,16,64,,,,95\n"
-                 "TDIV,f16,16,128,,,high_precision,2800\nTADD,f32,16,64,,,high_precision,60\n")
+    p.write_text(
+        HEADER + "TRECIP,f32,16,64,,,high_precision,5600\nTRECIP,f32,16,64,,,,95\n"
+        "TDIV,f16,16,128,,,high_precision,2800\nTADD,f32,16,64,,,high_precision,60\n"
+    )
     r = validate(load_cases(p), "a5")
     hp, plain, div, add = r["cases"]
     assert hp["predicted"] == round(_recip_fit("f32", 16, True))
@@ -257,12 +294,16 @@ def test_python_builder_takes_the_mode():
     def run(target, op, mode):
         k = Kernel("x")
         a, b, c = (k.tile("vec", "f32", 16, 64) for _ in range(3))
-        k.instr(op, c, a, b, precisionType=mode) if op == "TDIV" else \
-            k.instr(op, c, a, precisionType=mode)
+        k.instr(op, c, a, b, precisionType=mode) if op == "TDIV" else k.instr(
+            op, c, a, precisionType=mode
+        )
         return simulate(k, target, functional=False)
 
     for op in ("TDIV", "TRECIP"):
-        assert run("a5", op, "high_precision").total_cycles > 10 * run("a5", op, "default").total_cycles
+        assert (
+            run("a5", op, "high_precision").total_cycles
+            > 10 * run("a5", op, "default").total_cycles
+        )
         r = run("a2a3", op, "high_precision")
         assert r.total_cycles == run("a2a3", op, "default").total_cycles and r.warnings
     with pytest.raises(UserError, match="expected high_precision or default, found 'fast'"):

@@ -12,7 +12,8 @@ import pytest
 
 import sim
 from sim.base.errors import UserError
-from sim.frontend import parse as parse_module, program_cache
+from sim.frontend import parse as parse_module
+from sim.frontend import program_cache
 from sim.frontend.diagnostics import source_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +30,7 @@ def cache(tmp_path, monkeypatch):
 def _no_parser(monkeypatch):
     def refuse():
         raise AssertionError("the file was parsed again")
+
     monkeypatch.setattr(parse_module, "pto_parser", refuse)
 
 
@@ -85,16 +87,19 @@ def test_a_foreign_or_corrupt_entry_is_never_served(cache, tmp_path, damage):
     want = sim.parse_file(f)
     entry = next(cache.glob("*.pickle"))
     data = entry.read_bytes()
-    if damage is None:          # the right digest line, a truncated pickle
-        entry.write_bytes(data[:len(data) // 2])
+    if damage is None:  # the right digest line, a truncated pickle
+        entry.write_bytes(data[: len(data) // 2])
     else:
-        entry.write_bytes(damage + data[data.index(b"\n") + 1:])
+        entry.write_bytes(damage + data[data.index(b"\n") + 1 :])
     assert sim.parse_file(f) == want
 
 
 def test_small_files_errors_and_a_cache_turned_off_keep_nothing(cache, tmp_path, monkeypatch):
-    small = next(p for p in sorted((ROOT / "examples").glob("*.pto"))
-                 if len(p.read_text()) < program_cache.MIN_BYTES)
+    small = next(
+        p
+        for p in sorted((ROOT / "examples").glob("*.pto"))
+        if len(p.read_text()) < program_cache.MIN_BYTES
+    )
     sim.parse_file(small)
     bad = tmp_path / "bad.pto"
     bad.write_text(FA.replace("func.func", "func.fnuc", 1))
@@ -118,7 +123,7 @@ def test_at_most_max_entries_are_kept_the_least_recently_used_go(cache, tmp_path
     sim.parse_file(files[0])
     sim.parse_file(files[1])
     old = time.time() - 100
-    os.utime(next(cache.glob("*.pickle")), (old, old))    # make one entry the oldest
+    os.utime(next(cache.glob("*.pickle")), (old, old))  # make one entry the oldest
     ages = sorted(cache.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     sim.parse_file(files[2])
     kept = set(cache.glob("*.pickle"))

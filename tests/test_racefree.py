@@ -26,6 +26,21 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from racefree_kernels import (
+    MUTATIONS,
+    OPS,
+    column_blocks,
+    edit,
+    fit,
+    make_kernel,
+    mutate,
+    pipeline,
+    racy,
+    sync_lines,
+    synced,
+    windows,
+)
+from test_engine_fuzz import _build, step
 
 import sim
 import sim.engine.chip as chip_module
@@ -35,9 +50,6 @@ from sim.engine.machine import Machine
 from sim.engine.racefree import race_free
 from sim.engine.races import RaceDetector
 from sim.target import load_target
-from racefree_kernels import (MUTATIONS, OPS, column_blocks, edit, fit, make_kernel, mutate,
-                              pipeline, racy, sync_lines, synced, windows)
-from test_engine_fuzz import _build, step
 
 TARGET = load_target("a2a3")
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,9 +59,11 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 
 # --- the property on one unit ---------------------------------------------------------------
 
+
 def _stream(kernel):
-    return Interpreter(kernel.program(), TARGET, inputs=kernel.inputs, functional=False,
-                       track_accesses=True).issue()
+    return Interpreter(
+        kernel.program(), TARGET, inputs=kernel.inputs, functional=False, track_accesses=True
+    ).issue()
 
 
 def _both(kernel) -> tuple[bool, list]:
@@ -66,7 +80,7 @@ def _both(kernel) -> tuple[bool, list]:
     return by_cycles, [(f.kind, f.message) for f in detector.finish()]
 
 
-def _sound(kernel) -> "bool | None":
+def _sound(kernel) -> bool | None:
     """race_free on ``kernel`` (None: rejected or deadlocked), asserting soundness."""
     try:
         proven, found = _both(kernel)
@@ -77,21 +91,33 @@ def _sound(kernel) -> "bool | None":
 
 
 @FUZZ
-@given(steps=st.lists(step, min_size=1, max_size=40), dtype=st.sampled_from(["f32", "f16"]),
-       shape=st.sampled_from([(16, 64), (1, 64), (8, 128)]))
+@given(
+    steps=st.lists(step, min_size=1, max_size=40),
+    dtype=st.sampled_from(["f32", "f16"]),
+    shape=st.sampled_from([(16, 64), (1, 64), (8, 128)]),
+)
 def test_the_proof_never_passes_a_fuzzer_kernel_the_detector_faults(steps, dtype, shape):
     _sound(_build(steps, dtype, *shape))
 
 
-plan_step = st.tuples(st.sampled_from(OPS), st.integers(0, 3), st.integers(0, 3),
-                      st.integers(0, 3), st.integers(0, 6), st.integers(0, 3))
+plan_step = st.tuples(
+    st.sampled_from(OPS),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 6),
+    st.integers(0, 3),
+)
 
 
 @FUZZ
-@given(plan=st.lists(plan_step, min_size=1, max_size=30),
-       mutation=st.none() | st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 40)),
-       dtype=st.sampled_from(["f32", "f16"]), shape=st.sampled_from([(16, 64), (8, 128)]),
-       alias=st.booleans())
+@given(
+    plan=st.lists(plan_step, min_size=1, max_size=30),
+    mutation=st.none() | st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 40)),
+    dtype=st.sampled_from(["f32", "f16"]),
+    shape=st.sampled_from([(16, 64), (8, 128)]),
+    alias=st.booleans(),
+)
 def test_the_proof_never_passes_a_broken_synchronisation(plan, mutation, dtype, shape, alias):
     stmts = synced(plan, alias)
     if mutation is None:
@@ -117,8 +143,15 @@ def test_most_synchronised_random_kernels_are_proven():
     rng = random.Random(2026)
     proven = 0
     for i in range(200):
-        plan = [(rng.choice(OPS), *(rng.randrange(4) for _ in range(3)), rng.randrange(7),
-                 rng.randrange(4)) for _ in range(rng.randrange(1, 30))]
+        plan = [
+            (
+                rng.choice(OPS),
+                *(rng.randrange(4) for _ in range(3)),
+                rng.randrange(7),
+                rng.randrange(4),
+            )
+            for _ in range(rng.randrange(1, 30))
+        ]
         ok, found = _both(make_kernel(synced(plan, i % 2), alias=i % 2))
         assert found == []
         proven += ok
@@ -126,6 +159,7 @@ def test_most_synchronised_random_kernels_are_proven():
 
 
 # --- simulate: the proof's path against the forced detector's ---------------------------------
+
 
 def _two_ways(program, **kw):
     """(the proof's verdicts, simulate(races=True) as it runs, simulate with the proof
@@ -171,9 +205,10 @@ CHIPS = {
 @pytest.mark.parametrize("name", CHIPS)
 def test_chip_examples_are_proven_race_free_and_the_detector_agrees(name):
     path, args, cores, verdict = CHIPS[name]
-    verdicts, proof, forced = _two_ways(sim.parse_file(EX / path), inputs=args,
-                                        block_dim=cores, functional=False)
-    assert verdicts == [verdict]                # True: one run, the proof went through
+    verdicts, proof, forced = _two_ways(
+        sim.parse_file(EX / path), inputs=args, block_dim=cores, functional=False
+    )
+    assert verdicts == [verdict]  # True: one run, the proof went through
     assert forced.races == ()
     _same(proof, forced)
 
@@ -182,8 +217,8 @@ def test_chip_examples_are_proven_race_free_and_the_detector_agrees(name):
 def test_the_builder_flash_attention_is_proven_on_both_targets(arch, cores):
     """Cube <-> vector FIFOs through GM (A2/A3) and through the FIXPIPE (A5)."""
     from sim.kernel.files import load_kernel
-    k = load_kernel(str(EX / "flash_attention.py"), (("s1", 512), ("cores", cores),
-                                                      ("arch", arch)))
+
+    k = load_kernel(str(EX / "flash_attention.py"), (("s1", 512), ("cores", cores), ("arch", arch)))
     verdicts, proof, forced = _two_ways(k, target=arch, functional=False)
     assert verdicts == [True] and forced.races == ()
     _same(proof, forced)
@@ -192,17 +227,25 @@ def test_the_builder_flash_attention_is_proven_on_both_targets(arch, cores):
 def _racy_chips():
     from test_ffts import _HEAD, _TAIL, _cube_to_vector
     from test_xraces import _blocks, _without_cross_core_flags
+
     return {
         "cube store, vector load, no flag x2": (
-            lambda: _without_cross_core_flags(_cube_to_vector("FIX", bd=2).program()), 2),
+            lambda: _without_cross_core_flags(_cube_to_vector("FIX", bd=2).program()),
+            2,
+        ),
         "overlapping column blocks x2": (lambda: _blocks(16), None),
         "neighbours' rows, no barrier x4": (lambda: sim.parse_text(_HEAD + _TAIL, "n.pto"), 4),
     }
 
 
-@pytest.mark.parametrize("name", ["cube store, vector load, no flag x2",
-                                  "overlapping column blocks x2",
-                                  "neighbours' rows, no barrier x4"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cube store, vector load, no flag x2",
+        "overlapping column blocks x2",
+        "neighbours' rows, no barrier x4",
+    ],
+)
 def test_cross_unit_gm_races_fail_the_proof_and_the_detector_names_them(name):
     make, cores = _racy_chips()[name]
     verdicts, proof, forced = _two_ways(make(), block_dim=cores)
@@ -212,8 +255,9 @@ def test_cross_unit_gm_races_fail_the_proof_and_the_detector_names_them(name):
     _same(proof, forced)
 
 
-@pytest.mark.parametrize("width,step,cores", [(32, 32, 2), (16, 16, 4), (8, 24, 3),
-                                              (32, 16, 2), (16, 8, 4)])
+@pytest.mark.parametrize(
+    "width,step,cores", [(32, 32, 2), (16, 16, 4), (8, 24, 3), (32, 16, 2), (16, 8, 4)]
+)
 def test_column_blocks_are_proven_where_they_do_not_overlap(width, step, cores):
     """Row windows of one pitch: disjoint column blocks are no race (the proof compares
     them exactly, as the detector does); overlapping ones are a WAW the detector names."""
@@ -224,9 +268,14 @@ def test_column_blocks_are_proven_where_they_do_not_overlap(width, step, cores):
     _same(proof, forced)
 
 
-window = st.tuples(st.sampled_from([1, 2, 4, 8]), st.sampled_from([8, 16, 24, 32]),
-                  st.integers(0, 24), st.sampled_from([0, 8, 16, 24, 32]),
-                  st.sampled_from([0, 1, 2, 4, 8]), st.sampled_from([0, 8, 16, 24]))
+window = st.tuples(
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([8, 16, 24, 32]),
+    st.integers(0, 24),
+    st.sampled_from([0, 8, 16, 24, 32]),
+    st.sampled_from([0, 1, 2, 4, 8]),
+    st.sampled_from([0, 8, 16, 24]),
+)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -235,40 +284,49 @@ def test_gm_windows_of_several_cores_are_proven_exactly_where_disjoint(cores, st
     """No order between the cores: the detector names every overlap of a store with the
     other cores' windows, and the proof (row windows of one pitch compared exactly)
     passes exactly the kernels with none."""
-    verdicts, proof, forced = _two_ways(windows(cores, fit(cores, store), fit(cores, load)),
-                                        functional=False)
+    verdicts, proof, forced = _two_ways(
+        windows(cores, fit(cores, store), fit(cores, load)), functional=False
+    )
     assert verdicts == [not forced.races]
     _same(proof, forced)
 
 
 # every bundled example at a small size: args for the scalar arguments that bound loops
-EXAMPLE_ARGS = {"relu_sub_db.pto": {"k": 3}, "trelu.pto": {"n": 64},
-                "dyn_valid.pto": {"vr": 20, "vc": 96}, "tfmods.pto": {"divisor": 3.0},
-                "gemm.pto": GEMM, "flash_attention.pto": {"S1": 512, "S1_TILE": 128},
-                "flash_attention.py": {"s1": 256}}
+EXAMPLE_ARGS = {
+    "relu_sub_db.pto": {"k": 3},
+    "trelu.pto": {"n": 64},
+    "dyn_valid.pto": {"vr": 20, "vc": 96},
+    "tfmods.pto": {"divisor": 3.0},
+    "gemm.pto": GEMM,
+    "flash_attention.pto": {"S1": 512, "S1_TILE": 128},
+    "flash_attention.py": {"s1": 256},
+}
 EXAMPLES = sorted(p.name for p in EX.glob("*.p[ty]*") if p.suffix in (".pto", ".py"))
 
 
 def _example(name: str):
     from sim.kernel.files import load_kernel
+
     args = EXAMPLE_ARGS.get(name, {})
     if name.endswith(".py"):
         return load_kernel(str(EX / name), tuple(args.items())), {}
     return load_kernel(str(EX / name)), args
 
 
-@pytest.mark.parametrize("races,functional,l2", [(True, False, None), ("manual", False, None),
-                                                (True, True, None), (True, False, True)])
+@pytest.mark.parametrize(
+    "races,functional,l2",
+    [(True, False, None), ("manual", False, None), (True, True, None), (True, False, True)],
+)
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_every_example_gives_the_detectors_result_through_the_proof(name, races, functional,
-                                                                     l2):
+def test_every_example_gives_the_detectors_result_through_the_proof(name, races, functional, l2):
     """Timing only, with the numbers (an op's item is handed over again differently) and
     with an L2 (items carry their GM windows)."""
     kernel, args = _example(name)
-    verdicts, proof, forced = _two_ways(kernel, inputs=args, races=races,
-                                        functional=functional, l2=l2)
+    verdicts, proof, forced = _two_ways(
+        kernel, inputs=args, races=races, functional=functional, l2=l2
+    )
     assert proof.races_checked == forced.races_checked
-    assert len(verdicts) == proof.races_checked       # "manual" checks no auto-mode kernel
+    assert len(verdicts) == proof.races_checked  # "manual" checks no auto-mode kernel
     assert not (verdicts == [True] and forced.races)
     _same(proof, forced)
 
@@ -281,7 +339,7 @@ def test_the_examples_are_proven_where_they_are_checked():
         verdicts, _, _ = _two_ways(kernel, inputs=args, functional=False)
         checked += len(verdicts)
         proven += sum(verdicts)
-    assert checked >= 10 and proven == checked, (proven, checked)   # 16 of 16 now
+    assert checked >= 10 and proven == checked, (proven, checked)  # 16 of 16 now
 
 
 # --- racy kernels -----------------------------------------------------------------------------
@@ -310,9 +368,13 @@ def test_a_racy_kernel_fails_the_proof_and_reports_the_detectors_findings(kind, 
 # --- the examples' own synchronisation, broken one line at a time ----------------------------
 
 # file, arguments, cores, every how many sync lines is edited
-EDITED = {"relu_sub_db.pto": ({"k": 3}, 1, 1), "compact_add.pto": ({}, 1, 1),
-          "matmul.pto": ({}, 1, 1), "gemm.pto": ({**GEMM, "m": 128, "n": 1024}, 2, 3),
-          "flash_attention.pto": ({"S1": 512, "S1_TILE": 128}, 1, 37)}
+EDITED = {
+    "relu_sub_db.pto": ({"k": 3}, 1, 1),
+    "compact_add.pto": ({}, 1, 1),
+    "matmul.pto": ({}, 1, 1),
+    "gemm.pto": ({**GEMM, "m": 128, "n": 1024}, 2, 3),
+    "flash_attention.pto": ({"S1": 512, "S1_TILE": 128}, 1, 37),
+}
 
 
 @pytest.mark.parametrize("kind", ["drop", "sink", "hoist"])
@@ -327,10 +389,11 @@ def test_an_example_with_one_sync_line_broken_is_never_proven_with_findings(name
     for at in sync_lines(text, every):
         try:
             program = sim.parse_text(edit(text, at, kind), name)
-            verdicts, proof, forced = _two_ways(program, inputs=args,
-                                                block_dim=cores, functional=False)
+            verdicts, proof, forced = _two_ways(
+                program, inputs=args, block_dim=cores, functional=False
+            )
         except UserError:
-            continue                        # deadlocked or rejected
+            continue  # deadlocked or rejected
         assert not (verdicts == [True] and forced.races), (at, forced.races[:2])
         assert proof.races == forced.races
         caught += bool(forced.races)
@@ -338,6 +401,7 @@ def test_an_example_with_one_sync_line_broken_is_never_proven_with_findings(name
 
 
 # --- the sync cycles in every trace mode ------------------------------------------------------
+
 
 @pytest.mark.parametrize("tile,cores", [(256, 2), (512, 1), (512, 3)])
 def test_a_pending_set_ordered_only_in_time_is_shown_in_every_trace_mode(tile, cores):
@@ -347,12 +411,17 @@ def test_a_pending_set_ordered_only_in_time_is_shown_in_every_trace_mode(tile, c
     and gives the same cycles and findings as the detector's run."""
     program = sim.parse_file(EX / "flash_attention.pto")
     args = {"S1": 2 * tile, "S1_TILE": tile}
-    runs = {mode: sim.simulate(program, inputs=args, block_dim=cores, functional=False,
-                               races=True, trace=mode) for mode in ("full", "ops", "none")}
+    runs = {
+        mode: sim.simulate(
+            program, inputs=args, block_dim=cores, functional=False, races=True, trace=mode
+        )
+        for mode in ("full", "ops", "none")
+    }
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(chip_module.Chip, "race_free", lambda chip: False)
-        forced = sim.simulate(program, inputs=args, block_dim=cores, functional=False,
-                              races=True, trace="none")
+        forced = sim.simulate(
+            program, inputs=args, block_dim=cores, functional=False, races=True, trace="none"
+        )
     assert forced.races_by == "detector"
     for mode, r in runs.items():
         assert r.races_by == "proof", mode
@@ -361,6 +430,7 @@ def test_a_pending_set_ordered_only_in_time_is_shown_in_every_trace_mode(tile, c
 
 
 # --- units proven together: the verdict is each unit's own ------------------------------------
+
 
 def _unit_log(kernel) -> tuple:
     """(log, sync cycles) of a timed run of ``kernel`` on one unit, None if it is refused."""
@@ -377,11 +447,21 @@ def _pool() -> list:
     """Units of every kind the proof meets, proven and not: synchronised random kernels and
     one edit of each, a double-buffered pipeline with PIPE_ALL barriers, racy kernels."""
     rng = random.Random(7)
-    kernels = [make_kernel(pipeline(3, 2)), make_kernel(pipeline(2)),
-               *(racy(kind, n) for kind in KINDS for n in (1, 2))]
+    kernels = [
+        make_kernel(pipeline(3, 2)),
+        make_kernel(pipeline(2)),
+        *(racy(kind, n) for kind in KINDS for n in (1, 2)),
+    ]
     for i in range(24):
-        plan = [(rng.choice(OPS), *(rng.randrange(4) for _ in range(3)), rng.randrange(7),
-                 rng.randrange(4)) for _ in range(rng.randrange(1, 20))]
+        plan = [
+            (
+                rng.choice(OPS),
+                *(rng.randrange(4) for _ in range(3)),
+                rng.randrange(7),
+                rng.randrange(4),
+            )
+            for _ in range(rng.randrange(1, 20))
+        ]
         stmts = synced(plan, i % 2)
         if i % 3 == 2:
             stmts = mutate(stmts, rng.choice(MUTATIONS), rng.randrange(40))
@@ -399,18 +479,20 @@ def test_units_proven_together_give_each_units_own_verdict(picks):
     its own) holds exactly when every unit's own proof does: what a unit knows of the
     units before it orders none of its accesses or sets, whichever comes first."""
     from sim.engine.racefree import _Proof
+
     if not POOL:
         POOL.extend(_pool())
         alone = [_Proof([log], [ends]).holds() for log, ends in POOL]
-        assert 0 < sum(alone) < len(POOL)       # both kinds in the pool
+        assert 0 < sum(alone) < len(POOL)  # both kinds in the pool
     units = [POOL[i % len(POOL)] for i in picks]
     logs, ends = [u[0] for u in units], [u[1] for u in units]
     alone = all(_Proof([log], [e]).holds() for log, e in zip(logs, ends))
     assert _Proof(logs, ends).holds() == alone
-    assert _Proof(logs, None).holds() <= alone      # without the cycles: never more
+    assert _Proof(logs, None).holds() <= alone  # without the cycles: never more
 
 
 # --- one unit alone: its GM accesses summarised -----------------------------------------------
+
 
 def _gm_round_trip(sync: bool, back: bool = True):
     """x -> tile -> y, then (``back``) y read back on MTE2: ordered by a flag MTE3 -> MTE2,
@@ -441,6 +523,7 @@ def _counted_runs(k) -> tuple:
     def counted(chip, *args, **kw):
         runs.append((kw.get("gm_summary", False), kw.get("races", False)))
         init(chip, *args, **kw)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(chip_module.Chip, "__init__", counted)
         r = sim.simulate(k, functional=False, races="manual", trace="none")
@@ -476,11 +559,12 @@ def test_gm_read_by_one_pipe_and_written_by_another_is_proven_in_one_run():
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plan=st.lists(plan_step, min_size=1, max_size=25),
-       mutation=st.none() | st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 40)),
-       alias=st.booleans())
-def test_one_units_run_with_its_gm_summarised_gives_the_detectors_findings(plan, mutation,
-                                                                          alias):
+@given(
+    plan=st.lists(plan_step, min_size=1, max_size=25),
+    mutation=st.none() | st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 40)),
+    alias=st.booleans(),
+)
+def test_one_units_run_with_its_gm_summarised_gives_the_detectors_findings(plan, mutation, alias):
     """Random synchronised kernels (loads and stores of two GM arrays), whole or with one
     sync edit, through ``simulate``: the findings are the forced detector's, and a run the
     proof passed is one the detector finds nothing in."""

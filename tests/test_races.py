@@ -18,13 +18,15 @@ def test_missing_flags_give_raw_races_in_program_order():
     k, x, y = _kernel()
     a = k.tile("vec", "f32", 16, 64, name="a")
     b = k.tile("vec", "f32", 16, 64, name="b")
-    k.TLOAD(a, x)          # MTE2 writes a
-    k.TADD(b, a, a)        # V reads a: no flag -> RAW
-    k.TSTORE(y, b)         # MTE3 reads b written by V: RAW
-    r = sim.simulate(k, races=True, sync="manual")   # as written
+    k.TLOAD(a, x)  # MTE2 writes a
+    k.TADD(b, a, a)  # V reads a: no flag -> RAW
+    k.TSTORE(y, b)  # MTE3 reads b written by V: RAW
+    r = sim.simulate(k, races=True, sync="manual")  # as written
     assert _kinds(r) == ["RAW", "RAW"]
     msgs = " | ".join(f.message for f in r.races)
-    assert "PIPE_MTE2 #0 TLOAD" in msgs and "PIPE_V #1 TADD" in msgs and "PIPE_MTE3 #2 TSTORE" in msgs
+    assert (
+        "PIPE_MTE2 #0 TLOAD" in msgs and "PIPE_V #1 TADD" in msgs and "PIPE_MTE3 #2 TSTORE" in msgs
+    )
     first = next(f for f in r.races if "TLOAD" in f.first)
     assert first.space == "UB" and first.first_range == (0, 16 * 64 * 4)
 
@@ -44,8 +46,8 @@ def test_war_on_reused_input_buffer():
     a = k.tile("vec", "f32", 16, 64, name="a")
     b = k.tile("vec", "f32", 16, 64, name="b")
     e = k.TLOAD(a, x[0:16, :])
-    k.TADD(b, a, a, e)                 # V reads a
-    k.TLOAD(a, x[0:16, :])             # MTE2 overwrites a with no V -> MTE2 flag: WAR
+    k.TADD(b, a, a, e)  # V reads a
+    k.TLOAD(a, x[0:16, :])  # MTE2 overwrites a with no V -> MTE2 flag: WAR
     r = sim.simulate(k, races=True)
     assert [f.kind for f in r.races] == ["WAR"]
     assert "PIPE_V #3 TADD" in r.races[0].first or "TADD" in r.races[0].first
@@ -66,11 +68,11 @@ def test_full_barrier_orders_everything():
 
 def test_overlapping_tiles_are_named_with_both_ranges():
     k, x, y = _kernel()
-    a = k.tile("vec", "f32", 16, 64, name="a", addr=0x0)       # [0x0, 0x1000)
-    b = k.tile("vec", "f32", 16, 64, name="b", addr=0x800)     # [0x800, 0x1800): overlaps a
+    a = k.tile("vec", "f32", 16, 64, name="a", addr=0x0)  # [0x0, 0x1000)
+    b = k.tile("vec", "f32", 16, 64, name="b", addr=0x800)  # [0x800, 0x1800): overlaps a
     k.TLOAD(a, x)
-    k.TEXPANDS(b, 1.0)                 # V writes b while MTE2 writes a: WAW on the overlap
-    r = sim.simulate(k, races=True, sync="manual")   # as written
+    k.TEXPANDS(b, 1.0)  # V writes b while MTE2 writes a: WAW on the overlap
+    r = sim.simulate(k, races=True, sync="manual")  # as written
     assert [f.kind for f in r.races] == ["WAW"]
     m = r.races[0].message
     assert "%a [0x0, 0x1000)" in m and "%b [0x800, 0x1800)" in m
@@ -90,7 +92,7 @@ def test_event_set_again_while_pending_and_unmatched_set():
     a = k.tile("vec", "f32", 16, 64)
     k.TLOAD(a, x)
     k.set_flag("PIPE_MTE2", "PIPE_V", 3)
-    k.set_flag("PIPE_MTE2", "PIPE_V", 3)   # the first set is still pending
+    k.set_flag("PIPE_MTE2", "PIPE_V", 3)  # the first set is still pending
     k.wait_flag("PIPE_MTE2", "PIPE_V", 3)
     k.TADDS(a, a, 1.0)
     r = sim.simulate(k, races=True)
@@ -146,6 +148,9 @@ def test_scalar_read_of_a_loading_tile_races_unless_synchronised():
     r = sim.simulate(racy, races=True)
     assert [(f.kind, f.space) for f in r.races] == [("RAW", "UB")]
     assert "PIPE_MTE2" in r.races[0].message and "PIPE_S" in r.races[0].message
-    synced = TGETVAL.replace("SYNC", 'pto.set_flag["PIPE_MTE2", "PIPE_S", "EVENT_ID0"]\n'
-                                     '    pto.wait_flag["PIPE_MTE2", "PIPE_S", "EVENT_ID0"]')
+    synced = TGETVAL.replace(
+        "SYNC",
+        'pto.set_flag["PIPE_MTE2", "PIPE_S", "EVENT_ID0"]\n'
+        '    pto.wait_flag["PIPE_MTE2", "PIPE_S", "EVENT_ID0"]',
+    )
     assert sim.simulate(sim.parse_text(synced, "ok.pto"), races=True).races == ()

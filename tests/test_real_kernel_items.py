@@ -24,11 +24,13 @@ DATA = ROOT / "tests" / "data" / "issue23"
 
 
 def _ptosim(*args):
-    return subprocess.run([sys.executable, "-m", "sim", *map(str, args)], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 # --- independent kernels in one file ----------------------------------------------------
+
 
 @pytest.mark.parametrize("sync", [None, "auto", "manual", "ideal"])
 @pytest.mark.parametrize("func", [None, "k0", "k5", "k7"])
@@ -36,6 +38,7 @@ def test_a_file_of_independent_kernels_runs_each_in_every_mode(sync, func):
     program = parse_file(DATA / "many_kernels.pto")
     if func is not None:
         import attrs
+
         program = attrs.evolve(program, entry=func)
     r = sim.simulate(program, "a2a3", functional=False, **({"sync": sync} if sync else {}))
     assert r.total_cycles > 0
@@ -47,6 +50,7 @@ def test_a_file_of_independent_kernels_runs_each_in_every_mode(sync, func):
 
 def attrs_alone(program):
     import attrs
+
     return attrs.evolve(program, functions=(program.main,), entry=program.main.name)
 
 
@@ -59,12 +63,14 @@ def test_a_file_of_independent_kernels_from_the_command_line():
 
 # --- popping into a tile of dynamic valid region ------------------------------------------
 
+
 def _pop_kernel(rows: int, cols: int, split: int, valid: str, dtype: str = "f32") -> str:
     """A cube entry pushing a rows x cols acc tile to its vector peer, which pops it
     (split between the two vector sub-blocks as ``split`` says) into a tile typed
     ``valid`` and scales it; pypto's launch arguments on both functions."""
-    prow, pcol = (rows // 2, cols) if split == 1 else (rows, cols // 2) if split == 2 \
-        else (rows, cols)
+    prow, pcol = (
+        (rows // 2, cols) if split == 1 else (rows, cols // 2) if split == 2 else (rows, cols)
+    )
     vt = f"!pto.tile_buf<vec, {prow}x{pcol}x{dtype}{valid}>"
     rt = f"!pto.tile_buf<vec, {prow}x{pcol}x{dtype}>"
     at = f"!pto.tile_buf<acc, {rows}x{cols}x{dtype}>"
@@ -92,17 +98,22 @@ def _pop_kernel(rows: int, cols: int, split: int, valid: str, dtype: str = "f32"
 """
 
 
-@pytest.mark.parametrize("rows,cols,split", [(16, 16, 1), (32, 16, 1), (16, 64, 2),
-                                              (32, 32, 0), (64, 32, 1)])
+@pytest.mark.parametrize(
+    "rows,cols,split", [(16, 16, 1), (32, 16, 1), (16, 64, 2), (32, 32, 0), (64, 32, 1)]
+)
 @pytest.mark.parametrize("functional", [True, False])
-def test_a_pop_into_a_dynamic_valid_region_takes_the_pushed_shape(rows, cols, split,
-                                                                  functional):
-    prow, pcol = (rows // 2, cols) if split == 1 else (rows, cols // 2) if split == 2 \
-        else (rows, cols)
-    dynamic = sim.simulate(parse_text(_pop_kernel(rows, cols, split, ", v_row=?, v_col=?")),
-                           "a2a3", functional=functional)
-    static = sim.simulate(parse_text(_pop_kernel(rows, cols, split, "")), "a2a3",
-                          functional=functional)
+def test_a_pop_into_a_dynamic_valid_region_takes_the_pushed_shape(rows, cols, split, functional):
+    prow, pcol = (
+        (rows // 2, cols) if split == 1 else (rows, cols // 2) if split == 2 else (rows, cols)
+    )
+    dynamic = sim.simulate(
+        parse_text(_pop_kernel(rows, cols, split, ", v_row=?, v_col=?")),
+        "a2a3",
+        functional=functional,
+    )
+    static = sim.simulate(
+        parse_text(_pop_kernel(rows, cols, split, "")), "a2a3", functional=functional
+    )
     assert dynamic.total_cycles == static.total_cycles > 0
     assert dynamic.trace["duration_cycles"].tolist() == static.trace["duration_cycles"].tolist()
     assert dynamic.trace["bytes"].tolist() == static.trace["bytes"].tolist()
@@ -111,15 +122,23 @@ def test_a_pop_into_a_dynamic_valid_region_takes_the_pushed_shape(rows, cols, sp
 
 def test_a_pop_into_a_static_region_of_another_shape_is_still_refused():
     text = _pop_kernel(16, 16, 1, "").replace("8x16xf32>\n    %r", "8x16xf32, valid=8x8>\n    %r")
-    text = text.replace("-> !pto.tile_buf<vec, 8x16xf32>", "-> !pto.tile_buf<vec, 8x16xf32, valid=8x8>")
-    text = text.replace("ins(%u, %s : !pto.tile_buf<vec, 8x16xf32>",
-                        "ins(%u, %s : !pto.tile_buf<vec, 8x16xf32, valid=8x8>")
-    with pytest.raises(sim.SimulationError, match=r"popped 8x16 elements into %u whose valid "
-                                                   r"region is 8x8"):
+    text = text.replace(
+        "-> !pto.tile_buf<vec, 8x16xf32>", "-> !pto.tile_buf<vec, 8x16xf32, valid=8x8>"
+    )
+    text = text.replace(
+        "ins(%u, %s : !pto.tile_buf<vec, 8x16xf32>",
+        "ins(%u, %s : !pto.tile_buf<vec, 8x16xf32, valid=8x8>",
+    )
+    with pytest.raises(
+        sim.SimulationError,
+        match=r"popped 8x16 elements into %u whose valid "
+        r"region is 8x8",
+    ):
         sim.simulate(parse_text(text), "a2a3")
 
 
 # --- pypto's launch arguments ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("block_dim", [1, 2, 3])
 def test_pypto_launch_arguments_are_bound_per_unit(block_dim):
@@ -141,6 +160,7 @@ def test_pypto_launch_arguments_are_bound_per_unit(block_dim):
 }
 """
     import numpy as np
+
     out = np.full(2 * block_dim, -1, np.int32)
     r = sim.simulate(parse_text(text), "a2a3", block_dim=block_dim, inputs={"o": out})
     got = r.output("o").tolist()
@@ -186,19 +206,22 @@ def test_the_idle_warning_is_in_the_text_report_and_the_json():
 
 
 def test_a_kernel_without_tile_instructions_says_so():
-    r = sim.simulate(parse_file(ROOT / "tests" / "data" / "two_kernels.pto"), "a2a3",
-                     inputs={"n": 1, "m": 2})
+    r = sim.simulate(
+        parse_file(ROOT / "tests" / "data" / "two_kernels.pto"), "a2a3", inputs={"n": 1, "m": 2}
+    )
     assert "warning: the kernel has no tile instruction: its cycles measure no work" in r.warnings
 
 
 @pytest.mark.parametrize("block_dim", [1, 2])
 def test_a_chip_kernel_where_one_unit_works_has_no_idle_warning(block_dim):
-    r = sim.simulate(parse_text(_pop_kernel(16, 16, 1, "")), "a2a3", block_dim=block_dim,
-                     functional=False)
+    r = sim.simulate(
+        parse_text(_pop_kernel(16, 16, 1, "")), "a2a3", block_dim=block_dim, functional=False
+    )
     assert not [w for w in r.warnings if "no tile instruction" in w]
 
 
 # --- functional runs stopped by values from random inputs say so ----------------------------
+
 
 def _data_driven(op: str, rows: int):
     k = sim.Kernel(f"dd_{op}")
@@ -217,6 +240,7 @@ def _data_driven(op: str, rows: int):
 @pytest.mark.parametrize("rows", [8, 16, 32])
 def test_values_from_random_inputs_that_stop_a_run_name_input_and_timing_only(op, rows):
     import numpy as np
+
     k = _data_driven(op, rows)
     with pytest.raises(sim.SimulationError) as e:
         sim.simulate(k, "a2a3")
@@ -225,8 +249,10 @@ def test_values_from_random_inputs_that_stop_a_run_name_input_and_timing_only(op
     assert msg.endswith("or run with --timing-only")
     assert sim.simulate(k, "a2a3", functional=False).total_cycles > 0
     # real inputs in range run; real inputs out of range stop with the kernel's message
-    good = {"idx": np.arange(rows * 16, dtype=np.int32).reshape(rows, 16) % 8,
-            "src": np.ones((rows, 16), np.int32)}
+    good = {
+        "idx": np.arange(rows * 16, dtype=np.int32).reshape(rows, 16) % 8,
+        "src": np.ones((rows, 16), np.int32),
+    }
     assert sim.simulate(k, "a2a3", inputs=good).total_cycles > 0
     bad = {**good, "idx": good["idx"] - 9}
     with pytest.raises(sim.SimulationError) as e:
@@ -235,6 +261,7 @@ def test_values_from_random_inputs_that_stop_a_run_name_input_and_timing_only(op
 
 
 # --- a two-function kernel whose vector side fits only by liveness ---------------------------
+
 
 def _two_function_stages(ordered: bool, tiles: int = 3) -> str:
     """The cube pushes one tile; the vector peer pops it, then loads and stores ``tiles``
@@ -247,8 +274,10 @@ def _two_function_stages(ordered: bool, tiles: int = 3) -> str:
     stages = []
     for i in range(tiles):
         if i and ordered:
-            stages.append("    pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]\n"
-                          "    pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]")
+            stages.append(
+                "    pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]\n"
+                "    pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]"
+            )
         stages.append(f"""    pto.tload ins(%vx : {V}) outs(%t{i} : {T})
     pto.set_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
     pto.wait_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
@@ -286,14 +315,23 @@ def _two_function_stages(ordered: bool, tiles: int = 3) -> str:
 
 @pytest.mark.parametrize("tiles", [3, 4])
 def test_a_two_function_kernel_places_its_vector_side_by_liveness_where_ordered(tiles):
-    r = sim.simulate(parse_text(_two_function_stages(True, tiles)), "a2a3", functional=False,
-                     sync="manual", races=True)
+    r = sim.simulate(
+        parse_text(_two_function_stages(True, tiles)),
+        "a2a3",
+        functional=False,
+        sync="manual",
+        races=True,
+    )
     assert r.total_cycles > 0
-    assert not [f for f in r.races if f.space == "UB"]     # both AIVs store the same GM: theirs
-    with pytest.raises(sim.UserError, match=r"placement: tile %t\d \(65536 B\) does not fit "
-                                            r"in UB .*\(not ordered\)"):
-        sim.simulate(parse_text(_two_function_stages(False, tiles)), "a2a3",
-                     functional=False, sync="manual")
+    assert not [f for f in r.races if f.space == "UB"]  # both AIVs store the same GM: theirs
+    with pytest.raises(
+        sim.UserError,
+        match=r"placement: tile %t\d \(65536 B\) does not fit "
+        r"in UB .*\(not ordered\)",
+    ):
+        sim.simulate(
+            parse_text(_two_function_stages(False, tiles)), "a2a3", functional=False, sync="manual"
+        )
 
 
 def test_a_scalar_argument_of_the_peer_function_is_taken_by_arg(tmp_path, capsys):
@@ -301,9 +339,11 @@ def test_a_scalar_argument_of_the_peer_function_is_taken_by_arg(tmp_path, capsys
     asks for it, and ``--arg`` gives it (it was refused: 'the kernel has no scalar
     argument', so the kernel could not run at all)."""
     from sim.cli import main
+
     text = _pop_kernel(16, 16, 1, "").replace("    %s = arith.constant 2.0 : f32\n", "")
-    text = text.replace("%__pypto_spmd_subblock_idx: i32)", "%__pypto_spmd_subblock_idx: i32, "
-                        "%s: f32)")
+    text = text.replace(
+        "%__pypto_spmd_subblock_idx: i32)", "%__pypto_spmd_subblock_idx: i32, %s: f32)"
+    )
     path = tmp_path / "peer_scalar.pto"
     path.write_text(text)
     assert main(["run", str(path), "--timing-only", "--quiet"]) == 2

@@ -17,8 +17,16 @@ import sim
 from sim.base.errors import UserError
 from sim.frontend.parse import parse_text
 
-_TRACE_COLUMNS = ["kind", "opcode", "pipe", "start_cycle", "end_cycle", "waits", "records",
-                  "source"]
+_TRACE_COLUMNS = [
+    "kind",
+    "opcode",
+    "pipe",
+    "start_cycle",
+    "end_cycle",
+    "waits",
+    "records",
+    "source",
+]
 
 
 def _auto_kernel() -> sim.Kernel:
@@ -28,9 +36,9 @@ def _auto_kernel() -> sim.Kernel:
     x, y = k.gm("x", "f32", (64, 64)), k.gm("y", "f32", (64, 64))
     a, b = k.tile("vec", "f32", 32, 64, name="a"), k.tile("vec", "f32", 32, 64, name="b")
     for r in (0, 32, 0, 32):
-        k.TLOAD(a, x[r:r + 32, :])
+        k.TLOAD(a, x[r : r + 32, :])
         k.TADDS(b, a, 1.0)
-        k.TSTORE(y[r:r + 32, :], b)
+        k.TSTORE(y[r : r + 32, :], b)
     return k
 
 
@@ -38,12 +46,14 @@ def _rows(result) -> pd.DataFrame:
     return result.trace[_TRACE_COLUMNS].astype({c: str for c in ("waits", "records", "source")})
 
 
-@pytest.mark.parametrize("order", [(None, "ideal", "manual"), ("manual", None, "ideal"),
-                                   ("ideal", "manual", None)])
+@pytest.mark.parametrize(
+    "order", [(None, "ideal", "manual"), ("manual", None, "ideal"), ("ideal", "manual", None)]
+)
 def test_each_sync_mode_of_one_program_runs_what_a_fresh_program_runs(order):
-    fresh = {sync: sim.simulate(_auto_kernel().program(), functional=False, sync=sync)
-             for sync in order}
-    assert fresh[None].total_cycles != fresh["manual"].total_cycles   # auto mode's sync costs
+    fresh = {
+        sync: sim.simulate(_auto_kernel().program(), functional=False, sync=sync) for sync in order
+    }
+    assert fresh[None].total_cycles != fresh["manual"].total_cycles  # auto mode's sync costs
     assert len({r.mode for r in fresh.values()}) == 3
     program = _auto_kernel().program()
     for sync in order + order:
@@ -53,8 +63,10 @@ def test_each_sync_mode_of_one_program_runs_what_a_fresh_program_runs(order):
 
 
 def test_each_target_of_one_program_runs_what_a_fresh_program_runs():
-    fresh = {t: sim.simulate(_auto_kernel().program(), t, functional=False).total_cycles
-             for t in ("a2a3", "a5")}
+    fresh = {
+        t: sim.simulate(_auto_kernel().program(), t, functional=False).total_cycles
+        for t in ("a2a3", "a5")
+    }
     assert fresh["a2a3"] != fresh["a5"]
     program = _auto_kernel().program()
     for t in ("a5", "a2a3", "a5"):
@@ -109,7 +121,7 @@ def _wide_kernel() -> sim.Kernel:
     x, y = k.gm("x", "f32", (128, 384)), k.gm("y", "f32", (32, 384))
     a, b, c, d = (k.tile("vec", "f32", 32, 384, name=n) for n in "abcd")
     for i, t in enumerate((a, b, c, d)):
-        k.TLOAD(t, x[32 * i:32 * i + 32, :])
+        k.TLOAD(t, x[32 * i : 32 * i + 32, :])
     k.TADD(a, a, b)
     k.TADD(c, c, d)
     k.TADD(a, a, c)
@@ -125,15 +137,22 @@ def test_the_program_auto_mode_prepares_is_the_targets_own():
     assert sim.simulate(program, "a5", functional=False).mode == "auto"
 
 
-_DYNAMIC = _FLAGS.replace("""    pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID1>]
+_DYNAMIC = (
+    _FLAGS.replace(
+        """    pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID1>]
     pto.wait_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID1>]
     pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]
     pto.wait_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]
-""", """    scf.for %e = %c0 to %c16 step %c1 {
+""",
+        """    scf.for %e = %c0 to %c16 step %c1 {
       pto.set_flag_dyn[<PIPE_MTE2>, <PIPE_V>, %e]
       pto.wait_flag_dyn[<PIPE_MTE2>, <PIPE_V>, %e]
     }
-""").replace("%c16 step", "%c3 step").replace("    %c64 = ", "    %c3 = arith.constant 3 : index\n    %c64 = ")
+""",
+    )
+    .replace("%c16 step", "%c3 step")
+    .replace("    %c64 = ", "    %c3 = arith.constant 3 : index\n    %c64 = ")
+)
 
 
 def test_a_flag_with_a_run_time_event_id_names_each_id_it_takes():
@@ -146,13 +165,17 @@ def test_a_flag_with_a_run_time_event_id_names_each_id_it_takes():
 def _chip_kernel():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     import kernels
+
     return kernels.build("chip", 8 * 30)
 
 
-@pytest.mark.parametrize("options", [
-    ({}, {"detail": "cce"}, {"trace": "ops"}, {}),
-    ({"detail": "cce"}, {"functional": True}, {"detail": "cce"}),
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ({}, {"detail": "cce"}, {"trace": "ops"}, {}),
+        ({"detail": "cce"}, {"functional": True}, {"detail": "cce"}),
+    ],
+)
 def test_the_runs_of_a_chip_kernel_share_their_rows_table_and_sync_items(options):
     """A chip's units record into one table of static rows kept with the program, and the
     units of a kind share their sync statements' items (each carrying its row id): every
@@ -176,7 +199,7 @@ def test_a_kernel_hands_out_one_program_until_something_is_added():
     loaded = k.TLOAD(a, x)
     first = k.program()
     assert k.program() is first
-    k.TADDS(b, a, 1.0, loaded)          # a wait on the load: a set_flag after the TLOAD too
+    k.TADDS(b, a, 1.0, loaded)  # a wait on the load: a set_flag after the TLOAD too
     second = k.program()
     assert second is not first and k.program() is second
     kinds = [type(st).__name__ for st in second.main.body]

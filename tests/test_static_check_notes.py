@@ -38,13 +38,13 @@ def _kernel(addrs, assigns, repeats):
 
 
 CASES = [
-    ([0, 4096, None], [], 1),                          # fine
-    ([0, 4096], [(1, 8192)], 50),                      # fine, TASSIGN repeated
-    ([UB - 2048, 0], [], 3),                           # past the end of UB
-    ([0x10, 0], [], 2),                                # not 32-B aligned
-    ([188_416], [], 1),                                # the A2/A3 scratch
-    ([0, None], [(1, 0x44)], 20),                      # TASSIGN misaligned, 20 times
-    ([0, None], [(1, 4096), (1, UB)], 5),              # one TASSIGN good, one outside
+    ([0, 4096, None], [], 1),  # fine
+    ([0, 4096], [(1, 8192)], 50),  # fine, TASSIGN repeated
+    ([UB - 2048, 0], [], 3),  # past the end of UB
+    ([0x10, 0], [], 2),  # not 32-B aligned
+    ([188_416], [], 1),  # the A2/A3 scratch
+    ([0, None], [(1, 0x44)], 20),  # TASSIGN misaligned, 20 times
+    ([0, None], [(1, 4096), (1, UB)], 5),  # one TASSIGN good, one outside
 ]
 
 
@@ -54,18 +54,19 @@ def test_the_note_gives_what_the_walk_gives(target, addrs, assigns, repeats):
     tgt = load_target(target)
     prog = _kernel(addrs, assigns, repeats).program()
     assert known(prog, HAND_PLACEMENTS) is not None
-    copy = attrs.evolve(prog)                  # the same statements, no note: the walk
+    copy = attrs.evolve(prog)  # the same statements, no note: the walk
     assert copy is not prog and known(copy, HAND_PLACEMENTS) is None
     walked = static_problems(copy, tgt)
     assert static_problems(prog, tgt) == walked
     ub = tgt.buffer("UB")
     lo = min([r[1] for r in ub.reserved] + [ub.capacity_bytes])
 
-    def bad(a):           # 4 KiB tiles: off the alignment, past UB or into its scratch
+    def bad(a):  # 4 KiB tiles: off the alignment, past UB or into its scratch
         return a % ub.alignment_bytes or a + 4096 > lo
+
     n_assigned = sum(1 for i, a in assigns if bad(a))
     if any(a is not None and bad(a) for a in addrs) or n_assigned:
-        assert walked                           # a broken rule is found both ways
+        assert walked  # a broken rule is found both ways
         # every repetition of a bad TASSIGN counts: the run's "(and N more)" is unchanged
         assert len(walked) >= n_assigned * repeats
     else:
@@ -75,7 +76,7 @@ def test_the_note_gives_what_the_walk_gives(target, addrs, assigns, repeats):
 def test_the_note_is_of_the_program_object_the_builder_made():
     k = _kernel([0], [], 1)
     p1 = k.program()
-    k.tile("vec", "f32", 16, 64, name="late", addr=UB)       # added after: a new program
+    k.tile("vec", "f32", 16, 64, name="late", addr=UB)  # added after: a new program
     p2 = k.program()
     assert p2 is not p1
     assert len(known(p2, HAND_PLACEMENTS)) == 2 and len(known(p1, HAND_PLACEMENTS)) == 1

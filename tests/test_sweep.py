@@ -24,25 +24,37 @@ distributed = pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parent.parent
 TILED = ROOT / "examples" / "relu_sub_tiled.py"
 DB = ROOT / "examples" / "relu_sub_db.pto"
-SMALL = {"height": 64, "width": 64}     # 64x64 f32: a few milliseconds per configuration
+SMALL = {"height": 64, "width": 64}  # 64x64 f32: a few milliseconds per configuration
 
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
-            distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
 def _build(**params):
     from sim.kernel.files import load_kernel
+
     return load_kernel(str(TILED), list(params.items()))
 
 
 def test_rows_are_the_single_runs_in_configuration_order(client):
-    df = sim.sweep(TILED, {"rows": [16, 32], "buffers": [1, 2], **SMALL}, sync=["manual", "auto"],
-                   scheduler=client)
+    df = sim.sweep(
+        TILED,
+        {"rows": [16, 32], "buffers": [1, 2], **SMALL},
+        sync=["manual", "auto"],
+        scheduler=client,
+    )
     order = [(r, b, m) for r in (16, 32) for b in (1, 2) for m in ("manual", "auto")]
     assert list(zip(df["rows"], df["buffers"], df["sync"])) == order
     assert df["error"].isna().all() and (df["target"] == "a2a3").all()
@@ -61,8 +73,9 @@ def test_rows_are_the_single_runs_in_configuration_order(client):
 def test_a_failed_configuration_is_a_row_with_its_error(client):
     # 24 rows do not divide 1024; 64x64 tiles with 8 buffer sets, each set used again
     # eight tiles later, keep 8 sets live at once: 384 KiB of UB even when placed by liveness
-    df = sim.sweep(TILED, {"rows": [16, 24, 64], "buffers": [8], "height": 1024, "width": 64},
-                   scheduler=client)
+    df = sim.sweep(
+        TILED, {"rows": [16, 24, 64], "buffers": [8], "height": 1024, "width": 64}, scheduler=client
+    )
     assert df["error"].isna().tolist() == [True, False, False]
     assert "does not divide the 1024x64 matrix" in df["error"][1]
     assert "does not fit in UB" in df["error"][2]
@@ -73,17 +86,19 @@ def test_a_pto_kernel_sweeps_its_scalar_arguments(client):
     df = sim.sweep(DB, {"k": ["1", 2]}, scheduler=client)
     assert df["k"].tolist() == [1, 2]
     program = sim.parse_file(DB)
-    expected = [sim.simulate(program, inputs={"k": k}, functional=False).total_cycles for k in (1, 2)]
+    expected = [
+        sim.simulate(program, inputs={"k": k}, functional=False).total_cycles for k in (1, 2)
+    ]
     assert df["total_cycles"].tolist() == expected
 
 
 def test_without_sync_modes_each_kernel_runs_in_the_mode_run_picks(client):
-    tdivs = ROOT / "examples" / "tdivs.pto"          # no explicit sync: auto
+    tdivs = ROOT / "examples" / "tdivs.pto"  # no explicit sync: auto
     df = sim.sweep(tdivs, scheduler=client)
     assert df["sync"].tolist() == ["auto"] and df["error"].isna().all()
     expected = sim.simulate(sim.parse_file(tdivs), functional=False)
     assert expected.mode == "auto" and df["total_cycles"][0] == expected.total_cycles
-    tiled = sim.sweep(TILED, {"rows": [32], **SMALL}, scheduler=client)   # hand-synchronised
+    tiled = sim.sweep(TILED, {"rows": [32], **SMALL}, scheduler=client)  # hand-synchronised
     assert tiled["sync"].tolist() == ["manual"]
 
 
@@ -93,13 +108,14 @@ def test_resume_reads_the_journal_instead_of_rerunning(client, tmp_path, capsys)
     journal = Path(f"{out}.journal")
     rows = [json.loads(line) for line in journal.read_text().splitlines()]
     assert sorted(r["config"] for r in rows) == sorted(first["config"])
-    for r in rows:                        # rows the resumed sweep must take, not recompute
+    for r in rows:  # rows the resumed sweep must take, not recompute
         r["total_cycles"] = -1 if r["config"] == first["config"][0] else r["total_cycles"]
     journal.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn": ')
-    again = sim.sweep(TILED, {"rows": [16, 32, 64], **SMALL}, scheduler=client, output=out,
-                      progress=True)
+    again = sim.sweep(
+        TILED, {"rows": [16, 32, 64], **SMALL}, scheduler=client, output=out, progress=True
+    )
     bar = capsys.readouterr().err
-    assert bar.startswith("\rsweep 2/3 [####################..........]")   # 2 from the journal
+    assert bar.startswith("\rsweep 2/3 [####################..........]")  # 2 from the journal
     assert "\rsweep 3/3 [##############################]" in bar and bar.endswith("\n")
     assert again["rows"].tolist() == [16, 32, 64]
     assert again["total_cycles"][0] == -1 and again["total_cycles"][1] == first["total_cycles"][1]
@@ -111,24 +127,52 @@ def test_resume_reads_the_journal_instead_of_rerunning(client, tmp_path, capsys)
 
 def test_cli_sweep_writes_parquet(client, tmp_path, capsys):
     out = tmp_path / "sweep.parquet"
-    code = ptosim(["sweep", str(TILED), "--param", "rows=16,32", "--param", "height=64",
-                   "--param", "width=64", "--sync", "manual,auto",
-                   "--scheduler", client.scheduler.address, "-o", str(out)])
+    code = ptosim(
+        [
+            "sweep",
+            str(TILED),
+            "--param",
+            "rows=16,32",
+            "--param",
+            "height=64",
+            "--param",
+            "width=64",
+            "--sync",
+            "manual,auto",
+            "--scheduler",
+            client.scheduler.address,
+            "-o",
+            str(out),
+        ]
+    )
     text, err = capsys.readouterr()
     assert code == 0, err
     df = pd.read_parquet(out)
-    assert list(zip(df["rows"], df["sync"])) == [(16, "manual"), (16, "auto"), (32, "manual"),
-                                                 (32, "auto")]
+    assert list(zip(df["rows"], df["sync"])) == [
+        (16, "manual"),
+        (16, "auto"),
+        (32, "manual"),
+        (32, "auto"),
+    ]
     assert "4 configurations, 0 failed" in text
 
 
-@pytest.mark.parametrize("argv, what", [
-    (["--param", "depth=1,2"], "build() has no parameter 'depth' (parameters: rows, cols, buffers"),
-    (["--param", "rows=16,x"], "--arg rows=x: expected int"),
-    (["--param", "rows=16", "--sync", "manual,magic"], "sync mode 'magic'"),
-    (["--param", "rows"], "expected NAME=VALUE"),
-    (["--param", "rows=16", "-o", "/proc/none/r.parquet"], "/proc/none/r.parquet: cannot write"),
-])
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (
+            ["--param", "depth=1,2"],
+            "build() has no parameter 'depth' (parameters: rows, cols, buffers",
+        ),
+        (["--param", "rows=16,x"], "--arg rows=x: expected int"),
+        (["--param", "rows=16", "--sync", "manual,magic"], "sync mode 'magic'"),
+        (["--param", "rows"], "expected NAME=VALUE"),
+        (
+            ["--param", "rows=16", "-o", "/proc/none/r.parquet"],
+            "/proc/none/r.parquet: cannot write",
+        ),
+    ],
+)
 def test_cli_sweep_mistakes_are_user_errors_before_any_run(argv, what, tmp_path, capsys):
     code = ptosim(["sweep", str(TILED), "-o", str(tmp_path / "r.parquet"), *argv])
     _, err = capsys.readouterr()
@@ -140,9 +184,27 @@ def test_ctrl_c_keeps_finished_rows_and_the_next_run_resumes(client, tmp_path):
     out = tmp_path / "r.parquet"
     # 256 x 256 (tens of ms a configuration, not a few): the 34 configurations left when
     # the second row is journaled must not all finish before the interrupt lands
-    argv = [sys.executable, "-m", "sim", "sweep", str(TILED), "--param", "rows=8,16,32,64",
-            "--param", "cols=16,32,64", "--param", "buffers=1,2,3", "--param", "height=256",
-            "--param", "width=256", "--scheduler", client.scheduler.address, "-o", str(out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "sim",
+        "sweep",
+        str(TILED),
+        "--param",
+        "rows=8,16,32,64",
+        "--param",
+        "cols=16,32,64",
+        "--param",
+        "buffers=1,2,3",
+        "--param",
+        "height=256",
+        "--param",
+        "width=256",
+        "--scheduler",
+        client.scheduler.address,
+        "-o",
+        str(out),
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journal = Path(f"{out}.journal")
     deadline = time.monotonic() + 60
@@ -162,9 +224,15 @@ def test_ctrl_c_keeps_finished_rows_and_the_next_run_resumes(client, tmp_path):
 
 
 def test_heatmap_cells_are_the_rows_and_failures_are_grey():
-    df = pd.DataFrame({"rows": [8, 8, 16, 16], "cols": [64] * 4, "buffers": [1, 2, 1, 2],
-                       "total_cycles": pd.array([1200, 800, 900, None], dtype="Int64"),
-                       "error": [None, None, None, "tile %r1 does not fit in UB"]})
+    df = pd.DataFrame(
+        {
+            "rows": [8, 8, 16, 16],
+            "cols": [64] * 4,
+            "buffers": [1, 2, 1, 2],
+            "total_cycles": pd.array([1200, 800, 900, None], dtype="Int64"),
+            "error": [None, None, None, "tile %r1 does not fit in UB"],
+        }
+    )
     ax = sim.sweep_heatmap(df, ["rows", "cols"], "buffers").axes[0]
     cells = ax.images[0].get_array()
     assert cells.mask.tolist() == [[False, False], [False, True]]
@@ -175,8 +243,15 @@ def test_heatmap_cells_are_the_rows_and_failures_are_grey():
 
 
 def test_heatmap_refuses_cells_that_hide_configurations():
-    df = pd.DataFrame({"rows": [8, 8], "buffers": [1, 1], "sync": ["manual", "auto"],
-                       "total_cycles": [10, 12], "error": [None, None]})
+    df = pd.DataFrame(
+        {
+            "rows": [8, 8],
+            "buffers": [1, 1],
+            "sync": ["manual", "auto"],
+            "total_cycles": [10, 12],
+            "error": [None, None],
+        }
+    )
     with pytest.raises(sim.UserError, match="several configurations per cell; .* sync"):
         sim.sweep_heatmap(df, "rows", "buffers")
 
@@ -186,6 +261,13 @@ def test_sweep_help_describes_the_options(capsys):
         ptosim(["sweep", "--help"])
     text = capsys.readouterr().out
     assert stop.value.code == 0
-    for word in ("--param NAME=V1,V2,...", "--target", "--sync", "--scheduler", "--workers",
-                 "RESULTS.parquet", "journal"):
+    for word in (
+        "--param NAME=V1,V2,...",
+        "--target",
+        "--sync",
+        "--scheduler",
+        "--workers",
+        "RESULTS.parquet",
+        "journal",
+    ):
         assert word in text

@@ -19,24 +19,33 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dma_formula import dma_cycles
 
 import sim
 from sim.base.errors import UserError
 from sim.frontend import parse_file, resolve_target
 from sim.studies import compare_json
-from dma_formula import dma_cycles
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "issue9"
 EXAMPLES = sorted((ROOT / "examples").glob("*.pto"))
 LOAD, STORE, TADD = dma_cycles("GM_UB", 4096), dma_cycles("UB_GM", 4096), 56
-AUTO = 2 * LOAD + TADD + STORE                   # no_sync_call.pto in auto mode
-ARGS = {"trelu": {"n": 64}, "dyn_valid": {"vr": 20, "vc": 100}, "relu_sub_db": {"k": 4},
-        "tfmods": {"divisor": 3.0},
-        "gemm": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256},
-        "flash_attention": {"S1": 256, "S1_TILE": 0}}
-MANUAL = {"compact_add", "matmul", "relu_sub_db", "gemm",   # the examples that carry flags
-          "flash_attention"}
+AUTO = 2 * LOAD + TADD + STORE  # no_sync_call.pto in auto mode
+ARGS = {
+    "trelu": {"n": 64},
+    "dyn_valid": {"vr": 20, "vc": 100},
+    "relu_sub_db": {"k": 4},
+    "tfmods": {"divisor": 3.0},
+    "gemm": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256},
+    "flash_attention": {"S1": 256, "S1_TILE": 0},
+}
+MANUAL = {
+    "compact_add",
+    "matmul",
+    "relu_sub_db",
+    "gemm",  # the examples that carry flags
+    "flash_attention",
+}
 
 
 def _example(path):
@@ -97,8 +106,8 @@ def test_explicit_sync_runs_as_written_and_a_racy_manual_kernel_warns():
     y = k.gm("y", "f32", (16, 64))
     a, c = k.tile("vec", "f32", 16, 64), k.tile("vec", "f32", 16, 64)
     e = k.TLOAD(a, x)
-    k.TADD(c, a, a, e)            # flag MTE2 -> V: the kernel synchronises by hand ...
-    k.TSTORE(y, c)                # ... but forgets V -> MTE3
+    k.TADD(c, a, a, e)  # flag MTE2 -> V: the kernel synchronises by hand ...
+    k.TSTORE(y, c)  # ... but forgets V -> MTE3
     r = sim.simulate(k, races="manual")
     assert r.mode == "manual"
     assert [f.kind for f in r.races] == ["RAW"]
@@ -124,13 +133,15 @@ def test_default_cycles_are_not_below_the_as_written_run_for_no_sync_examples():
     for name in ("row_softmax", "tsub", "trem"):
         program, target, args = _example(ROOT / "examples" / f"{name}.pto")
         default = sim.simulate(program, target, inputs=args, functional=False)
-        manual = sim.simulate(program, target, inputs=args, functional=False, sync="manual",
-                              races=True)
-        assert manual.races, name                         # as written it races ...
+        manual = sim.simulate(
+            program, target, inputs=args, functional=False, sync="manual", races=True
+        )
+        assert manual.races, name  # as written it races ...
         assert default.total_cycles > manual.total_cycles  # ... and looks faster than it is
 
 
 # --- item 6: liveness ------------------------------------------------------------------
+
 
 def test_tiles_that_fit_only_by_liveness_run_by_default():
     program = parse_file(DATA / "reuse_fits.pto")
@@ -138,12 +149,17 @@ def test_tiles_that_fit_only_by_liveness_run_by_default():
     assert r.mode == "auto" and r.races == ()
     # two 64 KiB tiles alive at a time: auto mode reuses a's bytes for c and orders it
     from sim.studies.compare import run_mode
-    assert run_mode(program, "a2a3", "auto", functional=False).metrics()["peak_bytes"] == \
-        {"UB": 2 * 65536}
+
+    assert run_mode(program, "a2a3", "auto", functional=False).metrics()["peak_bytes"] == {
+        "UB": 2 * 65536
+    }
     # as written the kernel has no flag at all: nothing orders c's TMULS after a's TLOAD
     # on another pipe, so placement gives c no shared bytes and the tiles do not fit
-    with pytest.raises(UserError, match=r"placement: tile %c \(65536 B\) does not fit in UB"
-                                        r".*%a \[0x0, 0x10000\) \(not ordered\)"):
+    with pytest.raises(
+        UserError,
+        match=r"placement: tile %c \(65536 B\) does not fit in UB"
+        r".*%a \[0x0, 0x10000\) \(not ordered\)",
+    ):
         compare_json(program, "a2a3")
 
 
@@ -157,9 +173,11 @@ def test_manual_peak_bytes_come_from_hand_addresses():
 
 # --- the command line ------------------------------------------------------------------
 
+
 def _ptosim(*args):
-    return subprocess.run([sys.executable, "-m", "sim", *map(str, args)], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "sim", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_run_states_the_mode_and_warns():
@@ -184,13 +202,15 @@ def test_cli_run_no_races_skips_the_check_and_the_report_says_so():
         n = int(checked.stdout.split("warning: ")[1].split(" race")[0])
         assert f"races: checked, {n} found" in checked.stdout
         assert "races: not checked" in bare.stdout and "race" not in bare.stdout.replace(
-            "races: not checked", "")
+            "races: not checked", ""
+        )
         cycles = [line for line in checked.stdout.splitlines() if "total cycles" in line]
         assert cycles == [line for line in bare.stdout.splitlines() if "total cycles" in line]
-        j = [json.loads(_ptosim("run", kernel, "--sync", "manual", "--json", *flag).stdout)
-             for flag in ((), ("--no-races",))]
-        assert j[0]["races"] == {"checked": True, "found": n,
-                                 "by": "detector" if n else "proof"}
+        j = [
+            json.loads(_ptosim("run", kernel, "--sync", "manual", "--json", *flag).stdout)
+            for flag in ((), ("--no-races",))
+        ]
+        assert j[0]["races"] == {"checked": True, "found": n, "by": "detector" if n else "proof"}
         assert j[1]["races"] == {"checked": False, "found": 0, "by": ""}
         assert j[0]["total_cycles"] == j[1]["total_cycles"]
     # auto mode inserts the sync: nothing to check, and the report says so
@@ -201,10 +221,13 @@ def test_cli_run_no_races_skips_the_check_and_the_report_says_so():
 def test_a_kernel_auto_mode_cannot_place_runs_as_written_with_a_warning():
     from sim.engine.mode import prepare
     from sim.target import load_target
+
     # a FIFO slot taken with talloc_to_aiv before the cube computes into it
-    prep = prepare(sim.parse_file(Path(__file__).parent / "data" / "talloc_to_aiv.pto"),
-                   load_target("a2a3"))
+    prep = prepare(
+        sim.parse_file(Path(__file__).parent / "data" / "talloc_to_aiv.pto"), load_target("a2a3")
+    )
     assert prep.mode == "manual"
-    assert prep.warnings[0].startswith("warning: the kernel has no explicit synchronisation, "
-                                       "but auto mode: pto.talloc_to_aiv")
+    assert prep.warnings[0].startswith(
+        "warning: the kernel has no explicit synchronisation, but auto mode: pto.talloc_to_aiv"
+    )
     assert "runs as written" in prep.warnings[0]

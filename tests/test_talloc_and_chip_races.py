@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import sim
-from sim.cli import main as ptosim
 from sim.base.errors import DeadlockError
+from sim.cli import main as ptosim
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,6 @@
 """A5 vector timing: the per-op vector-function fits of timing-model.md §11.1."""
 
 import csv
-import math
 
 import pytest
 
@@ -66,11 +65,29 @@ def test_vf_model_reproduces_the_fitted_ops():
     # (and two 2-D row constants), not from these fits' parameters.
     from sim.timing.formula import formula_cycles
     from sim.timing.vf import vf_cycles
+
     accs = []
-    for op in ("TADD", "TSUB", "TMUL", "TDIVS", "TEXP", "TSQRT", "TRSQRT", "TRECIP", "TNEG", "TMINS"):
+    for op in (
+        "TADD",
+        "TSUB",
+        "TMUL",
+        "TDIVS",
+        "TEXP",
+        "TSQRT",
+        "TRSQRT",
+        "TRECIP",
+        "TNEG",
+        "TMINS",
+    ):
         for dt, E in (("f32", 64), ("f16", 128)):
             for rows in (1, 4, 16, 64):
-                for cols, vc in ((E, E), (2 * E, 2 * E), (4 * E, 4 * E), (2 * E, E + E // 2), (4 * E, 3 * E)):
+                for cols, vc in (
+                    (E, E),
+                    (2 * E, 2 * E),
+                    (4 * E, 4 * E),
+                    (2 * E, E + E // 2),
+                    (4 * E, 3 * E),
+                ):
                     s = Shape(op, dt, rows, cols, cols, rows, vc)
                     f, v = formula_cycles(s, A5), vf_cycles(s, A5)
                     accs.append(1 - abs(v - f) / f)
@@ -82,13 +99,20 @@ def test_vf_model_reproduces_the_fitted_ops():
 
 def test_every_vf_program_resolves():
     from sim.timing.vf import _core, program_instructions
+
     vec = A5.vector
-    core = _core((A5.path / vec["vf_isa"]).resolve(), (A5.path / vec["vf_isa_extra"]).resolve(),
-                 (A5.path / vec["vf_programs"]).resolve())
+    core = _core(
+        (A5.path / vec["vf_isa"]).resolve(),
+        (A5.path / vec["vf_isa_extra"]).resolve(),
+        (A5.path / vec["vf_programs"]).resolve(),
+    )
     assert len(core.programs) > 50
     for prog in core.programs.values():
         for form in ("fp32", "fp16"):
-            assert program_instructions(core, prog, form, ("f32", "f16")) is not None, (prog.op, form)
+            assert program_instructions(core, prog, form, ("f32", "f16")) is not None, (
+                prog.op,
+                form,
+            )
 
 
 def test_every_fitted_op_and_dtype_is_reachable():
@@ -107,7 +131,9 @@ def test_every_fitted_op_and_dtype_is_reachable():
         seen.add(key)
         full = lower(Shape(r["op"], dt, 8, lanes, lanes, 8, lanes), "PIPE_V", A5)
         assert [i.kind for i in full.items] == ["vf"], key
-    assert {"TADD", "TSUB", "TMUL", "TDIVS", "TEXP", "TSQRT", "TNEG", "TMINS", "TSEL"} <= {o for o, _ in seen}
+    assert {"TADD", "TSUB", "TMUL", "TDIVS", "TEXP", "TSQRT", "TNEG", "TMINS", "TSEL"} <= {
+        o for o, _ in seen
+    }
 
 
 def test_a2a3_is_unaffected():

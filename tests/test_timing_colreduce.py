@@ -95,9 +95,12 @@ def test_level_cost_is_per_row_work():
     for dt in ("f32", "f16"):
         E = LANES[dt]
         for rows in (4, 16, 64):
-            d = cold("TCOLSUM", dt, rows, 2 * E, variant="binary") - cold("TCOLSUM", dt, rows, E,
-                                                                            variant="binary")
-            copy_extra = (plan("TCOLSUM", dt, rows, 2 * E, variant="binary").bytes
-                          - plan("TCOLSUM", dt, rows, E, variant="binary").bytes)
+            d = cold("TCOLSUM", dt, rows, 2 * E, variant="binary") - cold(
+                "TCOLSUM", dt, rows, E, variant="binary"
+            )
+            copy_extra = (
+                plan("TCOLSUM", dt, rows, 2 * E, variant="binary").bytes
+                - plan("TCOLSUM", dt, rows, E, variant="binary").bytes
+            )
             assert d - (rows - 1) * slope <= 1 + copy_extra // 500, (dt, rows, d)
             assert d >= (rows - 1) * slope, (dt, rows, d)

@@ -70,8 +70,12 @@ def test_same_per_repeat_rate_as_float(op, dt):
         for rows in (2, 5, 16, 64, 100):
             if rows * cols // E > 255:
                 continue
-            assert cold(op, dt, rows, cols) - base_i == cold(op, fdt, rows, cols) - base_f, \
-                (op, dt, rows, cols)
+            assert cold(op, dt, rows, cols) - base_i == cold(op, fdt, rows, cols) - base_f, (
+                op,
+                dt,
+                rows,
+                cols,
+            )
 
 
 @pytest.mark.parametrize("dt", ("i32", "i16"))
@@ -146,17 +150,22 @@ def test_integer_column_reduction_cheaper_per_row():
                 per_i = [cold(op, dt, r, cols) for r in (4, 8, 16, 64)]
                 per_f = [cold(op, fdt, r, cols) for r in (4, 8, 16, 64)]
                 assert all(a < b for a, b in zip(per_i, per_f)), (op, dt, cols)
-                assert per_i == sorted(per_i)      # more rows, more cycles
+                assert per_i == sorted(per_i)  # more rows, more cycles
 
 
 def test_open_table_quotes_the_model():
     # models/a2a3/vector_costs.csv tabulates issue 21's points that contradict the formula
     # CSV, with the model's figure for each: the table must stay true as the model moves
     import re
+
     text = (T.path / "vector_costs.csv").read_text()
-    table = text[text.index("# OPEN"):text.index("# Mechanisms tried")]
-    rows = re.findall(r"^#\s+(TCOL\*|T[A-Z]+(?:/T[A-Z]+)?)\s+([a-z0-9]+)\s+(\d+)x(\d+)\s+"
-                      r"(?:\d+ -> )?(\d+)\s", table, re.M)
+    table = text[text.index("# OPEN") : text.index("# Mechanisms tried")]
+    rows = re.findall(
+        r"^#\s+(TCOL\*|T[A-Z]+(?:/T[A-Z]+)?)\s+([a-z0-9]+)\s+(\d+)x(\d+)\s+"
+        r"(?:\d+ -> )?(\d+)\s",
+        table,
+        re.M,
+    )
     assert len(rows) >= 5, rows
     for ops, dt, r, c, quoted in rows:
         names = ("TCOLSUM", "TCOLMAX", "TCOLMIN") if ops == "TCOL*" else ops.split("/")

@@ -86,14 +86,16 @@ def lat(tmp_path_factory) -> At:
     copy = tmp_path_factory.mktemp("a2a3_latency") / "a2a3"
     shutil.copytree(load_target("a2a3").path, copy)
     machine = copy / "machine.toml"
-    text, n = re.subn(r'(?m)^barrier_restart\s*=\s*"[a-z]+"', 'barrier_restart = "latency"',
-                      machine.read_text())
+    text, n = re.subn(
+        r'(?m)^barrier_restart\s*=\s*"[a-z]+"', 'barrier_restart = "latency"', machine.read_text()
+    )
     assert n == 1, "machine.toml must set [vector] barrier_restart exactly once"
     machine.write_text(text)
     target = load_target(copy)
     assert target.vector["barrier_restart"] == "latency"
-    assert {k: v for k, v in target.vector.items() if k != "barrier_restart"} == \
-        {k: v for k, v in T.vector.items() if k != "barrier_restart"}
+    assert {k: v for k, v in target.vector.items() if k != "barrier_restart"} == {
+        k: v for k, v in T.vector.items() if k != "barrier_restart"
+    }
     return At(target)
 
 
@@ -103,19 +105,23 @@ def test_default_rule_is_tail():
 
 # --- §4 worked examples -----------------------------------------------------------------
 
+
 def test_worked_examples(lat):
     # §4's worked examples are exactly the "latency" rule's arithmetic (see the module doc)
-    assert lat.cold("TADD", "f32", 16, 64) == 56          # flat: one vadd rep 16: 24 + 32
-    assert lat.cold("TADD", "f32", 16, 16) == 74          # small shape: 1 + (24+32+16) + 1
-    assert lat.cold("TADD", "f32", 16, 72) == 80          # count n=1152 (18 reps): 4+24+36+16
-    assert lat.cold("TDIVS", "f32", 16, 64) == 135        # dup (24+16) + bar + vdiv (30+64)
+    assert lat.cold("TADD", "f32", 16, 64) == 56  # flat: one vadd rep 16: 24 + 32
+    assert lat.cold("TADD", "f32", 16, 16) == 74  # small shape: 1 + (24+32+16) + 1
+    assert lat.cold("TADD", "f32", 16, 72) == 80  # count n=1152 (18 reps): 4+24+36+16
+    assert lat.cold("TDIVS", "f32", 16, 64) == 135  # dup (24+16) + bar + vdiv (30+64)
     # TROWSUM 16x128: §4 writes 240 (count vadd 4+24+32+16, bar, count vcadd 4+46+112,
     # bar); the model runs both steps in norm mode with a full mask (sim.timing.vreduce:
     # the 910B3 fits carry neither the 8 cfg nor the floor): vadd 24+32, bar, vcadd
     # 46+112, bar
     assert lat.cold("TROWSUM", "f32", 16, 128) == 216
     # back to back: TEXP cold (31+32) then TADD warm (32) = 95
-    assert lat.plan("TEXP", "f32", 16, 64).cold_cycles + lat.plan("TADD", "f32", 16, 64).warm_cycles == 95
+    assert (
+        lat.plan("TEXP", "f32", 16, 64).cold_cycles + lat.plan("TADD", "f32", 16, 64).warm_cycles
+        == 95
+    )
 
 
 def test_dn_special_rowsum(lat):
@@ -137,6 +143,7 @@ def test_dn_special_rowsum(lat):
 
 # --- §3 paths ---------------------------------------------------------------------------
 
+
 def test_partial_valid_paths():
     # dynamic 16x128 tile, valid 16x100: row-repeat (4): vadd(16) + masked vadd(16) + 2 cfg
     # = 2 + 24 + 32 + 32 + 16
@@ -153,16 +160,17 @@ def test_partial_valid_paths():
     # run-time contiguity: dynamic tile whose valid width is the capacity: flat
     assert cold("TADD", "f32", 16, 64, 8, 64, vcols=None) == 24 + 16
     # tile-scalar ops decide contiguity at compile time only: row-repeat, 1 rep per chunk
-    assert [i.repeats for i in plan("TADDS", "f32", 16, 64, 8, 64, vcols=None).items
-            if i.kind == "v"] == [8]
+    assert [
+        i.repeats for i in plan("TADDS", "f32", 16, 64, 8, 64, vcols=None).items if i.kind == "v"
+    ] == [8]
 
 
 def test_one_row_shapes():
-    assert cold("TADD", "f32", 1, 16) == 44           # small shape: 2 + 24 + 2 + 16
-    assert cold("TADD", "f32", 1, 100) == 48          # count (Cols > E, not multiple): 4+24+4+16
-    assert cold("TADDS", "f32", 1, 100) == 47         # count: 4 + 25 + 2 + 16
-    assert cold("TEXP", "f32", 1, 100) == 37          # unary flat: vexp(1) + masked tail(1): 2+31+2+2
-    assert cold("TADD", "f32", 1, 128) == 28          # flat 2 reps: 24 + 4
+    assert cold("TADD", "f32", 1, 16) == 44  # small shape: 2 + 24 + 2 + 16
+    assert cold("TADD", "f32", 1, 100) == 48  # count (Cols > E, not multiple): 4+24+4+16
+    assert cold("TADDS", "f32", 1, 100) == 47  # count: 4 + 25 + 2 + 16
+    assert cold("TEXP", "f32", 1, 100) == 37  # unary flat: vexp(1) + masked tail(1): 2+31+2+2
+    assert cold("TADD", "f32", 1, 128) == 28  # flat 2 reps: 24 + 4
 
 
 def test_tall_narrow_binary_costs_per_row():
@@ -208,7 +216,7 @@ def test_tall_narrow_tile_scalar_costs_per_row():
                     # 2 cfg + first instruction cold + the rest in stream, floor each
                     assert p.cold_cycles == 2 + lat0 + rows + F * len(want), (op, dt, rows, cols)
     # a tile at least one repeat wide is not narrow: still flat past 255 rows
-    assert cold("TADDS", "f32", 256, 64) == 4 + 25 + 256 + 16        # > 255 repeats: count mode
+    assert cold("TADDS", "f32", 256, 64) == 4 + 25 + 256 + 16  # > 255 repeats: count mode
     # the valid region does not matter, the capacity row does: 300 rows of a 16-wide f32
     # tile with 200 valid rows cost per valid row
     p = plan("TADDS", "f32", 300, 16, 200, 16)
@@ -216,9 +224,9 @@ def test_tall_narrow_tile_scalar_costs_per_row():
 
 
 def test_over_255_repeats_switch_to_count_mode():
-    assert cold("TADD", "f32", 128, 256) == 4 + 24 + 1024 + 16       # 512 repeats
-    assert cold("TEXP", "f32", 128, 256) == 4 + 31 + 1024            # unary: count, no F
-    assert cold("TADDS", "f32", 128, 256) == 4 + 25 + 512 + 16       # vadds: F (CSV evidence)
+    assert cold("TADD", "f32", 128, 256) == 4 + 24 + 1024 + 16  # 512 repeats
+    assert cold("TEXP", "f32", 128, 256) == 4 + 31 + 1024  # unary: count, no F
+    assert cold("TADDS", "f32", 128, 256) == 4 + 25 + 512 + 16  # vadds: F (CSV evidence)
 
 
 def test_over_255_boundary():
@@ -229,13 +237,29 @@ def test_over_255_boundary():
 
 # --- element-wise families --------------------------------------------------------------
 
+
 def test_single_instruction_ops():
     # 16x64 f32: flat, 16 repeats
-    expected = {"TSUB": 24 + 32, "TMUL": 25 + 32, "TDIV": 30 + 64, "TMAX": 24 + 32,
-                "TMIN": 24 + 32, "TABS": 29 + 16, "TEXP": 31 + 32, "TLOG": 33 + 32,
-                "TSQRT": 39 + 32, "TRSQRT": 24 + 16, "TRELU": 23 + 16, "TNEG": 26 + 16,
-                "TADDS": 25 + 16, "TSUBS": 25 + 16, "TMULS": 26 + 16, "TMAXS": 23 + 16,
-                "TMINS": 23 + 16, "TLRELU": 26 + 16}
+    expected = {
+        "TSUB": 24 + 32,
+        "TMUL": 25 + 32,
+        "TDIV": 30 + 64,
+        "TMAX": 24 + 32,
+        "TMIN": 24 + 32,
+        "TABS": 29 + 16,
+        "TEXP": 31 + 32,
+        "TLOG": 33 + 32,
+        "TSQRT": 39 + 32,
+        "TRSQRT": 24 + 16,
+        "TRELU": 23 + 16,
+        "TNEG": 26 + 16,
+        "TADDS": 25 + 16,
+        "TSUBS": 25 + 16,
+        "TMULS": 26 + 16,
+        "TMAXS": 23 + 16,
+        "TMINS": 23 + 16,
+        "TLRELU": 26 + 16,
+    }
     for op, want in expected.items():
         assert cold(op, "f32", 16, 64) == want, op
 
@@ -250,7 +274,7 @@ def test_tile_scalar_count_mode_pays_floor():
 
 
 def test_bitwise_16bit_lanes(lat):
-    assert lat.cold("TAND", "i32", 16, 64) == 20 + 32      # 4096 B = 16 Rep16
+    assert lat.cold("TAND", "i32", 16, 64) == 20 + 32  # 4096 B = 16 Rep16
     assert lat.cold("TOR", "i32", 16, 64) == 20 + 32
     assert lat.cold("TNOT", "i32", 16, 64) == 20 + 32
     # i16 16x64: a 128-byte row is narrower than one repeat -> small shape: 2 + 20 + 32 + 16
@@ -275,8 +299,16 @@ def test_tdivs_forms(lat):
     # 128-lane repeat, vector_costs.csv): the same elements cost what f32 costs, over a
     # family of heights; vexp stays native (2 per 128-lane repeat)
     for rows in (1, 8, 16, 40):
-        assert lat.cold("TDIV", "f16", rows, 128) == lat.cold("TDIV", "f32", rows, 128) == 30 + 8 * rows
-        assert lat.cold("TSQRT", "f16", rows, 128) == lat.cold("TSQRT", "f32", rows, 128) == 39 + 4 * rows
+        assert (
+            lat.cold("TDIV", "f16", rows, 128)
+            == lat.cold("TDIV", "f32", rows, 128)
+            == 30 + 8 * rows
+        )
+        assert (
+            lat.cold("TSQRT", "f16", rows, 128)
+            == lat.cold("TSQRT", "f32", rows, 128)
+            == 39 + 4 * rows
+        )
         assert lat.cold("TEXP", "f16", rows, 128) == 31 + 2 * rows
         # TDIVS: dup (24 + 1/rep) bar vdiv (30 + 8/rep)
         assert lat.cold("TDIVS", "f16", rows, 128) == (24 + rows) + 1 + (30 + 8 * rows)
@@ -288,8 +320,8 @@ def test_trsqrt_three_arg(lat):
 
 
 def test_tcvt(lat):
-    assert lat.cold("TCVT", "f16", 16, 64, src_dtype="f32") == 27 + 16    # E = 64: 16 reps
-    assert lat.cold("TCVT", "f32", 16, 128, src_dtype="f16") == 27 + 32   # E = 64: 32 reps
+    assert lat.cold("TCVT", "f16", 16, 64, src_dtype="f32") == 27 + 16  # E = 64: 16 reps
+    assert lat.cold("TCVT", "f32", 16, 128, src_dtype="f16") == 27 + 32  # E = 64: 32 reps
     assert lat.cold("TCVT", "f32", 16, 64, src_dtype="i32") == 27 + 16
     # non-saturating f32 -> i16 (default): vconv(->i32) bar vand(16-bit lanes) bar vconv
     # (27+16) + 1 + (20+32) + 1 + (27+16) = 140; saturating: one vconv
@@ -305,6 +337,7 @@ def test_texpands():
 
 # --- scalar-pipe loops (ASSUMPTION figures from [scalar_loops]) --------------------------
 
+
 def test_scalar_loops():
     k = T.scalar_loops
     # 4 flags + R*C * per-element figure, not the reference's flat 4
@@ -317,11 +350,12 @@ def test_scalar_loops():
 
 # --- remainder family (§4) ---------------------------------------------------------------
 
+
 def test_trem_f32_per_row(lat):
     # per row (C <= 64, r = 1): 8 cfg + vdiv 50 + vconv 28 + vmul 43 + vsub 42 + vmul 43
     # + dup 25 + set_cmpmask 1 + vcmpvs 8 + vadd 42 + vsel 29 + 10 bars = 329; + 2 cfg once
     assert lat.cold("TREM", "f32", 1, 64) == 2 + 329
-    assert lat.cold("TREM", "f32", 16, 16) == 2 + 16 * 329          # §4: ≈ 5.3k
+    assert lat.cold("TREM", "f32", 16, 16) == 2 + 16 * 329  # §4: ≈ 5.3k
     # C = 128: count steps r = 2 (vdiv +4, vconv +1, vmul/vsub/vmul/vadd +2 each, vsel +2),
     # vcmpvs ceil(128/64) = 2 (+2): 329 + 4 + 1 + 8 + 2 + 2 = 346
     assert lat.cold("TREM", "f32", 1, 128) == 2 + 346
@@ -336,7 +370,7 @@ def test_trem_i32_per_row(lat):
 def test_tfmod_per_row(lat):
     # 46+4r + 27+r + 41+2r + 40+2r + 4 bars = 167 at r = 1; + 4 cfg once
     assert lat.cold("TFMOD", "f32", 1, 64) == 4 + 167
-    assert lat.cold("TFMOD", "f32", 16, 16) == 4 + 16 * 167          # §4: ≈ 2.7k
+    assert lat.cold("TFMOD", "f32", 16, 16) == 4 + 16 * 167  # §4: ≈ 2.7k
 
 
 def test_tfmods_per_row(lat):
@@ -355,6 +389,7 @@ def test_trems_per_row(lat):
 
 
 # --- compare / select (§4) ---------------------------------------------------------------
+
 
 def test_tcmp(lat):
     # lat once + 2r per row: 6 + 16*2
@@ -394,6 +429,7 @@ def test_tprelu(lat):
 
 # --- reductions (§4) ---------------------------------------------------------------------
 
+
 def test_trowsum_paths(lat):
     # C <= E: final vcadd only (rep = R): 46 + 7*16 + bar
     assert lat.cold("TROWSUM", "f32", 16, 64) == 159
@@ -413,7 +449,7 @@ def test_trowsum_paths(lat):
 
 
 def test_trowmax_paths(lat):
-    assert lat.cold("TROWMAX", "f32", 16, 64) == 32 + 112 + 1               # vcmax rep 16
+    assert lat.cold("TROWMAX", "f32", 16, 64) == 32 + 112 + 1  # vcmax rep 16
     # C = 3E: vmax(rep0, rep1) 56 + bar, vmax(rep2) 56 + bar, vcmax 32+112 + bar (norm mode)
     assert lat.cold("TROWMAX", "f32", 16, 192) == 57 + 57 + 145
     assert lat.cold("TROWMIN", "f32", 16, 192) == lat.cold("TROWMAX", "f32", 16, 192)
@@ -453,6 +489,7 @@ def test_tcol_reduce(lat):
 
 # --- broadcasts (§4) ---------------------------------------------------------------------
 
+
 def test_trowexpand(lat):
     read = lat.target.scalar_loops["row_read_cycles_per_element"]
     # one path for every shape (no vbrcb fast path, evidence in vexpand.py): 4 cfg + per
@@ -477,18 +514,21 @@ def test_expand_binary_assumption(lat):
     assert lat.cold("TCOLEXPANDMUL", "f32", 16, 64) == 57
     # TROWEXPANDADD on 16x100 (dynamic): per-row heads (1 rep) + one masked tail over 16
     # rows: 18 + 1 + 2 cfg + 24 + 16*2 + (32 + 16)
-    assert lat.cold("TROWEXPANDADD", "f32", 16, 128, 16, 100, vcols=None) == 18 + 1 + 2 + 24 + 32 + 48
+    assert (
+        lat.cold("TROWEXPANDADD", "f32", 16, 128, 16, 100, vcols=None) == 18 + 1 + 2 + 24 + 32 + 48
+    )
 
 
 # --- the default "tail" rule (restart after a barrier = slope*r + max(tail, F)) --------------
 # Fresh derivations from vector_costs.csv; restart costs are listed in the module doc.
+
 
 def test_tdivs_tail_rule():
     # dup cold (24+16) + bar 1 + vdiv restart (tail 19 + 4*16) = 40 + 1 + 83 = 124 (§4: 135)
     assert cold("TDIVS", "f32", 16, 64) == 124
     assert cold("TDIVS", "f32", 16, 64, variant="scalar_tile") == 124
     assert cold("TRECIP", "f32", 16, 64) == 124
-    assert cold("TDIVS", "f32", 16, 64, variant="inplace") == 42       # one vmuls, no barrier
+    assert cold("TDIVS", "f32", 16, 64, variant="inplace") == 42  # one vmuls, no barrier
     # f16 16x128 (16 reps of 128 lanes, vdiv.f16 8 per repeat): dup 40 + 1 + (19 + 128);
     # the formula CSV's TDIVS fp16 cols 128 line gives 0.0703*2048 + 45 = 189
     assert cold("TDIVS", "f16", 16, 128) == 188
@@ -599,7 +639,8 @@ def test_int_row_reduce_tail_rule():
     # i16 C = 64: 4 blocks, 16 partials each
     fold16 = 16 * T.scalar_loops["row_fold_cycles_per_element"]
     assert cold("TROWMAX", "i16", 4, 64) == (1 + 25 + 1 + 4 * 15 + 4 + fold16) + 3 * (
-        1 + 6 + 1 + 4 * 15 + 4 + fold16)
+        1 + 6 + 1 + 4 * 15 + 4 + fold16
+    )
 
 
 def test_col_reduce_tail_rule():
@@ -645,11 +686,16 @@ def test_expand_tail_rule():
 def test_barrier_free_ops_do_not_depend_on_the_rule(lat):
     # without an intra-op barrier the two rules give the same cold and warm costs (the
     # restart cost, the plan entered after a kernel-level barrier, differs by design)
-    for args, kw in [(("TADD", "f32", 16, 64), {}), (("TADD", "f32", 16, 72), {}),
-                     (("TEXP", "f32", 1, 100), {}), (("TADDS", "f32", 128, 256), {}),
-                     (("TCMP", "f32", 8, 160), {}), (("TROWSUM", "f32", 16, 32), {}),
-                     (("TDIVS", "f32", 16, 64), {"variant": "inplace"}),
-                     (("TADD", "f32", 300, 128, 300, 100), {"vcols": None})]:
+    for args, kw in [
+        (("TADD", "f32", 16, 64), {}),
+        (("TADD", "f32", 16, 72), {}),
+        (("TEXP", "f32", 1, 100), {}),
+        (("TADDS", "f32", 128, 256), {}),
+        (("TCMP", "f32", 8, 160), {}),
+        (("TROWSUM", "f32", 16, 32), {}),
+        (("TDIVS", "f32", 16, 64), {"variant": "inplace"}),
+        (("TADD", "f32", 300, 128, 300, 100), {"vcols": None}),
+    ]:
         a, b = plan(*args, **kw), lat.plan(*args, **kw)
         assert (a.cold_cycles, a.warm_cycles) == (b.cold_cycles, b.warm_cycles), args
 
@@ -703,8 +749,9 @@ def _formula_cases(variant="", target=T):
                 for c in cols_list:
                     for rows in (8, 16, 32, 64):
                         m = round(slope * rows * c + bias)
-                        p = lower(Shape(op, d, rows, c, c, rows, c, variant=variant), "PIPE_V",
-                                  target).cold_cycles
+                        p = lower(
+                            Shape(op, d, rows, c, c, rows, c, variant=variant), "PIPE_V", target
+                        ).cold_cycles
                         cases.setdefault(op, []).append(1 - abs(p - m) / m)
     return cases
 
@@ -721,11 +768,29 @@ def test_formula_csv_report(capsys):
             print(f"  {op:12s} {statistics.median(a):6.3f}  (min {min(a):6.3f}, n={len(a)})")
 
 
-@pytest.mark.parametrize("op", [
-    pytest.param(op, marks=pytest.mark.xfail(strict=True, reason=_CONFLICT[op])) if op in _CONFLICT
-    else op
-    for op in ("TADDS", "TCOLMAX", "TCOLSUM", "TDIVS", "TEXP", "TMINS", "TMUL", "TMULS",
-               "TROWEXPAND", "TROWMAX", "TROWSUM", "TSQRT", "TSUB")])
+@pytest.mark.parametrize(
+    "op",
+    [
+        pytest.param(op, marks=pytest.mark.xfail(strict=True, reason=_CONFLICT[op]))
+        if op in _CONFLICT
+        else op
+        for op in (
+            "TADDS",
+            "TCOLMAX",
+            "TCOLSUM",
+            "TDIVS",
+            "TEXP",
+            "TMINS",
+            "TMUL",
+            "TMULS",
+            "TROWEXPAND",
+            "TROWMAX",
+            "TROWSUM",
+            "TSQRT",
+            "TSUB",
+        )
+    ],
+)
 def test_formula_csv_accuracy(op):
     if not _ACC:
         pytest.skip("reference formula CSV not available")
@@ -752,8 +817,8 @@ def test_formula_csv_tail_rule_beats_latency(lat):
     assert statistics.median(latency["TCOLMAX"]) < 0.9 <= statistics.median(_ACC["TCOLMAX"])
 
 
-
 # --- row reductions: whole-repeat steps in norm mode (issue 21) -----------------------
+
 
 def _row_fit(op, dt, cols):
     """(slope, bias) of the formula CSV row for (op, dtype, cols), or None."""
@@ -767,9 +832,10 @@ def _row_fit(op, dt, cols):
 
 @pytest.mark.parametrize("op", ["TROWSUM", "TROWMAX", "TROWMIN"])
 @pytest.mark.parametrize("dt", ["f32", "f16"])
-@pytest.mark.parametrize("reps", [2, 3.25, 5.5])          # C in repeats of E lanes
-@pytest.mark.parametrize("R,Rows,Cols", [(1, 1, 0), (16, 16, 0), (37, 64, 0), (300, 300, 0),
-                                         (8, 32, 1024), (4, 8, 4096)])
+@pytest.mark.parametrize("reps", [2, 3.25, 5.5])  # C in repeats of E lanes
+@pytest.mark.parametrize(
+    "R,Rows,Cols", [(1, 1, 0), (16, 16, 0), (37, 64, 0), (300, 300, 0), (8, 32, 1024), (4, 8, 4096)]
+)
 def test_row_reduce_whole_repeat_steps_norm_mode(op, dt, reps, R, Rows, Cols):
     # Every step of a row reduction over whole repeats (pair / further-repeat ops, tree,
     # final cross-lane op) walks all valid rows in norm mode: full mask, R repeats (split
@@ -791,9 +857,21 @@ def test_row_reduce_whole_repeat_steps_norm_mode(op, dt, reps, R, Rows, Cols):
 
 
 @pytest.mark.parametrize("op", ["TROWSUM", "TROWMAX"])
-@pytest.mark.parametrize("dt,cols", [("f32", 96), ("f32", 128), ("f32", 176), ("f32", 240),
-                                     ("f32", 336), ("f16", 160), ("f16", 304), ("f16", 432),
-                                     ("f16", 560), ("f16", 656)])
+@pytest.mark.parametrize(
+    "dt,cols",
+    [
+        ("f32", 96),
+        ("f32", 128),
+        ("f32", 176),
+        ("f32", 240),
+        ("f32", 336),
+        ("f16", 160),
+        ("f16", 304),
+        ("f16", 432),
+        ("f16", 560),
+        ("f16", 656),
+    ],
+)
 def test_row_reduce_wide_rows_near_the_formula_fits(op, dt, cols):
     # C > E rows, 8..64 rows, against the 910B3 per-shape fits: within 15 % up to 16 rows
     # (count mode: TROWMAX f32 16x128 216 vs 176, +23 %); beyond, the fits' smaller
@@ -809,7 +887,6 @@ def test_row_reduce_wide_rows_near_the_formula_fits(op, dt, cols):
         assert abs(got - fit) / fit <= (0.15 if rows <= 16 else 0.2), (rows, got, fit)
         wide = lower(Shape(op, dt, 2 * rows, 2 * cols, cols, rows, cols), "PIPE_V", T)
         assert wide.cold_cycles == got
-
 
 
 @pytest.mark.parametrize("op", ["TROWSUM", "TROWMAX", "TROWMIN"])
@@ -854,21 +931,60 @@ def test_masked_row_reductions_near_the_formula_fits():
 # --- every op of the list runs end to end ------------------------------------------------
 
 _OPS = [
-    ("TADD", "f32", ""), ("TSUB", "f32", ""), ("TMUL", "f32", ""), ("TDIV", "f32", ""),
-    ("TMAX", "f32", ""), ("TMIN", "f32", ""), ("TAND", "i32", ""), ("TOR", "i32", ""),
-    ("TNOT", "i32", ""), ("TXOR", "i32", ""), ("TSHL", "i32", ""), ("TSHR", "i32", ""),
-    ("TREM", "f32", ""), ("TREM", "i32", ""), ("TFMOD", "f32", ""), ("TREMS", "f32", ""),
-    ("TREMS", "i32", ""), ("TFMODS", "f32", ""), ("TDIVS", "f32", ""),
-    ("TDIVS", "f32", "inplace"), ("TDIVS", "f32", "scalar_tile"), ("TDIVS", "i32", ""),
-    ("TRECIP", "f32", ""), ("TEXP", "f32", ""), ("TLOG", "f32", ""), ("TSQRT", "f32", ""),
-    ("TRSQRT", "f32", ""), ("TABS", "f32", ""), ("TRELU", "f32", ""), ("TNEG", "f32", ""),
-    ("TLRELU", "f32", ""), ("TADDS", "f32", ""), ("TSUBS", "f32", ""), ("TMULS", "f32", ""),
-    ("TMAXS", "f32", ""), ("TMINS", "f32", ""), ("TEXPANDS", "f32", ""),
-    ("TCVT", "f32>f16", ""), ("TCVT", "f32>i16", ""), ("TCMP", "f32", ""), ("TCMPS", "f32", ""),
-    ("TSEL", "f32", ""), ("TPRELU", "f32", ""), ("TADDC", "f32", ""), ("TSUBC", "f32", ""),
-    ("TROWSUM", "f32", ""), ("TROWMAX", "f32", ""), ("TROWMIN", "f32", ""),
-    ("TROWSUM", "i32", ""), ("TCOLSUM", "f32", ""), ("TCOLSUM", "f32", "binary"),
-    ("TCOLMAX", "f32", ""), ("TCOLMIN", "f32", ""), ("TROWEXPAND", "f32", ""),
+    ("TADD", "f32", ""),
+    ("TSUB", "f32", ""),
+    ("TMUL", "f32", ""),
+    ("TDIV", "f32", ""),
+    ("TMAX", "f32", ""),
+    ("TMIN", "f32", ""),
+    ("TAND", "i32", ""),
+    ("TOR", "i32", ""),
+    ("TNOT", "i32", ""),
+    ("TXOR", "i32", ""),
+    ("TSHL", "i32", ""),
+    ("TSHR", "i32", ""),
+    ("TREM", "f32", ""),
+    ("TREM", "i32", ""),
+    ("TFMOD", "f32", ""),
+    ("TREMS", "f32", ""),
+    ("TREMS", "i32", ""),
+    ("TFMODS", "f32", ""),
+    ("TDIVS", "f32", ""),
+    ("TDIVS", "f32", "inplace"),
+    ("TDIVS", "f32", "scalar_tile"),
+    ("TDIVS", "i32", ""),
+    ("TRECIP", "f32", ""),
+    ("TEXP", "f32", ""),
+    ("TLOG", "f32", ""),
+    ("TSQRT", "f32", ""),
+    ("TRSQRT", "f32", ""),
+    ("TABS", "f32", ""),
+    ("TRELU", "f32", ""),
+    ("TNEG", "f32", ""),
+    ("TLRELU", "f32", ""),
+    ("TADDS", "f32", ""),
+    ("TSUBS", "f32", ""),
+    ("TMULS", "f32", ""),
+    ("TMAXS", "f32", ""),
+    ("TMINS", "f32", ""),
+    ("TEXPANDS", "f32", ""),
+    ("TCVT", "f32>f16", ""),
+    ("TCVT", "f32>i16", ""),
+    ("TCMP", "f32", ""),
+    ("TCMPS", "f32", ""),
+    ("TSEL", "f32", ""),
+    ("TPRELU", "f32", ""),
+    ("TADDC", "f32", ""),
+    ("TSUBC", "f32", ""),
+    ("TROWSUM", "f32", ""),
+    ("TROWMAX", "f32", ""),
+    ("TROWMIN", "f32", ""),
+    ("TROWSUM", "i32", ""),
+    ("TCOLSUM", "f32", ""),
+    ("TCOLSUM", "f32", "binary"),
+    ("TCOLMAX", "f32", ""),
+    ("TCOLMIN", "f32", ""),
+    ("TROWEXPAND", "f32", ""),
     ("TCOLEXPAND", "f32", ""),
     *[(f"TROWEXPAND{n}", "f32", "") for n in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")],
     *[(f"TCOLEXPAND{n}", "f32", "") for n in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")],
@@ -890,10 +1006,12 @@ def test_simulate_op_runs(op, dtype, variant, shape, valid):
 def test_simulate_op_uses_the_lowering(lat):
     def run(*a, **kw):
         return sim.simulate_op(*a, target=lat.target, **kw).total_cycles
+
     assert run("TADD", "f32", (16, 64)) == 56
     assert run("TCOLSUM", "f32", (16, 64)) == 679
-    assert run("TCOLSUM", "f32", (16, 64), variant="binary") == lat.cold("TCOLSUM", "f32", 16, 64,
-                                                                          variant="binary")
+    assert run("TCOLSUM", "f32", (16, 64), variant="binary") == lat.cold(
+        "TCOLSUM", "f32", 16, 64, variant="binary"
+    )
     assert run("TDIVS", "f32", (16, 64), variant="inplace") == 42
     assert run("TSEL", "f32", (16, 64)) == 59 + 15 * 35
     # TROWEXPAND on a 1-block dst: the per-row path (4 cfg + 16 x (4 flags + read 4 + 25))
@@ -922,7 +1040,6 @@ def test_every_emitted_instruction_has_a_cost_row():
             for it in p.items:
                 if it.kind == "v":
                     assert it.name in T.vector_costs, (op, it.name)
-
 
 
 def test_texpands_mat_tile_fills_l1():

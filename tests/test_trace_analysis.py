@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from trace_kernels import PERFSIM_TRACE, add2, barriers, op_rows, scalar_wait
 
 import sim
 from sim.trace import critical_path, flag_edges, pipe_table, stall_breakdown, utilization
 from sim.trace.frame import covered, normalize
-from trace_kernels import PERFSIM_TRACE, add2, barriers, op_rows, scalar_wait
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +31,17 @@ def durations(add_run):
 
 # --- flags ---------------------------------------------------------------------------------
 
+
 def test_flag_edges_pair_each_set_with_its_wait(add_run):
     e = flag_edges(add_run.trace)
     got = sorted(zip(e["flag"], e["producer_id"], e["consumer_id"]))
-    assert got == [("PIPE_MTE2->PIPE_V#0", 0, 6), ("PIPE_MTE2->PIPE_V#1", 2, 6),
-                   ("PIPE_V->PIPE_MTE3#0", 6, 9)]
+    assert got == [
+        ("PIPE_MTE2->PIPE_V#0", 0, 6),
+        ("PIPE_MTE2->PIPE_V#1", 2, 6),
+        ("PIPE_V->PIPE_MTE3#0", 6, 9),
+    ]
     t = add_run.trace
-    for r in e.itertuples():        # row labels point at the instructions
+    for r in e.itertuples():  # row labels point at the instructions
         assert t.loc[r.producer_row, "id"] == r.producer_id
         assert t.loc[r.consumer_row, "id"] == r.consumer_id
         assert r.ready_cycle == t.loc[r.producer_row, "end_cycle"] <= r.consumer_start
@@ -57,11 +61,15 @@ def test_kth_set_pairs_with_kth_wait_of_the_same_flag():
         k.wait_flag("PIPE_V", "PIPE_MTE2", 3)
     e = flag_edges(sim.simulate(k).trace)
     got = sorted(zip(e["flag"], e["producer_id"], e["consumer_id"]))
-    assert got == [("PIPE_MTE2->PIPE_V#3", 0, 3), ("PIPE_MTE2->PIPE_V#3", 6, 9),
-                   ("PIPE_V->PIPE_MTE2#3", 3, 6)]     # the last wait releases no instruction
+    assert got == [
+        ("PIPE_MTE2->PIPE_V#3", 0, 3),
+        ("PIPE_MTE2->PIPE_V#3", 6, 9),
+        ("PIPE_V->PIPE_MTE2#3", 3, 6),
+    ]  # the last wait releases no instruction
 
 
 # --- critical path -------------------------------------------------------------------------
+
 
 def test_critical_path_of_two_loads_add_store(add_run, durations):
     path = critical_path(add_run.trace)
@@ -101,7 +109,13 @@ def test_critical_path_of_the_perfsim_gemm():
     # the second follows it on MTE2; TEXTRACT 22 waits for TLOAD 16 (event 10), the
     # matmul for TEXTRACT 22 (event 12, later than event 11), the FIXP store for the matmul
     assert path["id"].tolist() == list(range(9)) + [14, 16, 22, 26, 30]
-    assert path["via"].tolist() == ["start"] + ["pipe"] * 8 + ["flag", "pipe", "flag", "flag", "flag"]
+    assert path["via"].tolist() == ["start"] + ["pipe"] * 8 + [
+        "flag",
+        "pipe",
+        "flag",
+        "flag",
+        "flag",
+    ]
     assert path["flag"].tolist()[9:] == ["E8", "", "E10", "E12", "E13"]
     assert path["duration_cycles"].sum() == 3024
 
@@ -112,6 +126,7 @@ def test_critical_path_of_an_empty_trace_is_empty(add_run):
 
 # --- stalls --------------------------------------------------------------------------------
 
+
 def _by_pipe(df):
     return df.set_index("pipe")
 
@@ -121,12 +136,23 @@ def test_stall_breakdown_of_two_loads_add_store(add_run, durations):
     total = add_run.total_cycles
     b = _by_pipe(stall_breakdown(add_run.trace))
     assert b.index.tolist() == ["PIPE_MTE2", "PIPE_V", "PIPE_MTE3"]
-    assert b.loc["PIPE_MTE2"][["busy_cycles", "event_wait_cycles", "barrier_wait_cycles",
-                               "idle_cycles"]].tolist() == [l1 + l2, 0, 0, a + s]
+    assert b.loc["PIPE_MTE2"][
+        ["busy_cycles", "event_wait_cycles", "barrier_wait_cycles", "idle_cycles"]
+    ].tolist() == [l1 + l2, 0, 0, a + s]
     # V waits for load 1 then load 2; MTE3 waits from 0 until the add is done
-    assert b.loc["PIPE_V"][["busy_cycles", "event_wait_cycles", "idle_cycles"]].tolist() == [a, l1 + l2, s]
-    assert b.loc["PIPE_MTE3"][["busy_cycles", "event_wait_cycles", "idle_cycles"]].tolist() == [s, l1 + l2 + a, 0]
-    parts = b[["busy_cycles", "event_wait_cycles", "barrier_wait_cycles", "idle_cycles"]].sum(axis=1)
+    assert b.loc["PIPE_V"][["busy_cycles", "event_wait_cycles", "idle_cycles"]].tolist() == [
+        a,
+        l1 + l2,
+        s,
+    ]
+    assert b.loc["PIPE_MTE3"][["busy_cycles", "event_wait_cycles", "idle_cycles"]].tolist() == [
+        s,
+        l1 + l2 + a,
+        0,
+    ]
+    parts = b[["busy_cycles", "event_wait_cycles", "barrier_wait_cycles", "idle_cycles"]].sum(
+        axis=1
+    )
     assert (parts == total).all() and (b["total_cycles"] == total).all()
 
 
@@ -135,8 +161,11 @@ def test_barrier_waits_are_the_drained_time_inside_pipe_all_barriers():
     load, adds, store = op_rows(r.trace)["duration_cycles"].tolist()
     b = _by_pipe(stall_breakdown(r.trace))
     # barrier 1 spans the load, barrier 2 the add; each pipe drained is "waiting on a barrier"
-    assert b["barrier_wait_cycles"].to_dict() == {"PIPE_MTE2": adds, "PIPE_V": load,
-                                                  "PIPE_MTE3": load + adds}
+    assert b["barrier_wait_cycles"].to_dict() == {
+        "PIPE_MTE2": adds,
+        "PIPE_V": load,
+        "PIPE_MTE3": load + adds,
+    }
     assert b["event_wait_cycles"].sum() == 0
     assert b["idle_cycles"].to_dict() == {"PIPE_MTE2": store, "PIPE_V": store, "PIPE_MTE3": 0}
 
@@ -150,6 +179,7 @@ def test_scalar_unit_waits_count_as_event_waits():
 
 
 # --- utilisation and summaries -------------------------------------------------------------
+
 
 def test_utilization_with_one_cycle_bins_is_the_busy_indicator(add_run, durations):
     l1, l2, a, s = durations
@@ -188,18 +218,46 @@ def test_lanes_and_flags_are_per_core_and_unit():
     # a hand-made two-unit trace: AIC's MTE2 feeds AIV0's V through flag X on each core
     rows = []
     for core in (0, 1):
-        rows += [dict(id=0, core=core, unit="AIC", pipe="PIPE_MTE2", kind="op", opcode="TLOAD",
-                      start_cycle=0, end_cycle=10 + core, records="X"),
-                 dict(id=1, core=core, unit="AIV0", pipe="PIPE_V", kind="op", opcode="TADD",
-                      start_cycle=10 + core, end_cycle=30, waits="X")]
+        rows += [
+            dict(
+                id=0,
+                core=core,
+                unit="AIC",
+                pipe="PIPE_MTE2",
+                kind="op",
+                opcode="TLOAD",
+                start_cycle=0,
+                end_cycle=10 + core,
+                records="X",
+            ),
+            dict(
+                id=1,
+                core=core,
+                unit="AIV0",
+                pipe="PIPE_V",
+                kind="op",
+                opcode="TADD",
+                start_cycle=10 + core,
+                end_cycle=30,
+                waits="X",
+            ),
+        ]
     t = normalize(pd.DataFrame(rows))
     stalls = stall_breakdown(t)
     assert list(zip(stalls["core"], stalls["unit"], stalls["pipe"])) == [
-        (0, "AIC", "PIPE_MTE2"), (0, "AIV0", "PIPE_V"), (1, "AIC", "PIPE_MTE2"), (1, "AIV0", "PIPE_V")]
+        (0, "AIC", "PIPE_MTE2"),
+        (0, "AIV0", "PIPE_V"),
+        (1, "AIC", "PIPE_MTE2"),
+        (1, "AIV0", "PIPE_V"),
+    ]
     e = flag_edges(t)
     assert sorted(zip(e["core"], e["ready_cycle"])) == [(0, 10), (1, 11)]
     assert utilization(t, bins=3).columns.tolist() == [
-        "core 0 AIC PIPE_MTE2", "core 0 AIV0 PIPE_V", "core 1 AIC PIPE_MTE2", "core 1 AIV0 PIPE_V"]
+        "core 0 AIC PIPE_MTE2",
+        "core 0 AIV0 PIPE_V",
+        "core 1 AIC PIPE_MTE2",
+        "core 1 AIV0 PIPE_V",
+    ]
 
 
 def test_covered_counts_time_inside_disjoint_intervals():

@@ -13,6 +13,7 @@ import json
 
 import pandas as pd
 import pytest
+from trace_kernels import PERFSIM_SUMMARY, PERFSIM_TRACE, add2, op_rows
 
 import sim
 from sim.base.errors import UserError
@@ -22,7 +23,6 @@ from sim.trace.frame import normalize
 from sim.trace.import_chrome import from_chrome
 from sim.trace.import_perfsim import parse_thread
 from sim.trace.schema import COLUMNS
-from trace_kernels import PERFSIM_SUMMARY, PERFSIM_TRACE, add2, op_rows
 
 KEY = ["id", "pipe", "opcode", "start_cycle", "end_cycle"]
 
@@ -43,8 +43,9 @@ def _events(chrome, ph):
 
 # --- Chrome export -------------------------------------------------------------------------
 
+
 def test_chrome_is_plain_json_with_time_unit_metadata(chrome, run):
-    text = json.dumps(chrome)                  # only JSON types
+    text = json.dumps(chrome)  # only JSON types
     assert json.loads(text) == chrome
     assert chrome["otherData"]["time_unit"] == "cycles"
     assert "cycles" in chrome["otherData"]["note"]
@@ -55,8 +56,11 @@ def test_chrome_names_processes_by_core_and_threads_by_unit_and_pipe(chrome):
     meta = _events(chrome, "M")
     assert [e["args"]["name"] for e in meta if e["name"] == "process_name"] == ["core 0"]
     threads = [(e["pid"], e["tid"], e["args"]["name"]) for e in meta if e["name"] == "thread_name"]
-    assert threads == [(0, "AIV0 PIPE_MTE2", "AIV0 PIPE_MTE2"), (0, "AIV0 PIPE_V", "AIV0 PIPE_V"),
-                       (0, "AIV0 PIPE_MTE3", "AIV0 PIPE_MTE3")]
+    assert threads == [
+        (0, "AIV0 PIPE_MTE2", "AIV0 PIPE_MTE2"),
+        (0, "AIV0 PIPE_V", "AIV0 PIPE_V"),
+        (0, "AIV0 PIPE_MTE3", "AIV0 PIPE_MTE3"),
+    ]
     order = {e["tid"]: e["args"]["sort_index"] for e in meta if e["name"] == "thread_sort_index"}
     assert order == {"AIV0 PIPE_MTE2": 0, "AIV0 PIPE_V": 1, "AIV0 PIPE_MTE3": 2}
 
@@ -71,9 +75,11 @@ def test_one_slice_per_row_in_cycles_with_operands_in_args(chrome, run):
     assert tadd["args"]["operands"] == row["operands"]
     assert set(COLUMNS) <= set(tadd["args"])
     waits = [e for e in slices if e["cat"] == "wait_flag"]
-    assert {e["name"] for e in waits} == {"wait_flag PIPE_MTE2->PIPE_V#0",
-                                          "wait_flag PIPE_MTE2->PIPE_V#1",
-                                          "wait_flag PIPE_V->PIPE_MTE3#0"}
+    assert {e["name"] for e in waits} == {
+        "wait_flag PIPE_MTE2->PIPE_V#0",
+        "wait_flag PIPE_MTE2->PIPE_V#1",
+        "wait_flag PIPE_V->PIPE_MTE3#0",
+    }
 
 
 def test_one_flow_per_matched_set_wait_pair(chrome):
@@ -87,14 +93,23 @@ def test_one_flow_per_matched_set_wait_pair(chrome):
         f = by_flow[s["id"]]
         assert s["name"] == f["name"] and f["bp"] == "e"
         # each end lies inside an instruction slice of its thread, so the viewer binds it
-        src = [x for x in slices if x["tid"] == s["tid"] and x["cat"] == "op"
-               and x["ts"] <= s["ts"] < x["ts"] + x["dur"]]
-        dst = [x for x in slices if x["tid"] == f["tid"] and x["cat"] == "op"
-               and x["ts"] <= f["ts"] < x["ts"] + x["dur"]]
+        src = [
+            x
+            for x in slices
+            if x["tid"] == s["tid"] and x["cat"] == "op" and x["ts"] <= s["ts"] < x["ts"] + x["dur"]
+        ]
+        dst = [
+            x
+            for x in slices
+            if x["tid"] == f["tid"] and x["cat"] == "op" and x["ts"] <= f["ts"] < x["ts"] + x["dur"]
+        ]
         assert len(src) == 1 and len(dst) == 1
         pairs.add((src[0]["args"]["id"], s["name"], dst[0]["name"]))
-    assert pairs == {(0, "PIPE_MTE2->PIPE_V#0", "TADD"), (2, "PIPE_MTE2->PIPE_V#1", "TADD"),
-                     (6, "PIPE_V->PIPE_MTE3#0", "TSTORE")}
+    assert pairs == {
+        (0, "PIPE_MTE2->PIPE_V#0", "TADD"),
+        (2, "PIPE_MTE2->PIPE_V#1", "TADD"),
+        (6, "PIPE_V->PIPE_MTE3#0", "TSTORE"),
+    }
 
 
 def test_chrome_round_trip_gives_the_same_trace(run, chrome):
@@ -104,6 +119,7 @@ def test_chrome_round_trip_gives_the_same_trace(run, chrome):
 
 
 # --- files ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("suffix", [".json", ".csv", ".parquet"])
 @pytest.mark.parametrize("detail", ["op", "cce"])
@@ -125,7 +141,7 @@ def test_json_file_opens_as_a_chrome_trace_object(tmp_path, run):
     obj = json.loads(path.read_text())
     assert {"traceEvents", "displayTimeUnit", "otherData"} <= set(obj)
     assert (obj["otherData"]["kernel"], obj["otherData"]["target"]) == ("add2", "a2a3")
-    write_trace(run.trace, tmp_path / "t.csv", kernel="add2")     # tables ignore the names
+    write_trace(run.trace, tmp_path / "t.csv", kernel="add2")  # tables ignore the names
 
 
 @pytest.mark.parametrize("name", ["t.txt", "t", "t.xlsx"])
@@ -142,29 +158,41 @@ def test_reading_a_missing_file_is_a_user_error(tmp_path):
 
 
 def test_normalize_fills_missing_columns_with_defaults():
-    df = normalize(pd.DataFrame({"id": [1, 0], "pipe": ["PIPE_V", "PIPE_MTE2"],
-                                 "start_cycle": [5, 0], "end_cycle": [9, 5]}))
+    df = normalize(
+        pd.DataFrame(
+            {
+                "id": [1, 0],
+                "pipe": ["PIPE_V", "PIPE_MTE2"],
+                "start_cycle": [5, 0],
+                "end_cycle": [9, 5],
+            }
+        )
+    )
     assert list(df.columns) == list(COLUMNS)
-    assert df["id"].tolist() == [0, 1]                  # ordered by start
+    assert df["id"].tolist() == [0, 1]  # ordered by start
     assert df["duration_cycles"].tolist() == [5, 4]
     assert df["opcode"].tolist() == ["", ""] and df["bytes"].tolist() == [0, 0]
 
 
 # --- Perf-Sim import -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("tid, expected", [
-    ("[AIC-0] MTE2", (0, "AIC", "PIPE_MTE2")),
-    ("[AIC-0] Scalar", (0, "AIC", "PIPE_S")),
-    ("[AIC-0] MTE1", (0, "AIC", "PIPE_MTE1")),
-    ("[AIC-0] CUBE", (0, "AIC", "PIPE_M")),
-    ("[AIC-0] FIXP", (0, "AIC", "PIPE_FIX")),
-    ("[AIC-0/AIV-0] VEC", (0, "AIV0", "PIPE_V")),
-    ("[AIC-0/AIV-0] MTE2", (0, "AIV0", "PIPE_MTE2")),
-    ("[AIC-3/AIV-1] MTE3", (3, "AIV1", "PIPE_MTE3")),
-    ("[AIC-0] MTE2_AIV", (0, "AIV0", "PIPE_MTE2")),
-    ("[AIC-0] MTE2_AIC", (0, "AIC", "PIPE_MTE2")),
-    ("[AIC-0] VEC_1", (0, "AIV1", "PIPE_V")),
-])
+
+@pytest.mark.parametrize(
+    "tid, expected",
+    [
+        ("[AIC-0] MTE2", (0, "AIC", "PIPE_MTE2")),
+        ("[AIC-0] Scalar", (0, "AIC", "PIPE_S")),
+        ("[AIC-0] MTE1", (0, "AIC", "PIPE_MTE1")),
+        ("[AIC-0] CUBE", (0, "AIC", "PIPE_M")),
+        ("[AIC-0] FIXP", (0, "AIC", "PIPE_FIX")),
+        ("[AIC-0/AIV-0] VEC", (0, "AIV0", "PIPE_V")),
+        ("[AIC-0/AIV-0] MTE2", (0, "AIV0", "PIPE_MTE2")),
+        ("[AIC-3/AIV-1] MTE3", (3, "AIV1", "PIPE_MTE3")),
+        ("[AIC-0] MTE2_AIV", (0, "AIV0", "PIPE_MTE2")),
+        ("[AIC-0] MTE2_AIC", (0, "AIC", "PIPE_MTE2")),
+        ("[AIC-0] VEC_1", (0, "AIV1", "PIPE_V")),
+    ],
+)
 def test_perfsim_thread_names_map_to_unit_core_and_pipe(tid, expected):
     assert parse_thread(tid) == expected
 
@@ -182,7 +210,7 @@ def perfsim():
 
 def test_perfsim_gemm_imports_into_the_schema(perfsim):
     assert list(perfsim.columns) == list(COLUMNS)
-    assert len(perfsim) == 15                       # 9 TASSIGN + 6 instructions, no flow rows
+    assert len(perfsim) == 15  # 9 TASSIGN + 6 instructions, no flow rows
     assert int(perfsim["end_cycle"].max()) == 3024  # data/README.md: total 3 024 cycles
     assert set(perfsim["unit"]) == {"AIC"} and set(perfsim["core"]) == {0}
     mm = perfsim[perfsim["opcode"] == "TMATMUL"].iloc[0]
@@ -195,11 +223,13 @@ def test_perfsim_busy_cycles_match_its_own_pipeline_summary(perfsim):
     with PERFSIM_SUMMARY.open() as f:
         aic = next(r for r in csv.DictReader(f) if r["unit"] == "AIC")
     busy = sim.trace.pipe_table(perfsim).set_index("pipe")["busy_cycles"]
-    assert busy.to_dict() == {"PIPE_S": int(aic["scalar_cycles"]),
-                              "PIPE_MTE2": int(aic["mte2_aic_cycles"]),
-                              "PIPE_MTE1": int(aic["mte1_cycles"]),
-                              "PIPE_M": int(aic["cube_cycles"]),
-                              "PIPE_FIX": int(aic["fixp_cycles"])}
+    assert busy.to_dict() == {
+        "PIPE_S": int(aic["scalar_cycles"]),
+        "PIPE_MTE2": int(aic["mte2_aic_cycles"]),
+        "PIPE_MTE1": int(aic["mte1_cycles"]),
+        "PIPE_M": int(aic["cube_cycles"]),
+        "PIPE_FIX": int(aic["fixp_cycles"]),
+    }
     assert busy.sum() == int(aic["busy_cycles"])
     assert int(perfsim["end_cycle"].max()) == int(aic["total_cycles"])
 
@@ -220,7 +250,7 @@ def test_bare_array_and_object_forms_both_import(perfsim):
 
 def test_not_a_chrome_trace_is_a_user_error(tmp_path):
     p = tmp_path / "bad.json"
-    p.write_text("{\"nothing\": 1}")
+    p.write_text('{"nothing": 1}')
     with pytest.raises(UserError, match="traceEvents"):
         read_trace(p)
     p.write_text("not json")

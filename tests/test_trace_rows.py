@@ -20,10 +20,14 @@ from sim.trace.schema import COLUMNS
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if p.suffix in (".py", ".pto"))
 SYNC = ("set_flag", "wait_flag", "barrier")
-ARGS = {"dyn_valid.pto": {"vr": 5, "vc": 40}, "relu_sub_db.pto": {"k": 4},   # scalar arguments
-        "tfmods.pto": {"divisor": 3.0}, "trelu.pto": {"n": 32},
-        "gemm.pto": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256},
-        "flash_attention.pto": {"S1": 256, "S1_TILE": 0}}
+ARGS = {
+    "dyn_valid.pto": {"vr": 5, "vc": 40},
+    "relu_sub_db.pto": {"k": 4},  # scalar arguments
+    "tfmods.pto": {"divisor": 3.0},
+    "trelu.pto": {"n": 32},
+    "gemm.pto": {"m": 128, "k": 512, "n": 256, "singleCoreM": 128, "singleCoreN": 256},
+    "flash_attention.pto": {"S1": 256, "S1_TILE": 0},
+}
 
 
 def _program(path: Path):
@@ -35,7 +39,9 @@ def _program(path: Path):
 
 
 def _text(df: pd.DataFrame) -> pd.DataFrame:
-    return df.astype({c: str for c in df.columns if df[c].dtype == "category"}).reset_index(drop=True)
+    return df.astype({c: str for c in df.columns if df[c].dtype == "category"}).reset_index(
+        drop=True
+    )
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -62,31 +68,63 @@ def test_cli_trace_rows(tmp_path):
     kernel = str(ROOT / "examples" / "relu_sub.py")
     run = [sys.executable, "-m", "sim", "run", kernel]
     full = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path)
-    none = subprocess.run(run + ["--trace-rows", "none"], capture_output=True, text=True,
-                          cwd=tmp_path)
+    none = subprocess.run(
+        run + ["--trace-rows", "none"], capture_output=True, text=True, cwd=tmp_path
+    )
     assert full.returncode == 0 and none.returncode == 0, none.stderr
-    head = full.stdout.split("\n\nopcode")[0]       # title, total cycles, per-pipe table
+    head = full.stdout.split("\n\nopcode")[0]  # title, total cycles, per-pipe table
     assert "total cycles: " in head and none.stdout.strip() == head.strip()
-    p = subprocess.run(run + ["--trace-rows", "none", "--trace", "t.csv"], capture_output=True,
-                       text=True, cwd=tmp_path)
+    p = subprocess.run(
+        run + ["--trace-rows", "none", "--trace", "t.csv"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert p.returncode == 2 and p.stderr.startswith("ptosim: error: --trace-rows none")
     assert len(p.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("kernel,args", [
-    ("relu_sub_db.pto", ["--arg", "k=4"]),
-    ("gemm.pto", ["--block-dim", "2", "--arg", "m=512", "--arg", "k=512", "--arg", "n=512",
-                  "--arg", "singleCoreM=256", "--arg", "singleCoreN=256"]),
-    ("flash_attention.pto", ["--block-dim", "2", "--arg", "S1=512", "--arg", "S1_TILE=128"]),
-])
+@pytest.mark.parametrize(
+    "kernel,args",
+    [
+        ("relu_sub_db.pto", ["--arg", "k=4"]),
+        (
+            "gemm.pto",
+            [
+                "--block-dim",
+                "2",
+                "--arg",
+                "m=512",
+                "--arg",
+                "k=512",
+                "--arg",
+                "n=512",
+                "--arg",
+                "singleCoreM=256",
+                "--arg",
+                "singleCoreN=256",
+            ],
+        ),
+        ("flash_attention.pto", ["--block-dim", "2", "--arg", "S1=512", "--arg", "S1_TILE=128"]),
+    ],
+)
 @pytest.mark.parametrize("fmt", [[], ["--json"]])
 def test_cli_default_rows_give_the_report_of_every_row(tmp_path, kernel, args, fmt):
     """Without --trace / --plot, ``run`` keeps no sync rows (the report reads none): the
     text report and --json are those of a run that keeps every row."""
-    run = [sys.executable, "-m", "sim", "run", str(ROOT / "examples" / kernel), "--timing-only",
-           *args, *fmt]
+    run = [
+        sys.executable,
+        "-m",
+        "sim",
+        "run",
+        str(ROOT / "examples" / kernel),
+        "--timing-only",
+        *args,
+        *fmt,
+    ]
     default = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path)
-    full = subprocess.run(run + ["--trace-rows", "full"], capture_output=True, text=True,
-                          cwd=tmp_path)
+    full = subprocess.run(
+        run + ["--trace-rows", "full"], capture_output=True, text=True, cwd=tmp_path
+    )
     assert default.returncode == 0 and full.returncode == 0, default.stderr + full.stderr
     assert "total" in default.stdout and default.stdout == full.stdout

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.studies.calibrate import fit, load_cases, validate, write_model
 from sim.base.errors import UserError
+from sim.studies.calibrate import fit, load_cases, validate, write_model
 from sim.target import load_target, models_dir
 from sim.target.model import CceCost
 from sim.timing import Shape, lower
@@ -54,13 +54,19 @@ def test_validate_json_contract(tmp_path):
     assert first["predicted"] == 42
 
 
-@pytest.mark.parametrize("row, message", [
-    ("TFOO,f32,16,64,,,,50", r"cases.csv:2: column op: unknown opcode 'TFOO'"),
-    ("TADD,f99,16,64,,,,50", r"cases.csv:2: column dtype"),
-    ("TADD,f32,16,sixty,,,,50", r"cases.csv:2: column cols: expected a positive integer, found 'sixty'"),
-    ("TADD,f32,16,64,,,sideways,50", r"cases.csv:2: column variant"),
-    ("TADD,f32,16,64,,,,-3", r"cases.csv:2: column measured_cycles"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("TFOO,f32,16,64,,,,50", r"cases.csv:2: column op: unknown opcode 'TFOO'"),
+        ("TADD,f99,16,64,,,,50", r"cases.csv:2: column dtype"),
+        (
+            "TADD,f32,16,sixty,,,,50",
+            r"cases.csv:2: column cols: expected a positive integer, found 'sixty'",
+        ),
+        ("TADD,f32,16,64,,,sideways,50", r"cases.csv:2: column variant"),
+        ("TADD,f32,16,64,,,,-3", r"cases.csv:2: column measured_cycles"),
+    ],
+)
 def test_bad_rows_name_the_line(tmp_path, row, message):
     p = _write(tmp_path, row + "\n")
     with pytest.raises(UserError, match=message):
@@ -95,8 +101,11 @@ def _perturbed_model(tmp_path, changes):
     """A copy of a2a3 whose vector cost table has some figures changed: 'the hardware'."""
     hw = tmp_path / "hw"
     shutil.copytree(load_target("a2a3").path, hw)
-    rows = list(csv.reader(l for l in (hw / "vector_costs.csv").read_text().splitlines()
-                           if not l.startswith("#")))
+    rows = list(
+        csv.reader(
+            l for l in (hw / "vector_costs.csv").read_text().splitlines() if not l.startswith("#")
+        )
+    )
     head = rows[0]
     for r in rows[1:]:
         if r[0] in changes:
@@ -110,8 +119,13 @@ def _perturbed_model(tmp_path, changes):
 def test_calibrate_recovers_perturbed_figures(tmp_path):
     # "Hardware" where vadd starts slower (head 14 + tail 14 = 28) and streams at 3/repeat,
     # and vmuls costs 2/repeat.
-    hw = _perturbed_model(tmp_path, {"vadd": {"head_cycles": 14, "slope_cycles_per_repeat": 3},
-                                     "vmuls": {"slope_cycles_per_repeat": 2}})
+    hw = _perturbed_model(
+        tmp_path,
+        {
+            "vadd": {"head_cycles": 14, "slope_cycles_per_repeat": 3},
+            "vmuls": {"slope_cycles_per_repeat": 2},
+        },
+    )
     shapes = [(r, 64) for r in (1, 4, 16, 64, 128)] + [(8, 128), (16, 96)]
     body = ""
     for op, variant in (("TADD", ""), ("TMULS", ""), ("TDIVS", "inplace")):
@@ -120,7 +134,9 @@ def test_calibrate_recovers_perturbed_figures(tmp_path):
     p = _write(tmp_path, body, "shapes.csv")
     truth = validate(load_cases(p), hw)
     measured = "".join(
-        f"{c['op']},f32,{c['rows']},{c['cols']},,,{c['variant']},{c['predicted']}\n" for c in truth["cases"])
+        f"{c['op']},f32,{c['rows']},{c['cols']},,,{c['variant']},{c['predicted']}\n"
+        for c in truth["cases"]
+    )
     m = _write(tmp_path, measured, "measured.csv")
     cases = load_cases(m)
     before = validate(cases, "a2a3")
@@ -142,21 +158,26 @@ def test_calibrate_recovers_figures_through_barrier_restarts(tmp_path):
     # table, 19/30), 5 per repeat. TDIV pays vdiv cold (41 + 5r); TDIVS and TRECIP pay it
     # right after the dup's barrier, which under the default "tail" rule costs tail + 5r:
     # linear_terms gives that restart the coefficient tail/latency on vdiv's latency.
-    hw = _perturbed_model(tmp_path, {"vdiv": {"head_cycles": 15, "tail_cycles": 26,
-                                              "slope_cycles_per_repeat": 5}})
+    hw = _perturbed_model(
+        tmp_path, {"vdiv": {"head_cycles": 15, "tail_cycles": 26, "slope_cycles_per_repeat": 5}}
+    )
     shapes = [(r, 64) for r in (1, 4, 16, 64, 128)] + [(8, 128), (16, 96)]
-    body = "".join(f"{op},f32,{rows},{cols},,,,1\n" for op in ("TDIVS", "TDIV", "TADDC")
-                   for rows, cols in shapes)
+    body = "".join(
+        f"{op},f32,{rows},{cols},,,,1\n"
+        for op in ("TDIVS", "TDIV", "TADDC")
+        for rows, cols in shapes
+    )
     truth = validate(load_cases(_write(tmp_path, body, "shapes.csv")), hw)
-    measured = "".join(f"{c['op']},f32,{c['rows']},{c['cols']},,,,{c['predicted']}\n"
-                       for c in truth["cases"])
+    measured = "".join(
+        f"{c['op']},f32,{c['rows']},{c['cols']},,,,{c['predicted']}\n" for c in truth["cases"]
+    )
     cases = load_cases(_write(tmp_path, measured, "measured.csv"))
     assert validate(cases, "a2a3")["median_accuracy"] < 0.9
     costs = fit(cases, "a2a3")
     assert costs["vdiv"].latency_cycles == pytest.approx(41, abs=0.5)
     assert costs["vdiv"].tail_cycles == pytest.approx(26, abs=0.5)
     assert costs["vdiv"].slope_cycles_per_repeat == pytest.approx(5, abs=0.05)
-    assert costs["vadd"].latency_cycles == pytest.approx(24, abs=0.5)     # unchanged
+    assert costs["vadd"].latency_cycles == pytest.approx(24, abs=0.5)  # unchanged
     after = validate(cases, write_model("a2a3", costs, tmp_path / "fitted", "test"))
     assert after["median_accuracy"] > 0.99
 
@@ -167,18 +188,40 @@ _A2A3 = load_target("a2a3")
 # (opcode, dst dtype, src dtype, variant): barrier-free ops, intra-op barriers, V->S waits,
 # masked F-ops whose floor exceeds the restart tail, copies and scalar loops
 _LINEAR_OPS = [
-    ("TADD", "f32", "", ""), ("TEXP", "f32", "", ""), ("TADDS", "f32", "", ""),
-    ("TDIV", "f32", "", ""), ("TDIVS", "f32", "", ""), ("TDIVS", "f16", "", ""),
-    ("TDIVS", "f32", "", "inplace"), ("TDIVS", "i32", "", ""), ("TRECIP", "f32", "", ""),
-    ("TADDC", "f32", "", ""), ("TXOR", "i32", "", ""), ("TCVT", "i16", "f32", ""),
-    ("TRSQRT", "f32", "", "tmp"), ("TREM", "f32", "", ""), ("TREM", "i32", "", ""),
-    ("TFMOD", "f32", "", ""), ("TFMODS", "f32", "", ""), ("TREMS", "f32", "", ""),
-    ("TREMS", "i32", "", ""), ("TCMP", "f32", "", ""), ("TCMPS", "f32", "", ""),
-    ("TSEL", "f32", "", ""), ("TPRELU", "f32", "", ""), ("TROWSUM", "f32", "", ""),
-    ("TROWMAX", "f32", "", ""), ("TROWSUM", "i32", "", ""), ("TROWMIN", "i16", "", ""),
-    ("TCOLSUM", "f32", "", ""), ("TCOLSUM", "f32", "", "binary"), ("TCOLMAX", "f16", "", ""),
-    ("TROWEXPAND", "f32", "", ""), ("TROWEXPANDADD", "f32", "", ""),
-    ("TCOLEXPANDMUL", "f32", "", ""), ("TEXPANDS", "f32", "", ""),
+    ("TADD", "f32", "", ""),
+    ("TEXP", "f32", "", ""),
+    ("TADDS", "f32", "", ""),
+    ("TDIV", "f32", "", ""),
+    ("TDIVS", "f32", "", ""),
+    ("TDIVS", "f16", "", ""),
+    ("TDIVS", "f32", "", "inplace"),
+    ("TDIVS", "i32", "", ""),
+    ("TRECIP", "f32", "", ""),
+    ("TADDC", "f32", "", ""),
+    ("TXOR", "i32", "", ""),
+    ("TCVT", "i16", "f32", ""),
+    ("TRSQRT", "f32", "", "tmp"),
+    ("TREM", "f32", "", ""),
+    ("TREM", "i32", "", ""),
+    ("TFMOD", "f32", "", ""),
+    ("TFMODS", "f32", "", ""),
+    ("TREMS", "f32", "", ""),
+    ("TREMS", "i32", "", ""),
+    ("TCMP", "f32", "", ""),
+    ("TCMPS", "f32", "", ""),
+    ("TSEL", "f32", "", ""),
+    ("TPRELU", "f32", "", ""),
+    ("TROWSUM", "f32", "", ""),
+    ("TROWMAX", "f32", "", ""),
+    ("TROWSUM", "i32", "", ""),
+    ("TROWMIN", "i16", "", ""),
+    ("TCOLSUM", "f32", "", ""),
+    ("TCOLSUM", "f32", "", "binary"),
+    ("TCOLMAX", "f16", "", ""),
+    ("TROWEXPAND", "f32", "", ""),
+    ("TROWEXPANDADD", "f32", "", ""),
+    ("TCOLEXPANDMUL", "f32", "", ""),
+    ("TEXPANDS", "f32", "", ""),
 ]
 
 
@@ -199,8 +242,18 @@ def _shapes(draw):
     if static:
         vr, vc = rows, cols
     extra = draw(st.sampled_from([(), (("cmp", "ne"),), (("dst_layout", "DN"),)]))
-    return Shape(op, dt, rows, cols, vc if static else None, vr, vc, src_dtype=src,
-                 variant=variant, extra=extra)
+    return Shape(
+        op,
+        dt,
+        rows,
+        cols,
+        vc if static else None,
+        vr,
+        vc,
+        src_dtype=src,
+        variant=variant,
+        extra=extra,
+    )
 
 
 @settings(max_examples=400, deadline=None)
@@ -216,8 +269,12 @@ _FIGURE = st.sampled_from([0.0, 0.5, 1.0, 3.0, 11.0, 14.0, 16.0, 19.0, 32.0])
 
 
 @settings(max_examples=400, deadline=None)
-@given(shape=_shapes(), rule=st.sampled_from(["tail", "latency"]),
-       floor=st.sampled_from([0, 16, 25]), data=st.data())
+@given(
+    shape=_shapes(),
+    rule=st.sampled_from(["tail", "latency"]),
+    floor=st.sampled_from([0, 16, 25]),
+    data=st.data(),
+)
 def test_linear_terms_equal_evaluate_on_any_cost_table(shape, rule, floor, data):
     # the same identity whatever the figures: head 0, tail 0, tail below / equal to /
     # above the floor, fractional figures (a calibrated table)
@@ -226,8 +283,13 @@ def test_linear_terms_equal_evaluate_on_any_cost_table(shape, rule, floor, data)
 
     def costs(name):
         if name not in table:
-            table[name] = CceCost(name, data.draw(_FIGURE), data.draw(_FIGURE), data.draw(_FIGURE),
-                                  data.draw(st.booleans()))
+            table[name] = CceCost(
+                name,
+                data.draw(_FIGURE),
+                data.draw(_FIGURE),
+                data.draw(_FIGURE),
+                data.draw(st.booleans()),
+            )
         return table[name]
 
     want = evaluate(items, costs, floor, rule)[0]
@@ -271,14 +333,21 @@ def test_unpredictable_case_is_reported_not_fatal(tmp_path):
     assert r["families"]["binary"]["unpredicted"] == 1
     out = _cli("validate", str(p))
     assert out.returncode == 0, out.stderr
-    assert "no prediction: " in out.stdout and "1 without a prediction" in out.stdout.splitlines()[-1]
+    assert (
+        "no prediction: " in out.stdout and "1 without a prediction" in out.stdout.splitlines()[-1]
+    )
 
 
 def test_validate_json_numbers_are_numbers(tmp_path):
     p = _write(tmp_path, "TADD,f32,16,64,8,,,56.5\nTADD,f32,256,256,,,,500\n")
     data = json.loads(_cli("validate", str(p), "--json").stdout)
     first, big = data["cases"]
-    assert (first["rows"], first["cols"], first["valid_rows"], first["valid_cols"]) == (16, 64, 8, 64)
+    assert (first["rows"], first["cols"], first["valid_rows"], first["valid_cols"]) == (
+        16,
+        64,
+        8,
+        64,
+    )
     assert first["measured_cycles"] == 56.5 and big["measured_cycles"] == 500
     assert isinstance(big["measured_cycles"], int) and big["predicted"] is None
     assert isinstance(data["summary"]["unpredicted"], int)
@@ -293,8 +362,14 @@ def test_validate_reports_per_op_family(tmp_path):
     assert set(fam) == {"binary", "unary"}
     assert fam["binary"]["median_accuracy"] == pytest.approx((1.0 + 0.56) / 2, abs=1e-4)
     assert fam["binary"]["within_15_percent"] == 0.5
-    assert fam["unary"] == {"cases": 1, "predicted": 1, "unpredicted": 0, "median_accuracy": 1.0,
-                            "mean_accuracy": 1.0, "within_15_percent": 1.0}
+    assert fam["unary"] == {
+        "cases": 1,
+        "predicted": 1,
+        "unpredicted": 0,
+        "median_accuracy": 1.0,
+        "mean_accuracy": 1.0,
+        "within_15_percent": 1.0,
+    }
     text = _cli("validate", str(p)).stdout
     assert "per op family:" in text
     assert any(l.strip().startswith("binary") and "50% within 15%" in l for l in text.splitlines())
@@ -302,6 +377,7 @@ def test_validate_reports_per_op_family(tmp_path):
 
 def test_an_internal_error_on_one_case_is_reported_not_fatal(tmp_path, monkeypatch):
     import sim.studies.calibrate as cal
+
     real = cal._plan
 
     def flaky(case, tgt):
@@ -313,5 +389,9 @@ def test_an_internal_error_on_one_case_is_reported_not_fatal(tmp_path, monkeypat
     p = _write(tmp_path, "TSUB,f32,16,64,,,,56\nTADD,f32,16,64,,,,56\n")
     r = validate(load_cases(p), "a2a3")
     bad, good = r["cases"]
-    assert bad["predicted"] is None and "internal error" in bad["reason"] and "KeyError" in bad["reason"]
+    assert (
+        bad["predicted"] is None
+        and "internal error" in bad["reason"]
+        and "KeyError" in bad["reason"]
+    )
     assert good["predicted"] == 56 and r["summary"]["unpredicted"] == 1

@@ -41,7 +41,7 @@ def _kernel(src_valid, extra_loads: int = 0):
 
 
 def test_a_valid_kernel_then_an_equal_instruction_on_other_valid_regions():
-    sim.simulate(_kernel((R, C)), functional=False)           # clean: verdict kept
+    sim.simulate(_kernel((R, C)), functional=False)  # clean: verdict kept
     with pytest.raises(VerifyError, match="valid"):
         sim.simulate(_kernel((8, 32)), functional=False)
 
@@ -67,6 +67,7 @@ def test_a_kept_verdict_names_the_instruction_that_breaks_the_rule_now():
 
 # --- clean verdicts shared by instructions with equal facts (sim.isa.verify._facts) --------
 
+
 def _t(name, dtype="f32", loc="vec", rows=R, cols=C, **kw):
     return Tile(name, TileType(loc, dtype, rows, cols, **kw))
 
@@ -82,38 +83,70 @@ _i32 = [_t(n, "i32") for n in "abc"]
 # (what differs, clean (instr, target, valid_of), then one equal to it but for that part,
 #  which the verifier rejects or warns about)
 _PAIRS = {
-    "opcode": ((Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
-               (Instr("TAND", [_c], [_a, _b]), A2A3, _declared)),
-    "target": ((Instr("TADD", [_t("c", "u8")], [_t("a", "u8"), _t("b", "u8")]), A5, _declared),
-               (Instr("TADD", [_t("c", "u8")], [_t("a", "u8"), _t("b", "u8")]), A2A3, _declared)),
-    "dtype": ((Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
-              (Instr("TADD", [_t("x", "u8")], [_t("y", "u8"), _t("z", "u8")]), A2A3, _declared)),
-    "location": ((Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
-                 (Instr("TADD", [_t("x", loc="mat")], [_t("y", loc="mat"), _t("z", loc="mat")]),
-                  A2A3, _declared)),
-    "layout": ((Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
-               (Instr("TADD", [_t("x", blayout="col_major")], [_t("y", blayout="col_major"),
-                                                               _t("z", blayout="col_major")]),
-                A2A3, _declared)),
-    "capacity": ((Instr("TPRELU", [_c], [_a, _b, _t("m", "u8", rows=R + 1, valid_rows=R)]),
-                  A2A3, _declared),
-                 (Instr("TPRELU", [_c], [_a, _b, _t("m", "u8", rows=R, valid_rows=R)]),
-                  A2A3, _declared)),
-    "valid region": ((Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
-                     (Instr("TADD", [_c], [_a, _b]), A2A3,
-                      lambda t: (8, C) if t is _b else _declared(t))),
-    "aliasing": ((Instr("TFMOD", [_c], [_a, _b]), A2A3, _declared),
-                 (Instr("TFMOD", [_c], [_c, _b]), A2A3, _declared)),
-    "constant": ((Instr("TREMS", [_i32[2]], [_i32[0], Const(3, "i32")]), A2A3, _declared),
-                 (Instr("TREMS", [_i32[2]], [_i32[0], Const(1 << 25, "i32")]), A2A3, _declared)),
-    "GM view dtype": ((Instr("TLOAD", [_a], [PartView("v", "f32", (R, C))]), A2A3, _declared),
-                      (Instr("TLOAD", [_a], [PartView("v", "f16", (R, C))]), A2A3, _declared)),
-    "operand kind": ((Instr("TADDS", [_c], [_a, Const(1.0, "f32")]), A2A3, _declared),
-                     (Instr("TADDS", [_c], [_a, _b]), A2A3, _declared)),
-    "other operand kind": ((Instr("TADDS", [_c], [_a, Scalar("s", "f32")]), A2A3, _declared),
-                           (Instr("TADDS", [_c], [_a, GmPtr("p", "f32")]), A2A3, _declared)),
-    "outputs": ((Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
-                (Instr("TADD", [_c, _a], [_b]), A2A3, _declared)),
+    "opcode": (
+        (Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
+        (Instr("TAND", [_c], [_a, _b]), A2A3, _declared),
+    ),
+    "target": (
+        (Instr("TADD", [_t("c", "u8")], [_t("a", "u8"), _t("b", "u8")]), A5, _declared),
+        (Instr("TADD", [_t("c", "u8")], [_t("a", "u8"), _t("b", "u8")]), A2A3, _declared),
+    ),
+    "dtype": (
+        (Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
+        (Instr("TADD", [_t("x", "u8")], [_t("y", "u8"), _t("z", "u8")]), A2A3, _declared),
+    ),
+    "location": (
+        (Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
+        (
+            Instr("TADD", [_t("x", loc="mat")], [_t("y", loc="mat"), _t("z", loc="mat")]),
+            A2A3,
+            _declared,
+        ),
+    ),
+    "layout": (
+        (Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
+        (
+            Instr(
+                "TADD",
+                [_t("x", blayout="col_major")],
+                [_t("y", blayout="col_major"), _t("z", blayout="col_major")],
+            ),
+            A2A3,
+            _declared,
+        ),
+    ),
+    "capacity": (
+        (Instr("TPRELU", [_c], [_a, _b, _t("m", "u8", rows=R + 1, valid_rows=R)]), A2A3, _declared),
+        (Instr("TPRELU", [_c], [_a, _b, _t("m", "u8", rows=R, valid_rows=R)]), A2A3, _declared),
+    ),
+    "valid region": (
+        (Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
+        (Instr("TADD", [_c], [_a, _b]), A2A3, lambda t: (8, C) if t is _b else _declared(t)),
+    ),
+    "aliasing": (
+        (Instr("TFMOD", [_c], [_a, _b]), A2A3, _declared),
+        (Instr("TFMOD", [_c], [_c, _b]), A2A3, _declared),
+    ),
+    "constant": (
+        (Instr("TREMS", [_i32[2]], [_i32[0], Const(3, "i32")]), A2A3, _declared),
+        (Instr("TREMS", [_i32[2]], [_i32[0], Const(1 << 25, "i32")]), A2A3, _declared),
+    ),
+    "GM view dtype": (
+        (Instr("TLOAD", [_a], [PartView("v", "f32", (R, C))]), A2A3, _declared),
+        (Instr("TLOAD", [_a], [PartView("v", "f16", (R, C))]), A2A3, _declared),
+    ),
+    "operand kind": (
+        (Instr("TADDS", [_c], [_a, Const(1.0, "f32")]), A2A3, _declared),
+        (Instr("TADDS", [_c], [_a, _b]), A2A3, _declared),
+    ),
+    "other operand kind": (
+        (Instr("TADDS", [_c], [_a, Scalar("s", "f32")]), A2A3, _declared),
+        (Instr("TADDS", [_c], [_a, GmPtr("p", "f32")]), A2A3, _declared),
+    ),
+    "outputs": (
+        (Instr("TADD", [_c], [_a, _b]), A2A3, _declared),
+        (Instr("TADD", [_c, _a], [_b]), A2A3, _declared),
+    ),
 }
 
 
@@ -137,8 +170,11 @@ def test_a_clean_verdict_is_not_shared_across_a_part_of_the_facts(part, fresh_me
 
 
 def test_the_same_op_on_other_tiles_of_the_same_types_shares_the_clean_verdict(
-        fresh_memo, monkeypatch):
+    fresh_memo, monkeypatch
+):
     assert verify.verify_instr(Instr("TADD", [_c], [_a, _b]), A2A3, _declared, "first") == []
-    monkeypatch.setattr(verify, "diagnose", None)       # must not be called again
-    assert verify.verify_instr(Instr("TADD", [_t("x")], [_t("y"), _t("z")]), A2A3, _declared,
-                               "second") == []
+    monkeypatch.setattr(verify, "diagnose", None)  # must not be called again
+    assert (
+        verify.verify_instr(Instr("TADD", [_t("x")], [_t("y"), _t("z")]), A2A3, _declared, "second")
+        == []
+    )

@@ -17,11 +17,11 @@ Hand-derived bounds on the kernels of ``trace_kernels``:
 from __future__ import annotations
 
 import pytest
+from dma_formula import dma_cycles, path_figures
+from trace_kernels import add2, barriers, op_rows
 
 import sim
 from sim.base.errors import DeadlockError
-from trace_kernels import add2, barriers, op_rows
-from dma_formula import dma_cycles, path_figures
 
 # start-up latencies of a TLOAD / TSTORE, rounded as an op's cost is
 LOAD_START, STORE_START = round(path_figures("GM_UB")[0]), round(path_figures("UB_GM")[0])
@@ -34,7 +34,7 @@ def as_is():
 
 @pytest.fixture(scope="module")
 def durations(as_is):
-    return op_rows(as_is.trace)["duration_cycles"].tolist()      # L1, L2, A, S
+    return op_rows(as_is.trace)["duration_cycles"].tolist()  # L1, L2, A, S
 
 
 def test_whatif_table(as_is, durations):
@@ -48,8 +48,13 @@ def test_whatif_table(as_is, durations):
     assert 2 * LOAD_START > max(a, STORE_START)
     assert df.loc["as-is", "total_cycles"] == as_is.total_cycles
     assert df["speedup"].tolist() == pytest.approx(
-        [1.0, as_is.total_cycles / (l1 + l2), as_is.total_cycles / inf_bw,
-         as_is.total_cycles / (2 * LOAD_START)])
+        [
+            1.0,
+            as_is.total_cycles / (l1 + l2),
+            as_is.total_cycles / inf_bw,
+            as_is.total_cycles / (2 * LOAD_START),
+        ]
+    )
 
 
 def test_ideal_sync_runs_every_pipe_back_to_back_from_zero():
@@ -61,8 +66,8 @@ def test_ideal_sync_runs_every_pipe_back_to_back_from_zero():
     busy = {p: s["busy_cycles"] for p, s in r.pipes.items()}
     assert r.total_cycles == max(busy.values())
     sync = r.trace[r.trace["kind"].isin(["wait_flag", "set_flag", "barrier"])]
-    assert len(sync) == 6 and (sync["duration_cycles"] == 0).all()   # rows kept, zero cost
-    assert r.trace["waits"].str.len().sum() > 0                       # still named on the ops
+    assert len(sync) == 6 and (sync["duration_cycles"] == 0).all()  # rows kept, zero cost
+    assert r.trace["waits"].str.len().sum() > 0  # still named on the ops
 
 
 def test_ideal_sync_makes_pipe_all_barriers_free():
@@ -92,7 +97,7 @@ def test_ideal_sync_keeps_the_vector_stream_open_across_barriers():
 def test_ideal_sync_satisfies_a_wait_that_would_deadlock():
     k = sim.Kernel("stuck")
     a = k.tile("vec", "f32", 32, 64)
-    k.wait_flag("PIPE_MTE2", "PIPE_V", 0)          # no set_flag ever
+    k.wait_flag("PIPE_MTE2", "PIPE_V", 0)  # no set_flag ever
     k.TADDS(a, a, 1.0)
     with pytest.raises(DeadlockError):
         sim.simulate(k, "a2a3")
@@ -104,16 +109,21 @@ def test_infinite_bandwidth_zeroes_dma_bytes_and_nothing_else(as_is, durations):
     r = sim.simulate(add2(), "a2a3", infinite_bandwidth=True)
     ops = op_rows(r.trace)
     assert ops.set_index("opcode")["duration_cycles"].to_dict() == {
-        "TLOAD": LOAD_START, "TADD": durations[2], "TSTORE": STORE_START}
-    assert ops["bytes"].tolist() == op_rows(as_is.trace)["bytes"].tolist()   # still reported
+        "TLOAD": LOAD_START,
+        "TADD": durations[2],
+        "TSTORE": STORE_START,
+    }
+    assert ops["bytes"].tolist() == op_rows(as_is.trace)["bytes"].tolist()  # still reported
     assert r.total_cycles == 2 * LOAD_START + durations[2] + STORE_START
 
 
 def test_infinite_bandwidth_with_barriers_leaves_the_vector_work_and_start_ups():
     as_is = sim.simulate(barriers(), "a2a3")
     adds = op_rows(as_is.trace)["duration_cycles"].iloc[1]
-    assert sim.simulate(barriers(), "a2a3", infinite_bandwidth=True).total_cycles == \
-        LOAD_START + adds + STORE_START
+    assert (
+        sim.simulate(barriers(), "a2a3", infinite_bandwidth=True).total_cycles
+        == LOAD_START + adds + STORE_START
+    )
 
 
 def test_whatif_passes_simulate_options_and_keeps_results_identical():

@@ -6,11 +6,11 @@ from __future__ import annotations
 import attrs
 import pytest
 from hang_guard import hang_guard
+from test_ffts import _HEAD, _MIDDLES, _TAIL, _cube_to_vector
 
 import sim
 from sim.frontend import parse_text
 from sim.isa.program import Section, SyncSet, SyncWait
-from test_ffts import _HEAD, _MIDDLES, _TAIL, _cube_to_vector
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +21,12 @@ def no_hang():
 
 def _without_cross_core_flags(program):
     fn = program.main
-    body = tuple(attrs.evolve(st, body=tuple(s for s in st.body
-                                             if type(s) not in (SyncSet, SyncWait)))
-                 if isinstance(st, Section) else st for st in fn.body)
+    body = tuple(
+        attrs.evolve(st, body=tuple(s for s in st.body if type(s) not in (SyncSet, SyncWait)))
+        if isinstance(st, Section)
+        else st
+        for st in fn.body
+    )
     return attrs.evolve(program, functions=(attrs.evolve(fn, body=body),))
 
 
@@ -34,9 +37,8 @@ def _gm_races(r):
 def test_a_cube_store_and_a_vector_load_race_unless_a_flag_orders_them():
     k = _cube_to_vector("FIX", bd=2)
     assert _gm_races(sim.simulate(k, races=True)) == []
-    found = _gm_races(sim.simulate(_without_cross_core_flags(k.program()), races=True,
-                                   block_dim=2))
-    assert len(found) == 4                       # each AIV of each core against its AIC
+    found = _gm_races(sim.simulate(_without_cross_core_flags(k.program()), races=True, block_dim=2))
+    assert len(found) == 4  # each AIV of each core against its AIC
     pairs = {(x.first.split(" PIPE")[0], x.second.split(" PIPE")[0]) for x in found}
     assert pairs == {(f"core {c} AIV{s}", f"core {c} AIC") for c in (0, 1) for s in (0, 1)}
     msg = found[0].message
@@ -56,9 +58,13 @@ def test_cores_reading_each_others_rows_race_without_a_barrier(middle):
     # rows before they are written, with the data-path costs of machine.toml)
     assert {x.kind for x in found} <= {"RAW", "WAR"} and len(found) == 4
     assert {frozenset((x.first.split(" PIPE")[0], x.second.split(" PIPE")[0])) for x in found} == {
-        frozenset((f"core {(c + 1) % 4} AIV0", f"core {c} AIV0")) for c in range(4)}
-    assert [x.kind for x in found if "core 2 AIV0" in (x.first + x.second)
-            and "core 1 AIV0" in (x.first + x.second)] == ["WAR"]
+        frozenset((f"core {(c + 1) % 4} AIV0", f"core {c} AIV0")) for c in range(4)
+    }
+    assert [
+        x.kind
+        for x in found
+        if "core 2 AIV0" in (x.first + x.second) and "core 1 AIV0" in (x.first + x.second)
+    ] == ["WAR"]
 
 
 def _blocks(col1):
@@ -76,7 +82,9 @@ def test_column_blocks_of_one_matrix_do_not_race_overlapping_ones_do():
     assert _gm_races(sim.simulate(_blocks(32), races=True)) == []
     found = _gm_races(sim.simulate(_blocks(16), races=True))
     assert [x.kind for x in found] == ["WAW"]
-    assert "core 0 AIV0 PIPE_MTE3" in found[0].message and "core 1 AIV0 PIPE_MTE3" in found[0].message
+    assert (
+        "core 0 AIV0 PIPE_MTE3" in found[0].message and "core 1 AIV0 PIPE_MTE3" in found[0].message
+    )
 
 
 def test_a_fifo_orders_the_gm_the_producer_wrote_before_pushing():
@@ -98,7 +106,8 @@ def test_a_fifo_orders_the_gm_the_producer_wrote_before_pushing():
 def test_check_races_runs_the_kernels_cores_and_names_the_unit(tmp_path, capsys):
     from sim.cli import main
     from sim.studies import check_races
-    k = _blocks(16)                                 # a builder kernel brings block_dim=2
+
+    k = _blocks(16)  # a builder kernel brings block_dim=2
     assert [f.kind for f in check_races(k) if f.kind == "WAW"] == ["WAW"]
     assert [f.kind for f in check_races(k, block_dim=1) if f.kind == "WAW"] == []
     f = tmp_path / "n.pto"
@@ -106,4 +115,4 @@ def test_check_races_runs_the_kernels_cores_and_names_the_unit(tmp_path, capsys)
     assert main(["check", "--races", str(f), "--block-dim", "4"]) == 1
     out = capsys.readouterr().out
     assert "RAW: RAW race in GM:y: core 1 AIV0 PIPE_MTE3" in out
-    assert "RAW: core 0 AIV0: RAW race in UB: PIPE_MTE2 #0 TLOAD" in out    # unit-local
+    assert "RAW: core 0 AIV0: RAW race in UB: PIPE_MTE2 #0 TLOAD" in out  # unit-local

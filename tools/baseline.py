@@ -38,9 +38,12 @@ SYNCS = (None, "auto", "manual")
 # Python kernels' arguments that keep a run small; chip kernels at 2 cores
 ARGS = {"flash_attention.py": [("cores", 2)]}
 # a .pto kernel's scalar arguments and core count
-PTO_ARGS = {"gemm.pto": ({"m": 256, "k": 1024, "n": 512, "singleCoreM": 128, "singleCoreN": 256}, 4),
-            "flash_attention.pto": ({"S1": 512, "S1_TILE": 128}, 2),
-            "sync_never_set.pto": ({"n": 2}, None), "two_kernels.pto": ({"n": 2, "m": 3}, None)}
+PTO_ARGS = {
+    "gemm.pto": ({"m": 256, "k": 1024, "n": 512, "singleCoreM": 128, "singleCoreN": 256}, 4),
+    "flash_attention.pto": ({"S1": 512, "S1_TILE": 128}, 2),
+    "sync_never_set.pto": ({"n": 2}, None),
+    "two_kernels.pto": ({"n": 2, "m": 3}, None),
+}
 
 
 def _local(text: str) -> str:
@@ -66,28 +69,50 @@ def _digest(obj) -> str:
 
 # the chip kernels at full size on 24 cores (``ptosim run``'s runs, issue #22): timing only
 # at the README's sizes, and functional at a size numpy computes quickly
-CHIP24 = {"gemm.pto 6144^3": ("gemm.pto", {"m": 6144, "k": 6144, "n": 6144, "singleCoreM": 1536,
-                                           "singleCoreN": 1024}, False),
-          "gemm.pto 512x512x1536": ("gemm.pto", {"m": 512, "k": 512, "n": 1536,
-                                                  "singleCoreM": 128, "singleCoreN": 256}, True),
-          "flash_attention.pto S1=8192": ("flash_attention.pto", {"S1": 8192, "S1_TILE": 128}, False),
-          "flash_attention.pto S1=256": ("flash_attention.pto", {"S1": 256, "S1_TILE": 128}, True)}
+CHIP24 = {
+    "gemm.pto 6144^3": (
+        "gemm.pto",
+        {"m": 6144, "k": 6144, "n": 6144, "singleCoreM": 1536, "singleCoreN": 1024},
+        False,
+    ),
+    "gemm.pto 512x512x1536": (
+        "gemm.pto",
+        {"m": 512, "k": 512, "n": 1536, "singleCoreM": 128, "singleCoreN": 256},
+        True,
+    ),
+    "flash_attention.pto S1=8192": ("flash_attention.pto", {"S1": 8192, "S1_TILE": 128}, False),
+    "flash_attention.pto S1=256": ("flash_attention.pto", {"S1": 256, "S1_TILE": 128}, True),
+}
 
 
-def _run_entry(kernel, target, sync, inputs=None, block_dim=None, functional=True,
-               races="manual") -> dict:
+def _run_entry(
+    kernel, target, sync, inputs=None, block_dim=None, functional=True, races="manual"
+) -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = sim.simulate(kernel, target, sync=sync, races=races, inputs=inputs,
-                             block_dim=block_dim, functional=functional)
+            r = sim.simulate(
+                kernel,
+                target,
+                sync=sync,
+                races=races,
+                inputs=inputs,
+                block_dim=block_dim,
+                functional=functional,
+            )
         outputs = {n: r.output(n) for n in sorted(r.gm)} if hasattr(r, "gm") else {}
-        return {"cycles": int(r.total_cycles), "mode": r.mode,
-                "pipes": {p: int(v["busy_cycles"]) if isinstance(v, dict) else str(v)
-                          for p, v in sorted(r.pipes.items())},
-                "warnings": [_local(w) for w in r.warnings],
-                "races": [_local(getattr(f, "message", str(f))) for f in (r.races or [])],
-                "trace": _digest(r.trace), "outputs": _digest(outputs)}
+        return {
+            "cycles": int(r.total_cycles),
+            "mode": r.mode,
+            "pipes": {
+                p: int(v["busy_cycles"]) if isinstance(v, dict) else str(v)
+                for p, v in sorted(r.pipes.items())
+            },
+            "warnings": [_local(w) for w in r.warnings],
+            "races": [_local(getattr(f, "message", str(f))) for f in (r.races or [])],
+            "trace": _digest(r.trace),
+            "outputs": _digest(outputs),
+        }
     except Exception as e:  # the message is part of the behaviour
         return {"error": _local(f"{type(e).__name__}: {e}")}
 
@@ -130,8 +155,9 @@ def collect(progress=True) -> dict:
         inputs = _scalar_defaults(kernel, inputs)
         for target in TARGETS:
             for sync in SYNCS:
-                out[f"{rel} {target} {sync or 'default'}"] = _run_entry(kernel, target, sync,
-                                                                        inputs, block_dim)
+                out[f"{rel} {target} {sync or 'default'}"] = _run_entry(
+                    kernel, target, sync, inputs, block_dim
+                )
             try:
                 df = sim.compare(kernel, target, inputs=inputs)
                 out[f"{rel} {target} compare"] = {"table": _digest(df)}
@@ -143,20 +169,31 @@ def collect(progress=True) -> dict:
         kernel = _load(ROOT / "examples" / file)
         for races in ("manual", True, False):
             out[f"24 cores: {name} races={races}"] = _run_entry(
-                kernel, "a2a3", None, inputs, 24, functional, races)
+                kernel, "a2a3", None, inputs, 24, functional, races
+            )
         if progress:
             print(f"24 cores: {name}", file=sys.stderr)
     import kernels as bench_kernels
+
     for name in bench_kernels.KERNELS:
         k = bench_kernels.build(name, 600)
         out[f"bench:{name} a2a3 default"] = _run_entry(k, "a2a3", None)
     try:
-        df = sim.sweep(str(ROOT / "examples" / "relu_sub_tiled.py"),
-                       params={"rows": [16, 32], "buffers": [1, 2]},
-                       sync=["manual", "auto"], workers=1, processes=False)
-        out["sweep relu_sub_tiled"] = {"table": _digest(df.drop(columns=[c for c in df.columns
-                                                                        if "time" in c or "seconds" in c],
-                                                               errors="ignore"))}
+        df = sim.sweep(
+            str(ROOT / "examples" / "relu_sub_tiled.py"),
+            params={"rows": [16, 32], "buffers": [1, 2]},
+            sync=["manual", "auto"],
+            workers=1,
+            processes=False,
+        )
+        out["sweep relu_sub_tiled"] = {
+            "table": _digest(
+                df.drop(
+                    columns=[c for c in df.columns if "time" in c or "seconds" in c],
+                    errors="ignore",
+                )
+            )
+        }
     except Exception as e:
         out["sweep relu_sub_tiled"] = {"error": _local(f"{type(e).__name__}: {e}")}
     return out

@@ -24,11 +24,21 @@ from pathlib import Path
 
 # (op, dtype, slope per repeat, constant) — timing-model.md §2.4 "910B3 fit" column.
 FITS_910B3 = [
-    ("TADD", "f32", 2.11, 24), ("TSUB", "f32", 2.11, 24), ("TMUL", "f32", 2.3, 25),
-    ("TDIV", "f32", 4.03, 31), ("TMAX", "f32", 2.01, 23), ("TAND", "i16", 2.03, 20),
-    ("TOR", "i16", 2.03, 20), ("TMULS", "f32", 1.0, 26), ("TMAXS", "f32", 1.00, 23),
-    ("TLRELU", "f32", 1.03, 26), ("TRELU", "f32", 1.00, 23), ("TEXP", "f32", 2.00, 31),
-    ("TLOG", "f32", 2.00, 33), ("TRSQRT", "f32", 1.07, 24), ("TCVT", "f32>f16", 0.90, 27),
+    ("TADD", "f32", 2.11, 24),
+    ("TSUB", "f32", 2.11, 24),
+    ("TMUL", "f32", 2.3, 25),
+    ("TDIV", "f32", 4.03, 31),
+    ("TMAX", "f32", 2.01, 23),
+    ("TAND", "i16", 2.03, 20),
+    ("TOR", "i16", 2.03, 20),
+    ("TMULS", "f32", 1.0, 26),
+    ("TMAXS", "f32", 1.00, 23),
+    ("TLRELU", "f32", 1.03, 26),
+    ("TRELU", "f32", 1.00, 23),
+    ("TEXP", "f32", 2.00, 31),
+    ("TLOG", "f32", 2.00, 33),
+    ("TRSQRT", "f32", 1.07, 24),
+    ("TCVT", "f32>f16", 0.90, 27),
 ]
 _LANES = {"f32": 64, "f16": 128, "i16": 128, "f32>f16": 64}
 _FORMULA_DTYPES = {"fp32": "f32", "fp16": "f16"}
@@ -48,8 +58,14 @@ def formula_cases(path: Path):
             cols = int(row["cols"])
             for rows in (8, 16, 32):
                 cycles = round(float(row["slope"]) * rows * cols + float(row["bias"]))
-                yield (row["op"], _FORMULA_DTYPES[row["dtype"]], rows, cols, cycles,
-                       "a2a3_formula_params.csv")
+                yield (
+                    row["op"],
+                    _FORMULA_DTYPES[row["dtype"]],
+                    rows,
+                    cols,
+                    cycles,
+                    "a2a3_formula_params.csv",
+                )
 
 
 def main(reference: str) -> None:
@@ -58,9 +74,23 @@ def main(reference: str) -> None:
     print("# Derived from the reference pack only: see README.md beside this file and")
     print("# tools/derive_reference_cases.py. measured_cycles are fitted lines evaluated at")
     print("# the listed shapes, not new measurements.")
-    out.writerow(["op", "dtype", "rows", "cols", "valid_rows", "valid_cols", "variant",
-                  "measured_cycles", "source"])
-    for op, dt, rows, cols, cycles, source in [*fit_cases(), *formula_cases(ref / "data" / "a2a3_formula_params.csv")]:
+    out.writerow(
+        [
+            "op",
+            "dtype",
+            "rows",
+            "cols",
+            "valid_rows",
+            "valid_cols",
+            "variant",
+            "measured_cycles",
+            "source",
+        ]
+    )
+    for op, dt, rows, cols, cycles, source in [
+        *fit_cases(),
+        *formula_cases(ref / "data" / "a2a3_formula_params.csv"),
+    ]:
         out.writerow([op, dt, rows, cols, "", "", "", cycles, source])
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PTO = ROOT / "examples" / "flash_attention.pto"
 
-CHUNK = 128            # keys of one S / K / V chunk
+CHUNK = 128  # keys of one S / K / V chunk
 HEAD = 128
 KIB = 1024
 
@@ -69,8 +69,21 @@ UB_T, UB_T16 = 114752, 131136
 UB_P16, UB_P16_STEP = 139360, 8224
 # per-row columns (examples/flash_attention.py COLUMNS_CHUNKED): first byte, step
 COLUMNS = (174688, 1056)
-COLUMN_NAMES = ["m0_0", "m0_1", "m1_0", "m1_1", "alpha0_0", "alpha0_1", "alpha1_0",
-                "alpha1_1", "l0", "l1", "mj", "lj", "lj16"]
+COLUMN_NAMES = [
+    "m0_0",
+    "m0_1",
+    "m1_0",
+    "m1_1",
+    "alpha0_0",
+    "alpha0_1",
+    "alpha1_0",
+    "alpha1_1",
+    "l0",
+    "l1",
+    "mj",
+    "lj",
+    "lj16",
+]
 
 BEGIN = "// generated: tools/gen_flash_attention_pto.py writes from here"
 END = "// end of generated text"
@@ -118,6 +131,7 @@ def _has(offset: int) -> str | None:
 # --------------------------------------------------------------------------------------
 # cube
 
+
 def cube(T: int, indent: int) -> list[str]:
     f = FORMS[T]
     c, vs, ahead = f["chunks"], f["v_sets"], f["ahead"]
@@ -129,17 +143,23 @@ def cube(T: int, indent: int) -> list[str]:
     pvv = f"!pto.partition_tensor_view<{T}x{HEAD}xf16>"
     o(f"// ---- key tile {T}: {c} chunks of 128 keys, two row passes of 64 query rows ----")
     p_bytes = f["p_slots"] * 16 * KIB
-    o(f'{n("p_buf")} = pto.reserve_buffer {{name = "fa_p{T}", size = {p_bytes}, location = '
-      f'#pto.address_space<mat>, auto = false, base = 0}} -> i32')
+    o(
+        f'{n("p_buf")} = pto.reserve_buffer {{name = "fa_p{T}", size = {p_bytes}, location = '
+        f"#pto.address_space<mat>, auto = false, base = 0}} -> i32"
+    )
     o(f'{n("s_buf")} = pto.import_reserved_buffer {{name = "fa_s{T}", peer_func = @fa_vec}} -> i32')
     o(f'{n("o_buf")} = pto.import_reserved_buffer {{name = "fa_o{T}", peer_func = @fa_vec}} -> i32')
     for pid, (d, buf) in enumerate([(1, "s_buf"), (2, "p_buf"), (1, "o_buf")]):
         kind = "c2v" if d == 1 else "v2c"
-        o(f"pto.aic_initialize_pipe {{id = {pid}, dir_mask = {d}, slot_size = 16384}} "
-          f"({kind}_consumer_buf = {n(buf)} : i32)")
+        o(
+            f"pto.aic_initialize_pipe {{id = {pid}, dir_mask = {d}, slot_size = 16384}} "
+            f"({kind}_consumer_buf = {n(buf)} : i32)"
+        )
     # L1: the P FIFO, Q, the K^T tiles (two sets), the V tiles (v_sets)
-    o(f"// L1: the P FIFO ({f['p_slots']} slots), Q, K^T tiles (two sets, one TLOAD each), "
-      f"V tiles ({vs} set{'s' if vs > 1 else ''}); L0A: Q by pass, P ping/pong")
+    o(
+        f"// L1: the P FIFO ({f['p_slots']} slots), Q, K^T tiles (two sets, one TLOAD each), "
+        f"V tiles ({vs} set{'s' if vs > 1 else ''}); L0A: Q by pass, P ping/pong"
+    )
     tile_bytes = HEAD * T * 2
     addr = p_bytes
     o(f"{n('aq')} = arith.constant {addr} : i64")
@@ -168,21 +188,30 @@ def cube(T: int, indent: int) -> list[str]:
     l1_ids = 2 + vs
     o("// flags: MTE1 -> MTE2 one per L1 tile (K^T sets 0, 1, then V), M -> MTE1 the two L0B")
     o("// slots (0, 1) and the two P L0A tiles (2, 3), FIX -> M the S (0, 1) and O (2, 3)")
-    o("// accumulators: each primed \"free\" here and drained after the loop")
-    prime = ([("MTE1", "MTE2", i) for i in range(l1_ids)] + [("M", "MTE1", i) for i in range(4)]
-             + [("FIX", "M", i) for i in range(4)])
+    o('// accumulators: each primed "free" here and drained after the loop')
+    prime = (
+        [("MTE1", "MTE2", i) for i in range(l1_ids)]
+        + [("M", "MTE1", i) for i in range(4)]
+        + [("FIX", "M", i) for i in range(4)]
+    )
     for s, d, i in prime:
         o(flag("set_flag", s, d, i))
-    o(f"{n('vq')} = pto.partition_view %tq, offsets = [%q0, %c0], sizes = [%c128, %c128] : "
-      "!TVH -> !PVH")
+    o(
+        f"{n('vq')} = pto.partition_view %tq, offsets = [%q0, %c0], sizes = [%c128, %c128] : "
+        "!TVH -> !PVH"
+    )
     o(f"pto.tload ins({n('vq')} : !PVH) outs({n('q_l1')} : !L1)")
     o(flag("set_flag", "MTE2", "MTE1", 0))
     o(flag("wait_flag", "MTE2", "MTE1", 0))
-    o(f"pto.textract ins({n('q_l1')}, %c0, %c0 : !L1, index, index) outs({n('q_l0_0')} : !L0AH)"
-      "  // query rows 0..63: pass 0")
+    o(
+        f"pto.textract ins({n('q_l1')}, %c0, %c0 : !L1, index, index) outs({n('q_l0_0')} : !L0AH)"
+        "  // query rows 0..63: pass 0"
+    )
     o(flag("set_flag", "MTE1", "M", 4))
-    o(f"pto.textract ins({n('q_l1')}, %c64, %c0 : !L1, index, index) outs({n('q_l0_1')} : !L0AH)"
-      "  // rows 64..127: pass 1")
+    o(
+        f"pto.textract ins({n('q_l1')}, %c64, %c0 : !L1, index, index) outs({n('q_l0_1')} : !L0AH)"
+        "  // rows 64..127: pass 1"
+    )
     o(flag("set_flag", "MTE1", "M", 5))
 
     ring = {"l0b": 0, "s": 0, "p": 0}
@@ -207,15 +236,21 @@ def cube(T: int, indent: int) -> list[str]:
         o(f"{kb} = arith.muli {tile_expr(off)}, %c{T} : index")
         o(f"{key} = arith.addi %k0, {kb} : index")
         if name == "kt":
-            o(f"{vw} = pto.partition_view %tkt, offsets = [%c0, {key}], sizes = [%c128, %c{T}] "
-              f": !TVH -> {pvk}")
+            o(
+                f"{vw} = pto.partition_view %tkt, offsets = [%c0, {key}], sizes = [%c128, %c{T}] "
+                f": !TVH -> {pvk}"
+            )
         else:
-            o(f"{vw} = pto.partition_view %tv, offsets = [{key}, %c0], sizes = [%c{T}, %c128] "
-              f": !TVH -> {pvv}")
+            o(
+                f"{vw} = pto.partition_view %tv, offsets = [{key}, %c0], sizes = [%c{T}, %c128] "
+                f": !TVH -> {pvv}"
+            )
         o(flag("wait_flag", "MTE1", "MTE2", eid))
         dst = n(f"{name}_l1_{t}")
-        o(f"pto.tload ins({vw} : {pvk if name == 'kt' else pvv}) outs({dst} : "
-          f"{l1k if name == 'kt' else l1v})")
+        o(
+            f"pto.tload ins({vw} : {pvk if name == 'kt' else pvv}) outs({dst} : "
+            f"{l1k if name == 'kt' else l1v})"
+        )
         o(flag("set_flag", "MTE2", "MTE1", eid))
 
     def col(b):
@@ -223,15 +258,19 @@ def cube(T: int, indent: int) -> list[str]:
 
     def qk(off, h, note):
         t = off % 2
-        o(f"// S = Q K^T, pass {h} (tile {note}): K^T chunks of L1 set {t}, through the L0B "
-          "slots to S accumulators 0 / 1")
+        o(
+            f"// S = Q K^T, pass {h} (tile {note}): K^T chunks of L1 set {t}, through the L0B "
+            "slots to S accumulators 0 / 1"
+        )
         for b in range(c):
             i, si = take("l0b"), take("s")
             if h == 0 and b == 0:
                 o(flag("wait_flag", "MTE2", "MTE1", t))
             o(flag("wait_flag", "M", "MTE1", i))
-            o(f"pto.textract ins({n(f'kt_l1_{t}')}, %c0, {col(b)} : {l1k}, index, index) "
-              f"outs({n(f'l0b_{i}')} : !L0B)")
+            o(
+                f"pto.textract ins({n(f'kt_l1_{t}')}, %c0, {col(b)} : {l1k}, index, index) "
+                f"outs({n(f'l0b_{i}')} : !L0B)"
+            )
             o(flag("set_flag", "MTE1", "M", i))
             if h == 1 and b == c - 1:
                 o(flag("set_flag", "MTE1", "MTE2", t, "the K^T tile is free"))
@@ -241,8 +280,10 @@ def cube(T: int, indent: int) -> list[str]:
                 first_mm[0] = False
             o(flag("wait_flag", "MTE1", "M", i))
             o(flag("wait_flag", "FIX", "M", si))
-            o(f"pto.tmatmul ins({n(f'q_l0_{h}')}, {n(f'l0b_{i}')} : !L0AH, !L0B) "
-              f"outs({n(f's_acc_{si}')} : !ACCH)")
+            o(
+                f"pto.tmatmul ins({n(f'q_l0_{h}')}, {n(f'l0b_{i}')} : !L0AH, !L0B) "
+                f"outs({n(f's_acc_{si}')} : !ACCH)"
+            )
             o(flag("set_flag", "M", "FIX", si))
             o(flag("set_flag", "M", "MTE1", i))
             o(flag("wait_flag", "M", "FIX", si))
@@ -251,23 +292,29 @@ def cube(T: int, indent: int) -> list[str]:
 
     def pv(off, h, note):
         t = off % vs
-        o(f"// O = P V, pass {h} (tile {note}): P chunks from the vector units, V chunks of L1 "
-          f"set {t}")
+        o(
+            f"// O = P V, pass {h} (tile {note}): P chunks from the vector units, V chunks of L1 "
+            f"set {t}"
+        )
         for b in range(c):
             pi = take("p")
             p = o.fresh("p")
             o(f"{p} = pto.tpop_from_aiv {{id = 1, split = 1}} -> !L1PH")
             o(flag("wait_flag", "M", "MTE1", 2 + pi))
-            o(f"pto.textract ins({p}, %c0, %c0 : !L1PH, index, index) "
-              f"outs({n(f'p_l0_{pi}')} : !L0AH)")
+            o(
+                f"pto.textract ins({p}, %c0, %c0 : !L1PH, index, index) "
+                f"outs({n(f'p_l0_{pi}')} : !L0AH)"
+            )
             o(flag("set_flag", "MTE1", "M", 2 + pi))
             o("pto.tfree_from_aiv {id = 1, split = 1}")
             i = take("l0b")
             if h == 0 and b == 0:
                 o(flag("wait_flag", "MTE2", "MTE1", 2 + t))
             o(flag("wait_flag", "M", "MTE1", i))
-            o(f"pto.textract ins({n(f'v_l1_{t}')}, {col(b)}, %c0 : {l1v}, index, index) "
-              f"outs({n(f'l0b_{i}')} : !L0B)")
+            o(
+                f"pto.textract ins({n(f'v_l1_{t}')}, {col(b)}, %c0 : {l1v}, index, index) "
+                f"outs({n(f'l0b_{i}')} : !L0B)"
+            )
             o(flag("set_flag", "MTE1", "M", i))
             if h == 1 and b == c - 1:
                 o(flag("set_flag", "MTE1", "MTE2", 2 + t, "the V tile is free"))
@@ -276,11 +323,15 @@ def cube(T: int, indent: int) -> list[str]:
             acc = n(f"o_acc_{h}")
             if b == 0:
                 o(flag("wait_flag", "FIX", "M", 2 + h, "O accumulator pushed out"))
-                o(f"pto.tmatmul ins({n(f'p_l0_{pi}')}, {n(f'l0b_{i}')} : !L0AH, !L0B) "
-                  f"outs({acc} : !ACCH)")
+                o(
+                    f"pto.tmatmul ins({n(f'p_l0_{pi}')}, {n(f'l0b_{i}')} : !L0AH, !L0B) "
+                    f"outs({acc} : !ACCH)"
+                )
             else:
-                o(f"pto.tmatmul.acc ins({acc}, {n(f'p_l0_{pi}')}, {n(f'l0b_{i}')} : !ACCH, !L0AH, "
-                  f"!L0B) outs({acc} : !ACCH)")
+                o(
+                    f"pto.tmatmul.acc ins({acc}, {n(f'p_l0_{pi}')}, {n(f'l0b_{i}')} : !ACCH, !L0AH, "
+                    f"!L0B) outs({acc} : !ACCH)"
+                )
             if b == c - 1:
                 o(flag("set_flag", "M", "FIX", 2 + h))
             o(flag("set_flag", "M", "MTE1", i))
@@ -318,7 +369,7 @@ def cube(T: int, indent: int) -> list[str]:
     for k in (1, 2, 3):
         o(f"%hast{k} = arith.cmpi slt, %jt{k}, %tiles : index")
     ahead_note = {1: "one pass ahead", 2: "two passes ahead"}[ahead]
-    for slot in range(4):                 # passes (jt, 0), (jt, 1), (jt1, 0), (jt1, 1)
+    for slot in range(4):  # passes (jt, 0), (jt, 1), (jt1, 0), (jt1, 1)
         off, h = divmod(slot, 2)
         ao, ah = divmod(slot + ahead, 2)
         with o.guard(_has(ao)):
@@ -328,7 +379,7 @@ def cube(T: int, indent: int) -> list[str]:
             loads_after(off, h)
     o.indent -= 2
     o("}")
-    assert ring == {"l0b": 0, "s": 0, "p": 0}       # every iteration starts the rings at 0
+    assert ring == {"l0b": 0, "s": 0, "p": 0}  # every iteration starts the rings at 0
     o("// drain the hand-back flags")
     for s, d, i in prime:
         o(flag("wait_flag", s, d, i))
@@ -337,6 +388,7 @@ def cube(T: int, indent: int) -> list[str]:
 
 # --------------------------------------------------------------------------------------
 # vector
+
 
 class Vec:
     """The vector program of one form, with the builder's barrier rule: an op that waits
@@ -362,31 +414,49 @@ def vector(T: int, indent: int) -> list[str]:
     o = Out(f"t{T}_", indent)
     n = o.name
     v = Vec(o)
-    o(f"// ---- key tile {T}: {c} chunks of 128 keys, two row passes (32 rows of this unit "
-      "each) ----")
+    o(
+        f"// ---- key tile {T}: {c} chunks of 128 keys, two row passes (32 rows of this unit "
+        "each) ----"
+    )
     s_bytes = f["s_slots"] * 16 * KIB
-    o(f'{n("s_buf")} = pto.reserve_buffer {{name = "fa_s{T}", size = {s_bytes}, location = '
-      f'#pto.address_space<vec>, auto = false, base = 0}} -> i32')
-    o(f'{n("o_buf")} = pto.reserve_buffer {{name = "fa_o{T}", size = 16384, location = '
-      f'#pto.address_space<vec>, auto = false, base = {s_bytes}}} -> i32')
-    o(f'{n("p_buf")} = pto.import_reserved_buffer {{name = "fa_p{T}", '
-      'peer_func = @fa_cube} -> i32')
+    o(
+        f'{n("s_buf")} = pto.reserve_buffer {{name = "fa_s{T}", size = {s_bytes}, location = '
+        f"#pto.address_space<vec>, auto = false, base = 0}} -> i32"
+    )
+    o(
+        f'{n("o_buf")} = pto.reserve_buffer {{name = "fa_o{T}", size = 16384, location = '
+        f"#pto.address_space<vec>, auto = false, base = {s_bytes}}} -> i32"
+    )
+    o(
+        f'{n("p_buf")} = pto.import_reserved_buffer {{name = "fa_p{T}", '
+        "peer_func = @fa_cube} -> i32"
+    )
     for pid, (d, buf) in enumerate([(1, "s_buf"), (2, "p_buf"), (1, "o_buf")]):
         kind = "c2v" if d == 1 else "v2c"
-        o(f"pto.aiv_initialize_pipe {{id = {pid}, dir_mask = {d}, slot_size = 16384}} "
-          f"({kind}_consumer_buf = {n(buf)} : i32)")
-    o(f"// UB: the S FIFO ({f['s_slots']} slots of 32 x 128 f32) and the O FIFO (1 slot) first, "
-      "then O per pass,")
+        o(
+            f"pto.aiv_initialize_pipe {{id = {pid}, dir_mask = {d}, slot_size = 16384}} "
+            f"({kind}_consumer_buf = {n(buf)} : i32)"
+        )
+    o(
+        f"// UB: the S FIFO ({f['s_slots']} slots of 32 x 128 f32) and the O FIFO (1 slot) first, "
+        "then O per pass,"
+    )
     o(f"// the chunks' element-wise max (f32) and sum (f16), {nb} P tiles (f16, a ring), and the")
     o("// per-row columns 32 bytes more than a column apart (the two sources of every flat update")
     o("// start in different banks), below the 8 KiB scratch at 184 KiB")
     assert s_bytes + 16 * KIB <= UB_ACC[0]
-    tiles = [("acc0", UB_ACC[0], "!SC"), ("acc1", UB_ACC[1], "!SC"), ("t", UB_T, "!SC"),
-             ("t16", UB_T16, "!P16C")]
+    tiles = [
+        ("acc0", UB_ACC[0], "!SC"),
+        ("acc1", UB_ACC[1], "!SC"),
+        ("t", UB_T, "!SC"),
+        ("t16", UB_T16, "!P16C"),
+    ]
     tiles += [(f"p16_{i}", UB_P16 + i * UB_P16_STEP, "!P16C") for i in range(nb)]
     assert UB_P16 + nb * UB_P16_STEP <= COLUMNS[0]
-    tiles += [(name, COLUMNS[0] + i * COLUMNS[1], "!COLC16" if name == "lj16" else "!COLC")
-              for i, name in enumerate(COLUMN_NAMES)]
+    tiles += [
+        (name, COLUMNS[0] + i * COLUMNS[1], "!COLC16" if name == "lj16" else "!COLC")
+        for i, name in enumerate(COLUMN_NAMES)
+    ]
     for name, addr, ty in tiles:
         o(f"{n('u' + name)} = arith.constant {addr} : i64")
         o(f"{n(name)} = pto.alloc_tile addr = {n('u' + name)} : {ty}")
@@ -396,8 +466,10 @@ def vector(T: int, indent: int) -> list[str]:
     for i in range(nb):
         o(flag("set_flag", "MTE3", "V", i, "P tiles free" if i == 0 else ""))
     for h in range(2):
-        v.op(f"pto.texpands ins(%neg : f32) outs({n(f'm{h}_0f')} : !FLATC)",
-             note="every lane defined (flat updates)")
+        v.op(
+            f"pto.texpands ins(%neg : f32) outs({n(f'm{h}_0f')} : !FLATC)",
+            note="every lane defined (flat updates)",
+        )
         for x in (f"alpha{h}_0f", f"alpha{h}_1f", f"l{h}f"):
             v.op(f"pto.texpands ins(%zero : f32) outs({n(x)} : !FLATC)")
         v.op(f"pto.texpands ins(%zero : f32) outs({n(f'acc{h}')} : !SC)")
@@ -407,12 +479,14 @@ def vector(T: int, indent: int) -> list[str]:
     nx = [0]
 
     def softmax(off, h, note):
-        par = off % 2                          # the tile's parity: running max ping/pong
+        par = off % 2  # the tile's parity: running max ping/pong
         old, new, a = f"m{h}_{par}", f"m{h}_{1 - par}", f"alpha{h}_{par}"
         ix = [(nx[0] + b) % nb for b in range(c)]
         nx[0] += c
-        o(f"// online softmax of pass {h} (tile {note}): running max {old} -> {new}, P from "
-          f"p16 [{', '.join(map(str, ix))}]")
+        o(
+            f"// online softmax of pass {h} (tile {note}): running max {old} -> {new}, P from "
+            f"p16 [{', '.join(map(str, ix))}]"
+        )
         s, e = [], None
         for b in range(c):
             x = o.fresh("s")
@@ -421,25 +495,43 @@ def vector(T: int, indent: int) -> list[str]:
             e = v.op(f"pto.tmuls ins({x}, %scale : !SC, f32) outs({x} : !SC)")
             if b >= 1:
                 src = s[0] if b == 1 else n("t")
-                e = v.op(f"pto.tmax ins({src}, {x} : !SC, !SC) outs({n('t')} : !SC)", e,
-                         "the chunks' element-wise max, as they arrive" if b == 1 else "")
-        e = v.op(f"pto.trowmax ins({n('t') if c > 1 else s[0]} : !SC) outs({n('mj')} : !COLC)", e,
-                 "one row reduction per key tile")
-        e = v.op(f"pto.tmax ins({n(old + 'f')}, {n('mjf')} : !FLATC, !FLATC) outs({n(new + 'f')} "
-                 ": !FLATC)", e, "per-row values, flat")
-        e = v.op(f"pto.tsub ins({n(old + 'f')}, {n(new + 'f')} : !FLATC, !FLATC) "
-                 f"outs({n(a + 'f')} : !FLATC)", e)
+                e = v.op(
+                    f"pto.tmax ins({src}, {x} : !SC, !SC) outs({n('t')} : !SC)",
+                    e,
+                    "the chunks' element-wise max, as they arrive" if b == 1 else "",
+                )
+        e = v.op(
+            f"pto.trowmax ins({n('t') if c > 1 else s[0]} : !SC) outs({n('mj')} : !COLC)",
+            e,
+            "one row reduction per key tile",
+        )
+        e = v.op(
+            f"pto.tmax ins({n(old + 'f')}, {n('mjf')} : !FLATC, !FLATC) outs({n(new + 'f')} "
+            ": !FLATC)",
+            e,
+            "per-row values, flat",
+        )
+        e = v.op(
+            f"pto.tsub ins({n(old + 'f')}, {n(new + 'f')} : !FLATC, !FLATC) "
+            f"outs({n(a + 'f')} : !FLATC)",
+            e,
+        )
         v.op(f"pto.texp ins({n(a + 'f')} : !FLATC) outs({n(a + 'f')} : !FLATC)", e)
         for b in range(c):
             p = n(f"p16_{ix[b]}")
-            e = v.op(f"pto.trowexpandsub ins({s[b]}, {n(new)} : !SC, !COLC) outs({s[b]} : !SC)",
-                     e if b == 0 else None)
+            e = v.op(
+                f"pto.trowexpandsub ins({s[b]}, {n(new)} : !SC, !COLC) outs({s[b]} : !SC)",
+                e if b == 0 else None,
+            )
             if e not in v.waited:
                 v.waited.add(e)
                 o("pto.barrier <PIPE_V>")
             o(flag("wait_flag", "MTE3", "V", ix[b], f"p16_{ix[b]} pushed out"))
-            e = v.op(f"pto.tcvt ins({s[b]} : !SC) outs({p} : !P16C)", None,
-                     "S - m to f16: the S slot is free")
+            e = v.op(
+                f"pto.tcvt ins({s[b]} : !SC) outs({p} : !P16C)",
+                None,
+                "S - m to f16: the S slot is free",
+            )
             o("pto.tfree_from_aic {id = 0, split = 1}")
             e = v.op(f"pto.texp ins({p} : !P16C) outs({p} : !P16C)", e, "P = exp(S - m), in f16")
             o(flag("set_flag", "V", "MTE3", ix[b]))
@@ -448,22 +540,36 @@ def vector(T: int, indent: int) -> list[str]:
             o(flag("set_flag", "MTE3", "V", ix[b]))
             if b >= 1:
                 src = n(f"p16_{ix[0]}") if b == 1 else n("t16")
-                e = v.op(f"pto.tadd ins({src}, {p} : !P16C, !P16C) outs({n('t16')} : !P16C)", e,
-                         "the chunks' element-wise sum")
-        e = v.op(f"pto.trowsum ins({n('t16') if c > 1 else n(f'p16_{ix[0]}')} : !P16C) "
-                 f"outs({n('lj16')} : !COLC16)", e)
+                e = v.op(
+                    f"pto.tadd ins({src}, {p} : !P16C, !P16C) outs({n('t16')} : !P16C)",
+                    e,
+                    "the chunks' element-wise sum",
+                )
+        e = v.op(
+            f"pto.trowsum ins({n('t16') if c > 1 else n(f'p16_{ix[0]}')} : !P16C) "
+            f"outs({n('lj16')} : !COLC16)",
+            e,
+        )
         e = v.op(f"pto.tcvt ins({n('lj16')} : !COLC16) outs({n('lj')} : !COLC)", e)
-        e = v.op(f"pto.tmul ins({n(f'l{h}f')}, {n(a + 'f')} : !FLATC, !FLATC) outs({n(f'l{h}f')} "
-                 ": !FLATC)", e)
-        v.op(f"pto.tadd ins({n(f'l{h}f')}, {n('ljf')} : !FLATC, !FLATC) outs({n(f'l{h}f')} "
-             ": !FLATC)", e)
+        e = v.op(
+            f"pto.tmul ins({n(f'l{h}f')}, {n(a + 'f')} : !FLATC, !FLATC) outs({n(f'l{h}f')} "
+            ": !FLATC)",
+            e,
+        )
+        v.op(
+            f"pto.tadd ins({n(f'l{h}f')}, {n('ljf')} : !FLATC, !FLATC) outs({n(f'l{h}f')} "
+            ": !FLATC)",
+            e,
+        )
 
     last = [None]
 
     def update(off, h, note):
         a = f"alpha{h}_{off % 2}"
-        o(f"// O += O_j of pass {h} (tile {note}, one pass behind: the preload), the running "
-          "sum rescaled first")
+        o(
+            f"// O += O_j of pass {h} (tile {note}, one pass behind: the preload), the running "
+            "sum rescaled first"
+        )
         oj = o.fresh("oj")
         o(f"{oj} = pto.tpop_from_aic {{id = 2, split = 1}} -> !SC")
         acc = n(f"acc{h}")
@@ -479,7 +585,7 @@ def vector(T: int, indent: int) -> list[str]:
         o(f"%jt{k} = arith.addi %jt, %c{k} : index")
     for k in (1, 2):
         o(f"%hast{k} = arith.cmpi slt, %jt{k}, %tiles : index")
-    for slot in range(4):                 # passes (jt, 0), (jt, 1), (jt1, 0), (jt1, 1)
+    for slot in range(4):  # passes (jt, 0), (jt, 1), (jt1, 0), (jt1, 1)
         off, h = divmod(slot, 2)
         no, nh = divmod(slot + 1, 2)
         with o.guard(_has(no)):
@@ -488,20 +594,25 @@ def vector(T: int, indent: int) -> list[str]:
             update(off, h, f"%jt{off if off else ''}")
     o.indent -= 2
     o("}")
-    assert (4 * c) % nb == 0      # each iteration starts the P ring where the last did
+    assert (4 * c) % nb == 0  # each iteration starts the P ring where the last did
     o("// O / l to GM, pass by pass: rows q0 + 64 h + 32 s .. + 32 of AIV s")
     e = last[0]
     for h in range(2):
-        e = v.op(f"pto.trowexpanddiv ins({n(f'acc{h}')}, {n(f'l{h}')} : !SC, !COLC) "
-                 f"outs({n(f'acc{h}')} : !SC)", e)
+        e = v.op(
+            f"pto.trowexpanddiv ins({n(f'acc{h}')}, {n(f'l{h}')} : !SC, !COLC) "
+            f"outs({n(f'acc{h}')} : !SC)",
+            e,
+        )
         o(flag("set_flag", "V", "MTE3", nb + h))
         o(flag("wait_flag", "V", "MTE3", nb + h))
         row, row2, vo = o.fresh("row"), o.fresh("row"), o.fresh("vo")
         o(f"{row} = arith.addi %q0, %c{64 * h} : index")
         o(f"{row2} = arith.addi {row}, %half32 : index")
         pv32 = "!pto.partition_tensor_view<32x128xf32>"
-        o(f"{vo} = pto.partition_view %to, offsets = [{row2}, %c0], sizes = [%c32, %c128] : "
-          f"!pto.tensor_view<?x?xf32> -> {pv32}")
+        o(
+            f"{vo} = pto.partition_view %to, offsets = [{row2}, %c0], sizes = [%c32, %c128] : "
+            f"!pto.tensor_view<?x?xf32> -> {pv32}"
+        )
         o(f"pto.tstore ins({n(f'acc{h}')} : !SC) outs({vo} : {pv32})")
     for i in range(nb):
         o(flag("wait_flag", "MTE3", "V", i, "drain" if i == 0 else ""))
@@ -511,14 +622,22 @@ def vector(T: int, indent: int) -> list[str]:
 # --------------------------------------------------------------------------------------
 # the file
 
+
 def branches(func: str, indent: int) -> list[str]:
     """``scf.if %is256 { 256 form } else { 512 form }`` of ``func`` (cube or vector)."""
     gen = cube if func == "cube" else vector
     pad = " " * indent
-    return ([pad + BEGIN + f" (the 256- and 512-key forms of @fa_{func}: edit the script, "
-             "not this text)", pad + "scf.if %is256 {"]
-            + gen(256, indent + 2) + [pad + "} else {"] + gen(512, indent + 2)
-            + [pad + "}", pad + END])
+    return (
+        [
+            pad + BEGIN + f" (the 256- and 512-key forms of @fa_{func}: edit the script, "
+            "not this text)",
+            pad + "scf.if %is256 {",
+        ]
+        + gen(256, indent + 2)
+        + [pad + "} else {"]
+        + gen(512, indent + 2)
+        + [pad + "}", pad + END]
+    )
 
 
 def render(text: str) -> str:

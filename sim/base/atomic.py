@@ -24,8 +24,9 @@ def atomic_path(path):
     and ``path`` is left as it was."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.",
-                               suffix=f".tmp{target.suffix}")
+    fd, tmp = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}"
+    )
     os.close(fd)
     try:
         yield tmp

@@ -34,18 +34,27 @@ def main(argv=None) -> int:
                 raise UserError("no command given: ptosim COMMAND ... (the usage is above)")
             args = parser.parse_args(_glue_negative_values(argv))
             from sim.cli.outputs import check_outputs
+
             check_outputs(declared_outputs(args), declared_inputs(args))
             return args.func(args)
         except UserError as e:
             from sim.frontend import ParseError
+
             # a located diagnostic already reads FILE:LINE:COL: error: ...
-            print(printable(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}"),
-                  file=sys.stderr)
+            print(
+                printable(str(e) if isinstance(e, ParseError) else f"ptosim: error: {e}"),
+                file=sys.stderr,
+            )
             return 2
-        except MemoryError as e:        # numpy's, for absurd sizes (--arg n=2**40)
-            print(printable(f"ptosim: error: out of memory: {' '.join(str(e).split())}: "
-                             f"the kernel's sizes are too large to simulate (smaller --arg "
-                             f"values, or --timing-only)"), file=sys.stderr)
+        except MemoryError as e:  # numpy's, for absurd sizes (--arg n=2**40)
+            print(
+                printable(
+                    f"ptosim: error: out of memory: {' '.join(str(e).split())}: "
+                    f"the kernel's sizes are too large to simulate (smaller --arg "
+                    f"values, or --timing-only)"
+                ),
+                file=sys.stderr,
+            )
             return 2
         except (KeyboardInterrupt, _Interrupted) as e:
             print(printable(f"ptosim: {str(e) or 'interrupted'}"), file=sys.stderr)
@@ -58,8 +67,16 @@ def _glue_negative_values(argv: list) -> list:
     instead of checking the value."""
     out = []
     for i, a in enumerate(argv):
-        if (out and out[-1] is not None and i and argv[i - 1].startswith("--")
-                and "=" not in argv[i - 1] and len(a) > 1 and a[0] == "-" and a[1].isdigit()):
+        if (
+            out
+            and out[-1] is not None
+            and i
+            and argv[i - 1].startswith("--")
+            and "=" not in argv[i - 1]
+            and len(a) > 1
+            and a[0] == "-"
+            and a[1].isdigit()
+        ):
             out[-1] = f"{argv[i - 1]}={a}"
             continue
         out.append(a)

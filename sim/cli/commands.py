@@ -17,20 +17,34 @@ from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
 from sim.kernel.files import load_kernel, scalar_value
 
-__all__ = ["cmd_run", "cmd_check", "cmd_print", "cmd_op", "cmd_validate", "cmd_calibrate",
-           "cmd_compare", "cmd_sweep"]
+__all__ = [
+    "cmd_run",
+    "cmd_check",
+    "cmd_print",
+    "cmd_op",
+    "cmd_validate",
+    "cmd_calibrate",
+    "cmd_compare",
+    "cmd_sweep",
+]
 
 
 def _write_outputs(result, args) -> None:
     if args.trace:
         from sim.trace.export import write_trace
+
         write_trace(result.trace, args.trace, kernel=result.kernel, target=result.target.name)
     if args.plot:
         import matplotlib
+
         matplotlib.use("Agg")
         from sim.trace.plot import gantt
-        fig = gantt(result.trace, title=f"{result.kernel} on {result.target.name}, "
-                                        f"{result.mode} sync — {result.total_cycles} cycles")
+
+        fig = gantt(
+            result.trace,
+            title=f"{result.kernel} on {result.target.name}, "
+            f"{result.mode} sync — {result.total_cycles} cycles",
+        )
         with atomic_path(args.plot) as tmp:
             fig.savefig(tmp, dpi=120)
 
@@ -42,6 +56,7 @@ def _program(kernel):
 def _target_name(args, kernel) -> str:
     """--target > the module's pto.target_arch / pto.device-spec > a2a3."""
     from sim.frontend import resolve_target
+
     return resolve_target(_program(kernel), args.target, where=args.kernel)
 
 
@@ -56,8 +71,10 @@ def _pairs(items, flag: str) -> list[tuple[str, str]]:
         if not sep or not name or not value:
             raise UserError(f"{flag} {item!r}: expected NAME=VALUE")
         if name in seen:
-            raise UserError(f"{flag} {name}: given twice ({flag} {seen[name]} and {flag} "
-                            f"{item}); give each name once")
+            raise UserError(
+                f"{flag} {name}: given twice ({flag} {seen[name]} and {flag} "
+                f"{item}); give each name once"
+            )
         seen[name] = item
         out.append((name, value))
     return out
@@ -68,6 +85,7 @@ def _kernel_inputs(args, kernel) -> dict:
     kernel argument name."""
     from sim.engine.placement import root_functions
     from sim.isa.program import GmPtr, Scalar
+
     # the functions the run starts units in: the entry and, in the two-function cube +
     # vector form, its peer (each binds the arguments it declares, by name)
     fn_args = [a for fn in root_functions(_program(kernel)) for a in fn.args]
@@ -78,25 +96,32 @@ def _kernel_inputs(args, kernel) -> dict:
     for name, text in _pairs(None if py else args.arg, "--arg"):
         if name not in scalars:
             known = ", ".join(f"%{n}: {a.type}" for n, a in scalars.items()) or "none"
-            raise UserError(f"--arg {name}: the kernel has no scalar argument %{name} "
-                            f"(scalar arguments: {known})")
+            raise UserError(
+                f"--arg {name}: the kernel has no scalar argument %{name} "
+                f"(scalar arguments: {known})"
+            )
         inputs[name] = scalar_value(name, text, scalars[name].type)
     for name, path in _pairs(args.input, "--input"):
         if name not in pointers:
             known = ", ".join(f"%{n}" for n in pointers) or "none"
-            raise UserError(f"--input {name}: the kernel has no GM pointer argument %{name} "
-                            f"(pointer arguments: {known})")
+            raise UserError(
+                f"--input {name}: the kernel has no GM pointer argument %{name} "
+                f"(pointer arguments: {known})"
+            )
         inputs[name] = _load_array(path, f"--input {name}")
     for name, _ in _pairs(getattr(args, "output", None), "--output"):
         if name not in pointers:
             known = ", ".join(f"%{n}" for n in pointers) or "none"
-            raise UserError(f"--output {name}: the kernel has no GM pointer argument %{name} "
-                            f"(pointer arguments: {known})")
+            raise UserError(
+                f"--output {name}: the kernel has no GM pointer argument %{name} "
+                f"(pointer arguments: {known})"
+            )
     return inputs
 
 
 def _load_array(path: str, what: str):
     import numpy as np
+
     try:
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -107,10 +132,14 @@ def _load_array(path: str, what: str):
         raise UserError(f"{what}: {path}: cannot read: {e.strerror}") from None
     except (OSError, ValueError) as e:
         # numpy's text for an object array suggests allow_pickle: never load pickles
-        why = ("holds Python objects (a pickle), not numbers" if "pickle" in str(e).lower()
-               else " ".join(str(e).split()))
-        raise UserError(f"{what}: {path}: not a numeric .npy array ({why}); save one with "
-                        f"numpy.save") from None
+        why = (
+            "holds Python objects (a pickle), not numbers"
+            if "pickle" in str(e).lower()
+            else " ".join(str(e).split())
+        )
+        raise UserError(
+            f"{what}: {path}: not a numeric .npy array ({why}); save one with numpy.save"
+        ) from None
     if not isinstance(arr, np.ndarray):
         raise UserError(f"{what}: {path}: expected one array (.npy), found an archive")
     return arr
@@ -120,13 +149,14 @@ def _save_outputs(args, result, kernel, inputs) -> None:
     """Each ``--output NAME=FILE`` as a .npy array written to exactly FILE, in the shape its
     ``--input`` array or its tensor view gave it (flat when none did)."""
     import numpy as np
+
     for name, path in _pairs(args.output, "--output"):
         try:
             arr = result.output(name)
         except KeyError:
             raise UserError(f"--output {name}: the kernel never touched %{name}") from None
         shape = _output_shape(_program(kernel), name, arr.size, inputs.get(name))
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:   # np.save(name) would add .npy
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:  # np.save(name) would add .npy
             np.save(f, arr.reshape(shape) if shape else arr)
 
 
@@ -134,17 +164,24 @@ def _output_shape(program, name: str, size: int, given) -> tuple | None:
     """The shape of GM argument ``name``: its --input array's, else that of the first
     tensor view of it whose dims are constants; None when neither holds ``size`` elements."""
     from sim.isa.program import Arith, Const, MakeTensorView, walk
+
     if given is not None and getattr(given, "size", None) == size:
         return given.shape
     for f in sorted(program.functions, key=lambda f: f is not program.main):
         body = list(walk(f.body))
-        known = {st.result.name: st.operands[0].value for st in body
-                 if isinstance(st, Arith) and st.op == "arith.constant"
-                 and isinstance(st.operands[0], Const)}
+        known = {
+            st.result.name: st.operands[0].value
+            for st in body
+            if isinstance(st, Arith)
+            and st.op == "arith.constant"
+            and isinstance(st.operands[0], Const)
+        }
         for st in body:
             if isinstance(st, MakeTensorView) and st.ptr.name == name:
-                dims = [d.value if isinstance(d, Const) else known.get(getattr(d, "name", None), s)
-                        for d, s in zip(st.shape, st.result.shape)]
+                dims = [
+                    d.value if isinstance(d, Const) else known.get(getattr(d, "name", None), s)
+                    for d, s in zip(st.shape, st.result.shape)
+                ]
                 if all(type(d) is int for d in dims) and math.prod(dims) == size:
                     return tuple(dims)
     return None
@@ -161,7 +198,7 @@ def _plain(v):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):     # numpy scalar
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # numpy scalar
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):
         return None
@@ -176,18 +213,24 @@ def _select_function(args, kernel):
     if name is None:
         kernels = program.kernels()
         if len(kernels) > 1:
-            print(f"ptosim: note: {args.kernel} has {len(kernels)} kernel functions ("
-                  f"{', '.join('@' + k for k in kernels)}); running @{program.main.name} "
-                  f"(pick one with --func NAME)", file=sys.stderr)
+            print(
+                f"ptosim: note: {args.kernel} has {len(kernels)} kernel functions ("
+                f"{', '.join('@' + k for k in kernels)}); running @{program.main.name} "
+                f"(pick one with --func NAME)",
+                file=sys.stderr,
+            )
         return kernel
     name = name.removeprefix("@")
     names = [f.name for f in program.functions]
     if name not in names:
-        raise UserError(f"--func {name}: {args.kernel} has no function @{name} (functions: "
-                        f"{', '.join('@' + n for n in names)})")
+        raise UserError(
+            f"--func {name}: {args.kernel} has no function @{name} (functions: "
+            f"{', '.join('@' + n for n in names)})"
+        )
     if program is not kernel:
         raise UserError("--func: a .py kernel picks its function in build()")
     import attrs
+
     return attrs.evolve(program, entry=name)
 
 
@@ -195,9 +238,11 @@ def _limits(args, label: str):
     """--max-cycles / --max-instructions and, on a terminal without --quiet, a progress
     line for runs over two seconds."""
     from sim.engine.limits import Limits
+
     progress = None
     if not args.quiet and sys.stderr.isatty():
         from sim.cli.progress import Progress
+
         progress = Progress(label)
     return Limits(args.max_cycles, args.max_instructions, progress)
 
@@ -209,10 +254,14 @@ def _bounded(args, limits):
         yield
     except Exception as e:
         from sim.engine.limits import RunStopped
+
         if isinstance(e, RunStopped) and args.trace and e.trace is not None:
             from sim.trace.export import write_trace
+
             write_trace(e.trace, args.trace, kernel=args.kernel)
-            raise RunStopped(f"{e}; the partial trace is in {args.trace}", e.cycle, e.items) from None
+            raise RunStopped(
+                f"{e}; the partial trace is in {args.trace}", e.cycle, e.items
+            ) from None
         raise
     except KeyboardInterrupt as e:
         trace = getattr(e, "trace", None)
@@ -222,10 +271,12 @@ def _bounded(args, limits):
         kept = ""
         if args.trace:
             from sim.trace.export import write_trace
+
             write_trace(trace, args.trace, kernel=args.kernel)
             kept = f"; the partial trace is in {args.trace}"
-        raise _Interrupted(f"interrupted at cycle {reached} ({len(trace)} trace rows "
-                           f"recorded){kept}") from None
+        raise _Interrupted(
+            f"interrupted at cycle {reached} ({len(trace)} trace rows recorded){kept}"
+        ) from None
     finally:
         if limits.progress is not None:
             limits.progress.close()
@@ -237,24 +288,37 @@ class _Interrupted(Exception):
 
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
+
     kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
     if args.timing_only and args.output:
-        raise UserError("--output with --timing-only: a timing-only run computes no data "
-                        "(the arrays would be zeros); drop --timing-only to write outputs")
-    if args.trace_rows is None:     # the report reads no sync row; a written trace does
+        raise UserError(
+            "--output with --timing-only: a timing-only run computes no data "
+            "(the arrays would be zeros); drop --timing-only to write outputs"
+        )
+    if args.trace_rows is None:  # the report reads no sync row; a written trace does
         args.trace_rows = "full" if args.trace or args.plot else "ops"
     if args.trace_rows == "none" and (args.trace or args.plot):
-        raise UserError("--trace-rows none keeps no trace to write; drop --trace/--plot or "
-                        "keep the rows (--trace-rows full or ops)")
+        raise UserError(
+            "--trace-rows none keeps no trace to write; drop --trace/--plot or "
+            "keep the rows (--trace-rows full or ops)"
+        )
     limits = _limits(args, Path(args.kernel).name)
     with _bounded(args, limits):
-        result = simulate(kernel, target, inputs=inputs, functional=not args.timing_only,
-                          seed=args.seed, detail=args.detail, trace=args.trace_rows,
-                          sync=args.sync, races=False if args.no_races else "manual",
-                          limits=limits,
-                          block_dim=args.block_dim)
+        result = simulate(
+            kernel,
+            target,
+            inputs=inputs,
+            functional=not args.timing_only,
+            seed=args.seed,
+            detail=args.detail,
+            trace=args.trace_rows,
+            sync=args.sync,
+            races=False if args.no_races else "manual",
+            limits=limits,
+            block_dim=args.block_dim,
+        )
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)
     if args.json:
@@ -271,9 +335,9 @@ def cmd_run(args) -> int:
 
 def cmd_check(args) -> int:
     from sim.frontend import check_program
-    from sim.isa.program import Instr
-    from sim.isa.program import walk
+    from sim.isa.program import Instr, walk
     from sim.target import load_target
+
     kernel = load_kernel(args.kernel, _pairs(args.arg, "--arg"))
     program = _program(kernel)
     target = load_target(_target_name(args, kernel))
@@ -281,23 +345,34 @@ def cmd_check(args) -> int:
     for w in warnings:
         print(w, file=sys.stderr)
     from sim.studies.check import static_findings
-    scalars = {} if Path(args.kernel).suffix == ".py" else {
-        n: v for n, v in _kernel_inputs(args, kernel).items() if type(v) is int}
+
+    scalars = (
+        {}
+        if Path(args.kernel).suffix == ".py"
+        else {n: v for n, v in _kernel_inputs(args, kernel).items() if type(v) is int}
+    )
     placement = static_findings(program, target, scalars)
     if placement:
-        what = "placement" if all(f.kind in ("capacity", "alignment", "reserved")
-                                  for f in placement) else "static"
+        what = (
+            "placement"
+            if all(f.kind in ("capacity", "alignment", "reserved") for f in placement)
+            else "static"
+        )
         raise UserError(f"{what} check failed: " + "; ".join(f.message for f in placement))
     _placement_check(program, target)
     n = sum(isinstance(st, Instr) for f in program.functions for st in walk(f.body))
     funcs = len(program.functions)
-    print(f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
-          f"{'s' * (n != 1)}, verified for {target.name}"
-          + (f", {len(warnings)} warning{'s' * (len(warnings) != 1)}" if warnings else ""))
+    print(
+        f"{args.kernel}: ok: {funcs} function{'s' * (funcs != 1)}, {n} tile instruction"
+        f"{'s' * (n != 1)}, verified for {target.name}"
+        + (f", {len(warnings)} warning{'s' * (len(warnings) != 1)}" if warnings else "")
+    )
     if args.races:
         from sim.studies import check_races, format_findings
-        findings = check_races(kernel, target, inputs=_kernel_inputs(args, kernel),
-                               block_dim=args.block_dim)
+
+        findings = check_races(
+            kernel, target, inputs=_kernel_inputs(args, kernel), block_dim=args.block_dim
+        )
         print(format_findings(findings, kernel=args.kernel))
         return 1 if findings else 0
     return 0
@@ -310,6 +385,7 @@ def _placement_check(program, target) -> None:
     ``check`` exactly as it fails ``run``."""
     from sim.engine.placement import place_tiles
     from sim.engine.run import prepared
+
     try:
         place_tiles(prepared(program, target).program, target)
     except UserError as e:
@@ -318,31 +394,52 @@ def _placement_check(program, target) -> None:
 
 def cmd_print(args) -> int:
     from sim.frontend import print_program
+
     sys.stdout.write(print_program(_program(load_kernel(args.kernel))))
     return 0
 
 
 def cmd_op(args) -> int:
     from sim.studies.ops import simulate_case
+
     if args.inplace and args.scalar_first:
-        raise UserError(f"op {args.opcode}: --inplace and --scalar-first together: the "
-                        f"scalar/tile form has no tile source to write in place; give one")
+        raise UserError(
+            f"op {args.opcode}: --inplace and --scalar-first together: the "
+            f"scalar/tile form has no tile source to write in place; give one"
+        )
     variant = "inplace" if args.inplace else ("scalar_tile" if args.scalar_first else "")
-    run = simulate_case(args.opcode, args.dtype, args.shape, args.valid, variant=variant,
-                        scalar=args.scalar, target=args.target)
+    run = simulate_case(
+        args.opcode,
+        args.dtype,
+        args.shape,
+        args.valid,
+        variant=variant,
+        scalar=args.scalar,
+        target=args.target,
+    )
     r, variant = run.value, run.case.variant
     row = r.trace[r.trace["kind"] == "op"].iloc[-1]
-    out = {"op": row["opcode"], "dtype": args.dtype, "shape": args.shape,
-           "valid": args.valid or args.shape, "variant": variant, "target": r.target.name,
-           "cycles": int(row["duration_cycles"]), "repeats": int(row["repeats"]),
-           "pipe": row["pipe"], "cce": row["cce"]}
+    out = {
+        "op": row["opcode"],
+        "dtype": args.dtype,
+        "shape": args.shape,
+        "valid": args.valid or args.shape,
+        "variant": variant,
+        "target": r.target.name,
+        "cycles": int(row["duration_cycles"]),
+        "repeats": int(row["repeats"]),
+        "pipe": row["pipe"],
+        "cce": row["cce"],
+    }
     if run.in_place_reason:
         out["note"] = run.in_place_reason
     if args.json:
         _print_json(out)
     else:
-        print(f"{out['op']} {out['dtype']} {out['shape']} (valid {out['valid']}"
-              f"{', ' + variant if variant else ''}) on {out['target']}: {out['cycles']} cycles")
+        print(
+            f"{out['op']} {out['dtype']} {out['shape']} (valid {out['valid']}"
+            f"{', ' + variant if variant else ''}) on {out['target']}: {out['cycles']} cycles"
+        )
         print(f"  {out['pipe']}: {out['cce']}")
         if run.in_place_reason:
             print(f"  note: {run.in_place_reason}")
@@ -350,7 +447,9 @@ def cmd_op(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from sim.studies.calibrate import format_validation, load_cases, validate
+    from sim.studies.accuracy import format_report as format_validation
+    from sim.studies.calibrate import load_cases, validate
+
     report = validate(load_cases(args.cases), args.target)
     if args.json:
         _print_json(report)
@@ -360,11 +459,17 @@ def cmd_validate(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from sim.studies.calibrate import fit, format_validation, load_cases, validate, write_model
+    from sim.studies.accuracy import format_report as format_validation
+    from sim.studies.calibrate import fit, load_cases, validate, write_model
+
     cases = load_cases(args.measurements)
     before = validate(cases, args.target)
-    out = write_model(args.target, fit(cases, args.target), args.output,
-                      f"{len(cases)} cases of {args.measurements}")
+    out = write_model(
+        args.target,
+        fit(cases, args.target),
+        args.output,
+        f"{len(cases)} cases of {args.measurements}",
+    )
     after = validate(cases, out)
     if args.json:
         _print_json({"model": str(out), "before": before, "after": after})
@@ -373,18 +478,21 @@ def cmd_calibrate(args) -> int:
     print(format_validation(before).splitlines()[-1])
     print(f"after ({out}):")
     print(format_validation(after).splitlines()[-1])
-    shown = out if "/" in str(out) else f"./{out}"      # a bare name means a bundled target
+    shown = out if "/" in str(out) else f"./{out}"  # a bare name means a bundled target
     print(f"calibrated model written to {out}; use it with --target {shown}")
     return 0
 
 
 def cmd_compare(args) -> int:
     from sim.studies import format_compare, run_comparison
+
     kernel = load_kernel(args.kernel, _pairs(args.arg, "--arg"))
-    c = run_comparison(kernel, _target_name(args, kernel), inputs=_kernel_inputs(args, kernel),
-                       seed=args.seed)
+    c = run_comparison(
+        kernel, _target_name(args, kernel), inputs=_kernel_inputs(args, kernel), seed=args.seed
+    )
     if args.plot:
         import matplotlib
+
         matplotlib.use("Agg")
         with atomic_path(args.plot) as tmp:
             c.figure().savefig(tmp, dpi=110)
@@ -397,16 +505,20 @@ def cmd_compare(args) -> int:
         if args.plot:
             print(f"plot written to {args.plot}")
     stuck = [(run.mode, run.deadlock) for run in (c.manual, c.auto) if run.deadlock]
-    if stuck:       # the table shows what ran; the exit code must not say all went well
+    if stuck:  # the table shows what ran; the exit code must not say all went well
         mode, why = stuck[0]
-        print(f"ptosim: error: the {mode} run deadlocked, so its column is empty: "
-              f"{' '.join(why.split())}", file=sys.stderr)
+        print(
+            f"ptosim: error: the {mode} run deadlocked, so its column is empty: "
+            f"{' '.join(why.split())}",
+            file=sys.stderr,
+        )
         return 2
     return 0
 
 
 def cmd_sweep(args) -> int:
     from sim.studies.sweep import sweep
+
     params = {}
     for name, text in _pairs(args.param, "--param"):
         if name in params:
@@ -414,22 +526,35 @@ def cmd_sweep(args) -> int:
         values = [v.strip() for v in text.split(",")]
         twice = sorted({v for v in values if values.count(v) > 1})
         if twice:
-            raise UserError(f"--param {name}: value{'s' * (len(twice) > 1)} "
-                            f"{', '.join(twice)} listed twice; list every value once")
+            raise UserError(
+                f"--param {name}: value{'s' * (len(twice) > 1)} "
+                f"{', '.join(twice)} listed twice; list every value once"
+            )
         params[name] = values
     modes = args.sync and [m.strip() for m in args.sync.split(",")]
     try:
-        df = sweep(args.kernel, params, targets=args.target, sync=modes, scheduler=args.scheduler,
-                   workers=args.workers, output=args.output)
+        df = sweep(
+            args.kernel,
+            params,
+            targets=args.target,
+            sync=modes,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            output=args.output,
+        )
     except KeyboardInterrupt:
-        print(f"ptosim: interrupted: the configurations finished are in {args.output} and "
-              f"{args.output}.journal; run the same command again to resume", file=sys.stderr)
+        print(
+            f"ptosim: interrupted: the configurations finished are in {args.output} and "
+            f"{args.output}.journal; run the same command again to resume",
+            file=sys.stderr,
+        )
         return 130
     failed = int(df["error"].notna().sum())
     shown = df.drop(columns=["config"]).head(args.rows).astype(object)
     print(shown.where(shown.notna(), "-").to_string(index=False, max_colwidth=60))
     if len(df) > len(shown):
         print(f"... {len(df) - len(shown)} more")
-    print(f"{len(df)} configuration{'s' * (len(df) != 1)}, {failed} failed; "
-          f"written to {args.output}")
+    print(
+        f"{len(df)} configuration{'s' * (len(df) != 1)}, {failed} failed; written to {args.output}"
+    )
     return 0

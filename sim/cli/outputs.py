@@ -43,8 +43,10 @@ def check_outputs(outputs, inputs=()) -> None:
         if key in protected:
             raise UserError(f"{where}: would overwrite the input {protected[key]}")
         if out.suffixes and out.path.suffix.lower() not in out.suffixes:
-            raise UserError(f"{where}: unknown suffix {out.path.suffix or '(none)'!r}, "
-                            f"expected one of {', '.join(out.suffixes)}")
+            raise UserError(
+                f"{where}: unknown suffix {out.path.suffix or '(none)'!r}, "
+                f"expected one of {', '.join(out.suffixes)}"
+            )
         _check_kind(out, where)
         _check_writable(out.path, where)
         if key in seen:

@@ -10,8 +10,17 @@ from __future__ import annotations
 import argparse
 
 from sim.base.errors import UserError
-from sim.cli.commands import (_pairs, cmd_calibrate, cmd_check, cmd_compare, cmd_op,
-                              cmd_print, cmd_run, cmd_sweep, cmd_validate)
+from sim.cli.commands import (
+    _pairs,
+    cmd_calibrate,
+    cmd_check,
+    cmd_compare,
+    cmd_op,
+    cmd_print,
+    cmd_run,
+    cmd_sweep,
+    cmd_validate,
+)
 
 __all__ = ["build_parser", "declared_outputs", "declared_inputs"]
 
@@ -33,7 +42,7 @@ parses as one, else the text). Example:
 
 
 class _Parser(argparse.ArgumentParser):
-    describe = None     # a callable giving the description, called when help is shown
+    describe = None  # a callable giving the description, called when help is shown
 
     def error(self, message):
         # a subcommand names itself ("ptosim run: ..."); the top level is the error's own
@@ -41,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{self.prog}: {message}" if " " in self.prog else message)
 
     def format_help(self):
-        if self.describe is not None:       # what it reads loads only for help
+        if self.describe is not None:  # what it reads loads only for help
             self.description, self.describe = self.describe(), None
         return super().format_help()
 
@@ -49,23 +58,35 @@ class _Parser(argparse.ArgumentParser):
 def _kernel_target(p) -> None:
     """The kernel file and the target it runs on."""
     p.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
-    p.add_argument("--target", default=None,
-                   help="target name (a2a3, a5) or model directory (default: the module's "
-                        "pto.target_arch / pto.device-spec, else a2a3)")
+    p.add_argument(
+        "--target",
+        default=None,
+        help="target name (a2a3, a5) or model directory (default: the module's "
+        "pto.target_arch / pto.device-spec, else a2a3)",
+    )
 
 
 def _kernel_args(p) -> None:
     """--arg / --input: bind a kernel's scalar and GM pointer arguments."""
-    p.add_argument("--arg", action="append", metavar="NAME=VALUE",
-                   help="value of a .pto kernel's scalar argument %%NAME, or parameter NAME "
-                        "of a .py kernel's build() (repeatable)")
-    p.add_argument("--input", action="append", metavar="NAME=FILE.npy",
-                   help="bind a GM pointer argument to a numpy array (repeatable; unbound "
-                        "pointers get seeded random data)")
+    p.add_argument(
+        "--arg",
+        action="append",
+        metavar="NAME=VALUE",
+        help="value of a .pto kernel's scalar argument %%NAME, or parameter NAME "
+        "of a .py kernel's build() (repeatable)",
+    )
+    p.add_argument(
+        "--input",
+        action="append",
+        metavar="NAME=FILE.npy",
+        help="bind a GM pointer argument to a numpy array (repeatable; unbound "
+        "pointers get seeded random data)",
+    )
 
 
 def _count(minimum: int):
     """An argparse type: an integer >= ``minimum``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text, 0)
@@ -74,6 +95,7 @@ def _count(minimum: int):
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, found {value}")
         return value
+
     parse.__name__ = "integer"
     return parse
 
@@ -91,6 +113,7 @@ def _output_arg(p, *flags, suffixes=(), directory=False, pairs=False, **kw) -> N
 
 def declared_outputs(args) -> list:
     from sim.cli.outputs import Output
+
     out = []
     for dest, flag, suffixes, directory, pairs in getattr(args, "_outputs", ()):
         value = getattr(args, dest, None)
@@ -104,207 +127,344 @@ def declared_outputs(args) -> list:
 
 def declared_inputs(args) -> list:
     """The files a command reads (an output must not overwrite them)."""
-    files = [getattr(args, a) for a in ("kernel", "cases", "measurements") if getattr(args, a, None)]
+    files = [
+        getattr(args, a) for a in ("kernel", "cases", "measurements") if getattr(args, a, None)
+    ]
     return files + [path for _, path in _pairs(getattr(args, "input", None), "--input")]
 
 
 def _plot_suffixes() -> tuple:
     from matplotlib.backend_bases import FigureCanvasBase
+
     return tuple(f".{s}" for s in sorted(FigureCanvasBase.get_supported_filetypes()))
 
 
 def _run_limits(p) -> None:
     """--max-cycles / --max-instructions / --quiet of a simulating command."""
-    p.add_argument("--max-cycles", type=_count(1), metavar="N",
-                   help="stop with an error once the simulated time passes N cycles (the "
-                        "trace so far still goes to --trace)")
-    p.add_argument("--max-instructions", type=_count(1), metavar="N",
-                   help="stop with an error once the kernel has issued more than N "
-                        "instructions and sync statements")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress line (shown on a terminal for runs over 2 s)")
+    p.add_argument(
+        "--max-cycles",
+        type=_count(1),
+        metavar="N",
+        help="stop with an error once the simulated time passes N cycles (the "
+        "trace so far still goes to --trace)",
+    )
+    p.add_argument(
+        "--max-instructions",
+        type=_count(1),
+        metavar="N",
+        help="stop with an error once the kernel has issued more than N "
+        "instructions and sync statements",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line (shown on a terminal for runs over 2 s)",
+    )
 
 
 def _op_description() -> str:
     # sim.studies (placement passes, pandas) loads only when this help is shown
     from sim.studies.ops import isolated_opcodes
-    return ("Cost of one vector-pipe instruction with its operands resident in UB and every "
-            "pipe idle (what a single-instruction measurement sees). Data movement (TLOAD, "
-            "TSTORE, TMOV, TEXTRACT), the cube (TMATMUL*, TGEMV) and TASSIGN cost only inside "
-            "a kernel: use ptosim run. Opcodes: " + " ".join(isolated_opcodes()))
+
+    return (
+        "Cost of one vector-pipe instruction with its operands resident in UB and every "
+        "pipe idle (what a single-instruction measurement sees). Data movement (TLOAD, "
+        "TSTORE, TMOV, TEXTRACT), the cube (TMATMUL*, TGEMV) and TASSIGN cost only inside "
+        "a kernel: use ptosim run. Opcodes: " + " ".join(isolated_opcodes())
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     from sim.base.version import __version__
     from sim.engine.mode import SYNC_MODES
-    p = _Parser(prog="ptosim", description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
-                epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    p = _Parser(
+        prog="ptosim",
+        description="Cycle-approximate simulator of the Ascend PTO tile ISA.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"ptosim {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    r = sub.add_parser("run", help="simulate a kernel and print its cycle report",
-                       description="Simulate KERNEL.pto (PTO IR) or KERNEL.py (defines build() "
-                                   "-> sim.Kernel) and print total, per-pipe and "
-                                   "per-instruction cycles.",
-                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r = sub.add_parser(
+        "run",
+        help="simulate a kernel and print its cycle report",
+        description="Simulate KERNEL.pto (PTO IR) or KERNEL.py (defines build() "
+        "-> sim.Kernel) and print total, per-pipe and "
+        "per-instruction cycles.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _kernel_target(r)
-    r.add_argument("--func", dest="function", metavar="NAME",
-                   help="the function to run when the file has several (default: the one "
-                        "marked pto.entry, else the first public function nothing calls)")
+    r.add_argument(
+        "--func",
+        dest="function",
+        metavar="NAME",
+        help="the function to run when the file has several (default: the one "
+        "marked pto.entry, else the first public function nothing calls)",
+    )
     _kernel_args(r)
-    _output_arg(r, "--output", action="append", metavar="NAME=FILE.npy", pairs=True,
-                suffixes=(".npy",),
-                help="write a GM pointer argument's final contents as a .npy array to exactly "
-                     "FILE, shaped like its --input array or its tensor view (repeatable)")
-    r.add_argument("--json", action="store_true",
-                   help="print one JSON object: total_cycles, pipes {busy_cycles, utilization}, ...")
+    _output_arg(
+        r,
+        "--output",
+        action="append",
+        metavar="NAME=FILE.npy",
+        pairs=True,
+        suffixes=(".npy",),
+        help="write a GM pointer argument's final contents as a .npy array to exactly "
+        "FILE, shaped like its --input array or its tensor view (repeatable)",
+    )
+    r.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: total_cycles, pipes {busy_cycles, utilization}, ...",
+    )
     from sim.trace.export import SUFFIXES as trace_suffixes
-    _output_arg(r, "--trace", metavar="FILE.{csv,json,parquet}", suffixes=trace_suffixes,
-                   help="write the timing trace (one row per instruction): CSV, Chrome Trace "
-                        "Event JSON for Perfetto / chrome://tracing, or Parquet, by suffix")
-    _output_arg(r, "--plot", metavar="FILE.png", suffixes=_plot_suffixes,
-                help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...)")
+
+    _output_arg(
+        r,
+        "--trace",
+        metavar="FILE.{csv,json,parquet}",
+        suffixes=trace_suffixes,
+        help="write the timing trace (one row per instruction): CSV, Chrome Trace "
+        "Event JSON for Perfetto / chrome://tracing, or Parquet, by suffix",
+    )
+    _output_arg(
+        r,
+        "--plot",
+        metavar="FILE.png",
+        suffixes=_plot_suffixes,
+        help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...)",
+    )
     r.add_argument("--timing-only", action="store_true", help="skip the functional units")
-    r.add_argument("--block-dim", type=_count(1), default=None, metavar="N",
-                   help="physical cores that run the kernel SPMD (default: a .py kernel's own "
-                        "block_dim, else 1); the report and --json add per core/unit figures")
-    r.add_argument("--detail", choices=("op", "cce"), default="op",
-                   help="trace granularity: one row per PTO op (default) or also one row per "
-                        "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs")
-    r.add_argument("--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)")
-    r.add_argument("--trace-rows", choices=("full", "ops", "none"), default=None,
-                   help="trace rows kept: all, no sync rows, or none (totals only; fastest, "
-                        "for sweeps). Default: all when --trace or --plot writes them, else "
-                        "no sync rows (the report reads none of them)")
-    r.add_argument("--rows", type=_count(0), default=40,
-                   help="instructions listed in the report (default 40)")
-    r.add_argument("--sync", choices=SYNC_MODES, default=None,
-                   help="synchronisation mode. Default: a kernel with no set_flag / wait_flag / "
-                        "pipe_barrier / record_event / wait_event in any function runs in auto "
-                        "mode (sync inserted and unaddressed tiles placed as the toolchain's "
-                        "auto mode does); a kernel with explicit sync runs as written (manual), "
-                        "with a warning when it has races. 'ideal': the default mode's program "
-                        "with every wait satisfied at once (a lower bound)")
-    r.add_argument("--no-races", action="store_true",
-                   help="do not check a kernel that synchronises by hand (manual mode) for "
-                        "races; by default such a run is checked and warns when it finds any "
-                        "(the report says whether races were checked)")
+    r.add_argument(
+        "--block-dim",
+        type=_count(1),
+        default=None,
+        metavar="N",
+        help="physical cores that run the kernel SPMD (default: a .py kernel's own "
+        "block_dim, else 1); the report and --json add per core/unit figures",
+    )
+    r.add_argument(
+        "--detail",
+        choices=("op", "cce"),
+        default="op",
+        help="trace granularity: one row per PTO op (default) or also one row per "
+        "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs",
+    )
+    r.add_argument(
+        "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
+    )
+    r.add_argument(
+        "--trace-rows",
+        choices=("full", "ops", "none"),
+        default=None,
+        help="trace rows kept: all, no sync rows, or none (totals only; fastest, "
+        "for sweeps). Default: all when --trace or --plot writes them, else "
+        "no sync rows (the report reads none of them)",
+    )
+    r.add_argument(
+        "--rows", type=_count(0), default=40, help="instructions listed in the report (default 40)"
+    )
+    r.add_argument(
+        "--sync",
+        choices=SYNC_MODES,
+        default=None,
+        help="synchronisation mode. Default: a kernel with no set_flag / wait_flag / "
+        "pipe_barrier / record_event / wait_event in any function runs in auto "
+        "mode (sync inserted and unaddressed tiles placed as the toolchain's "
+        "auto mode does); a kernel with explicit sync runs as written (manual), "
+        "with a warning when it has races. 'ideal': the default mode's program "
+        "with every wait satisfied at once (a lower bound)",
+    )
+    r.add_argument(
+        "--no-races",
+        action="store_true",
+        help="do not check a kernel that synchronises by hand (manual mode) for "
+        "races; by default such a run is checked and warns when it finds any "
+        "(the report says whether races were checked)",
+    )
     _run_limits(r)
     r.set_defaults(func=cmd_run)
 
-    ch = sub.add_parser("check", help="parse and verify a kernel without simulating it",
-                        description="Parse KERNEL.pto (or build KERNEL.py) and verify every "
-                                    "tile instruction, inside loops and branches too, against "
-                                    "the target's rules. Exit 0 when clean (warnings go to "
-                                    "stderr), 2 with FILE:LINE:COL: error: ... otherwise.")
+    ch = sub.add_parser(
+        "check",
+        help="parse and verify a kernel without simulating it",
+        description="Parse KERNEL.pto (or build KERNEL.py) and verify every "
+        "tile instruction, inside loops and branches too, against "
+        "the target's rules. Exit 0 when clean (warnings go to "
+        "stderr), 2 with FILE:LINE:COL: error: ... otherwise.",
+    )
     _kernel_target(ch)
-    ch.add_argument("--races", action="store_true",
-                    help="also run the kernel as written and report races: unordered cross-pipe "
-                         "accesses to the same bytes (RAW/WAR/WAW), event ids set again while "
-                         "pending, unmatched sets, deadlocks; exit 1 when any is found")
-    ch.add_argument("--block-dim", type=_count(1), default=None, metavar="N",
-                    help="cores the --races run launches (default: a .py kernel's own "
-                         "block_dim, else 1); races across units and cores are found too")
+    ch.add_argument(
+        "--races",
+        action="store_true",
+        help="also run the kernel as written and report races: unordered cross-pipe "
+        "accesses to the same bytes (RAW/WAR/WAW), event ids set again while "
+        "pending, unmatched sets, deadlocks; exit 1 when any is found",
+    )
+    ch.add_argument(
+        "--block-dim",
+        type=_count(1),
+        default=None,
+        metavar="N",
+        help="cores the --races run launches (default: a .py kernel's own "
+        "block_dim, else 1); races across units and cores are found too",
+    )
     _kernel_args(ch)
     ch.set_defaults(func=cmd_check)
 
-    cp = sub.add_parser("compare", help="manual vs auto placement and synchronisation",
-                        description="Run the kernel as written (manual mode) and as the "
-                                    "toolchain's auto mode would: tiles placed by a liveness-based "
-                                    "allocator, every set/wait flag inserted from the tile-byte "
-                                    "dependencies. Prints total cycles, per-pipe busy cycles, "
-                                    "set/wait pairs, barriers, peak bytes per buffer and races, "
-                                    "side by side. A chip kernel runs on one core, its pipe rows "
-                                    "per unit (AIC, AIV0, AIV1: each has its own pipes and "
-                                    "buffers); a kernel that places no tile by hand gets a "
-                                    "first line saying so.")
+    cp = sub.add_parser(
+        "compare",
+        help="manual vs auto placement and synchronisation",
+        description="Run the kernel as written (manual mode) and as the "
+        "toolchain's auto mode would: tiles placed by a liveness-based "
+        "allocator, every set/wait flag inserted from the tile-byte "
+        "dependencies. Prints total cycles, per-pipe busy cycles, "
+        "set/wait pairs, barriers, peak bytes per buffer and races, "
+        "side by side. A chip kernel runs on one core, its pipe rows "
+        "per unit (AIC, AIV0, AIV1: each has its own pipes and "
+        "buffers); a kernel that places no tile by hand gets a "
+        "first line saying so.",
+    )
     _kernel_target(cp)
     _kernel_args(cp)
-    cp.add_argument("--json", action="store_true",
-                    help='print {"manual": {...}, "auto": {...}} with total_cycles, syncs, '
-                         'barriers, peak_bytes, ...')
-    _output_arg(cp, "--plot", metavar="FILE.png", suffixes=_plot_suffixes,
-                    help="write the buffer occupancy maps and pipeline Gantts of both runs")
-    cp.add_argument("--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)")
+    cp.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"manual": {...}, "auto": {...}} with total_cycles, syncs, '
+        "barriers, peak_bytes, ...",
+    )
+    _output_arg(
+        cp,
+        "--plot",
+        metavar="FILE.png",
+        suffixes=_plot_suffixes,
+        help="write the buffer occupancy maps and pipeline Gantts of both runs",
+    )
+    cp.add_argument(
+        "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
+    )
     cp.set_defaults(func=cmd_compare)
 
-    pr = sub.add_parser("print", help="print a kernel as canonical PTO IR",
-                        description="Parse KERNEL.pto (or run KERNEL.py as Python and call its "
-                                    "build()) and print it back as "
-                                    "PTO IR in one canonical spelling (compact tile_buf types, "
-                                    "printed sync form); the output parses to the same program.")
+    pr = sub.add_parser(
+        "print",
+        help="print a kernel as canonical PTO IR",
+        description="Parse KERNEL.pto (or run KERNEL.py as Python and call its "
+        "build()) and print it back as "
+        "PTO IR in one canonical spelling (compact tile_buf types, "
+        "printed sync form); the output parses to the same program.",
+    )
     pr.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
     pr.set_defaults(func=cmd_print)
 
     o = sub.add_parser("op", help="cycles of one tile instruction in isolation")
     o.describe = _op_description
     o.add_argument("opcode", help="opcode as the ISA spells it, e.g. TADD")
-    o.add_argument("--dtype", default="f32",
-                   help="f32 f16 bf16 i32 i16 i8 u32 u16 u8; TCVT takes SRC>DST, e.g. f32>f16")
+    o.add_argument(
+        "--dtype",
+        default="f32",
+        help="f32 f16 bf16 i32 i16 i8 u32 u16 u8; TCVT takes SRC>DST, e.g. f32>f16",
+    )
     o.add_argument("--shape", default="16x64", help="tile capacity ROWSxCOLS (default 16x64)")
     o.add_argument("--valid", help="valid region ROWSxCOLS (default: the whole tile)")
     o.add_argument("--scalar", type=float, default=2.0, help="scalar operand (default 2.0)")
-    o.add_argument("--scalar-first", action="store_true",
-                   help="scalar/tile form (TDIVS); not with --inplace")
-    o.add_argument("--inplace", action="store_true", help="dst is the same tile as src0; "
-                                                          "not with --scalar-first")
+    o.add_argument(
+        "--scalar-first", action="store_true", help="scalar/tile form (TDIVS); not with --inplace"
+    )
+    o.add_argument(
+        "--inplace",
+        action="store_true",
+        help="dst is the same tile as src0; not with --scalar-first",
+    )
     o.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
     o.add_argument("--json", action="store_true", help='print {"op": ..., "cycles": int, ...}')
     o.set_defaults(func=cmd_op)
 
-    v = sub.add_parser("validate", help="predict measured single-instruction cases and score them",
-                       description="Predict every case of CASES.csv (columns op,dtype,rows,cols,"
-                                   "valid_rows,valid_cols,variant,measured_cycles; variant is empty, "
-                                   "tile_scalar, scalar_tile, inplace, binary or high_precision; TCVT dtype "
-                                   "f32>f16) "
-                                   "and print predicted, measured and accuracy = 1 - |p - m| / m, "
-                                   "then the median and mean accuracy and the share within 15% per "
-                                   "op family and overall. A case that cannot be predicted (tiles "
-                                   "larger than the buffers) gets no prediction and a reason.")
+    v = sub.add_parser(
+        "validate",
+        help="predict measured single-instruction cases and score them",
+        description="Predict every case of CASES.csv (columns op,dtype,rows,cols,"
+        "valid_rows,valid_cols,variant,measured_cycles; variant is empty, "
+        "tile_scalar, scalar_tile, inplace, binary or high_precision; TCVT dtype "
+        "f32>f16) "
+        "and print predicted, measured and accuracy = 1 - |p - m| / m, "
+        "then the median and mean accuracy and the share within 15% per "
+        "op family and overall. A case that cannot be predicted (tiles "
+        "larger than the buffers) gets no prediction and a reason.",
+    )
     v.add_argument("cases", metavar="CASES.csv")
     v.add_argument("--target", default="a2a3", help="target name (a2a3, a5) or model directory")
-    v.add_argument("--json", action="store_true",
-                   help='print {"cases": [...], "summary": {...}, "families": {...}, "median_accuracy": x, ...}')
+    v.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"cases": [...], "summary": {...}, "families": {...}, "median_accuracy": x, ...}',
+    )
     v.set_defaults(func=cmd_validate)
 
-    c = sub.add_parser("calibrate", help="fit the vector cost table to measurements",
-                       description="Fit start-up latency and per-repeat slope of every CCE vector "
-                                   "instruction to MEASUREMENTS.csv (validate's format) by least "
-                                   "squares and write a complete model directory usable with "
-                                   "--target DIR. Prints validate's summary before and after.")
+    c = sub.add_parser(
+        "calibrate",
+        help="fit the vector cost table to measurements",
+        description="Fit start-up latency and per-repeat slope of every CCE vector "
+        "instruction to MEASUREMENTS.csv (validate's format) by least "
+        "squares and write a complete model directory usable with "
+        "--target DIR. Prints validate's summary before and after.",
+    )
     c.add_argument("measurements", metavar="MEASUREMENTS.csv")
     c.add_argument("--target", default="a2a3", help="model to start from (default a2a3)")
     _output_arg(c, "-o", "--output", required=True, metavar="NEW_MODEL_DIR", directory=True)
     c.add_argument("--json", action="store_true", help='print {"model", "before", "after"}')
     c.set_defaults(func=cmd_calibrate)
 
-    sw = sub.add_parser("sweep", help="run a kernel over every combination of parameters on Dask",
-                        description="Run KERNEL for every combination of the --param values "
-                                    "(.py: build() parameters, .pto: scalar arguments), targets "
-                                    "and sync modes, in parallel on Dask distributed, and write "
-                                    "one row per configuration (parameters, target, sync, "
-                                    "total_cycles, busy_cycles[PIPE], syncs, barriers, "
-                                    "peak_bytes[BUFFER], races, error) to a Parquet file. Rows "
-                                    "are journalled to OUT.journal as they finish; running the "
-                                    "same command again skips the configurations done.",
-                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sw = sub.add_parser(
+        "sweep",
+        help="run a kernel over every combination of parameters on Dask",
+        description="Run KERNEL for every combination of the --param values "
+        "(.py: build() parameters, .pto: scalar arguments), targets "
+        "and sync modes, in parallel on Dask distributed, and write "
+        "one row per configuration (parameters, target, sync, "
+        "total_cycles, busy_cycles[PIPE], syncs, barriers, "
+        "peak_bytes[BUFFER], races, error) to a Parquet file. Rows "
+        "are journalled to OUT.journal as they finish; running the "
+        "same command again skips the configurations done.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sw.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
-    sw.add_argument("--param", action="append", metavar="NAME=V1,V2,...",
-                    help="values of one parameter (repeatable; the sweep is the cartesian "
-                         "product)")
-    sw.add_argument("--target", nargs="+", action="extend", metavar="T",
-                    help="targets to run on (default: the kernel's own, else a2a3)")
-    sw.add_argument("--sync", default=None, metavar="MODE,...",
-                    help="sync modes: manual (as written), auto (placed and synchronised by "
-                         "the simulator), or both: manual,auto (default: run's rule, manual "
-                         "for a kernel with explicit sync, auto otherwise)")
-    sw.add_argument("--scheduler", metavar="ADDR",
-                    help="a running Dask scheduler, e.g. tcp://host:8786 (default: a local "
-                         "cluster of --workers processes)")
-    sw.add_argument("--workers", type=int, default=2,
-                    help="worker processes of the local cluster (default 2)")
-    _output_arg(sw, "-o", "--output", required=True, metavar="RESULTS.parquet",
-                suffixes=(".parquet",))
+    sw.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=V1,V2,...",
+        help="values of one parameter (repeatable; the sweep is the cartesian product)",
+    )
+    sw.add_argument(
+        "--target",
+        nargs="+",
+        action="extend",
+        metavar="T",
+        help="targets to run on (default: the kernel's own, else a2a3)",
+    )
+    sw.add_argument(
+        "--sync",
+        default=None,
+        metavar="MODE,...",
+        help="sync modes: manual (as written), auto (placed and synchronised by "
+        "the simulator), or both: manual,auto (default: run's rule, manual "
+        "for a kernel with explicit sync, auto otherwise)",
+    )
+    sw.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        help="a running Dask scheduler, e.g. tcp://host:8786 (default: a local "
+        "cluster of --workers processes)",
+    )
+    sw.add_argument(
+        "--workers", type=int, default=2, help="worker processes of the local cluster (default 2)"
+    )
+    _output_arg(
+        sw, "-o", "--output", required=True, metavar="RESULTS.parquet", suffixes=(".parquet",)
+    )
     sw.add_argument("--rows", type=int, default=40, help="rows printed (default 40)")
     sw.set_defaults(func=cmd_sweep)
     return p

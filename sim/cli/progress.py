@@ -18,8 +18,15 @@ __all__ = ["Progress"]
 class Progress:
     def __init__(self, label: str, *, delay_s: float = 2.0, file=None):
         from tqdm import tqdm
-        self._bar = tqdm(desc=label, unit=" items", file=file or sys.stderr, delay=delay_s,
-                         leave=False, dynamic_ncols=True)
+
+        self._bar = tqdm(
+            desc=label,
+            unit=" items",
+            file=file or sys.stderr,
+            delay=delay_s,
+            leave=False,
+            dynamic_ncols=True,
+        )
 
     def __call__(self, items: int, cycle: int) -> None:
         self._bar.set_postfix_str(f"cycle {cycle:,}", refresh=False)
@@ -28,8 +35,9 @@ class Progress:
     def preparing(self, instructions: int) -> None:
         """Before the run of a kernel without sync: the auto passes have ordered the
         hazards of ``instructions`` instructions (``sim.engine.mode``)."""
-        self._bar.set_postfix_str(f"auto mode: sync for {instructions:,} instructions",
-                                  refresh=False)
+        self._bar.set_postfix_str(
+            f"auto mode: sync for {instructions:,} instructions", refresh=False
+        )
         self._bar.update(0)
 
     def close(self) -> None:

@@ -27,7 +27,9 @@ def tile_access(tile: Tile, state, write: bool) -> Access:
     else:
         elems = (cols - 1) * t.rows + rows
     start = state.addr
-    return Access(tile.loc.buffer, start, start + elems * t.dtype.size_bytes, write, f"%{tile.name}")
+    return Access(
+        tile.loc.buffer, start, start + elems * t.dtype.size_bytes, write, f"%{tile.name}"
+    )
 
 
 @attrs.frozen
@@ -60,8 +62,11 @@ def _gm_access(interp, view: PartView, write: bool) -> Access:
         if len(by_base) >= 1 << 10:
             by_base.clear()
         start, end = base * isz, (base + span) * isz
-        a = by_base[base] = (Access(space, start, end, write, name) if row is None else
-                             GmAccess(space, start, end, write, name, *row))
+        a = by_base[base] = (
+            Access(space, start, end, write, name)
+            if row is None
+            else GmAccess(space, start, end, write, name, *row)
+        )
     return a
 
 
@@ -123,8 +128,12 @@ class GmShared(Exception):
 def _operands(instr, tmp) -> tuple:
     """(operand, written, is a tile) of the tiles and GM views ``instr`` touches, its
     outputs first."""
-    outs = tuple((o, True, isinstance(o, Tile)) for o in instr.outs
-                 if isinstance(o, (Tile, PartView)))
-    ins = tuple((o, o is tmp, True) if isinstance(o, Tile) else (o, False, False)
-                for o in instr.ins if isinstance(o, (Tile, PartView)))
+    outs = tuple(
+        (o, True, isinstance(o, Tile)) for o in instr.outs if isinstance(o, (Tile, PartView))
+    )
+    ins = tuple(
+        (o, o is tmp, True) if isinstance(o, Tile) else (o, False, False)
+        for o in instr.ins
+        if isinstance(o, (Tile, PartView))
+    )
     return outs + ins

@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING
 
 import simpy
 
+from sim.base.errors import DeadlockError
+from sim.engine.chipstate import ChipState
+from sim.engine.deadlock import describe_stuck
 from sim.engine.execute import Interpreter
 from sim.engine.ffts import FftsWait
 from sim.engine.gm import GlobalMemory
 from sim.engine.gmorder import TransferOrder
-from sim.engine.deadlock import describe_stuck
 from sim.engine.machine import Machine
 from sim.engine.placement import place_tiles
 from sim.engine.racefree import race_free
@@ -39,8 +41,6 @@ from sim.engine.record import frame
 from sim.engine.scan import kept
 from sim.engine.units import layout, unit_program
 from sim.engine.xraces import ChipRaces, UnitRaces
-from sim.engine.chipstate import ChipState
-from sim.base.errors import DeadlockError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,24 +51,42 @@ __all__ = ["Chip", "ChipRecording"]
 class Chip:
     """One run of ``program`` on ``block_dim`` cores of ``target``."""
 
-    def __init__(self, program, target, *, block_dim=1, inputs=None, functional=True,
-                 strict=True, seed=0, detail=False, races=False, ideal_sync=False,
-                 infinite_bandwidth=False, l2=None, trace="full", limits=None,
-                 race_logs=False, gm_summary=False):
+    def __init__(
+        self,
+        program,
+        target,
+        *,
+        block_dim=1,
+        inputs=None,
+        functional=True,
+        strict=True,
+        seed=0,
+        detail=False,
+        races=False,
+        ideal_sync=False,
+        infinite_bandwidth=False,
+        l2=None,
+        trace="full",
+        limits=None,
+        race_logs=False,
+        gm_summary=False,
+    ):
         """``races``: run the race detector (the event path); ``race_logs``: keep every
         unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``);
         ``gm_summary``: with ``race_logs`` and one unit, keep only which of its pipes
         touch each GM array (``sim.engine.access.GmShared`` ends the run when two touch
         one and one writes)."""
         self.target = target
-        self.layout = kept(program, ("layout", target, block_dim),
-                           lambda: layout(program, target, block_dim))
-        self.limits = limits      # sim.engine.limits.Limits watching the run, or None
+        self.layout = kept(
+            program, ("layout", target, block_dim), lambda: layout(program, target, block_dim)
+        )
+        self.limits = limits  # sim.engine.limits.Limits watching the run, or None
         self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2)
-        self.state = ChipState(self.env, target, [(u.core, u.unit) for u in self.layout.units],
-                               ideal_sync=ideal_sync)
-        self.gm_state = ({}, {}, {})      # GM arrays, filled pages, dtypes
+        self.state = ChipState(
+            self.env, target, [(u.core, u.unit) for u in self.layout.units], ideal_sync=ideal_sync
+        )
+        self.gm_state = ({}, {}, {})  # GM arrays, filled pages, dtypes
         # one unit alone never fills the GM channel (each path is slower than it), so it
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency
@@ -94,23 +112,43 @@ class Chip:
         for spec in self.layout.units:
             if spec.kind not in programs:
                 programs[spec.kind], placed[spec.kind] = kept(
-                    program, ("unit", spec.kind, target),
-                    lambda: _placed_unit(program, spec.kind, target))
-            interp = Interpreter(programs[spec.kind], target, inputs=inputs,
-                                 functional=functional, strict=strict, seed=seed,
-                                 track_accesses=races or race_logs, spec=spec,
-                                 chip=self.state,
-                                 gm=self.gm_state, placed=placed[spec.kind],
-                                 gm_windows=gm_model is not None and gm_model.needs_window(),
-                                 sync_items=kept(program, ("sync items", spec.kind, target),
-                                                 dict), access_caches=access_caches,
-                                 gm_pipes={} if summary else None)
-            machine = Machine(target, env=self.env, core=spec.core, unit=spec.unit,
-                              detail=detail, races=self._race_detector(spec, races),
-                              ideal_sync=ideal_sync, infinite_bandwidth=infinite_bandwidth,
-                              gm=order, shared=self.state.flags, trace=trace,
-                              statics=statics, log=[] if race_logs else None)
-            interp.limits = limits      # a scalar-only loop issues nothing to count
+                    program,
+                    ("unit", spec.kind, target),
+                    lambda: _placed_unit(program, spec.kind, target),
+                )
+            interp = Interpreter(
+                programs[spec.kind],
+                target,
+                inputs=inputs,
+                functional=functional,
+                strict=strict,
+                seed=seed,
+                track_accesses=races or race_logs,
+                spec=spec,
+                chip=self.state,
+                gm=self.gm_state,
+                placed=placed[spec.kind],
+                gm_windows=gm_model is not None and gm_model.needs_window(),
+                sync_items=kept(program, ("sync items", spec.kind, target), dict),
+                access_caches=access_caches,
+                gm_pipes={} if summary else None,
+            )
+            machine = Machine(
+                target,
+                env=self.env,
+                core=spec.core,
+                unit=spec.unit,
+                detail=detail,
+                races=self._race_detector(spec, races),
+                ideal_sync=ideal_sync,
+                infinite_bandwidth=infinite_bandwidth,
+                gm=order,
+                shared=self.state.flags,
+                trace=trace,
+                statics=statics,
+                log=[] if race_logs else None,
+            )
+            interp.limits = limits  # a scalar-only loop issues nothing to count
             self.units.append((spec, interp, machine))
 
     def run(self):
@@ -151,8 +189,9 @@ class Chip:
     def race_free(self) -> bool:
         """Whether the run's dispatch logs show the race detector would report nothing
         (``sim.engine.racefree``; False also when that cannot be shown)."""
-        return race_free([m.log for _, _, m in self.units],
-                         [m.recorder.sync_ends() for _, _, m in self.units])
+        return race_free(
+            [m.log for _, _, m in self.units], [m.recorder.sync_ends() for _, _, m in self.units]
+        )
 
     def races(self) -> tuple:
         own = tuple(r for _, _, m in self.units if m.races is not None for r in m.races.finish())
@@ -170,7 +209,6 @@ class Chip:
             parts.append(describe_stuck(items, f"core {spec.core} {spec.unit} " if multi else ""))
         raise DeadlockError(f"deadlock at cycle {self.now()}: " + "; ".join(parts), entries)
 
-
     def _missing_sets(self, machine, entry) -> None:
         """Name, in a stuck entry waiting on a cross-core flag or a syncall, the units whose
         set it still needs (``sim.engine.ffts``)."""
@@ -181,8 +219,10 @@ class Chip:
             if item.label(seq) == entry["wait"] and type(item.flag) is FftsWait:
                 missing = ", ".join(self.state.ffts.missing(item.flag))
                 before = f" before {entry['next']}" if entry.get("next") else ""
-                entry["text"] = (f"{entry['pipe']} waits for flag {entry['waits_for']} "
-                                 f"({entry['wait']}){before}: no set yet from {missing}")
+                entry["text"] = (
+                    f"{entry['pipe']} waits for flag {entry['waits_for']} "
+                    f"({entry['wait']}){before}: no set yet from {missing}"
+                )
 
 
 def _placed_unit(program, kind, target) -> tuple:

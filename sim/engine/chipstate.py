@@ -55,4 +55,3 @@ class ChipState:
                         break
             self._reserved[key] = found
         return self._reserved[key]
-

@@ -8,13 +8,30 @@ tiles and GM pointers passed to a callee share the caller's state.
 
 from __future__ import annotations
 
+from sim.base.errors import SimulationError, UserError
 from sim.engine.items import SCALAR, Issued
 from sim.engine.races import Access
 from sim.engine.scalars import coerce, compile_op
 from sim.engine.tilestate import TileState
-from sim.base.errors import SimulationError, UserError
-from sim.isa.program import (Arith, Call, Const, For, GmPtr, If, PartView, PipeOp, Reshape,
-                             Return, Scalar, ScalarOp, Section, Subview, TensorView, Tile, Yield)
+from sim.isa.program import (
+    Arith,
+    Call,
+    Const,
+    For,
+    GmPtr,
+    If,
+    PartView,
+    PipeOp,
+    Reshape,
+    Return,
+    Scalar,
+    ScalarOp,
+    Section,
+    Subview,
+    TensorView,
+    Tile,
+    Yield,
+)
 from sim.isa.tile import BLayout
 
 __all__ = ["ControlFlow"]
@@ -27,9 +44,9 @@ def _where(st) -> str:
 class ControlFlow:
     """Mixin of ``Interpreter``: executes the non-tile statements of a block."""
 
-    _calls: tuple = ()           # the functions being called, outermost first
-    limits = None                # sim.engine.limits.Limits of the run (Chip sets it), or None
-    idle_iterations = 0          # loop iterations that issued no item (scalar code only)
+    _calls: tuple = ()  # the functions being called, outermost first
+    limits = None  # sim.engine.limits.Limits of the run (Chip sets it), or None
+    idle_iterations = 0  # loop iterations that issued no item (scalar code only)
 
     def _block(self, body):
         """Run ``body``; yields pipe items and returns the values of its Yield / Return.
@@ -39,12 +56,12 @@ class ControlFlow:
         through one generator, not two per level (a third of a tiled GEMM's walk was
         generators handing items up)."""
         instr_type = self._instr_type
-        fixed = self._sync_items     # sync statements issue the same checked item every time
+        fixed = self._sync_items  # sync statements issue the same checked item every time
         handlers = self._handlers
-        stack = []      # (the rest of an interrupted body, the frame of what interrupted it)
+        stack = []  # (the rest of an interrupted body, the frame of what interrupted it)
         rest = iter(body)
         while True:
-            out = None          # stays None when a nested body was entered
+            out = None  # stays None when a nested body was entered
             for st in rest:
                 kind = type(st)
                 if kind is instr_type:
@@ -83,8 +100,10 @@ class ControlFlow:
                     break
                 handler = handlers.get(kind)
                 if handler is None:
-                    raise UserError(f"statement {kind.__name__}{_where(st)} is not supported "
-                                    f"by the simulator yet")
+                    raise UserError(
+                        f"statement {kind.__name__}{_where(st)} is not supported "
+                        f"by the simulator yet"
+                    )
                 issued = handler(st)
                 if issued is None:
                     continue
@@ -139,25 +158,32 @@ class ControlFlow:
             self.views[target.name] = value
         elif isinstance(target, Tile):
             self.tiles[target] = self.tiles[value] if isinstance(value, Tile) else value
-            self.epoch += 1         # the tile may now have another address / valid region
+            self.epoch += 1  # the tile may now have another address / valid region
         elif isinstance(target, GmPtr):
             self.values[target.name] = value
         else:
-            self.values[target.name] = coerce(value, target.type) if not isinstance(value, Tile) else value
+            self.values[target.name] = (
+                coerce(value, target.type) if not isinstance(value, Tile) else value
+            )
 
     # --- scalar code ---------------------------------------------------------------------
 
     def _arith(self, st: Arith) -> None:
-        fn = self._arith_fns.get(id(st))      # statements live as long as the program
+        fn = self._arith_fns.get(id(st))  # statements live as long as the program
         if fn is None:
             fn = self._arith_fns[id(st)] = compile_op(
-                st.op, [getattr(o, "type", "index") for o in st.operands], st.result.type,
-                dict(st.attrs))
+                st.op,
+                [getattr(o, "type", "index") for o in st.operands],
+                st.result.type,
+                dict(st.attrs),
+            )
         args = [self.scalar(o) for o in st.operands]
         try:
             self.values[st.result.name] = fn(args)
         except (KeyError, TypeError, ValueError, OverflowError) as e:
-            raise SimulationError(f"{st.op}{_where(st)}: cannot evaluate with operands {args}: {e}") from None
+            raise SimulationError(
+                f"{st.op}{_where(st)}: cannot evaluate with operands {args}: {e}"
+            ) from None
         except SimulationError as e:
             # e.g. a division by a value read from random GM data (ASSUMPTION: 0 in a
             # timing-only run)
@@ -194,7 +220,7 @@ class ControlFlow:
             self.values[st.results[0].name] = coerce(data[index].item(), st.results[0].type)
         else:
             raise UserError(f"unsupported op '{st.op}'{_where(st)}")
-        c = int(self.target.scalar.get(f"{name}_cycles", 1))   # [scalar] of machine.toml
+        c = int(self.target.scalar.get(f"{name}_cycles", 1))  # [scalar] of machine.toml
         self.seq += 1
         item = Issued(SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
         if self.track_accesses:
@@ -215,12 +241,15 @@ class ControlFlow:
 
     def _scalar_cell(self, st: ScalarOp, first: int = 0):
         """(flat array, index) addressed by a load_scalar / store_scalar."""
-        base, idx = st.operands[first], st.operands[first + 1:]
+        base, idx = st.operands[first], st.operands[first + 1 :]
         index = sum(int(self.scalar(i)) for i in idx[:1])
         if isinstance(base, Tile):
             s = self._state(base, st.op)
-            data = self.tile_view(base, s, base.type.rows, base.type.cols).reshape(-1) \
-                if base.type.blayout is BLayout.ROW_MAJOR else self.tile_view(base, s, base.type.rows, base.type.cols).T.reshape(-1)
+            data = (
+                self.tile_view(base, s, base.type.rows, base.type.cols).reshape(-1)
+                if base.type.blayout is BLayout.ROW_MAJOR
+                else self.tile_view(base, s, base.type.rows, base.type.cols).T.reshape(-1)
+            )
         else:
             data = None
             if isinstance(base, GmPtr) and index >= 0:
@@ -232,8 +261,10 @@ class ControlFlow:
         if data is None or not 0 <= index < data.size:
             # a negative GM index (data-dependent): ASSUMPTION for a timing-only run, the
             # load reads 0 and the store is dropped
-            self.data_error(f"{st.op}{_where(st)}: index {index} outside the "
-                            f"{getattr(data, 'size', 0)} elements")
+            self.data_error(
+                f"{st.op}{_where(st)}: index {index} outside the "
+                f"{getattr(data, 'size', 0)} elements"
+            )
             return None, 0
         return data, index
 
@@ -243,13 +274,17 @@ class ControlFlow:
         t = st.source.type
         r0, c0 = (offs + [0, 0])[:2]
         elem = (r0 * t.cols + c0) if t.blayout is BLayout.ROW_MAJOR else (c0 * t.rows + r0)
-        if st.op == "pto.multi_tile_get":      # buffer r0 of the stacked allocation
+        if st.op == "pto.multi_tile_get":  # buffer r0 of the stacked allocation
             size = st.result.type.rows * st.result.type.cols
             if not 0 <= r0 < t.rows * t.cols // size:
-                raise SimulationError(f"{st.op}{_where(st)}: buffer {r0} of a multi-tile of "
-                                      f"{t.rows * t.cols // size}")
+                raise SimulationError(
+                    f"{st.op}{_where(st)}: buffer {r0} of a multi-tile of {t.rows * t.cols // size}"
+                )
             elem = r0 * size
-        valid = [int(self.scalar(v)) for v in st.valid] or [st.result.type.valid_rows, st.result.type.valid_cols]
+        valid = [int(self.scalar(v)) for v in st.valid] or [
+            st.result.type.valid_rows,
+            st.result.type.valid_cols,
+        ]
         self.tiles[st.result] = TileState(src.addr + elem * t.dtype.size_bytes, *valid)
         self.epoch += 1
 
@@ -269,8 +304,13 @@ class ControlFlow:
         lb, ub, step = (int(self.scalar(x)) for x in (st.lower, st.upper, st.step))
         if step <= 0:
             self.data_error(f"scf.for{_where(st)}: step must be positive, found {step}")
-        frame = [For, st, iter(range(lb, ub, step) if step > 0 else ()),
-                 [self._value(v) for v in st.inits], -1]
+        frame = [
+            For,
+            st,
+            iter(range(lb, ub, step) if step > 0 else ()),
+            [self._value(v) for v in st.inits],
+            -1,
+        ]
         return frame if self._iterate(frame) else None
 
     def _iterate(self, frame) -> bool:
@@ -301,10 +341,12 @@ class ControlFlow:
         frame of SSA values, restored to the caller's when its body ends."""
         fn = self.program.callee(st)
         chain = self._calls or (self.program.main.name,)
-        if st.callee in chain:          # no call stack on the hardware to recurse with
-            raise UserError(f"func.call @{st.callee}{_where(st)}: recursive call ("
-                            + " -> ".join(f"@{c}" for c in (*chain, st.callee))
-                            + "): a kernel's functions cannot call themselves")
+        if st.callee in chain:  # no call stack on the hardware to recurse with
+            raise UserError(
+                f"func.call @{st.callee}{_where(st)}: recursive call ("
+                + " -> ".join(f"@{c}" for c in (*chain, st.callee))
+                + "): a kernel's functions cannot call themselves"
+            )
         args = [self._value(a) for a in st.args]
         frame = (Call, st, self.values, self._calls)
         self.values, self._calls = {}, (*chain, st.callee)
@@ -315,5 +357,10 @@ class ControlFlow:
     def _control_handlers(self) -> dict:
         # scf.for / scf.if / func.call / sections and Yield / Return are the walk's own
         # (_block)
-        return {Arith: self._arith, ScalarOp: self._scalar_op, Subview: self._subview,
-                Reshape: self._reshape, PipeOp: self._pipe_op}
+        return {
+            Arith: self._arith,
+            ScalarOp: self._scalar_op,
+            Subview: self._subview,
+            Reshape: self._reshape,
+            PipeOp: self._pipe_op,
+        }

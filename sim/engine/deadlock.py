@@ -29,19 +29,37 @@ def stuck_entries(machine) -> list[dict]:
             seqs = accumulate(queued[1::3], initial=p.head_seq)
             next(seqs)
             behind = [it.label(n) for it, n in zip(queued[::3], seqs) if it.kind == OP][:1]
-            stuck.append({"pipe": p.name, "waits_for": blocked.text,
-                          "wait": blocked.label(seq), "next": behind[0] if behind else ""})
+            stuck.append(
+                {
+                    "pipe": p.name,
+                    "waits_for": blocked.text,
+                    "wait": blocked.label(seq),
+                    "next": behind[0] if behind else "",
+                }
+            )
     if machine.dispatch_blocked is not None:
         it, seq = machine.dispatch_blocked
         if it.kind == BARRIER:
             busy = [p.name for p in machine.pipes.values() if p.busy or p.queue]
-            stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": "",
-                          "wait": it.label(seq), "next": "",
-                          "text": f"PIPE_S (dispatch) waits in pipe_barrier(PIPE_ALL) "
-                                  f"({it.label(seq)}) for {', '.join(busy)} to drain"})
+            stuck.append(
+                {
+                    "pipe": "PIPE_S (dispatch)",
+                    "waits_for": "",
+                    "wait": it.label(seq),
+                    "next": "",
+                    "text": f"PIPE_S (dispatch) waits in pipe_barrier(PIPE_ALL) "
+                    f"({it.label(seq)}) for {', '.join(busy)} to drain",
+                }
+            )
         else:
-            stuck.append({"pipe": "PIPE_S (dispatch)", "waits_for": it.text,
-                          "wait": it.label(seq), "next": ""})
+            stuck.append(
+                {
+                    "pipe": "PIPE_S (dispatch)",
+                    "waits_for": it.text,
+                    "wait": it.label(seq),
+                    "next": "",
+                }
+            )
     return stuck
 
 
@@ -58,5 +76,6 @@ def describe_stuck(stuck, prefix: str = "") -> str:
             msg += f" before {s['next']}"
         parts.append(msg)
     never = [s["waits_for"] for s in stuck if s["waits_for"]]
-    return "; ".join(parts) + (f"; no set_flag for {', '.join(never)} can still happen"
-                               if never else "")
+    return "; ".join(parts) + (
+        f"; no set_flag for {', '.join(never)} can still happen" if never else ""
+    )

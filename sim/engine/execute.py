@@ -27,36 +27,38 @@ from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.operands import OperandSites, instr_where
 from sim.engine.placement import place_tiles
 from sim.engine.scan import kept
+from sim.engine.shapes import InstrShapes
 from sim.engine.tilestate import TileState
 from sim.engine.units import BOTH, UnitSpec
 from sim.engine.xunit import CrossUnit
 from sim.isa.opcodes import OPCODES, PIPES
-from sim.isa.program import (Alloc, Barrier, Const, Instr, MakeTensorView, PartitionView,
-                             PartView, Scalar, SetFlag, SetValidShape, WaitFlag)
-from sim.isa.precision import effective as effective_precision
-from sim.isa.tile import BLayout, Loc, Tile
+from sim.isa.program import (
+    Alloc,
+    Barrier,
+    Const,
+    Instr,
+    MakeTensorView,
+    PartitionView,
+    PartView,
+    Scalar,
+    SetFlag,
+    SetValidShape,
+    WaitFlag,
+)
+from sim.isa.tile import Tile
 from sim.isa.verify import verify_instr
-from sim.timing import Shape, lower
-from sim.timing.banks import HINT as BANK_HINT, same_bank
-from sim.timing.dma_geometry import Geometry
 from sim.placement.bounds import address_problems
-from sim.timing.hints import shape_hints
+from sim.timing import lower
 
 __all__ = ["Interpreter"]
 
-_LOAD_PATH = {Loc.VEC: "GM_UB", Loc.MAT: "GM_L1"}
-_STORE_PATH = {Loc.VEC: "UB_GM", Loc.MAT: "L1_GM", Loc.ACC: "L0C_GM"}
-_MOVE_PATH = {(Loc.VEC, Loc.VEC): "UB_UB", (Loc.MAT, Loc.LEFT): "L1_L0A",
-              (Loc.MAT, Loc.RIGHT): "L1_L0B", (Loc.MAT, Loc.BIAS): "L1_BT",
-              (Loc.MAT, Loc.SCALING): "L1_FB", (Loc.ACC, Loc.MAT): "L0C_L1",
-              (Loc.ACC, Loc.VEC): "L0C_UB"}
 _SYNC_PIPES = set(PIPES) | {"PIPE_ALL"}
 
 
-_MAX_KEPT = 1 << 16      # entries each cache below holds before it starts again
-_ROLES: dict = {}        # (instruction, its constants' text) -> _operand_roles
-_FORMS: dict = {}        # instruction -> _form
-_PLANS: dict = {}        # (shape, plan) of a verified instruction's form in a state: _plan
+_MAX_KEPT = 1 << 16  # entries each cache below holds before it starts again
+_ROLES: dict = {}  # (instruction, its constants' text) -> _operand_roles
+_FORMS: dict = {}  # instruction -> _form
+_PLANS: dict = {}  # (shape, plan) of a verified instruction's form in a state: _plan
 
 
 def _operand_roles(instr: Instr) -> tuple:
@@ -78,8 +80,14 @@ def _operand_roles(instr: Instr) -> tuple:
         tiles = tuple(o for o in instr.outs + instr.ins if isinstance(o, Tile))
         if len(_ROLES) >= _MAX_KEPT:
             _ROLES.clear()
-        roles = _ROLES[key] = (spec, spec.pipe(out_locs, in_locs), srcs, tmp,
-                                 instr.operand_text, tiles)
+        roles = _ROLES[key] = (
+            spec,
+            spec.pipe(out_locs, in_locs),
+            srcs,
+            tmp,
+            instr.operand_text,
+            tiles,
+        )
     return roles
 
 
@@ -92,15 +100,19 @@ def _form(instr: Instr) -> tuple:
     if form is None:
         if len(_FORMS) >= _MAX_KEPT:
             _FORMS.clear()
-        form = _FORMS[instr] = (instr.opcode, instr.attrs, len(instr.outs), *[
-            o.type if isinstance(o, Tile) else type(o) for o in (*instr.outs, *instr.ins)])
+        form = _FORMS[instr] = (
+            instr.opcode,
+            instr.attrs,
+            len(instr.outs),
+            *[o.type if isinstance(o, Tile) else type(o) for o in (*instr.outs, *instr.ins)],
+        )
     return form
 
 
-_COPIES = 8        # copies of an item kept per statement (by accesses and GM window)
+_COPIES = 8  # copies of an item kept per statement (by accesses and GM window)
 
 
-class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
+class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites, InstrShapes):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
 
     On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
@@ -112,25 +124,42 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
     static trace rows then in one table, ``sim.engine.record.Recorder``).
     """
 
-    def __init__(self, program, target, *, inputs=None, functional=True, strict=True, seed=0,
-                 track_accesses=False, verify=True, spec=None, chip=None, gm=None,
-                 gm_windows=False, placed=None, sync_items=None, access_caches=None,
-                 gm_pipes=None):
+    def __init__(
+        self,
+        program,
+        target,
+        *,
+        inputs=None,
+        functional=True,
+        strict=True,
+        seed=0,
+        track_accesses=False,
+        verify=True,
+        spec=None,
+        chip=None,
+        gm=None,
+        gm_windows=False,
+        placed=None,
+        sync_items=None,
+        access_caches=None,
+        gm_pipes=None,
+    ):
         self.program = program
         self.spec = spec or UnitSpec(0, "AIV0", BOTH, program.main.name, 0, 1, 0, 1)
         self.fn = program.function(self.spec.function)
         self.target = target
         self.functional = functional
-        self.track_accesses = track_accesses     # attach byte ranges to items (race checks)
+        self.track_accesses = track_accesses  # attach byte ranges to items (race checks)
         # what sim.engine.access works out, shared by the units of a chip
         # (``access_caches=``): (tile, state, write) -> its Access; a GM view's window
         # shape -> (that shape, its Access by start); id(instr) -> the operands it touches
         self.tile_accesses, self.gm_accesses, self.access_operands = (
-            access_caches if access_caches is not None else ({}, {}, {}))
+            access_caches if access_caches is not None else ({}, {}, {})
+        )
         # GM array -> [the pipes that touch it, whether one writes], instead of each GM
         # access: a unit alone whose race check is a proof (sim.engine.access.GmShared)
         self.gm_pipes = gm_pipes
-        self._x_items: dict = {}        # the cube<->vector FIFOs' sync items (sim.engine.xunit)
+        self._x_items: dict = {}  # the cube<->vector FIFOs' sync items (sim.engine.xunit)
         self.strict = strict
         self.seed = seed
         self.inputs = dict(inputs or {})
@@ -140,16 +169,16 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self._gm_windows = gm_windows
         # nothing is done per execution of an instruction beyond handing its item over
         self._static_items = not (track_accesses or gm_windows)
-        self._reserved: dict = {}     # reserve_buffer results: name -> (base, size)
-        self._fifos: dict = {}        # initialised cube<->vector FIFOs by id
-        self._pops: dict = {}         # tiles popped so far per FIFO (slot rotation)
-        self._pop_states: dict = {}   # (tile, slot address) -> its state when popped there
-        self._tallocs: dict = {}      # slots taken by talloc_* and not pushed yet
-        self._fifo_moves: dict = {}   # GM-path pushes / pops so far per FIFO end (slot rotation)
-        self._scalar_reads: set[str] = set()    # random-filled GM arrays load_scalar read
+        self._reserved: dict = {}  # reserve_buffer results: name -> (base, size)
+        self._fifos: dict = {}  # initialised cube<->vector FIFOs by id
+        self._pops: dict = {}  # tiles popped so far per FIFO (slot rotation)
+        self._pop_states: dict = {}  # (tile, slot address) -> its state when popped there
+        self._tallocs: dict = {}  # slots taken by talloc_* and not pushed yet
+        self._fifo_moves: dict = {}  # GM-path pushes / pops so far per FIFO end (slot rotation)
+        self._scalar_reads: set[str] = set()  # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
-        self._view_layouts: dict[str, str] = {}     # view name -> GM layout (nd, dn, nz)
+        self._view_layouts: dict[str, str] = {}  # view name -> GM layout (nd, dn, nz)
         self.tiles: dict[Tile, TileState] = {}
         self.buffers: dict[str, np.ndarray] = {}
         self.seq = 0
@@ -162,7 +191,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         # placement, itself a function of the program and target)
         self._keys: dict = kept(program, ("keys",), dict)
         self._clean_plans: dict = kept(program, ("plans", target), dict)
-        self._nd_transfers: set = set()     # statement keys of transfers of N-D GM views
+        self._nd_transfers: set = set()  # statement keys of transfers of N-D GM views
         # id(statement) -> its Issued item (checked once); (id, event id) when the event
         # id is a run-time value
         self._sync_items: dict = {}
@@ -172,20 +201,30 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         # id(arith statement) -> its compiled function: kept with the program, for every
         # unit and run of it (an unrolled kernel runs each statement once per unit)
         self._arith_fns: dict = kept(program, ("arith",), dict)
-        self.warnings: dict[str, None] = {}     # verifier warnings, in first-seen order
-        self.epoch = 0          # bumped whenever a tile's address or valid region changes
-        self.mutations = 0      # ... of those, the changes made to a tile state in place
+        self.warnings: dict[str, None] = {}  # verifier warnings, in first-seen order
+        self.epoch = 0  # bumped whenever a tile's address or valid region changes
+        self.mutations = 0  # ... of those, the changes made to a tile state in place
         self._event_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
         self._placed = place_tiles(program, target) if placed is None else placed
         sp = self.spec
-        self.ids = {"get_block_idx": sp.block_idx, "get_block_num": sp.block_num,
-                    "get_subblock_idx": sp.subblock_idx, "get_subblock_num": sp.subblock_num}
+        self.ids = {
+            "get_block_idx": sp.block_idx,
+            "get_block_num": sp.block_num,
+            "get_subblock_idx": sp.subblock_idx,
+            "get_subblock_num": sp.subblock_num,
+        }
         self._instr_type = Instr
-        self._handlers = {Alloc: self._alloc, SetValidShape: self._set_valid,
-                          MakeTensorView: self._make_view, PartitionView: self._partition,
-                          SetFlag: self._flag, WaitFlag: self._flag, Barrier: self._barrier,
-                          **self._cross_core_handlers(),
-                          **self._control_handlers()}
+        self._handlers = {
+            Alloc: self._alloc,
+            SetValidShape: self._set_valid,
+            MakeTensorView: self._make_view,
+            PartitionView: self._partition,
+            SetFlag: self._flag,
+            WaitFlag: self._flag,
+            Barrier: self._barrier,
+            **self._cross_core_handlers(),
+            **self._control_handlers(),
+        }
         self._bind_args()
         self._verify = verify_instr if verify else None
         self._init_operands()
@@ -246,8 +285,9 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         addr = self._placed.get(st.tile)
         if addr is None:
             addr = int(self.scalar(st.addr))
-            self._check_address(st.tile, addr,
-                                f"alloc_tile %{st.tile.name}" + (f" ({st.loc})" if st.loc else ""))
+            self._check_address(
+                st.tile, addr, f"alloc_tile %{st.tile.name}" + (f" ({st.loc})" if st.loc else "")
+            )
         rows = t.valid_rows if st.valid_row is None else int(self.scalar(st.valid_row))
         cols = t.valid_cols if st.valid_col is None else int(self.scalar(st.valid_col))
         self.tiles[st.tile] = TileState(addr, rows, cols)
@@ -259,16 +299,25 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         rows, cols = int(self.scalar(st.rows)), int(self.scalar(st.cols))
         t = st.tile.type
         if not (0 <= rows <= t.rows and 0 <= cols <= t.cols):
-            self.data_error(f"{where}: valid region must lie within the {t.rows}x{t.cols} "
-                            f"capacity, found {rows}x{cols}")
+            self.data_error(
+                f"{where}: valid region must lie within the {t.rows}x{t.cols} "
+                f"capacity, found {rows}x{cols}"
+            )
             rows, cols = min(max(rows, 0), t.rows), min(max(cols, 0), t.cols)
         s.rows, s.cols = rows, cols
         self.epoch += 1
         self.mutations += 1
         c = int(self.target.scalar.get("set_valid_shape_cycles", 1))
         self._next()
-        return Issued(SCALAR, "PIPE_S", "set_validshape", c, c,
-                      text=f"%{st.tile.name} <- {rows}x{cols}", source=str(st.loc or ""))
+        return Issued(
+            SCALAR,
+            "PIPE_S",
+            "set_validshape",
+            c,
+            c,
+            text=f"%{st.tile.name} <- {rows}x{cols}",
+            source=str(st.loc or ""),
+        )
 
     def _flag(self, st) -> Issued:
         # checked once per statement (and event id, when that is a run-time value), and
@@ -286,7 +335,9 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         return item
 
     def _flag_item(self, st) -> Issued:
-        where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (f" ({st.loc})" if st.loc else "")
+        where = f"{'set_flag' if type(st) is SetFlag else 'wait_flag'}" + (
+            f" ({st.loc})" if st.loc else ""
+        )
         for role, p in (("source pipe", st.src), ("destination pipe", st.dst)):
             if p not in PIPES:
                 raise UserError(f"{where}: {role}: expected one of {', '.join(PIPES)}, found {p!r}")
@@ -294,8 +345,14 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         if not 0 <= ev < self._event_ids:
             raise UserError(f"{where}: event id: expected 0..{self._event_ids - 1}, found {ev}")
         kind, pipe = (SET, st.src) if type(st) is SetFlag else (WAIT, st.dst)
-        return Issued(kind, pipe, kind, flag=(st.src, st.dst, ev),
-                      text=f"{st.src}->{st.dst}#{ev}", source=str(st.loc or ""))
+        return Issued(
+            kind,
+            pipe,
+            kind,
+            flag=(st.src, st.dst, ev),
+            text=f"{st.src}->{st.dst}#{ev}",
+            source=str(st.loc or ""),
+        )
 
     def _barrier(self, st: Barrier) -> Issued:
         item = self._sync_items.get(id(st))
@@ -304,10 +361,13 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             item = self._sync_alike.get(same)
             if item is None:
                 if st.pipe not in _SYNC_PIPES:
-                    raise UserError(f"pipe_barrier ({st.loc}): pipe: expected one of "
-                                    f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}")
-                item = self._sync_alike[same] = Issued(BARRIER, st.pipe, "pipe_barrier",
-                                                       text=st.pipe, source=str(st.loc or ""))
+                    raise UserError(
+                        f"pipe_barrier ({st.loc}): pipe: expected one of "
+                        f"{', '.join(sorted(_SYNC_PIPES))}, found {st.pipe!r}"
+                    )
+                item = self._sync_alike[same] = Issued(
+                    BARRIER, st.pipe, "pipe_barrier", text=st.pipe, source=str(st.loc or "")
+                )
             self._sync_items[id(st)] = item
         self.seq += 1
         return item
@@ -316,10 +376,10 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
 
     def _static_info(self, instr: Instr):
         """What never changes about an instruction, plus its source text (per object)."""
-        hit = self._static.get(id(instr))     # statements live as long as the program
+        hit = self._static.get(id(instr))  # statements live as long as the program
         if hit is not None:
             return hit
-        info = self._by_value.get(instr)      # an equal instruction issued elsewhere
+        info = self._by_value.get(instr)  # an equal instruction issued elsewhere
         if info is None:
             # the cell caches (state epoch, (shape, plan)) for every equal instruction
             key = self._keys.get(instr)
@@ -345,23 +405,43 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         if cell[0] != self.epoch and cell[2] is not None:
             self._still(cell, mine, info[5])
         if cell[0] == self.epoch:
-            if self._static_items:          # same tile state: same item
+            if self._static_items:  # same tile state: same item
                 item = mine[0]
                 if item is not None and item.plan is cell[1][1]:
                     if self.functional:
-                        self._execute(instr, info[0], info[2], info[3], info[5], info[6],
-                                      cell[1][0], seq, info[8])
+                        self._execute(
+                            instr,
+                            info[0],
+                            info[2],
+                            info[3],
+                            info[5],
+                            info[6],
+                            cell[1][0],
+                            seq,
+                            info[8],
+                        )
                     return item
-            else:       # race checks, L2 windows: the copy handed over last holds while
+            else:  # race checks, L2 windows: the copy handed over last holds while
                 # the tile states and the GM views it was made under do
                 last = mine[2]
-                if last is not None and last[0] == self.epoch \
-                        and last[2].plan is cell[1][1] \
-                        and (not last[1] or all(map(is_, map(self.views.get, mine[3][0]),
-                                                    last[1]))):
+                if (
+                    last is not None
+                    and last[0] == self.epoch
+                    and last[2].plan is cell[1][1]
+                    and (not last[1] or all(map(is_, map(self.views.get, mine[3][0]), last[1])))
+                ):
                     if self.functional:
-                        self._execute(instr, info[0], info[2], info[3], info[5], info[6],
-                                      cell[1][0], seq, info[8])
+                        self._execute(
+                            instr,
+                            info[0],
+                            info[2],
+                            info[3],
+                            info[5],
+                            info[6],
+                            cell[1][0],
+                            seq,
+                            info[8],
+                        )
                     return last[2]
         spec, pipe, srcs, tmp, text, tiles, key, cell, source, mine = info
         if spec.name == "TASSIGN":
@@ -386,11 +466,20 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         shape, plan = cell[1]
         if self.functional:
             self._execute(instr, spec, srcs, tmp, tiles, key, shape, seq, source)
-        item = mine[0]      # one item per statement and plan
+        item = mine[0]  # one item per statement and plan
         if item is None or item.plan is not plan:
             item = mine[0] = Issued(
-                OP, pipe, instr.opcode, plan.cold_cycles, plan.warm_cycles, plan.breaks_stream,
-                None, plan, text, source)
+                OP,
+                pipe,
+                instr.opcode,
+                plan.cold_cycles,
+                plan.warm_cycles,
+                plan.breaks_stream,
+                None,
+                plan,
+                text,
+                source,
+            )
         gm_window = self._gm_windows and spec.family in _GM_FAMILIES
         if self.track_accesses or gm_window:
             item = self._copy(instr, spec, srcs, tmp, item, cell, mine, gm_window)
@@ -411,14 +500,19 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             static = mine[3] = (names, None if names else {})
         names, by_states = static
         views = tuple(map(self.views.get, names)) if names else ()
-        key = (self.mutations, cell[2][1]) if by_states is not None and cell[2] is not None \
-            else None
+        key = (
+            (self.mutations, cell[2][1]) if by_states is not None and cell[2] is not None else None
+        )
         copy = by_states.get(key) if key is not None else None
         if copy is None or copy.plan is not item.plan:
-            accesses = (instr_accesses(self, instr, srcs, tmp, item.pipe) if self.track_accesses
-                        else None)
-            window = (self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
-                      if gm_window else None)
+            accesses = (
+                instr_accesses(self, instr, srcs, tmp, item.pipe) if self.track_accesses else None
+            )
+            window = (
+                self._window(instr.ins[0] if spec.family == "load" else instr.outs[0])
+                if gm_window
+                else None
+            )
             # [the item, its copies by accesses (identities: a copy holds its accesses,
             # so they stay theirs) and window]: equal accesses share a copy although
             # their tile states are new objects
@@ -473,14 +567,15 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             sig = (key, *[(s.addr, s.rows, s.cols) for s in map(self.tiles.__getitem__, tiles)])
         except KeyError:
             missing = next(t for t in tiles if t not in self.tiles)
-            raise UserError(f"{self._where(seq, instr)}: tile %{missing.name} is used before it "
-                            f"is allocated") from None
+            raise UserError(
+                f"{self._where(seq, instr)}: tile %{missing.name} is used before it is allocated"
+            ) from None
         if self._nd_view(instr, spec):
             self._nd_transfers.add(key)
             sig += (self._plan_facts(instr, spec, srcs),)
         cached = self._plans.get(sig)
         if cached is None:
-            cached = self._clean_plans.get(sig)     # another unit's or run's, verified clean
+            cached = self._clean_plans.get(sig)  # another unit's or run's, verified clean
             if cached is None:
                 cached = self._new_plan(instr, spec, pipe, srcs, sig, seq)
             self._plans[sig] = cached
@@ -506,37 +601,11 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
             if len(_PLANS) >= _MAX_KEPT:
                 _PLANS.clear()
             _PLANS[known] = cached
-        if not warned:              # a warning is each unit's (and run's) to give
+        if not warned:  # a warning is each unit's (and run's) to give
             if len(self._clean_plans) >= _MAX_KEPT:
                 self._clean_plans.clear()
             self._clean_plans[sig] = cached
         return cached
-
-    def _nd_view(self, instr, spec) -> bool:
-        """Whether a transfer's GM view has dims outside its 2-D window: its plan then
-        depends on the view's outer extent (``_geometry``), not on its tiles alone."""
-        fam = spec.family
-        if fam in ("load", "mgather"):
-            view = instr.ins[0]
-        elif fam == "store":
-            view = instr.outs[0]
-        else:
-            return False
-        return len(self.views.get(view.name, (None, 0, ()))[2]) > 2
-
-    def _plan_facts(self, instr, spec, srcs):
-        """What ``_shape`` reads beyond the instruction's ``_form``, the target and its
-        tiles' states: the geometry of a transfer's GM window, where placement put a binary
-        op's sources (the bank conflict hint). Reading more there means adding it here
-        (tests/test_plan_memo.py changes each part)."""
-        fam = spec.family
-        if fam in ("load", "mgather"):
-            return self._geometry(instr.ins[0], instr.outs[0])
-        if fam == "store":
-            return self._geometry(instr.outs[0], srcs[0])
-        if fam == "binary":
-            return tuple(map(self._placed.get, srcs))
-        return None
 
     def _tassign(self, instr, seq, where, text) -> Issued:
         tile = instr.outs[0]
@@ -547,76 +616,6 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites):
         self.mutations += 1
         c = int(self.target.scalar.get("tassign_cycles", 1))
         return Issued(SCALAR, "PIPE_S", "TASSIGN", c, c, text=text, source=str(instr.loc or ""))
-
-    def _domain(self, instr, spec, srcs, where):
-        """(tile whose geometry sets the path, iteration rows, cols)."""
-        if spec.domain == "src" and srcs:
-            t = srcs[0]
-        elif isinstance(instr.outs[0], Tile):
-            t = instr.outs[0]
-        else:
-            t = srcs[0]
-        st = self._state(t, where)
-        if st.rows is None or st.cols is None:
-            raise SimulationError(f"{where}: tile %{t.name} has a dynamic valid region that was "
-                                  f"never set (use set_validshape / valid_row=, valid_col=)")
-        return t, st.rows, st.cols
-
-    def _shape(self, instr, spec, srcs, where) -> Shape:
-        t, R, C = self._domain(instr, spec, srcs, where)
-        dst = instr.outs[0]
-        dt = t.dtype.name
-        src_dt = srcs[0].dtype.name if srcs else ""
-        path, extra, variant = "", (), ""
-        fam = spec.family
-        if fam in ("load", "mgather"):
-            # ASSUMPTION: MGATHER moves dst's bytes at the GM read rate of a TLOAD (the
-            # reference gives no gather cost for the MTEs)
-            path = _LOAD_PATH.get(dst.loc, "GM_UB")
-            extra = self._geometry(instr.ins[0], dst)
-        elif fam == "store":
-            path = _STORE_PATH.get(srcs[0].loc, "UB_GM")
-            extra = self._geometry(dst, srcs[0])
-        elif fam == "move":
-            path = _MOVE_PATH.get((srcs[0].loc, dst.loc), "UB_UB")
-            extra = Geometry(dst.type.layout, "", dst.dtype.size_bytes)
-        elif fam == "matmul":
-            a, b = (srcs[-2], srcs[-1])
-            ra, ca = self.valid_of(a)
-            rb, cb = self.valid_of(b)
-            # TGEMV: one row of A, k = B's valid rows (instructions.md §3.7)
-            extra = (1, rb, cb, a.dtype.name) if spec.name == "TGEMV" else (ra, ca, cb, a.dtype.name)
-        if isinstance(instr.ins[0], (Const, Scalar)) and fam == "scalar":
-            variant = "scalar_tile"
-        elif srcs and isinstance(dst, Tile) and srcs[0].loc is dst.loc and \
-                self.tiles[srcs[0]].addr == self.tiles[dst].addr:
-            variant = "inplace"
-        if not path and fam != "matmul":        # vector op: facts beyond the geometry
-            hv, extra = shape_hints(
-                instr.opcode, fam, instr.attrs,
-                dst_col_major=isinstance(dst, Tile) and dst.type.blayout is BLayout.COL_MAJOR,
-                has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs),
-                precision=effective_precision(self.target, instr.opcode, instr.attrs, dt))
-            variant = hv or variant
-            if instr.opcode == "TMRGSORT" and len(srcs) > 1:
-                variant = "multi"            # merges its source lists (sim.timing.vsort)
-        if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
-            # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
-            # for placement decisions, not for addresses the engine picked itself
-            a, b = self.tiles[srcs[0]].addr, self.tiles[srcs[1]].addr
-            if (self._placed.get(srcs[0]) != a and self._placed.get(srcs[1]) != b
-                    and same_bank(self.target, a, b)):
-                extra = (*extra, (BANK_HINT, True))
-        return Shape(instr.opcode, dt, t.type.rows, t.type.cols, t.type.valid_cols, R, C,
-                     src_dt, variant, path, extra)
-
-    def _geometry(self, view: PartView, tile: Tile) -> Geometry:
-        """Layout facts a transfer's cost depends on (``sim.timing.dma_geometry``)."""
-        gm_layout = self._view_layouts.get(view.name, "nd")
-        ptr, _, sizes, _ = self.views.get(view.name, (None, 0, (), ()))
-        outer = int(np.prod(sizes[:-2])) if gm_layout != "nz" and len(sizes) > 2 else 1
-        size = (ptr.dtype if ptr is not None else tile.dtype).size_bytes
-        return Geometry(tile.type.layout, gm_layout, size, max(1, outer))
 
 
 _GM_FAMILIES = ("load", "store")

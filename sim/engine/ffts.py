@@ -56,19 +56,22 @@ reaches — leaves the chip's event queue empty with units unfinished: the chip 
 
 from __future__ import annotations
 
+from sim.base.errors import SimulationError, UserError
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.xunit import XKey
-from sim.base.errors import SimulationError, UserError
 from sim.isa.program import SetFfts, SyncAll, SyncSet, SyncWait
 from sim.timing import Shape, lower
 
 __all__ = ["FftsSet", "FftsWait", "FftsChannels", "CrossCore", "DEFAULT_MODE", "FLAG_IDS"]
 
-DEFAULT_MODE = 2          # ASSUMPTION: AIC <-> AIV of one core when no ffts_mode is given
-FLAG_IDS = 16             # 4-bit flag ids (programming-model.md §7.3)
-PENDING_LIMIT = 15        # a 4-bit counter holds 15 sets
-_SYNCALL_FLAG = {"aic_only": "11 SYNC_AIC_FLAG", "aiv_only": "14 SYNC_AIV_ONLY_ALL",
-                 "mix": "11-13 SYNC_AIC_FLAG/SYNC_AIV_FLAG/SYNC_AIC_AIV_FLAG"}
+DEFAULT_MODE = 2  # ASSUMPTION: AIC <-> AIV of one core when no ffts_mode is given
+FLAG_IDS = 16  # 4-bit flag ids (programming-model.md §7.3)
+PENDING_LIMIT = 15  # a 4-bit counter holds 15 sets
+_SYNCALL_FLAG = {
+    "aic_only": "11 SYNC_AIC_FLAG",
+    "aiv_only": "14 SYNC_AIV_ONLY_ALL",
+    "mix": "11-13 SYNC_AIC_FLAG/SYNC_AIV_FLAG/SYNC_AIC_AIV_FLAG",
+}
 
 
 class FftsWait(XKey):
@@ -102,7 +105,7 @@ class FftsChannels:
 
     def __init__(self, env, ideal: bool = False):
         self.env = env
-        self.ideal = ideal            # ideal sync: waits never block, so nothing is consumed
+        self.ideal = ideal  # ideal sync: waits never block, so nothing is consumed
         self.channels: dict = {}
 
     def _channel(self, key) -> _Channel:
@@ -120,7 +123,8 @@ class FftsChannels:
                 raise SimulationError(
                     f"{_unit(setter)}: {what}: a 16th pending set toward {_unit(target[1])}, "
                     f"which has consumed none of the previous 15 (the FFTS flag counter is 4 "
-                    f"bits: at most {PENDING_LIMIT} sets may wait unconsumed)")
+                    f"bits: at most {PENDING_LIMIT} sets may wait unconsumed)"
+                )
             ch.pending[setter] = n
             if ch.waiter is not None and all(ch.pending.values()):
                 ev, ch.waiter = ch.waiter, None
@@ -152,8 +156,12 @@ class CrossCore:
     ``units``: every launched (core, unit)) and ``self.target``."""
 
     def _cross_core_handlers(self) -> dict:
-        return {SyncSet: self._ffts_flag, SyncWait: self._ffts_flag, SyncAll: self._syncall,
-                SetFfts: self._set_ffts}
+        return {
+            SyncSet: self._ffts_flag,
+            SyncWait: self._ffts_flag,
+            SyncAll: self._syncall,
+            SetFfts: self._set_ffts,
+        }
 
     def _me(self) -> tuple:
         return (self.spec.core, self.spec.unit)
@@ -180,24 +188,41 @@ class CrossCore:
             raise UserError(f"{where}: cross-core flags run on a chip (sim.simulate)")
         pipes = self._unit_pipes()
         if st.pipe not in pipes:
-            raise UserError(f"{where}: {st.pipe} is not a pipe of core {self.spec.core} "
-                            f"{self.spec.unit} ({', '.join(sorted(pipes))})")
+            raise UserError(
+                f"{where}: {st.pipe} is not a pipe of core {self.spec.core} "
+                f"{self.spec.unit} ({', '.join(sorted(pipes))})"
+            )
         if st.intra:
             return self._intra_item(st, flag, set_)
         if not 0 <= flag < FLAG_IDS:
-            raise UserError(f"{where}: flag id: expected 0..{FLAG_IDS - 1} (4-bit FFTS ids), "
-                            f"found {flag}")
+            raise UserError(
+                f"{where}: flag id: expected 0..{FLAG_IDS - 1} (4-bit FFTS ids), found {flag}"
+            )
         mode = DEFAULT_MODE if st.mode is None else st.mode
         what = f"FFTS flag {flag} (ffts_mode {mode})"
         me = self._me()
         if set_:
-            targets = tuple(FftsWait((what, r, self._setters(mode, r, where)))
-                            for r in self._receivers(mode, me, where))
-            return Issued(SET, st.pipe, name, flag=FftsSet((what, me, targets)),
-                          text=f"{what} {self.spec.unit}->", source=str(st.loc or ""))
+            targets = tuple(
+                FftsWait((what, r, self._setters(mode, r, where)))
+                for r in self._receivers(mode, me, where)
+            )
+            return Issued(
+                SET,
+                st.pipe,
+                name,
+                flag=FftsSet((what, me, targets)),
+                text=f"{what} {self.spec.unit}->",
+                source=str(st.loc or ""),
+            )
         setters = self._setters(mode, me, where)
-        return Issued(WAIT, "PIPE_S", name, flag=FftsWait((what, me, setters)),
-                      text=f"{what} for {st.pipe}", source=str(st.loc or ""))
+        return Issued(
+            WAIT,
+            "PIPE_S",
+            name,
+            flag=FftsWait((what, me, setters)),
+            text=f"{what} for {st.pipe}",
+            source=str(st.loc or ""),
+        )
 
     def _intra_item(self, st, flag: int, set_: bool) -> Issued:
         """A5 ``set_intra_block`` / ``wait_intra_block`` (see the module doc): the cube's
@@ -208,34 +233,52 @@ class CrossCore:
         aic = unit == "AIC"
         top = 2 * FLAG_IDS if aic else FLAG_IDS
         if not 0 <= flag < top:
-            raise UserError(f"{where}: flag id on core {core} {unit}: expected 0..{top - 1} "
-                            f"(the cube addresses AIV0 with 0..15, AIV1 with 16..31), found "
-                            f"{flag}")
+            raise UserError(
+                f"{where}: flag id on core {core} {unit}: expected 0..{top - 1} "
+                f"(the cube addresses AIV0 with 0..15, AIV1 with 16..31), found "
+                f"{flag}"
+            )
         if aic:
             aiv, ch = f"AIV{flag // FLAG_IDS}", flag % FLAG_IDS
-            what = (f"intra-block flag {ch} AIC->{aiv}" if set_ else
-                    f"intra-block flag {flag} {aiv}->AIC")
+            what = (
+                f"intra-block flag {ch} AIC->{aiv}"
+                if set_
+                else f"intra-block flag {flag} {aiv}->AIC"
+            )
             peer = (core, aiv)
         else:
             sub = self.spec.subblock_idx
-            what = (f"intra-block flag {flag + FLAG_IDS * sub} {unit}->AIC" if set_ else
-                    f"intra-block flag {flag} AIC->{unit}")
+            what = (
+                f"intra-block flag {flag + FLAG_IDS * sub} {unit}->AIC"
+                if set_
+                else f"intra-block flag {flag} AIC->{unit}"
+            )
             peer = (core, "AIC")
         if peer not in self.chip.units:
-            raise UserError(f"{where}: core {core} {unit} signals core {peer[0]} {peer[1]}, "
-                            f"which the launch does not have (a kernel with pto.section.cube "
-                            f"and pto.section.vector)")
+            raise UserError(
+                f"{where}: core {core} {unit} signals core {peer[0]} {peer[1]}, "
+                f"which the launch does not have (a kernel with pto.section.cube "
+                f"and pto.section.vector)"
+            )
         me, src = (core, unit), str(st.loc or "")
         if set_:
             target = FftsWait((what, peer, (me,)))
-            return Issued(SET, st.pipe, name, flag=FftsSet((what, me, (target,))),
-                          text=what, source=src)
-        return Issued(WAIT, "PIPE_S", name, flag=FftsWait((what, me, (peer,))),
-                      text=f"{what} for {st.pipe}", source=src)
+            return Issued(
+                SET, st.pipe, name, flag=FftsSet((what, me, (target,))), text=what, source=src
+            )
+        return Issued(
+            WAIT,
+            "PIPE_S",
+            name,
+            flag=FftsWait((what, me, (peer,))),
+            text=f"{what} for {st.pipe}",
+            source=src,
+        )
 
     def _unit_pipes(self) -> frozenset:
         from sim.engine.units import BOTH
         from sim.isa.opcodes import PIPES
+
         if self.spec.kind == BOTH:
             return frozenset(PIPES)
         kind = "AIC" if self.spec.unit == "AIC" else "AIV"
@@ -250,23 +293,29 @@ class CrossCore:
             found = tuple(u for u in units if (u[1] == "AIC") == aic)
         elif mode == 1:
             if aic:
-                raise UserError(f"{where}: ffts_mode 1 synchronises the vector units of a "
-                                f"core; core {core} AIC is a cube unit (use mode 2)")
+                raise UserError(
+                    f"{where}: ffts_mode 1 synchronises the vector units of a "
+                    f"core; core {core} AIC is a cube unit (use mode 2)"
+                )
             found = tuple(u for u in units if u[0] == core and u[1] != "AIC")
         else:
             found = tuple(u for u in units if u[0] == core and (u[1] == "AIC") != aic)
         if not found:
-            raise UserError(f"{where}: ffts_mode {mode} on core {core} {unit}: the launch has "
-                            f"no unit to signal (mode 2 needs both the cube and the vector "
-                            f"units of the core: a kernel with pto.section.cube / "
-                            f"pto.section.vector)")
+            raise UserError(
+                f"{where}: ffts_mode {mode} on core {core} {unit}: the launch has "
+                f"no unit to signal (mode 2 needs both the cube and the vector "
+                f"units of the core: a kernel with pto.section.cube / "
+                f"pto.section.vector)"
+            )
         return found
 
     def _setters(self, mode, receiver, where) -> tuple:
         """The units whose sets a wait on ``receiver`` needs in ``mode``."""
         if mode == 1 and receiver[1] == "AIC":
-            raise UserError(f"{where}: ffts_mode 1 synchronises the vector units of a core; "
-                            f"core {receiver[0]} AIC is a cube unit (use mode 2)")
+            raise UserError(
+                f"{where}: ffts_mode 1 synchronises the vector units of a core; "
+                f"core {receiver[0]} AIC is a cube unit (use mode 2)"
+            )
         return self._receivers(mode, receiver, where)
 
     # --- syncall / set_ffts ----------------------------------------------------------------
@@ -296,32 +345,59 @@ class CrossCore:
         me = self._me()
         who = self._participants(st.core_type)
         if me not in who:
-            raise UserError(f"{where}: core_type {st.core_type} does not include core "
-                            f"{me[0]} {me[1]}, which reaches it")
-        what = (f"syncall {st.mode} {st.core_type} (FFTS flag {_SYNCALL_FLAG[st.core_type]}, "
-                f"{len(who)} units)")
+            raise UserError(
+                f"{where}: core_type {st.core_type} does not include core "
+                f"{me[0]} {me[1]}, which reaches it"
+            )
+        what = (
+            f"syncall {st.mode} {st.core_type} (FFTS flag {_SYNCALL_FLAG[st.core_type]}, "
+            f"{len(who)} units)"
+        )
         channels = tuple(FftsWait((what, u, who)) for u in who)
         arrive, wait = FftsSet((what, me, channels)), FftsWait((what, me, who))
         src = str(st.loc or "")
         drain = Issued(BARRIER, "PIPE_ALL", "syncall", text="PIPE_ALL", source=src)
         if st.mode == "hard":
-            return (drain, Issued(SET, "PIPE_S", "syncall", flag=arrive, text=what, source=src),
-                    Issued(WAIT, "PIPE_S", "syncall", flag=wait, text=what, source=src))
-        local = ("PIPE_MTE2", "PIPE_S", "syncall")
-        return (drain, self._flag_block("UB_GM", "PIPE_MTE3", src),
-                Issued(SET, "PIPE_MTE3", "syncall", flag=arrive, text=what, source=src),
+            return (
+                drain,
+                Issued(SET, "PIPE_S", "syncall", flag=arrive, text=what, source=src),
                 Issued(WAIT, "PIPE_S", "syncall", flag=wait, text=what, source=src),
-                self._flag_block("GM_UB", "PIPE_MTE2", src),
-                Issued(SET, "PIPE_MTE2", "syncall", flag=local, text="PIPE_MTE2->PIPE_S#syncall",
-                       source=src),
-                Issued(WAIT, "PIPE_S", "syncall", flag=local, text="PIPE_MTE2->PIPE_S#syncall",
-                       source=src))
+            )
+        local = ("PIPE_MTE2", "PIPE_S", "syncall")
+        return (
+            drain,
+            self._flag_block("UB_GM", "PIPE_MTE3", src),
+            Issued(SET, "PIPE_MTE3", "syncall", flag=arrive, text=what, source=src),
+            Issued(WAIT, "PIPE_S", "syncall", flag=wait, text=what, source=src),
+            self._flag_block("GM_UB", "PIPE_MTE2", src),
+            Issued(
+                SET,
+                "PIPE_MTE2",
+                "syncall",
+                flag=local,
+                text="PIPE_MTE2->PIPE_S#syncall",
+                source=src,
+            ),
+            Issued(
+                WAIT, "PIPE_S", "syncall", flag=local, text="PIPE_MTE2->PIPE_S#syncall", source=src
+            ),
+        )
 
     def _flag_block(self, path, pipe, src) -> Issued:
         """A soft barrier's 32-byte flag block moved over ``path`` (through the GM model)."""
         plan = lower(Shape("SYNCALL", "i32", 1, 8, 8, 1, 8, path=path), pipe, self.target)
-        return Issued(OP, pipe, "SYNCALL", plan.cold_cycles, plan.warm_cycles,
-                      plan.breaks_stream, None, plan, f"flag block ({path})", src)
+        return Issued(
+            OP,
+            pipe,
+            "SYNCALL",
+            plan.cold_cycles,
+            plan.warm_cycles,
+            plan.breaks_stream,
+            None,
+            plan,
+            f"flag block ({path})",
+            src,
+        )
 
     def _set_ffts(self, st: SetFfts) -> Issued:
         value = st.value
@@ -329,5 +405,12 @@ class CrossCore:
         shown = self.values.get(getattr(value, "name", None), text)
         self.seq += 1
         c = int(self.target.sync.get("kernel_sync_cycles", 0))
-        return Issued(SCALAR, "PIPE_S", "set_ffts", c, c, text=f"FFTS base <- {shown}",
-                      source=str(st.loc or ""))
+        return Issued(
+            SCALAR,
+            "PIPE_S",
+            "set_ffts",
+            c,
+            c,
+            text=f"FFTS base <- {shown}",
+            source=str(st.loc or ""),
+        )

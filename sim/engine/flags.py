@@ -25,7 +25,7 @@ class FlagCounters:
 
     def __init__(self, env):
         self.env = env
-        self.counts: dict = {}          # key -> [count, waiting event or None]
+        self.counts: dict = {}  # key -> [count, waiting event or None]
 
     def _flag(self, key):
         f = self.counts.get(key)
@@ -63,8 +63,8 @@ class TimedFlags:
 
     def __init__(self, env):
         self.env = env
-        self.sets: dict = {}            # key -> cycles of the sets not waited for yet (FIFO)
-        self.sleepers: dict = {}        # key -> what wakes the waiter without a set
+        self.sets: dict = {}  # key -> cycles of the sets not waited for yet (FIFO)
+        self.sleepers: dict = {}  # key -> what wakes the waiter without a set
 
     def fire(self, key, cycle: int) -> None:
         q = self.sets.get(key)
@@ -79,7 +79,7 @@ class TimedFlags:
         if waiter is not None:
             waiter()
 
-    def take(self, key) -> "int | None":
+    def take(self, key) -> int | None:
         """The cycle of the oldest pending set of ``key`` (consumed), or None."""
         q = self.sets.get(key)
         return q.popleft() if q else None

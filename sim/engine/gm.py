@@ -68,7 +68,7 @@ class _Channel:
         return self.free
 
 
-_MAX_SHAPES = 4096       # strided window shapes whose lines _L2 keeps
+_MAX_SHAPES = 4096  # strided window shapes whose lines _L2 keeps
 
 
 class _L2:
@@ -77,19 +77,19 @@ class _L2:
     def __init__(self, cfg: dict):
         self.line = int(cfg.get("line_bytes", 512))
         self.capacity_lines = max(1, int(cfg["capacity_bytes"]) // self.line)
-        self.brought = 0                      # lines brought in so far
-        self.stamps: dict = {}                # GM array -> per line: `brought` at last use
-        self.dirty: dict = {}                 # GM array -> per line: written while resident
+        self.brought = 0  # lines brought in so far
+        self.stamps: dict = {}  # GM array -> per line: `brought` at last use
+        self.dirty: dict = {}  # GM array -> per line: written while resident
         self.hits = 0
         self.misses = 0
-        self._shapes: dict = {}               # strided window shape -> its lines from line 0
+        self._shapes: dict = {}  # strided window shape -> its lines from line 0
 
-    def lines(self, window) -> "np.ndarray | slice":
+    def lines(self, window) -> np.ndarray | slice:
         """Line numbers a GM window touches: ``(key, base, rows, cols, row stride, col
         stride, itemsize)`` in elements; a ``slice`` of them when the window is one
         contiguous run of bytes (a whole-row tile: the common case, kept off numpy)."""
         _, base, rows, cols, rs, cs, isz = window
-        if cs != 1 and rs == 1:               # column-contiguous (DN): swap the roles
+        if cs != 1 and rs == 1:  # column-contiguous (DN): swap the roles
             rows, cols, rs, cs = cols, rows, cs, rs
         if cs == 1 and (rs == cols or rows == 1):
             start = base * isz
@@ -141,7 +141,7 @@ class _L2:
             size = max(need, 2 * (0 if st is None else st.size))
             grown, grown_dirty = np.full(size, _NEVER, np.int64), np.zeros(size, bool)
             if st is not None:
-                grown[:st.size], grown_dirty[:st.size] = st, dirty
+                grown[: st.size], grown_dirty[: st.size] = st, dirty
             st, dirty = self.stamps[key], self.dirty[key] = grown, grown_dirty
         present = (self.brought - st[lines]) < self.capacity_lines
         hit = int(np.count_nonzero(present))
@@ -156,7 +156,7 @@ class _L2:
             dirtied = count - int(np.count_nonzero(was))
             dirty[lines] = True
         elif hit < count:
-            touched = dirty[lines]            # a view for a slice, a copy for an array
+            touched = dirty[lines]  # a view for a slice, a copy for an array
             touched[~present] = False
             if type(lines) is not slice:
                 dirty[lines] = touched
@@ -166,7 +166,7 @@ class _L2:
 class GlobalMemory:
     """The chip's GM: ``cost(now, item, own_cost)`` is the cycles a GM transfer takes."""
 
-    def __init__(self, target, *, l2: "bool | None" = None):
+    def __init__(self, target, *, l2: bool | None = None):
         cfg = target.gm
         bpc = 2**30 / target.clock_hz
         self.paths = frozenset(cfg.get("paths", ()))
@@ -174,13 +174,14 @@ class GlobalMemory:
         l2cfg = dict(cfg.get("l2", {}))
         on = bool(l2cfg.get("enabled", False)) if l2 is None else l2
         self.l2 = _L2(l2cfg) if on and l2cfg else None
-        self.l2_channel = (_Channel(float(l2cfg["bandwidth_gib_per_s"]) * bpc)
-                           if self.l2 is not None else None)
+        self.l2_channel = (
+            _Channel(float(l2cfg["bandwidth_gib_per_s"]) * bpc) if self.l2 is not None else None
+        )
         self.apply_latency = bool(l2cfg.get("apply_latency", False))
         self.hit_fixed = float(l2cfg.get("hit_fixed_cycles", 50))
         self.hit_bpc = float(l2cfg.get("hit_bytes_per_cycle", 256))
         self.miss_extra = float(l2cfg.get("miss_extra_cycles", 150))
-        self._bytes: dict[int, tuple] = {}    # id(plan) -> (plan, GM bytes, is write)
+        self._bytes: dict[int, tuple] = {}  # id(plan) -> (plan, GM bytes, is write)
 
     @property
     def active(self) -> bool:
@@ -209,12 +210,16 @@ class GlobalMemory:
         if self.l2 is None:
             end = max(end, self.hbm.reserve(now, nbytes))
         else:
-            hit, lines, dirtied = (self.l2.access(item.gm, write) if item.gm is not None
-                                   else (0, 1, 1))
+            hit, lines, dirtied = (
+                self.l2.access(item.gm, write) if item.gm is not None else (0, 1, 1)
+            )
             miss_bytes = nbytes * (dirtied if write else lines - hit) // lines
             if self.apply_latency:
-                end = now + (min(own, nbytes / self.hit_bpc + self.hit_fixed) if hit == lines
-                             else own + self.miss_extra)
+                end = now + (
+                    min(own, nbytes / self.hit_bpc + self.hit_fixed)
+                    if hit == lines
+                    else own + self.miss_extra
+                )
             end = max(end, self.l2_channel.reserve(now, nbytes))
             if miss_bytes:
                 end = max(end, self.hbm.reserve(now, miss_bytes))
@@ -225,9 +230,10 @@ class GlobalMemory:
         out = {}
         for name, ch in (("hbm", self.hbm), ("l2", self.l2_channel)):
             if ch is not None:
-                out[name] = {"bytes": ch.bytes,
-                             "utilization": round(ch.busy_cycles / total_cycles, 4)
-                             if total_cycles else 0.0}
+                out[name] = {
+                    "bytes": ch.bytes,
+                    "utilization": round(ch.busy_cycles / total_cycles, 4) if total_cycles else 0.0,
+                }
         if self.l2 is not None:
             n = self.l2.hits + self.l2.misses
             out["l2"]["hit_rate"] = round(self.l2.hits / n, 4) if n else 0.0

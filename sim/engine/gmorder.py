@@ -24,7 +24,7 @@ from simpy.events import Event
 
 __all__ = ["TransferOrder"]
 
-_AFTER_ALL = 2      # SimPy priority: after URGENT (0) and NORMAL (1) events of a cycle
+_AFTER_ALL = 2  # SimPy priority: after URGENT (0) and NORMAL (1) events of a cycle
 
 
 class TransferOrder:
@@ -36,7 +36,7 @@ class TransferOrder:
     def __init__(self, env, gm):
         self.env = env
         self.gm = gm
-        self.pending: dict = {}         # cycle -> [(order key, item, own cost, event)]
+        self.pending: dict = {}  # cycle -> [(order key, item, own cost, event)]
 
     def transfer(self, plan) -> bool:
         """True when ``plan`` (an op's, or None) moves bytes over a GM path: the model
@@ -64,7 +64,7 @@ class TransferOrder:
         cycle = self.env.now
         batch = self.pending.pop(cycle)
         if len(batch) > 1:
-            batch.sort(key=_order)          # stable: one pipe's requests keep their order
+            batch.sort(key=_order)  # stable: one pipe's requests keep their order
         cost = self.gm.cost
         for _, item, own, ev in batch:
             if ev is flush:

@@ -22,22 +22,25 @@ from sim.placement.bounds import span_message
 
 __all__ = ["GlobalViews"]
 
-_PAGE = 1 << 16      # elements per lazily filled page of a GM argument without an input
+_PAGE = 1 << 16  # elements per lazily filled page of a GM argument without an input
 
 
 def _zeros(name: str, n: int, dt: DType) -> np.ndarray:
     """Lazily backed zeros for GM argument ``name`` (pages come when written)."""
     try:
         return np.zeros(n, dt.np_type)
-    except (MemoryError, ValueError):      # ValueError: more elements than numpy indexes
-        raise SimulationError(f"GM argument %{name}: the window it touches is too large to "
-                              f"simulate functionally ({n} {dt} elements exceed the address "
-                              f"space this machine grants); use smaller sizes or "
-                              f"--timing-only") from None
+    except (MemoryError, ValueError):  # ValueError: more elements than numpy indexes
+        raise SimulationError(
+            f"GM argument %{name}: the window it touches is too large to "
+            f"simulate functionally ({n} {dt} elements exceed the address "
+            f"space this machine grants); use smaller sizes or "
+            f"--timing-only"
+        ) from None
 
 
 def _dtype_of(arr: np.ndarray) -> DType:
     from sim.isa.dtypes import DTYPES
+
     return next(d for d in DTYPES.values() if d.np_type == arr.dtype)
 
 
@@ -49,20 +52,24 @@ def _random(dt: DType, n: int, rng) -> np.ndarray:
     return rng.integers(0, 200, n).astype(dt.np_type)
 
 
-
 class GlobalViews:
     """Mixin of ``Interpreter``: binds the kernel's arguments and resolves GM views."""
 
     def _bind_args(self) -> None:
         launch = self._launch_args()
-        missing = [a for a in self.fn.args if isinstance(a, Scalar) and a.name not in self.inputs
-                   and a.name not in launch]
+        missing = [
+            a
+            for a in self.fn.args
+            if isinstance(a, Scalar) and a.name not in self.inputs and a.name not in launch
+        ]
         if missing:
             names = ", ".join(f"%{a.name} ({a.type})" for a in missing)
             flags = " ".join(f"--arg {a.name}=VALUE" for a in missing)
-            raise UserError(f"kernel @{self.fn.name}: scalar argument{'s' * (len(missing) > 1)} "
-                            f"{names} {'have' if len(missing) > 1 else 'has'} no value; pass "
-                            f"{flags}")
+            raise UserError(
+                f"kernel @{self.fn.name}: scalar argument{'s' * (len(missing) > 1)} "
+                f"{names} {'have' if len(missing) > 1 else 'has'} no value; pass "
+                f"{flags}"
+            )
         for a in self.fn.args:
             if isinstance(a, Scalar):
                 self._bind(a, self.inputs[a.name] if a.name in self.inputs else launch[a.name])
@@ -75,18 +82,23 @@ class GlobalViews:
         pto-ir-in-the-wild.md): the launch binds them, per unit, as ``get_block_idx`` ...
         answer; a value given by name (``--arg``) is kept."""
         sp = self.spec
-        return {"__pypto_spmd_block_idx": sp.block_idx, "__pypto_spmd_block_num": sp.block_num,
-                "__pypto_spmd_subblock_idx": sp.subblock_idx,
-                "__pypto_spmd_subblock_num": sp.subblock_num}
+        return {
+            "__pypto_spmd_block_idx": sp.block_idx,
+            "__pypto_spmd_block_num": sp.block_num,
+            "__pypto_spmd_subblock_idx": sp.subblock_idx,
+            "__pypto_spmd_subblock_num": sp.subblock_num,
+        }
 
     def _bind_view_arg(self, a) -> None:
         """A kernel argument typed as a GM view is a dense row-major tensor of its static
         shape in a GM array of the argument's name (``--input NAME=...`` fills it)."""
         if None in a.shape:
             dims = "x".join("?" if d is None else str(d) for d in a.shape)
-            raise UserError(f"kernel @{self.fn.name}: argument %{a.name} is a {dims} GM view "
-                            f"with dynamic dims, which a run cannot size; give the kernel a "
-                            f"!pto.ptr argument and a make_tensor_view")
+            raise UserError(
+                f"kernel @{self.fn.name}: argument %{a.name} is a {dims} GM view "
+                f"with dynamic dims, which a run cannot size; give the kernel a "
+                f"!pto.ptr argument and a make_tensor_view"
+            )
         strides = [1] * len(a.shape)
         for d in range(len(a.shape) - 2, -1, -1):
             strides[d] = strides[d + 1] * a.shape[d + 1]
@@ -110,8 +122,10 @@ class GlobalViews:
             if given is not None:
                 arr = np.ascontiguousarray(given).reshape(-1)
                 if arr.dtype != ptr.dtype.np_type:
-                    raise UserError(f"input {ptr.name}: element type {arr.dtype} does not match "
-                                    f"the kernel argument type {ptr.dtype}")
+                    raise UserError(
+                        f"input {ptr.name}: element type {arr.dtype} does not match "
+                        f"the kernel argument type {ptr.dtype}"
+                    )
                 arr = arr.copy()
             else:
                 arr = _zeros(ptr.name, min_elems, ptr.dtype)
@@ -119,16 +133,19 @@ class GlobalViews:
             self.gm[ptr.name] = arr
         if arr.size < min_elems:
             if ptr.name in self.inputs:
-                raise UserError(f"input {ptr.name}: has {arr.size} elements, the views of the "
-                                f"kernel reach element {min_elems - 1}")
+                raise UserError(
+                    f"input {ptr.name}: has {arr.size} elements, the views of the "
+                    f"kernel reach element {min_elems - 1}"
+                )
             grown = _zeros(ptr.name, min_elems, ptr.dtype)
             filled = self._filled[ptr.name]
-            for p in np.flatnonzero(filled).tolist():     # copy only pages holding data
+            for p in np.flatnonzero(filled).tolist():  # copy only pages holding data
                 a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
                 grown[a:b] = arr[a:b]
             self.gm[ptr.name] = arr = grown
             self._filled[ptr.name] = np.concatenate(
-                [filled, np.zeros(-(-min_elems // _PAGE) - filled.size, bool)])
+                [filled, np.zeros(-(-min_elems // _PAGE) - filled.size, bool)]
+            )
         return arr
 
     def _touch(self, name: str, arr: np.ndarray, lo: int, hi: int) -> None:
@@ -158,27 +175,39 @@ class GlobalViews:
         integer data or from a scalar the kernel loaded (``load_scalar``); ``values``: an
         element value a functional unit found out of range (``ValueOutOfRange``: a gather
         index, a shift count, an integer divisor), from integer data too."""
-        random = [n for n, filled in self._filled.items() if filled.any()
-                  and (n in self._scalar_reads
-                       or not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float)]
+        random = [
+            n
+            for n, filled in self._filled.items()
+            if filled.any()
+            and (
+                n in self._scalar_reads
+                or not self._gm_dtypes.get(n, _dtype_of(self.gm[n])).is_float
+            )
+        ]
         if not random:
             raise SimulationError(message)
         if values:
             flags = " ".join(f"--input {n}=FILE.npy" for n in random)
-            raise SimulationError(f"{message}; the inputs drive it: the values come from GM "
-                                  f"arguments filled with seeded random data "
-                                  f"({', '.join('%' + n for n in random)}): give real ones with "
-                                  f"{flags}, or run with --timing-only")
+            raise SimulationError(
+                f"{message}; the inputs drive it: the values come from GM "
+                f"arguments filled with seeded random data "
+                f"({', '.join('%' + n for n in random)}): give real ones with "
+                f"{flags}, or run with --timing-only"
+            )
         if not self.functional and self._scalar_reads:
             self.warnings.setdefault(
                 f"{message}; the timing-only run goes on (the value depends on seeded random "
-                f"data read from {', '.join('%' + n for n in sorted(self._scalar_reads))})", None)
+                f"data read from {', '.join('%' + n for n in sorted(self._scalar_reads))})",
+                None,
+            )
             return
         flags = " ".join(f"--input {n}=FILE.npy" for n in random)
-        raise SimulationError(f"{message}; the inputs drive it: the kernel reads indices from "
-                              f"GM arguments filled with seeded random data "
-                              f"({', '.join('%' + n for n in random)}): give real ones with "
-                              f"{flags}, or run with --timing-only")
+        raise SimulationError(
+            f"{message}; the inputs drive it: the kernel reads indices from "
+            f"GM arguments filled with seeded random data "
+            f"({', '.join('%' + n for n in random)}): give real ones with "
+            f"{flags}, or run with --timing-only"
+        )
 
     def _make_view(self, st: MakeTensorView) -> None:
         shape = [int(self.scalar(x)) for x in st.shape]
@@ -186,7 +215,7 @@ class GlobalViews:
         key = self.values.get(st.ptr.name, st.ptr.name)
         self._gm_dtypes.setdefault(key, st.ptr.dtype)
         span = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
-        if span * st.ptr.dtype.size_bytes >= 2 ** 63:
+        if span * st.ptr.dtype.size_bytes >= 2**63:
             where = f"make_tensor_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
             raise SimulationError(span_message(where, shape, strides, span, st.ptr.dtype))
         # The array spans the whole tensor (outputs have its size) but takes pages only
@@ -207,8 +236,9 @@ class GlobalViews:
         for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
             if o < 0 or n <= 0 or o + n > cap:
                 where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
-                self.data_error(f"{where}: dim {d} window [{o}, {o + n}) is outside the "
-                                f"tensor extent {cap}")
+                self.data_error(
+                    f"{where}: dim {d} window [{o}, {o + n}) is outside the tensor extent {cap}"
+                )
                 break
         base += sum(o * s for o, s in zip(offs, strides))
         self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
@@ -221,9 +251,11 @@ class GlobalViews:
         except KeyError:
             raise UserError(f"{where}: view %{view.name} is used before it is defined") from None
         if base < 0 or any(s < 0 for s in strides):
-            raise SimulationError(f"{where}: view %{view.name} starts at element {base} with "
-                                  f"strides {list(strides)}; expected a non-negative start "
-                                  f"and strides")
+            raise SimulationError(
+                f"{where}: view %{view.name} starts at element {base} with "
+                f"strides {list(strides)}; expected a non-negative start "
+                f"and strides"
+            )
         last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
         arr = self._gm_array(ptr, last + 1)
         self._touch(ptr.name, arr, base, last + 1)
@@ -235,4 +267,4 @@ class GlobalViews:
         window = self._gm_window(view, where)
         ptr, base, sizes, strides = self.views[view.name]
         last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
-        return self.gm[ptr.name][base:last + 1] if window.size else window.reshape(-1)
+        return self.gm[ptr.name][base : last + 1] if window.size else window.reshape(-1)

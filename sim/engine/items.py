@@ -18,11 +18,35 @@ class Issued:
     numbers the items as they arrive. ``sid`` is its static trace row, set when recorded.
     """
 
-    __slots__ = ("kind", "pipe", "opcode", "cold", "warm", "breaks", "flag",
-                 "plan", "text", "source", "accesses", "sid", "gm")
+    __slots__ = (
+        "kind",
+        "pipe",
+        "opcode",
+        "cold",
+        "warm",
+        "breaks",
+        "flag",
+        "plan",
+        "text",
+        "source",
+        "accesses",
+        "sid",
+        "gm",
+    )
 
-    def __init__(self, kind, pipe, opcode="", cold=0, warm=0, breaks=False, flag=None,
-                 plan=None, text="", source=""):
+    def __init__(
+        self,
+        kind,
+        pipe,
+        opcode="",
+        cold=0,
+        warm=0,
+        breaks=False,
+        flag=None,
+        plan=None,
+        text="",
+        source="",
+    ):
         self.kind = kind
         self.pipe = pipe
         self.opcode = opcode
@@ -33,14 +57,24 @@ class Issued:
         self.plan = plan
         self.text = text
         self.source = source
-        self.accesses = None      # bytes touched (race detection only)
+        self.accesses = None  # bytes touched (race detection only)
         self.sid = None
-        self.gm = None            # GM window of a TLOAD / TSTORE (per execution, for an L2)
+        self.gm = None  # GM window of a TLOAD / TSTORE (per execution, for an L2)
 
-    def copy(self) -> "Issued":
+    def copy(self) -> Issued:
         """A fresh item with the same static content (for per-execution race data)."""
-        return Issued(self.kind, self.pipe, self.opcode, self.cold, self.warm, self.breaks,
-                      self.flag, self.plan, self.text, self.source)
+        return Issued(
+            self.kind,
+            self.pipe,
+            self.opcode,
+            self.cold,
+            self.warm,
+            self.breaks,
+            self.flag,
+            self.plan,
+            self.text,
+            self.source,
+        )
 
     def label(self, seq: int) -> str:
         where = f" ({self.source})" if self.source else ""

@@ -59,14 +59,17 @@ class Limits:
     progress: object = None
     every: int = attrs.field(default=4096, validator=_positive_or_none)
     items: int = attrs.field(default=0, init=False)
-    idle_items: int = attrs.field(default=0, init=False)   # loop iterations that issued nothing
+    idle_items: int = attrs.field(default=0, init=False)  # loop iterations that issued nothing
     env: simpy.Environment | None = attrs.field(default=None, init=False)
     clock: object = attrs.field(default=None, init=False)
 
     @property
     def active(self) -> bool:
-        return self.max_cycles is not None or self.max_instructions is not None \
+        return (
+            self.max_cycles is not None
+            or self.max_instructions is not None
             or self.progress is not None
+        )
 
     @property
     def cycle(self) -> int:
@@ -91,8 +94,10 @@ class Limits:
             if n >= check:
                 self.items = n
                 if stop is not None and n > stop:
-                    self._stop(f"--max-instructions {stop}: the kernel issued more than {stop} "
-                               f"instructions and sync statements")
+                    self._stop(
+                        f"--max-instructions {stop}: the kernel issued more than {stop} "
+                        f"instructions and sync statements"
+                    )
                 self.check()
                 check = self._next(n)
             yield item
@@ -105,9 +110,11 @@ class Limits:
         self.idle_items += n
         stop = self.max_instructions
         if stop is not None and self.items + self.idle_items > stop:
-            self._stop(f"--max-instructions {stop}: the kernel issued more than {stop} "
-                       f"instructions, sync statements and loop iterations that issue "
-                       f"neither (scalar code)")
+            self._stop(
+                f"--max-instructions {stop}: the kernel issued more than {stop} "
+                f"instructions, sync statements and loop iterations that issue "
+                f"neither (scalar code)"
+            )
         self.check()
 
     def again(self) -> None:
@@ -129,8 +136,12 @@ class Limits:
 
     def _stop(self, why: str):
         idle = f" and {self.idle_items} scalar loop iterations" if self.idle_items else ""
-        raise RunStopped(f"{why}; stopped at cycle {self.cycle} after {self.items} items{idle} "
-                         f"(raise the limit to run further)", self.cycle, self.items)
+        raise RunStopped(
+            f"{why}; stopped at cycle {self.cycle} after {self.items} items{idle} "
+            f"(raise the limit to run further)",
+            self.cycle,
+            self.items,
+        )
 
 
 class _WatchedEnvironment(simpy.Environment):

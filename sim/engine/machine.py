@@ -45,16 +45,19 @@ Two idealisations bound what a kernel could gain (``sim.whatif`` uses them):
 neither hold dispatch nor restart the vector stream), so only the pipes' own queues
 remain — and a cube<->vector FIFO's slots, whose waits order data (a pop needs its
 push); ``infinite_bandwidth`` costs the bytes of an instruction's DMA items (TLOAD,
-TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps every sync row, with zero duration.
+TSTORE, TMOV paths) 0 cycles; their start-up latency stays. The trace keeps every sync
+row, with zero duration.
 """
 
 from __future__ import annotations
 
 from functools import partial
+
 import simpy
 
 from sim.base.errors import DeadlockError
 from sim.engine.deadlock import describe_stuck, stuck_entries
+from sim.engine.eventpath import EventPath
 from sim.engine.flags import FlagCounters, TimedFlags
 from sim.engine.items import BARRIER, OP, SET, WAIT
 from sim.engine.pipe import Pipe as _Pipe
@@ -63,19 +66,31 @@ from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine", "describe_stuck"]
 
-_NO_CLOCK: dict = {}      # the dispatcher's clock before it learns anything (never changed)
-
-
-class Machine:
+class Machine(EventPath):
     """Runs a stream of ``Issued`` items on the pipes of one unit; records the trace.
 
     Items are numbered in stream order (the trace's ``id``); the interpreter may hand the
     same item object over again for every dynamic instance of a statement.
     """
 
-    def __init__(self, target, *, env=None, core=0, unit="AIV0", detail=False, races=None,
-                 ideal_sync=False, infinite_bandwidth=False, gm=None, shared=None,
-                 trace="full", batch=True, statics=None, log=None):
+    def __init__(
+        self,
+        target,
+        *,
+        env=None,
+        core=0,
+        unit="AIV0",
+        detail=False,
+        races=None,
+        ideal_sync=False,
+        infinite_bandwidth=False,
+        gm=None,
+        shared=None,
+        trace="full",
+        batch=True,
+        statics=None,
+        log=None,
+    ):
         self.env = env if env is not None else simpy.Environment()
         self.target = target
         self.core, self.unit = core, unit
@@ -86,25 +101,25 @@ class Machine:
         self.floor_cycles = vec.get("count_mode_floor_cycles", 0)
         self.dispatch_cycles = int(target.scalar.get("dispatch_cycles", 0))
         self.pipes: dict[str, _Pipe] = {}
-        self.flags = FlagCounters(self.env)     # this unit's own flags (tuple keys)
+        self.flags = FlagCounters(self.env)  # this unit's own flags (tuple keys)
         self.recorder = Recorder(core, unit, trace, statics)
-        if log is not None:         # when each set fired and each wait was taken, too
+        if log is not None:  # when each set fired and each wait was taken, too
             self.recorder.keep_sync_ends()
         self._row = self.recorder.row
         self._sync_row = self.recorder.sync_row
         self.dispatch_done = False
         self.dispatch_blocked = None
-        self.detail = detail      # add one "cce" row per lowered CCE item under each op
-        self.ideal_sync = ideal_sync                  # waits never block, barriers are free
+        self.detail = detail  # add one "cce" row per lowered CCE item under each op
+        self.ideal_sync = ideal_sync  # waits never block, barriers are free
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
-        self.races = races        # a RaceDetector fed as items run, or None
+        self.races = races  # a RaceDetector fed as items run, or None
         # every item dispatched, in order, for a proof of race freedom after the run
         # (sim.engine.racefree, with the recorder's sync_ends), or None
         self.log = log
         # the chip's GM transfers in order (sim.engine.gmorder), or None: path bandwidth
         # only (an unbounded bandwidth has no GM model either)
         self.gm = gm if not infinite_bandwidth else None
-        self.shared = shared      # the chip's cross-unit flags (sim.engine.chip), or None
+        self.shared = shared  # the chip's cross-unit flags (sim.engine.chip), or None
         self.dispatcher = None
         # the timed path (see the module doc): unit-local flags remember when each set fired
         # Race checks see accesses in the order they happen in time (which access of a pipe
@@ -124,8 +139,11 @@ class Machine:
 
     def finished(self) -> bool:
         """True when the whole stream was dispatched and every pipe ran dry."""
-        return self.dispatcher is not None and self.dispatcher.triggered and not any(
-            p.queue or p.blocked for p in self.pipes.values())
+        return (
+            self.dispatcher is not None
+            and self.dispatcher.triggered
+            and not any(p.queue or p.blocked for p in self.pipes.values())
+        )
 
     def now(self) -> int:
         """The latest cycle this unit has reached (its pipes may run ahead of the event
@@ -144,15 +162,30 @@ class Machine:
 
     def _cce_rows(self, item, seq, pipe, dispatch, start, end, state):
         """One row per CCE item, laid end to end inside the op's interval."""
-        steps, _ = timeline(item.plan.items, self.target.cce, self.floor_cycles, state,
-                            self.restart_rule)
+        steps, _ = timeline(
+            item.plan.items, self.target.cce, self.floor_cycles, state, self.restart_rule
+        )
         t = float(start)
         for it, cycles in steps:
             s = min(int(t + 0.5), end)
             t += cycles
             e = min(int(t + 0.5), end)
-            self.recorder.cce_row((pipe, "cce", it.name or it.kind, it.repeats, it.bytes,
-                                   item.text, item.source, it.describe()), seq, dispatch, s, e)
+            self.recorder.cce_row(
+                (
+                    pipe,
+                    "cce",
+                    it.name or it.kind,
+                    it.repeats,
+                    it.bytes,
+                    item.text,
+                    item.source,
+                    it.describe(),
+                ),
+                seq,
+                dispatch,
+                s,
+                e,
+            )
 
     # --- flags ---------------------------------------------------------------------------
 
@@ -197,7 +230,7 @@ class Machine:
         moves = self.gm.transfer if self.gm is not None else None
         cycles = self.dispatch_cycles
         log = self.log.append if self.log is not None else None
-        now = env.now           # changes only while the dispatcher yields
+        now = env.now  # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
             if log is not None:
                 log(item)
@@ -205,7 +238,7 @@ class Machine:
                 yield env.timeout(cycles)
                 now = env.now
             p = pipes.get(item.pipe)
-            if p is None:       # the scalar unit, PIPE_ALL, or a pipe's first item
+            if p is None:  # the scalar unit, PIPE_ALL, or a pipe's first item
                 pipe = item.pipe
                 if pipe == "PIPE_S":
                     yield from self._scalar(item, seq)
@@ -232,10 +265,10 @@ class Machine:
             queue.append(seq - p.tail_seq)
             queue.append(now)
             p.tail_seq = seq
-            if races is not None:       # the dispatcher's clock at issue (never changed)
+            if races is not None:  # the dispatcher's clock at issue (never changed)
                 p.clocks.append(races.dispatch)
             if step is not None:
-                if len(queue) == 3:     # it was idle: it needs the event loop for this item
+                if len(queue) == 3:  # it was idle: it needs the event loop for this item
                     self._pump(p)
             elif p.wake is not None:
                 ev, p.wake = p.wake, None
@@ -307,7 +340,7 @@ class Machine:
                 waits.append(p.drained)
         if waits:
             yield env.all_of(waits)
-        if self.timed is not None:      # the pipes ran ahead of the event loop: catch up
+        if self.timed is not None:  # the pipes ran ahead of the event loop: catch up
             end = max(p.t for p in self.pipes.values()) if self.pipes else 0
             if end > env.now:
                 yield env.timeout(end - env.now)
@@ -348,7 +381,7 @@ class Machine:
         if kind is WAIT:
             end = t
             if not self.ideal_sync:
-                q = self._set_cycles.get(key)       # TimedFlags.take, inline: hot
+                q = self._set_cycles.get(key)  # TimedFlags.take, inline: hot
                 if not q:
                     return False
                 s = q.popleft()
@@ -357,18 +390,18 @@ class Machine:
             self._sync_row(item, seq, dispatched, t, end)
             p.pending_waits.append(item.text)
             p.t = end
-        else:       # SET (recorded first: the waiter it wakes may run at once)
+        else:  # SET (recorded first: the waiter it wakes may run at once)
             self._sync_row(item, seq, dispatched, t, t)
             self.recorder.add_record(p.last_op_row, item.text)
             p.t = t
             if not self.ideal_sync:
-                q = self._set_cycles.get(key)       # TimedFlags.fire, inline: hot
+                q = self._set_cycles.get(key)  # TimedFlags.fire, inline: hot
                 if q is None:
                     self.timed.fire(key, t)
                 else:
                     q.append(t)
                     if self._sleepers:
-                        waiter = self._sleepers.pop(key, None)     # TimedFlags.wake, inline
+                        waiter = self._sleepers.pop(key, None)  # TimedFlags.wake, inline
                         if waiter is not None:
                             waiter()
         return True
@@ -391,7 +424,7 @@ class Machine:
             dispatched = queue.popleft()
             seq = p.head_seq + step
             if item.kind is OP and (moves is None or not moves(item.plan)):
-                p.head_seq = seq        # an instruction: _step's first case, inline
+                p.head_seq = seq  # an instruction: _step's first case, inline
                 t = p.t
                 p.t = run_op(p, item, seq, dispatched, t if t > dispatched else dispatched)
                 continue
@@ -404,7 +437,7 @@ class Machine:
             p.busy = True
             if item.kind is OP:
                 self._timed_gm_op(p, item, seq, dispatched)
-            elif type(item.flag) is tuple:          # its set has not happened yet
+            elif type(item.flag) is tuple:  # its set has not happened yet
                 p.blocked = (item, seq)
                 self.timed.park(item.flag, p.resume)
             else:
@@ -434,6 +467,7 @@ class Machine:
             p.drop_head()
             p.t = self._run_op(p, item, seq, dispatched, t, ev._value)
             self._pump(p)
+
         ev.callbacks.append(granted)
 
     def _chip_flag(self, p: _Pipe, _=None) -> None:
@@ -445,7 +479,7 @@ class Machine:
         if t > env.now:
             env.timeout(t - env.now).callbacks.append(partial(self._chip_flag, p))
             return
-        start = env.now             # the pipe's cycle now: the event loop's
+        start = env.now  # the pipe's cycle now: the event loop's
         if item.kind is SET:
             p.drop_head()
             self._event_set(p, item, seq, dispatched, None)
@@ -463,105 +497,13 @@ class Machine:
             p.pending_waits.append(item.text)
             p.t = env.now
             self._pump(p)
+
         ev = self._wait_event(item.flag)
         if ev is None:
             taken()
         else:
             p.blocked = (item, seq)
             ev.callbacks.append(taken)
-
-    # --- the event path --------------------------------------------------------------------
-
-    def _run_pipe(self, p: _Pipe):
-        """The pipe's process on the event path: every item in event time (race checks and
-        a shared GM model observe each at its own cycle)."""
-        env = self.env
-        queue = p.queue
-        counts = self.flags.counts
-        plain = not self.ideal_sync
-        races = self.races
-        gm = self.gm
-        while True:
-            if not queue:
-                p.busy = False
-                if p.drained is not None:
-                    ev, p.drained = p.drained, None
-                    ev.succeed()
-                if self.dispatch_done:
-                    return
-                p.wake = env.event()
-                yield p.wake
-                continue
-            p.busy = True
-            item = queue.popleft()          # _Pipe.head and drop_head, inline: hot
-            seq = p.head_seq = p.head_seq + queue.popleft()
-            dispatched = queue.popleft()
-            dclock = p.clocks.popleft() if p.clocks else None
-            kind = item.kind
-            if kind is OP:
-                # recorded as it starts (nothing else runs on its pipe until it ends),
-                # checked for races as it ends
-                start = env.now
-                if gm is not None and gm.transfer(item.plan):
-                    end = yield from self._gm_op(p, item, seq, dispatched, start)
-                else:
-                    end = self._run_op(p, item, seq, dispatched, start)
-                if end > start:
-                    yield env.timeout(end - start)
-                if races is not None:
-                    races.op(p.name, item, seq, item.accesses or (), dclock or _NO_CLOCK)
-            elif kind is BARRIER:
-                self._barrier(p, item, seq, dispatched, env.now)
-            elif kind is SET:
-                self._event_set(p, item, seq, dispatched, dclock)
-            else:
-                key = item.flag
-                f = counts.get(key) if plain else None
-                if f is not None and f[0] > 0 and type(key) is tuple:
-                    # a unit-local flag already set: taken at once (no generator)
-                    self.flags.take(key)
-                    if races is not None:
-                        races.wait_flag(p.name, key, dclock or _NO_CLOCK)
-                    now = env.now
-                    self._sync_row(item, seq, dispatched, now, now)
-                    p.pending_waits.append(item.text)
-                    continue
-                yield from self._event_wait_flag(p, item, seq, dispatched, dclock)
-
-    def _event_wait(self, p, item, seq):
-        """Wait in event time until ``item``'s flag is set and take it; ``p`` is the
-        waiting pipe, None for the dispatcher (both say what they wait for meanwhile)."""
-        ev = self._wait_event(item.flag)
-        if ev is not None:
-            if p is None:
-                self.dispatch_blocked = (item, seq)
-            else:
-                p.blocked = (item, seq)
-            yield ev
-            if p is None:
-                self.dispatch_blocked = None
-            else:
-                p.blocked = None
-        self._take(item.flag)
-
-    def _event_wait_flag(self, p: _Pipe, item, seq, dispatched, dclock):
-        """A wait on ``p`` from the current cycle, through the flag counters (``dclock``:
-        the dispatcher's vector clock at issue, with race checks)."""
-        start = self.env.now
-        yield from self._event_wait(p, item, seq)
-        if self.races is not None:
-            self.races.wait_flag(p.name, item.flag, dclock or _NO_CLOCK)
-        self._sync_row(item, seq, dispatched, start, self.env.now)
-        p.pending_waits.append(item.text)
-
-    def _event_set(self, p: _Pipe, item, seq, dispatched, dclock) -> None:
-        """A set on ``p`` at the current cycle, through the flag counters."""
-        now = self.env.now
-        self._set(item.flag)
-        if self.races is not None:
-            self.races.set_flag(p.name, item.flag, item, seq, dclock or _NO_CLOCK)
-        self._sync_row(item, seq, dispatched, now, now)
-        self.recorder.add_record(p.last_op_row, item.text)
 
     def _run_op(self, p: _Pipe, item, seq, dispatched, start, granted=None) -> int:
         """Cost an instruction starting at ``start`` in the pipe's stream state (or take
@@ -572,8 +514,11 @@ class Machine:
         if granted is not None:
             cost = granted
         else:
-            cost = item.warm if state is WARM else (
-                item.cold if state is COLD else item.plan.restart_cycles)
+            cost = (
+                item.warm
+                if state is WARM
+                else (item.cold if state is COLD else item.plan.restart_cycles)
+            )
             if self.infinite_bandwidth and cost:
                 cost = max(0, cost - _dma_cycles(item.plan))
         end = start + cost
@@ -583,8 +528,9 @@ class Machine:
         if p.pending_waits:
             waits = self.recorder.text_id(";".join(p.pending_waits))
             p.pending_waits = []
-        p.last_op_row = self._row(item, seq, dispatched, start, end,
-                                  STREAM[state] if p.name == "PIPE_V" else 0, waits)
+        p.last_op_row = self._row(
+            item, seq, dispatched, start, end, STREAM[state] if p.name == "PIPE_V" else 0, waits
+        )
         if self.detail and item.plan is not None:
             self._cce_rows(item, seq, p.name, dispatched, start, end, state)
         return end
@@ -603,8 +549,11 @@ class Machine:
         state = p.stream
         if self.break_on_idle and start != p.last_end:
             state = COLD
-        return item.warm if state is WARM else (
-            item.cold if state is COLD else item.plan.restart_cycles)
+        return (
+            item.warm
+            if state is WARM
+            else (item.cold if state is COLD else item.plan.restart_cycles)
+        )
 
     def _barrier(self, p: _Pipe, item, seq, dispatched, t) -> None:
         """A barrier on this pipe: everything before it has finished already."""

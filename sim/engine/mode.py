@@ -38,7 +38,7 @@ SYNC_MODES = ("auto", "manual", "ideal")
 @attrs.frozen
 class Prepared:
     program: object
-    mode: str                       # "auto" | "manual" | "ideal"
+    mode: str  # "auto" | "manual" | "ideal"
     ideal_sync: bool = False
     warnings: tuple = ()
 
@@ -46,8 +46,11 @@ class Prepared:
 def has_explicit_sync(program) -> bool:
     """True when any function of ``program`` has a set/wait flag (record / wait event)
     or a pipe barrier."""
-    return any(isinstance(st, (SetFlag, WaitFlag, Barrier))
-               for f in program.functions for st in walk(f.body))
+    return any(
+        isinstance(st, (SetFlag, WaitFlag, Barrier))
+        for f in program.functions
+        for st in walk(f.body)
+    )
 
 
 def default_mode(program) -> str:
@@ -57,22 +60,33 @@ def default_mode(program) -> str:
 def _auto(program, target, tick=None) -> Prepared:
     from sim.placement.auto import to_auto
     from sim.placement.ir import AutoUnsupported
+
     try:
         return Prepared(to_auto(program, target, keep_addresses=True, tick=tick), "auto")
     except AutoUnsupported as e:
-        return Prepared(program, "manual", warnings=(
-            f"warning: the kernel has no explicit synchronisation, but {e}: it runs as "
-            f"written (manual mode), so its cycles may be below what hardware would run",))
+        return Prepared(
+            program,
+            "manual",
+            warnings=(
+                f"warning: the kernel has no explicit synchronisation, but {e}: it runs as "
+                f"written (manual mode), so its cycles may be below what hardware would run",
+            ),
+        )
     except UserError:
         raise
-    except Exception as e:      # a construct the auto passes do not know yet: say so, run as written
-        return Prepared(program, "manual", warnings=(
-            f"warning: the kernel has no explicit synchronisation, but auto mode could not "
-            f"place or synchronise it ({type(e).__name__}: {e}): it runs as written (manual "
-            f"mode), so its cycles may be below what hardware would run",))
+    except Exception as e:  # a construct the auto passes do not know yet: say so, run as written
+        return Prepared(
+            program,
+            "manual",
+            warnings=(
+                f"warning: the kernel has no explicit synchronisation, but auto mode could not "
+                f"place or synchronise it ({type(e).__name__}: {e}): it runs as written (manual "
+                f"mode), so its cycles may be below what hardware would run",
+            ),
+        )
 
 
-def prepare(program, target, sync: "str | None" = None, tick=None) -> Prepared:
+def prepare(program, target, sync: str | None = None, tick=None) -> Prepared:
     """The program to run for ``sync`` (None: the default rule of the module doc);
     ``tick(n)`` hears the auto passes' progress (``sim.placement.auto.plan_auto``)."""
     if sync is not None and sync not in SYNC_MODES:

@@ -36,19 +36,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.context import ValueOutOfRange
 from sim.base.errors import SimulationError
+from sim.functional.context import ValueOutOfRange
 from sim.isa.program import Const, Scalar
 from sim.isa.tile import BLayout, Tile
 
 __all__ = ["OperandSites", "instr_where"]
 
-_MAX_ENTRIES = 1 << 14      # tile views and sites kept per interpreter (memory bound)
+_MAX_ENTRIES = 1 << 14  # tile views and sites kept per interpreter (memory bound)
 
 # IR attribute names -> the keys the functional units read
 _ATTR = {"rmode": "round", "cmpMode": "cmp", "sat": "sat"}
 
-_LENIENT = ("gather", "mgather")    # families whose unit errors may come from random GM data
+_LENIENT = ("gather", "mgather")  # families whose unit errors may come from random GM data
 
 
 def instr_where(seq: int, op: str, source: str) -> str:
@@ -90,7 +90,7 @@ class _UnitSite(_Site):
         where.seq, where.source = seq, source
         if self.scalar_ops:
             ctx.scalars = tuple(map(interp.scalar, self.scalar_ops))
-        if self.table is not None:          # MGATHER reads GM through its view
+        if self.table is not None:  # MGATHER reads GM through its view
             ctx.extra = {"table": interp._gm_table(self.table, str(where))}
         try:
             self.unit(ctx)
@@ -113,8 +113,11 @@ class _MoveSite(_Site):
 
     def run(self, interp, seq: int, source: str) -> None:
         value = interp.views.get(self.view)
-        if (value is not self.value or self.to is None
-                or interp.gm.get(interp.values.get(value[0].name, value[0].name)) is not self.arr):
+        if (
+            value is not self.value
+            or self.to is None
+            or interp.gm.get(interp.values.get(value[0].name, value[0].name)) is not self.arr
+        ):
             interp._bind_move(self, instr_where(seq, self.op, source))
             if self.to is None:
                 return
@@ -125,8 +128,8 @@ class OperandSites:
     """Mixin of ``Interpreter``: tile views and the functional call site (see module doc)."""
 
     def _init_operands(self) -> None:
-        self._tile_views: dict[tuple, np.ndarray] = {}     # (tile, addr, rows, cols) -> view
-        self._sites: dict[int, _Site] = {}                  # instruction key -> site
+        self._tile_views: dict[tuple, np.ndarray] = {}  # (tile, addr, rows, cols) -> view
+        self._sites: dict[int, _Site] = {}  # instruction key -> site
 
     # --- tile views ----------------------------------------------------------------------
 
@@ -145,8 +148,10 @@ class OperandSites:
         buf = self._buffer(tile.loc.buffer)
         end = addr + t.nbytes
         if end > buf.size:
-            raise SimulationError(f"tile %{tile.name} at byte {addr} ends at {end}, past the "
-                                  f"{buf.size}-byte {tile.loc.buffer}")
+            raise SimulationError(
+                f"tile %{tile.name} at byte {addr} ends at {end}, past the "
+                f"{buf.size}-byte {tile.loc.buffer}"
+            )
         flat = buf[addr:end].view(t.dtype.np_type)
         if t.blayout is BLayout.ROW_MAJOR:
             full = flat.reshape(t.rows, t.cols)
@@ -177,8 +182,9 @@ class OperandSites:
             if site is None or site.sig != sig:
                 if len(self._sites) >= _MAX_ENTRIES:
                     self._sites.clear()
-                site = self._sites[key] = self._bind_site(instr, spec, srcs, tmp, shape,
-                                                          instr_where(seq, instr.opcode, source))
+                site = self._sites[key] = self._bind_site(
+                    instr, spec, srcs, tmp, shape, instr_where(seq, instr.opcode, source)
+                )
                 site.sig = sig
             site.epoch = self.epoch
         site.run(self, seq, source)
@@ -193,6 +199,7 @@ class OperandSites:
             return site
         from sim.functional import unit_for
         from sim.functional.context import FnContext
+
         dst = instr.outs[0]
         R, C = shape.valid_rows, shape.valid_cols
         dst_st = self._state(dst, where)
@@ -201,21 +208,25 @@ class OperandSites:
             sviews = tuple(self._valid_view(s) for s in srcs)
         else:
             dview = self.tile_view(dst, dst_st, R, C)
-            sviews = tuple(self._valid_view(s) if _WHOLE_SOURCE(fam, i) else self._src_view(s, R, C)
-                           for i, s in enumerate(srcs))
+            sviews = tuple(
+                self._valid_view(s) if _WHOLE_SOURCE(fam, i) else self._src_view(s, R, C)
+                for i, s in enumerate(srcs)
+            )
         tview = None
         if tmp is not None:
             ts = self.tiles[tmp]
             tview = self.tile_view(tmp, ts, ts.rows, ts.cols)
         scalar_ops = tuple(o for o in instr.ins if isinstance(o, (Const, Scalar)))
         extra = {}
-        if fam == "fillpad":        # TFILLPAD writes dst's whole capacity with its PadValue
-            extra = {"pad": dst.type.pad,
-                     "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
-        elif spec.name == "TEXTRACT":   # the window may reach past the source's valid region
+        if fam == "fillpad":  # TFILLPAD writes dst's whole capacity with its PadValue
+            extra = {
+                "pad": dst.type.pad,
+                "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols),
+            }
+        elif spec.name == "TEXTRACT":  # the window may reach past the source's valid region
             s0 = srcs[0]
             extra = {"src_capacity": self.tile_view(s0, self.tiles[s0], s0.type.rows, s0.type.cols)}
-        elif instr.opcode == "TINSERT":     # writes a window of dst's capacity
+        elif instr.opcode == "TINSERT":  # writes a window of dst's capacity
             extra = {"dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
         site = _UnitSite()
         site.op, site.lenient = instr.opcode, fam in _LENIENT
@@ -223,18 +234,27 @@ class OperandSites:
         # scalars are read on every execution unless every one is a constant
         site.scalar_ops = scalar_ops if any(type(o) is Scalar for o in scalar_ops) else ()
         site.ctx = FnContext(
-            op=instr.opcode, where=where, dtype=dst.dtype, dst=dview, srcs=sviews,
+            op=instr.opcode,
+            where=where,
+            dtype=dst.dtype,
+            dst=dview,
+            srcs=sviews,
             scalars=tuple(map(self.scalar, scalar_ops)),
             scalar_first=isinstance(instr.ins[0], (Const, Scalar)),
-            tmp=tview, attrs={_ATTR.get(k, k): v for k, v in dict(instr.attrs).items()},
-            src_dtypes=tuple(s.dtype for s in srcs), inplace=shape.variant == "inplace",
-            dst_apart=dview.flags.c_contiguous and not any(
-                np.may_share_memory(dview, v) for v in (*sviews, tview) if v is not None),
-            strict=self.strict, quirks=self.target.quirks, extra=extra)
+            tmp=tview,
+            attrs={_ATTR.get(k, k): v for k, v in dict(instr.attrs).items()},
+            src_dtypes=tuple(s.dtype for s in srcs),
+            inplace=shape.variant == "inplace",
+            dst_apart=dview.flags.c_contiguous
+            and not any(np.may_share_memory(dview, v) for v in (*sviews, tview) if v is not None),
+            strict=self.strict,
+            quirks=self.target.quirks,
+            extra=extra,
+        )
         site.where = _Where(0, instr.opcode, "")
         try:
             site.unit = unit_for(site.ctx)
-            site.ctx.where = site.where     # from here on set per execution (_UnitSite.run)
+            site.ctx.where = site.where  # from here on set per execution (_UnitSite.run)
         except ValueOutOfRange as e:
             self.data_error(str(e), values=True)
         except SimulationError as e:
@@ -278,8 +298,9 @@ class OperandSites:
             n1, n2, r0, c0 = window.shape[-4:]
             lead = window.reshape(-1, n1, n2, r0, c0)
             if lead.shape[0] != 1:
-                raise SimulationError(f"{where}: an NZ window's leading dims must be 1, found "
-                                      f"{list(window.shape)}")
+                raise SimulationError(
+                    f"{where}: an NZ window's leading dims must be 1, found {list(window.shape)}"
+                )
             return lead[0].transpose(1, 2, 0, 3).reshape(n2 * r0, n1 * c0)
         return window
 
@@ -291,15 +312,19 @@ class OperandSites:
         outer = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
         if (outer, shape[-1]) != (rows, cols):
             dims = "x".join(map(str, shape))
-            raise SimulationError(f"{where}: GM window is {dims} ({outer}x{shape[-1]} as rows x "
-                                  f"cols), the tile's valid region is {rows}x{cols}; they must "
-                                  f"match")
+            raise SimulationError(
+                f"{where}: GM window is {dims} ({outer}x{shape[-1]} as rows x "
+                f"cols), the tile's valid region is {rows}x{cols}; they must "
+                f"match"
+            )
 
 
 def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
     broadcast sources, matmul operands, move/extract sources, TSEL's packed mask and
     TGATHER's table."""
-    return (family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
-            or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
-            or (family in ("select", "gather") and index == 0))
+    return (
+        family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
+        or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
+        or (family in ("select", "gather") and index == 0)
+    )

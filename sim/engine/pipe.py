@@ -26,26 +26,40 @@ class Pipe:
     collection), a sequence number an int object (28), where the step from the previous
     one is a small int Python shares and the dispatch cycle the dispatcher's own."""
 
-    __slots__ = ("name", "queue", "tail_seq", "head_seq", "clocks", "wake", "busy", "t",
-                 "last_end", "stream", "blocked", "pending_waits", "last_op_row", "drained",
-                 "resume")
+    __slots__ = (
+        "name",
+        "queue",
+        "tail_seq",
+        "head_seq",
+        "clocks",
+        "wake",
+        "busy",
+        "t",
+        "last_end",
+        "stream",
+        "blocked",
+        "pending_waits",
+        "last_op_row",
+        "drained",
+        "resume",
+    )
 
     def __init__(self, name):
         self.name = name
-        self.queue = deque()      # item, seq step, dispatch cycle of each dispatched item
-        self.tail_seq = 0         # seq of the item queued last
-        self.head_seq = 0         # seq of the item taken last
-        self.clocks = deque()     # the dispatcher's vector clock at issue (race checks)
-        self.wake = None          # event the idle process sleeps on
+        self.queue = deque()  # item, seq step, dispatch cycle of each dispatched item
+        self.tail_seq = 0  # seq of the item queued last
+        self.head_seq = 0  # seq of the item taken last
+        self.clocks = deque()  # the dispatcher's vector clock at issue (race checks)
+        self.wake = None  # event the idle process sleeps on
         self.busy = False
-        self.t = 0                # cycle the pipe finished its last item (timed path)
+        self.t = 0  # cycle the pipe finished its last item (timed path)
         self.last_end = -1
-        self.stream = COLD        # vector stream state: cold, warm, or restart after a barrier
-        self.blocked = None       # (wait item, seq) at the head of the queue, while blocked
+        self.stream = COLD  # vector stream state: cold, warm, or restart after a barrier
+        self.blocked = None  # (wait item, seq) at the head of the queue, while blocked
         self.pending_waits = []
-        self.last_op_row = -1     # recorder offset of the last op row (its records grow)
-        self.drained = None       # event for a PIPE_ALL barrier waiting on this pipe
-        self.resume = None        # timed path: runs the queue on (a set it waited for fired)
+        self.last_op_row = -1  # recorder offset of the last op row (its records grow)
+        self.drained = None  # event for a PIPE_ALL barrier waiting on this pipe
+        self.resume = None  # timed path: runs the queue on (a set it waited for fired)
 
     def head(self) -> tuple:
         """(item, seq, dispatch cycle) of the first queued item."""

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import attrs
 
-from sim.engine.scan import kept, scan
 from sim.base.errors import PlacementError, UserError
+from sim.engine.scan import kept, scan
 from sim.isa.program import Call, Const, PipeOp, walk
 
 __all__ = ["place_tiles", "root_functions"]
@@ -68,6 +68,7 @@ def root_functions(program) -> tuple:
                 if peer is not None and peer not in roots:
                     roots.append(peer)
         return tuple(roots)
+
     return kept(program, ("roots",), compute)
 
 
@@ -88,6 +89,7 @@ def _reachable(program) -> tuple:
                         seen[f.name] = f
                         todo.append(f)
         return tuple(seen.values())
+
     return kept(program, ("reachable",), compute)
 
 
@@ -98,8 +100,9 @@ def _facts(program_or_body):
     fns = _reachable(program_or_body)
     if len(fns) == len(program_or_body.functions):
         return scan(program_or_body)
-    return kept(program_or_body, ("reachable-facts",),
-                lambda: scan(tuple(st for f in fns for st in f.body)))
+    return kept(
+        program_or_body, ("reachable-facts",), lambda: scan(tuple(st for f in fns for st in f.body))
+    )
 
 
 def _by_liveness(program, target) -> dict:
@@ -107,14 +110,21 @@ def _by_liveness(program, target) -> dict:
     from sim.placement.inline import inline_calls
     from sim.placement.ir import constant_addresses
     from sim.placement.reuse import ProgramOrder
+
     where = "placement"
     roots = root_functions(program)
-    rest = [st for f in _reachable(program)[len(roots):] for st in scan(f.body).allocs
-            if st.addr is None]
-    if rest:        # callee tiles: one address each, clear of every entry-function tile
-        raise UserError(f"{where}: the tiles of @{program.main.name} only fit by liveness, "
-                        f"and tiles allocated in callees (%{rest[0].tile.name}) cannot be "
-                        f"placed around them; give them addresses or run with --sync auto")
+    rest = [
+        st
+        for f in _reachable(program)[len(roots) :]
+        for st in scan(f.body).allocs
+        if st.addr is None
+    ]
+    if rest:  # callee tiles: one address each, clear of every entry-function tile
+        raise UserError(
+            f"{where}: the tiles of @{program.main.name} only fit by liveness, "
+            f"and tiles allocated in callees (%{rest[0].tile.name}) cannot be "
+            f"placed around them; give them addresses or run with --sync auto"
+        )
     # FIFO buffers and FIFO slots hold their bytes for the whole kernel: placed first
     facts = _facts(program)
     taken: dict[str, list] = {}
@@ -126,8 +136,15 @@ def _by_liveness(program, target) -> dict:
     for fn in roots:
         flat = inline_calls(attrs.evolve(program, entry=fn.name)).main
         hand = constant_addresses(flat)
-        slots = allocate(flat, target, double_buffer=False, pinned=hand, reserved=taken,
-                         hb=ProgramOrder(flat), where=where)
+        slots = allocate(
+            flat,
+            target,
+            double_buffer=False,
+            pinned=hand,
+            reserved=taken,
+            hb=ProgramOrder(flat),
+            where=where,
+        )
         placed.update((t, s.addrs[0]) for t, s in slots.items() if t not in hand)
     return placed
 
@@ -146,7 +163,9 @@ def _first_fit_all(program_or_body, target) -> dict:
         seen.add(st.tile)
         bufname = st.tile.loc.buffer
         if isinstance(st.addr, Const):
-            taken.setdefault(bufname, []).append((int(st.addr.value), int(st.addr.value) + st.tile.type.nbytes))
+            taken.setdefault(bufname, []).append(
+                (int(st.addr.value), int(st.addr.value) + st.tile.type.nbytes)
+            )
         elif st.addr is None:
             pending.append(st.tile)
     # a FIFO slot taken with talloc_to_aiv / talloc_to_aic is a tile of the producer's own
@@ -181,7 +200,8 @@ def _place_in_gaps(todo, taken: dict, target) -> dict:
             raise PlacementError(
                 f"placement: {what} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}); the first free aligned address "
-                f"is {addr}")
+                f"is {addr}"
+            )
         taken[buf.name].append((addr, addr + size))
         placed[tile] = addr
     return placed
@@ -190,6 +210,7 @@ def _place_in_gaps(todo, taken: dict, target) -> dict:
 def _reserves(statements, taken) -> list:
     """FIFO buffers: fixed ones join ``taken``; auto ones come back to be placed."""
     from sim.placement.ir import reserve_of
+
     reserves = []
     for st in statements:
         bufname, size, base = reserve_of(st)

@@ -56,11 +56,11 @@ _FIELDS = attrgetter("kind", "pipe", "flag", "accesses")
 # fixed-point rounds at most: a clock stopped short knows less, so the proof may fail but
 # never passes wrongly
 _MAX_ROUNDS = 64
-_FIRST_ROUNDS = 2           # ... and before the first checks
-_MAX_GM_PAIRS = 1 << 26     # pairs of GM windows compared across units before it gives up
-_CHUNK = 1 << 18            # pairs compared at once (bounds the memory it takes)
-_SHIFT = 40                 # key = group << _SHIFT | position
-_BATCH_ITEMS = 1 << 16      # dispatched items of the units proven together, at most (memory)
+_FIRST_ROUNDS = 2  # ... and before the first checks
+_MAX_GM_PAIRS = 1 << 26  # pairs of GM windows compared across units before it gives up
+_CHUNK = 1 << 18  # pairs compared at once (bounds the memory it takes)
+_SHIFT = 40  # key = group << _SHIFT | position
+_BATCH_ITEMS = 1 << 16  # dispatched items of the units proven together, at most (memory)
 
 
 def race_free(logs, sync_ends=None) -> bool:
@@ -77,8 +77,10 @@ def race_free(logs, sync_ends=None) -> bool:
     try:
         gm = []
         for units in _batches(logs):
-            proof = _Proof([logs[i] for i in units],
-                           None if sync_ends is None else [sync_ends[i] for i in units])
+            proof = _Proof(
+                [logs[i] for i in units],
+                None if sync_ends is None else [sync_ends[i] for i in units],
+            )
             if not proof.holds():
                 return False
             gm += proof.gm
@@ -124,7 +126,7 @@ class _Proof:
         self.logs = logs
         self.sync_ends = sync_ends
         self.gm = [[] for _ in logs]
-        self._rows = None           # _access_rows, once
+        self._rows = None  # _access_rows, once
 
     def holds(self) -> bool:
         if not (self._items() and self._events() and self._knowledge()):
@@ -157,8 +159,9 @@ class _Proof:
         m = len(distinct)
         unit = np.repeat(np.arange(len(self.logs)), per_unit)
         kinds, pipes, flags, accesses = zip(*map(_FIELDS, distinct))
-        if "PIPE_ALL" in pipes and any(k != BARRIER for k, p in zip(kinds, pipes)
-                                       if p == "PIPE_ALL"):
+        if "PIPE_ALL" in pipes and any(
+            k != BARRIER for k, p in zip(kinds, pipes) if p == "PIPE_ALL"
+        ):
             return False
         names = sorted(set(pipes) - {"PIPE_ALL"})
         col = {p: i for i, p in enumerate(names)}
@@ -171,7 +174,7 @@ class _Proof:
         touches = np.fromiter(map(bool, accesses), bool, m)
         scalar = ucol == col.get("PIPE_S", -2)
         if (touches & (scalar | (kind != 1))).any():
-            return False            # the scalar unit's own accesses: the detector decides
+            return False  # the scalar unit's own accesses: the detector decides
         role = np.zeros(len(distinct), np.int8)
         role[touches] = _ACCESS
         role[(kind == 2) & local] = _SET
@@ -184,8 +187,9 @@ class _Proof:
         keys = dict(zip(dict.fromkeys(owned), range(m)))
         ukey = np.fromiter(map(keys.__getitem__, owned), np.int32, m)
         # FIFO pop flags: set and waited once per pop, never checked for a pending set
-        self.tpop = np.array([i for (_, f), i in keys.items()
-                              if type(f) is tuple and f[2] == "tpop"], np.int64)
+        self.tpop = np.array(
+            [i for (_, f), i in keys.items() if type(f) is tuple and f[2] == "tpop"], np.int64
+        )
         self.role, self.ucol, self.ukey, self.unit = role, ucol, ukey, unit
         self.distinct_accesses = [(i, accesses[i]) for i in np.flatnonzero(touches).tolist()]
         return True
@@ -203,8 +207,11 @@ class _Proof:
         self.ev_col = ev_col = col[order]
         del on_pipe, col, order
         n = len(ev)
-        first = np.flatnonzero(np.concatenate(([True], ev_col[1:] != ev_col[:-1]))) \
-            if n else np.zeros(0, np.int64)
+        first = (
+            np.flatnonzero(np.concatenate(([True], ev_col[1:] != ev_col[:-1])))
+            if n
+            else np.zeros(0, np.int64)
+        )
         sizes = np.diff(np.append(first, n))
         # numbered along each pipe: 1, 2, ... from the start of its segment
         own = np.ones(n, np.int32)
@@ -212,23 +219,25 @@ class _Proof:
         np.cumsum(own, out=own)
         self.own = own
         self.ev_access = role[ev] == _ACCESS
-        sync = np.flatnonzero(~self.ev_access).astype(np.int32)   # the rows of the clocks
+        sync = np.flatnonzero(~self.ev_access).astype(np.int32)  # the rows of the clocks
         self.s_ev, self.s_pos, self.s_col = sync, ev[sync], ev_col[sync]
         # the last sync event of its pipe at or before each event (-1: none); pipe by
         # pipe (a sync event of an earlier pipe is not one of this one's)
         last = np.full(n, -1, np.int32)
         last[sync] = np.arange(len(sync), dtype=np.int32)
         np.maximum.accumulate(last, out=last)
-        for f, size, r in zip(first.tolist(), sizes.tolist(),
-                              np.searchsorted(sync, first).tolist()):
-            part = last[f:f + size]
+        for f, size, r in zip(
+            first.tolist(), sizes.tolist(), np.searchsorted(sync, first).tolist()
+        ):
+            part = last[f : f + size]
             part[part < r] = -1
         self.ev_last = last
         self.d_pos = np.flatnonzero((role == _DWAIT) | (role == _BARRIER_ALL))
         self.d_role = role[self.d_pos]
         # the row of the dispatcher's clocks (0: before its first event) each event joins
-        self.ev_epoch = (np.searchsorted(self.d_pos, ev).astype(np.int32) if len(self.d_pos)
-                         else None)
+        self.ev_epoch = (
+            np.searchsorted(self.d_pos, ev).astype(np.int32) if len(self.d_pos) else None
+        )
         return True
 
     # --- knowledge --------------------------------------------------------------------
@@ -238,12 +247,12 @@ class _Proof:
         codes, role = self.codes, self.role_at
         sets = np.flatnonzero(role == _SET).astype(np.int32)
         waits = np.flatnonzero((role == _WAIT) | (role == _DWAIT)).astype(np.int32)
-        del self.role_at, role         # not read again
+        del self.role_at, role  # not read again
         ks, kw = self.ukey[codes[sets]], self.ukey[codes[waits]]
         os_, ow = _stable_order(ks), _stable_order(kw)
         sets, waits, ks, kw = sets[os_], waits[ow], ks[os_], kw[ow]
         if len(sets) != len(waits) or not np.array_equal(ks, kw):
-            return False            # a set never waited (or a wait the run never passed)
+            return False  # a set never waited (or a wait the run never passed)
         self.m_set, self.m_wait, self.m_key = sets, waits, ks
         return True
 
@@ -261,7 +270,7 @@ class _Proof:
             syncing[:] = True
         active = np.flatnonzero(syncing)
         ka = len(active)
-        self.kcol = np.full(cols, ka, np.int64)         # column ka: always zero
+        self.kcol = np.full(cols, ka, np.int64)  # column ka: always zero
         self.kcol[active] = np.arange(ka)
         s_row = np.full(self.n, -1, np.int32)
         s_row[self.s_pos] = np.arange(ns, dtype=np.int32)
@@ -288,7 +297,7 @@ class _Proof:
         clocks so far. Whether they are the fixed point."""
         K, KD, s_base, dispatch, w_rows, w_sets, w_delta = self._state
         if self.rounds:
-            K += s_base             # back to carrying the bases (below)
+            K += s_base  # back to carrying the bases (below)
         settled = False
         for _ in range(limit):
             self.rounds += 1
@@ -312,7 +321,7 @@ class _Proof:
         k = self.m_key
         if len(k) < 2:
             return True
-        nxt = np.flatnonzero(k[1:] == k[:-1]) + 1           # sets with a previous one
+        nxt = np.flatnonzero(k[1:] == k[:-1]) + 1  # sets with a previous one
         if len(self.tpop):
             nxt = nxt[~np.isin(k[nxt], self.tpop)]
         prev_wait, this_set = self.m_wait[nxt - 1], self.m_set[nxt]
@@ -362,8 +371,11 @@ class _Proof:
         owner = np.repeat(self.unit[at], count)
         _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
         if len(self.logs) > 1:
-            _, first, inv = np.unique(inv.reshape(-1).astype(np.int64) * len(self.logs) + owner,
-                                      return_index=True, return_inverse=True)
+            _, first, inv = np.unique(
+                inv.reshape(-1).astype(np.int64) * len(self.logs) + owner,
+                return_index=True,
+                return_inverse=True,
+            )
         inv = inv.reshape(-1).astype(np.int32)
         distinct = [flat[i] for i in first.tolist()]
         a_unit = owner[first].tolist()
@@ -402,8 +414,14 @@ class _Proof:
         new[1:] = (g[1:] != g[:-1]) | (s[1:] >= reach[:-1])
         cluster = np.empty(len(order), np.int32)
         cluster[order] = np.cumsum(new) - 1
-        return (ev_acc, row, cluster[row_acc], a_write[row_acc], self.ev_col[ev_acc][row],
-                self.own[ev_acc][row])
+        return (
+            ev_acc,
+            row,
+            cluster[row_acc],
+            a_write[row_acc],
+            self.ev_col[ev_acc][row],
+            self.own[ev_acc][row],
+        )
 
     def _clocks(self, evs: np.ndarray) -> np.ndarray:
         """The clocks (columns of K, then the zero column) of pipe events ``evs``: their
@@ -428,7 +446,7 @@ class _Proof:
         if not (present.sum(axis=1) > 1).any():
             return True
         lane = cluster.astype(np.int64) * cols + col
-        order = _stable_order(lane).astype(np.int32)     # by lane, then along the pipe
+        order = _stable_order(lane).astype(np.int32)  # by lane, then along the pipe
         key_all = lane[order]
         del lane
         key_all <<= 32
@@ -440,7 +458,7 @@ class _Proof:
             # accesses of other pipes in the clusters pipe p touches, a chunk at a time
             b_all = np.flatnonzero(present[cluster, p] & (col != p)).astype(np.int32)
             for i in range(0, len(b_all), _CHUNK):
-                b = b_all[i:i + _CHUNK]
+                b = b_all[i : i + _CHUNK]
                 knows = KA[row[b], kcol[p]]
                 wb = write[b]
                 for keys, rows, sel in ((key_all, order, wb), (key_w, w_order, ~wb)):
@@ -479,8 +497,9 @@ class _Dispatcher:
         ev_key = (pr.ev_col.astype(np.int64) << _SHIFT) | pr.ev
         probe = (b_col.astype(np.int64) << _SHIFT) | pr.d_pos[b_d - 1]
         before = np.searchsorted(ev_key, probe)
-        self.b_own = (before - np.searchsorted(ev_key, b_col.astype(np.int64) << _SHIFT)
-                      ).astype(dtype)
+        self.b_own = (before - np.searchsorted(ev_key, b_col.astype(np.int64) << _SHIFT)).astype(
+            dtype
+        )
         prev = np.maximum(before - 1, 0)
         if len(pr.ev):
             last = pr.ev_last[prev]
@@ -500,8 +519,11 @@ class _Dispatcher:
         if len(self.d_sets):
             KD[self.d_index] = np.maximum(KD[self.d_index], K[self.d_sets] + self.d_delta)
         if len(self.b_d):
-            got = (np.where(self.b_ok[:, None], K[self.b_last] + self.b_delta, 0) if len(K)
-                   else np.zeros((len(self.b_d), KD.shape[1]), KD.dtype))
+            got = (
+                np.where(self.b_ok[:, None], K[self.b_last] + self.b_delta, 0)
+                if len(K)
+                else np.zeros((len(self.b_d), KD.shape[1]), KD.dtype)
+            )
             i = np.arange(len(self.b_d))
             got[i, self.b_col] = np.maximum(got[i, self.b_col], self.b_own)
             np.maximum.at(KD, self.b_d, got)
@@ -518,7 +540,7 @@ class _Dispatcher:
 def _stable_order(keys: np.ndarray) -> np.ndarray:
     """Indices that sort ``keys`` (non-negative integers), equal keys in their order."""
     top = int(keys.max()) if len(keys) else 0
-    if top < 1 << 16:               # a radix sort
+    if top < 1 << 16:  # a radix sort
         return np.argsort(keys.astype(np.uint16), kind="stable")
     if top < 1 << 23:
         return np.argsort((keys.astype(np.int64) << _SHIFT) | np.arange(len(keys)))
@@ -546,7 +568,7 @@ def _gm_across(per_unit) -> bool:
         wu = units[w]
         step = max(1, _CHUNK // len(B))
         for i in range(0, len(A), step):
-            if (_overlap(A[i:i + step], B) & (wu[i:i + step, None] != units[None, :])).any():
+            if (_overlap(A[i : i + step], B) & (wu[i : i + step, None] != units[None, :])).any():
                 return False
     return True
 
@@ -571,6 +593,10 @@ def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     a, b = A[:, None, :], B[None, :, :]
     hull = (a[..., 0] < b[..., 1]) & (b[..., 0] < a[..., 1])
     exact = (a[..., 2] == b[..., 2]) & (a[..., 2] > 0)
-    rect = (a[..., 3] < b[..., 3] + b[..., 5]) & (b[..., 3] < a[..., 3] + a[..., 5]) & \
-        (a[..., 4] < b[..., 4] + b[..., 6]) & (b[..., 4] < a[..., 4] + a[..., 6])
+    rect = (
+        (a[..., 3] < b[..., 3] + b[..., 5])
+        & (b[..., 3] < a[..., 3] + a[..., 5])
+        & (a[..., 4] < b[..., 4] + b[..., 6])
+        & (b[..., 4] < a[..., 4] + a[..., 6])
+    )
     return hull & (rect | ~exact)

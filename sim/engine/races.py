@@ -36,12 +36,12 @@ class Access:
     start: int
     end: int
     write: bool
-    name: str = ""            # the tile or GM view, for messages
+    name: str = ""  # the tile or GM view, for messages
 
 
 @attrs.frozen
 class Race:
-    kind: str                 # RAW | WAR | WAW | pending_set | unmatched_set
+    kind: str  # RAW | WAR | WAW | pending_set | unmatched_set
     message: str
     first: str = ""
     second: str = ""
@@ -53,8 +53,11 @@ class Race:
 def conflict(a: Access, b: Access) -> tuple[str, str]:
     """(RAW / WAR / WAW, the bytes) of two conflicting accesses, ``a`` the earlier."""
     kind = "WAW" if a.write and b.write else ("RAW" if a.write else "WAR")
-    what = (f"{a.name} [{a.start:#x}, {a.end:#x})" if a.name == b.name
-            else f"{a.name} [{a.start:#x}, {a.end:#x}) and {b.name} [{b.start:#x}, {b.end:#x})")
+    what = (
+        f"{a.name} [{a.start:#x}, {a.end:#x})"
+        if a.name == b.name
+        else f"{a.name} [{a.start:#x}, {a.end:#x}) and {b.name} [{b.start:#x}, {b.end:#x})"
+    )
     return kind, what
 
 
@@ -62,9 +65,9 @@ def conflict(a: Access, b: Access) -> tuple[str, str]:
 # record's number in the detector (the order of a space's records across pipes), the pipe,
 # and the item with its sequence number (the label is made only for a finding).
 _CLOCK, _ACCESS, _N, _PIPE, _ITEM, _SEQ = range(6)
-_MAX_SHAPES = 1 << 15      # lane shapes kept before the memo starts again
-_NOTHING: dict = {}        # the clock of a wait with no set (never changed)
-ROUTED = object()          # the shadow of a space whose accesses a subclass checks elsewhere
+_MAX_SHAPES = 1 << 15  # lane shapes kept before the memo starts again
+_NOTHING: dict = {}  # the clock of a wait with no set (never changed)
+ROUTED = object()  # the shadow of a space whose accesses a subclass checks elsewhere
 
 
 def _label(r) -> str:
@@ -100,24 +103,24 @@ class RaceDetector:
     memo = True
 
     def __init__(self):
-        self.clocks: dict[str, dict] = {}        # pipe -> vector clock (changed in place)
-        self._joined: dict[str, dict] = {}       # pipe -> dispatcher clock it last joined
+        self.clocks: dict[str, dict] = {}  # pipe -> vector clock (changed in place)
+        self._joined: dict[str, dict] = {}  # pipe -> dispatcher clock it last joined
         # the dispatcher's vector clock: an item entering a pipe queue keeps it, shared, as
         # it is replaced, never changed in place, when the dispatcher learns more
         self.dispatch: dict = {}
-        self.flags: dict[tuple, deque] = {}      # flag -> (clock, item, seq) of pending sets
+        self.flags: dict[tuple, deque] = {}  # flag -> (clock, item, seq) of pending sets
         # space -> pipe -> its lane: [shape number, its records, oldest first, the shape's
         # transitions, its conflicts] (all but the records None on a GM array: no memo)
         self.shadow: dict[str, dict] = {}
-        self._shapes: list = []                  # shape number -> its accesses
-        self._shape_ids: dict = {}               # ids of a shape's accesses -> its number
-        self._trans_of: list = []                # shape number -> id(access) -> _transition
+        self._shapes: list = []  # shape number -> its accesses
+        self._shape_ids: dict = {}  # ids of a shape's accesses -> its number
+        self._trans_of: list = []  # shape number -> id(access) -> _transition
         # shape number -> id(access) -> index of the newest record the access conflicts
         # with (-1: none)
         self._meets_of: list = []
         # space -> [records kept, the record count that triggers a prune]
         self._count: dict[str, list] = {}
-        self._made = count(1)                    # numbers the records
+        self._made = count(1)  # numbers the records
         self.findings: list[Race] = []
         self._seen: set = set()
 
@@ -138,7 +141,7 @@ class RaceDetector:
         return c
 
     def set_flag(self, pipe: str, key: tuple, item, seq: int, dispatch_clock: dict) -> None:
-        c = self.clocks.get(pipe)       # start(), inline: hot
+        c = self.clocks.get(pipe)  # start(), inline: hot
         if c is None or self._joined.get(pipe) is not dispatch_clock:
             c = self.start(pipe, dispatch_clock)
         else:
@@ -155,9 +158,15 @@ class RaceDetector:
             src, dst, eid = key
             _, was, at = q[-1]
             before, label = was.label(at), item.label(seq)
-            self._report(Race("pending_set",
-                              f"event {src}->{dst}#{eid} set again by {label} while the set by "
-                              f"{before} is still pending (not yet waited)", before, label))
+            self._report(
+                Race(
+                    "pending_set",
+                    f"event {src}->{dst}#{eid} set again by {label} while the set by "
+                    f"{before} is still pending (not yet waited)",
+                    before,
+                    label,
+                )
+            )
         q.append((c.copy(), item, seq))
 
     def wait_flag(self, pipe: str, key: tuple, dispatch_clock: dict, on_dispatcher=False) -> None:
@@ -191,7 +200,7 @@ class RaceDetector:
         if on_dispatcher:
             self.dispatch = join(self.dispatch, got)
             return
-        c = self.clocks.get(pipe)       # start(), inline: hot
+        c = self.clocks.get(pipe)  # start(), inline: hot
         if c is None or self._joined.get(pipe) is not dispatch_clock:
             c = self.start(pipe, dispatch_clock)
         else:
@@ -207,7 +216,7 @@ class RaceDetector:
     # --- accesses -----------------------------------------------------------------------
 
     def op(self, pipe: str, item, seq: int, accesses, dispatch_clock: dict) -> None:
-        c = self.clocks.get(pipe)       # start(), inline: hot
+        c = self.clocks.get(pipe)  # start(), inline: hot
         if c is None or self._joined.get(pipe) is not dispatch_clock:
             c = self.start(pipe, dispatch_clock)
             mine = c[pipe]
@@ -253,8 +262,11 @@ class RaceDetector:
             if lane is None:
                 space = a.space
                 shape = None if not self.memo or space.startswith("GM:") else self._shape((a,))
-                sp[pipe] = ([None, [rec], None, None] if shape is None else
-                            [shape, [rec], self._trans_of[shape], self._meets_of[shape]])
+                sp[pipe] = (
+                    [None, [rec], None, None]
+                    if shape is None
+                    else [shape, [rec], self._trans_of[shape], self._meets_of[shape]]
+                )
                 k = 0
             elif lane[0] is None:
                 # a GM array's windows are new objects as a loop walks it: no memo
@@ -262,8 +274,11 @@ class RaceDetector:
                 before = len(recs)
                 if before:
                     s, e, w = a.start, a.end, a.write
-                    recs[:] = [r for r in recs if not (s <= r[1].start and r[1].end <= e
-                                                       and (w or not r[1].write))]
+                    recs[:] = [
+                        r
+                        for r in recs
+                        if not (s <= r[1].start and r[1].end <= e and (w or not r[1].write))
+                    ]
                 recs.append(rec)
                 k = before + 1 - len(recs)
             else:
@@ -280,7 +295,7 @@ class RaceDetector:
                 recs.append(rec)
                 lane[0], lane[2], lane[3] = t[0], t[2], t[3]
                 k = len(drops)
-            if k != 1:      # the count of the space's records changed
+            if k != 1:  # the count of the space's records changed
                 n = self._count[a.space]
                 n[0] += 1 - k
                 if n[0] > n[1]:
@@ -290,7 +305,7 @@ class RaceDetector:
         """The number of a lane's shape: the accesses of its records, in order."""
         key = tuple(map(id, accesses))
         n = self._shape_ids.get(key)
-        if n is None:       # the shape keeps its accesses, so their ids stay theirs
+        if n is None:  # the shape keeps its accesses, so their ids stay theirs
             n = self._shape_ids[key] = len(self._shapes)
             self._shapes.append(tuple(accesses))
             self._trans_of.append({})
@@ -304,11 +319,14 @@ class RaceDetector:
             self._forget()
         have = self._shapes[lane[0]]
         s, e, w = a.start, a.end, a.write
-        drop = [i for i, b in enumerate(have)
-                if s <= b.start and b.end <= e and (w or not b.write)]
+        drop = [i for i, b in enumerate(have) if s <= b.start and b.end <= e and (w or not b.write)]
         after = self._shape(tuple(b for i, b in enumerate(have) if i not in drop) + (a,))
-        t = self._trans_of[lane[0]][id(a)] = (after, tuple(reversed(drop)),
-                                              self._trans_of[after], self._meets_of[after])
+        t = self._trans_of[lane[0]][id(a)] = (
+            after,
+            tuple(reversed(drop)),
+            self._trans_of[after],
+            self._meets_of[after],
+        )
         return t
 
     def _reshape(self, lane) -> None:
@@ -324,21 +342,20 @@ class RaceDetector:
         self._shape_ids.clear()
         self._shapes.clear()
         for sp in self.shadow.values():
-            for lane in (sp.values() if sp is not ROUTED else ()):
+            for lane in sp.values() if sp is not ROUTED else ():
                 if lane[0] is not None:
                     self._reshape(lane)
 
     def _check(self, sp: dict, pipe: str, c: dict, a, item, seq) -> None:
         """Report the records of other pipes that ``a`` conflicts with unordered, in the
         order they were recorded."""
-        recs = sorted((r for q, lane in sp.items() if q != pipe for r in lane[1]),
-                      key=_order)
+        recs = sorted((r for q, lane in sp.items() if q != pipe for r in lane[1]), key=_order)
         for r in recs:
             b = r[_ACCESS]
             if b.end <= a.start or a.end <= b.start or not (a.write or b.write):
                 continue
             if r[_CLOCK] <= c.get(r[_PIPE], 0):
-                continue          # ordered: r happens before this op
+                continue  # ordered: r happens before this op
             self._race(r, (c[pipe], a, 0, pipe, item, seq))
 
     def _prune(self, space: str) -> None:
@@ -348,8 +365,7 @@ class RaceDetector:
         sp = self.shadow[space]
         recs = sorted((r for lane in sp.values() for r in lane[1]), key=_order)
         clocks = list(self.clocks.values())
-        kept = [r for r in recs
-                if not all(c.get(r[_PIPE], 0) >= r[_CLOCK] for c in clocks)][-256:]
+        kept = [r for r in recs if not all(c.get(r[_PIPE], 0) >= r[_CLOCK] for c in clocks)][-256:]
         for lane in sp.values():
             lane[1].clear()
         for r in kept:
@@ -365,8 +381,10 @@ class RaceDetector:
         a, b = first[_ACCESS], second[_ACCESS]
         kind, what = conflict(a, b)
         one, two = _label(first), _label(second)
-        msg = (f"{kind} race in {a.space}: {first[_PIPE]} {one} and {second[_PIPE]} "
-               f"{two} touch {what} with no flag or barrier ordering them")
+        msg = (
+            f"{kind} race in {a.space}: {first[_PIPE]} {one} and {second[_PIPE]} "
+            f"{two} touch {what} with no flag or barrier ordering them"
+        )
         self._report(Race(kind, msg, one, two, a.space, (a.start, a.end), (b.start, b.end)))
 
     def _report(self, race: Race) -> None:
@@ -379,8 +397,13 @@ class RaceDetector:
         for (src, dst, eid), pending in self.flags.items():
             for _, item, seq in pending:
                 label = item.label(seq)
-                self._report(Race("unmatched_set", f"event {src}->{dst}#{eid} set by {label} is "
-                                                   f"never waited", label))
+                self._report(
+                    Race(
+                        "unmatched_set",
+                        f"event {src}->{dst}#{eid} set by {label} is never waited",
+                        label,
+                    )
+                )
         return self.findings
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import struct
 from array import array
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,13 +31,13 @@ from sim.base.errors import UserError
 from sim.timing.plan import COLD, RESTART, WARM
 from sim.trace.schema import COLUMNS, DTYPES
 
-if TYPE_CHECKING:     # pandas loads with the first frame: a run's report needs none
+if TYPE_CHECKING:  # pandas loads with the first frame: a run's report needs none
     import pandas as pd
 
 __all__ = ["Recorder", "TRACE_MODES", "STREAM", "frame"]
 
 TRACE_MODES = ("full", "ops", "none")
-STREAM = {"": 0, COLD: 1, WARM: 2, RESTART: 3}     # stream state -> code in the row array
+STREAM = {"": 0, COLD: 1, WARM: 2, RESTART: 3}  # stream state -> code in the row array
 _STREAM_TEXT = ("", COLD, WARM, RESTART)
 
 # layout of one dynamic row in the flat array
@@ -67,16 +66,16 @@ class Recorder:
         self.statics: list[tuple]
         self._static_ids: dict[tuple, int]
         self.statics, self._static_ids = statics if statics is not None else ([], {})
-        self.texts = [""]                       # waits / records strings, interned
+        self.texts = [""]  # waits / records strings, interned
         self._text_ids = {"": 0}
-        self._joined: dict = {}                 # (records id, text) -> id of both joined
-        self._end = 0                           # largest end cycle of the rows not kept
-        self.busy: dict[str, list[int]] = {}    # pipe -> [busy cycles, instructions] ("none")
-        self.ops = 0                            # op rows ("none")
-        self.op_busy: dict[str, int] = {}       # opcode -> busy cycles of its op rows ("none")
+        self._joined: dict = {}  # (records id, text) -> id of both joined
+        self._end = 0  # largest end cycle of the rows not kept
+        self.busy: dict[str, list[int]] = {}  # pipe -> [busy cycles, instructions] ("none")
+        self.ops = 0  # op rows ("none")
+        self.op_busy: dict[str, int] = {}  # opcode -> busy cycles of its op rows ("none")
         if mode == "none":
             self.row = self._count
-            self.sync_row = self._skip      # a sync row is never busy: only its end counts
+            self.sync_row = self._skip  # a sync row is never busy: only its end counts
         elif mode == "ops":
             self.sync_row = self._skip
 
@@ -87,9 +86,18 @@ class Recorder:
         sid = item.sid
         if sid is None:
             plan = item.plan
-            sid = item.sid = self.intern((item.pipe, item.kind, item.opcode,
-                                          plan.repeats if plan else 0, plan.bytes if plan else 0,
-                                          item.text, item.source, plan.detail if plan else ""))
+            sid = item.sid = self.intern(
+                (
+                    item.pipe,
+                    item.kind,
+                    item.opcode,
+                    plan.repeats if plan else 0,
+                    plan.bytes if plan else 0,
+                    item.text,
+                    item.source,
+                    plan.detail if plan else "",
+                )
+            )
         return sid
 
     def intern(self, static: tuple) -> int:
@@ -116,7 +124,7 @@ class Recorder:
         cols.frombytes(_PACK(seq, sid, dispatch, start, end, stream, waits, 0))
         return at
 
-    sync_row = row          # rows of set_flag / wait_flag / barrier statements
+    sync_row = row  # rows of set_flag / wait_flag / barrier statements
 
     def _count(self, item, seq, dispatch, start, end, stream=0, waits=0) -> int:
         if end > self._end:
@@ -170,7 +178,8 @@ class Recorder:
         new = self._joined.get((old, text))
         if new is None:
             new = self._joined[(old, text)] = self.text_id(
-                f"{self.texts[old]};{text}" if old else text)
+                f"{self.texts[old]};{text}" if old else text
+            )
         self.cols[i] = new
 
     def cce_row(self, static: tuple, seq, dispatch, start, end) -> None:
@@ -198,8 +207,11 @@ class Recorder:
 
 
 def _rows(r: Recorder) -> np.ndarray:
-    return (np.frombuffer(r.cols, dtype=np.int64).reshape(-1, _W) if len(r.cols)
-            else np.zeros((0, _W), np.int64))
+    return (
+        np.frombuffer(r.cols, dtype=np.int64).reshape(-1, _W)
+        if len(r.cols)
+        else np.zeros((0, _W), np.int64)
+    )
 
 
 def frame(recorders) -> pd.DataFrame:
@@ -210,6 +222,7 @@ def frame(recorders) -> pd.DataFrame:
     merged into one table each (a unit's ids mapped onto it with numpy), so the whole
     chip's trace is built from integer arrays as one unit's is."""
     import pandas as pd
+
     if len(recorders) == 1:
         r = recorders[0]
         rows, statics, texts = _rows(r), r.statics, r.texts
@@ -218,7 +231,7 @@ def frame(recorders) -> pd.DataFrame:
         n = len(order)
         cores, units = np.full(n, r.core, np.int64), np.zeros(n, np.int8)
 
-        def column(i):      # one field, rows sorted: its own contiguous array
+        def column(i):  # one field, rows sorted: its own contiguous array
             return rows[:, i].take(order)
     else:
         column, n, cores, units, statics, texts, unit_names = _merged(recorders)
@@ -227,18 +240,25 @@ def frame(recorders) -> pd.DataFrame:
     static = list(zip(*statics)) if statics else [()] * len(_STATIC)
     field = dict(zip(_STATIC, static))
     start, end = column(_START), column(_END)
-    cols = {"id": column(_SEQ), "core": cores, "unit": _categorical(units, unit_names),
-            "dispatch_cycle": column(_DISPATCH), "start_cycle": start,
-            "end_cycle": end, "duration_cycles": end - start,
-            "stream": _categorical(column(_STREAM), _STREAM_TEXT),
-            "waits": _categorical(column(_WAITS), texts),
-            "records": _categorical(column(_RECORDS), texts)}
-    used = _used(sid, len(statics))      # the static rows the trace has: one count for all
+    cols = {
+        "id": column(_SEQ),
+        "core": cores,
+        "unit": _categorical(units, unit_names),
+        "dispatch_cycle": column(_DISPATCH),
+        "start_cycle": start,
+        "end_cycle": end,
+        "duration_cycles": end - start,
+        "stream": _categorical(column(_STREAM), _STREAM_TEXT),
+        "waits": _categorical(column(_WAITS), texts),
+        "records": _categorical(column(_RECORDS), texts),
+    }
+    used = _used(sid, len(statics))  # the static rows the trace has: one count for all
     for name in _STATIC:
         values = field[name]
         if DTYPES[name] == "int64":
-            cols[name] = np.asarray(values, np.int64).reshape(-1)[sid] if n else \
-                np.zeros(0, np.int64)
+            cols[name] = (
+                np.asarray(values, np.int64).reshape(-1)[sid] if n else np.zeros(0, np.int64)
+            )
         else:
             cols[name] = _categorical(sid, values, used)
     # the columns are fresh arrays: no copy (pandas would stack the int64 ones into one
@@ -267,14 +287,19 @@ def _merged(recorders):
     rank = [pairs.index((r.core, u)) for r, u in zip(recorders, unit_of)]
     maps = {_SID: [], _WAITS: [], _RECORDS: []}
     shared = all(r.statics is recorders[0].statics for r in recorders)
-    if shared:                  # one table (a chip's units): the ids are the merged ids
+    if shared:  # one table (a chip's units): the ids are the merged ids
         static_ids = dict.fromkeys(recorders[0].statics)
     for r in recorders:
         if not shared:
-            maps[_SID].append(np.array([static_ids.setdefault(st, len(static_ids))
-                                        for st in r.statics] or [0], np.int64))
-        maps[_WAITS].append(np.array([text_ids.setdefault(t, len(text_ids)) for t in r.texts],
-                                     np.int64))
+            maps[_SID].append(
+                np.array(
+                    [static_ids.setdefault(st, len(static_ids)) for st in r.statics] or [0],
+                    np.int64,
+                )
+            )
+        maps[_WAITS].append(
+            np.array([text_ids.setdefault(t, len(text_ids)) for t in r.texts], np.int64)
+        )
     maps[_RECORDS] = maps[_WAITS]
     if shared:
         del maps[_SID]
@@ -292,13 +317,15 @@ def _merged(recorders):
             part |= (k << seq_bits) | p[:, _SEQ]
         order = key.argsort(kind="stable")
     else:
+
         def joined(i):
             return np.concatenate([p[:, i] for p in parts])
+
         key = np.repeat(np.array(rank, np.int64), np.diff(bounds))
         order = np.lexsort((joined(_SEQ), key, joined(_START)))
     del key
     small = np.int32 if n < 2**31 else np.intp
-    at = np.empty(n, small)                 # where each unit's rows go
+    at = np.empty(n, small)  # where each unit's rows go
     at[order] = np.arange(n, dtype=small)
     del order
     places = [at[a:b] for a, b in zip(bounds, bounds[1:])]
@@ -316,8 +343,15 @@ def _merged(recorders):
             out[to] = v
         return out
 
-    return (column, n, fill([r.core for r in recorders]), fill(unit_of), list(static_ids),
-            list(text_ids), unit_names)
+    return (
+        column,
+        n,
+        fill([r.core for r in recorders]),
+        fill(unit_of),
+        list(static_ids),
+        list(text_ids),
+        unit_names,
+    )
 
 
 def _used(codes: np.ndarray, size: int) -> list:
@@ -329,6 +363,7 @@ def _categorical(codes: np.ndarray, values, used=None) -> pd.Categorical:
     """Categorical of ``values[codes]``: categories the values used (``used``: the codes
     present, when known), sorted, as pandas infers."""
     import pandas as pd
+
     values = list(values)
     if used is None:
         used = _used(codes, len(values))
@@ -350,6 +385,7 @@ def _dtype(cats: tuple) -> pd.CategoricalDtype:
     dtype = _DTYPES.get(cats)
     if dtype is None:
         import pandas as pd
+
         if len(_DTYPES) >= _MAX_DTYPES:
             _DTYPES.clear()
         # the string dtype pandas infers

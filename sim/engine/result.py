@@ -20,13 +20,16 @@ __all__ = ["Result", "MODE_TEXT", "UnknownOutput"]
 class UnknownOutput(UserError, KeyError):
     """``Result.output`` of a name the run has no GM argument for."""
 
-    def __str__(self) -> str:          # KeyError would quote the message
+    def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
 
-MODE_TEXT = {"auto": "no explicit sync in the kernel: flags and barriers inserted and "
-                     "unaddressed tiles placed by the simulator, as the toolchain's auto mode does",
-             "manual": "run as written, with the kernel's own flags and barriers",
-             "ideal": "every wait satisfied at once, barriers free: a lower bound"}
+
+MODE_TEXT = {
+    "auto": "no explicit sync in the kernel: flags and barriers inserted and "
+    "unaddressed tiles placed by the simulator, as the toolchain's auto mode does",
+    "manual": "run as written, with the kernel's own flags and barriers",
+    "ideal": "every wait satisfied at once, barriers free: a lower bound",
+}
 
 
 @attrs.frozen
@@ -35,14 +38,14 @@ class Result:
 
     kernel: str
     target: object = attrs.field(repr=False)
-    recording: object = attrs.field(repr=False)    # sim.engine.record.Recorder
+    recording: object = attrs.field(repr=False)  # sim.engine.record.Recorder
     gm: dict = attrs.field(repr=False, factory=dict)
-    warnings: tuple = ()       # verifier warnings (legal but suspicious use, e.g. aliasing)
-    races: tuple = ()          # race-check findings (simulate(..., races=True))
-    mode: str = "manual"       # synchronisation mode that ran: auto | manual | ideal
-    block_dim: int = 1         # physical cores the kernel ran on
-    memory: dict = attrs.field(repr=False, factory=dict)   # GM channels: bytes, utilisation, L2 hits
-    races_checked: bool = False    # whether the run checked races (``races`` is then complete)
+    warnings: tuple = ()  # verifier warnings (legal but suspicious use, e.g. aliasing)
+    races: tuple = ()  # race-check findings (simulate(..., races=True))
+    mode: str = "manual"  # synchronisation mode that ran: auto | manual | ideal
+    block_dim: int = 1  # physical cores the kernel ran on
+    memory: dict = attrs.field(repr=False, factory=dict)  # GM channels: bytes, utilisation, L2 hits
+    races_checked: bool = False  # whether the run checked races (``races`` is then complete)
     # how: "proof" (shown race-free from the order its synchronisation imposes, without the
     # detector: sim.engine.racefree) or "detector" (every access followed in event time)
     races_by: str = ""
@@ -78,10 +81,14 @@ class Result:
         for r in getattr(self.recording, "recorders", (self.recording,)):
             for pipe, (_, n) in r.pipe_totals().items():
                 units[pipe] = units.get(pipe, 0) + 1
-        return {pipe: {"busy_cycles": busy,
-                       "utilization": round(busy / (total * units.get(pipe, 1)), 4) if total else 0.0,
-                       "instructions": n}
-                for pipe, (busy, n) in self.recording.pipe_totals().items()}
+        return {
+            pipe: {
+                "busy_cycles": busy,
+                "utilization": round(busy / (total * units.get(pipe, 1)), 4) if total else 0.0,
+                "instructions": n,
+            }
+            for pipe, (busy, n) in self.recording.pipe_totals().items()
+        }
 
     @property
     def instructions(self) -> int:
@@ -98,9 +105,14 @@ class Result:
         if rec.mode != "none":
             return self._sums().units(self.total_cycles)
         # units that ran nothing (the vector units of a cube-only kernel) have no trace rows
-        return units_from_totals([(r.core, r.unit, r.pipe_totals(), r.op_busy)
-                                  for r in getattr(rec, "recorders", (rec,)) if r.pipe_totals()],
-                                 self.total_cycles)
+        return units_from_totals(
+            [
+                (r.core, r.unit, r.pipe_totals(), r.op_busy)
+                for r in getattr(rec, "recorders", (rec,))
+                if r.pipe_totals()
+            ],
+            self.total_cycles,
+        )
 
     @property
     def opcodes(self) -> dict:
@@ -115,33 +127,47 @@ class Result:
             return self.gm[name]
         except KeyError:
             known = ", ".join(sorted(self.gm)) or "none"
-            raise UnknownOutput(f"output {name!r}: the run has no GM argument {name!r} "
-                                f"(GM arguments: {known})") from None
+            raise UnknownOutput(
+                f"output {name!r}: the run has no GM argument {name!r} (GM arguments: {known})"
+            ) from None
 
     def to_json(self) -> dict:
-        return {"kernel": self.kernel, "target": self.target.name, "mode": self.mode,
-                "total_cycles": self.total_cycles,
-                "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
-                "block_dim": self.block_dim,
-                "pipes": self.pipes,
-                "opcodes": self.opcodes,
-                "units": self.units,
-                "memory": self.memory,
-                "instructions": self.instructions,
-                "races": {"checked": self.races_checked, "found": len(self.races),
-                          "by": self.races_by},
-                "warnings": list(self.warnings)}
+        return {
+            "kernel": self.kernel,
+            "target": self.target.name,
+            "mode": self.mode,
+            "total_cycles": self.total_cycles,
+            "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
+            "block_dim": self.block_dim,
+            "pipes": self.pipes,
+            "opcodes": self.opcodes,
+            "units": self.units,
+            "memory": self.memory,
+            "instructions": self.instructions,
+            "races": {"checked": self.races_checked, "found": len(self.races), "by": self.races_by},
+            "warnings": list(self.warnings),
+        }
 
     def report(self, max_rows: int = 40) -> str:
         # a run that kept no rows (trace="none") has the pipe totals only
         sums, total = self._sums(), self.total_cycles
-        text = format_report(kernel=self.kernel, target=self.target.name,
-                             clock_hz=self.target.clock_hz, max_rows=max_rows, total=total,
-                             pipes=self.pipes, units=sums.units(total), ops=sums.ops(),
-                             rows=sums.rows(max_rows), instructions=sums.instructions)
+        text = format_report(
+            kernel=self.kernel,
+            target=self.target.name,
+            clock_hz=self.target.clock_hz,
+            max_rows=max_rows,
+            total=total,
+            pipes=self.pipes,
+            units=sums.units(total),
+            ops=sums.ops(),
+            rows=sums.rows(max_rows),
+            instructions=sums.instructions,
+        )
         head, _, rest = text.partition("\n")
-        text = (f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n"
-                f"races: {self._races_text()}\n{rest}")
+        text = (
+            f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n"
+            f"races: {self._races_text()}\n{rest}"
+        )
         if self.warnings:
             text += "\n\n" + "\n".join(self.warnings)
         return text
@@ -150,8 +176,10 @@ class Result:
         if not self.races_checked:
             return "not checked"
         n = len(self.races)
-        how = {"proof": " (shown from the synchronisation order)",
-               "detector": " (race detector)"}.get(self.races_by, "")
+        how = {
+            "proof": " (shown from the synchronisation order)",
+            "detector": " (race detector)",
+        }.get(self.races_by, "")
         return (f"checked, {n} found" if n else "checked, none found") + how
 
     def __str__(self) -> str:

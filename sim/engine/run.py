@@ -7,14 +7,14 @@ from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
+from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.access import GmShared
 from sim.engine.chip import Chip
 from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.record import TRACE_MODES
-from sim.engine.scan import kept
-from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.result import Result
+from sim.engine.scan import kept
 from sim.isa.program import Scalar
 from sim.target import load_target
 
@@ -39,11 +39,24 @@ def _numpy_errors(functional: bool):
     return np.errstate(all="ignore") if functional else nullcontext()
 
 
-def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=True, seed=0,
-             detail: str = "op", races: "bool | str" = False, ideal_sync: bool = False,
-             infinite_bandwidth: bool = False, trace: str = "full",
-             sync: "str | None" = None, limits: Limits | None = None,
-             block_dim: "int | None" = None, l2: "bool | None" = None) -> Result:
+def simulate(
+    program,
+    target="a2a3",
+    *,
+    inputs=None,
+    functional=True,
+    strict=True,
+    seed=0,
+    detail: str = "op",
+    races: bool | str = False,
+    ideal_sync: bool = False,
+    infinite_bandwidth: bool = False,
+    trace: str = "full",
+    sync: str | None = None,
+    limits: Limits | None = None,
+    block_dim: int | None = None,
+    l2: bool | None = None,
+) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -78,7 +91,7 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         raise UserError(f"races: expected True, False or 'manual', found {races!r}")
     if trace not in TRACE_MODES:
         raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {trace!r}")
-    if hasattr(program, "program"):          # a builder Kernel
+    if hasattr(program, "program"):  # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
         if block_dim is None:
             block_dim = program.block_dim
@@ -100,17 +113,29 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
     prove = check and not (ideal_sync or prep.ideal_sync)
 
     def run(detect: bool, gm_summary: bool = False):
-        chip = Chip(prep.program, tgt, block_dim=block_dim, inputs=inputs,
-                    functional=functional, strict=strict, seed=seed, detail=detail == "cce",
-                    races=detect, race_logs=prove and not detect, gm_summary=gm_summary,
-                    ideal_sync=ideal_sync or prep.ideal_sync,
-                    infinite_bandwidth=infinite_bandwidth, l2=l2, trace=trace,
-                    limits=limits if watched else None)
+        chip = Chip(
+            prep.program,
+            tgt,
+            block_dim=block_dim,
+            inputs=inputs,
+            functional=functional,
+            strict=strict,
+            seed=seed,
+            detail=detail == "cce",
+            races=detect,
+            race_logs=prove and not detect,
+            gm_summary=gm_summary,
+            ideal_sync=ideal_sync or prep.ideal_sync,
+            infinite_bandwidth=infinite_bandwidth,
+            l2=l2,
+            trace=trace,
+            limits=limits if watched else None,
+        )
         try:
             with _frozen_gc(), _numpy_errors(functional):
                 recording = chip.run()
                 if watched:
-                    limits.check()       # a run shorter than one check interval, too
+                    limits.check()  # a run shorter than one check interval, too
         except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
             e.trace = chip.recording().frame()
             raise
@@ -124,7 +149,7 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         if watched:
             limits.again()
         chip, recording = run(False)
-    with _frozen_gc():          # the run's objects, which the proof only reads
+    with _frozen_gc():  # the run's objects, which the proof only reads
         proven = prove and chip.race_free()
     if prove and not proven:
         if watched:
@@ -137,14 +162,22 @@ def simulate(program, target="a2a3", *, inputs=None, functional=True, strict=Tru
         warnings += (race_warning(found),)
     if not _ran_tile_instruction(recording):
         warnings += (idle_warning(program, inputs),)
-    return Result(program.main.name, tgt, recording, dict(chip.gm_state[0]), warnings, found,
-                  mode=prep.mode, block_dim=block_dim,
-                  memory=chip.gm.summary(recording.end) if chip.gm_used else {},
-                  races_checked=check,
-                  races_by=("proof" if proven else "detector") if check else "")
+    return Result(
+        program.main.name,
+        tgt,
+        recording,
+        dict(chip.gm_state[0]),
+        warnings,
+        found,
+        mode=prep.mode,
+        block_dim=block_dim,
+        memory=chip.gm.summary(recording.end) if chip.gm_used else {},
+        races_checked=check,
+        races_by=("proof" if proven else "detector") if check else "",
+    )
 
 
-def prepared(program, tgt, sync: "str | None" = None, tick=None):
+def prepared(program, tgt, sync: str | None = None, tick=None):
     """The program mode ``sync`` runs (``sim.engine.mode.prepare``), kept with the program:
     the auto passes cost several times the run they prepare, and ``ptosim check`` places
     the same program before a ``--races`` run simulates it."""
@@ -155,31 +188,41 @@ def _static_check(program, tgt, inputs: dict) -> None:
     """The check ``ptosim check`` makes (``sim.placement.bounds``), before a run in any
     mode: a hand address no buffer holds, a negative scalar argument that sizes or bounds
     something. Kept with the program: a builder kernel's walk is not repeated per run."""
-    from sim.placement.bounds import (negative_arguments, sized_arguments, static_problems,
-                                      view_spans)
+    from sim.placement.bounds import (
+        negative_arguments,
+        sized_arguments,
+        static_problems,
+        view_spans,
+    )
+
     problems = kept(program, ("static problems", tgt), lambda: static_problems(program, tgt))
     # only the entry's integer scalar arguments can break the argument rules, and only
     # where they size or bound something: the walk for that waits until one is given
     # (a builder kernel's inputs are its GM arrays)
     given = {a.name for a in program.main.args if type(a) is Scalar} & {
-        n for n, v in inputs.items() if type(v) is int}
+        n for n, v in inputs.items() if type(v) is int
+    }
     if not problems and given:
         sized = kept(program, ("sized arguments",), lambda: sized_arguments(program))
         scalars = {n: v for n, v in inputs.items() if type(v) is int and n in sized}
         if scalars:
             problems = view_spans(program, scalars) + negative_arguments(sized, scalars)
     if problems:
-        more = f" (and {len(problems) - 1} more: ptosim check lists them)" if len(problems) > 1 else ""
-        raise SimulationError(f"{problems[0][2]}{more}")   # as the run-time check raises
+        more = (
+            f" (and {len(problems) - 1} more: ptosim check lists them)" if len(problems) > 1 else ""
+        )
+        raise SimulationError(f"{problems[0][2]}{more}")  # as the run-time check raises
 
 
 def race_warning(found) -> str:
     """The one-line warning of a manual run with races: the count and the first."""
     n = len(found)
-    return (f"warning: {n} race{'s' * (n != 1)}: the kernel synchronises by hand (manual "
-            f"mode) and leaves accesses unordered, so its cycles may be below what hardware "
-            f"would run; first: {found[0].message} (ptosim check --races lists them all; "
-            f"--sync auto inserts the toolchain's synchronisation)")
+    return (
+        f"warning: {n} race{'s' * (n != 1)}: the kernel synchronises by hand (manual "
+        f"mode) and leaves accesses unordered, so its cycles may be below what hardware "
+        f"would run; first: {found[0].message} (ptosim check --races lists them all; "
+        f"--sync auto inserts the toolchain's synchronisation)"
+    )
 
 
 def _ran_tile_instruction(recording) -> bool:
@@ -197,13 +240,20 @@ def idle_warning(program, inputs) -> str:
     work. Loops bounded by scalar arguments (0 when a value was defaulted) are the usual
     cause, so the values the run had are named."""
     from sim.isa.program import Scalar
-    given = [f"%{a.name} = {inputs[a.name]}" for a in program.main.args
-             if isinstance(a, Scalar) and inputs and a.name in inputs]
+
+    given = [
+        f"%{a.name} = {inputs[a.name]}"
+        for a in program.main.args
+        if isinstance(a, Scalar) and inputs and a.name in inputs
+    ]
     from sim.isa.program import Instr, walk
+
     if not any(isinstance(st, Instr) for f in program.functions for st in walk(f.body)):
         return "warning: the kernel has no tile instruction: its cycles measure no work"
     if not given:
         return "warning: the run executed no tile instruction: its cycles measure no work"
-    return (f"warning: the run executed no tile instruction: its cycles measure no work; "
-            f"with {', '.join(given)} the kernel's loops and branches skip every one (its "
-            f"scalar arguments often bound them: pass other values with --arg NAME=VALUE)")
+    return (
+        f"warning: the run executed no tile instruction: its cycles measure no work; "
+        f"with {', '.join(given)} the kernel's loops and branches skip every one (its "
+        f"scalar arguments often bound them: pass other values with --arg NAME=VALUE)"
+    )

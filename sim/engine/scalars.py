@@ -51,6 +51,7 @@ def coerce(v, t: str):
     if _is_float(t):
         if t == "bf16":
             import ml_dtypes
+
             return float(np.asarray(v, dtype=ml_dtypes.bfloat16))
         return float(_FLOAT[t](v))
     if isinstance(v, float):
@@ -73,9 +74,12 @@ def _fdiv(a: float, b: float) -> float:
 
 
 _CMPI = {
-    "eq": lambda a, b, t: a == b, "ne": lambda a, b, t: a != b,
-    "slt": lambda a, b, t: a < b, "sle": lambda a, b, t: a <= b,
-    "sgt": lambda a, b, t: a > b, "sge": lambda a, b, t: a >= b,
+    "eq": lambda a, b, t: a == b,
+    "ne": lambda a, b, t: a != b,
+    "slt": lambda a, b, t: a < b,
+    "sle": lambda a, b, t: a <= b,
+    "sgt": lambda a, b, t: a > b,
+    "sge": lambda a, b, t: a >= b,
     "ult": lambda a, b, t: _unsigned(a, t) < _unsigned(b, t),
     "ule": lambda a, b, t: _unsigned(a, t) <= _unsigned(b, t),
     "ugt": lambda a, b, t: _unsigned(a, t) > _unsigned(b, t),
@@ -91,7 +95,9 @@ def _cmpf(pred: str, a: float, b: float) -> bool:
         return not unordered
     if pred == "uno":
         return unordered
-    base = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[pred[1:]]
+    base = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[
+        pred[1:]
+    ]
     return (unordered or base) if pred[0] == "u" else (not unordered and base)
 
 
@@ -104,16 +110,30 @@ def _bitcast(v, src_t: str, dst_t: str):
 
 
 # float and integer binary ops (unary ones ignore ``b``), built once rather than per call
-_FOPS = {"addf": lambda a, b: a + b, "subf": lambda a, b: a - b, "mulf": lambda a, b: a * b,
-         "divf": lambda a, b: _fdiv(a, b), "negf": lambda a, b: -a,
-         "maxnumf": max, "minnumf": min, "maximumf": max, "minimumf": min,
-         "remf": math.fmod}
+_FOPS = {
+    "addf": lambda a, b: a + b,
+    "subf": lambda a, b: a - b,
+    "mulf": lambda a, b: a * b,
+    "divf": lambda a, b: _fdiv(a, b),
+    "negf": lambda a, b: -a,
+    "maxnumf": max,
+    "minnumf": min,
+    "maximumf": max,
+    "minimumf": min,
+    "remf": math.fmod,
+}
 _IOPS = {
-    "addi": lambda a, b, t: a + b, "subi": lambda a, b, t: a - b, "muli": lambda a, b, t: a * b,
-    "andi": lambda a, b, t: a & b, "ori": lambda a, b, t: a | b, "xori": lambda a, b, t: a ^ b,
-    "shli": lambda a, b, t: a << b, "shrsi": lambda a, b, t: a >> b,
+    "addi": lambda a, b, t: a + b,
+    "subi": lambda a, b, t: a - b,
+    "muli": lambda a, b, t: a * b,
+    "andi": lambda a, b, t: a & b,
+    "ori": lambda a, b, t: a | b,
+    "xori": lambda a, b, t: a ^ b,
+    "shli": lambda a, b, t: a << b,
+    "shrsi": lambda a, b, t: a >> b,
     "shrui": lambda a, b, t: _unsigned(a, t) >> b,
-    "maxsi": lambda a, b, t: max(a, b), "minsi": lambda a, b, t: min(a, b),
+    "maxsi": lambda a, b, t: max(a, b),
+    "minsi": lambda a, b, t: min(a, b),
     "maxui": lambda a, b, t: max(_unsigned(a, t), _unsigned(b, t)),
     "minui": lambda a, b, t: min(_unsigned(a, t), _unsigned(b, t)),
 }
@@ -190,7 +210,8 @@ def compile_op(op: str, types: list, result_type: str, attrs: dict):
         return lambda args: int(f(args[0], args[1] if len(args) > 1 else None, t)) & 1
     mask, sign, full = (1 << n) - 1, 1 << (n - 1), 1 << n
 
-    def run(args):          # wrap(), its width worked out once
+    def run(args):  # wrap(), its width worked out once
         v = int(f(args[0], args[1] if len(args) > 1 else None, t)) & mask
         return v - full if v & sign else v
+
     return run

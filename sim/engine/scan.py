@@ -23,17 +23,17 @@ from sim.isa.tile import Tile
 __all__ = ["Facts", "kept", "scan"]
 
 _TALLOC = ("pto.talloc_to_aiv", "pto.talloc_to_aic")
-_READ = frozenset((Alloc, For, Section, If, PipeOp))      # the kinds scan reads
+_READ = frozenset((Alloc, For, Section, If, PipeOp))  # the kinds scan reads
 
 
 @attrs.frozen
 class Facts:
     """The whole-program facts of ``scan``."""
 
-    sections: bool            # a pto.section.cube / .vector anywhere
-    allocs: tuple             # Alloc statements, in text order, function by function
-    reserves: tuple           # pto.reserve_buffer statements, in text order
-    tallocs: tuple            # tiles taken by talloc_to_aiv / talloc_to_aic, in text order
+    sections: bool  # a pto.section.cube / .vector anywhere
+    allocs: tuple  # Alloc statements, in text order, function by function
+    reserves: tuple  # pto.reserve_buffer statements, in text order
+    tallocs: tuple  # tiles taken by talloc_to_aiv / talloc_to_aic, in text order
 
 
 def scan(program_or_body) -> Facts:
@@ -52,7 +52,7 @@ def _scan(bodies) -> Facts:
         nonlocal sections
         for st in body:
             t = type(st)
-            if t not in _READ:      # instructions, flags, views, scalar code: most statements
+            if t not in _READ:  # instructions, flags, views, scalar code: most statements
                 continue
             if t is Alloc:
                 allocs.append(st)

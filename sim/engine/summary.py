@@ -22,8 +22,8 @@ from sim.trace.text import PIPE_RANK, units_from_totals
 
 __all__ = ["Summary"]
 
-_SYNC = ("set_flag", "wait_flag", "barrier")       # rows that list no pipe of their own
-_BUSY = ("op", "scalar")                            # rows whose duration is work
+_SYNC = ("set_flag", "wait_flag", "barrier")  # rows that list no pipe of their own
+_BUSY = ("op", "scalar")  # rows whose duration is work
 # fields of a static row (sim.engine.record._STATIC)
 _PIPE, _KIND, _OPCODE, _OPERANDS = 0, 1, 2, 5
 
@@ -32,7 +32,7 @@ class Summary:
     """Per unit and static row: how many rows and their busy cycles; see the module doc."""
 
     def __init__(self, recorders):
-        self._units = []            # (recorder, rows, {sid: (rows, busy cycles)})
+        self._units = []  # (recorder, rows, {sid: (rows, busy cycles)})
         for r in recorders:
             rows = _rows(r)
             if not len(rows):
@@ -74,8 +74,11 @@ class Summary:
         for pipe in sorted(listed, key=PIPE_RANK):
             b, n = busy.get(pipe, (0, 0))
             span = total * len(holders[pipe])
-            out[pipe] = {"busy_cycles": b, "utilization": round(b / span, 4) if span else 0.0,
-                         "instructions": n}
+            out[pipe] = {
+                "busy_cycles": b,
+                "utilization": round(b / span, 4) if span else 0.0,
+                "instructions": n,
+            }
         return out
 
     def units(self, total: int) -> list[dict]:
@@ -116,8 +119,10 @@ class Summary:
                     first[key] = where
         keys = sorted(sums, key=lambda k: first[k])
         keys.sort(key=lambda k: -sums[k][1])
-        return [(o, p, sums[(o, p)][0], sums[(o, p)][1], sums[(o, p)][1] / sums[(o, p)][0])
-                for o, p in keys]
+        return [
+            (o, p, sums[(o, p)][0], sums[(o, p)][1], sums[(o, p)][1] / sums[(o, p)][0])
+            for o, p in keys
+        ]
 
     def rows(self, count: int) -> list[dict]:
         """The first ``count`` instruction rows by id (equals in trace order), as mappings
@@ -133,9 +138,19 @@ class Summary:
         for (seq, start, core, unit), r, row in found[:count]:
             st = r.statics[int(row[_SID])]
             end = int(row[_END])
-            out.append({"core": core, "unit": unit, "id": seq, "opcode": st[_OPCODE],
-                        "pipe": st[_PIPE], "start_cycle": start, "end_cycle": end,
-                        "duration_cycles": end - start, "operands": st[_OPERANDS]})
+            out.append(
+                {
+                    "core": core,
+                    "unit": unit,
+                    "id": seq,
+                    "opcode": st[_OPCODE],
+                    "pipe": st[_PIPE],
+                    "start_cycle": start,
+                    "end_cycle": end,
+                    "duration_cycles": end - start,
+                    "operands": st[_OPERANDS],
+                }
+            )
         return out
 
     @staticmethod

@@ -42,8 +42,24 @@ import attrs
 
 from sim.base.errors import UserError
 from sim.engine.scan import scan
-from sim.isa.program import (Barrier, For, Function, If, Instr, PipeOp, Program, Section,
-                             SetFlag, SyncAll, SyncSet, SyncWait, WaitFlag, walk as _walk)
+from sim.isa.program import (
+    Barrier,
+    For,
+    Function,
+    If,
+    Instr,
+    PipeOp,
+    Program,
+    Section,
+    SetFlag,
+    SyncAll,
+    SyncSet,
+    SyncWait,
+    WaitFlag,
+)
+from sim.isa.program import (
+    walk as _walk,
+)
 from sim.isa.tile import Loc, Tile
 
 __all__ = ["CUBE", "VECTOR", "BOTH", "Layout", "UnitSpec", "layout", "unit_program"]
@@ -56,9 +72,9 @@ class UnitSpec:
     """One unit of the launch: where it sits, what it runs, the ids it reads."""
 
     core: int
-    unit: str                 # "AIC", "AIV0", "AIV1"
-    kind: str                 # "cube", "vector", or "both" (single-unit model)
-    function: str             # the function this unit starts in
+    unit: str  # "AIC", "AIV0", "AIV1"
+    kind: str  # "cube", "vector", or "both" (single-unit model)
+    function: str  # the function this unit starts in
     block_idx: int
     block_num: int
     subblock_idx: int
@@ -67,11 +83,11 @@ class UnitSpec:
 
 @attrs.frozen
 class Layout:
-    mode: str                 # "vector", "cube", "mixed" or "single"
+    mode: str  # "vector", "cube", "mixed" or "single"
     units: tuple
 
 
-def _kernel_kind(fn: Function) -> "str | None":
+def _kernel_kind(fn: Function) -> str | None:
     v = dict(fn.attrs).get("pto.kernel_kind")
     if v is None:
         return None
@@ -79,11 +95,12 @@ def _kernel_kind(fn: Function) -> "str | None":
     for k in (CUBE, VECTOR):
         if f"<{k}>" in text or text == k:
             return k
-    raise UserError(f"@{fn.name}: pto.kernel_kind: expected #pto.kernel_kind<vector|cube>, "
-                    f"found {text}")
+    raise UserError(
+        f"@{fn.name}: pto.kernel_kind: expected #pto.kernel_kind<vector|cube>, found {text}"
+    )
 
 
-def _peer(program: Program, fn: Function) -> "Function | None":
+def _peer(program: Program, fn: Function) -> Function | None:
     for st in _walk(fn.body):
         if isinstance(st, PipeOp) and st.op == "pto.import_reserved_buffer":
             ref = dict(st.attrs).get("peer_func")
@@ -91,8 +108,9 @@ def _peer(program: Program, fn: Function) -> "Function | None":
             try:
                 return program.function(name)
             except KeyError:
-                raise UserError(f"{st.op} ({st.loc}): peer_func @{name} is not a function of "
-                                f"the module") from None
+                raise UserError(
+                    f"{st.op} ({st.loc}): peer_func @{name} is not a function of the module"
+                ) from None
     return None
 
 
@@ -115,16 +133,22 @@ def _side_of_tiles(program: Program, target) -> str:
 
 def _sides(target) -> dict:
     """Location -> the side (cube / vector) of the unit whose buffer holds it."""
-    return {loc: CUBE if loc.buffer in target.buffers and target.buffers[loc.buffer].unit == "AIC"
-            else VECTOR for loc in Loc}
+    return {
+        loc: CUBE
+        if loc.buffer in target.buffers and target.buffers[loc.buffer].unit == "AIC"
+        else VECTOR
+        for loc in Loc
+    }
 
 
 def layout(program: Program, target, block_dim: int) -> Layout:
     """The units ``program`` runs on with ``block_dim`` blocks."""
     cores = int(target.chip.get("cores", 1) or 1)
     if not 1 <= block_dim <= cores:
-        raise UserError(f"block_dim: expected 1..{cores} (the [chip] cores of target "
-                        f"{target.name}), found {block_dim}")
+        raise UserError(
+            f"block_dim: expected 1..{cores} (the [chip] cores of target "
+            f"{target.name}), found {block_dim}"
+        )
     main = program.main
     kind = _kernel_kind(main)
     peer = _peer(program, main) if kind else None
@@ -133,13 +157,17 @@ def layout(program: Program, target, block_dim: int) -> Layout:
         return _mixed(cube.name, vec.name, block_dim)
     if kind is not None:
         unit = "AIC" if kind == CUBE else "AIV0"
-        return Layout(kind, tuple(UnitSpec(b, unit, kind, main.name, b, block_dim, 0, 1)
-                                  for b in range(block_dim)))
+        return Layout(
+            kind,
+            tuple(UnitSpec(b, unit, kind, main.name, b, block_dim, 0, 1) for b in range(block_dim)),
+        )
     if scan(program).sections:
         return _mixed(main.name, main.name, block_dim)
     unit = "AIC" if _side_of_tiles(program, target) == CUBE else "AIV0"
-    return Layout("single", tuple(UnitSpec(b, unit, BOTH, main.name, b, block_dim, 0, 1)
-                                  for b in range(block_dim)))
+    return Layout(
+        "single",
+        tuple(UnitSpec(b, unit, BOTH, main.name, b, block_dim, 0, 1) for b in range(block_dim)),
+    )
 
 
 def _mixed(cube_fn: str, vec_fn: str, block_dim: int) -> Layout:
@@ -153,10 +181,16 @@ def _mixed(cube_fn: str, vec_fn: str, block_dim: int) -> Layout:
 
 # --- the split -----------------------------------------------------------------------------
 
-_PIPE_OP_SIDE = {"pto.aic_initialize_pipe": CUBE, "pto.tpush_to_aiv": CUBE,
-                 "pto.tpop_from_aiv": CUBE, "pto.tfree_from_aiv": CUBE,
-                 "pto.aiv_initialize_pipe": VECTOR, "pto.tpush_to_aic": VECTOR,
-                 "pto.tpop_from_aic": VECTOR, "pto.tfree_from_aic": VECTOR}
+_PIPE_OP_SIDE = {
+    "pto.aic_initialize_pipe": CUBE,
+    "pto.tpush_to_aiv": CUBE,
+    "pto.tpop_from_aiv": CUBE,
+    "pto.tfree_from_aiv": CUBE,
+    "pto.aiv_initialize_pipe": VECTOR,
+    "pto.tpush_to_aic": VECTOR,
+    "pto.tpop_from_aic": VECTOR,
+    "pto.tfree_from_aic": VECTOR,
+}
 
 
 def unit_program(program: Program, kind: str, target) -> Program:
@@ -165,8 +199,9 @@ def unit_program(program: Program, kind: str, target) -> Program:
         return program
     pipes = frozenset(target.units.get("AIC" if kind == CUBE else "AIV", {}).get("pipes", ()))
     side_of = _sides(target)
-    fns = tuple(attrs.evolve(fn, body=_split(fn.body, kind, pipes, side_of))
-                for fn in program.functions)
+    fns = tuple(
+        attrs.evolve(fn, body=_split(fn.body, kind, pipes, side_of)) for fn in program.functions
+    )
     return attrs.evolve(program, functions=fns)
 
 
@@ -180,10 +215,12 @@ def _split(body, kind, pipes, side_of) -> tuple:
         elif t is Instr:
             sides = {side_of[o.loc] for o in st.outs + st.ins if isinstance(o, Tile)}
             if len(sides) > 1:
-                raise UserError(f"{st.opcode} ({st.loc}): outside pto.section.cube / "
-                                f"pto.section.vector an instruction runs on the unit that holds "
-                                f"its tiles, but this one uses both cube and vector buffers; "
-                                f"put it in a section or move the data with tpush / tpop")
+                raise UserError(
+                    f"{st.opcode} ({st.loc}): outside pto.section.cube / "
+                    f"pto.section.vector an instruction runs on the unit that holds "
+                    f"its tiles, but this one uses both cube and vector buffers; "
+                    f"put it in a section or move the data with tpush / tpop"
+                )
             if not sides or kind in sides:
                 out.append(st)
         elif t is SetFlag or t is WaitFlag:
@@ -205,9 +242,13 @@ def _split(body, kind, pipes, side_of) -> tuple:
         elif t is For:
             out.append(attrs.evolve(st, body=_split(st.body, kind, pipes, side_of)))
         elif t is If:
-            out.append(attrs.evolve(st, then_body=_split(st.then_body, kind, pipes, side_of),
-                                    else_body=_split(st.else_body, kind, pipes, side_of)))
+            out.append(
+                attrs.evolve(
+                    st,
+                    then_body=_split(st.then_body, kind, pipes, side_of),
+                    else_body=_split(st.else_body, kind, pipes, side_of),
+                )
+            )
         else:
             out.append(st)
     return tuple(out)
-

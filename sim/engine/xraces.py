@@ -35,16 +35,16 @@ from itertools import chain
 
 import attrs
 
+from sim.base.vclock import join
 from sim.engine.access import GmAccess
 from sim.engine.ffts import FftsSet, FftsWait
 from sim.engine.races import ROUTED, Race, RaceDetector, conflict
-from sim.base.vclock import join
 
 __all__ = ["ChipRaces", "UnitRaces"]
 
-_GRAIN = 16            # log2 of the granule size in bytes
-_KEEP = 64             # records kept per granule list (the newest)
-_FLUSH = 1 << 16       # pending records of a kind that are put in the granules at once
+_GRAIN = 16  # log2 of the granule size in bytes
+_KEEP = 64  # records kept per granule list (the newest)
+_FLUSH = 1 << 16  # pending records of a kind that are put in the granules at once
 
 
 class _XRecord:
@@ -72,7 +72,7 @@ def _overlap(a, b) -> bool:
     p = a.pitch
     ra, ca = divmod(a.start, p)
     rb, cb = divmod(b.start, p)
-    if ca + a.width > p or cb + b.width > p:        # a run crosses a row: use the hulls
+    if ca + a.width > p or cb + b.width > p:  # a run crosses a row: use the hulls
         return True
     return ra < rb + b.rows and rb < ra + a.rows and ca < cb + b.width and cb < ca + a.width
 
@@ -81,9 +81,9 @@ class ChipRaces:
     """What the unit detectors of a chip share: chip-level flag clocks and the GM shadow."""
 
     def __init__(self):
-        self.pending: dict = {}       # flag (FFTS: (channel, setter)) -> global clocks, FIFO
-        self.credits: dict = {}       # FIFO key -> slots its counter started with
-        self.gm: dict = {}            # space -> {granule: ([writes], [reads])}
+        self.pending: dict = {}  # flag (FFTS: (channel, setter)) -> global clocks, FIFO
+        self.credits: dict = {}  # FIFO key -> slots its counter started with
+        self.gm: dict = {}  # space -> {granule: ([writes], [reads])}
         # space -> (writes, reads) not in the granules yet: (unit, pipe, clock, access,
         # item, seq) each
         self._pending: dict = {}
@@ -110,7 +110,7 @@ class ChipRaces:
                     out = join(out, q.popleft())
             return out
         credit = self.credits.get(key, 0)
-        if credit:                     # a slot the counter started with: no set behind it
+        if credit:  # a slot the counter started with: no set behind it
             self.credits[key] = credit - 1
             return {}
         q = self.pending.get(key)
@@ -152,15 +152,16 @@ class ChipRaces:
         g0, g1 = access.start >> _GRAIN, (access.end - 1) >> _GRAIN
         # the distinct records of the granules (an access spans many: its record is in
         # each), in the order the granules, kinds and lists give them
-        lists = [ls[k] for ls in map(granules.get, range(g0, g1 + 1)) if ls is not None
-                 for k in kinds]
+        lists = [
+            ls[k] for ls in map(granules.get, range(g0, g1 + 1)) if ls is not None for k in kinds
+        ]
         n = len(me)
         for r in dict.fromkeys(chain.from_iterable(lists)):
             if r.gname == gname or not _overlap(access, r.access):
-                continue          # same queue: ordered
+                continue  # same queue: ordered
             key = r.gname[n:] if r.gname.startswith(me) else r.gname
             if r.clock <= clock.get(key, 0):
-                continue          # ordered: r happens before this access
+                continue  # ordered: r happens before this access
             self._race(r, _XRecord(gname, clock[pipe], access, unit.name, pipe, item, seq))
 
     @staticmethod
@@ -180,21 +181,37 @@ class ChipRaces:
                 recs = lists[k]
                 if recs:
                     # an older access of this queue that this one covers adds nothing
-                    recs[:] = [r for r in recs if not (r.gname == gname and start <= r.access.start
-                                                        and r.access.end <= end)][-_KEEP:]
+                    recs[:] = [
+                        r
+                        for r in recs
+                        if not (
+                            r.gname == gname and start <= r.access.start and r.access.end <= end
+                        )
+                    ][-_KEEP:]
                 recs.append(rec)
         pending.clear()
 
     def _race(self, first: _XRecord, second: _XRecord) -> None:
         a, b = first.access, second.access
         kind, what = conflict(a, b)
-        msg = (f"{kind} race in {a.space}: {first.label} and {second.label} touch {what} with "
-               f"no flag, FIFO or syncall ordering them")
+        msg = (
+            f"{kind} race in {a.space}: {first.label} and {second.label} touch {what} with "
+            f"no flag, FIFO or syncall ordering them"
+        )
         key = (kind, first.label, second.label)
         if key not in self._seen:
             self._seen.add(key)
-            self.findings.append(Race(kind, msg, first.label, second.label, a.space,
-                                      (a.start, a.end), (b.start, b.end)))
+            self.findings.append(
+                Race(
+                    kind,
+                    msg,
+                    first.label,
+                    second.label,
+                    a.space,
+                    (a.start, a.end),
+                    (b.start, b.end),
+                )
+            )
 
 
 class UnitRaces(RaceDetector):
@@ -212,15 +229,20 @@ class UnitRaces(RaceDetector):
 
     def _report(self, race: Race) -> None:
         """A finding within the unit (its buffers, its own flags) names the unit."""
-        super()._report(attrs.evolve(race, message=f"{self.name}: {race.message}",
-                                     first=f"{self.name} {race.first}",
-                                     second=f"{self.name} {race.second}" if race.second else ""))
+        super()._report(
+            attrs.evolve(
+                race,
+                message=f"{self.name}: {race.message}",
+                first=f"{self.name} {race.first}",
+                second=f"{self.name} {race.second}" if race.second else "",
+            )
+        )
 
     def _global(self, clock: dict) -> dict:
         names = self._global_names
         try:
             return {names[k]: v for k, v in clock.items()}
-        except KeyError:        # a name met for the first time
+        except KeyError:  # a name met for the first time
             p = self.prefix
             for k in clock:
                 names[k] = k if "/" in k else p + k
@@ -230,7 +252,7 @@ class UnitRaces(RaceDetector):
         names = self._local_names
         try:
             return {names[k]: v for k, v in clock.items()}
-        except KeyError:        # a name met for the first time
+        except KeyError:  # a name met for the first time
             p, n = self.prefix, len(self.prefix)
             for k in clock:
                 names[k] = k[n:] if k.startswith(p) else k

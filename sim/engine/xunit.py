@@ -41,14 +41,13 @@ it), so the L2 sees a pop read the lines its push wrote and a slot rewritten eve
 
 from __future__ import annotations
 
-
 import attrs
 import numpy as np
 
+from sim.base.errors import SimulationError, UserError
 from sim.engine.flags import FlagCounters
 from sim.engine.items import OP, SET, WAIT, Issued
 from sim.engine.tilestate import TileState
-from sim.base.errors import SimulationError, UserError
 from sim.isa.program import PipeOp, Scalar
 from sim.isa.tile import Loc, Tile
 from sim.timing import Shape, lower
@@ -72,7 +71,7 @@ class CrossFlags(FlagCounters):
         super().__init__(env)
         self.latency = int(latency_cycles)
         self.routes: dict = {}
-        self.on_add = None        # told of counters started without a set (race checks)
+        self.on_add = None  # told of counters started without a set (race checks)
 
     def add(self, key, n: int):
         super().add(key, n)
@@ -111,10 +110,10 @@ class CrossFlags(FlagCounters):
 @attrs.frozen
 class _Fifo:
     id: int
-    dirs: int              # bit 0: cube -> vector, bit 1: vector -> cube
+    dirs: int  # bit 0: cube -> vector, bit 1: vector -> cube
     slot_bytes: int
     slots: int
-    c2v_base: int          # consumer buffer addresses (UB of the AIVs / L1 of the AIC)
+    c2v_base: int  # consumer buffer addresses (UB of the AIVs / L1 of the AIC)
     v2c_base: int
 
 
@@ -138,8 +137,11 @@ class CrossUnit:
     # --- buffers and set-up ----------------------------------------------------------------
 
     def _x_reserve_buffer(self, st, a):
-        base = (self._placed[("reserve", a.get("name"))] if a.get("auto") is True
-                else int(a.get("base", 0) or 0))
+        base = (
+            self._placed[("reserve", a.get("name"))]
+            if a.get("auto") is True
+            else int(a.get("base", 0) or 0)
+        )
         self._reserved[st.results[0].name] = (base, int(a.get("size", 0) or 0))
         self.values[st.results[0].name] = base
 
@@ -148,8 +150,7 @@ class CrossUnit:
         peer = str(a.get("peer_func", "")).lstrip("@")
         found = self.chip.reserved(self.program, peer, name)
         if found is None:
-            raise UserError(f"{st.op} ({st.loc}): no reserve_buffer {{name = {name!r}}} in "
-                            f"@{peer}")
+            raise UserError(f"{st.op} ({st.loc}): no reserve_buffer {{name = {name!r}}} in @{peer}")
         self._reserved[st.results[0].name] = found
         self.values[st.results[0].name] = found[0]
 
@@ -175,15 +176,16 @@ class CrossUnit:
 
     def _x_aic_initialize_pipe(self, st, a):
         fifo = self._init_pipe(st, a)
-        if fifo.dirs & _TO_AIV:        # the cube produces: every vector channel starts empty
+        if fifo.dirs & _TO_AIV:  # the cube produces: every vector channel starts empty
             for s in range(self.chip.vector_units):
                 self.chip.flags.add(self._key(fifo, _TO_AIV, s, "free"), fifo.slots)
 
     def _x_aiv_initialize_pipe(self, st, a):
         fifo = self._init_pipe(st, a)
         if fifo.dirs & _TO_AIC:
-            self.chip.flags.add(self._key(fifo, _TO_AIC, self.spec.subblock_idx, "free"),
-                                fifo.slots)
+            self.chip.flags.add(
+                self._key(fifo, _TO_AIC, self.spec.subblock_idx, "free"), fifo.slots
+            )
 
     # --- push / pop / free -----------------------------------------------------------------
 
@@ -202,9 +204,11 @@ class CrossUnit:
             if (fifo.id == fid) if fid is not None else bool(fifo.dirs & direction):
                 return fifo
         arrow = "cube -> vector" if direction == _TO_AIV else "vector -> cube"
-        raise SimulationError(f"{st.op} ({st.loc}): expected an initialize_pipe for a "
-                              f"{arrow} FIFO{'' if fid is None else f' with id {fid}'} before "
-                              f"it on core {self.spec.core} {self.spec.unit}, found none")
+        raise SimulationError(
+            f"{st.op} ({st.loc}): expected an initialize_pipe for a "
+            f"{arrow} FIFO{'' if fid is None else f' with id {fid}'} before "
+            f"it on core {self.spec.core} {self.spec.unit}, found none"
+        )
 
     def _sync_item(self, kind, pipe, key, text, st):
         # one item per statement and flag (a FIFO's keys repeat per slot): a long run hands
@@ -212,8 +216,9 @@ class CrossUnit:
         k = (kind, pipe, key, text, id(st))
         item = self._x_items.get(k)
         if item is None:
-            item = self._x_items[k] = Issued(kind, pipe, kind, flag=key, text=text,
-                                             source=str(st.loc or ""))
+            item = self._x_items[k] = Issued(
+                kind, pipe, kind, flag=key, text=text, source=str(st.loc or "")
+            )
         return item
 
     def _move_item(self, opcode, pipe, path, tile, rows, st, window=None):
@@ -223,9 +228,18 @@ class CrossUnit:
         cols = self.valid_of(tile)[1]
         shape = Shape(opcode, t.dtype.name, t.rows, t.cols, t.valid_cols, rows, cols, path=path)
         plan = lower(shape, pipe, self.target)
-        item = Issued(OP, pipe, opcode, plan.cold_cycles, plan.warm_cycles,
-                      plan.breaks_stream, None, plan, f"%{tile.name} ({path})",
-                      str(st.loc or ""))
+        item = Issued(
+            OP,
+            pipe,
+            opcode,
+            plan.cold_cycles,
+            plan.warm_cycles,
+            plan.breaks_stream,
+            None,
+            plan,
+            f"%{tile.name} ({path})",
+            str(st.loc or ""),
+        )
         if window is not None:
             item.gm = window
         return item
@@ -249,8 +263,15 @@ class CrossUnit:
         base = k * R * C
         if part:
             base += sub * r * c if split == 1 else sub * c
-        return (("fifo", self.spec.core, fifo.id, direction), base, r, c, C, 1,
-                tile.type.dtype.size_bytes)
+        return (
+            ("fifo", self.spec.core, fifo.id, direction),
+            base,
+            r,
+            c,
+            C,
+            1,
+            tile.type.dtype.size_bytes,
+        )
 
     def _x_tpush_to_aiv(self, st, a):
         fifo = self._fifo(st, _TO_AIV)
@@ -261,11 +282,18 @@ class CrossUnit:
         rows = self.valid_of(tile)[0]
         local = self.chip.data_path == "local"
         src = tile.loc
-        pipe, path = (("PIPE_FIX", "L0C_UB" if local else "L0C_GM") if src is Loc.ACC else
-                      ("PIPE_MTE3", "L1_GM") if src is Loc.MAT else ("PIPE_MTE3", "UB_GM"))
+        pipe, path = (
+            ("PIPE_FIX", "L0C_UB" if local else "L0C_GM")
+            if src is Loc.ACC
+            else ("PIPE_MTE3", "L1_GM")
+            if src is Loc.MAT
+            else ("PIPE_MTE3", "UB_GM")
+        )
         if local and src is not Loc.ACC:
-            raise UserError(f"{st.op} ({st.loc}): on {self.target.name} the cube pushes an acc "
-                            f"tile (FIXPIPE L0C->UB), found a {src.value} tile")
+            raise UserError(
+                f"{st.op} ({st.loc}): on {self.target.name} the cube pushes an acc "
+                f"tile (FIXPIPE L0C->UB), found a {src.value} tile"
+            )
         # the data, or in a timing-only run its shape: a popped tile of dynamic valid
         # region takes it
         data = self._read_tile(tile) if self.functional else self._valid_shape(tile)
@@ -276,8 +304,13 @@ class CrossUnit:
         window = None if local else self._slot_window(fifo, _TO_AIV, "push", tile, split, None)
         yield self._move_item("TPUSH", pipe, path, tile, moved, st, window)
         for s in range(self.chip.vector_units):
-            yield self._sync_item(SET, pipe, self._key(fifo, _TO_AIV, s, "full"),
-                                  self._key_text(fifo, _TO_AIV, s, "full"), st)
+            yield self._sync_item(
+                SET,
+                pipe,
+                self._key(fifo, _TO_AIV, s, "full"),
+                self._key_text(fifo, _TO_AIV, s, "full"),
+                st,
+            )
 
     def _x_tpush_to_aic(self, st, a):
         fifo = self._fifo(st, _TO_AIC)
@@ -286,20 +319,41 @@ class CrossUnit:
         if not self._taken_slot(fifo, _TO_AIC):
             yield from self._wait_free(fifo, _TO_AIC, (sub,), st)
         self.chip.queue(self.spec.core, fifo.id, _TO_AIC, sub).append(
-            self._read_tile(tile) if self.functional else self._valid_shape(tile))
+            self._read_tile(tile) if self.functional else self._valid_shape(tile)
+        )
         local = self.chip.data_path == "local"
-        window = None if local else self._slot_window(
-            fifo, _TO_AIC, "push", tile, int(a.get("split", 0) or 0), sub)
-        yield self._move_item("TPUSH", "PIPE_MTE3", "UB_L1" if local else "UB_GM", tile,
-                              self.valid_of(tile)[0], st, window)
-        yield self._sync_item(SET, "PIPE_MTE3", self._key(fifo, _TO_AIC, sub, "full"),
-                              self._key_text(fifo, _TO_AIC, sub, "full"), st)
+        window = (
+            None
+            if local
+            else self._slot_window(fifo, _TO_AIC, "push", tile, int(a.get("split", 0) or 0), sub)
+        )
+        yield self._move_item(
+            "TPUSH",
+            "PIPE_MTE3",
+            "UB_L1" if local else "UB_GM",
+            tile,
+            self.valid_of(tile)[0],
+            st,
+            window,
+        )
+        yield self._sync_item(
+            SET,
+            "PIPE_MTE3",
+            self._key(fifo, _TO_AIC, sub, "full"),
+            self._key_text(fifo, _TO_AIC, sub, "full"),
+            st,
+        )
 
     def _wait_free(self, fifo, direction, subs, st):
         """The producer's wait for a free slot in each consumer channel ``subs``."""
         for sub in subs:
-            yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, direction, sub, "free"),
-                                  self._key_text(fifo, direction, sub, "free"), st)
+            yield self._sync_item(
+                WAIT,
+                "PIPE_S",
+                self._key(fifo, direction, sub, "free"),
+                self._key_text(fifo, direction, sub, "free"),
+                st,
+            )
 
     def _taken_slot(self, fifo, direction) -> bool:
         """Consume a slot a talloc already waited for (the push then does not wait again)."""
@@ -358,30 +412,40 @@ class CrossUnit:
         if not queue:
             raise SimulationError(
                 f"{st.op} ({st.loc}): FIFO {fifo.id} has no pushed slot yet although its wait "
-                f"was satisfied (an engine fault: please report it with this kernel)")
+                f"was satisfied (an engine fault: please report it with this kernel)"
+            )
         return queue.popleft()
 
     def _x_tpop_from_aic(self, st, a):
         fifo = self._fifo(st, _TO_AIV)
         sub = self.spec.subblock_idx
-        yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIV, sub, "full"),
-                              self._key_text(fifo, _TO_AIV, sub, "full"), st)
+        yield self._sync_item(
+            WAIT,
+            "PIPE_S",
+            self._key(fifo, _TO_AIV, sub, "full"),
+            self._key_text(fifo, _TO_AIV, sub, "full"),
+            st,
+        )
         tile = self._pop_tile(st, fifo, fifo.c2v_base)
         got = self._popped(st, fifo, _TO_AIV, sub)
         self._take_shape(tile, got)
         if self.functional:
             self._write_tile(tile, got, st)
         if self.chip.data_path == "gm":
-            window = self._slot_window(fifo, _TO_AIV, "pop", tile, int(a.get("split", 0) or 0),
-                                       sub)
+            window = self._slot_window(fifo, _TO_AIV, "pop", tile, int(a.get("split", 0) or 0), sub)
             yield from self._pop_load(st, tile, "GM_UB", "PIPE_V", window)
 
     def _x_tpop_from_aiv(self, st, a):
         fifo = self._fifo(st, _TO_AIC)
         split = int(a.get("split", 0) or 0)
         for s in range(self.chip.vector_units):
-            yield self._sync_item(WAIT, "PIPE_S", self._key(fifo, _TO_AIC, s, "full"),
-                                  self._key_text(fifo, _TO_AIC, s, "full"), st)
+            yield self._sync_item(
+                WAIT,
+                "PIPE_S",
+                self._key(fifo, _TO_AIC, s, "full"),
+                self._key_text(fifo, _TO_AIC, s, "full"),
+                st,
+            )
         tile = self._pop_tile(st, fifo, fifo.v2c_base)
         parts = [self._popped(st, fifo, _TO_AIC, s) for s in range(self.chip.vector_units)]
         if self.functional:
@@ -401,8 +465,7 @@ class CrossUnit:
     def _pop_load(self, st, tile, path, reader, window):
         """A2/A3: the pop reads the GM slot into the consumer's slot, then hands it to the
         pipe that reads it (a unit-local flag that user event ids cannot collide with)."""
-        yield self._move_item("TPOP", "PIPE_MTE2", path, tile, self.valid_of(tile)[0], st,
-                              window)
+        yield self._move_item("TPOP", "PIPE_MTE2", path, tile, self.valid_of(tile)[0], st, window)
         key = ("PIPE_MTE2", reader, "tpop")
         text = f"PIPE_MTE2->{reader}#tpop"
         yield self._sync_item(SET, "PIPE_MTE2", key, text, st)
@@ -411,14 +474,24 @@ class CrossUnit:
     def _x_tfree_from_aic(self, st, a):
         fifo = self._fifo(st, _TO_AIV)
         sub = self.spec.subblock_idx
-        yield self._sync_item(SET, "PIPE_V", self._key(fifo, _TO_AIV, sub, "free"),
-                              self._key_text(fifo, _TO_AIV, sub, "free"), st)
+        yield self._sync_item(
+            SET,
+            "PIPE_V",
+            self._key(fifo, _TO_AIV, sub, "free"),
+            self._key_text(fifo, _TO_AIV, sub, "free"),
+            st,
+        )
 
     def _x_tfree_from_aiv(self, st, a):
         fifo = self._fifo(st, _TO_AIC)
         for s in range(self.chip.vector_units):
-            yield self._sync_item(SET, "PIPE_MTE1", self._key(fifo, _TO_AIC, s, "free"),
-                                  self._key_text(fifo, _TO_AIC, s, "free"), st)
+            yield self._sync_item(
+                SET,
+                "PIPE_MTE1",
+                self._key(fifo, _TO_AIC, s, "free"),
+                self._key_text(fifo, _TO_AIC, s, "free"),
+                st,
+            )
 
     # --- data ------------------------------------------------------------------------------
 
@@ -445,9 +518,11 @@ class CrossUnit:
     def _write_tile(self, tile, data, st_):
         st = self.tiles[tile]
         if data.shape != (st.rows, st.cols):
-            raise SimulationError(f"{st_.op} ({st_.loc}): popped {data.shape[0]}x{data.shape[1]} "
-                                  f"elements into %{tile.name} whose valid region is "
-                                  f"{st.rows}x{st.cols}")
+            raise SimulationError(
+                f"{st_.op} ({st_.loc}): popped {data.shape[0]}x{data.shape[1]} "
+                f"elements into %{tile.name} whose valid region is "
+                f"{st.rows}x{st.cols}"
+            )
         self.tile_view(tile, st, st.rows, st.cols)[...] = data.astype(tile.dtype.np_type)
 
 
@@ -460,4 +535,4 @@ def _part(data, split: int, sub: int):
         return (rows // 2, cols) if split == 1 else (rows, cols // 2)
     axis = 0 if split == 1 else 1
     n = data.shape[axis] // 2
-    return data[sub * n:(sub + 1) * n] if axis == 0 else data[:, sub * n:(sub + 1) * n]
+    return data[sub * n : (sub + 1) * n] if axis == 0 else data[:, sub * n : (sub + 1) * n]

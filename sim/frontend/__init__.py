@@ -24,8 +24,16 @@ from sim.frontend.diagnostics import ParseError, VerifyDiagnostic
 from sim.frontend.printer import print_program
 from sim.frontend.targets import resolve_target, target_from_attrs
 
-__all__ = ["parse_file", "parse_text", "print_program", "ParseError", "VerifyDiagnostic",
-           "check_program", "resolve_target", "target_from_attrs"]
+__all__ = [
+    "parse_file",
+    "parse_text",
+    "print_program",
+    "ParseError",
+    "VerifyDiagnostic",
+    "check_program",
+    "resolve_target",
+    "target_from_attrs",
+]
 
 
 def __getattr__(name: str):

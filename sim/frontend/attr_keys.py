@@ -29,8 +29,14 @@ about the others (``OpSpec.attrs_allowed``). The cross-core flags ``pto.sync.set
 
 from __future__ import annotations
 
-__all__ = ["UNDERSTOOD", "NO_EFFECT", "NAMED_OPERANDS", "understood_keys", "unmodelled_message",
-           "unread_operand_message"]
+__all__ = [
+    "UNDERSTOOD",
+    "NO_EFFECT",
+    "NAMED_OPERANDS",
+    "understood_keys",
+    "unmodelled_message",
+    "unread_operand_message",
+]
 
 _FIFO_ID = "id: the FIFO (the first initialised for the direction when absent)"
 _SPLIT = "split: 0 whole tile, 1 rows or 2 columns halved between the two vector units"
@@ -49,12 +55,15 @@ UNDERSTOOD: dict[str, dict[str, str]] = {
     "pto.make_tensor_view": {"layout": "the view's layout nd / dn / nz"},
     "pto.reserve_buffer": {
         "name": "the buffer's name (import_reserved_buffer finds it)",
-        "size": "its bytes", "location": "its buffer (#pto.address_space<...>)",
-        "auto": "true: placed by the toolchain", "base": "its byte address when not auto",
+        "size": "its bytes",
+        "location": "its buffer (#pto.address_space<...>)",
+        "auto": "true: placed by the toolchain",
+        "base": "its byte address when not auto",
     },
     "pto.import_reserved_buffer": {"name": "the peer's buffer", "peer_func": "the peer function"},
     "pto.aic_initialize_pipe": {
-        "id": "the FIFO id", "dir_mask": "1 cube -> vector, 2 vector -> cube, 3 both",
+        "id": "the FIFO id",
+        "dir_mask": "1 cube -> vector, 2 vector -> cube, 3 both",
         "slot_size": "bytes per slot (the slots: the consumer buffer's size / slot_size)",
     },
     "pto.tpush_to_aiv": {"id": _FIFO_ID, "split": _SPLIT},
@@ -69,20 +78,24 @@ UNDERSTOOD: dict[str, dict[str, str]] = {
 UNDERSTOOD["pto.aiv_initialize_pipe"] = UNDERSTOOD["pto.aic_initialize_pipe"]
 
 # op -> {key: why it changes nothing the simulator computes}
-_FREE_SPLIT = ("a free releases the whole slot whatever the split (the push and the pop "
-               "that move the data carry it)")
-_ALLOC_SPLIT = ("the slot is taken whole (ASSUMPTION of talloc, sim.engine.xunit); the push "
-                "that fills it carries the split that moves the data")
+_FREE_SPLIT = (
+    "a free releases the whole slot whatever the split (the push and the pop "
+    "that move the data carry it)"
+)
+_ALLOC_SPLIT = (
+    "the slot is taken whole (ASSUMPTION of talloc, sim.engine.xunit); the push "
+    "that fills it carries the split that moves the data"
+)
 NO_EFFECT: dict[str, dict[str, str]] = {
     "module": {
         "pto.backend": "the compiler's code-generation back end (vpto / emitc); the "
-                       "simulator runs the IR itself",
+        "simulator runs the IR itself",
     },
     "func.func": {
         "pto.kernel": "marks a device kernel; the entry rule (pto.entry, else the public "
-                      "function no other calls) finds the kernel without it",
+        "function no other calls) finds the kernel without it",
         "pto.aicore": "marks a function compiled for the AI core, which every simulated "
-                      "function is",
+        "function is",
     },
     "pto.tfree_from_aic": {"split": _FREE_SPLIT},
     "pto.tfree_from_aiv": {"split": _FREE_SPLIT},
@@ -102,15 +115,17 @@ NAMED_OPERANDS: dict[str, dict[str, str]] = {
 NAMED_OPERANDS["pto.aiv_initialize_pipe"] = NAMED_OPERANDS["pto.aic_initialize_pipe"]
 
 
-def unread_operand_message(op: str, name: str) -> "str | None":
+def unread_operand_message(op: str, name: str) -> str | None:
     """The warning for a named operand ``name = %v`` of a FIFO set-up op that nothing
     reads, None when it is read (or ``op`` takes no named operands: the engine reads its
     operands by position)."""
     names = NAMED_OPERANDS.get(op)
     if names is None or name in names:
         return None
-    return (f"{op}: operand {name} is not modelled for {op}: ignored (its timing and values "
-            f"are those without it); understood there: {', '.join(names)}")
+    return (
+        f"{op}: operand {name} is not modelled for {op}: ignored (its timing and values "
+        f"are those without it); understood there: {', '.join(names)}"
+    )
 
 
 def understood_keys(op: str) -> tuple:
@@ -118,7 +133,7 @@ def understood_keys(op: str) -> tuple:
     return tuple(UNDERSTOOD.get(op, ()))
 
 
-def unmodelled_message(op: str, key: str, shown_value: str) -> "str | None":
+def unmodelled_message(op: str, key: str, shown_value: str) -> str | None:
     """The warning for key ``key`` of ``op`` (without location), None when the key is
     understood or known to have no effect."""
     if key in UNDERSTOOD.get(op, ()) or key in NO_EFFECT.get(op, ()):
@@ -126,5 +141,7 @@ def unmodelled_message(op: str, key: str, shown_value: str) -> "str | None":
     keys = understood_keys(op)
     there = ", ".join(keys) if keys else "no attribute"
     what = f"attribute {key}" if shown_value is None else f"attribute {key} = {shown_value}"
-    return (f"{op}: {what} is not modelled for {op}: ignored (its timing and values are those "
-            f"without it); understood there: {there}")
+    return (
+        f"{op}: {what} is not modelled for {op}: ignored (its timing and values are those "
+        f"without it); understood there: {there}"
+    )

@@ -28,12 +28,12 @@ def _where(k: int, instr: Instr) -> str:
     return f"instruction #{k} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
 
 
-def _located(text: str, instrs: list, severity: str) -> "tuple[object, str] | None":
+def _located(text: str, instrs: list, severity: str) -> tuple[object, str] | None:
     """(loc, message without the prefix) of a verifier message, when it names a statement."""
     if not text.startswith("instruction #"):
         return None
     try:
-        k = int(text[len("instruction #"):].split(" ", 1)[0])
+        k = int(text[len("instruction #") :].split(" ", 1)[0])
     except ValueError:
         return None
     if not 0 <= k < len(instrs):
@@ -42,7 +42,7 @@ def _located(text: str, instrs: list, severity: str) -> "tuple[object, str] | No
     prefix = _where(k, instr) + ": "
     if instr.loc is None or not text.startswith(prefix):
         return None
-    message = text[len(prefix):]
+    message = text[len(prefix) :]
     if severity == "warning":
         message = message.removeprefix("warning: ")
     return instr.loc, f"{instr.opcode}: {message}"
@@ -75,7 +75,7 @@ def check_program(program: Program, target) -> list[str]:
         if more:
             message += f" (and {more} more error{'s' * (more != 1)})"
         raise VerifyDiagnostic(loc.file, loc.line, loc.col or 1, message) from None
-    out = list(program.warnings)            # attribute keys not modelled (attr_keys)
+    out = list(program.warnings)  # attribute keys not modelled (attr_keys)
     for w in warnings:
         hit = _located(w, instrs, "warning")
         if hit is None:
@@ -95,16 +95,20 @@ def _check_recursion(program: Program) -> None:
         if root in done:
             continue
         path, stack = [root], [iter(calls[root])]
-        while stack:                      # depth-first, iteratively
+        while stack:  # depth-first, iteratively
             call = next(stack[-1], None)
             if call is None:
                 done.add(path.pop())
                 stack.pop()
                 continue
             if call.callee in path:
-                chain = " -> ".join(f"@{n}" for n in (*path[path.index(call.callee):], call.callee))
-                message = f"func.call @{call.callee}: recursive call ({chain}): a kernel's " \
-                          f"functions cannot call themselves"
+                chain = " -> ".join(
+                    f"@{n}" for n in (*path[path.index(call.callee) :], call.callee)
+                )
+                message = (
+                    f"func.call @{call.callee}: recursive call ({chain}): a kernel's "
+                    f"functions cannot call themselves"
+                )
                 if call.loc is None:
                     raise VerifyError(message)
                 raise VerifyDiagnostic(call.loc.file, call.loc.line, call.loc.col or 1, message)

@@ -26,7 +26,7 @@ def remember_source(filename: str, text: str) -> None:
         _SOURCES.pop(next(iter(_SOURCES)))
 
 
-def source_line(filename: str, line: int) -> "str | None":
+def source_line(filename: str, line: int) -> str | None:
     """Line ``line`` (1-based) of ``filename``: remembered text first, then the file."""
     text = _SOURCES.get(filename)
     if text is None:
@@ -43,8 +43,14 @@ def source_line(filename: str, line: int) -> "str | None":
 MAX_SHOWN = 200
 
 
-def render(filename: str, line: int, col: int, message: str, text: "str | None" = None,
-           severity: str = "error") -> str:
+def render(
+    filename: str,
+    line: int,
+    col: int,
+    message: str,
+    text: str | None = None,
+    severity: str = "error",
+) -> str:
     """The full diagnostic: header, source line and a caret under column ``col``."""
     head = f"{filename}:{line}:{col}: {severity}: {message}"
     if text is not None:
@@ -55,13 +61,13 @@ def render(filename: str, line: int, col: int, message: str, text: "str | None" 
     if src is None:
         return head
     col = max(1, min(col, len(src) + 1))
-    if len(src) > MAX_SHOWN:              # a long line: the window around the caret
+    if len(src) > MAX_SHOWN:  # a long line: the window around the caret
         start = max(0, min(col - 1 - MAX_SHOWN // 2, len(src) - MAX_SHOWN))
         left, right = "... " if start else "", " ..." if start + MAX_SHOWN < len(src) else ""
-        src = left + src[start:start + MAX_SHOWN] + right
+        src = left + src[start : start + MAX_SHOWN] + right
         col += len(left) - start
     # keep tabs so the caret lines up in a terminal
-    pad = "".join(c if c == "\t" else " " for c in src[:col - 1])
+    pad = "".join(c if c == "\t" else " " for c in src[: col - 1])
     return f"{head}\n{src}\n{pad}^"
 
 
@@ -72,8 +78,7 @@ class ParseError(UserError):
     ``error:``).
     """
 
-    def __init__(self, filename: str, line: int, col: int, message: str,
-                 text: "str | None" = None):
+    def __init__(self, filename: str, line: int, col: int, message: str, text: str | None = None):
         self.file, self.line, self.col, self.message = filename, line, col, message
         super().__init__(render(filename, line, col, message, text))
 

@@ -63,7 +63,7 @@ class _Shapes(Transformer):
         return ("args", c)
 
     def named_arg(self, c):
-        return (c[0], c[1], c[2] if len(c) > 2 else None)      # (%a, type, attr dict)
+        return (c[0], c[1], c[2] if len(c) > 2 else None)  # (%a, type, attr dict)
 
     def anon_arg(self, c):
         return (None, c[0], c[1] if len(c) > 1 else None)
@@ -81,7 +81,7 @@ class _Shapes(Transformer):
         return ("results", c)
 
     def result(self, c):
-        return (c[0], c[1] if len(c) > 1 else None)     # %r or (%r, INT token of %r:N)
+        return (c[0], c[1] if len(c) > 1 else None)  # %r or (%r, INT token of %r:N)
 
     def operands(self, c):
         return ("ops", c)
@@ -179,21 +179,46 @@ class _Shapes(Transformer):
 
 def _statement_callback(kind: str):
     """``<kind>_stmt`` rules become ("kind", first token, children)."""
+
     def cb(self, c):
         first = c[0]
-        if isinstance(first, tuple):            # results: the first result's token
+        if isinstance(first, tuple):  # results: the first result's token
             first = first[1][0][0]
         return (kind, first, c)
+
     cb.__name__ = f"{kind}_stmt"
     return cb
 
 
-for _kind in ("dps", "simple", "for", "if", "yield", "call", "return", "alloc", "multi_get",
-              "memref_alloc",
-              "mtv", "pv",
-              "subview", "reshape", "setvalid", "load_scalar", "store_scalar", "getter", "tvdim",
-              "section", "flag",
-              "barrier", "barrier_sync", "ffts", "set_ffts", "syncall", "pipe"):
+for _kind in (
+    "dps",
+    "simple",
+    "for",
+    "if",
+    "yield",
+    "call",
+    "return",
+    "alloc",
+    "multi_get",
+    "memref_alloc",
+    "mtv",
+    "pv",
+    "subview",
+    "reshape",
+    "setvalid",
+    "load_scalar",
+    "store_scalar",
+    "getter",
+    "tvdim",
+    "section",
+    "flag",
+    "barrier",
+    "barrier_sync",
+    "ffts",
+    "set_ffts",
+    "syncall",
+    "pipe",
+):
     setattr(_Shapes, f"{_kind}_stmt", _statement_callback(_kind))
 
 
@@ -234,8 +259,11 @@ class _PtoLexer(Lexer):
 
     def __init__(self, conf):
         ident = re.compile(r"[A-Za-z_][\w$]*(?:\.[\w$]+)*")
-        self.keywords = {t.pattern.value: t.name for t in conf.terminals
-                         if t.pattern.type == "str" and ident.fullmatch(t.pattern.value)}
+        self.keywords = {
+            t.pattern.value: t.name
+            for t in conf.terminals
+            if t.pattern.type == "str" and ident.fullmatch(t.pattern.value)
+        }
         kw_names = set(self.keywords.values())
         ignore = [t for t in conf.terminals if t.name in conf.ignore]
         rest = [t for t in conf.terminals if t.name not in conf.ignore and t.name not in kw_names]
@@ -247,7 +275,7 @@ class _PtoLexer(Lexer):
 
     def lex(self, state, parser_state):
         ts = state.text
-        if isinstance(ts, str):                 # lark < 1.2 hands over the plain text
+        if isinstance(ts, str):  # lark < 1.2 hands over the plain text
             text, pos, end = ts, 0, len(ts)
         else:
             text, pos, end = ts.text, ts.start, ts.end
@@ -257,8 +285,14 @@ class _PtoLexer(Lexer):
         while pos < end:
             m = scan(text, pos, end)
             if m is None:
-                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1,
-                                           state=parser_state, terminals_by_name=None)
+                raise UnexpectedCharacters(
+                    text,
+                    pos,
+                    line,
+                    pos - line_start + 1,
+                    state=parser_state,
+                    terminals_by_name=None,
+                )
             kind = m.lastgroup
             start, pos = pos, m.end()
             value = m.group()
@@ -283,6 +317,10 @@ class _PtoLexer(Lexer):
 
 @functools.cache
 def pto_parser() -> Lark:
-    return cached_lark(_HERE / "grammar.lark", parser="lalr", lexer=_PtoLexer,
-                       transformer=_Shapes(), maybe_placeholders=False)
-
+    return cached_lark(
+        _HERE / "grammar.lark",
+        parser="lalr",
+        lexer=_PtoLexer,
+        transformer=_Shapes(),
+        maybe_placeholders=False,
+    )

@@ -72,13 +72,13 @@ def cached_lark(grammar: Path, **options) -> Lark:
             if f.readline().rstrip(b"\n") == digest.encode():
                 # lark's own cache loads this way (``Lark.load`` takes no transformer)
                 return Lark.__new__(Lark)._load(pickle.load(f), **at_load)
-    except Exception:       # noqa: BLE001 - missing, unreadable, truncated: build it
+    except Exception:  # noqa: BLE001 - missing, unreadable, truncated: build it
         pass
     parser = Lark(text, **options)
     try:
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
             f.write(digest.encode() + b"\n")
             parser.save(f, _AT_LOAD)
-    except OSError:         # a read-only or full cache directory: run without it
+    except OSError:  # a read-only or full cache directory: run without it
         pass
     return parser

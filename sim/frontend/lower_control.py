@@ -29,21 +29,23 @@ class ControlLowering(ValueScope):
         _, first, c = st
         results = c[0] if isinstance(c[0], tuple) and c[0][0] == "results" else None
         i = 1 if results is not None else 0
-        kw, iv_tok, lb, _, ub, _, step = c[i:i + 7]
+        kw, iv_tok, lb, _, ub, _, step = c[i : i + 7]
         iter_node = ftype = region = None
-        for x in c[i + 7:]:
+        for x in c[i + 7 :]:
             if x[0] == "iter":
                 iter_node = x
             elif x[0] == "fortype":
                 ftype = x
             elif x[0] == "region":
                 region = x
-            elif x[0] == "dict":             # MLIR prints an op's attributes after its region
+            elif x[0] == "dict":  # MLIR prints an op's attributes after its region
                 self.check_keys("scf.for", x)
         iv_type = self.type_of(ftype[1]) if ftype else "index"
         if not is_int_type(iv_type):
-            self.fail(ftype[1], f"scf.for: the induction variable must be an integer, found "
-                                f"{format_type(iv_type)}")
+            self.fail(
+                ftype[1],
+                f"scf.for: the induction variable must be an integer, found {format_type(iv_type)}",
+            )
         lower = self.scalar_operand(lb, iv_type)
         upper = self.scalar_operand(ub, iv_type)
         stepv = self.scalar_operand(step, iv_type)
@@ -51,8 +53,10 @@ class ControlLowering(ValueScope):
         if iter_node is not None:
             pairs, tys = iter_node[1], self.types(iter_node[2])
             if len(pairs) != len(tys):
-                self.fail(iter_node[2][1][0] if iter_node[2][1] else kw,
-                          f"scf.for: {len(pairs)} iter_args but {len(tys)} result types")
+                self.fail(
+                    iter_node[2][1][0] if iter_node[2][1] else kw,
+                    f"scf.for: {len(pairs)} iter_args but {len(tys)} result types",
+                )
             for (tok, init), t in zip(pairs, tys):
                 inits.append(self.operand(init, t))
                 carried.append((tok, make_value(str(tok)[1:], t)))
@@ -72,8 +76,17 @@ class ControlLowering(ValueScope):
             v = make_value(n, t)
             self.define(tok, v)
             res.append(v)
-        return For(iv, lower, upper, stepv, body, tuple(v for _, v in carried), tuple(inits),
-                   tuple(res), loc=self.loc(first))
+        return For(
+            iv,
+            lower,
+            upper,
+            stepv,
+            body,
+            tuple(v for _, v in carried),
+            tuple(inits),
+            tuple(res),
+            loc=self.loc(first),
+        )
 
     def s_if(self, st) -> If:
         _, first, c = st
@@ -81,7 +94,7 @@ class ControlLowering(ValueScope):
         i = 1 if results is not None else 0
         cond_tok = c[i + 1]
         rtypes, then_r, else_r = [], None, None
-        for x in c[i + 2:]:
+        for x in c[i + 2 :]:
             if x[0] == "iftypes":
                 rtypes = self.types(x[1])
             elif x[0] == "region":
@@ -114,8 +127,11 @@ class ControlLowering(ValueScope):
         """Values of a ``scf.yield`` / ``return``, checked against the types expected."""
         values = self._values_with_types(c[1:], first, what)
         if len(values) != len(expected):
-            self.fail(first, f"{what} gives {len(values)} value{'s' * (len(values) != 1)}, "
-                             f"{expects} {len(expected)}")
+            self.fail(
+                first,
+                f"{what} gives {len(values)} value{'s' * (len(values) != 1)}, "
+                f"{expects} {len(expected)}",
+            )
         ops = next((x for x in c[1:] if x[0] == "ops"), ("ops", []))[1]
         for v, t, at in zip(values, expected, ops):
             if value_type(v) != t:
@@ -126,7 +142,9 @@ class ControlLowering(ValueScope):
         _, first, c = st
         if expected is None:
             self.fail(first, "scf.yield outside scf.for / scf.if")
-        values = self._terminator_values(first, c, "scf.yield", expected, "the enclosing op expects")
+        values = self._terminator_values(
+            first, c, "scf.yield", expected, "the enclosing op expects"
+        )
         return Yield(values, loc=self.loc(first))
 
     def return_stmt(self, st, expected, func_name) -> Return:
@@ -144,8 +162,9 @@ class ControlLowering(ValueScope):
         ops = next((x for x in c[:arrow] if isinstance(x, tuple) and x[0] == "ops"), None)
         arg_types = next((x for x in c[:arrow] if isinstance(x, tuple) and x[0] == "types"), None)
         rtypes = self.types(c[arrow + 1])
-        args = self.typed_list(ops, arg_types if arg_types is not None else ("types", []),
-                               sym, "call")
+        args = self.typed_list(
+            ops, arg_types if arg_types is not None else ("types", []), sym, "call"
+        )
         names = self.result_names(results, len(rtypes), "func.call") if results else []
         res = []
         for (tok, n), t in zip(names, rtypes):
@@ -164,15 +183,28 @@ class ControlLowering(ValueScope):
             want_args, want_res = sig
             got = tuple(value_type(a) for a in args)
             if got != want_args:
-                self.fail(sym, "type mismatch: @{} takes ({}), called with ({})".format(
-                    callee, ", ".join(map(format_type, want_args)), ", ".join(map(format_type, got))))
+                self.fail(
+                    sym,
+                    "type mismatch: @{} takes ({}), called with ({})".format(
+                        callee,
+                        ", ".join(map(format_type, want_args)),
+                        ", ".join(map(format_type, got)),
+                    ),
+                )
             if rtypes != want_res:
-                self.fail(sym, "type mismatch: @{} returns ({}), the call expects ({})".format(
-                    callee, ", ".join(map(format_type, want_res)), ", ".join(map(format_type, rtypes))))
+                self.fail(
+                    sym,
+                    "type mismatch: @{} returns ({}), the call expects ({})".format(
+                        callee,
+                        ", ".join(map(format_type, want_res)),
+                        ", ".join(map(format_type, rtypes)),
+                    ),
+                )
 
     def s_section(self, st) -> Section:
         _, first, c = st
         body = self.block(next(x for x in c if isinstance(x, tuple) and x[0] == "region"))
         self.check_dicts(str(c[0]), c)
-        return Section("cube" if c[0].type == "SECTION_CUBE" else "vector", body,
-                       loc=self.loc(first))
+        return Section(
+            "cube" if c[0].type == "SECTION_CUBE" else "vector", body, loc=self.loc(first)
+        )

@@ -22,10 +22,28 @@ from lark import Token
 from sim.base.errors import UserError
 from sim.frontend.lower_values import ValueScope, int_token
 from sim.frontend.pto_types import multi_tile_parts, shorten
-from sim.frontend.syntax import (PtrType, ViewType, format_dtype, format_type, is_int_type,
-                                 value_type)
-from sim.isa.program import (Alloc, GmPtr, MakeTensorView, PartitionView, PartView, RawAttr,
-                             Reshape, Scalar, ScalarOp, SetValidShape, Subview, TensorView)
+from sim.frontend.syntax import (
+    PtrType,
+    ViewType,
+    format_dtype,
+    format_type,
+    is_int_type,
+    value_type,
+)
+from sim.isa.program import (
+    Alloc,
+    GmPtr,
+    MakeTensorView,
+    PartitionView,
+    PartView,
+    RawAttr,
+    Reshape,
+    Scalar,
+    ScalarOp,
+    SetValidShape,
+    Subview,
+    TensorView,
+)
 from sim.isa.tile import Tile, TileType
 
 __all__ = ["MemoryLowering"]
@@ -36,34 +54,41 @@ class MemoryLowering(ValueScope):
 
     def s_alloc(self, st) -> Alloc:
         _, first, c = st
-        (rtok, rname), = self.result_names(c[0], 1, "pto.alloc_tile")
+        ((rtok, rname),) = self.result_names(c[0], 1, "pto.alloc_tile")
         kv = {}
-        self.check_dicts(str(c[1]), c)       # alloc_tile reads no attribute: each key warns
+        self.check_dicts(str(c[1]), c)  # alloc_tile reads no attribute: each key warns
         for x in c[2:-1]:
             if x[0] == "kv":
                 key = str(x[1])
                 if key not in ("addr", "valid_row", "valid_col"):
-                    self.fail(x[1], f"pto.alloc_tile: unknown operand '{key}'; expected addr, "
-                                    f"valid_row, valid_col")
+                    self.fail(
+                        x[1],
+                        f"pto.alloc_tile: unknown operand '{key}'; expected addr, "
+                        f"valid_row, valid_col",
+                    )
                 if key in kv:
                     self.fail(x[1], f"pto.alloc_tile: '{key}' given twice")
-                kv[key] = self.scalar_operand(x[2], "i64" if key == "addr" else "index",
-                                              role=f"{key} ") \
-                    if isinstance(x[2], tuple) else self.scalar_operand(x[2], role=f"{key} ")
+                kv[key] = (
+                    self.scalar_operand(x[2], "i64" if key == "addr" else "index", role=f"{key} ")
+                    if isinstance(x[2], tuple)
+                    else self.scalar_operand(x[2], role=f"{key} ")
+                )
         t = self.type_of(c[-1])
         if not isinstance(t, TileType):
-            self.fail(c[-1], f"pto.alloc_tile: expected a !pto.tile_buf type, found "
-                             f"{format_type(t)}")
+            self.fail(
+                c[-1], f"pto.alloc_tile: expected a !pto.tile_buf type, found {format_type(t)}"
+            )
         tile = Tile(rname, t)
         self.define(rtok, tile)
-        return Alloc(tile, kv.get("addr"), kv.get("valid_row"), kv.get("valid_col"),
-                     loc=self.loc(first))
+        return Alloc(
+            tile, kv.get("addr"), kv.get("valid_row"), kv.get("valid_col"), loc=self.loc(first)
+        )
 
     def s_memref_alloc(self, st) -> Alloc:
         """``%b = memref.alloc() : memref<RxCxT, #pto.address_space<LOC>>`` (memref-era
         kernels): a tile buffer the compiler places, as ``pto.alloc_tile``."""
         _, first, c = st
-        (rtok, rname), = self.result_names(c[0], 1, "memref.alloc")
+        ((rtok, rname),) = self.result_names(c[0], 1, "memref.alloc")
         if any(isinstance(x, tuple) and x[0] == "ops" for x in c):
             self.fail(c[1], "unsupported: memref.alloc with dynamic sizes")
         self.check_dicts("memref.alloc", c)
@@ -79,7 +104,7 @@ class MemoryLowering(ValueScope):
         a tile aliasing that block of the stacked allocation."""
         _, first, c = st
         op = c[1]
-        (rtok, rname), = self.result_names(c[0], 1, "pto.multi_tile_get")
+        ((rtok, rname),) = self.result_names(c[0], 1, "pto.multi_tile_get")
         src = self.lookup(c[2])
         index = self.scalar_operand(c[3])
         self.check_dicts("pto.multi_tile_get", c)
@@ -93,14 +118,27 @@ class MemoryLowering(ValueScope):
             elem = multi_tile_parts(str(types[0]))[0]
         else:
             elem = None
-        if not isinstance(elem, TileType) or elem.loc is not src.loc or \
-                src.type.nbytes % elem.nbytes:
-            self.fail(op, "pto.multi_tile_get: expected a result !pto.tile_buf whose size "
-                          "divides the multi-tile's")
+        if (
+            not isinstance(elem, TileType)
+            or elem.loc is not src.loc
+            or src.type.nbytes % elem.nbytes
+        ):
+            self.fail(
+                op,
+                "pto.multi_tile_get: expected a result !pto.tile_buf whose size "
+                "divides the multi-tile's",
+            )
         tile = Tile(rname, elem)
         self.define(rtok, tile)
-        return Subview(tile, src, (index,), (elem.rows, elem.cols), (), "pto.multi_tile_get",
-                       loc=self.loc(first))
+        return Subview(
+            tile,
+            src,
+            (index,),
+            (elem.rows, elem.cols),
+            (),
+            "pto.multi_tile_get",
+            loc=self.loc(first),
+        )
 
     def _index_list(self, ops) -> tuple:
         return tuple(self.scalar_operand(o) for o in (ops[1] if ops else []))
@@ -119,45 +157,62 @@ class MemoryLowering(ValueScope):
 
     def s_mtv(self, st) -> MakeTensorView:
         _, first, c = st
-        (rtok, rname), = self.result_names(c[0], 1, "pto.make_tensor_view")
+        ((rtok, rname),) = self.result_names(c[0], 1, "pto.make_tensor_view")
         ptr = self.lookup(c[2])
         if not isinstance(ptr, GmPtr):
-            self.fail(c[2], f"type mismatch: {c[2]} has type {format_type(value_type(ptr))}, "
-                            f"but a !pto.ptr is expected here")
+            self.fail(
+                c[2],
+                f"type mismatch: {c[2]} has type {format_type(value_type(ptr))}, "
+                f"but a !pto.ptr is expected here",
+            )
         shape = self._index_list(self._between(c, "SHAPE", ("STRIDES",)))
         strides = self._index_list(self._between(c, "STRIDES", ()))
         attrs = self.attrs(next((x for x in c if isinstance(x, tuple) and x[0] == "dict"), None))
         self.check_dicts("pto.make_tensor_view", c)
         t = self.type_of(c[-1])
         if not (isinstance(t, ViewType) and t.kind == "tensor_view"):
-            self.fail(c[-1], f"pto.make_tensor_view: expected a !pto.tensor_view type, found "
-                             f"{format_type(t)}")
+            self.fail(
+                c[-1],
+                f"pto.make_tensor_view: expected a !pto.tensor_view type, found {format_type(t)}",
+            )
         if t.dtype != ptr.dtype:
-            self.fail(c[-1], f"type mismatch: {c[2]} points to {format_dtype(ptr.dtype)}, the "
-                             f"view type has {format_dtype(t.dtype)}")
+            self.fail(
+                c[-1],
+                f"type mismatch: {c[2]} points to {format_dtype(ptr.dtype)}, the "
+                f"view type has {format_dtype(t.dtype)}",
+            )
         for what, xs in (("shape", shape), ("strides", strides)):
             if len(xs) != len(t.shape):
-                self.fail(c[-1], f"pto.make_tensor_view: {what} has {len(xs)} entries, the "
-                                 f"view type has rank {len(t.shape)}")
+                self.fail(
+                    c[-1],
+                    f"pto.make_tensor_view: {what} has {len(xs)} entries, the "
+                    f"view type has rank {len(t.shape)}",
+                )
         layout = attrs.get("layout", "nd")
         if isinstance(layout, RawAttr):
             m = re.fullmatch(r"#pto\.layout<\s*(\w+)\s*>", layout.text)
             layout = m.group(1) if m else layout.text
         if layout not in ("nd", "dn", "nz"):
-            self.fail(c[1], f"pto.make_tensor_view: layout must be #pto.layout<nd>, <dn> or "
-                            f"<nz>, found {shorten(str(layout))}")
+            self.fail(
+                c[1],
+                f"pto.make_tensor_view: layout must be #pto.layout<nd>, <dn> or "
+                f"<nz>, found {shorten(str(layout))}",
+            )
         view = TensorView(rname, t.dtype, t.shape)
         self.define(rtok, view)
         return MakeTensorView(view, ptr, shape, strides, str(layout), loc=self.loc(first))
 
     def s_pv(self, st) -> PartitionView:
         _, first, c = st
-        (rtok, rname), = self.result_names(c[0], 1, "pto.partition_view")
+        ((rtok, rname),) = self.result_names(c[0], 1, "pto.partition_view")
         src = self.lookup(c[2])
         src_t = self.type_of(c[-3])
         if not isinstance(src, TensorView):
-            self.fail(c[2], f"type mismatch: {c[2]} has type {format_type(value_type(src))}, "
-                            f"but a !pto.tensor_view is expected here")
+            self.fail(
+                c[2],
+                f"type mismatch: {c[2]} has type {format_type(value_type(src))}, "
+                f"but a !pto.tensor_view is expected here",
+            )
         if value_type(src) != src_t:
             self.mismatch(c[2], src, src_t)
         offsets = self._index_list(self._between(c, "OFFSETS", ("SIZES",)))
@@ -165,15 +220,24 @@ class MemoryLowering(ValueScope):
         self.check_dicts("pto.partition_view", c)
         t = self.type_of(c[-1])
         if not (isinstance(t, ViewType) and t.kind == "partition_tensor_view"):
-            self.fail(c[-1], f"pto.partition_view: expected a !pto.partition_tensor_view "
-                             f"result type, found {format_type(t)}")
+            self.fail(
+                c[-1],
+                f"pto.partition_view: expected a !pto.partition_tensor_view "
+                f"result type, found {format_type(t)}",
+            )
         if t.dtype != src.dtype:
-            self.fail(c[-1], f"type mismatch: {c[2]} has element type {format_dtype(src.dtype)}, "
-                             f"the partition has {format_dtype(t.dtype)}")
+            self.fail(
+                c[-1],
+                f"type mismatch: {c[2]} has element type {format_dtype(src.dtype)}, "
+                f"the partition has {format_dtype(t.dtype)}",
+            )
         for what, xs in (("offsets", offsets), ("sizes", sizes)):
             if len(xs) != len(src.shape):
-                self.fail(c[1], f"pto.partition_view: {what} has {len(xs)} entries, the "
-                                f"source view has rank {len(src.shape)}")
+                self.fail(
+                    c[1],
+                    f"pto.partition_view: {what} has {len(xs)} entries, the "
+                    f"source view has rank {len(src.shape)}",
+                )
         pv = PartView(rname, t.dtype, t.shape)
         self.define(rtok, pv)
         return PartitionView(pv, src, offsets, sizes, loc=self.loc(first))
@@ -181,26 +245,33 @@ class MemoryLowering(ValueScope):
     def s_subview(self, st) -> Subview:
         _, first, c = st
         op = c[1]
-        (rtok, rname), = self.result_names(c[0], 1, str(op))
+        ((rtok, rname),) = self.result_names(c[0], 1, str(op))
         src = self.lookup(c[2])
         if not isinstance(src, Tile):
-            self.fail(c[2], f"type mismatch: {c[2]} has type {format_type(value_type(src))}, "
-                            f"but a tile is expected here")
+            self.fail(
+                c[2],
+                f"type mismatch: {c[2]} has type {format_type(value_type(src))}, "
+                f"but a tile is expected here",
+            )
         offsets = self._index_list(self._between(c, op.type, ("SIZES",)))
         size_ops = self._between(c, "SIZES", ())
         sizes = []
-        for s in (size_ops[1] if size_ops else []):
+        for s in size_ops[1] if size_ops else []:
             if not (isinstance(s, tuple) and s[1].type == "INT"):
-                self.fail(s[1] if isinstance(s, tuple) else s,
-                          f"{op}: sizes must be integer constants")
+                self.fail(
+                    s[1] if isinstance(s, tuple) else s, f"{op}: sizes must be integer constants"
+                )
             sizes.append(int_token(str(s[1])))
         valid = ()
         for x in c:
             if isinstance(x, tuple) and x[0] == "valid":
                 valid = self._index_list(x[2])
         self.check_dicts(str(op), c)
-        types = [x for x in c if isinstance(x, Token) and x.type in ("PTO_TYPE", "NAME",
-                                                                      "TYPE_ALIAS", "BUILTIN")]
+        types = [
+            x
+            for x in c
+            if isinstance(x, Token) and x.type in ("PTO_TYPE", "NAME", "TYPE_ALIAS", "BUILTIN")
+        ]
         src_t = self.type_of(types[0])
         if value_type(src) != src_t:
             self.mismatch(c[2], src, src_t)
@@ -212,9 +283,16 @@ class MemoryLowering(ValueScope):
                 self.fail(types[1], f"{op}: expected a !pto.tile_buf result type")
         else:
             try:
-                rt = TileType(src.type.loc, src.dtype, sizes[0], sizes[1],
-                              blayout=src.type.blayout, slayout=src.type.slayout,
-                              fractal=src.type.fractal, pad=src.type.pad)
+                rt = TileType(
+                    src.type.loc,
+                    src.dtype,
+                    sizes[0],
+                    sizes[1],
+                    blayout=src.type.blayout,
+                    slayout=src.type.slayout,
+                    fractal=src.type.fractal,
+                    pad=src.type.pad,
+                )
             except UserError as e:
                 self.fail(op, f"{op}: {e}")
         tile = Tile(rname, rt)
@@ -225,24 +303,32 @@ class MemoryLowering(ValueScope):
         """``%r = pto.treshape %t : !pto.tile_buf<A> -> !pto.tile_buf<B>``."""
         _, first, c = st
         op = c[1]
-        (rtok, rname), = self.result_names(c[0], 1, str(op))
+        ((rtok, rname),) = self.result_names(c[0], 1, str(op))
         src = self.lookup(c[2])
         if not isinstance(src, Tile):
-            self.fail(c[2], f"type mismatch: {c[2]} has type {format_type(value_type(src))}, "
-                            f"but a tile is expected here")
+            self.fail(
+                c[2],
+                f"type mismatch: {c[2]} has type {format_type(value_type(src))}, "
+                f"but a tile is expected here",
+            )
         src_t, rt = self.type_of(c[-3]), self.type_of(c[-1])
         if value_type(src) != src_t:
             self.mismatch(c[2], src, src_t)
         self.check_dicts(str(op), c)
         if not isinstance(rt, TileType):
-            self.fail(c[-1], f"{op}: expected a !pto.tile_buf result type, found "
-                             f"{format_type(rt)}")
+            self.fail(c[-1], f"{op}: expected a !pto.tile_buf result type, found {format_type(rt)}")
         if rt.loc is not src_t.loc:
-            self.fail(c[-1], f"{op}: the result must be in the source's buffer "
-                             f"({src_t.loc.value}), found {rt.loc.value}")
+            self.fail(
+                c[-1],
+                f"{op}: the result must be in the source's buffer "
+                f"({src_t.loc.value}), found {rt.loc.value}",
+            )
         if rt.nbytes != src_t.nbytes:
-            self.fail(c[-1], f"{op}: the result type has {rt.nbytes} bytes, the source "
-                             f"{src_t.nbytes}; expected the same total size")
+            self.fail(
+                c[-1],
+                f"{op}: the result type has {rt.nbytes} bytes, the source "
+                f"{src_t.nbytes}; expected the same total size",
+            )
         tile = Tile(rname, rt)
         self.define(rtok, tile)
         return Reshape(tile, src, loc=self.loc(first))
@@ -251,12 +337,15 @@ class MemoryLowering(ValueScope):
         _, first, c = st
         ops = c[1][1]
         if len(ops) != 3:
-            self.fail(first, f"pto.set_validshape takes a tile, rows and cols; found "
-                             f"{len(ops)} operands")
+            self.fail(
+                first, f"pto.set_validshape takes a tile, rows and cols; found {len(ops)} operands"
+            )
         tile = self.lookup(ops[0]) if not isinstance(ops[0], tuple) else None
         if not isinstance(tile, Tile):
-            self.fail(ops[0] if not isinstance(ops[0], tuple) else ops[0][1],
-                      "pto.set_validshape: the first operand must be a tile")
+            self.fail(
+                ops[0] if not isinstance(ops[0], tuple) else ops[0][1],
+                "pto.set_validshape: the first operand must be a tile",
+            )
         t = self.type_of(c[-1])
         if tile.type != t:
             self.mismatch(ops[0], tile, t)
@@ -267,7 +356,7 @@ class MemoryLowering(ValueScope):
 
     def s_load_scalar(self, st) -> ScalarOp:
         _, first, c = st
-        (rtok, rname), = self.result_names(c[0], 1, "pto.load_scalar")
+        ((rtok, rname),) = self.result_names(c[0], 1, "pto.load_scalar")
         ptr = self.lookup(c[2])
         types = [x for x in c[4:] if isinstance(x, Token) and x.type != "ARROW"]
         pt = self.type_of(types[0])
@@ -279,8 +368,9 @@ class MemoryLowering(ValueScope):
         self.check_dicts("pto.load_scalar", c)
         rt = self.type_of(types[1]) if len(types) > 1 else format_dtype(ptr.dtype)
         if not isinstance(rt, str):
-            self.fail(types[1], f"pto.load_scalar: expected a scalar result type, found "
-                                f"{format_type(rt)}")
+            self.fail(
+                types[1], f"pto.load_scalar: expected a scalar result type, found {format_type(rt)}"
+            )
         res = Scalar(rname, rt)
         self.define(rtok, res)
         return ScalarOp((res,), "pto.load_scalar", (ptr, offset), loc=self.loc(first))
@@ -307,7 +397,7 @@ class MemoryLowering(ValueScope):
     def s_getter(self, st) -> ScalarOp:
         _, first, c = st
         op = c[1]
-        (rtok, rname), = self.result_names(c[0], 1, str(op))
+        ((rtok, rname),) = self.result_names(c[0], 1, str(op))
         t = "i64"
         attrs = {}
         for x in c[2:]:
@@ -325,7 +415,7 @@ class MemoryLowering(ValueScope):
     def s_tvdim(self, st) -> ScalarOp:
         """``%d = pto.get_tensor_view_dim %tv, %i : !pto.tensor_view<...> -> index``."""
         _, first, c = st
-        (rtok, rname), = self.result_names(c[0], 1, "pto.get_tensor_view_dim")
+        ((rtok, rname),) = self.result_names(c[0], 1, "pto.get_tensor_view_dim")
         view = self.lookup(c[2])
         if not isinstance(view, TensorView):
             self.fail(c[2], "pto.get_tensor_view_dim: expected a !pto.tensor_view operand")

@@ -29,22 +29,90 @@ from sim.isa.tile import Tile
 __all__ = ["OpLowering", "SUPPORTED_ARITH", "opcode_of", "is_supported_op"]
 
 SUPPORTED_ARITH = {
-    "constant", "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "ceildivsi",
-    "ceildivui", "floordivsi", "maxsi", "minsi", "maxui", "minui", "andi", "ori", "xori",
-    "shli", "shrsi", "shrui", "addf", "subf", "mulf", "divf", "remf", "maximumf", "minimumf",
-    "maxnumf", "minnumf", "negf", "cmpi", "cmpf", "select", "index_cast", "index_castui",
-    "trunci", "extsi", "extui", "sitofp", "uitofp", "fptosi", "fptoui", "bitcast", "truncf",
+    "constant",
+    "addi",
+    "subi",
+    "muli",
+    "divsi",
+    "divui",
+    "remsi",
+    "remui",
+    "ceildivsi",
+    "ceildivui",
+    "floordivsi",
+    "maxsi",
+    "minsi",
+    "maxui",
+    "minui",
+    "andi",
+    "ori",
+    "xori",
+    "shli",
+    "shrsi",
+    "shrui",
+    "addf",
+    "subf",
+    "mulf",
+    "divf",
+    "remf",
+    "maximumf",
+    "minimumf",
+    "maxnumf",
+    "minnumf",
+    "negf",
+    "cmpi",
+    "cmpf",
+    "select",
+    "index_cast",
+    "index_castui",
+    "trunci",
+    "extsi",
+    "extui",
+    "sitofp",
+    "uitofp",
+    "fptosi",
+    "fptoui",
+    "bitcast",
+    "truncf",
     "extf",
 }
 _UNARY = {"negf"}
-_CASTS = {"index_cast", "index_castui", "trunci", "extsi", "extui", "sitofp", "uitofp",
-          "fptosi", "fptoui", "bitcast", "truncf", "extf"}
+_CASTS = {
+    "index_cast",
+    "index_castui",
+    "trunci",
+    "extsi",
+    "extui",
+    "sitofp",
+    "uitofp",
+    "fptosi",
+    "fptoui",
+    "bitcast",
+    "truncf",
+    "extf",
+}
 _CMPI = {"eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"}
-_CMPF = {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult",
-         "ule", "une", "uno", "true"}
+_CMPF = {
+    "false",
+    "oeq",
+    "ogt",
+    "oge",
+    "olt",
+    "ole",
+    "one",
+    "ord",
+    "ueq",
+    "ugt",
+    "uge",
+    "ult",
+    "ule",
+    "une",
+    "uno",
+    "true",
+}
 
 
-def opcode_of(name: str) -> "str | None":
+def opcode_of(name: str) -> str | None:
     """The opcode of a ``pto.*`` tile instruction name, None for any other name."""
     if not name.startswith("pto."):
         return None
@@ -97,8 +165,11 @@ class OpLowering(ValueScope):
             o_ops, o_types, o_dict = self._dps_part(outs)
             self._merge_attrs(attrs, o_dict)
             if o_ops is None and o_types is not None:
-                self.fail(outs[1][0], f"'{name}': outs without operands returns a value, which "
-                                      f"only ops outside the simulated set do")
+                self.fail(
+                    outs[1][0],
+                    f"'{name}': outs without operands returns a value, which "
+                    f"only ops outside the simulated set do",
+                )
             outs_vals = self.typed_list(o_ops, o_types, outs[1][0], "outs")
         self._merge_attrs(attrs, attrs_node)
         return Instr(opcode, outs_vals, ins_vals, attrs, loc=self.loc(first))
@@ -108,8 +179,9 @@ class OpLowering(ValueScope):
         """(operands, types, attribute dictionary) of an ``ins(...)`` / ``outs(...)`` part,
         each None when absent."""
         body = part[1][1:]
-        return tuple(next((x for x in body if x[0] == kind), None)
-                     for kind in ("ops", "types", "dict"))
+        return tuple(
+            next((x for x in body if x[0] == kind), None) for kind in ("ops", "types", "dict")
+        )
 
     def _merge_attrs(self, attrs: dict, node) -> None:
         """The keys of the attribute dictionary ``node`` (None: none) into ``attrs``; a key
@@ -126,7 +198,7 @@ class OpLowering(ValueScope):
         name = str(op)
         if results is None:
             self.fail(op, f"{name} has 1 result, found 0 names")
-        (rtok, rname), = self.result_names(results, 1, name)
+        ((rtok, rname),) = self.result_names(results, 1, name)
         for x in c:
             if isinstance(x, tuple) and x[0] == "ret":
                 self.fail(x[1][1][0], f"{name}: unexpected '-> T'; the result type is 'outs : T'")
@@ -135,18 +207,24 @@ class OpLowering(ValueScope):
         self._merge_attrs(attrs, ins_dict)
         self.check_keys(name, ins_dict)
         vals = self.typed_list(ins_ops, ins_types, ins[1][0], "ins")
-        if len(vals) != 2 or not isinstance(vals[0], Tile) or \
-                not isinstance(vals[1], (Scalar, Const)) or not is_int_type(value_type(vals[1])):
-            self.fail(ins[1][0], f"{name}: expected ins(%tile, %index : !pto.tile_buf<...>, "
-                                 f"index)")
+        if (
+            len(vals) != 2
+            or not isinstance(vals[0], Tile)
+            or not isinstance(vals[1], (Scalar, Const))
+            or not is_int_type(value_type(vals[1]))
+        ):
+            self.fail(ins[1][0], f"{name}: expected ins(%tile, %index : !pto.tile_buf<...>, index)")
         o_ops, o_types, _ = self._dps_part(outs) if outs is not None else (None, None, None)
         if outs is None or o_ops is not None or o_types is None or len(o_types[1]) != 1:
-            self.fail(outs[1][0] if outs is not None else op,
-                      f"{name}: expected 'outs : T' giving the scalar result type")
+            self.fail(
+                outs[1][0] if outs is not None else op,
+                f"{name}: expected 'outs : T' giving the scalar result type",
+            )
         rt = self.type_of(o_types[1][0])
         if not isinstance(rt, str):
-            self.fail(o_types[1][0], f"{name}: expected a scalar result type, found "
-                                     f"{format_type(rt)}")
+            self.fail(
+                o_types[1][0], f"{name}: expected a scalar result type, found {format_type(rt)}"
+            )
         self._merge_attrs(attrs, attrs_node)
         self.check_keys(name, attrs_node)
         res = Scalar(rname, rt)
@@ -160,10 +238,13 @@ class OpLowering(ValueScope):
         short = name[6:] if name.startswith("arith.") else None
         if short not in SUPPORTED_ARITH:
             if opcode_of(name) is not None:
-                self.fail(op, f"unsupported: the level-1 SSA form of '{name}' (not used by real "
-                              f"kernels); write {name} ins(...) outs(...)")
+                self.fail(
+                    op,
+                    f"unsupported: the level-1 SSA form of '{name}' (not used by real "
+                    f"kernels); write {name} ins(...) outs(...)",
+                )
             self.fail(op, f"unsupported op '{name}'")
-        (rtok, rname), = self.result_names(results, 1, name)
+        ((rtok, rname),) = self.result_names(results, 1, name)
         flags, attrs_node, sig = [], None, None
         for x in c[3:]:
             if x[0] == "flag":
@@ -223,9 +304,11 @@ class OpLowering(ValueScope):
                 pred = str(pred_tok[1])
             valid = _CMPI if short == "cmpi" else _CMPF
             if pred not in valid:
-                self.fail(pred_tok[1] if isinstance(pred_tok, tuple) else pred_tok,
-                          f"'{name}': unknown predicate '{pred}'; expected one of: "
-                          f"{', '.join(sorted(valid))}")
+                self.fail(
+                    pred_tok[1] if isinstance(pred_tok, tuple) else pred_tok,
+                    f"'{name}': unknown predicate '{pred}'; expected one of: "
+                    f"{', '.join(sorted(valid))}",
+                )
             no_names(args[1:])
             t = types[-1]
             operands = tuple(self.scalar_operand(a, t) for a in args[1:])
@@ -237,8 +320,11 @@ class OpLowering(ValueScope):
             arity(3)
             t = types[-1]
             cond_t = types[0] if len(types) > 1 else "i1"
-            operands = (self.scalar_operand(args[0], cond_t),
-                        self.scalar_operand(args[1], t), self.scalar_operand(args[2], t))
+            operands = (
+                self.scalar_operand(args[0], cond_t),
+                self.scalar_operand(args[1], t),
+                self.scalar_operand(args[2], t),
+            )
             res = Scalar(rname, t)
         elif short in _CASTS:
             arity(1)
@@ -262,17 +348,41 @@ class OpLowering(ValueScope):
         """The literal of ``arith.constant dense<V> : T`` for a scalar ``T`` (a splat of one
         value: the constant is that value); a shaped constant is not a scalar."""
         text = str(tok)
-        body = text[text.index("<") + 1:-1].strip()
+        body = text[text.index("<") + 1 : -1].strip()
         while body.startswith("[") and body.endswith("]"):
             body = body[1:-1].strip()
         if not text.startswith("dense<") or (types and not isinstance(types[0], str)):
-            self.fail(tok, f"unsupported: constant '{shorten(text)}' (only scalar constants "
-                           f"are simulated)")
-        kind = "TRUE" if body == "true" else "FALSE" if body == "false" else \
-            "FLOAT" if re.fullmatch(r"[-+]?(\d+\.\d*([eE][-+]?\d+)?|\d+[eE][-+]?\d+)", body) else \
-            "INT" if re.fullmatch(r"[-+]?(0x[0-9a-fA-F]+|\d+)", body) else None
+            self.fail(
+                tok,
+                f"unsupported: constant '{shorten(text)}' (only scalar constants are simulated)",
+            )
+        kind = (
+            "TRUE"
+            if body == "true"
+            else "FALSE"
+            if body == "false"
+            else "FLOAT"
+            if re.fullmatch(r"[-+]?(\d+\.\d*([eE][-+]?\d+)?|\d+[eE][-+]?\d+)", body)
+            else "INT"
+            if re.fullmatch(r"[-+]?(0x[0-9a-fA-F]+|\d+)", body)
+            else None
+        )
         if kind is None:
-            self.fail(tok, f"unsupported: constant '{shorten(text)}' (only a splat of one "
-                           f"number is a scalar constant)")
-        return ("lit", Token(kind, body, tok.start_pos, tok.line, tok.column, tok.end_line,
-                             tok.end_column, tok.end_pos))
+            self.fail(
+                tok,
+                f"unsupported: constant '{shorten(text)}' (only a splat of one "
+                f"number is a scalar constant)",
+            )
+        return (
+            "lit",
+            Token(
+                kind,
+                body,
+                tok.start_pos,
+                tok.line,
+                tok.column,
+                tok.end_line,
+                tok.end_column,
+                tok.end_pos,
+            ),
+        )

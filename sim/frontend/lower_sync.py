@@ -25,8 +25,20 @@ from sim.frontend.lower_values import ValueScope, int_token, unquote
 from sim.frontend.pto_types import shorten
 from sim.frontend.syntax import ENDPOINT_PIPE, SYNC_PIPES, make_value
 from sim.isa.opcodes import PIPES
-from sim.isa.program import (Barrier, PipeOp, RawAttr, SetFfts, SetFlag, SyncAll, SyncSet, SyncWait,
-                             WaitFlag, FFTS_MODES, SYNCALL_CORE_TYPES, SYNCALL_MODES)
+from sim.isa.program import (
+    FFTS_MODES,
+    SYNCALL_CORE_TYPES,
+    SYNCALL_MODES,
+    Barrier,
+    PipeOp,
+    RawAttr,
+    SetFfts,
+    SetFlag,
+    SyncAll,
+    SyncSet,
+    SyncWait,
+    WaitFlag,
+)
 
 __all__ = ["SyncLowering"]
 
@@ -42,8 +54,11 @@ class SyncLowering(ValueScope):
         if tok.type == "HASH_ATTR":
             m = re.fullmatch(r"#pto\.(pipe|event|pipe_event_type|sync_op_type)<\s*(\w+)\s*>", text)
             if not m:
-                self.fail(tok, f"expected #pto.pipe<...>, #pto.event<...> or "
-                               f"#pto.pipe_event_type<...>, found '{shorten(text)}'")
+                self.fail(
+                    tok,
+                    f"expected #pto.pipe<...>, #pto.event<...> or "
+                    f"#pto.pipe_event_type<...>, found '{shorten(text)}'",
+                )
             return m.group(2), tok
         return text, tok
 
@@ -56,7 +71,8 @@ class SyncLowering(ValueScope):
         if endpoints and name in ENDPOINT_PIPE:
             return ENDPOINT_PIPE[name]
         expected = ", ".join(SYNC_PIPES) + (
-            "; or an op class " + ", ".join(ENDPOINT_PIPE) if endpoints else "")
+            "; or an op class " + ", ".join(ENDPOINT_PIPE) if endpoints else ""
+        )
         self.fail(tok, f"unknown pipe '{name}'; expected one of: {expected}")
 
     def event(self, elem, dynamic: bool):
@@ -74,7 +90,7 @@ class SyncLowering(ValueScope):
     def s_flag(self, st):
         _, first, c = st
         kw, e1, e2, e3 = c[:4]
-        self.check_dicts(str(kw), c[4:])     # flags read no attribute: each key warns
+        self.check_dicts(str(kw), c[4:])  # flags read no attribute: each key warns
         kind = kw.type
         endpoints = kind in ("RECORD_EVENT", "WAIT_EVENT")
         src, dst = self.pipe(e1, endpoints), self.pipe(e2, endpoints)
@@ -101,28 +117,39 @@ class SyncLowering(ValueScope):
         kw, pipe_elem, flag_elem = c[:3]
         pipe = self.pipe(pipe_elem, False)
         if pipe not in PIPES:
-            self.fail(pipe_elem[1], f"{kw}: expected a pipe of a unit ({', '.join(PIPES)}), "
-                                    f"found '{pipe}'")
+            self.fail(
+                pipe_elem[1],
+                f"{kw}: expected a pipe of a unit ({', '.join(PIPES)}), found '{pipe}'",
+            )
         tok = flag_elem[1]
         if tok.type == "INT":
             flag = int_token(str(tok))
         elif tok.type == "SSA":
             flag = self.scalar_operand(tok, role="flag id ")
         else:
-            self.fail(tok, f"{kw}: expected a flag id (an integer 0..15 or a %value), "
-                           f"found '{shorten(str(tok))}'")
+            self.fail(
+                tok,
+                f"{kw}: expected a flag id (an integer 0..15 or a %value), "
+                f"found '{shorten(str(tok))}'",
+            )
         mode = None
         intra = kw.type in ("SET_INTRA_BLOCK", "WAIT_INTRA_BLOCK")
         node = c[3] if len(c) > 3 else None
-        for key_tok, val in (node[2] if node else ()):
+        for key_tok, val in node[2] if node else ():
             if str(key_tok) != "ffts_mode" or intra:
-                self.fail(key_tok, f"{kw}: unknown attribute '{key_tok}'"
-                                   + ("" if intra else "; expected ffts_mode"))
+                self.fail(
+                    key_tok,
+                    f"{kw}: unknown attribute '{key_tok}'"
+                    + ("" if intra else "; expected ffts_mode"),
+                )
             mode = self._int_attr(key_tok, val)
             if mode not in FFTS_MODES:
-                self.fail(key_tok, f"{kw}: ffts_mode: expected 0 (all cores of one type), 1 "
-                                   f"(the vector units of a core) or 2 (cube <-> vector of a "
-                                   f"core), found {mode}")
+                self.fail(
+                    key_tok,
+                    f"{kw}: ffts_mode: expected 0 (all cores of one type), 1 "
+                    f"(the vector units of a core) or 2 (cube <-> vector of a "
+                    f"core), found {mode}",
+                )
         cls = SyncSet if kw.type in ("SYNC_SET", "SET_INTRA_BLOCK") else SyncWait
         return cls(pipe, flag, mode, intra, loc=self.loc(first))
 
@@ -150,8 +177,10 @@ class SyncLowering(ValueScope):
         if len(operands) > 3:
             self.fail(first, f"pto.syncall: expected at most 3 operands, found {len(operands)}")
         found = {}
-        enums = {"mode": ("sync_all_mode", SYNCALL_MODES),
-                 "core_type": ("sync_core_type", SYNCALL_CORE_TYPES)}
+        enums = {
+            "mode": ("sync_all_mode", SYNCALL_MODES),
+            "core_type": ("sync_core_type", SYNCALL_CORE_TYPES),
+        }
         for x in c:
             if not (isinstance(x, tuple) and x[0] == "kv"):
                 continue
@@ -163,8 +192,11 @@ class SyncLowering(ValueScope):
             kind, allowed = enums[key]
             m = re.fullmatch(rf"#pto\.{kind}<\s*(\w+)\s*>", val)
             if not m or m.group(1) not in allowed:
-                self.fail(x[2], f"pto.syncall: {key}: expected #pto.{kind}<"
-                                f"{'|'.join(allowed)}>, found '{shorten(val)}'")
+                self.fail(
+                    x[2],
+                    f"pto.syncall: {key}: expected #pto.{kind}<"
+                    f"{'|'.join(allowed)}>, found '{shorten(val)}'",
+                )
             found[key] = m.group(1)
         for key in enums:
             if key not in found:
@@ -182,7 +214,7 @@ class SyncLowering(ValueScope):
         attrs: dict = {}
         operands = []
         ret = None
-        for part in c[i + 1:]:
+        for part in c[i + 1 :]:
             if part[0] == "dict":
                 values = self.attrs(part)
                 for key_tok, _ in part[2]:
@@ -192,7 +224,7 @@ class SyncLowering(ValueScope):
                     attrs[k] = self._pipe_attr(op, key_tok, k, values[k])
                 self.check_keys(str(op), part)
             elif part[0] == "paren":
-                for name_tok, val, ty in (part[1] or []):
+                for name_tok, val, ty in part[1] or []:
                     t = self.type_of(ty) if ty is not None else None
                     v = self.operand(val, t)
                     if name_tok is not None:
@@ -229,15 +261,18 @@ class SyncLowering(ValueScope):
                 v = int_token(m.group(1))
         ok, expected = rule
         if not ok(v):
-            self.fail(key_tok, f"{op}: {key}: expected {expected}, found "
-                               f"{shorten(str(v).lower() if isinstance(v, bool) else str(v))}")
+            self.fail(
+                key_tok,
+                f"{op}: {key}: expected {expected}, found "
+                f"{shorten(str(v).lower() if isinstance(v, bool) else str(v))}",
+            )
         return v
 
 
 _TYPED_INT = re.compile(r"([-+]?(?:0x[0-9a-fA-F]+|\d+))\s*:\s*(?:i\d+|index)")
 
 
-def _int_in(lo: int, hi: "int | None" = None):
+def _int_in(lo: int, hi: int | None = None):
     return lambda v: type(v) is int and v >= lo and (hi is None or v <= hi)
 
 

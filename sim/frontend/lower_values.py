@@ -33,8 +33,14 @@ from sim.frontend.attr_keys import unmodelled_message
 from sim.frontend.diagnostics import ParseError
 from sim.frontend.grammar import node_start
 from sim.frontend.pto_types import TypeProblem, memref_tile, parse_pto_type, shorten
-from sim.frontend.syntax import (ENUM_ATTR_KINDS, float_from_bits, format_type, is_float_type,
-                                 is_scalar_type, value_type)
+from sim.frontend.syntax import (
+    ENUM_ATTR_KINDS,
+    float_from_bits,
+    format_type,
+    is_float_type,
+    is_scalar_type,
+    value_type,
+)
 from sim.isa.precision import parse_precision
 from sim.isa.program import Const, RawAttr, Scalar, SourceLoc
 from sim.isa.tile import Loc, TileType
@@ -52,7 +58,7 @@ def int_token(text: str) -> int:
     return -value if text.startswith("-") else value
 
 
-_ESCAPE = re.compile(r'\\(?:([0-9a-fA-F]{2})|(.))', re.S)
+_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{2})|(.))", re.S)
 _ESCAPED = {"n": "\n", "t": "\t"}
 
 
@@ -62,8 +68,10 @@ def unquote(s: str) -> str:
     body = s[1:-1] if len(s) >= 2 and s[0] == s[-1] == '"' else s
     if "\\" not in body:
         return body
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1)
-                       else _ESCAPED.get(m.group(2), m.group(2)), body)
+    return _ESCAPE.sub(
+        lambda m: chr(int(m.group(1), 16)) if m.group(1) else _ESCAPED.get(m.group(2), m.group(2)),
+        body,
+    )
 
 
 def symbol_name(tok) -> str:
@@ -80,10 +88,10 @@ class ValueScope:
         self.file, self.text = filename, text
         self.scopes: list[dict] = []
         self.aliases: dict[str, object] = {}
-        self.attr_aliases: dict[str, tuple] = {}     # #name = value (top of the file)
-        self.calls: list = []                # (token, callee, args, result types)
-        self.left_blayout = None             # set from the module's target attributes
-        self.signatures: dict[str, tuple] = {}   # @name -> (argument types, result types)
+        self.attr_aliases: dict[str, tuple] = {}  # #name = value (top of the file)
+        self.calls: list = []  # (token, callee, args, result types)
+        self.left_blayout = None  # set from the module's target attributes
+        self.signatures: dict[str, tuple] = {}  # @name -> (argument types, result types)
         # (line, col, ``FILE:LINE:COL: warning: ...``) of each attribute key the simulator
         # does not model (sim.frontend.attr_keys)
         self.warnings: list[tuple] = []
@@ -126,10 +134,10 @@ class ValueScope:
                 return v
         self.fail(tok, f"use of undefined value '%{name}'")
 
-    def result_names(self, results, want: "int | None" = None, what: str = "this op") -> list:
+    def result_names(self, results, want: int | None = None, what: str = "this op") -> list:
         """[(token, name)] of a results tuple (``%r:2`` gives r#0, r#1)."""
         out = []
-        for tok, count_tok in (results[1] if results else []):
+        for tok, count_tok in results[1] if results else []:
             base = str(tok)[1:]
             if count_tok is None:
                 out.append((tok, base))
@@ -142,8 +150,11 @@ class ValueScope:
             at = results[1][0][0] if results else None
             if at is None:
                 return out
-            self.fail(at, f"{what} has {want} result{'s' if want != 1 else ''}, "
-                          f"found {len(out)} name{'s' if len(out) != 1 else ''}")
+            self.fail(
+                at,
+                f"{what} has {want} result{'s' if want != 1 else ''}, "
+                f"found {len(out)} name{'s' if len(out) != 1 else ''}",
+            )
         return out
 
     # --- types and operands ----------------------------------------------------------------
@@ -157,12 +168,12 @@ class ValueScope:
         if tok.type == "TYPE_ALIAS":
             t = self.aliases.get(str(tok))
             if t is None:
-                if "<" in str(tok):          # !dialect.type<...> of another dialect
+                if "<" in str(tok):  # !dialect.type<...> of another dialect
                     self.fail(tok, f"unsupported type '{shorten(str(tok))}'")
                 self.fail(tok, f"undefined type alias '{tok}'")
             return self.arch_layout(t, tok)
         name = str(tok)
-        if tok.type == "BUILTIN":            # memref<...>, vector<...>, tensor<...> ...
+        if tok.type == "BUILTIN":  # memref<...>, vector<...>, tensor<...> ...
             t = memref_tile(name)
             if t is not None:
                 return self.arch_layout(t, tok)
@@ -174,8 +185,12 @@ class ValueScope:
     def arch_layout(self, t, tok):
         """As the PTO compiler's parser does, a ``left`` (L0A) tile takes the outer layout
         of the module's target: row-major on A2/A3, column-major on A5."""
-        if self.left_blayout is None or not isinstance(t, TileType) or t.loc is not Loc.LEFT \
-                or t.blayout is self.left_blayout:
+        if (
+            self.left_blayout is None
+            or not isinstance(t, TileType)
+            or t.loc is not Loc.LEFT
+            or t.blayout is self.left_blayout
+        ):
             return t
         try:
             return _attrs.evolve(t, blayout=self.left_blayout)
@@ -187,8 +202,11 @@ class ValueScope:
 
     def mismatch(self, at, value, declared, role: str = "") -> None:
         name = f"%{getattr(value, 'name', '?')}"
-        self.fail(at, f"type mismatch: {role}{name} has type {format_type(value_type(value))}, "
-                      f"but {format_type(declared)} is expected here")
+        self.fail(
+            at,
+            f"type mismatch: {role}{name} has type {format_type(value_type(value))}, "
+            f"but {format_type(declared)} is expected here",
+        )
 
     def literal(self, lit, t, at=None):
         """Const for a literal token of declared type ``t``."""
@@ -218,7 +236,7 @@ class ValueScope:
 
     def operand(self, op, t=None, role: str = "", what: str = ""):
         """IR value of one operand (SSA token or literal), checked against ``t``."""
-        if isinstance(op, tuple):                # literal
+        if isinstance(op, tuple):  # literal
             if t is None:
                 self.fail(op[1], f"literal operand {op[1]} needs a type{what}")
             return self.literal(op, t)
@@ -233,8 +251,11 @@ class ValueScope:
             return self.literal(op, t or "index")
         v = self.operand(op, t, role)
         if not isinstance(v, (Scalar, Const)):
-            self.fail(op, f"type mismatch: {role}{op} has type {format_type(value_type(v))}, "
-                          f"but a scalar is expected here")
+            self.fail(
+                op,
+                f"type mismatch: {role}{op} has type {format_type(value_type(v))}, "
+                f"but a scalar is expected here",
+            )
         return v
 
     def typed_list(self, ops, types, anchor, where: str) -> tuple:
@@ -242,8 +263,11 @@ class ValueScope:
         if types is not None:
             ts = self.types(types)
             if len(ts) != len(ops):
-                self.fail(anchor, f"{where}(...) has {len(ops)} operand{'s' * (len(ops) != 1)} "
-                                  f"but {len(ts)} type{'s' * (len(ts) != 1)}")
+                self.fail(
+                    anchor,
+                    f"{where}(...) has {len(ops)} operand{'s' * (len(ops) != 1)} "
+                    f"but {len(ts)} type{'s' * (len(ts) != 1)}",
+                )
             return tuple(self.operand(o, t) for o, t in zip(ops, ts))
         return tuple(self.operand(o, None, what=f" in {where}(...)") for o in ops)
 
@@ -271,7 +295,7 @@ class ValueScope:
             shown = None if val is None else shorten(self.raw(val[2], val[3]).text, 60)
             self.warn_at(key_tok, unmodelled_message(op, key, shown))
 
-    def warn_at(self, at, message: "str | None") -> None:
+    def warn_at(self, at, message: str | None) -> None:
         """Keep ``message`` (None: nothing to say) as a warning located at ``at``."""
         if message is not None:
             line, col = self._linecol(at)
@@ -314,7 +338,7 @@ class ValueScope:
                     mode = parse_precision(str(first))
                 except ValueError as e:
                     self.fail(first, str(e))
-                if mode is not None:           # a precision mode (sim.isa.precision)
+                if mode is not None:  # a precision mode (sim.isa.precision)
                     return mode
             if first.type == "HASH_ATTR" and key in ENUM_ATTR_KINDS:
                 m = re.fullmatch(r"#pto(?:\.\w+)?<\s*(?:\w+\s+)?(\w+)\s*>", str(first))

@@ -57,24 +57,77 @@ MAX_NESTING = 64
 
 # Op keywords of grammar.lark: a syntax error is reported at the op it happened in.
 _OP_KEYWORDS = {
-    "FUNC_FUNC", "FUNC_CALL", "CALL", "FUNC_RETURN", "RETURN", "SCF_FOR", "SCF_IF",
-    "SCF_YIELD", "ALLOC_TILE", "MAKE_TENSOR_VIEW", "PARTITION_VIEW", "SUBVIEW", "SUBSET",
-    "TRESHAPE", "SET_VALIDSHAPE", "LOAD_SCALAR", "STORE_SCALAR", "GET_BLOCK_IDX", "GET_BLOCK_NUM",
-    "GET_SUBBLOCK_IDX", "GET_SUBBLOCK_NUM", "GET_TENSOR_VIEW_DIM", "SECTION_CUBE", "SECTION_VECTOR", "SET_FLAG",
-    "WAIT_FLAG", "SET_FLAG_DYN", "WAIT_FLAG_DYN", "RECORD_EVENT", "WAIT_EVENT", "BARRIER",
-    "BARRIER_SYNC", "RESERVE_BUFFER", "IMPORT_RESERVED_BUFFER", "AIC_INITIALIZE_PIPE",
-    "AIV_INITIALIZE_PIPE", "TPUSH_TO_AIV", "TPUSH_TO_AIC", "TPOP_FROM_AIC", "TPOP_FROM_AIV",
-    "TFREE_FROM_AIC", "TFREE_FROM_AIV", "TALLOC_TO_AIV", "TALLOC_TO_AIC", "ALLOC_MULTI_TILE",
-    "MULTI_TILE_GET", "MEMREF_ALLOC", "MODULE", "SYNC_SET", "SYNC_WAIT", "SET_FFTS", "SYNCALL",
-    "SET_INTRA_BLOCK", "WAIT_INTRA_BLOCK",
+    "FUNC_FUNC",
+    "FUNC_CALL",
+    "CALL",
+    "FUNC_RETURN",
+    "RETURN",
+    "SCF_FOR",
+    "SCF_IF",
+    "SCF_YIELD",
+    "ALLOC_TILE",
+    "MAKE_TENSOR_VIEW",
+    "PARTITION_VIEW",
+    "SUBVIEW",
+    "SUBSET",
+    "TRESHAPE",
+    "SET_VALIDSHAPE",
+    "LOAD_SCALAR",
+    "STORE_SCALAR",
+    "GET_BLOCK_IDX",
+    "GET_BLOCK_NUM",
+    "GET_SUBBLOCK_IDX",
+    "GET_SUBBLOCK_NUM",
+    "GET_TENSOR_VIEW_DIM",
+    "SECTION_CUBE",
+    "SECTION_VECTOR",
+    "SET_FLAG",
+    "WAIT_FLAG",
+    "SET_FLAG_DYN",
+    "WAIT_FLAG_DYN",
+    "RECORD_EVENT",
+    "WAIT_EVENT",
+    "BARRIER",
+    "BARRIER_SYNC",
+    "RESERVE_BUFFER",
+    "IMPORT_RESERVED_BUFFER",
+    "AIC_INITIALIZE_PIPE",
+    "AIV_INITIALIZE_PIPE",
+    "TPUSH_TO_AIV",
+    "TPUSH_TO_AIC",
+    "TPOP_FROM_AIC",
+    "TPOP_FROM_AIV",
+    "TFREE_FROM_AIC",
+    "TFREE_FROM_AIV",
+    "TALLOC_TO_AIV",
+    "TALLOC_TO_AIC",
+    "ALLOC_MULTI_TILE",
+    "MULTI_TILE_GET",
+    "MEMREF_ALLOC",
+    "MODULE",
+    "SYNC_SET",
+    "SYNC_WAIT",
+    "SET_FFTS",
+    "SYNCALL",
+    "SET_INTRA_BLOCK",
+    "WAIT_INTRA_BLOCK",
 }
 _UNSUPPORTED_TYPES = {"memref", "vector", "tensor", "complex", "tuple", "dense"}
 # terminals as an "expected ..." message names them
 _FRIENDLY = {
-    "SSA": "a value (%name)", "OPNAME": "an op name", "NAME": "a name", "PTO_TYPE": "a type",
-    "TYPE_ALIAS": "a type alias", "INT": "an integer", "FLOAT": "a float", "STRING": "a string",
-    "SYMBOL": "a symbol (@name)", "HASH_ATTR": "an attribute (#...)", "$END": "end of input",
-    "BUILTIN": "a builtin attribute or type", "LOCATION": "a location",
+    "SSA": "a value (%name)",
+    "OPNAME": "an op name",
+    "NAME": "a name",
+    "PTO_TYPE": "a type",
+    "TYPE_ALIAS": "a type alias",
+    "INT": "an integer",
+    "FLOAT": "a float",
+    "STRING": "a string",
+    "SYMBOL": "a symbol (@name)",
+    "HASH_ATTR": "an attribute (#...)",
+    "$END": "end of input",
+    "BUILTIN": "a builtin attribute or type",
+    "LOCATION": "a location",
 }
 
 
@@ -96,12 +149,19 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
             elif item[0] == "attr_alias":
                 name = str(item[1])
                 if name in self.attr_aliases or "<" in name:
-                    self.fail(item[1], f"attribute alias '{shorten(name)}' defined twice"
-                              if "<" not in name else f"unexpected '{shorten(name)}'")
+                    self.fail(
+                        item[1],
+                        f"attribute alias '{shorten(name)}' defined twice"
+                        if "<" not in name
+                        else f"unexpected '{shorten(name)}'",
+                    )
                 value = item[2]
                 parts = value[1]
-                if len(parts) == 1 and isinstance(parts[0], Token) and \
-                        str(parts[0]) in self.attr_aliases:      # an alias of an alias
+                if (
+                    len(parts) == 1
+                    and isinstance(parts[0], Token)
+                    and str(parts[0]) in self.attr_aliases
+                ):  # an alias of an alias
                     value = self.attr_aliases[str(parts[0])]
                 self.attr_aliases[name] = value
             elif item[0] == "module":
@@ -109,7 +169,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
                 self.check_keys("module", item[2])
                 try:
                     arch = target_from_attrs(module_attrs)
-                except UserError:            # reported when a target is chosen
+                except UserError:  # reported when a target is chosen
                     arch = None
                 self.left_blayout = {"a2a3": BLayout.ROW_MAJOR, "a5": BLayout.COL_MAJOR}.get(arch)
                 funcs += item[3]
@@ -122,8 +182,12 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
         heads = [self.func_head(f) for f in funcs]
         functions = [self.func_body(f, head) for f, head in zip(funcs, heads)]
         self.check_calls()
-        return Program(tuple(functions), _entry(functions), module_attrs,
-                       warnings=tuple(w for _, _, w in sorted(self.warnings)))
+        return Program(
+            tuple(functions),
+            _entry(functions),
+            module_attrs,
+            warnings=tuple(w for _, _, w in sorted(self.warnings)),
+        )
 
     def func_head(self, f):
         c = f[1]
@@ -156,8 +220,11 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
             self.check_keys("func argument", arg_attrs)
             if ssa is None:
                 if region is not None:
-                    self.fail(ty, f"argument {i} of @{name} needs a name (%name: type) "
-                                  f"when the function has a body")
+                    self.fail(
+                        ty,
+                        f"argument {i} of @{name} needs a name (%name: type) "
+                        f"when the function has a body",
+                    )
                 arg_name, at = f"arg{i}", ty
             else:
                 arg_name, at = str(ssa)[1:], ssa
@@ -169,8 +236,17 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
         result_types = self.types(("types", fres[1])) if fres else []
         self.signatures[name] = (tuple(value_type(a) for a in args), tuple(result_types))
         self.check_keys("func.func", attrs_node)
-        return dict(tok=tok, sym=sym, name=name, private=private, args=args, arg_toks=arg_toks,
-                    result_types=result_types, attrs=self.attrs(attrs_node), region=region)
+        return dict(
+            tok=tok,
+            sym=sym,
+            name=name,
+            private=private,
+            args=args,
+            arg_toks=arg_toks,
+            result_types=result_types,
+            attrs=self.attrs(attrs_node),
+            region=region,
+        )
 
     def func_body(self, f, head) -> Function:
         self.scopes = [{}]
@@ -179,19 +255,28 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
             self.scopes[-1][a.name] = a
         body = ()
         if head["region"] is not None:
-            body = self.block(head["region"], func_results=head["result_types"],
-                              func_name=head["name"])
-        return Function(head["name"], tuple(head["args"]), body, private=head["private"],
-                        result_types=tuple(format_type(t) for t in head["result_types"]),
-                        attrs=head["attrs"])
+            body = self.block(
+                head["region"], func_results=head["result_types"], func_name=head["name"]
+            )
+        return Function(
+            head["name"],
+            tuple(head["args"]),
+            body,
+            private=head["private"],
+            result_types=tuple(format_type(t) for t in head["result_types"]),
+            attrs=head["attrs"],
+        )
 
     def block(self, region, *, yields=None, func_results=None, func_name="") -> tuple:
         """Statements of a region (its own scope). ``yields``: types scf.yield must give
         (None: no scf.yield allowed); ``func_results``: a function body (return allowed)."""
         _, lbrace, stmts, rbrace = region
-        if self.nesting > MAX_NESTING:      # a function body is level 0
-            self.fail(lbrace, f"regions nested {self.nesting} deep: expected at most "
-                              f"{MAX_NESTING} nested scf.for / scf.if / section bodies")
+        if self.nesting > MAX_NESTING:  # a function body is level 0
+            self.fail(
+                lbrace,
+                f"regions nested {self.nesting} deep: expected at most "
+                f"{MAX_NESTING} nested scf.for / scf.if / section bodies",
+            )
         self.scopes.append({})
         self.nesting += 1
         out = []
@@ -216,11 +301,17 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
                     continue
                 out.append(getattr(self, f"s_{kind}")(st))
             if yields and (not out or not isinstance(out[-1], Yield)):
-                self.fail(rbrace, f"this region must end with scf.yield of {len(yields)} "
-                                  f"value{'s' * (len(yields) != 1)}")
+                self.fail(
+                    rbrace,
+                    f"this region must end with scf.yield of {len(yields)} "
+                    f"value{'s' * (len(yields) != 1)}",
+                )
             if func_results and (not out or not isinstance(out[-1], Return)):
-                self.fail(rbrace, f"function @{func_name} must end with return of "
-                                  f"{len(func_results)} value{'s' * (len(func_results) != 1)}")
+                self.fail(
+                    rbrace,
+                    f"function @{func_name} must end with return of "
+                    f"{len(func_results)} value{'s' * (len(func_results) != 1)}",
+                )
         finally:
             self.scopes.pop()
             self.nesting -= 1
@@ -240,11 +331,14 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
                 break
         prev = stack[-1] if stack else None
         if op is not None and op.type == "OPNAME" and opcode_of(str(op)) is not None:
-            after = stack[[i for i, x in enumerate(stack) if x is op][-1] + 1:]
+            after = stack[[i for i, x in enumerate(stack) if x is op][-1] + 1 :]
             nxt = after[0] if after else getattr(e, "token", None)
             if isinstance(nxt, tuple) or isinstance(nxt, Token) and nxt.type in ("SSA", "LPAR"):
-                return self._err(op, f"unsupported: the level-1 SSA form of '{op}' (not used by "
-                                     f"real kernels); write {op} ins(...) outs(...)")
+                return self._err(
+                    op,
+                    f"unsupported: the level-1 SSA form of '{op}' (not used by "
+                    f"real kernels); write {op} ins(...) outs(...)",
+                )
         if isinstance(e, UnexpectedCharacters):
             pos = e.pos_in_stream
             ch = self.text[pos] if pos < len(self.text) else ""
@@ -260,11 +354,13 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
         if tok is None or tok.type == "$END" or isinstance(e, UnexpectedEOF):
             if op is not None and op.type == "OPNAME" and not is_supported_op(str(op)):
                 return self._err(op, f"unsupported op '{op}'")
-            return self._err(len(self.text.rstrip()), "unexpected end of input"
-                             + self._expected(e))
+            return self._err(len(self.text.rstrip()), "unexpected end of input" + self._expected(e))
         if tok.type == "STRING" and re.fullmatch(r'"[A-Za-z_]\w*\.[\w.]+"', str(tok)):
-            return self._err(tok, f"unsupported: generic MLIR operation form {tok}(...); "
-                                  f"write the op in its custom form")
+            return self._err(
+                tok,
+                f"unsupported: generic MLIR operation form {tok}(...); "
+                f"write the op in its custom form",
+            )
         if isinstance(prev, Token) and prev.type == "NAME" and str(prev) in _UNSUPPORTED_TYPES:
             return self._err(prev, f"unsupported type '{prev}<...>'")
         if tok.type == "NAME" and str(tok) in _UNSUPPORTED_TYPES:
@@ -276,8 +372,11 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
         expected = set(getattr(e, "expected", None) or getattr(e, "allowed", None) or ())
         if expected == {"ARROW"} and op is not None:
             # the result type is missing: name the statement, not the token after it
-            return self._err(op, f"'{op}': expected '->' and the result type after its "
-                                 f"operand types, found '{shorten(str(tok), 40)}'")
+            return self._err(
+                op,
+                f"'{op}': expected '->' and the result type after its "
+                f"operand types, found '{shorten(str(tok), 40)}'",
+            )
         return self._err(tok, f"unexpected '{shorten(str(tok), 40)}'" + self._expected(e))
 
     def _expected(self, e) -> str:
@@ -314,6 +413,7 @@ def _entry(functions: list) -> str:
 
 # --- public ----------------------------------------------------------------------------------
 
+
 def parse_text(text: str, filename: str = "<string>") -> Program:
     """Parse PTO IR ``text``; raise ParseError (``FILE:LINE:COL: error: ...``) on any mistake."""
     if not isinstance(text, str):
@@ -347,7 +447,7 @@ def parse_file(path) -> Program:
         raise UserError(f"{path}: cannot read: {e}") from None
     text, name = _unmarked(text), str(path)
     entry = program_cache.entry(name, text)
-    program = program_cache.load(entry)         # parsed by an earlier process
+    program = program_cache.load(entry)  # parsed by an earlier process
     if program is not None:
         remember_source(name, text)
         return program

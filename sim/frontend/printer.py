@@ -21,10 +21,35 @@ import re
 from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, format_type, value_type
 from sim.isa.opcodes import OPCODES
 from sim.isa.precision import Precision
-from sim.isa.program import (Alloc, Arith, Barrier, Call, Const, For, Function, If, Instr,
-                             MakeTensorView, PartitionView, PipeOp, Program, RawAttr, Reshape,
-                             Return, ScalarOp, Section, SetFfts, SetFlag, SetValidShape, Subview,
-                             SyncAll, SyncSet, SyncWait, WaitFlag, Yield)
+from sim.isa.program import (
+    Alloc,
+    Arith,
+    Barrier,
+    Call,
+    Const,
+    For,
+    Function,
+    If,
+    Instr,
+    MakeTensorView,
+    PartitionView,
+    PipeOp,
+    Program,
+    RawAttr,
+    Reshape,
+    Return,
+    ScalarOp,
+    Section,
+    SetFfts,
+    SetFlag,
+    SetValidShape,
+    Subview,
+    SyncAll,
+    SyncSet,
+    SyncWait,
+    WaitFlag,
+    Yield,
+)
 
 __all__ = ["print_program", "print_function", "print_statement"]
 
@@ -110,6 +135,7 @@ def _types_paren(types) -> str:
 
 # --- statements --------------------------------------------------------------------------
 
+
 def _instr(st: Instr) -> str:
     name = OPCODES[st.opcode].ir_name if st.opcode in OPCODES else "pto." + st.opcode.lower()
     attrs = f" {_attr_dict(st.attrs)}" if st.attrs else ""
@@ -134,8 +160,10 @@ def _cross_core(st) -> str:
     if isinstance(st, SetFfts):
         return f"pto.set_ffts {_typed((st.value,))}"
     if isinstance(st, SyncAll):
-        return (f"pto.syncall({_typed(st.operands)}) mode = #pto.sync_all_mode<{st.mode}>, "
-                f"core_type = #pto.sync_core_type<{st.core_type}>")
+        return (
+            f"pto.syncall({_typed(st.operands)}) mode = #pto.sync_all_mode<{st.mode}>, "
+            f"core_type = #pto.sync_core_type<{st.core_type}>"
+        )
     kind = "set" if isinstance(st, SyncSet) else "wait"
     flag = str(st.flag) if isinstance(st.flag, int) else _v(st.flag)
     if st.intra:
@@ -151,7 +179,8 @@ def _arith(st: Arith) -> str:
     flags = attrs.pop("flags", None)
     pred = attrs.pop("predicate", None)
     tail = (f" {flags}" if flags is not None else "") + (
-        f" {_attr_dict(sorted(attrs.items()))}" if attrs else "")
+        f" {_attr_dict(sorted(attrs.items()))}" if attrs else ""
+    )
     if short == "constant":
         c = st.operands[0]
         lit = format_literal(c.value, c.type)
@@ -161,9 +190,25 @@ def _arith(st: Arith) -> str:
         return f"{res} {pred}, {ops}{tail} : {_t(st.operands[0])}"
     if short == "select":
         return f"{res} {ops}{tail} : {_t(st.operands[0])}, {st.result.type}"
-    if len(st.operands) == 1 and st.result.type != _t(st.operands[0]) or short in (
-            "index_cast", "index_castui", "trunci", "extsi", "extui", "sitofp", "uitofp",
-            "fptosi", "fptoui", "bitcast", "truncf", "extf"):
+    if (
+        len(st.operands) == 1
+        and st.result.type != _t(st.operands[0])
+        or short
+        in (
+            "index_cast",
+            "index_castui",
+            "trunci",
+            "extsi",
+            "extui",
+            "sitofp",
+            "uitofp",
+            "fptosi",
+            "fptoui",
+            "bitcast",
+            "truncf",
+            "extf",
+        )
+    ):
         return f"{res} {ops}{tail} : {_t(st.operands[0])} to {st.result.type}"
     return f"{res} {ops}{tail} : {st.result.type}"
 
@@ -173,8 +218,9 @@ def _scalar_op(st: ScalarOp) -> str:
     if st.op == "pto.load_scalar":
         ptr, off = st.operands
         r = st.results[0]
-        return (f"{_results((r,))}pto.load_scalar {_v(ptr)}[{_v(off)}]{attrs} : "
-                f"{_t(ptr)} -> {r.type}")
+        return (
+            f"{_results((r,))}pto.load_scalar {_v(ptr)}[{_v(off)}]{attrs} : {_t(ptr)} -> {r.type}"
+        )
     if st.op == "pto.store_scalar":
         val, ptr, off = st.operands
         return f"pto.store_scalar {_v(val)}, {_v(ptr)}[{_v(off)}]{attrs} : {_t(ptr)}, {_t(val)}"
@@ -208,13 +254,17 @@ def _pipe_op(st: PipeOp) -> str:
 
 def _subview(st: Subview) -> str:
     if st.op == "pto.multi_tile_get":
-        return (f"{_results((st.result,))}{st.op} %{st.source.name}[{_v(st.offsets[0])}] : "
-                f"{_t(st.source)} -> {_t(st.result)}")
+        return (
+            f"{_results((st.result,))}{st.op} %{st.source.name}[{_v(st.offsets[0])}] : "
+            f"{_t(st.source)} -> {_t(st.result)}"
+        )
     offs = ", ".join(map(_v, st.offsets))
     sizes = ", ".join(str(s) for s in st.sizes)
     valid = f" valid [{', '.join(map(_v, st.valid))}]" if st.valid else ""
-    return (f"{_results((st.result,))}{st.op} %{st.source.name}[{offs}] sizes [{sizes}]{valid} : "
-            f"{_t(st.source)} -> {_t(st.result)}")
+    return (
+        f"{_results((st.result,))}{st.op} %{st.source.name}[{offs}] sizes [{sizes}]{valid} : "
+        f"{_t(st.source)} -> {_t(st.result)}"
+    )
 
 
 def print_statement(st, indent: int = 0) -> list[str]:
@@ -229,21 +279,33 @@ def print_statement(st, indent: int = 0) -> list[str]:
     if isinstance(st, (SyncSet, SyncWait, SyncAll, SetFfts)):
         return [pad + _cross_core(st)]
     if isinstance(st, Alloc):
-        kv = "".join(f" {k} = {_v(v)}" for k, v in (("addr", st.addr), ("valid_row", st.valid_row),
-                                                   ("valid_col", st.valid_col)) if v is not None)
+        kv = "".join(
+            f" {k} = {_v(v)}"
+            for k, v in (
+                ("addr", st.addr),
+                ("valid_row", st.valid_row),
+                ("valid_col", st.valid_col),
+            )
+            if v is not None
+        )
         return [f"{pad}{_results((st.tile,))}pto.alloc_tile{kv} : {_t(st.tile)}"]
     if isinstance(st, MakeTensorView):
         layout = "" if st.layout == "nd" else f" {{layout = #pto.layout<{st.layout}>}}"
-        return [f"{pad}{_results((st.result,))}pto.make_tensor_view {_v(st.ptr)}, shape = "
-                f"[{', '.join(map(_v, st.shape))}], strides = [{', '.join(map(_v, st.strides))}]"
-                f"{layout} : {_t(st.result)}"]
+        return [
+            f"{pad}{_results((st.result,))}pto.make_tensor_view {_v(st.ptr)}, shape = "
+            f"[{', '.join(map(_v, st.shape))}], strides = [{', '.join(map(_v, st.strides))}]"
+            f"{layout} : {_t(st.result)}"
+        ]
     if isinstance(st, PartitionView):
-        return [f"{pad}{_results((st.result,))}pto.partition_view {_v(st.source)}, offsets = "
-                f"[{', '.join(map(_v, st.offsets))}], sizes = [{', '.join(map(_v, st.sizes))}] : "
-                f"{_t(st.source)} -> {_t(st.result)}"]
+        return [
+            f"{pad}{_results((st.result,))}pto.partition_view {_v(st.source)}, offsets = "
+            f"[{', '.join(map(_v, st.offsets))}], sizes = [{', '.join(map(_v, st.sizes))}] : "
+            f"{_t(st.source)} -> {_t(st.result)}"
+        ]
     if isinstance(st, SetValidShape):
-        return [f"{pad}pto.set_validshape {_v(st.tile)}, {_v(st.rows)}, {_v(st.cols)} : "
-                f"{_t(st.tile)}"]
+        return [
+            f"{pad}pto.set_validshape {_v(st.tile)}, {_v(st.rows)}, {_v(st.cols)} : {_t(st.tile)}"
+        ]
     if isinstance(st, Arith):
         return [pad + _arith(st)]
     if isinstance(st, ScalarOp):
@@ -251,8 +313,10 @@ def print_statement(st, indent: int = 0) -> list[str]:
     if isinstance(st, Subview):
         return [pad + _subview(st)]
     if isinstance(st, Reshape):
-        return [f"{pad}{_results((st.result,))}pto.treshape %{st.source.name} : "
-                f"{_t(st.source)} -> {_t(st.result)}"]
+        return [
+            f"{pad}{_results((st.result,))}pto.treshape %{st.source.name} : "
+            f"{_t(st.source)} -> {_t(st.result)}"
+        ]
     if isinstance(st, PipeOp):
         return [pad + _pipe_op(st)]
     if isinstance(st, Yield):
@@ -262,11 +326,15 @@ def print_statement(st, indent: int = 0) -> list[str]:
     if isinstance(st, Call):
         arg_types = _types_paren([_t(a) for a in st.args])
         res_types = _types_paren([_t(r) for r in st.results])
-        return [f"{pad}{_results(st.results)}func.call @{st.callee}("
-                f"{', '.join(map(_v, st.args))}) : {arg_types} -> {res_types}"]
+        return [
+            f"{pad}{_results(st.results)}func.call @{st.callee}("
+            f"{', '.join(map(_v, st.args))}) : {arg_types} -> {res_types}"
+        ]
     if isinstance(st, For):
-        head = f"{_results(st.results)}scf.for %{st.iv.name} = {_v(st.lower)} to {_v(st.upper)} " \
-               f"step {_v(st.step)}"
+        head = (
+            f"{_results(st.results)}scf.for %{st.iv.name} = {_v(st.lower)} to {_v(st.upper)} "
+            f"step {_v(st.step)}"
+        )
         if st.iter_args:
             pairs = ", ".join(f"%{a.name} = {_v(i)}" for a, i in zip(st.iter_args, st.inits))
             head += f" iter_args({pairs}) -> {_types_paren([_t(a) for a in st.iter_args])}"
@@ -304,8 +372,9 @@ def print_function(f: Function, indent: int = 1) -> list[str]:
         args = ", ".join(f"%{a.name}: {_t(a)}" for a in f.args)
     head = f"{pad}func.func {vis}@{f.name}({args})"
     if f.result_types:
-        head += " -> " + (f.result_types[0] if len(f.result_types) == 1
-                          else _types_paren(f.result_types))
+        head += " -> " + (
+            f.result_types[0] if len(f.result_types) == 1 else _types_paren(f.result_types)
+        )
     if f.attrs:
         head += f" attributes {_attr_dict(f.attrs)}"
     if declaration:

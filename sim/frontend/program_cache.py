@@ -55,7 +55,7 @@ def _front_end_digest() -> bytes:
     return h.digest()
 
 
-def entry(filename: str, text: str) -> "tuple[Path, bytes] | None":
+def entry(filename: str, text: str) -> tuple[Path, bytes] | None:
     """(the entry's path, its digest line) for ``text`` read from ``filename``, or None
     when the cache is off or the file too small to be worth keeping: what ``load`` and
     ``store`` take."""
@@ -64,7 +64,9 @@ def entry(filename: str, text: str) -> "tuple[Path, bytes] | None":
         return None
     name = hashlib.sha256(filename.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     h = hashlib.sha256(_front_end_digest())
-    h.update(filename.encode("utf-8", "surrogateescape") + b"\0" + text.encode("utf-8", "surrogatepass"))
+    h.update(
+        filename.encode("utf-8", "surrogateescape") + b"\0" + text.encode("utf-8", "surrogatepass")
+    )
     return where / "programs" / f"{name}.pickle", h.hexdigest().encode()
 
 
@@ -78,9 +80,9 @@ def load(entry):
             if f.readline().rstrip(b"\n") != digest:
                 return None
             program = pickle.load(f)
-        os.utime(path)          # recently used: pruned last
+        os.utime(path)  # recently used: pruned last
         return program
-    except Exception:       # noqa: BLE001 - missing, unreadable, truncated: parse it
+    except Exception:  # noqa: BLE001 - missing, unreadable, truncated: parse it
         return None
 
 
@@ -103,11 +105,13 @@ def _prune(folder: Path) -> None:
     entries = list(folder.glob("*.pickle"))
     if len(entries) <= MAX_ENTRIES:
         return
+
     def used(p):
         try:
             return p.stat().st_mtime
         except OSError:
             return 0.0
-    for old in sorted(entries, key=used)[:len(entries) - MAX_ENTRIES]:
+
+    for old in sorted(entries, key=used)[: len(entries) - MAX_ENTRIES]:
         with contextlib.suppress(OSError):
             old.unlink()

@@ -51,10 +51,24 @@ class TypeProblem(Exception):
 
 
 _TYPE_CACHE: dict[str, object] = {}
-_TB_KEYS = ("loc", "dtype", "rows", "cols", "v_row", "v_col", "valid", "blayout", "slayout",
-            "fractal", "pad", "compact")
-_LEVEL1 = {"!pto.tile": "level-1 tile values (!pto.tile) are not used by real kernels; "
-                        "write tile buffers (!pto.tile_buf)"}
+_TB_KEYS = (
+    "loc",
+    "dtype",
+    "rows",
+    "cols",
+    "v_row",
+    "v_col",
+    "valid",
+    "blayout",
+    "slayout",
+    "fractal",
+    "pad",
+    "compact",
+)
+_LEVEL1 = {
+    "!pto.tile": "level-1 tile values (!pto.tile) are not used by real kernels; "
+    "write tile buffers (!pto.tile_buf)"
+}
 
 
 # Element type spellings the census shows beyond the IR names sim.isa.dtypes knows:
@@ -76,8 +90,7 @@ def _dims(shape_tok: Token) -> tuple:
 
 def _int_value(tok, key: str) -> int:
     if not isinstance(tok, Token) or tok.type != "INT":
-        raise TypeProblem(f"tile_buf key '{key}': expected an integer, found '{tok}'",
-                           _pos(tok))
+        raise TypeProblem(f"tile_buf key '{key}': expected an integer, found '{tok}'", _pos(tok))
     return int(tok)
 
 
@@ -93,15 +106,22 @@ def _tile_buf(params: list) -> TileType:
     rest = params
     if first is not None and not (hasattr(first, "data") and first.data == "key_value"):
         # compact form: LOC, RxCxT, key=value...
-        if not (isinstance(first, Token) and first.type == "NAME") or len(params) < 2 or \
-                not (hasattr(params[1], "data") and params[1].data == "shaped"):
-            raise TypeProblem("tile_buf: expected 'loc=...' (key=value form) or "
-                               "'LOC, RxCxT' (compact form)", _pos(first))
+        if (
+            not (isinstance(first, Token) and first.type == "NAME")
+            or len(params) < 2
+            or not (hasattr(params[1], "data") and params[1].data == "shaped")
+        ):
+            raise TypeProblem(
+                "tile_buf: expected 'loc=...' (key=value form) or 'LOC, RxCxT' (compact form)",
+                _pos(first),
+            )
         shape_tok, elem = params[1].children
         dims = _dims(shape_tok)
         if len(dims) != 2 or None in dims:
-            raise TypeProblem(f"tile_buf: the capacity must be two static dims RxC, found "
-                               f"'{shape_tok}'", shape_tok.start_pos)
+            raise TypeProblem(
+                f"tile_buf: the capacity must be two static dims RxC, found '{shape_tok}'",
+                shape_tok.start_pos,
+            )
         kv.update(loc=str(first), rows=dims[0], cols=dims[1], dtype=_elem_dtype(elem))
         kv_tok.update(loc=first, rows=shape_tok, cols=shape_tok, dtype=elem)
         rest = params[2:]
@@ -112,10 +132,15 @@ def _tile_buf(params: list) -> TileType:
         key_tok, val = p.children
         key = str(key_tok)
         if key not in _TB_KEYS:
-            raise TypeProblem(f"unknown tile_buf key '{key}'; expected one of: "
-                               f"{', '.join(_TB_KEYS)}", key_tok.start_pos)
-        if key in kv_tok or (key == "valid" and ("v_row" in kv_tok or "v_col" in kv_tok)) or \
-                (key in ("v_row", "v_col") and "valid" in kv_tok):
+            raise TypeProblem(
+                f"unknown tile_buf key '{key}'; expected one of: {', '.join(_TB_KEYS)}",
+                key_tok.start_pos,
+            )
+        if (
+            key in kv_tok
+            or (key == "valid" and ("v_row" in kv_tok or "v_col" in kv_tok))
+            or (key in ("v_row", "v_col") and "valid" in kv_tok)
+        ):
             raise TypeProblem(f"tile_buf key '{key}' given twice", key_tok.start_pos)
         kv_tok[key] = key_tok
         if key == "dtype":
@@ -126,8 +151,10 @@ def _tile_buf(params: list) -> TileType:
             kv[key] = None if str(val) == "?" else _int_value(val, key)
         elif key == "valid":
             if not (isinstance(val, Token) and val.type == "DIMS") or str(val).count("x") != 1:
-                raise TypeProblem(f"tile_buf key 'valid': expected RxC (each an integer or ?), "
-                                   f"found '{val}'", _pos(val))
+                raise TypeProblem(
+                    f"tile_buf key 'valid': expected RxC (each an integer or ?), found '{val}'",
+                    _pos(val),
+                )
             vr, vc = str(val).split("x")
             kv["v_row"] = None if vr == "?" else int(vr)
             kv["v_col"] = None if vc == "?" else int(vc)
@@ -137,8 +164,14 @@ def _tile_buf(params: list) -> TileType:
         if key not in kv:
             raise TypeProblem(f"tile_buf: missing key '{key}'", 0)
     loc = "vec" if kv["loc"] == "ub" else kv["loc"]
-    args = dict(loc=loc, dtype=kv["dtype"], rows=kv["rows"], cols=kv["cols"],
-                valid_rows=kv.get("v_row", kv["rows"]), valid_cols=kv.get("v_col", kv["cols"]))
+    args = dict(
+        loc=loc,
+        dtype=kv["dtype"],
+        rows=kv["rows"],
+        cols=kv["cols"],
+        valid_rows=kv.get("v_row", kv["rows"]),
+        valid_cols=kv.get("v_col", kv["cols"]),
+    )
     for key in ("blayout", "slayout", "fractal", "pad", "compact"):
         if key in kv:
             args[key] = kv[key]
@@ -169,21 +202,26 @@ def parse_pto_type(text: str):
     return result
 
 
-_KNOWN_KINDS = ("!pto.ptr", "!pto.tensor_view", "!pto.partition_tensor_view", "!pto.tile_buf",
-                "!pto.multi_tile_buf")
+_KNOWN_KINDS = (
+    "!pto.ptr",
+    "!pto.tensor_view",
+    "!pto.partition_tensor_view",
+    "!pto.tile_buf",
+    "!pto.multi_tile_buf",
+)
 _COUNT = re.compile(r",\s*count\s*=\s*(\d+)\s*>\s*$")
 
 
-def multi_tile_parts(text: str) -> "tuple[TileType, int]":
+def multi_tile_parts(text: str) -> tuple[TileType, int]:
     """(element tile type, count) of ``!pto.multi_tile_buf<LOC, RxCxT[, keys], count=N>`` or
     ``!pto.multi_tile_buf<!pto.tile_buf<...>, count=N>``."""
     m = _COUNT.search(text)
-    inner = text[text.index("<") + 1:m.start()].strip() if m else ""
+    inner = text[text.index("<") + 1 : m.start()].strip() if m else ""
     if not m or int(m.group(1)) <= 0 or not inner:
-        raise TypeProblem("!pto.multi_tile_buf: expected <tile_buf parameters, count=N> "
-                           "with N > 0", 0)
-    elem = parse_pto_type(inner if inner.startswith("!pto.tile_buf") else
-                           f"!pto.tile_buf<{inner}>")
+        raise TypeProblem(
+            "!pto.multi_tile_buf: expected <tile_buf parameters, count=N> with N > 0", 0
+        )
+    elem = parse_pto_type(inner if inner.startswith("!pto.tile_buf") else f"!pto.tile_buf<{inner}>")
     return elem, int(m.group(1))
 
 
@@ -196,9 +234,17 @@ def _stacked(elem: TileType, count: int) -> TileType:
     else:
         rows *= count
     try:
-        return TileType(elem.loc, elem.dtype, rows, cols, blayout=elem.blayout,
-                        slayout=elem.slayout, fractal=elem.fractal, pad=elem.pad,
-                        compact=elem.compact)
+        return TileType(
+            elem.loc,
+            elem.dtype,
+            rows,
+            cols,
+            blayout=elem.blayout,
+            slayout=elem.slayout,
+            fractal=elem.fractal,
+            pad=elem.pad,
+            compact=elem.compact,
+        )
     except UserError as e:
         raise TypeProblem(f"!pto.multi_tile_buf: {e}", 0) from None
 
@@ -211,14 +257,17 @@ def _build_pto_type(text: str):
     if kind not in _KNOWN_KINDS:
         why = _LEVEL1.get(kind, "")
         raise TypeProblem(f"unsupported type '{shorten(text)}'" + (f": {why}" if why else ""), 0)
-    if kind == "!pto.multi_tile_buf":          # a nested type: not for types.lark
+    if kind == "!pto.multi_tile_buf":  # a nested type: not for types.lark
         return _stacked(*multi_tile_parts(text))
     try:
         tree = _type_parser().parse(text)
     except UnexpectedInput as e:
         if kind == "!pto.tile_buf" and re.match(r"!pto\.tile_buf<\s*[\d?]+x", text):
-            raise TypeProblem(f"unsupported type '{shorten(text)}': the obsolete memref-like "
-                               f"tile_buf; write the key=value or the compact form", 0) from None
+            raise TypeProblem(
+                f"unsupported type '{shorten(text)}': the obsolete memref-like "
+                f"tile_buf; write the key=value or the compact form",
+                0,
+            ) from None
         pos = getattr(e, "pos_in_stream", None)
         if pos is None:
             tok = getattr(e, "token", None)
@@ -239,20 +288,37 @@ def _build_pto_type(text: str):
 
 # memref-era kernels: an on-chip buffer as `memref<RxCxT, #pto.address_space<LOC>>`
 _MEMREF = re.compile(r"memref<\s*(\d+)x(\d+)x([\w!.]+)\s*,\s*#pto\.address_space<(\w+)>\s*>")
-_MEMREF_LOC = {"vec": "vec", "ub": "vec", "mat": "mat", "l1": "mat", "left": "left",
-               "l0a": "left", "right": "right", "l0b": "right", "acc": "acc", "l0c": "acc",
-               "bias": "bias", "bt": "bias", "scaling": "scaling", "fb": "scaling"}
+_MEMREF_LOC = {
+    "vec": "vec",
+    "ub": "vec",
+    "mat": "mat",
+    "l1": "mat",
+    "left": "left",
+    "l0a": "left",
+    "right": "right",
+    "l0b": "right",
+    "acc": "acc",
+    "l0c": "acc",
+    "bias": "bias",
+    "bt": "bias",
+    "scaling": "scaling",
+    "fb": "scaling",
+}
 
 
-def memref_tile(text: str) -> "TileType | None":
+def memref_tile(text: str) -> TileType | None:
     """The tile a static 2-D on-chip memref names (row-major, full valid region); None for
     any other builtin type (a GM memref, dynamic dims, vectors, tensors)."""
     m = _MEMREF.fullmatch(" ".join(text.split()))
     if m is None or m.group(4) not in _MEMREF_LOC:
         return None
     try:
-        return TileType(_MEMREF_LOC[m.group(4)], _dtype(_ELEM_ALIASES.get(m.group(3), m.group(3))),
-                        int(m.group(1)), int(m.group(2)))
+        return TileType(
+            _MEMREF_LOC[m.group(4)],
+            _dtype(_ELEM_ALIASES.get(m.group(3), m.group(3))),
+            int(m.group(1)),
+            int(m.group(2)),
+        )
     except UserError:
         return None
 
@@ -260,5 +326,4 @@ def memref_tile(text: str) -> "TileType | None":
 def shorten(text: str, n: int = 60) -> str:
     """``text`` on one line, cut to ``n`` characters, for a message."""
     text = " ".join(text.split())
-    return text if len(text) <= n else text[:n - 3] + "..."
-
+    return text if len(text) <= n else text[: n - 3] + "..."

@@ -28,8 +28,8 @@ from sim.isa.program import For, If, Program, Section, SyncAll, SyncSet, SyncWai
 
 __all__ = ["check_cross_core"]
 
-_RESERVED = range(11, 15)       # SYNC_AIC_FLAG .. SYNC_AIV_ONLY_ALL
-_DEFAULT_MODE = 2               # sim.engine.ffts.DEFAULT_MODE (frontend stays engine-free)
+_RESERVED = range(11, 15)  # SYNC_AIC_FLAG .. SYNC_AIV_ONLY_ALL
+_DEFAULT_MODE = 2  # sim.engine.ffts.DEFAULT_MODE (frontend stays engine-free)
 
 
 def _sided(body, side=None):
@@ -58,8 +58,10 @@ def check_cross_core(program: Program, target) -> None:
     sided = [(st, side) for f in program.functions for st, side in _sided(f.body)]
     flags = [(st, side) for st, side in sided if isinstance(st, (SyncSet, SyncWait))]
     syncall = any(isinstance(st, SyncAll) for st, _ in sided)
-    pipes = {"cube": set(target.units.get("AIC", {}).get("pipes", ())),
-             "vector": set(target.units.get("AIV", {}).get("pipes", ()))}
+    pipes = {
+        "cube": set(target.units.get("AIC", {}).get("pipes", ())),
+        "vector": set(target.units.get("AIV", {}).get("pipes", ())),
+    }
     sets, dynamic = set(), set()
     for st, side in flags:
         flag = _const_event(st.flag)
@@ -67,19 +69,31 @@ def check_cross_core(program: Program, target) -> None:
         what = _text(st, "%" + st.flag.name if flag is None else flag)
         top = 32 if st.intra and side != "vector" else 16
         if flag is not None and not 0 <= flag < top:
-            _fail(st, f"{what}: flag id: expected 0..{top - 1} "
-                      f"({'intra-block ids' if st.intra else '4-bit FFTS ids'}), found {flag}")
+            _fail(
+                st,
+                f"{what}: flag id: expected 0..{top - 1} "
+                f"({'intra-block ids' if st.intra else '4-bit FFTS ids'}), found {flag}",
+            )
         if side is not None and pipes[side] and st.pipe not in pipes[side]:
-            _fail(st, f"{what}: pto.section.{side} runs on units without {st.pipe}; expected "
-                      f"one of {', '.join(sorted(pipes[side]))}")
+            _fail(
+                st,
+                f"{what}: pto.section.{side} runs on units without {st.pipe}; expected "
+                f"one of {', '.join(sorted(pipes[side]))}",
+            )
         if st.intra:
             mode = "intra"
         elif side == "cube" and mode == 1:
-            _fail(st, f"{what}: ffts_mode 1 synchronises the vector units of a core, found "
-                      f"in pto.section.cube (use ffts_mode 2 between cube and vector)")
+            _fail(
+                st,
+                f"{what}: ffts_mode 1 synchronises the vector units of a core, found "
+                f"in pto.section.cube (use ffts_mode 2 between cube and vector)",
+            )
         if syncall and flag in _RESERVED and not st.intra:
-            _fail(st, f"{what}: flag ids 11-14 are reserved by pto.syncall, which this "
-                      f"program also runs; expected another id")
+            _fail(
+                st,
+                f"{what}: flag ids 11-14 are reserved by pto.syncall, which this "
+                f"program also runs; expected another id",
+            )
         if isinstance(st, SyncSet):
             if flag is None:
                 dynamic.add(mode)
@@ -92,10 +106,16 @@ def check_cross_core(program: Program, target) -> None:
             continue
         ids = _intra_ids(flag, side) if st.intra else (flag,)
         if not any((mode, f, s) in sets for s in _signalling_sides(mode, side) for f in ids):
-            setter = ("no set_intra_block of the other unit kind" if st.intra else
-                      f"no sync.set of flag {flag} with ffts_mode {mode}")
-            _fail(st, f"deadlock: {_text(st, flag)} is never set: {setter} can reach it, so "
-                      f"{st.pipe} waits forever when it gets here")
+            setter = (
+                "no set_intra_block of the other unit kind"
+                if st.intra
+                else f"no sync.set of flag {flag} with ffts_mode {mode}"
+            )
+            _fail(
+                st,
+                f"deadlock: {_text(st, flag)} is never set: {setter} can reach it, so "
+                f"{st.pipe} waits forever when it gets here",
+            )
 
 
 def _intra_ids(flag, side) -> tuple:

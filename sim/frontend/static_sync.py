@@ -22,7 +22,7 @@ from sim.isa.program import Const, Program, SetFlag, WaitFlag, walk
 __all__ = ["check_sync"]
 
 
-def _const_event(ev) -> "int | None":
+def _const_event(ev) -> int | None:
     if isinstance(ev, bool):
         return None
     if isinstance(ev, int):
@@ -36,6 +36,7 @@ def _fail(st, message: str):
     loc = st.loc
     if loc is None:
         from sim.base.errors import VerifyError
+
         raise VerifyError(message)
     raise VerifyDiagnostic(loc.file, loc.line, loc.col or 1, message)
 
@@ -43,16 +44,20 @@ def _fail(st, message: str):
 def check_sync(program: Program, target) -> None:
     """Raise a located VerifyDiagnostic at the first provable synchronisation error."""
     pool = int(target.sync.get("event_ids_per_pipe_pair", 8))
-    flags = [st for f in program.functions for st in walk(f.body)
-             if isinstance(st, (SetFlag, WaitFlag))]
+    flags = [
+        st for f in program.functions for st in walk(f.body) if isinstance(st, (SetFlag, WaitFlag))
+    ]
     sets, dynamic = set(), set()
     for st in flags:
         ev = _const_event(st.event)
         kind = "set_flag" if isinstance(st, SetFlag) else "wait_flag"
         if ev is not None and not 0 <= ev < pool:
-            _fail(st, f"{kind} [{st.src}, {st.dst}, EVENT_ID{ev}]: event id: expected "
-                      f"EVENT_ID0..EVENT_ID{pool - 1} (the {target.name} pool of "
-                      f"{pool} per pipe pair), found {ev}")
+            _fail(
+                st,
+                f"{kind} [{st.src}, {st.dst}, EVENT_ID{ev}]: event id: expected "
+                f"EVENT_ID0..EVENT_ID{pool - 1} (the {target.name} pool of "
+                f"{pool} per pipe pair), found {ev}",
+            )
         if isinstance(st, SetFlag):
             if ev is None:
                 dynamic.add((st.src, st.dst))
@@ -60,8 +65,15 @@ def check_sync(program: Program, target) -> None:
                 sets.add((st.src, st.dst, ev))
     for st in flags:
         ev = _const_event(st.event)
-        if isinstance(st, WaitFlag) and ev is not None and (st.src, st.dst) not in dynamic \
-                and (st.src, st.dst, ev) not in sets:
-            _fail(st, f"deadlock: wait_flag [{st.src}, {st.dst}, EVENT_ID{ev}] is never set: "
-                      f"no set_flag [{st.src}, {st.dst}, EVENT_ID{ev}] in the program, so "
-                      f"{st.dst} waits forever when it gets here")
+        if (
+            isinstance(st, WaitFlag)
+            and ev is not None
+            and (st.src, st.dst) not in dynamic
+            and (st.src, st.dst, ev) not in sets
+        ):
+            _fail(
+                st,
+                f"deadlock: wait_flag [{st.src}, {st.dst}, EVENT_ID{ev}] is never set: "
+                f"no set_flag [{st.src}, {st.dst}, EVENT_ID{ev}] in the program, so "
+                f"{st.dst} waits forever when it gets here",
+            )

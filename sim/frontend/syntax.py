@@ -23,20 +23,33 @@ from sim.isa.opcodes import PIPES
 from sim.isa.program import Const, GmPtr, PartView, Scalar, TensorView
 from sim.isa.tile import BLayout, Pad, SLayout, Tile, TileType
 
-__all__ = ["PtrType", "ViewType", "value_type", "make_value", "format_type", "format_dtype",
-           "format_literal", "is_scalar_type", "is_int_type", "is_float_type", "SYNC_PIPES",
-           "ENDPOINT_PIPE", "ENUM_ATTR_KINDS", "BARE_KEY"]
+__all__ = [
+    "PtrType",
+    "ViewType",
+    "value_type",
+    "make_value",
+    "format_type",
+    "format_dtype",
+    "format_literal",
+    "is_scalar_type",
+    "is_int_type",
+    "is_float_type",
+    "SYNC_PIPES",
+    "ENDPOINT_PIPE",
+    "ENUM_ATTR_KINDS",
+    "BARE_KEY",
+]
 
 
 @attrs.frozen(cache_hash=True)
 class PtrType:
     dtype: DType
-    space: "str | None" = attrs.field(default=None, eq=False)
+    space: str | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen(cache_hash=True)
 class ViewType:
-    kind: str                      # "tensor_view" | "partition_tensor_view"
+    kind: str  # "tensor_view" | "partition_tensor_view"
     dtype: DType
     shape: tuple
 
@@ -70,8 +83,15 @@ def make_value(name: str, t):
 
 # --- spelling ----------------------------------------------------------------------------
 
-_IR_DTYPE = {"u8": "ui8", "u16": "ui16", "u32": "ui32", "u64": "ui64",
-             "f8e4m3": "f8E4M3FN", "f8e5m2": "f8E5M2", "hif8": "!pto.hif8"}
+_IR_DTYPE = {
+    "u8": "ui8",
+    "u16": "ui16",
+    "u32": "ui32",
+    "u64": "ui64",
+    "f8e4m3": "f8E4M3FN",
+    "f8e5m2": "f8E5M2",
+    "hif8": "!pto.hif8",
+}
 
 
 def format_dtype(d: DType) -> str:
@@ -112,8 +132,7 @@ def format_type(t) -> str:
     return str(t)
 
 
-_FLOAT_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64,
-             "bf16": ml_dtypes.bfloat16}
+_FLOAT_NP = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16}
 _INT_BITS = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32}
 
 
@@ -164,18 +183,31 @@ def is_float_type(t) -> bool:
 
 # --- pipes and sync endpoints --------------------------------------------------------------
 
-SYNC_PIPES = tuple(PIPES) + ("PIPE_ALL", "PIPE_MTE4", "PIPE_MTE5", "PIPE_V2",
-                             "VIRTUAL_PIPE_MTE2_L1A", "VIRTUAL_PIPE_MTE2_L1B")
+SYNC_PIPES = tuple(PIPES) + (
+    "PIPE_ALL",
+    "PIPE_MTE4",
+    "PIPE_MTE5",
+    "PIPE_V2",
+    "VIRTUAL_PIPE_MTE2_L1A",
+    "VIRTUAL_PIPE_MTE2_L1B",
+)
 
 # pto-as-syntax.md §4: record_event / wait_event / barrier_sync name op classes
 ENDPOINT_PIPE = {
-    "TLOAD": "PIPE_MTE2", "TSTORE_VEC": "PIPE_MTE3", "TSTORE_ACC": "PIPE_FIX",
-    "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
-    "TMOV_M2V": "PIPE_V", "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M", "TVEC": "PIPE_V",
+    "TLOAD": "PIPE_MTE2",
+    "TSTORE_VEC": "PIPE_MTE3",
+    "TSTORE_ACC": "PIPE_FIX",
+    "TMOV_M2L": "PIPE_MTE1",
+    "TMOV_M2B": "PIPE_MTE1",
+    "TMOV_M2S": "PIPE_FIX",
+    "TMOV_M2V": "PIPE_V",
+    "TMOV_V2M": "PIPE_FIX",
+    "TMATMUL": "PIPE_M",
+    "TVEC": "PIPE_V",
     "TVECWAIT_EVENT": "PIPE_V",
 }
 
 # attributes the engine reads, normalised to their enum value: key -> #pto<KIND value>
 ENUM_ATTR_KINDS = {"rmode": "round_mode", "cmpMode": "cmp"}
 
-BARE_KEY = re.compile(r"[A-Za-z_][\w$]*(?:\.[\w$]+)*")     # a NAME or OPNAME token
+BARE_KEY = re.compile(r"[A-Za-z_][\w$]*(?:\.[\w$]+)*")  # a NAME or OPNAME token

@@ -19,9 +19,11 @@ DEFAULT_TARGET = "a2a3"
 
 _ARCH = {"a2": "a2a3", "a3": "a2a3", "a2a3": "a2a3", "a5": "a5"}
 # device names: A2 = Ascend910B*, A3 = Ascend910_93*, A5 = Ascend950*
-_DEVICES = ((re.compile(r"ascend910b\w*"), "a2a3"),
-            (re.compile(r"ascend910_?93\w*"), "a2a3"),
-            (re.compile(r"ascend950\w*"), "a5"))
+_DEVICES = (
+    (re.compile(r"ascend910b\w*"), "a2a3"),
+    (re.compile(r"ascend910_?93\w*"), "a2a3"),
+    (re.compile(r"ascend950\w*"), "a5"),
+)
 
 
 def _text(v) -> str:
@@ -29,7 +31,7 @@ def _text(v) -> str:
     return s[1:-1] if len(s) >= 2 and s[0] == s[-1] == '"' else s
 
 
-def target_from_attrs(attrs, where: str = "") -> "str | None":
+def target_from_attrs(attrs, where: str = "") -> str | None:
     """The bundled target named by module attributes, or None when they name none.
 
     Raises UserError for a value no bundled target models.
@@ -41,9 +43,11 @@ def target_from_attrs(attrs, where: str = "") -> "str | None":
         value = _text(arch)
         target = _ARCH.get(value.lower())
         if target is None:
-            raise UserError(f"{prefix}module attribute pto.target_arch = \"{value}\" names no "
-                            f"bundled target; expected one of {', '.join(_ARCH)} (or pass "
-                            f"--target)")
+            raise UserError(
+                f'{prefix}module attribute pto.target_arch = "{value}" names no '
+                f"bundled target; expected one of {', '.join(_ARCH)} (or pass "
+                f"--target)"
+            )
         return target
     spec = d.get("pto.device-spec")
     if spec is not None:
@@ -51,9 +55,11 @@ def target_from_attrs(attrs, where: str = "") -> "str | None":
         for pattern, target in _DEVICES:
             if pattern.fullmatch(value.lower()):
                 return target
-        raise UserError(f"{prefix}module attribute \"pto.device-spec\" = \"{value}\" names no "
-                        f"bundled target; known devices: Ascend910B* and Ascend910_93* (a2a3), "
-                        f"Ascend950* (a5) (or pass --target)")
+        raise UserError(
+            f'{prefix}module attribute "pto.device-spec" = "{value}" names no '
+            f"bundled target; known devices: Ascend910B* and Ascend910_93* (a2a3), "
+            f"Ascend950* (a5) (or pass --target)"
+        )
     return None
 
 

@@ -12,14 +12,28 @@ integer division by zero) are described in ``arith``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from sim.base.errors import SimulationError
-from sim.functional import (activation, bitwise, combine, compare, convert, cube,
-                            elementwise, expand, gather, movement, reduce, reduce_ext, remainder,
-                            scalar, sort)
+from sim.functional import (
+    activation,
+    bitwise,
+    combine,
+    compare,
+    convert,
+    cube,
+    elementwise,
+    expand,
+    gather,
+    movement,
+    reduce,
+    reduce_ext,
+    remainder,
+    scalar,
+    sort,
+)
 from sim.functional.context import FnContext
 
 __all__ = ["KERNELS", "execute", "unit_for", "FnContext"]
@@ -62,9 +76,11 @@ def unit_for(ctx: FnContext) -> Callable[[FnContext], None]:
     raw = next((d for d in (ctx.dtype, *ctx.src_dtypes) if d.kind == "raw"), None)
     if raw is not None and ctx.op not in _BYTE_COPIES:
         # ASSUMPTION (sim.isa.dtypes): raw element types have no modelled encoding
-        raise SimulationError(f"{ctx.where}: {ctx.op} computes on {raw} values, whose encoding "
-                              f"the simulator does not model; run with --timing-only")
-    bind = getattr(unit, "bind", None)      # a form bound to ctx's arrays, checked once
+        raise SimulationError(
+            f"{ctx.where}: {ctx.op} computes on {raw} values, whose encoding "
+            f"the simulator does not model; run with --timing-only"
+        )
+    bind = getattr(unit, "bind", None)  # a form bound to ctx's arrays, checked once
     if bind is not None:
         return bind(ctx) or unit
     return unit

@@ -25,7 +25,7 @@ Integer quotients truncate toward zero (C division, not Python floor division);
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -53,8 +53,9 @@ _WORK_TYPES: dict[str, np.dtype] = {}
 # operands a result carries does (numpy's contiguous, strided and in-place loops pick
 # differently), so ``compute_into`` runs them on the operands themselves only when those
 # are contiguous, which is the loop the widened copies would run.
-_EXACT_ANY = frozenset({np.add, np.subtract, np.multiply, np.maximum, np.minimum,
-                        np.negative, np.absolute})
+_EXACT_ANY = frozenset(
+    {np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.negative, np.absolute}
+)
 _EXACT_FLOAT = _EXACT_ANY | {np.divide, np.sqrt}
 
 
@@ -95,12 +96,19 @@ def direct(ctx, fn: Callable, operands) -> bool:
     """Whether ``compute_into`` runs ``fn`` on ``operands`` as they are (see there)."""
     dst = ctx.dst
     wt = work_type(ctx.dtype)
-    return (dst.dtype == wt and fn in (_EXACT_FLOAT if wt.kind == "f" else _EXACT_ANY)
-            and all(getattr(x, "dtype", None) == wt and x.flags.c_contiguous
-                    and (x.shape == dst.shape or not x.shape) for x in operands))
+    return (
+        dst.dtype == wt
+        and fn in (_EXACT_FLOAT if wt.kind == "f" else _EXACT_ANY)
+        and all(
+            getattr(x, "dtype", None) == wt
+            and x.flags.c_contiguous
+            and (x.shape == dst.shape or not x.shape)
+            for x in operands
+        )
+    )
 
 
-def bound_into(ctx, fn: Callable, a, b=None) -> "Callable | None":
+def bound_into(ctx, fn: Callable, a, b=None) -> Callable | None:
     """``compute_into(ctx, fn, a[, b])`` as a unit bound to these operand arrays, for the
     engine to call on every execution while they stay the tile views it bound (the
     checks of ``compute_into`` made once); None when it would not run ``fn`` directly.
@@ -128,6 +136,7 @@ def bound_into(ctx, fn: Callable, a, b=None) -> "Callable | None":
 
         def run(ctx) -> None:
             dst[...] = fn(a, b)
+
     return run
 
 
@@ -140,8 +149,9 @@ def scalar(dt: DType, value) -> np.ndarray:
 
 def require_float(ctx) -> None:
     if not ctx.dtype.is_float:
-        raise SimulationError(f"{ctx.where}: {ctx.op} needs a floating-point element type, "
-                              f"got {ctx.dtype}")
+        raise SimulationError(
+            f"{ctx.where}: {ctx.op} needs a floating-point element type, got {ctx.dtype}"
+        )
 
 
 def first_index(mask: np.ndarray) -> tuple[int, ...]:
@@ -154,8 +164,9 @@ def zero_divisors(ctx, dividend: np.ndarray, divisor: np.ndarray) -> np.ndarray:
     zero = divisor == 0
     if ctx.strict and zero.any():
         at = first_index(zero)
-        raise ValueOutOfRange(f"{ctx.where}: integer division by zero at element {at}: "
-                              f"{dividend[at]} / 0")
+        raise ValueOutOfRange(
+            f"{ctx.where}: integer division by zero at element {at}: {dividend[at]} / 0"
+        )
     return zero
 
 

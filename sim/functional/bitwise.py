@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.context import ValueOutOfRange
 from sim.functional.arith import first_index, narrow, scalar, widen
+from sim.functional.context import ValueOutOfRange
 
 
 def _bits_view(x: np.ndarray) -> np.ndarray:
@@ -36,6 +36,7 @@ def _logic(fn):
     def unit(ctx) -> None:
         result = fn(*(_bits_view(x) for x in _operands(ctx)))
         _bits_view(ctx.dst)[...] = result
+
     return unit
 
 
@@ -45,8 +46,10 @@ def _shift_counts(ctx, counts: np.ndarray) -> np.ndarray:
     bad = (wide < 0) | (wide >= bits)
     if ctx.strict and bad.any():
         at = first_index(bad)
-        raise ValueOutOfRange(f"{ctx.where}: shift count {wide[at]} at element {at} is "
-                              f"outside [0, {bits}) for {ctx.dtype}")
+        raise ValueOutOfRange(
+            f"{ctx.where}: shift count {wide[at]} at element {at} is "
+            f"outside [0, {bits}) for {ctx.dtype}"
+        )
     return np.clip(wide, 0, bits)
 
 
@@ -58,6 +61,7 @@ def _shift(fn):
         # ones (logical >>); numpy defines 64-bit shifts by up to 64 (0 or sign fill).
         shifted = fn(widen(ctx.dtype, a), _shift_counts(ctx, counts))
         ctx.dst[...] = narrow(ctx.dtype, shifted)
+
     return unit
 
 

@@ -34,11 +34,13 @@ def _tconcat(ctx) -> None:
     a, b = ctx.srcs
     c0, c1 = a.shape[1], b.shape[1]
     if c0 + c1 > ctx.dst.shape[1] or a.shape[0] != b.shape[0]:
-        raise SimulationError(f"{ctx.where}: TCONCAT of {a.shape[0]}x{c0} and "
-                              f"{b.shape[0]}x{c1} needs a destination of {a.shape[0]}x{c0 + c1}, "
-                              f"found a valid region of {ctx.dst.shape[0]}x{ctx.dst.shape[1]}")
-    ctx.dst[:a.shape[0], :c0] = a
-    ctx.dst[:b.shape[0], c0:c0 + c1] = b
+        raise SimulationError(
+            f"{ctx.where}: TCONCAT of {a.shape[0]}x{c0} and "
+            f"{b.shape[0]}x{c1} needs a destination of {a.shape[0]}x{c0 + c1}, "
+            f"found a valid region of {ctx.dst.shape[0]}x{ctx.dst.shape[1]}"
+        )
+    ctx.dst[: a.shape[0], :c0] = a
+    ctx.dst[: b.shape[0], c0 : c0 + c1] = b
 
 
 def _part(fn):
@@ -47,10 +49,11 @@ def _part(fn):
         R, C = ctx.dst.shape
         ra, ca = min(a.shape[0], R), min(a.shape[1], C)
         rb, cb = min(b.shape[0], R), min(b.shape[1], C)
-        ctx.dst[:ra, :ca] = a[:ra, :ca]              # where src0 alone is valid
-        ctx.dst[:rb, :cb] = b[:rb, :cb]              # where src1 alone is valid
+        ctx.dst[:ra, :ca] = a[:ra, :ca]  # where src0 alone is valid
+        ctx.dst[:rb, :cb] = b[:rb, :cb]  # where src1 alone is valid
         r, c = min(ra, rb), min(ca, cb)
         ctx.dst[:r, :c] = compute(ctx.dtype, fn, a[:r, :c], b[:r, :c])
+
     return unit
 
 
@@ -60,9 +63,11 @@ def _tinsert(ctx) -> None:
     full = ctx.extra["dst_capacity"]
     R, C = src.shape
     if r0 < 0 or c0 < 0 or r0 + R > full.shape[0] or c0 + C > full.shape[1]:
-        raise SimulationError(f"{ctx.where}: TINSERT of a {R}x{C} tile at ({r0}, {c0}) leaves "
-                              f"the {full.shape[0]}x{full.shape[1]} destination")
-    full[r0:r0 + R, c0:c0 + C] = src
+        raise SimulationError(
+            f"{ctx.where}: TINSERT of a {R}x{C} tile at ({r0}, {c0}) leaves "
+            f"the {full.shape[0]}x{full.shape[1]} destination"
+        )
+    full[r0 : r0 + R, c0 : c0 + C] = src
 
 
 def _expdif(column: bool):
@@ -73,13 +78,14 @@ def _expdif(column: bool):
         other = np.broadcast_to(b[:1, :C] if column else b[:R, :1], (R, C))
         diff = compute(ctx.dtype, np.subtract, a, other)
         ctx.dst[...] = compute(ctx.dtype, np.exp, diff)
+
     return unit
 
 
 def _tsels(ctx) -> None:
     mask, src = ctx.srcs[:2]
     s = scalar(ctx.dtype, ctx.scalars[0])
-    ctx.dst[...] = np.where(unpack_bits(mask, ctx.dst.shape[1])[:ctx.dst.shape[0]], src, s)
+    ctx.dst[...] = np.where(unpack_bits(mask, ctx.dst.shape[1])[: ctx.dst.shape[0]], src, s)
 
 
 def _txors(ctx) -> None:
@@ -91,9 +97,13 @@ def _txors(ctx) -> None:
 
 KERNELS = {
     "TCONCAT": _tconcat,
-    "TPARTADD": _part(np.add), "TPARTMAX": _part(np.maximum),
-    "TPARTMIN": _part(np.minimum), "TPARTMUL": _part(np.multiply),
+    "TPARTADD": _part(np.add),
+    "TPARTMAX": _part(np.maximum),
+    "TPARTMIN": _part(np.minimum),
+    "TPARTMUL": _part(np.multiply),
     "TINSERT": _tinsert,
-    "TROWEXPANDEXPDIF": _expdif(column=False), "TCOLEXPANDEXPDIF": _expdif(column=True),
-    "TSELS": _tsels, "TXORS": _txors,
+    "TROWEXPANDEXPDIF": _expdif(column=False),
+    "TCOLEXPANDEXPDIF": _expdif(column=True),
+    "TSELS": _tsels,
+    "TXORS": _txors,
 }

@@ -29,8 +29,12 @@ from sim.base.errors import SimulationError
 from sim.functional.arith import scalar, widen
 
 PREDICATES = {
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less,
-    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
 }
 
 
@@ -50,8 +54,9 @@ def unpack_bits(mask: np.ndarray, cols: int) -> np.ndarray:
 def _predicate(ctx):
     mode = ctx.attrs.get("cmp", "").lower()
     if mode not in PREDICATES:
-        raise SimulationError(f"{ctx.where}: unknown compare mode {mode!r}; "
-                              f"expected one of {', '.join(PREDICATES)}")
+        raise SimulationError(
+            f"{ctx.where}: unknown compare mode {mode!r}; expected one of {', '.join(PREDICATES)}"
+        )
     (src_dt, *_) = ctx.src_dtypes
     if src_dt.name == "i32" and "tcmp_i32_eq_only" in ctx.quirks:
         mode = "eq"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from attrs import Factory, define
 import numpy as np
+from attrs import Factory, define
 
 from sim.base.errors import SimulationError
 from sim.isa.dtypes import DType
@@ -27,18 +27,18 @@ class ValueOutOfRange(SimulationError):
 
 @define
 class FnContext:
-    op: str                       # opcode as the ISA spells it, e.g. "TADD"
-    where: str                    # "instruction #12 TADD (file.py:30)" for error messages
-    dtype: DType                  # element type of dst
-    dst: np.ndarray               # writable 2-D view, shape = iteration domain (R x C)
-    srcs: tuple = ()              # source tile views (2-D); elementwise ops: same shape as dst
-    scalars: tuple = ()           # scalar operands, in operand order
-    scalar_first: bool = False    # TDIVS(dst, scalar, src): scalar / tile
-    tmp: "np.ndarray | None" = None   # tmp tile view (full valid region) where the op has one
+    op: str  # opcode as the ISA spells it, e.g. "TADD"
+    where: str  # "instruction #12 TADD (file.py:30)" for error messages
+    dtype: DType  # element type of dst
+    dst: np.ndarray  # writable 2-D view, shape = iteration domain (R x C)
+    srcs: tuple = ()  # source tile views (2-D); elementwise ops: same shape as dst
+    scalars: tuple = ()  # scalar operands, in operand order
+    scalar_first: bool = False  # TDIVS(dst, scalar, src): scalar / tile
+    tmp: np.ndarray | None = None  # tmp tile view (full valid region) where the op has one
     attrs: dict = Factory(dict)  # e.g. {"round": "RINT", "sat": True, "cmp": "lt"}
-    src_dtypes: tuple = ()        # element types of srcs (TCVT: differs from dtype)
-    inplace: bool = False         # dst and the first source tile share their bytes
-    dst_apart: bool = False       # dst is contiguous and shares no byte with srcs or tmp
-    strict: bool = True           # integer division by zero / out-of-range input -> error
-    quirks: frozenset = frozenset()   # target-specific behaviours (models/<target>/semantics)
+    src_dtypes: tuple = ()  # element types of srcs (TCVT: differs from dtype)
+    inplace: bool = False  # dst and the first source tile share their bytes
+    dst_apart: bool = False  # dst is contiguous and shares no byte with srcs or tmp
+    strict: bool = True  # integer division by zero / out-of-range input -> error
+    quirks: frozenset = frozenset()  # target-specific behaviours (models/<target>/semantics)
     extra: dict[str, Any] = Factory(dict)

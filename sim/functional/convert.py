@@ -44,13 +44,15 @@ from sim.isa.dtypes import DType
 
 ROUND_MODES = ("NONE", "RINT", "ROUND", "FLOOR", "CEIL", "TRUNC", "ODD")
 
-WRAP_BY_DEFAULT = frozenset({("f16", "u8"), ("f16", "i8"), ("f32", "i16"),
-                             ("f16", "i16"), ("i64", "i32"), ("i32", "i16")})
+WRAP_BY_DEFAULT = frozenset(
+    {("f16", "u8"), ("f16", "i8"), ("f32", "i16"), ("f16", "i16"), ("i64", "i32"), ("i32", "i16")}
+)
 
 _BITS_TYPE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
 # ---- float -> integral value ----------------------------------------------------------
+
 
 def round_integral(x: np.ndarray, mode: str) -> np.ndarray:
     """Round float64 values to integral float64 values (inf and NaN pass through)."""
@@ -97,6 +99,7 @@ def _int_to_int(src: np.ndarray, dst: DType, sat: bool) -> np.ndarray:
 
 
 # ---- exact value -> float type --------------------------------------------------------
+
 
 def _step(v: np.ndarray, direction: int) -> np.ndarray:
     """The representable neighbour of each ``v`` toward +inf (1) or -inf (-1)."""
@@ -152,8 +155,9 @@ def _to_float(x: np.ndarray, dst: DType, mode: str, sat: bool) -> np.ndarray:
     # Overflow is decided against max + one ulp, the value inf stands for in IEEE rounding.
     overflow_edge = 2 * float(max_finite) - float(_step(max_finite, -1))
     with np.errstate(invalid="ignore"):
-        out = np.where((guess_f == x) | np.isnan(x), guess,
-                       _pick(x, lo, hi, mode, overflow_edge)).astype(t)
+        out = np.where(
+            (guess_f == x) | np.isnan(x), guess, _pick(x, lo, hi, mode, overflow_edge)
+        ).astype(t)
     if sat:
         overflow = np.isinf(out.astype(np.float64)) & np.isfinite(x)
         out = np.where(overflow, np.copysign(max_finite, x).astype(t), out).astype(t)
@@ -161,6 +165,7 @@ def _to_float(x: np.ndarray, dst: DType, mode: str, sat: bool) -> np.ndarray:
 
 
 # ---- the unit -------------------------------------------------------------------------
+
 
 def _saturates(ctx, src: DType) -> bool:
     sat = ctx.attrs.get("sat")
@@ -188,8 +193,10 @@ def _tcvt(ctx) -> None:
     # Accept the C++ spelling (CAST_RINT) and any case as well as the bare mode name.
     mode = str(ctx.attrs.get("round", "NONE")).upper().removeprefix("CAST_")
     if mode not in ROUND_MODES:
-        raise SimulationError(f"{ctx.where}: unknown TCVT rounding mode {mode!r}; "
-                              f"expected one of {', '.join(ROUND_MODES)}")
+        raise SimulationError(
+            f"{ctx.where}: unknown TCVT rounding mode {mode!r}; "
+            f"expected one of {', '.join(ROUND_MODES)}"
+        )
     ctx.dst[...] = convert(src, src_dt, ctx.dtype, mode, _saturates(ctx, src_dt))
 
 

@@ -32,8 +32,9 @@ def _mad(ctx: FnContext, a: np.ndarray, b: np.ndarray):
     """(m, n, A.B) over the valid regions, cut to the destination's region."""
     m, k = a.shape
     if b.shape[0] < k:
-        raise SimulationError(f"{ctx.where}: B has {b.shape[0]} valid rows, fewer than A's "
-                              f"valid cols k = {k}")
+        raise SimulationError(
+            f"{ctx.where}: B has {b.shape[0]} valid rows, fewer than A's valid cols k = {k}"
+        )
     m = min(m, ctx.dst.shape[0])
     n = min(b.shape[1], ctx.dst.shape[1])
     acc = _acc_type(ctx)
@@ -57,8 +58,10 @@ def tmatmul_acc(ctx: FnContext) -> None:
         c_in, (a, b) = ctx.dst, ctx.srcs
     m, n, ab = _mad(ctx, a, b)
     if c_in.shape[0] < m or c_in.shape[1] < n:
-        raise SimulationError(f"{ctx.where}: C_in has a {c_in.shape[0]}x{c_in.shape[1]} valid "
-                              f"region, the product is {m}x{n}")
+        raise SimulationError(
+            f"{ctx.where}: C_in has a {c_in.shape[0]}x{c_in.shape[1]} valid "
+            f"region, the product is {m}x{n}"
+        )
     _write(ctx, m, n, np.asarray(c_in[:m, :n], dtype=_acc_type(ctx)) + ab)
 
 
@@ -73,11 +76,14 @@ def tgemv(ctx: FnContext) -> None:
     a, b = ctx.srcs
     k = b.shape[0]
     if a.shape[1] < k:
-        raise SimulationError(f"{ctx.where}: a has {a.shape[1]} valid cols, B's valid rows "
-                              f"k = {k}")
+        raise SimulationError(f"{ctx.where}: a has {a.shape[1]} valid cols, B's valid rows k = {k}")
     m, n, ab = _mad(ctx, a[:1, :k], b)
     _write(ctx, m, n, ab)
 
 
-KERNELS = {"TMATMUL": tmatmul, "TMATMUL_ACC": tmatmul_acc, "TMATMUL_BIAS": tmatmul_bias,
-           "TGEMV": tgemv}
+KERNELS = {
+    "TMATMUL": tmatmul,
+    "TMATMUL_ACC": tmatmul_acc,
+    "TMATMUL_BIAS": tmatmul_bias,
+    "TGEMV": tgemv,
+}

@@ -27,8 +27,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.arith import (bound_into, compute, compute_into, divide_into,
-                                  require_float, scalar)
+from sim.functional.arith import (
+    bound_into,
+    compute,
+    compute_into,
+    divide_into,
+    require_float,
+    scalar,
+)
 
 
 def _binary(fn):
@@ -39,6 +45,7 @@ def _binary(fn):
     def bind(ctx):
         a, b = ctx.srcs
         return bound_into(ctx, fn, a, b)
+
     unit.bind = bind
     return unit
 
@@ -55,6 +62,7 @@ def _unary(fn, float_only: bool = False):
             require_float(ctx)
         (a,) = ctx.srcs
         return bound_into(ctx, fn, a)
+
     unit.bind = bind
     return unit
 

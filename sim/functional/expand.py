@@ -29,6 +29,7 @@ def _expand(source):
     def unit(ctx) -> None:
         (src,) = ctx.srcs
         ctx.dst[...] = source(src, ctx.dst.shape)
+
     return unit
 
 
@@ -36,6 +37,7 @@ def _expand_op(source, op):
     def unit(ctx) -> None:
         a, b = ctx.srcs
         ctx.dst[...] = op(ctx, a, source(b, a.shape))
+
     return unit
 
 
@@ -43,9 +45,14 @@ def _elementwise(fn):
     return lambda ctx, a, b: compute(ctx.dtype, fn, a, b)
 
 
-_OPS = {"ADD": _elementwise(np.add), "SUB": _elementwise(np.subtract),
-        "MUL": _elementwise(np.multiply), "DIV": divide,
-        "MAX": _elementwise(np.maximum), "MIN": _elementwise(np.minimum)}
+_OPS = {
+    "ADD": _elementwise(np.add),
+    "SUB": _elementwise(np.subtract),
+    "MUL": _elementwise(np.multiply),
+    "DIV": divide,
+    "MAX": _elementwise(np.maximum),
+    "MIN": _elementwise(np.minimum),
+}
 
 KERNELS = {
     "TROWEXPAND": _expand(_row_source),

@@ -33,8 +33,8 @@ import ml_dtypes
 import numpy as np
 
 from sim.base.errors import SimulationError
-from sim.functional.context import ValueOutOfRange
 from sim.functional.arith import compute, first_index, scalar
+from sim.functional.context import ValueOutOfRange
 from sim.isa.dtypes import DType
 from sim.isa.tile import Pad
 
@@ -53,7 +53,8 @@ def _tgather(ctx) -> None:
     if indices.shape != ctx.dst.shape:
         raise SimulationError(
             f"{ctx.where}: indices cover {indices.shape[0]}x{indices.shape[1]} elements, the "
-            f"destination's valid region is {ctx.dst.shape[0]}x{ctx.dst.shape[1]}; they must match")
+            f"destination's valid region is {ctx.dst.shape[0]}x{ctx.dst.shape[1]}; they must match"
+        )
     flat = np.ascontiguousarray(table).reshape(-1)
     k = np.asarray(indices).astype(np.int64)
     bad = (k < 0) | (k >= flat.size)
@@ -62,7 +63,8 @@ def _tgather(ctx) -> None:
         raise ValueOutOfRange(
             f"{ctx.where}: index {int(k[at])} at element {at} is outside the gathered table "
             f"(valid region {table.shape[0]}x{table.shape[1]} of the source = {flat.size} "
-            f"elements)")
+            f"elements)"
+        )
     gathered = flat[np.where(bad, 0, k)]
     ctx.dst[...] = np.where(bad, ctx.dst, gathered) if bad.any() else gathered
 
@@ -78,13 +80,15 @@ def _mgather(ctx) -> None:
     bad = (k < 0) | (k >= table.size)
     if bad.any() and ctx.strict:
         at = first_index(bad)
-        raise ValueOutOfRange(f"{ctx.where}: index {int(k[at])} at element {at} is outside the "
-                              f"{table.size} GM elements the view reaches")
+        raise ValueOutOfRange(
+            f"{ctx.where}: index {int(k[at])} at element {at} is outside the "
+            f"{table.size} GM elements the view reaches"
+        )
     gathered = table[np.where(bad, 0, k)]
     ctx.dst[...] = np.where(bad, ctx.dst, gathered) if bad.any() else gathered
 
 
-def pad_value(dt: DType, pad) -> "np.ndarray | None":
+def pad_value(dt: DType, pad) -> np.ndarray | None:
     """The fill value of PadValue ``pad`` in element type ``dt`` (None for Null)."""
     pad = Pad(int(pad))
     if pad is Pad.NULL:
@@ -95,7 +99,7 @@ def pad_value(dt: DType, pad) -> "np.ndarray | None":
     if dt.is_float:
         with np.errstate(all="ignore"):
             v = np.asarray(np.inf if high else -np.inf).astype(dt.np_type)
-        if not np.isinf(np.float64(v)):           # no infinity in this format
+        if not np.isinf(np.float64(v)):  # no infinity in this format
             info = ml_dtypes.finfo(dt.np_type)
             v = np.asarray(info.max if high else info.min).astype(dt.np_type)
         return v
@@ -106,8 +110,10 @@ def pad_value(dt: DType, pad) -> "np.ndarray | None":
 def _tfillpad(ctx) -> None:
     (src,) = ctx.srcs
     if "pad" not in ctx.extra:
-        raise SimulationError(f"{ctx.where}: TFILLPAD needs the destination's PadValue, which "
-                              f"the interpreter did not pass (FnContext.extra['pad'])")
+        raise SimulationError(
+            f"{ctx.where}: TFILLPAD needs the destination's PadValue, which "
+            f"the interpreter did not pass (FnContext.extra['pad'])"
+        )
     dst = ctx.extra.get("dst_capacity", ctx.dst)
     r, c = min(src.shape[0], dst.shape[0]), min(src.shape[1], dst.shape[1])
     dst[:r, :c] = src[:r, :c]

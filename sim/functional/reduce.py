@@ -34,6 +34,7 @@ def _row_reduce(fn):
     def unit(ctx) -> None:
         (src,) = ctx.srcs
         ctx.dst[...] = fn(ctx, src).reshape(-1, 1)
+
     return unit
 
 
@@ -60,6 +61,7 @@ def _col_reduce(fn, has_binary_form: bool = False):
             return
         combine = _pairwise if has_binary_form and ctx.attrs.get("isBinary") else _sequential
         ctx.dst[...] = combine(ctx, src, fn).reshape(1, -1)
+
     return unit
 
 

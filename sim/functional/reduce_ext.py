@@ -27,7 +27,10 @@ def _arg(fn, axis: int):
         if src.size == 0:
             return
         idx = fn(src, axis=axis)
-        ctx.dst[...] = (idx.reshape(-1, 1) if axis == 1 else idx.reshape(1, -1)).astype(ctx.dtype.np_type)
+        ctx.dst[...] = (idx.reshape(-1, 1) if axis == 1 else idx.reshape(1, -1)).astype(
+            ctx.dtype.np_type
+        )
+
     return unit
 
 
@@ -47,7 +50,10 @@ def _tcolprod(ctx) -> None:
 
 
 KERNELS = {
-    "TROWARGMAX": _arg(np.argmax, 1), "TROWARGMIN": _arg(np.argmin, 1),
-    "TCOLARGMAX": _arg(np.argmax, 0), "TCOLARGMIN": _arg(np.argmin, 0),
-    "TROWPROD": _trowprod, "TCOLPROD": _tcolprod,
+    "TROWARGMAX": _arg(np.argmax, 1),
+    "TROWARGMIN": _arg(np.argmin, 1),
+    "TCOLARGMAX": _arg(np.argmax, 0),
+    "TCOLARGMIN": _arg(np.argmin, 0),
+    "TROWPROD": _trowprod,
+    "TCOLPROD": _tcolprod,
 }

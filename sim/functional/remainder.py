@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.functional.arith import compute, first_index, narrow, scalar, widen, zero_divisors
 from sim.functional.context import ValueOutOfRange
-from sim.functional.arith import (compute, first_index, narrow, scalar, widen,
-                                  zero_divisors)
 
-F32_EXACT = 2 ** 24
+F32_EXACT = 2**24
 
 
 def _floor_fix(r: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -61,7 +60,8 @@ def _check_f32_exact(ctx, name: str, values) -> None:
         found = f"{name} = {values}"
     raise ValueOutOfRange(
         f"{ctx.where}: i32 {ctx.op} operand out of the f32-exact range [-2**24, 2**24] "
-        f"{found} (the A2/A3 lowering computes through f32)")
+        f"{found} (the A2/A3 lowering computes through f32)"
+    )
 
 
 def _rem_via_f32(a, b):

@@ -36,14 +36,16 @@ def _with_scalar(fn):
     def bind(ctx):
         (a,) = ctx.srcs
         dt = ctx.dtype
-        last = [None, None]         # the scalar operand last read and its cast
+        last = [None, None]  # the scalar operand last read and its cast
 
         def cast():
             raw = ctx.scalars[0]
             if raw is not last[0]:  # a constant is one object on every execution
                 last[0], last[1] = raw, scalar(dt, raw)
             return last[1]
+
         return bound_into(ctx, fn, a, cast)
+
     unit.bind = bind
     return unit
 

@@ -39,16 +39,18 @@ def _proposals(ctx, row: np.ndarray) -> np.ndarray:
     """The proposals one tile row holds (a structured view of its bytes)."""
     raw = np.ascontiguousarray(row).view(np.uint8)
     n = raw.size // 8
-    return raw[:n * 8].view(_proposal_dtype(ctx.dtype.np_type))
+    return raw[: n * 8].view(_proposal_dtype(ctx.dtype.np_type))
 
 
 def _write(ctx, i: int, props: np.ndarray) -> None:
     row = ctx.dst[i]
     need = props.size * 8 // ctx.dtype.size_bytes
     if need > row.size:
-        raise SimulationError(f"{ctx.where}: {ctx.op} writes {props.size} proposals (8 bytes "
-                              f"each, {need} {ctx.dtype} elements) per row; dst's valid row "
-                              f"has {row.size}")
+        raise SimulationError(
+            f"{ctx.where}: {ctx.op} writes {props.size} proposals (8 bytes "
+            f"each, {need} {ctx.dtype} elements) per row; dst's valid row "
+            f"has {row.size}"
+        )
     row[:need] = props.view(ctx.dtype.np_type)
 
 
@@ -63,11 +65,14 @@ def _tsort32(ctx) -> None:
     for i in range(R):
         out = np.zeros(C, pd)
         for b in range(0, C, _BLOCK):
-            vals = src[i, b:b + _BLOCK]
+            vals = src[i, b : b + _BLOCK]
             order = _descending(vals)
-            out["v"][b:b + vals.size] = vals[order]
-            out["i"][b:b + vals.size] = idx[i, b:b + vals.size].astype(np.uint32)[order] \
-                if idx.shape[1] >= b + vals.size else (b + order).astype(np.uint32)
+            out["v"][b : b + vals.size] = vals[order]
+            out["i"][b : b + vals.size] = (
+                idx[i, b : b + vals.size].astype(np.uint32)[order]
+                if idx.shape[1] >= b + vals.size
+                else (b + order).astype(np.uint32)
+            )
         _write(ctx, i, out)
 
 
@@ -79,15 +84,19 @@ def _merge(runs: list) -> np.ndarray:
 
 
 def _tmrgsort(ctx) -> None:
-    if ctx.scalars:                          # single source, runs of blockLen proposals
+    if ctx.scalars:  # single source, runs of blockLen proposals
         (src,) = ctx.srcs[:1]
         block = int(ctx.scalars[0])
         if block <= 0:
             raise SimulationError(f"{ctx.where}: TMRGSORT blockLen must be positive, found {block}")
         for i in range(src.shape[0]):
             props = _proposals(ctx, src[i])
-            merged = [_merge([props[s:s + block] for s in range(g, min(g + 4 * block, props.size), block)])
-                      for g in range(0, props.size, 4 * block)]
+            merged = [
+                _merge(
+                    [props[s : s + block] for s in range(g, min(g + 4 * block, props.size), block)]
+                )
+                for g in range(0, props.size, 4 * block)
+            ]
             _write(ctx, i, np.concatenate(merged) if merged else props)
         return
     for i in range(ctx.dst.shape[0]):

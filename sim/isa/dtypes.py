@@ -17,8 +17,22 @@ import numpy as np
 
 from sim.base.errors import UserError
 
-__all__ = ["DType", "dtype", "DTYPES", "F32", "F16", "BF16", "I32", "I16", "I8",
-           "U32", "U16", "U8", "I64", "U64"]
+__all__ = [
+    "DType",
+    "dtype",
+    "DTYPES",
+    "F32",
+    "F16",
+    "BF16",
+    "I32",
+    "I16",
+    "I8",
+    "U32",
+    "U16",
+    "U8",
+    "I64",
+    "U64",
+]
 
 
 @attrs.frozen
@@ -82,29 +96,56 @@ FP8_E5M2 = _d("f8e5m2", ml_dtypes.float8_e5m2, "float")
 HIF8 = _d("hif8", np.uint8, "raw")
 
 DTYPES: dict[str, DType] = {
-    d.name: d for d in (F32, F16, BF16, I32, I16, I8, U32, U16, U8, I64, U64, FP8_E4M3, FP8_E5M2,
-                        HIF8)
+    d.name: d
+    for d in (F32, F16, BF16, I32, I16, I8, U32, U16, U8, I64, U64, FP8_E4M3, FP8_E5M2, HIF8)
 }
 
 _ALIASES = {
-    "float": "f32", "float32": "f32", "float32_t": "f32", "fp32": "f32",
-    "half": "f16", "float16": "f16", "float16_t": "f16", "fp16": "f16",
-    "bfloat16": "bf16", "bfloat16_t": "bf16",
-    "int32": "i32", "int32_t": "i32", "int": "i32", "si32": "i32",
-    "int16": "i16", "int16_t": "i16", "si16": "i16",
-    "int8": "i8", "int8_t": "i8", "si8": "i8",
-    "uint32": "u32", "uint32_t": "u32", "ui32": "u32",
-    "uint16": "u16", "uint16_t": "u16", "ui16": "u16",
-    "uint8": "u8", "uint8_t": "u8", "ui8": "u8",
-    "int64": "i64", "int64_t": "i64", "si64": "i64",
-    "uint64": "u64", "uint64_t": "u64", "ui64": "u64",
-    "f8E4M3FN": "f8e4m3", "float8_e4m3_t": "f8e4m3",
-    "f8E5M2": "f8e5m2", "float8_e5m2_t": "f8e5m2",
-    "!pto.hif8": "hif8", "hifloat8_t": "hif8",
+    "float": "f32",
+    "float32": "f32",
+    "float32_t": "f32",
+    "fp32": "f32",
+    "half": "f16",
+    "float16": "f16",
+    "float16_t": "f16",
+    "fp16": "f16",
+    "bfloat16": "bf16",
+    "bfloat16_t": "bf16",
+    "int32": "i32",
+    "int32_t": "i32",
+    "int": "i32",
+    "si32": "i32",
+    "int16": "i16",
+    "int16_t": "i16",
+    "si16": "i16",
+    "int8": "i8",
+    "int8_t": "i8",
+    "si8": "i8",
+    "uint32": "u32",
+    "uint32_t": "u32",
+    "ui32": "u32",
+    "uint16": "u16",
+    "uint16_t": "u16",
+    "ui16": "u16",
+    "uint8": "u8",
+    "uint8_t": "u8",
+    "ui8": "u8",
+    "int64": "i64",
+    "int64_t": "i64",
+    "si64": "i64",
+    "uint64": "u64",
+    "uint64_t": "u64",
+    "ui64": "u64",
+    "f8E4M3FN": "f8e4m3",
+    "float8_e4m3_t": "f8e4m3",
+    "f8E5M2": "f8e5m2",
+    "float8_e5m2_t": "f8e5m2",
+    "!pto.hif8": "hif8",
+    "hifloat8_t": "hif8",
 }
 
 
-def dtype(value: "str | DType") -> DType:
+def dtype(value: str | DType) -> DType:
     """Return the DType named ``value`` (IR name, C++ name or calibration key)."""
     if isinstance(value, DType):
         return value

@@ -22,7 +22,7 @@ __all__ = ["HAND_PLACEMENTS", "note", "known", "kept"]
 
 HAND_PLACEMENTS = "hand placements"
 
-_notes: dict[int, dict] = {}       # id(program) -> {key: value}, while the program lives
+_notes: dict[int, dict] = {}  # id(program) -> {key: value}, while the program lives
 
 
 def _mine(program) -> dict:

@@ -13,7 +13,7 @@ optional trailing tile (tmp), ``|`` separates alternative ``ins`` forms.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import attrs
 
@@ -36,7 +36,11 @@ def _route_tstore(outs, ins):
 
 def _route_tmov(outs, ins):
     src, dst = ins[0], outs[0]
-    if src is Loc.ACC or (src is Loc.VEC and dst is Loc.MAT) or (src is Loc.MAT and dst is Loc.SCALING):
+    if (
+        src is Loc.ACC
+        or (src is Loc.VEC and dst is Loc.MAT)
+        or (src is Loc.MAT and dst is Loc.SCALING)
+    ):
         return "PIPE_FIX"
     if src is Loc.MAT:
         return "PIPE_MTE1"
@@ -51,11 +55,11 @@ def _route_texpands(outs, ins):
 @attrs.frozen
 class OpSpec:
     name: str
-    outs: str                      # signature of the outs list, e.g. "T"
-    ins: tuple[str, ...]           # alternative signatures of the ins list
-    family: str                    # lowering family for the timing model
+    outs: str  # signature of the outs list, e.g. "T"
+    ins: tuple[str, ...]  # alternative signatures of the ins list
+    family: str  # lowering family for the timing model
     route: Callable = attrs.field(eq=False, repr=False)
-    domain: str = "dst"            # whose valid region is the iteration domain
+    domain: str = "dst"  # whose valid region is the iteration domain
     attrs_allowed: tuple[str, ...] = ()
 
     @property
@@ -90,7 +94,18 @@ for _n in ("TABS", "TNEG", "TEXP", "TLOG", "TSQRT", "TRECIP", "TRELU", "TNOT"):
     _op(_n, "T", "T", "unary")
 _op("TRSQRT", "T", "T T?", "unary")
 # --- tile-scalar -----------------------------------------------------------------------
-for _n in ("TADDS", "TSUBS", "TMULS", "TMAXS", "TMINS", "TLRELU", "TANDS", "TORS", "TSHLS", "TSHRS"):
+for _n in (
+    "TADDS",
+    "TSUBS",
+    "TMULS",
+    "TMAXS",
+    "TMINS",
+    "TLRELU",
+    "TANDS",
+    "TORS",
+    "TSHLS",
+    "TSHRS",
+):
     _op(_n, "T", "T S", "scalar")
 _op("TDIVS", "T", "T S | S T", "scalar")
 _op("TREMS", "T", "T S T?", "remainder")
@@ -140,20 +155,26 @@ _op("TFILLPAD", "T", "T", "fillpad", pipe=_route_texpands, domain="src")
 # every ASSUMPTION is stated in the functional unit (sim/functional/sort.py, combine.py,
 # reduce_ext.py, gather.py) and the lowering (sim/timing/vsort.py, vcombine.py,
 # vreduce_ext.py) that implement them.
-_op("TCONCAT", "T", "T T", "concat")                      # dst = [src0 | src1] (columns)
+_op("TCONCAT", "T", "T T", "concat")  # dst = [src0 | src1] (columns)
 for _n in ("TPARTADD", "TPARTMAX", "TPARTMIN", "TPARTMUL"):
-    _op(_n, "T", "T T", "part")                           # op where both are valid
+    _op(_n, "T", "T T", "part")  # op where both are valid
 for _n in ("TROWARGMAX", "TROWARGMIN", "TROWPROD"):
     _op(_n, "T", "T T?", "rowreduce", domain="src")
 for _n in ("TCOLARGMAX", "TCOLARGMIN", "TCOLPROD"):
     _op(_n, "T", "T T?", "colreduce", domain="src")
 _op("TROWEXPANDEXPDIF", "T", "T T T?", "rowexpand_binary")  # exp(src0 - row bcast src1)
-_op("TCOLEXPANDEXPDIF", "T", "T T", "colexpand_binary")     # exp(src0 - col bcast src1)
-_op("TSELS", "T", "T T S | T T T S", "select")           # mask ? src : scalar
+_op("TCOLEXPANDEXPDIF", "T", "T T", "colexpand_binary")  # exp(src0 - col bcast src1)
+_op("TSELS", "T", "T T S | T T T S", "select")  # mask ? src : scalar
 _op("TXORS", "T", "T S T?", "scalar")
-_op("TSORT32", "T", "T T T?", "sort", domain="src")      # 32-element blocks, with indices
-_op("TMRGSORT", "T T?", "T S | T T | T T T | T T T T", "sort", domain="src",
-    attrs_allowed=("exhausted",))
+_op("TSORT32", "T", "T T T?", "sort", domain="src")  # 32-element blocks, with indices
+_op(
+    "TMRGSORT",
+    "T T?",
+    "T S | T T | T T T | T T T T",
+    "sort",
+    domain="src",
+    attrs_allowed=("exhausted",),
+)
 # TINSERT: src into dst at (row, col); Acc -> Mat on FIXPIPE (programming model §6.1),
 # Vec -> Vec on PIPE_V
 _op("TINSERT", "T", "T S S", "move", pipe=_route_tmov, domain="src")

@@ -7,7 +7,7 @@ against ``sim.isa.rules`` and the opcode registry before any instruction is veri
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from sim.base.errors import UserError
 from sim.isa.dtypes import DTYPES
@@ -19,13 +19,25 @@ __all__ = ["check_ops_table"]
 
 
 def _role_refs(key: str, value) -> list:
-    if key in ("dtypes", "locs", "layouts", "max_valid", "max_valid_rows", "max_valid_cols",
-               "valid_cols_in"):
+    if key in (
+        "dtypes",
+        "locs",
+        "layouts",
+        "max_valid",
+        "max_valid_rows",
+        "max_valid_cols",
+        "valid_cols_in",
+    ):
         return list(value) if isinstance(value, dict) else []
     if key == "distinct":
         return [r for group in distinct_groups(value) for r in group]
-    if key in ("same_dtype", "same_dtype_size", "equal_valid", "equal_valid_rows",
-               "equal_valid_cols") or (key == "row_major" and isinstance(value, list)):
+    if key in (
+        "same_dtype",
+        "same_dtype_size",
+        "equal_valid",
+        "equal_valid_rows",
+        "equal_valid_cols",
+    ) or (key == "row_major" and isinstance(value, list)):
         return list(value)
     if key == "equal_extents":
         return [r.split(".")[0] for pair in value for r in pair if isinstance(r, str)]
@@ -64,30 +76,52 @@ def _table_problems(label: str, roles: set, rules: dict) -> Iterator[str]:
             yield f"{label}: unknown rule key {key!r}; expected one of {', '.join(RULE_KEYS)}"
             continue
         if key == "tmp":
-            yield from (f"{label}: unknown tmp key {k!r}; expected one of {', '.join(TMP_KEYS)}"
-                        for k in value if k not in TMP_KEYS)
+            yield from (
+                f"{label}: unknown tmp key {k!r}; expected one of {', '.join(TMP_KEYS)}"
+                for k in value
+                if k not in TMP_KEYS
+            )
         refs = list(value) if key == "when" else _role_refs(key, value)
-        yield from (f"{label}.{key}: unknown role {r!r}; expected one of "
-                    f"{', '.join(sorted(roles))}" for r in refs if r not in roles)
+        yield from (
+            f"{label}.{key}: unknown role {r!r}; expected one of {', '.join(sorted(roles))}"
+            for r in refs
+            if r not in roles
+        )
         if key == "equal_extents":
-            yield from (f"{label}.equal_extents: unknown extent {r!r}; expected role."
-                        f"{'|'.join(EXTENTS)}" for pair in value for r in pair
-                        if isinstance(r, str) and r.partition(".")[2] not in EXTENTS)
-        yield from (f"{label}.{key}: unknown element type {d!r}"
-                    for d in _dtype_refs(key, value) if d not in DTYPES)
+            yield from (
+                f"{label}.equal_extents: unknown extent {r!r}; expected role.{'|'.join(EXTENTS)}"
+                for pair in value
+                for r in pair
+                if isinstance(r, str) and r.partition(".")[2] not in EXTENTS
+            )
+        yield from (
+            f"{label}.{key}: unknown element type {d!r}"
+            for d in _dtype_refs(key, value)
+            if d not in DTYPES
+        )
         if key == "locs":
-            yield from (f"{label}.locs: unknown location {loc!r}"
-                        for ls in value.values() for loc in ls if loc not in locs)
+            yield from (
+                f"{label}.locs: unknown location {loc!r}"
+                for ls in value.values()
+                for loc in ls
+                if loc not in locs
+            )
         if key == "valid_cols_in":
-            yield from (f"{label}.valid_cols_in: unknown extent {v!r}; expected a positive "
-                        f"int or 'block'" for vs in value.values() for v in vs
-                        if v != "block" and not (isinstance(v, int) and v > 0))
+            yield from (
+                f"{label}.valid_cols_in: unknown extent {v!r}; expected a positive int or 'block'"
+                for vs in value.values()
+                for v in vs
+                if v != "block" and not (isinstance(v, int) and v > 0)
+            )
 
 
 def check_ops_table(target) -> None:
     """Raise UserError if the target's ops table names unknown opcodes, keys, roles or types."""
-    problems = [f"unknown top-level key {k!r}; expected defaults, ops"
-                for k in target.ops if k not in ("defaults", "ops")]
+    problems = [
+        f"unknown top-level key {k!r}; expected defaults, ops"
+        for k in target.ops
+        if k not in ("defaults", "ops")
+    ]
     every_role = set().union(*(_possible_roles(spec) for spec in OPCODES.values()))
     problems += _table_problems("defaults", every_role, target.ops.get("defaults", {}))
     for op, entry in target.ops.get("ops", {}).items():

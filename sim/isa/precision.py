@@ -28,8 +28,18 @@ import re
 
 import attrs
 
-__all__ = ["Precision", "parse_precision", "requested", "effective", "diagnose_attrs", "KINDS",
-           "HIGH", "DEFAULT", "kind_for", "DIVISION_OPS"]
+__all__ = [
+    "Precision",
+    "parse_precision",
+    "requested",
+    "effective",
+    "diagnose_attrs",
+    "KINDS",
+    "HIGH",
+    "DEFAULT",
+    "kind_for",
+    "DIVISION_OPS",
+]
 
 HIGH, DEFAULT = "high_precision", "default"
 
@@ -72,7 +82,7 @@ class Precision:
         return f"#pto<{self.kind} {self.value}>"
 
 
-def parse_precision(text: str) -> "Precision | None":
+def parse_precision(text: str) -> Precision | None:
     """The Precision of an attribute value's text, None when it is no precision mode.
     Raises ValueError for a precision kind with an unknown value."""
     m = _VALUE.fullmatch(text.strip())
@@ -84,7 +94,7 @@ def parse_precision(text: str) -> "Precision | None":
     return Precision(kind, value)
 
 
-def kind_for(opcode: str) -> "str | None":
+def kind_for(opcode: str) -> str | None:
     """The precision kind real code writes on ``opcode`` (None: the op has no mode)."""
     return next((k for k, ops in KINDS.items() if opcode in ops and k != "precision_mode"), None)
 
@@ -120,8 +130,9 @@ def diagnose_attrs(opcode: str, allowed, instr_attrs, rules: dict, dtype: str, t
     errors, warnings = [], []
     precisions = [(k, v) for k, v in dict(instr_attrs or {}).items() if isinstance(v, Precision)]
     if len(precisions) > 1:
-        errors.append(f"attributes {', '.join(k for k, _ in precisions)}: more than one "
-                      f"precision mode")
+        errors.append(
+            f"attributes {', '.join(k for k, _ in precisions)}: more than one precision mode"
+        )
     for key, p in precisions:
         if opcode not in KINDS[p.kind]:
             where = ", ".join(KINDS[p.kind]) or "TPOW (not simulated)"
@@ -132,9 +143,13 @@ def diagnose_attrs(opcode: str, allowed, instr_attrs, rules: dict, dtype: str, t
     for key, v in dict(instr_attrs or {}).items():
         if isinstance(v, Precision) or key in allowed:
             continue
-        warnings.append(f"warning: attribute {key} = {v} is not modelled for {opcode}: ignored "
-                        f"(its timing and values are those without it)")
+        warnings.append(
+            f"warning: attribute {key} = {v} is not modelled for {opcode}: ignored "
+            f"(its timing and values are those without it)"
+        )
     if opcode == "TMRGSORT" and dict(instr_attrs or {}).get("exhausted") in (True, "true"):
-        warnings.append("warning: attribute exhausted = true is not modelled for TMRGSORT: "
-                        "the merge runs to the end of every list (sim/functional/sort.py)")
+        warnings.append(
+            "warning: attribute exhausted = true is not modelled for TMRGSORT: "
+            "the merge runs to the end of every list (sim/functional/sort.py)"
+        )
     return errors, warnings

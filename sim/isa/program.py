@@ -28,14 +28,50 @@ from typing import Union
 
 import attrs
 
-from sim.isa.dtypes import DType, dtype as _dtype
+from sim.isa.dtypes import DType
+from sim.isa.dtypes import dtype as _dtype
 from sim.isa.tile import Tile
 
-__all__ = ["SourceLoc", "Const", "Scalar", "GmPtr", "TensorView", "PartView", "Operand", "RawAttr",
-           "Alloc", "MakeTensorView", "PartitionView", "Instr", "SetValidShape", "SetFlag",
-           "WaitFlag", "Barrier", "SyncSet", "SyncWait", "SyncAll", "SetFfts", "FFTS_MODES",
-           "SYNCALL_MODES", "SYNCALL_CORE_TYPES", "Arith", "ScalarOp", "Subview", "Reshape", "Yield", "For", "If",
-           "Call", "Return", "Section", "PipeOp", "walk", "Function", "Program", "Stmt"]
+__all__ = [
+    "SourceLoc",
+    "Const",
+    "Scalar",
+    "GmPtr",
+    "TensorView",
+    "PartView",
+    "Operand",
+    "RawAttr",
+    "Alloc",
+    "MakeTensorView",
+    "PartitionView",
+    "Instr",
+    "SetValidShape",
+    "SetFlag",
+    "WaitFlag",
+    "Barrier",
+    "SyncSet",
+    "SyncWait",
+    "SyncAll",
+    "SetFfts",
+    "FFTS_MODES",
+    "SYNCALL_MODES",
+    "SYNCALL_CORE_TYPES",
+    "Arith",
+    "ScalarOp",
+    "Subview",
+    "Reshape",
+    "Yield",
+    "For",
+    "If",
+    "Call",
+    "Return",
+    "Section",
+    "PipeOp",
+    "walk",
+    "Function",
+    "Program",
+    "Stmt",
+]
 
 
 @attrs.frozen(cache_hash=True)
@@ -56,11 +92,12 @@ def _loc_field():
 
 # --- values ------------------------------------------------------------------------------
 
+
 @attrs.frozen(cache_hash=True)
 class Const:
     """A literal scalar with its IR type (``index``, ``i32``, ``f32``, ``i1`` ...)."""
 
-    value: "int | float | bool"
+    value: int | float | bool
     type: str = "index"
 
     def __str__(self) -> str:
@@ -131,13 +168,14 @@ class RawAttr:
 
 # --- statements ----------------------------------------------------------------------------
 
+
 @attrs.frozen
 class Alloc:
     tile: Tile
-    addr: "Const | Scalar | None" = None
-    valid_row: "Const | Scalar | None" = None
-    valid_col: "Const | Scalar | None" = None
-    loc: "SourceLoc | None" = _loc_field()
+    addr: Const | Scalar | None = None
+    valid_row: Const | Scalar | None = None
+    valid_col: Const | Scalar | None = None
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -147,7 +185,7 @@ class MakeTensorView:
     shape: tuple = attrs.field(converter=tuple)
     strides: tuple = attrs.field(converter=tuple)
     layout: str = "nd"
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -156,7 +194,7 @@ class PartitionView:
     source: TensorView
     offsets: tuple = attrs.field(converter=tuple)
     sizes: tuple = attrs.field(converter=tuple)
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen(cache_hash=True)
@@ -167,7 +205,7 @@ class Instr:
     outs: tuple = attrs.field(converter=tuple)
     ins: tuple = attrs.field(converter=tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
     def attr(self, key, default=None):
         return dict(self.attrs).get(key, default)
@@ -189,9 +227,9 @@ class Instr:
 @attrs.frozen
 class SetValidShape:
     tile: Tile
-    rows: "Const | Scalar"
-    cols: "Const | Scalar"
-    loc: "SourceLoc | None" = _loc_field()
+    rows: Const | Scalar
+    cols: Const | Scalar
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -201,7 +239,7 @@ class SetFlag:
     src: str
     dst: str
     event: int
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -211,7 +249,7 @@ class WaitFlag:
     src: str
     dst: str
     event: int
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -219,12 +257,12 @@ class Barrier:
     """``pipe_barrier(pipe)``: later work on ``pipe`` (every pipe for PIPE_ALL) waits."""
 
     pipe: str
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 # --- cross-core synchronisation (FFTS) -------------------------------------------------------
 
-FFTS_MODES = (0, 1, 2)          # all cores of one type / the AIVs of a core / AIC <-> AIV
+FFTS_MODES = (0, 1, 2)  # all cores of one type / the AIVs of a core / AIC <-> AIV
 SYNCALL_MODES = ("soft", "hard")
 SYNCALL_CORE_TYPES = ("aiv_only", "aic_only", "mix")
 
@@ -238,10 +276,10 @@ class SyncSet:
     (no mode; the id addresses a vector sub-block)."""
 
     pipe: str
-    flag: "int | Scalar"
-    mode: "int | None" = None
+    flag: int | Scalar
+    mode: int | None = None
     intra: bool = False
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -250,10 +288,10 @@ class SyncWait:
     cross-core flag is set (``wait_flag_dev``); ``intra``: ``pto.wait_intra_block``."""
 
     pipe: str
-    flag: "int | Scalar"
-    mode: "int | None" = None
+    flag: int | Scalar
+    mode: int | None = None
     intra: bool = False
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -266,7 +304,7 @@ class SyncAll:
     mode: str
     core_type: str
     operands: tuple = attrs.field(default=(), converter=tuple)
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -274,10 +312,11 @@ class SetFfts:
     """``pto.set_ffts %addr : T``: sets the FFTS base address (``set_ffts_base_addr``)."""
 
     value: object
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 # --- scalar code and control flow (MLIR arith / scf / func, and PTO scalar ops) ----------
+
 
 @attrs.frozen
 class Arith:
@@ -291,7 +330,7 @@ class Arith:
     op: str
     operands: tuple = attrs.field(converter=tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -303,7 +342,7 @@ class ScalarOp:
     op: str = ""
     operands: tuple = attrs.field(default=(), converter=tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -317,7 +356,7 @@ class Subview:
     sizes: tuple = attrs.field(converter=tuple)
     valid: tuple = attrs.field(default=(), converter=tuple)
     op: str = "pto.subview"
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -328,13 +367,13 @@ class Reshape:
 
     result: Tile
     source: Tile
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
 class Yield:
     values: tuple = attrs.field(default=(), converter=tuple)
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -343,23 +382,23 @@ class For:
     a ``Yield`` of the next iter values when there are any."""
 
     iv: Scalar
-    lower: "Const | Scalar"
-    upper: "Const | Scalar"
-    step: "Const | Scalar"
+    lower: Const | Scalar
+    upper: Const | Scalar
+    step: Const | Scalar
     body: tuple = attrs.field(converter=tuple)
-    iter_args: tuple = attrs.field(default=(), converter=tuple)   # Scalars bound in the body
-    inits: tuple = attrs.field(default=(), converter=tuple)       # their initial operands
-    results: tuple = attrs.field(default=(), converter=tuple)     # Scalars after the loop
-    loc: "SourceLoc | None" = _loc_field()
+    iter_args: tuple = attrs.field(default=(), converter=tuple)  # Scalars bound in the body
+    inits: tuple = attrs.field(default=(), converter=tuple)  # their initial operands
+    results: tuple = attrs.field(default=(), converter=tuple)  # Scalars after the loop
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
 class If:
-    cond: "Const | Scalar"
+    cond: Const | Scalar
     then_body: tuple = attrs.field(converter=tuple)
     else_body: tuple = attrs.field(default=(), converter=tuple)
     results: tuple = attrs.field(default=(), converter=tuple)
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -367,22 +406,22 @@ class Call:
     callee: str
     args: tuple = attrs.field(default=(), converter=tuple)
     results: tuple = attrs.field(default=(), converter=tuple)
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
 class Return:
     values: tuple = attrs.field(default=(), converter=tuple)
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
 class Section:
     """``pto.section.cube { ... }`` / ``pto.section.vector { ... }``: code for one core kind."""
 
-    kind: str            # "cube" | "vector"
+    kind: str  # "cube" | "vector"
     body: tuple = attrs.field(converter=tuple)
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
@@ -395,11 +434,34 @@ class PipeOp:
     op: str = ""
     operands: tuple = attrs.field(default=(), converter=tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
-    loc: "SourceLoc | None" = _loc_field()
+    loc: SourceLoc | None = _loc_field()
 
 
-Stmt = Union[Alloc, MakeTensorView, PartitionView, Instr, SetValidShape, SetFlag, WaitFlag,
-             Barrier, SyncSet, SyncWait, SyncAll, SetFfts, Arith, ScalarOp, Subview, Reshape, Yield, For, If, Call, Return, Section, PipeOp]
+Stmt = Union[
+    Alloc,
+    MakeTensorView,
+    PartitionView,
+    Instr,
+    SetValidShape,
+    SetFlag,
+    WaitFlag,
+    Barrier,
+    SyncSet,
+    SyncWait,
+    SyncAll,
+    SetFfts,
+    Arith,
+    ScalarOp,
+    Subview,
+    Reshape,
+    Yield,
+    For,
+    If,
+    Call,
+    Return,
+    Section,
+    PipeOp,
+]
 
 
 def walk(body):
@@ -436,11 +498,10 @@ class Program:
     functions: tuple = attrs.field(converter=tuple)
     entry: str = ""
     # (before ``attrs``, which shadows the module in the class body)
-    warnings: tuple = attrs.field(default=(), converter=tuple, eq=False, repr=False,
-                                  kw_only=True)
+    warnings: tuple = attrs.field(default=(), converter=tuple, eq=False, repr=False, kw_only=True)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
 
-    def function(self, name: "str | None" = None) -> Function:
+    def function(self, name: str | None = None) -> Function:
         name = name or self.entry or self.functions[0].name
         for f in self.functions:
             if f.name == name:
@@ -451,18 +512,21 @@ class Program:
     def main(self) -> Function:
         return self.function()
 
-    def callee(self, call: "Call") -> Function:
+    def callee(self, call: Call) -> Function:
         """The function a ``func.call`` reaches, checked: it exists and takes as many
         arguments as the call passes (``UserError`` naming the call otherwise)."""
         from sim.base.errors import UserError
+
         where = f" ({call.loc})" if call.loc else ""
         try:
             fn = self.function(call.callee)
         except KeyError:
             raise UserError(f"func.call{where}: no function @{call.callee}") from None
         if len(fn.args) != len(call.args):
-            raise UserError(f"func.call @{call.callee}{where}: expected {len(fn.args)} "
-                            f"arguments, found {len(call.args)}")
+            raise UserError(
+                f"func.call @{call.callee}{where}: expected {len(fn.args)} "
+                f"arguments, found {len(call.args)}"
+            )
         return fn
 
     def kernels(self) -> tuple:
@@ -471,7 +535,7 @@ class Program:
         marked = tuple(f.name for f in self.functions if "pto.entry" in dict(f.attrs))
         if marked:
             return marked
-        called = {st.callee for f in self.functions for st in walk(f.body)
-                  if isinstance(st, Call)}
-        return tuple(f.name for f in self.functions
-                     if f.body and not f.private and f.name not in called)
+        called = {st.callee for f in self.functions for st in walk(f.body) if isinstance(st, Call)}
+        return tuple(
+            f.name for f in self.functions if f.body and not f.private and f.name not in called
+        )

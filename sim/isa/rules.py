@@ -12,13 +12,24 @@ is wrong (the no-aliasing rule ``distinct``). ``sim.isa.verify`` applies them.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from sim.isa.program import Const, PartView, TensorView
 from sim.isa.tile import Loc, Tile
 
-__all__ = ["Operands", "CHECKS", "WARNINGS", "RULE_KEYS", "TMP_KEYS", "EXTENTS", "msg",
-           "NOT_DATA", "ValidOf", "role_names", "distinct_groups"]
+__all__ = [
+    "Operands",
+    "CHECKS",
+    "WARNINGS",
+    "RULE_KEYS",
+    "TMP_KEYS",
+    "EXTENTS",
+    "msg",
+    "NOT_DATA",
+    "ValidOf",
+    "role_names",
+    "distinct_groups",
+]
 
 ValidOf = Callable[[Tile], "tuple[int | None, int | None]"]
 NOT_DATA = ("tmp", "mask", "indices")
@@ -41,10 +52,14 @@ NAMED_TILES = {
     ("TSELS", 3): ("mask", "src", "tmp"),
     ("MGATHER", 1): ("indices",),
 }
+
+
 def role_names(op: str, tokens: list[str]) -> list[str]:
     n_tiles = tokens.count("T")
-    tiles = iter(NAMED_TILES.get((op, n_tiles))
-                 or (["src"] if n_tiles == 1 else [f"src{i}" for i in range(n_tiles)]))
+    tiles = iter(
+        NAMED_TILES.get((op, n_tiles))
+        or (["src"] if n_tiles == 1 else [f"src{i}" for i in range(n_tiles)])
+    )
     n_scalars = tokens.count("S")
     scalars = iter(["scalar"] if n_scalars == 1 else [f"scalar{i}" for i in range(n_scalars)])
     named = {"T": tiles, "S": scalars}
@@ -53,6 +68,7 @@ def role_names(op: str, tokens: list[str]) -> list[str]:
 
 # --- the operands of one instruction as the checkers see them ------------------------------
 
+
 class Operands:
     def __init__(self, op: str, bound: dict, target, valid_of: ValidOf):
         self.op, self.bound, self.target, self.valid_of = op, bound, target, valid_of
@@ -60,7 +76,7 @@ class Operands:
     def get(self, role):
         return self.bound.get(role)
 
-    def tile(self, role) -> "Tile | None":
+    def tile(self, role) -> Tile | None:
         x = self.bound.get(role)
         return x if isinstance(x, Tile) else None
 
@@ -76,8 +92,15 @@ class Operands:
         """Roles named by ``spec`` ("*" = every data operand) that this instruction has."""
         out = []
         for r in spec:
-            names = [k for k, x in self.bound.items() if k not in NOT_DATA
-                     and isinstance(x, (Tile, PartView, TensorView))] if r == "*" else [r]
+            names = (
+                [
+                    k
+                    for k, x in self.bound.items()
+                    if k not in NOT_DATA and isinstance(x, (Tile, PartView, TensorView))
+                ]
+                if r == "*"
+                else [r]
+            )
             out += [n for n in names if n in self.bound and n not in out]
         return out
 
@@ -95,6 +118,7 @@ def _layout(t: Tile) -> str:
 
 
 # --- rule checkers: (operands, rule value) -> messages -------------------------------------
+
 
 def _check_dtypes(ops: Operands, allowed) -> Iterator[str]:
     table = allowed if isinstance(allowed, dict) else {r: allowed for r in ops.roles(["*"])}
@@ -114,8 +138,9 @@ def _check_locs(ops: Operands, table: dict) -> Iterator[str]:
     for role, locs in table.items():
         t = ops.tile(role)
         if t is not None and t.loc.value not in locs:
-            yield msg(role, t, "location", f"one of {', '.join(locs)} on {ops.target.name}",
-                       t.loc.value)
+            yield msg(
+                role, t, "location", f"one of {', '.join(locs)} on {ops.target.name}", t.loc.value
+            )
 
 
 def _check_row_major(ops: Operands, which) -> Iterator[str]:
@@ -130,8 +155,7 @@ def _check_layouts(ops: Operands, table: dict) -> Iterator[str]:
         t = ops.tile(role)
         allowed = [want] if isinstance(want, str) else list(want)
         if t is not None and _layout(t) not in allowed:
-            yield msg(role, t, "layout", f"{' or '.join(allowed)} on {ops.target.name}",
-                       _layout(t))
+            yield msg(role, t, "layout", f"{' or '.join(allowed)} on {ops.target.name}", _layout(t))
 
 
 def _check_same_dtype(ops: Operands, roles: list) -> Iterator[str]:
@@ -147,9 +171,13 @@ def _check_same_dtype_size(ops: Operands, roles: list) -> Iterator[str]:
     for role, x in typed[1:]:
         first, x0 = typed[0]
         if x.dtype.size_bytes != x0.dtype.size_bytes:
-            yield msg(role, x, f"element size equal to {first}",
-                       f"{x0.dtype.size_bytes} bytes ({x0.dtype} of {first})",
-                       f"{x.dtype.size_bytes} bytes ({x.dtype})")
+            yield msg(
+                role,
+                x,
+                f"element size equal to {first}",
+                f"{x0.dtype.size_bytes} bytes ({x0.dtype} of {first})",
+                f"{x.dtype.size_bytes} bytes ({x.dtype})",
+            )
 
 
 def _equal_valid(axes: tuple, label: str):
@@ -158,10 +186,17 @@ def _equal_valid(axes: tuple, label: str):
         for role, t in tiles[1:]:
             first = tiles[0][0]
             want, have = ops.valid(first), ops.valid(role)
-            if any(want[a] is not None and have[a] is not None and want[a] != have[a]
-                   for a in axes):
-                yield msg(role, t, f"{label} equal to {first}", _fmt_valid(want, axes),
-                           _fmt_valid(have, axes))
+            if any(
+                want[a] is not None and have[a] is not None and want[a] != have[a] for a in axes
+            ):
+                yield msg(
+                    role,
+                    t,
+                    f"{label} equal to {first}",
+                    _fmt_valid(want, axes),
+                    _fmt_valid(have, axes),
+                )
+
     return check
 
 
@@ -191,6 +226,7 @@ def _max_valid(axes: tuple, label: str):
             v = ops.valid(role)
             if any(v[a] is not None and v[a] > limit for a in axes):
                 yield msg(role, ops.get(role), label, f"<= {limit}", _fmt_valid(v, axes))
+
     return check
 
 
@@ -213,8 +249,10 @@ def _check_valid_cols_in(ops: Operands, table: dict) -> Iterator[str]:
             continue
         values = [_block_elems(t) if a == "block" else a for a in allowed]
         if have not in values:
-            shown = ", ".join(f"{v} (32 bytes of {t.dtype})" if a == "block" else str(v)
-                              for a, v in zip(allowed, values))
+            shown = ", ".join(
+                f"{v} (32 bytes of {t.dtype})" if a == "block" else str(v)
+                for a, v in zip(allowed, values)
+            )
             yield msg(role, t, "valid cols", f"one of {shown} on {ops.target.name}", have)
 
 
@@ -232,8 +270,10 @@ def _warn_distinct(ops: Operands, value: list, rules: dict) -> Iterator[str]:
             for other, u in tiles[:i]:
                 if t == u and (other, role) not in seen:
                     seen.add((other, role))
-                    yield (f"warning: operands {other} and {role} are the same tile ({t}): "
-                           f"{ops.op} on {ops.target.name} {reason}")
+                    yield (
+                        f"warning: operands {other} and {role} are the same tile ({t}): "
+                        f"{ops.op} on {ops.target.name} {reason}"
+                    )
 
 
 def _tmp_dtype(ops: Operands, tmp: Tile, req: dict) -> Iterator[str]:
@@ -241,8 +281,13 @@ def _tmp_dtype(ops: Operands, tmp: Tile, req: dict) -> Iterator[str]:
     if req.get("same_dtype") and dst is not None and tmp.dtype != dst.dtype:
         yield msg("tmp", tmp, "tmp dtype", f"{dst.dtype} (dtype of dst)", tmp.dtype)
     if "dtypes" in req and tmp.dtype.name not in req["dtypes"]:
-        yield msg("tmp", tmp, "tmp dtype",
-                   f"one of {', '.join(req['dtypes'])} on {ops.target.name}", tmp.dtype)
+        yield msg(
+            "tmp",
+            tmp,
+            "tmp dtype",
+            f"one of {', '.join(req['dtypes'])} on {ops.target.name}",
+            tmp.dtype,
+        )
 
 
 def _tmp_min_valid(ops: Operands, tmp: Tile, req: dict) -> Iterator[str]:
@@ -276,11 +321,21 @@ def _check_cvt_pairs(ops: Operands, pairs: dict) -> Iterator[str]:
         return
     legal = pairs.get(src.dtype.name)
     if legal is None:
-        yield msg("src", src, "conversion source dtype",
-                   f"one of {', '.join(pairs)} on {ops.target.name}", src.dtype)
+        yield msg(
+            "src",
+            src,
+            "conversion source dtype",
+            f"one of {', '.join(pairs)} on {ops.target.name}",
+            src.dtype,
+        )
     elif dst.dtype.name not in legal:
-        yield msg("dst", dst, f"conversion from {src.dtype}",
-                   f"one of {', '.join(legal)} on {ops.target.name}", dst.dtype)
+        yield msg(
+            "dst",
+            dst,
+            f"conversion from {src.dtype}",
+            f"one of {', '.join(legal)} on {ops.target.name}",
+            dst.dtype,
+        )
 
 
 def _check_dtype_combos(ops: Operands, spec: dict) -> Iterator[str]:
@@ -291,9 +346,13 @@ def _check_dtype_combos(ops: Operands, spec: dict) -> Iterator[str]:
     allowed = [tuple(c) for c in spec["allowed"]]
     if found not in allowed:
         names = ", ".join(spec["roles"])
-        yield msg(spec["roles"][0], xs[0], f"dtypes of ({names})",
-                   f"one of {' '.join('(' + ', '.join(c) + ')' for c in allowed)} on "
-                   f"{ops.target.name}", "(" + ", ".join(found) + ")")
+        yield msg(
+            spec["roles"][0],
+            xs[0],
+            f"dtypes of ({names})",
+            f"one of {' '.join('(' + ', '.join(c) + ')' for c in allowed)} on {ops.target.name}",
+            "(" + ", ".join(found) + ")",
+        )
 
 
 def _check_int_input_range(ops: Operands, bounds: list) -> Iterator[str]:
@@ -303,8 +362,13 @@ def _check_int_input_range(ops: Operands, bounds: list) -> Iterator[str]:
         return
     for role, x in ops.bound.items():
         if isinstance(x, Const) and not lo <= x.value <= hi:
-            yield msg(role, x, f"{dst.dtype} input range", f"within [{lo}, {hi}] on "
-                       f"{ops.target.name}", x.value)
+            yield msg(
+                role,
+                x,
+                f"{dst.dtype} input range",
+                f"within [{lo}, {hi}] on {ops.target.name}",
+                x.value,
+            )
 
 
 CHECKS = {
@@ -336,8 +400,14 @@ WARNINGS = {
 }
 # high_precision (dtypes whose high-precision algorithm the target runs) and its reason
 # text are read by sim.isa.precision, not checked per operand
-META_KEYS = ("source", "note", "distinct_reason", "cases", "high_precision",
-             "high_precision_reason")
+META_KEYS = (
+    "source",
+    "note",
+    "distinct_reason",
+    "cases",
+    "high_precision",
+    "high_precision_reason",
+)
 RULE_KEYS = tuple(CHECKS) + tuple(WARNINGS) + META_KEYS
 EXTENTS = ("rows", "cols", "valid_rows", "valid_cols")
 TMP_KEYS = ("same_dtype", "dtypes", "min_valid_rows", "min_valid_cols", "more_rows_than")

@@ -20,7 +20,8 @@ import enum
 import attrs
 
 from sim.base.errors import UserError
-from sim.isa.dtypes import DType, dtype as _dtype
+from sim.isa.dtypes import DType
+from sim.isa.dtypes import dtype as _dtype
 
 __all__ = ["Loc", "BLayout", "SLayout", "Pad", "TileType", "Tile", "DYNAMIC"]
 
@@ -44,8 +45,15 @@ class Loc(enum.Enum):
         return _BUFFER_OF[self]
 
 
-_BUFFER_OF = {Loc.VEC: "UB", Loc.MAT: "L1", Loc.LEFT: "L0A", Loc.RIGHT: "L0B",
-              Loc.ACC: "L0C", Loc.BIAS: "BT", Loc.SCALING: "FB"}
+_BUFFER_OF = {
+    Loc.VEC: "UB",
+    Loc.MAT: "L1",
+    Loc.LEFT: "L0A",
+    Loc.RIGHT: "L0B",
+    Loc.ACC: "L0C",
+    Loc.BIAS: "BT",
+    Loc.SCALING: "FB",
+}
 
 
 class BLayout(enum.Enum):
@@ -76,11 +84,14 @@ def _enum(cls):
             pass
         if isinstance(value, str):
             key = value.strip().upper().replace("-", "_")
-            key = {"ROWMAJOR": "ROW_MAJOR", "COLMAJOR": "COL_MAJOR", "NONEBOX": "NONE_BOX"}.get(key, key)
+            key = {"ROWMAJOR": "ROW_MAJOR", "COLMAJOR": "COL_MAJOR", "NONEBOX": "NONE_BOX"}.get(
+                key, key
+            )
             if key in cls.__members__:
                 return cls.__members__[key]
         choices = ", ".join(str(m.value) for m in cls)
         raise UserError(f"invalid {cls.__name__} {value!r}; expected one of: {choices}")
+
     return convert
 
 
@@ -91,9 +102,13 @@ def _valid(value):
 
 
 _LAYOUT_NAMES = {
-    (BLayout.ROW_MAJOR, SLayout.NONE_BOX): "nd", (BLayout.COL_MAJOR, SLayout.NONE_BOX): "dn",
-    (BLayout.COL_MAJOR, SLayout.ROW_MAJOR): "nz", (BLayout.ROW_MAJOR, SLayout.COL_MAJOR): "zn",
-    (BLayout.ROW_MAJOR, SLayout.ROW_MAJOR): "zz", (BLayout.COL_MAJOR, SLayout.COL_MAJOR): "nn"}
+    (BLayout.ROW_MAJOR, SLayout.NONE_BOX): "nd",
+    (BLayout.COL_MAJOR, SLayout.NONE_BOX): "dn",
+    (BLayout.COL_MAJOR, SLayout.ROW_MAJOR): "nz",
+    (BLayout.ROW_MAJOR, SLayout.COL_MAJOR): "zn",
+    (BLayout.ROW_MAJOR, SLayout.ROW_MAJOR): "zz",
+    (BLayout.COL_MAJOR, SLayout.COL_MAJOR): "nn",
+}
 
 
 @attrs.frozen(cache_hash=True)
@@ -104,10 +119,12 @@ class TileType:
     dtype: DType = attrs.field(converter=_dtype)
     rows: int = attrs.field(converter=int)
     cols: int = attrs.field(converter=int)
-    valid_rows: "int | None" = attrs.field(
-        default=attrs.Factory(lambda self: self.rows, takes_self=True), converter=_valid)
-    valid_cols: "int | None" = attrs.field(
-        default=attrs.Factory(lambda self: self.cols, takes_self=True), converter=_valid)
+    valid_rows: int | None = attrs.field(
+        default=attrs.Factory(lambda self: self.rows, takes_self=True), converter=_valid
+    )
+    valid_cols: int | None = attrs.field(
+        default=attrs.Factory(lambda self: self.cols, takes_self=True), converter=_valid
+    )
     blayout: BLayout = attrs.field(default=BLayout.ROW_MAJOR, converter=_enum(BLayout))
     slayout: SLayout = attrs.field(default=SLayout.NONE_BOX, converter=_enum(SLayout))
     fractal: int = attrs.field(default=512, converter=int)
@@ -123,8 +140,10 @@ class TileType:
             raise UserError(f"{where}: capacity must be positive, found {self.rows}x{self.cols}")
         # 0 is legal in the IR (an empty region, set later at run time) though the C++
         # template asserts 0 < valid: PTO IR files in the wild declare v_row=0
-        for name, v, cap in (("valid rows", self.valid_rows, self.rows),
-                             ("valid cols", self.valid_cols, self.cols)):
+        for name, v, cap in (
+            ("valid rows", self.valid_rows, self.rows),
+            ("valid cols", self.valid_cols, self.cols),
+        ):
             if v is not None and not 0 <= v <= cap:
                 raise UserError(f"{where}: {name} must be in 0..{cap}, found {v}")
         if self.fractal not in (32, 512, 1024):
@@ -134,19 +153,29 @@ class TileType:
         size = self.dtype.size_bytes
         if self.slayout is SLayout.NONE_BOX:
             if self.blayout is BLayout.ROW_MAJOR and (self.cols * size) % 32:
-                raise UserError(f"{where}: a row-major tile needs cols*sizeof({self.dtype}) "
-                                f"to be a multiple of 32 bytes, found {self.cols * size}")
+                raise UserError(
+                    f"{where}: a row-major tile needs cols*sizeof({self.dtype}) "
+                    f"to be a multiple of 32 bytes, found {self.cols * size}"
+                )
             if self.blayout is BLayout.COL_MAJOR and (self.rows * size) % 32:
-                raise UserError(f"{where}: a col-major tile needs rows*sizeof({self.dtype}) "
-                                f"to be a multiple of 32 bytes, found {self.rows * size}")
+                raise UserError(
+                    f"{where}: a col-major tile needs rows*sizeof({self.dtype}) "
+                    f"to be a multiple of 32 bytes, found {self.rows * size}"
+                )
         else:
             box_r, box_c = self.box_shape
             if self.cols % box_c:
-                raise UserError(f"{where}: cols must be a multiple of the inner box width "
-                                f"{box_c}, found {self.cols}")
-            if self.rows % box_r and not (self.loc is Loc.VEC or self.rows == 1 or self.fractal == 32):
-                raise UserError(f"{where}: rows must be a multiple of the inner box height "
-                                f"{box_r}, found {self.rows}")
+                raise UserError(
+                    f"{where}: cols must be a multiple of the inner box width "
+                    f"{box_c}, found {self.cols}"
+                )
+            if self.rows % box_r and not (
+                self.loc is Loc.VEC or self.rows == 1 or self.fractal == 32
+            ):
+                raise UserError(
+                    f"{where}: rows must be a multiple of the inner box height "
+                    f"{box_r}, found {self.rows}"
+                )
 
     @property
     def box_shape(self) -> tuple[int, int]:
@@ -190,7 +219,7 @@ class TileType:
             s += f" valid={vr}x{vc}"
         return s
 
-    def with_valid(self, rows, cols) -> "TileType":
+    def with_valid(self, rows, cols) -> TileType:
         return attrs.evolve(self, valid_rows=rows, valid_cols=cols)
 
 

@@ -31,15 +31,22 @@ run-time extents to ``verify_instr``. Every error is reported as
 from __future__ import annotations
 
 from sim.base.errors import UserError, VerifyError
-from sim.isa.opcodes import OpSpec, opcode as _opcode
-from sim.isa.program import Alloc, Const, Instr, PartView, Scalar, SetValidShape, TensorView
+from sim.isa.opcodes import OpSpec
+from sim.isa.opcodes import opcode as _opcode
 from sim.isa.ops_table import check_ops_table
 from sim.isa.precision import diagnose_attrs
+from sim.isa.program import Alloc, Const, Instr, PartView, Scalar, SetValidShape, TensorView
 from sim.isa.rules import CHECKS, WARNINGS, Operands, ValidOf, msg, role_names
 from sim.isa.tile import Tile
 
-__all__ = ["verify_instr", "verify_program", "diagnose", "instr_errors", "op_rules",
-           "bind_operands"]
+__all__ = [
+    "verify_instr",
+    "verify_program",
+    "diagnose",
+    "instr_errors",
+    "op_rules",
+    "bind_operands",
+]
 
 
 _KIND_OF_TOKEN = {"T": "tile", "T?": "tile", "S": "scalar", "V": "GM view"}
@@ -57,10 +64,12 @@ def _kind(x) -> str:
 
 # --- operand signature --------------------------------------------------------------------
 
+
 def _fits(tokens: list[str], operands: tuple) -> bool:
     required = sum(1 for t in tokens if not t.endswith("?"))
     return required <= len(operands) <= len(tokens) and all(
-        _KIND_OF_TOKEN[t] == _kind(x) for t, x in zip(tokens, operands))
+        _KIND_OF_TOKEN[t] == _kind(x) for t, x in zip(tokens, operands)
+    )
 
 
 def _signature_error(op: str, side: str, forms: list[list[str]], operands: tuple) -> str:
@@ -76,7 +85,7 @@ def _signature_error(op: str, side: str, forms: list[list[str]], operands: tuple
     return msg(side, listed, "operand count", expected, len(operands))
 
 
-def bind_operands(spec: OpSpec, instr: Instr) -> "dict[str, object] | str":
+def bind_operands(spec: OpSpec, instr: Instr) -> dict[str, object] | str:
     """Role -> operand for the signature form ``instr`` matches, or the error message."""
     outs = spec.outs.split()
     if not _fits(outs, instr.outs):
@@ -90,6 +99,7 @@ def bind_operands(spec: OpSpec, instr: Instr) -> "dict[str, object] | str":
 
 
 # --- rules of an opcode on a target --------------------------------------------------------
+
 
 def op_rules(target, op: str) -> dict:
     """The rules of ``op`` on ``target``: [defaults] overlaid by [ops.<op>] (cases kept)."""
@@ -134,13 +144,13 @@ def diagnose(instr: Instr, target, valid_of: ValidOf) -> tuple[list[str], list[s
     ops = Operands(spec.name, bound, target, valid_of)
     rules = _effective(rules, ops)
     errors = [m for key, check in CHECKS.items() if key in rules for m in check(ops, rules[key])]
-    warnings = [m for key, warn in WARNINGS.items() if key in rules
-                for m in warn(ops, rules[key], rules)]
-    if instr.attrs:            # precision modes and attributes the engine does not read
+    warnings = [
+        m for key, warn in WARNINGS.items() if key in rules for m in warn(ops, rules[key], rules)
+    ]
+    if instr.attrs:  # precision modes and attributes the engine does not read
         data = ops.typed("dst") or next((ops.typed(r) for r in ops.roles(["*"])), None)
         dtype = data.dtype.name if data is not None else ""
-        e, w = diagnose_attrs(spec.name, spec.attrs_allowed, instr.attrs, rules, dtype,
-                              target.name)
+        e, w = diagnose_attrs(spec.name, spec.attrs_allowed, instr.attrs, rules, dtype, target.name)
         errors += e
         warnings += w
     return errors, warnings
@@ -159,8 +169,8 @@ def _raise(errors: list[str], warnings: list[str]) -> None:
     raise err
 
 
-_VERDICTS: dict = {}         # (instr, target, valid regions of its tiles) -> diagnose()
-_CLEAN: set = set()          # _facts of the instructions without an error or a warning
+_VERDICTS: dict = {}  # (instr, target, valid regions of its tiles) -> diagnose()
+_CLEAN: set = set()  # _facts of the instructions without an error or a warning
 _MAX_VERDICTS = 1 << 14
 
 
@@ -173,7 +183,7 @@ def _facts(instr: Instr, target, valid_of: ValidOf) -> tuple:
     verdicts up to the operand text of their messages, so one without a message answers
     for all of them. A checker that reads more of an operand must add it here
     (tests/test_verify_memo.py changes each part)."""
-    key = [instr.opcode, target, len(instr.outs), instr.attrs]   # attrs: sim.isa.precision
+    key = [instr.opcode, target, len(instr.outs), instr.attrs]  # attrs: sim.isa.precision
     tiles = []
     for o in (*instr.outs, *instr.ins):
         if isinstance(o, Tile):
@@ -202,8 +212,11 @@ def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[st
     types (the other buffer of a double-buffered loop, another GM window) is not checked
     again.
     """
-    key = (instr, target,
-           *[tuple(valid_of(o)) for o in (*instr.outs, *instr.ins) if isinstance(o, Tile)])
+    key = (
+        instr,
+        target,
+        *[tuple(valid_of(o)) for o in (*instr.outs, *instr.ins) if isinstance(o, Tile)],
+    )
     verdict = _VERDICTS.get(key)
     if verdict is None:
         if len(_VERDICTS) >= _MAX_VERDICTS:
@@ -222,6 +235,7 @@ def verify_instr(instr: Instr, target, valid_of: ValidOf, where: str) -> list[st
 
 
 # --- whole programs --------------------------------------------------------------------------
+
 
 def _extent_value(x):
     return x.value if isinstance(x, Const) else None

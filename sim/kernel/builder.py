@@ -31,29 +31,61 @@ import itertools
 
 import numpy as np
 
-from sim.kernel.chip import ChipKernel
 from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
-from sim.isa.opcodes import OPCODES, opcode as _opcode
 from sim.isa.known import HAND_PLACEMENTS, note
+from sim.isa.opcodes import OPCODES
+from sim.isa.opcodes import opcode as _opcode
 from sim.isa.precision import kind_for, parse_precision
-from sim.isa.program import (Alloc, Barrier, Const, Function, GmPtr, Instr, MakeTensorView,
-                             Reshape,
-                             PartitionView, PartView, Program, Section, SetFlag, SetValidShape,
-                             TensorView, WaitFlag)
+from sim.isa.program import (
+    Alloc,
+    Barrier,
+    Const,
+    Function,
+    GmPtr,
+    Instr,
+    MakeTensorView,
+    PartitionView,
+    PartView,
+    Program,
+    Reshape,
+    Section,
+    SetFlag,
+    SetValidShape,
+    TensorView,
+    WaitFlag,
+)
 from sim.isa.tile import Tile, TileType
+from sim.kernel.chip import ChipKernel
 from sim.kernel.tokens import _POOL, _IdPool, _Intervals, _PipeClocks  # noqa: F401 (tests)
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name
 
 __all__ = ["Kernel"]
 
 _bisect_right = bisect.bisect_right
-_new_event = object.__new__      # a token made in _instr without a call to Event.__init__
+_new_event = object.__new__  # a token made in _instr without a call to Event.__init__
 
-_N_OUT: dict[str, int] = {}      # opcode -> destination operands the builder takes
+_N_OUT: dict[str, int] = {}  # opcode -> destination operands the builder takes
 # scalar operands an instruction takes, keyed by type and value when looking up a call
-_SCALARS = frozenset({bool, int, float, np.bool_, np.float16, np.float32, np.float64, np.int8,
-                      np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64})
+_SCALARS = frozenset(
+    {
+        bool,
+        int,
+        float,
+        np.bool_,
+        np.float16,
+        np.float32,
+        np.float64,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+    }
+)
 
 
 class Kernel(ChipKernel):
@@ -66,31 +98,31 @@ class Kernel(ChipKernel):
     def __init__(self, name: str = "kernel", block_dim: int = 1):
         self.name = name
         self._chip_init(block_dim)
-        self._stmts: list = []                # statements and section markers, in order
-        self._after: dict = {}        # statement index -> the set_flag inserted after it
+        self._stmts: list = []  # statements and section markers, in order
+        self._after: dict = {}  # statement index -> the set_flag inserted after it
         # the further set_flags after one statement, in order: (index, flag) in two flat
         # lists (a list per statement would be a container per token the garbage
         # collector traverses on every full collection: ~6 % of a 10^6-instruction build)
         self._more_at: list = []
         self._more_flags: list = []
-        self._program = None                  # (what it was built from, the Program)
+        self._program = None  # (what it was built from, the Program)
         self._args: list = []
         self.inputs: dict[str, np.ndarray] = {}
         self._names: set[str] = set()
         self._counter = itertools.count()
         self._views: dict[tuple, PartView] = {}
         self._tv: dict[str, TensorView] = {}
-        self._pools: dict[tuple, _IdPool] = {}        # (src, dst) -> its event ids' state
-        self._pairs: dict[tuple, tuple] = {}          # (section, src, dst) -> _pair()
+        self._pools: dict[tuple, _IdPool] = {}  # (src, dst) -> its event ids' state
+        self._pairs: dict[tuple, tuple] = {}  # (section, src, dst) -> _pair()
         self._clocks = _PipeClocks()
-        self._manual_known: dict[tuple, dict] = {}    # (src, dst, id) -> what its set knows
+        self._manual_known: dict[tuple, dict] = {}  # (src, dst, id) -> what its set knows
         self._interned: dict = {}
-        self._built: dict = {}          # what built a statement (class or opcode, operands, loc) -> it
-        self._tile_ids: set = set()     # id() of the live tiles declared or popped here
-        self._freed: dict = {}          # id() of a popped tile -> where tfree gave it back
-        self._issued: dict = {}         # an instr() call as written (opcode, section, line,
+        self._built: dict = {}  # what built a statement (class or opcode, operands, loc) -> it
+        self._tile_ids: set = set()  # id() of the live tiles declared or popped here
+        self._freed: dict = {}  # id() of a popped tile -> where tfree gave it back
+        self._issued: dict = {}  # an instr() call as written (opcode, section, line,
         #                                 operands) -> (its statement, its pipe)
-        self._placing: dict = {}        # id -> each distinct statement placing a tile by hand
+        self._placing: dict = {}  # id -> each distinct statement placing a tile by hand
 
     # --- declarations --------------------------------------------------------------------
 
@@ -101,8 +133,19 @@ class Kernel(ChipKernel):
         self._names.add(name)
         return name
 
-    def tile(self, loc="vec", dtype="f32", rows=None, cols=None, *, valid=None, name=None,
-             addr=None, type: "TileType | None" = None, **layout) -> Tile:
+    def tile(
+        self,
+        loc="vec",
+        dtype="f32",
+        rows=None,
+        cols=None,
+        *,
+        valid=None,
+        name=None,
+        addr=None,
+        type: TileType | None = None,
+        **layout,
+    ) -> Tile:
         """Declare a tile; ``valid=(r, c)`` with ``None`` entries makes it dynamic.
 
         ``addr`` places it by hand (manual mode); otherwise the simulator places it.
@@ -128,8 +171,10 @@ class Kernel(ChipKernel):
         t = tile.type
         new = TileType(t.loc.value, t.dtype.name, int(rows), int(cols))
         if new.nbytes != t.nbytes:
-            raise UserError(f"reshape(%{tile.name}): {rows}x{cols} {t.dtype.name} is {new.nbytes} "
-                            f"bytes, the tile {t.nbytes}: expected the same size")
+            raise UserError(
+                f"reshape(%{tile.name}): {rows}x{cols} {t.dtype.name} is {new.nbytes} "
+                f"bytes, the tile {t.nbytes}: expected the same size"
+            )
         r = Tile(self._fresh(name or f"{tile.name}_flat"), new)
         self._emit(Reshape(r, tile, loc=_caller()))
         self._tile_ids.add(id(r))
@@ -142,24 +187,38 @@ class Kernel(ChipKernel):
         if len(shape) == 1:
             shape = (1, shape[0])
         if len(shape) != 2 or min(shape) <= 0:
-            raise UserError(f"gm {name}: shape must be (rows, cols) with positive sizes, found {shape}")
-        if name in self._names:         # renaming it would leave the user's name pointing elsewhere
+            raise UserError(
+                f"gm {name}: shape must be (rows, cols) with positive sizes, found {shape}"
+            )
+        if name in self._names:  # renaming it would leave the user's name pointing elsewhere
             what = "GM argument" if name in self._tv else "tile or value"
-            raise UserError(f"{_caller()}: gm {name}: a {what} named {name!r} is already "
-                            f"declared in kernel {self.name}; give each a distinct name")
+            raise UserError(
+                f"{_caller()}: gm {name}: a {what} named {name!r} is already "
+                f"declared in kernel {self.name}; give each a distinct name"
+            )
         name = self._fresh(name)
         ptr = GmPtr(name, dt)
         self._args.append(ptr)
         if data is not None:
             arr = np.asarray(data)
             if arr.size != shape[0] * shape[1]:
-                raise UserError(f"gm {name}: data has {arr.size} elements, shape {shape} needs "
-                                f"{shape[0] * shape[1]}")
+                raise UserError(
+                    f"gm {name}: data has {arr.size} elements, shape {shape} needs "
+                    f"{shape[0] * shape[1]}"
+                )
             self.inputs[name] = arr.astype(dt.np_type).reshape(-1)
         tv = TensorView(f"{name}_tv", dt, shape)
         self._tv[name] = tv
-        self._emit(MakeTensorView(tv, ptr, (Const(shape[0]), Const(shape[1])),
-                                  (Const(shape[1]), Const(1)), "nd", loc=_caller()))
+        self._emit(
+            MakeTensorView(
+                tv,
+                ptr,
+                (Const(shape[0]), Const(shape[1])),
+                (Const(shape[1]), Const(1)),
+                "nd",
+                loc=_caller(),
+            )
+        )
         return GlobalTensor(self, name, dt, shape, data)
 
     # --- synchronisation -----------------------------------------------------------------
@@ -169,8 +228,7 @@ class Kernel(ChipKernel):
         eid = int(event_id)
         here = len(self._stmts)
         self._pool(src, dst).open[eid] = here
-        self._manual_known[(src, dst, eid)] = (self._clocks.passed(self._section, src),
-                                               (src, here))
+        self._manual_known[(src, dst, eid)] = (self._clocks.passed(self._section, src), (src, here))
         self._emit(self._intern(SetFlag(src, dst, eid, loc=_caller())))
 
     def wait_flag(self, src, dst, event_id: int) -> None:
@@ -250,8 +308,15 @@ class Kernel(ChipKernel):
         if pv is None:
             pv = PartView(self._fresh(f"{v.tensor.name}_v"), v.tensor.dtype, (v.rows, v.cols))
             self._views[key] = pv
-            self._emit(PartitionView(pv, self._tv[v.tensor.name], (row, col),
-                                     (Const(v.rows), Const(v.cols)), loc=_caller()))
+            self._emit(
+                PartitionView(
+                    pv,
+                    self._tv[v.tensor.name],
+                    (row, col),
+                    (Const(v.rows), Const(v.cols)),
+                    loc=_caller(),
+                )
+            )
         return pv
 
     def instr(self, name: str, *operands, **attrs) -> Event:
@@ -281,16 +346,23 @@ class Kernel(ChipKernel):
                     events.append(o)
             elif t is Tile:
                 i = id(o)
-                if i not in tile_ids:                        # on every call: tfree may
-                    self._not_mine(o, _opcode(name).name)    # have given it back since
+                if i not in tile_ids:  # on every call: tfree may
+                    self._not_mine(o, _opcode(name).name)  # have given it back since
                 if key is not None:
                     key.append(i)
             elif key is None:
                 continue
             elif t is View:
                 row, col = o.row, o.col
-                key.append((o.tensor, row.scalar if type(row) is Index else row,
-                            col.scalar if type(col) is Index else col, o.rows, o.cols))
+                key.append(
+                    (
+                        o.tensor,
+                        row.scalar if type(row) is Index else row,
+                        col.scalar if type(col) is Index else col,
+                        o.rows,
+                        o.cols,
+                    )
+                )
             elif t in _SCALARS or t is GlobalTensor:
                 key.append((t, o))
             else:
@@ -336,7 +408,7 @@ class Kernel(ChipKernel):
             except ValueError as e:
                 raise UserError(f"{spec.name}: precisionType: {e}") from None
         n_out = _N_OUT.get(spec.name)
-        if n_out is None:       # optional outs (T?) are IR only
+        if n_out is None:  # optional outs (T?) are IR only
             n_out = _N_OUT[spec.name] = sum(not t.endswith("?") for t in spec.outs.split())
         if len(ops) < n_out:
             raise UserError(f"{spec.name}: expected {n_out} destination operand(s) first")
@@ -356,23 +428,29 @@ class Kernel(ChipKernel):
         in_locs = [o.loc if type(o) is Tile else None for o in ins_ir]
         pipe = spec.pipe(out_locs, in_locs)
         key = (spec.name, outs_ir, ins_ir, tuple(sorted(attrs.items())) if attrs else (), loc)
-        stmt = self._built.get(key)           # the statement this line issued before, if any
+        stmt = self._built.get(key)  # the statement this line issued before, if any
         if stmt is None:
-            stmt = self._built[key] = self._intern(Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc))
-        if spec.name == "TASSIGN":      # once per distinct statement: the static check's
-            self._placing[id(stmt)] = stmt    # question, answered without a walk
+            stmt = self._built[key] = self._intern(
+                Instr(spec.name, outs_ir, ins_ir, attrs, loc=loc)
+            )
+        if spec.name == "TASSIGN":  # once per distinct statement: the static check's
+            self._placing[id(stmt)] = stmt  # question, answered without a walk
         return stmt, pipe
 
     def _not_mine(self, tile: Tile, what: str) -> None:
         """A tile operand this kernel does not hold: freed by ``tfree``, or another's."""
         freed = self._freed.get(id(tile))
         if freed is not None:
-            raise UserError(f"{_caller()}: {what}: tile %{tile.name} was given back to its "
-                            f"FIFO by tfree at {freed}; its slot may already hold the next "
-                            f"tile: tpop again")
-        raise UserError(f"{_caller()}: {what}: tile %{tile.name} was not declared in kernel "
-                        f"{self.name} (a tile of another kernel?); declare it with this "
-                        f"kernel's tile()")
+            raise UserError(
+                f"{_caller()}: {what}: tile %{tile.name} was given back to its "
+                f"FIFO by tfree at {freed}; its slot may already hold the next "
+                f"tile: tpop again"
+            )
+        raise UserError(
+            f"{_caller()}: {what}: tile %{tile.name} was not declared in kernel "
+            f"{self.name} (a tile of another kernel?); declare it with this "
+            f"kernel's tile()"
+        )
 
     def _wait(self, ev: Event, pipe: str, loc) -> None:
         if type(ev) is not Event or ev.kernel is not self:
@@ -380,8 +458,10 @@ class Kernel(ChipKernel):
                 raise UserError(f"{loc}: {ev!r} is not an event of kernel {self.name}")
         there, section = ev.section, self._section
         if there is not None and section is not None and there != section:
-            raise UserError(f"{loc}: {ev!r} was issued in section.{there}; a token cannot be "
-                            f"waited on in section.{section} (another unit): use a FIFO")
+            raise UserError(
+                f"{loc}: {ev!r} was issued in section.{there}; a token cannot be "
+                f"waited on in section.{section} (another unit): use a FIFO"
+            )
         waited = ev.waited
         if pipe in waited:
             return
@@ -402,10 +482,12 @@ class Kernel(ChipKernel):
         pool, mine, key = pair
         index = ev.index
         eid = self._free_id(pool, src, pipe, index, here, loc, passed)
-        flags = pool.flags.get((eid, id(loc)))     # by identity: the flags hold the line
+        flags = pool.flags.get((eid, id(loc)))  # by identity: the flags hold the line
         if flags is None:
-            flags = pool.flags[(eid, id(loc))] = (self._flag(SetFlag, src, pipe, eid, loc),
-                                                   self._flag(WaitFlag, src, pipe, eid, loc))
+            flags = pool.flags[(eid, id(loc))] = (
+                self._flag(SetFlag, src, pipe, eid, loc),
+                self._flag(WaitFlag, src, pipe, eid, loc),
+            )
         after_of = self._after
         if index in after_of:
             self._more_at.append(index)
@@ -417,7 +499,7 @@ class Kernel(ChipKernel):
         clocks = self._clocks
         learnt = False
         joined = clocks.joined
-        if joined.get(key) is not known:    # a snapshot never changes: joined once is enough
+        if joined.get(key) is not known:  # a snapshot never changes: joined once is enough
             joined[key] = known
             get = mine.get
             for p, i in known.items():
@@ -427,7 +509,7 @@ class Kernel(ChipKernel):
         if mine.get(src, -1) < index:
             mine[src] = index
             learnt = True
-        if learnt:              # else the pipe's snapshot still holds
+        if learnt:  # else the pipe's snapshot still holds
             clocks.snaps.pop(key, None)
         pool.last[eid] = here
 
@@ -441,7 +523,7 @@ class Kernel(ChipKernel):
         pair = self._pairs[(section, src, dst)] = (self._pool(src, dst), mine, key)
         return pair
 
-    def _pool(self, src: str, dst: str) -> "_IdPool":
+    def _pool(self, src: str, dst: str) -> _IdPool:
         pool = self._pools.get((src, dst))
         if pool is None:
             pool = self._pools[(src, dst)] = _IdPool()
@@ -466,7 +548,7 @@ class Kernel(ChipKernel):
                     continue
             busy = busy_of[eid]
             starts = busy.starts
-            if starts:              # busy.free(start, end), inline: most tokens try a few ids
+            if starts:  # busy.free(start, end), inline: most tokens try a few ids
                 i = _bisect_right(starts, end)
                 if i and busy.reach[i - 1] >= start:
                     continue
@@ -474,7 +556,7 @@ class Kernel(ChipKernel):
             if last is None or last <= start and last <= dst_passed:
                 if starts and starts[-1] > start:
                     busy.add(start, end)
-                else:               # busy.add(start, end) in program order, inline
+                else:  # busy.add(start, end) in program order, inline
                     reach = busy.reach
                     starts.append(start)
                     reach.append(end if not reach or end > reach[-1] else reach[-1])
@@ -484,9 +566,11 @@ class Kernel(ChipKernel):
         if fallback is not None:
             busy_of[fallback[1]].add(start, end)
             return fallback[1]
-        raise UserError(f"{loc}: event pool exhausted: all 8 event ids of {src} -> {dst} are "
-                        f"pending between statement {start} and {end}; wait on some events "
-                        f"earlier or use fewer outstanding tokens")
+        raise UserError(
+            f"{loc}: event pool exhausted: all 8 event ids of {src} -> {dst} are "
+            f"pending between statement {start} and {end}; wait on some events "
+            f"earlier or use fewer outstanding tokens"
+        )
 
     # --- output --------------------------------------------------------------------------
 
@@ -512,7 +596,7 @@ class Kernel(ChipKernel):
         for i, flag in zip(self._more_at, self._more_flags):
             more.setdefault(i, []).append(flag)
         for i, stmt in enumerate(self._stmts):
-            if type(stmt) is tuple:             # a section marker
+            if type(stmt) is tuple:  # a section marker
                 if stmt[0] == "section":
                     outer, body = body, []
                 else:
@@ -531,11 +615,14 @@ class Kernel(ChipKernel):
 def _method(name: str):
     def method(self, *operands, **attrs):
         return self._instr(name, operands, attrs)
+
     method.__name__ = name
     method.__qualname__ = f"Kernel.{name}"
     spec = OPCODES[name]
-    method.__doc__ = (f"Issue {name} ({spec.ir_name}): outs [{spec.outs}] then ins "
-                      f"[{' | '.join(spec.ins)}], then RecordEvent tokens to wait on.")
+    method.__doc__ = (
+        f"Issue {name} ({spec.ir_name}): outs [{spec.outs}] then ins "
+        f"[{' | '.join(spec.ins)}], then RecordEvent tokens to wait on."
+    )
     return method
 
 

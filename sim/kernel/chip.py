@@ -37,9 +37,21 @@ import contextlib
 
 from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
-from sim.isa.program import (FFTS_MODES, SYNCALL_CORE_TYPES, SYNCALL_MODES, Const,
-                             GmPtr, PipeOp, RawAttr, Scalar, ScalarOp, SetFfts, SyncAll,
-                             SyncSet, SyncWait)
+from sim.isa.program import (
+    FFTS_MODES,
+    SYNCALL_CORE_TYPES,
+    SYNCALL_MODES,
+    Const,
+    GmPtr,
+    PipeOp,
+    RawAttr,
+    Scalar,
+    ScalarOp,
+    SetFfts,
+    SyncAll,
+    SyncSet,
+    SyncWait,
+)
 from sim.isa.tile import Tile, TileType
 from sim.kernel.values import Event, GlobalTensor, Index, _caller, _pipe_name
 
@@ -55,7 +67,12 @@ class Fifo:
 
     def __init__(self, id, direction, type, split, buffer):
         self.id, self.direction, self.type, self.split, self.buffer = (
-            id, direction, type, split, buffer)
+            id,
+            direction,
+            type,
+            split,
+            buffer,
+        )
 
     def __repr__(self) -> str:
         return f"Fifo({self.id}, {self.direction}, {self.type})"
@@ -68,9 +85,9 @@ class ChipKernel:
         if isinstance(block_dim, bool) or not isinstance(block_dim, int) or block_dim < 1:
             raise UserError(f"Kernel: block_dim: expected a positive integer, found {block_dim!r}")
         self.block_dim = block_dim
-        self._popped: dict = {}         # (fifo id, section) -> tiles popped and not yet freed
+        self._popped: dict = {}  # (fifo id, section) -> tiles popped and not yet freed
         self._ids: dict[str, Index] = {}
-        self._section = None          # "cube" / "vector" while inside a section
+        self._section = None  # "cube" / "vector" while inside a section
         self._fifos: list[Fifo] = []
 
     # --- ids -------------------------------------------------------------------------------
@@ -108,8 +125,9 @@ class ChipKernel:
     @contextlib.contextmanager
     def _in_section(self, kind: str):
         if self._section is not None:
-            raise UserError(f"section.{kind}: sections do not nest (already in section."
-                            f"{self._section})")
+            raise UserError(
+                f"section.{kind}: sections do not nest (already in section.{self._section})"
+            )
         self._section = kind
         self._emit(("section", kind))
         try:
@@ -128,8 +146,9 @@ class ChipKernel:
 
     # --- FIFOs -----------------------------------------------------------------------------
 
-    def fifo(self, direction: str, dtype, rows: int, cols: int, *, slots: int = 2,
-             split: int = 0) -> Fifo:
+    def fifo(
+        self, direction: str, dtype, rows: int, cols: int, *, slots: int = 2, split: int = 0
+    ) -> Fifo:
         """Declare a FIFO: ``"c2v"`` (cube -> both vector units) or ``"v2c"``.
 
         ``(rows, cols)`` of ``dtype`` is the consumer's tile: for c2v what each vector
@@ -142,16 +161,27 @@ class ChipKernel:
         if direction not in ("c2v", "v2c"):
             raise UserError(f"fifo(): direction: expected 'c2v' or 'v2c', found {direction!r}")
         if split not in (0, 1, 2):
-            raise UserError(f"fifo(): split: expected 0 (none), 1 (rows) or 2 (columns), "
-                            f"found {split!r}")
+            raise UserError(
+                f"fifo(): split: expected 0 (none), 1 (rows) or 2 (columns), found {split!r}"
+            )
         fid = len(self._fifos)
         loc = "vec" if direction == "c2v" else "mat"
         ttype = TileType(loc, _dtype(dtype), int(rows), int(cols))
         slot = ttype.nbytes
         buf = Scalar(self._fresh(f"fifo{fid}_buf"), "i32")
-        self._emit(PipeOp((buf,), "pto.reserve_buffer", (),
-                          {"name": f"fifo{fid}", "size": slot * int(slots),
-                           "location": RawAttr(f"#pto.address_space<{loc}>"), "auto": True}))
+        self._emit(
+            PipeOp(
+                (buf,),
+                "pto.reserve_buffer",
+                (),
+                {
+                    "name": f"fifo{fid}",
+                    "size": slot * int(slots),
+                    "location": RawAttr(f"#pto.address_space<{loc}>"),
+                    "auto": True,
+                },
+            )
+        )
         attrs = {"id": fid, "dir_mask": 1 if direction == "c2v" else 2, "slot_size": slot}
         operand = (("c2v_consumer_buf" if direction == "c2v" else "v2c_consumer_buf"), buf)
         self._emit(PipeOp((), "pto.aic_initialize_pipe", (operand,), attrs))
@@ -162,8 +192,10 @@ class ChipKernel:
 
     def _need(self, kind: str, what: str) -> None:
         if self._section != kind:
-            raise UserError(f"{what}: expected inside `with k.{kind}():`, found "
-                            f"{'no section' if self._section is None else 'section.' + self._section}")
+            raise UserError(
+                f"{what}: expected inside `with k.{kind}():`, found "
+                f"{'no section' if self._section is None else 'section.' + self._section}"
+            )
 
     def tpush(self, fifo: Fifo, tile: Tile, *events):
         """Push ``tile`` into ``fifo`` (``tpush_to_aiv`` on the cube, ``tpush_to_aic`` on
@@ -202,8 +234,10 @@ class ChipKernel:
         popped = self._popped.get((fifo.id, self._section))
         loc = _caller()
         if not popped:
-            raise UserError(f"{loc}: tfree on {fifo!r}: no popped tile to give back (every "
-                            f"tpop is already freed: tfree twice?); expected one tfree per tpop")
+            raise UserError(
+                f"{loc}: tfree on {fifo!r}: no popped tile to give back (every "
+                f"tpop is already freed: tfree twice?); expected one tfree per tpop"
+            )
         tile = popped.pop(0)
         self._tile_ids.discard(id(tile))
         self._freed[id(tile)] = loc
@@ -212,8 +246,10 @@ class ChipKernel:
 
     def _own_fifo(self, fifo, what: str) -> None:
         if not any(f is fifo for f in self._fifos):
-            raise UserError(f"{_caller()}: {what} on {fifo!r}: the FIFO was not declared in "
-                            f"kernel {self.name}; declare it with this kernel's fifo()")
+            raise UserError(
+                f"{_caller()}: {what} on {fifo!r}: the FIFO was not declared in "
+                f"kernel {self.name}; declare it with this kernel's fifo()"
+            )
 
     # --- cross-core flags and the all-core barrier -----------------------------------------
 
@@ -227,20 +263,23 @@ class ChipKernel:
         if isinstance(flag, Index):
             flag = flag.scalar
         elif isinstance(flag, bool) or not isinstance(flag, int) or not 0 <= flag < top:
-            raise UserError(f"{what}: flag: expected an int 0..{top - 1} or an Index, found "
-                            f"{flag!r}")
+            raise UserError(
+                f"{what}: flag: expected an int 0..{top - 1} or an Index, found {flag!r}"
+            )
         for ev in events:
-            if getattr(ev, "pipe", None) != pipe:     # a set fires after its own pipe's earlier work anyway
+            if (
+                getattr(ev, "pipe", None) != pipe
+            ):  # a set fires after its own pipe's earlier work anyway
                 self._wait(ev, pipe, loc)
         self._emit(self._intern(cls(pipe, flag, mode, intra, loc=loc)))
 
-    def sync_set(self, pipe, flag, *events, mode: "int | None" = None) -> None:
+    def sync_set(self, pipe, flag, *events, mode: int | None = None) -> None:
         """``pto.sync.set``: cross-core flag ``flag`` (0..15, or an Index), set when the
         earlier work of ``pipe`` (and ``events``) is done; ``mode`` is the ffts_mode (None:
         not written, the default 2 applies)."""
         self._ffts(SyncSet, "sync_set", pipe, flag, mode, events, _caller())
 
-    def sync_wait(self, pipe, flag, *, mode: "int | None" = None) -> None:
+    def sync_wait(self, pipe, flag, *, mode: int | None = None) -> None:
         """``pto.sync.wait``: ``pipe`` waits until cross-core flag ``flag`` is set."""
         self._ffts(SyncWait, "sync_wait", pipe, flag, mode, (), _caller())
 
@@ -261,8 +300,10 @@ class ChipKernel:
         if mode not in SYNCALL_MODES:
             raise UserError(f"syncall: mode: expected 'soft' or 'hard', found {mode!r}")
         if core_type not in SYNCALL_CORE_TYPES:
-            raise UserError(f"syncall: core_type: expected one of "
-                            f"{', '.join(SYNCALL_CORE_TYPES)}, found {core_type!r}")
+            raise UserError(
+                f"syncall: core_type: expected one of "
+                f"{', '.join(SYNCALL_CORE_TYPES)}, found {core_type!r}"
+            )
         if len(operands) > 3:
             raise UserError(f"syncall: expected at most 3 operands, found {len(operands)}")
         ops = []
@@ -274,8 +315,7 @@ class ChipKernel:
             elif isinstance(o, int) and not isinstance(o, bool):
                 ops.append(Const(o, "i32"))
             else:
-                raise UserError(f"syncall: operand {o!r}: expected a GM tensor, an Index or "
-                                f"an int")
+                raise UserError(f"syncall: operand {o!r}: expected a GM tensor, an Index or an int")
         self._emit(self._intern(SyncAll(mode, core_type, tuple(ops), loc=_caller())))
 
     def set_ffts(self, addr) -> None:

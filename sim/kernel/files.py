@@ -11,17 +11,24 @@ raises (``sys.exit`` included) into one ``UserError`` at its line.
 from __future__ import annotations
 
 import contextlib
-import math
 import importlib.util
 import inspect
+import math
 import sys
 import traceback
 from pathlib import Path
 
 from sim.base.errors import UserError
 
-__all__ = ["load_kernel", "kernel_source", "user_code", "build_params", "param_value",
-           "scalar_value", "printable"]
+__all__ = [
+    "load_kernel",
+    "kernel_source",
+    "user_code",
+    "build_params",
+    "param_value",
+    "scalar_value",
+    "printable",
+]
 
 
 def load_kernel(path: str, params=()):
@@ -40,17 +47,18 @@ def load_kernel(path: str, params=()):
 def kernel_source(path: str):
     """A ``.pto`` file's Program, or a ``.py`` file's ``build`` function."""
     p = Path(path)
-    if printable(path) != path:    # its name would go into every source location and trace
+    if printable(path) != path:  # its name would go into every source location and trace
         raise UserError(f"{path}: the file name is not valid UTF-8; rename the file")
     try:
         if p.is_dir():
             raise UserError(f"{path}: is a directory, expected a kernel file (.pto or .py)")
         if not p.is_file():
             raise UserError(f"{path}: no such file")
-    except OSError as e:                      # a name too long, a loop of links ...
+    except OSError as e:  # a name too long, a loop of links ...
         raise UserError(f"{path}: cannot read: {e.strerror}") from None
     if p.suffix == ".pto":
         from sim.frontend import parse_file
+
         return parse_file(path)
     if p.suffix != ".py":
         raise UserError(f"{path}: expected a PTO IR file (.pto) or a Python kernel file (.py)")
@@ -78,23 +86,32 @@ def user_code(path: str):
     except UserError:
         raise
     except SystemExit as e:
-        raise UserError(f"{path}: called sys.exit({e.code!r}) while building the kernel; "
-                        f"build() must return a sim.Kernel") from None
+        raise UserError(
+            f"{path}: called sys.exit({e.code!r}) while building the kernel; "
+            f"build() must return a sim.Kernel"
+        ) from None
     except KeyboardInterrupt:
         here = Path(path).resolve()
-        frames = [f for f in traceback.extract_tb(sys.exc_info()[2])
-                  if Path(f.filename).resolve() == here]
+        frames = [
+            f for f in traceback.extract_tb(sys.exc_info()[2]) if Path(f.filename).resolve() == here
+        ]
         where = f"{path}:{frames[-1].lineno}" if frames else path
         raise KeyboardInterrupt(f"interrupted while building the kernel (at {where})") from None
     except RecursionError:
-        raise UserError(f"{path}: RecursionError while building the kernel: recursion "
-                        f"deeper than Python's limit of {sys.getrecursionlimit()}") from None
+        raise UserError(
+            f"{path}: RecursionError while building the kernel: recursion "
+            f"deeper than Python's limit of {sys.getrecursionlimit()}"
+        ) from None
     except Exception as e:
         here = Path(path).resolve()
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == here]
+        frames = [
+            f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == here
+        ]
         where = f"{path}:{frames[-1].lineno}" if frames else path
-        message = " ".join(str(e).split())       # one line, whatever the exception says
-        raise UserError(f"{where}: {type(e).__name__} while building the kernel: {message}") from None
+        message = " ".join(str(e).split())  # one line, whatever the exception says
+        raise UserError(
+            f"{where}: {type(e).__name__} while building the kernel: {message}"
+        ) from None
     finally:
         with contextlib.suppress(ValueError):
             sys.path.remove(folder)
@@ -104,14 +121,19 @@ def build_params(build, path: str, params) -> dict:
     """NAME, VALUE pairs as keyword arguments of a ``.py`` kernel's ``build()`` (text
     values, as ``--arg`` gives them, parsed by ``param_value``)."""
     sig = inspect.signature(build)
-    named = {n: p for n, p in sig.parameters.items()
-             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    named = {
+        n: p
+        for n, p in sig.parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
     any_name = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     out = {}
     for name, value in params:
         if name not in named and not any_name:
-            raise UserError(f"--arg {name}: {path}: build() has no parameter {name!r} "
-                            f"(parameters: {', '.join(named) or 'none'})")
+            raise UserError(
+                f"--arg {name}: {path}: build() has no parameter {name!r} "
+                f"(parameters: {', '.join(named) or 'none'})"
+            )
         default = named[name].default if name in named else None
         out[name] = param_value(name, value, default) if isinstance(value, str) else value
     missing = [n for n, p in named.items() if p.default is p.empty and n not in out]
@@ -137,8 +159,10 @@ def param_value(name: str, text: str, default=None):
     if kind is float and type(value) is int:
         return float(value)
     if kind in (int, float, bool) and type(value) is not kind:
-        raise UserError(f"--arg {name}={text}: expected {kind.__name__} like the default "
-                        f"{default!r} of build()'s parameter {name}")
+        raise UserError(
+            f"--arg {name}={text}: expected {kind.__name__} like the default "
+            f"{default!r} of build()'s parameter {name}"
+        )
     return value
 
 
@@ -154,12 +178,13 @@ def scalar_value(name: str, text: str, type_: str):
             value = int(text, 0)
             lo, hi = _int_range(t)
             if not lo <= value <= hi:
-                raise UserError(f"--arg {name}={text}: out of range for {type_}: expected "
-                                f"{lo} <= value <= {hi}")
+                raise UserError(
+                    f"--arg {name}={text}: out of range for {type_}: expected {lo} <= value <= {hi}"
+                )
             return value
         value = float(text)
         if not math.isfinite(value) and text.strip().lower() not in ("inf", "-inf", "+inf", "nan"):
-            raise ValueError(text)           # 1e999: overflows a float
+            raise ValueError(text)  # 1e999: overflows a float
         return value
     except ValueError:
         raise UserError(f"--arg {name}={text}: expected a value of type {type_}") from None
@@ -170,15 +195,14 @@ def _int_range(t: str) -> tuple[int, int]:
     64-bit; a signless ``iN`` takes either reading of its N bits, ``uN`` only unsigned."""
     bits = 64 if t == "index" else int("".join(c for c in t if c.isdigit()) or 64)
     if t.startswith("u") or t.startswith("ui"):
-        return 0, 2 ** bits - 1
+        return 0, 2**bits - 1
     if t.startswith("si"):
-        return -2 ** (bits - 1), 2 ** (bits - 1) - 1
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     if t == "index":
-        return -2 ** 63, 2 ** 63 - 1
-    return -2 ** (bits - 1), 2 ** bits - 1
+        return -(2**63), 2**63 - 1
+    return -(2 ** (bits - 1)), 2**bits - 1
 
 
 def printable(text: str) -> str:
     """``text`` with undecodable file-name bytes (surrogate escapes) shown as U+FFFD."""
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-

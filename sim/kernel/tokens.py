@@ -29,7 +29,7 @@ class _PipeClocks:
         self.known: dict[tuple, dict] = {}
         self.floor: dict = {}
         self.snaps: dict[tuple, dict] = {}
-        self.joined: dict[tuple, dict] = {}     # (section, pipe) -> the snapshot it last joined
+        self.joined: dict[tuple, dict] = {}  # (section, pipe) -> the snapshot it last joined
 
     def passed(self, section, pipe) -> dict:
         key = (section, pipe)
@@ -40,7 +40,7 @@ class _PipeClocks:
             self.snaps[key] = snap
         return snap
 
-    def join(self, section, pipe, other: dict, own: "tuple | None" = None) -> None:
+    def join(self, section, pipe, other: dict, own: tuple | None = None) -> None:
         """``pipe`` waited for a set that knew ``other``, issued on pipe ``own[0]`` after
         statement ``own[1]``."""
         key = (section, pipe)
@@ -48,7 +48,7 @@ class _PipeClocks:
         if mine is None:
             mine = self.known[key] = {}
         learnt = False
-        if self.joined.get(key) is not other:   # a snapshot never changes: joined once is enough
+        if self.joined.get(key) is not other:  # a snapshot never changes: joined once is enough
             self.joined[key] = other
             for p, i in other.items():
                 if mine.get(p, -1) < i:
@@ -57,7 +57,7 @@ class _PipeClocks:
         if own is not None and mine.get(own[0], -1) < own[1]:
             mine[own[0]] = own[1]
             learnt = True
-        if learnt:              # else the pipe's snapshot still holds
+        if learnt:  # else the pipe's snapshot still holds
             self.snaps.pop(key, None)
 
     def drain(self, section, index) -> None:
@@ -80,7 +80,7 @@ class _IdPool:
         self.open: dict[int, int] = {}
         self.flags: dict[tuple, tuple] = {}
 
-    def waited(self, eid: int, here: int, start: "int | None") -> None:
+    def waited(self, eid: int, here: int, start: int | None) -> None:
         """A wait of ``eid`` at statement ``here``, for a hand-written set at ``start``
         (None: none open). Ids outside the pool are the user's own: nothing to track."""
         if 0 <= eid < _POOL:
@@ -89,7 +89,7 @@ class _IdPool:
                 self.busy[eid].add(start, here)
 
 
-_POOL = 8           # event ids per pipe pair
+_POOL = 8  # event ids per pipe pair
 
 
 class _Intervals:
@@ -105,7 +105,7 @@ class _Intervals:
 
     def __init__(self):
         self.starts: list[int] = []
-        self.reach: list[int] = []     # reach[i] = the largest end among intervals 0..i
+        self.reach: list[int] = []  # reach[i] = the largest end among intervals 0..i
 
     def free(self, start: int, end: int) -> bool:
         i = bisect.bisect_right(self.starts, end)
@@ -113,16 +113,16 @@ class _Intervals:
 
     def add(self, start: int, end: int) -> None:
         starts, reach = self.starts, self.reach
-        if not starts or starts[-1] <= start:          # in program order: at the end
+        if not starts or starts[-1] <= start:  # in program order: at the end
             last = reach[-1] if reach else end
             starts.append(start)
             reach.append(end if end > last else last)
             return
         i = bisect.bisect_right(self.starts, start)
         reach = max(end, self.reach[i - 1]) if i else end
-        self.starts.insert(i, start)      # at the end but for tokens waited on out of order
+        self.starts.insert(i, start)  # at the end but for tokens waited on out of order
         self.reach.insert(i, reach)
         j = i + 1
-        while j < len(self.reach) and self.reach[j] < reach:   # stops at once unless overlapping
+        while j < len(self.reach) and self.reach[j] < reach:  # stops at once unless overlapping
             self.reach[j] = reach
             j += 1

@@ -27,14 +27,14 @@ def _pipe_name(p: str) -> str:
     return name
 
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)   # the sim package
-_BUILDER = __name__.rpartition(".")[0] + "."               # sim.kernel.: the builder's modules
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)  # the sim package
+_BUILDER = __name__.rpartition(".")[0] + "."  # sim.kernel.: the builder's modules
 
 
-_FRAMES: dict = {}      # id(code object) -> (it, 0: the builder's own frame (skipped), 1: sim's,
+_FRAMES: dict = {}  # id(code object) -> (it, 0: the builder's own frame (skipped), 1: sim's,
 #                         2: user code)
-_SITES: dict = {}       # (id(code object), f_lasti) -> (it, its SourceLoc): one per call site
-_LOCS: dict = {}        # (file, line) -> its SourceLoc: one object per line of user code
+_SITES: dict = {}  # (id(code object), f_lasti) -> (it, its SourceLoc): one per call site
+_LOCS: dict = {}  # (file, line) -> its SourceLoc: one object per line of user code
 _CACHE_LIMIT = 1 << 16  # entries each cache keeps before it starts again (a long sweep loads
 #                         many kernels, each new code objects)
 
@@ -48,7 +48,7 @@ def _frame_kind(f) -> int:
     return 2
 
 
-def _caller(depth: int = 2) -> "SourceLoc | None":
+def _caller(depth: int = 2) -> SourceLoc | None:
     """file:line of the user code that called into the builder (frames of sim itself,
     such as ``ptosim op``'s generated kernels, carry no user location). ``depth``: the
     first frame that may be the user's (2: the caller of the builder method calling this;
@@ -62,7 +62,7 @@ def _caller(depth: int = 2) -> "SourceLoc | None":
     tell a new one that took a freed one's id."""
     f = sys._getframe(depth)
     code = f.f_code
-    got = _SITES.get((id(code), f.f_lasti))     # a user call site seen before: done
+    got = _SITES.get((id(code), f.f_lasti))  # a user call site seen before: done
     if got is not None and got[0] is code:
         return got[1]
     kind = 0
@@ -102,8 +102,8 @@ class Event:
 
     def __init__(self, kernel, index, pipe):
         self.kernel, self.index, self.pipe = kernel, index, pipe
-        self.section = section = kernel._section      # where it was issued
-        self.waited = ()          # the pipes that have waited on it (few: a tuple)
+        self.section = section = kernel._section  # where it was issued
+        self.waited = ()  # the pipes that have waited on it (few: a tuple)
         clocks = kernel._clocks
         self.known = clocks.snaps.get((section, pipe)) or clocks.passed(section, pipe)
 
@@ -120,7 +120,7 @@ class View:
         self.tensor, self.row, self.col, self.rows, self.cols = tensor, row, col, rows, cols
 
 
-_STATIC = frozenset((int, type(None)))     # slice bounds known when the kernel is built
+_STATIC = frozenset((int, type(None)))  # slice bounds known when the kernel is built
 
 
 class GlobalTensor:
@@ -139,41 +139,63 @@ class GlobalTensor:
             raise UserError(f"view of {self.name}: a run-time offset needs explicit rows and cols")
         rows = R - row if rows is None else rows
         cols = C - col if cols is None else cols
-        if rows <= 0 or cols <= 0 or rows > R or cols > C or not dynamic and (
-                row < 0 or col < 0 or row + rows > R or col + cols > C):
-            raise UserError(f"view of {self.name}: window rows [{row}, {row} + {rows}) x cols "
-                            f"[{col}, {col} + {cols}) is outside the {R}x{C} tensor")
+        if (
+            rows <= 0
+            or cols <= 0
+            or rows > R
+            or cols > C
+            or not dynamic
+            and (row < 0 or col < 0 or row + rows > R or col + cols > C)
+        ):
+            raise UserError(
+                f"view of {self.name}: window rows [{row}, {row} + {rows}) x cols "
+                f"[{col}, {col} + {cols}) is outside the {R}x{C} tensor"
+            )
         return View(self, row, col, rows, cols)
 
     def __getitem__(self, key) -> View:
         if type(key) is tuple and len(key) == 2:
-            r, c = key      # a[r0:r1, c0:c1] of literal bounds, as a loop slices: no Index
-            if type(r) is slice and type(c) is slice and type(r.start) in _STATIC \
-                    and type(r.stop) in _STATIC and type(c.start) in _STATIC \
-                    and type(c.stop) in _STATIC and r.step is None and c.step is None:
+            r, c = key  # a[r0:r1, c0:c1] of literal bounds, as a loop slices: no Index
+            if (
+                type(r) is slice
+                and type(c) is slice
+                and type(r.start) in _STATIC
+                and type(r.stop) in _STATIC
+                and type(c.start) in _STATIC
+                and type(c.stop) in _STATIC
+                and r.step is None
+                and c.step is None
+            ):
                 r0, r1, _ = r.indices(self.shape[0])
                 c0, c1, _ = c.indices(self.shape[1])
-                if r1 > r0 and c1 > c0:     # indices() clamps into the tensor: view()'s
-                    return View(self, r0, c0, r1 - r0, c1 - c0)     # checks hold
+                if r1 > r0 and c1 > c0:  # indices() clamps into the tensor: view()'s
+                    return View(self, r0, c0, r1 - r0, c1 - c0)  # checks hold
         if not isinstance(key, tuple):
             key = (key, slice(None))
         if len(key) != 2:
-            raise UserError(f"view of {self.name}: expected a[rows, cols] (two slices), found "
-                            f"{len(key)} subscripts")
+            raise UserError(
+                f"view of {self.name}: expected a[rows, cols] (two slices), found "
+                f"{len(key)} subscripts"
+            )
         spans = []
         for k, n in zip(key, self.shape):
             # a window is contiguous rows and columns: an integer or a stepped slice is
             # something else, refused rather than read as a window it is not
             if not isinstance(k, slice):
-                raise UserError(f"view of {self.name}: expected a slice such as a[r0:r1, "
-                                f"c0:c1], found {k!r}")
+                raise UserError(
+                    f"view of {self.name}: expected a slice such as a[r0:r1, c0:c1], found {k!r}"
+                )
             if k.step not in (None, 1):
-                raise UserError(f"view of {self.name}: a window takes every row and column "
-                                f"of its span; a step is not supported, found {k!r}")
+                raise UserError(
+                    f"view of {self.name}: a window takes every row and column "
+                    f"of its span; a step is not supported, found {k!r}"
+                )
             if isinstance(k.start, Index) or isinstance(k.stop, Index):
                 if not isinstance(k.start, Index) or not isinstance(k.stop, Index):
-                    raise UserError(f"view of {self.name}: a run-time slice needs start and "
-                                    f"stop of one Index (e.g. a[r:r + 128]), found {k!r}")
+                    raise UserError(
+                        f"view of {self.name}: a run-time slice needs start and "
+                        f"stop of one Index (e.g. a[r:r + 128]), found {k!r}"
+                    )
                 spans.append((k.start, k.stop - k.start))
             else:
                 a, b, _ = k.indices(n)
@@ -187,11 +209,11 @@ class Index:
 
     __slots__ = ("kernel", "scalar", "base", "offset")
 
-    def __init__(self, kernel, scalar: Scalar, base: "Scalar | None" = None, offset: int = 0):
+    def __init__(self, kernel, scalar: Scalar, base: Scalar | None = None, offset: int = 0):
         self.kernel, self.scalar = kernel, scalar
         self.base, self.offset = (scalar, 0) if base is None else (base, offset)
 
-    def _op(self, op: str, other, swap=False) -> "Index":
+    def _op(self, op: str, other, swap=False) -> Index:
         k = self.kernel
         if isinstance(other, Index):
             rhs = other.scalar
@@ -226,7 +248,7 @@ class Index:
 
     def __sub__(self, other):
         if isinstance(other, Index) and other.base == self.base:
-            return self.offset - other.offset          # a static size
+            return self.offset - other.offset  # a static size
         return self._op("subi", other)
 
     def __rsub__(self, other):
@@ -234,5 +256,3 @@ class Index:
 
     def __repr__(self) -> str:
         return f"Index(%{self.scalar.name})"
-
-

@@ -47,8 +47,8 @@ class Slot:
     tile: Tile
     buffer: str
     addrs: tuple
-    live: tuple                    # (first, last) statement position
-    loop: "For | None" = None      # the loop whose iterations alternate the copies
+    live: tuple  # (first, last) statement position
+    loop: For | None = None  # the loop whose iterations alternate the copies
 
     @property
     def double(self) -> bool:
@@ -77,24 +77,29 @@ class _Scan:
         self.root = Aliases(fn)
         self.pos = -1
         self.loop_span: dict[int, tuple] = {}
-        self.allocs: dict[Tile, tuple] = {}     # tile -> (pos, loops, order)
+        self.allocs: dict[Tile, tuple] = {}  # tile -> (pos, loops, order)
         self.uses: dict[Tile, list] = {}
         self.partners: dict[Tile, set] = {}
-        self._roles: dict[int, tuple] = {}      # id(Instr) -> _instr_roles
+        self._roles: dict[int, tuple] = {}  # id(Instr) -> _instr_roles
         self._visit(fn.body, (), 0)
 
     def _instr_roles(self, st: Instr) -> tuple:
         """((tile, (reads, writes)), ...) of an instruction's tiles, subviews as their
         source; notes the two sources of a binary vector op as placement partners."""
         roles: dict[Tile, list] = {}
-        for t, r, w in tile_roles(st):      # an in-place op reads and writes
+        for t, r, w in tile_roles(st):  # an in-place op reads and writes
             rw = roles.setdefault(self.root(t), [False, False])
             rw[0] |= r
             rw[1] |= w
         spec = _opcode(st.opcode)
         srcs = [self.root(t) for t in st.tiles_in]
-        if spec.family == "binary" and len(srcs) >= 2 and srcs[0] != srcs[1] \
-                and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
+        if (
+            spec.family == "binary"
+            and len(srcs) >= 2
+            and srcs[0] != srcs[1]
+            and srcs[0].loc is Loc.VEC
+            and srcs[1].loc is Loc.VEC
+        ):
             self.partners.setdefault(srcs[0], set()).add(srcs[1])
             self.partners.setdefault(srcs[1], set()).add(srcs[0])
         return tuple((t, tuple(rw)) for t, rw in roles.items())
@@ -108,7 +113,7 @@ class _Scan:
             elif isinstance(st, Instr):
                 if st.opcode == "TASSIGN":
                     continue
-                roles = self._roles.get(id(st))     # a builder kernel repeats a statement
+                roles = self._roles.get(id(st))  # a builder kernel repeats a statement
                 if roles is None:
                     roles = self._roles[id(st)] = self._instr_roles(st)
                 for t, (r, w) in roles:
@@ -133,7 +138,7 @@ def fifo_spans(fn) -> dict:
     takes the same branch: a FIFO's two ends are reserved and imported in matching
     branches), so the buffers and tiles of one branch may share bytes with the other's."""
     spans: dict = {}
-    found: list = []       # (id(statement), region key)
+    found: list = []  # (id(statement), region key)
     pos = -1
 
     def visit(body, region):
@@ -166,13 +171,23 @@ def held_during(reserved: dict, name: str, live: tuple) -> list:
     """The byte ranges of ``reserved`` in buffer ``name`` held during ``live``: a
     ``(start, end)`` for the whole kernel, a ``(start, end, (first, last))`` over those
     positions (``fifo_spans``)."""
-    return [(r[0], r[1]) for r in reserved.get(name, ())
-            if len(r) == 2 or (r[2][0] <= live[1] and live[0] <= r[2][1])]
+    return [
+        (r[0], r[1])
+        for r in reserved.get(name, ())
+        if len(r) == 2 or (r[2][0] <= live[1] and live[0] <= r[2][1])
+    ]
 
 
-def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = None,
-             reserved: "dict | None" = None, hb=None,
-             where: str = "auto placement") -> dict:
+def allocate(
+    fn,
+    target,
+    *,
+    double_buffer: bool = True,
+    pinned: dict | None = None,
+    reserved: dict | None = None,
+    hb=None,
+    where: str = "auto placement",
+) -> dict:
     """Tile -> ``Slot`` for every allocated tile of ``fn`` (subviews alias their source).
     ``pinned`` maps tiles placed by hand to their address: they keep it (placed first,
     never double-buffered) and the others fit around them while they are live.
@@ -185,7 +200,7 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
     pinned = pinned or {}
     reserved = reserved or {}
     scan = _Scan(fn)
-    plans = []       # (start, order, tile, live, loop-or-None, db candidate)
+    plans = []  # (start, order, tile, live, loop-or-None, db candidate)
     for tile, (apos, aloops, order) in scan.allocs.items():
         uses = scan.uses.get(tile, [])
         if not uses:
@@ -202,8 +217,13 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
         if aloops:
             inner = aloops[-1]
             first = min(uses, key=lambda u: u.pos)
-            fresh = (first.writes and not first.reads and first.loops == aloops
-                     and first.cond == 0 and all(inner in u.loops for u in uses))
+            fresh = (
+                first.writes
+                and not first.reads
+                and first.loops == aloops
+                and first.cond == 0
+                and all(inner in u.loops for u in uses)
+            )
             ls, le = scan.loop_span[id(inner)]
             if fresh and double_buffer:
                 db_loop = inner
@@ -218,7 +238,7 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
     placed: dict[Tile, Slot] = {}
     by_buffer: dict[str, list] = {}
     frontiers: dict[str, _Frontier] = {}
-    exact: set = set()          # id(slot) of the tiles only ProgramOrder.may_share can test
+    exact: set = set()  # id(slot) of the tiles only ProgramOrder.may_share can test
     for _, _, tile, live, loop, db in plans:
         buf = target.buffer(tile.loc.buffer)
         size = tile.type.nbytes
@@ -239,24 +259,37 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
 
         # tiles of disjoint live ranges the kernel does not order may not share bytes:
         # asked only of the bytes a candidate address would take
-        dead = [sl for sl in mine if not (sl.live[0] <= live[1] and live[0] <= sl.live[1])] \
-            if hb is not None else []
+        dead = (
+            [sl for sl in mine if not (sl.live[0] <= live[1] and live[0] <= sl.live[1])]
+            if hb is not None
+            else []
+        )
         key = hb.key(tile) if hb is not None and tile not in pinned else None
         unordered: list = []
         asked: set = set()
 
         def fit(busy):
             while True:
-                a = _first_fit(size, busy, buf.capacity_bytes, buf.alignment_bytes, bank_ok,
-                               banks.count if banks else 1)
+                a = _first_fit(
+                    size,
+                    busy,
+                    buf.capacity_bytes,
+                    buf.alignment_bytes,
+                    bank_ok,
+                    banks.count if banks else 1,
+                )
                 if a is None or not dead:
                     return a
                 late = []
-                if key is not None:     # the one-lifetime tiles there, all at once
+                if key is not None:  # the one-lifetime tiles there, all at once
                     late = frontiers[buf.name].unordered(a, a + size, key[1])
-                clash = [sl for sl in dead if id(sl) not in asked
-                         and (key is None or id(sl) in exact)
-                         and any(b < a + size and a < b + sl.nbytes for b in sl.addrs)]
+                clash = [
+                    sl
+                    for sl in dead
+                    if id(sl) not in asked
+                    and (key is None or id(sl) in exact)
+                    and any(b < a + size and a < b + sl.nbytes for b in sl.addrs)
+                ]
                 if not clash and not late:
                     return a
                 busy = busy + late
@@ -271,20 +304,29 @@ def allocate(fn, target, *, double_buffer: bool = True, pinned: "dict | None" = 
             addr = fit(busy)
         if addr is None:
             unordered = [sl for sl in dead if not hb.may_share(sl.tile, tile)]
-            held = sorted(((a, sl) for sl in others + unordered for a in sl.addrs),
-                          key=lambda x: x[0])
+            held = sorted(
+                ((a, sl) for sl in others + unordered for a in sl.addrs), key=lambda x: x[0]
+            )
             late = {id(sl) for sl in unordered}
-            desc = ", ".join(f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})"
-                             + (" (not ordered)" if id(sl) in late else "") for a, sl in held)
+            desc = ", ".join(
+                f"%{sl.tile.name} [{a:#x}, {a + sl.nbytes:#x})"
+                + (" (not ordered)" if id(sl) in late else "")
+                for a, sl in held
+            )
             used = _union_bytes((a, a + sl.nbytes) for a, sl in held)
-            whom = ("the tiles live at the same time or not ordered before or after it by "
-                    "the kernel's flags and barriers" if hb is not None
-                    else "the tiles live at the same time")
+            whom = (
+                "the tiles live at the same time or not ordered before or after it by "
+                "the kernel's flags and barriers"
+                if hb is not None
+                else "the tiles live at the same time"
+            )
             raise PlacementError(
                 f"{where}: tile %{tile.name} ({size} B) does not fit in {buf.name} "
                 f"({buf.capacity_bytes} B on {target.name}, reserved ranges excluded): "
-                f"{used} B are held by {whom}" + (f": {desc}" if desc else "")
-                + ("; --sync auto orders such reuse itself" if unordered else ""))
+                f"{used} B are held by {whom}"
+                + (f": {desc}" if desc else "")
+                + ("; --sync auto orders such reuse itself" if unordered else "")
+            )
         addrs = (addr,)
         if db:
             held = [(b, b + sl.nbytes) for sl in unordered for b in sl.addrs]
@@ -313,7 +355,7 @@ class _Frontier:
     linear in the tiles instead of asking every pair."""
 
     def __init__(self):
-        self.segs: list = []        # [start, end, {pipe: index}], sorted, disjoint
+        self.segs: list = []  # [start, end, {pipe: index}], sorted, disjoint
 
     def add(self, lo: int, hi: int, last: dict) -> None:
         out, cur = [], lo
@@ -337,8 +379,11 @@ class _Frontier:
 
     def unordered(self, lo: int, hi: int, bound) -> list:
         """The byte ranges in [lo, hi) whose tiles a tile of ``bound`` does not know."""
-        return [(s, e) for s, e, m in self.segs if s < hi and lo < e
-                and any(k > bound.get(p, 0) for p, k in m.items())]
+        return [
+            (s, e)
+            for s, e, m in self.segs
+            if s < hi and lo < e and any(k > bound.get(p, 0) for p, k in m.items())
+        ]
 
 
 def _union_bytes(ranges) -> int:

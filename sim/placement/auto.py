@@ -82,12 +82,32 @@ import itertools
 import attrs
 
 from sim.base.errors import PlacementError, UserError
-from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, PipeOp, Program, Scalar,
-                             Section, SetFlag, WaitFlag, walk)
+from sim.isa.program import (
+    Alloc,
+    Barrier,
+    Const,
+    For,
+    If,
+    Instr,
+    PipeOp,
+    Program,
+    Scalar,
+    Section,
+    SetFlag,
+    WaitFlag,
+    walk,
+)
 from sim.placement.alloc import allocate, fifo_spans, held_during
 from sim.placement.inline import inline_calls
-from sim.placement.ir import (Aliases, Fifos, Views, check_supported, constant_addresses,
-                              fifo_reserves, pipe_of)
+from sim.placement.ir import (
+    Aliases,
+    Fifos,
+    Views,
+    check_supported,
+    constant_addresses,
+    fifo_reserves,
+    pipe_of,
+)
 from sim.placement.order import Ctx, SyncStats
 from sim.placement.sync import _parity_scalar, _parity_value, synchronise
 from sim.target import load_target
@@ -108,10 +128,10 @@ class AutoPlan:
     """An auto-mode program and what was decided for it."""
 
     program: Program
-    slots: dict                    # Tile -> Slot (addresses, live range, double buffering)
+    slots: dict  # Tile -> Slot (addresses, live range, double buffering)
     stats: SyncStats
-    double_buffered: tuple = ()    # names of double-buffered tiles
-    first_access: dict = attrs.Factory(dict)   # DB tile name -> (opcode, operands text)
+    double_buffered: tuple = ()  # names of double-buffered tiles
+    first_access: dict = attrs.Factory(dict)  # DB tile name -> (opcode, operands text)
 
     @property
     def addresses(self) -> dict:
@@ -134,8 +154,11 @@ def _strip(body, keep: frozenset = frozenset()) -> list:
         elif isinstance(st, For):
             st = attrs.evolve(st, body=tuple(_strip(st.body, keep)))
         elif isinstance(st, If):
-            st = attrs.evolve(st, then_body=tuple(_strip(st.then_body, keep)),
-                              else_body=tuple(_strip(st.else_body, keep)))
+            st = attrs.evolve(
+                st,
+                then_body=tuple(_strip(st.then_body, keep)),
+                else_body=tuple(_strip(st.else_body, keep)),
+            )
         elif isinstance(st, Section):
             st = attrs.evolve(st, body=tuple(_strip(st.body, keep)))
         out.append(st)
@@ -171,22 +194,27 @@ def _fifo_buffers(fn, tgt, pinned: dict):
     for st, bufname, size in todo:
         buf = tgt.buffer(bufname)
         live = spans[id(st)]
-        busy = sorted([(s, e) for _, s, e in buf.reserved]
-                      + held_during(held, bufname, live)
-                      + [(a, a + t.type.nbytes) for t, a in pinned.items()
-                         if t.loc.buffer == bufname])
+        busy = sorted(
+            [(s, e) for _, s, e in buf.reserved]
+            + held_during(held, bufname, live)
+            + [(a, a + t.type.nbytes) for t, a in pinned.items() if t.loc.buffer == bufname]
+        )
         addr = 0
         for s, e in busy:
             if addr + size <= s:
                 break
             addr = max(addr, -(-e // buf.alignment_bytes) * buf.alignment_bytes)
         if addr + size > buf.capacity_bytes:
-            raise PlacementError(f"auto placement: FIFO buffer {dict(st.attrs).get('name')!r} "
-                            f"({size} B) does not fit in {buf.name} ({buf.capacity_bytes} B "
-                            f"on {tgt.name})")
+            raise PlacementError(
+                f"auto placement: FIFO buffer {dict(st.attrs).get('name')!r} "
+                f"({size} B) does not fit in {buf.name} ({buf.capacity_bytes} B "
+                f"on {tgt.name})"
+            )
         held.setdefault(bufname, []).append((addr, addr + size, live))
-        placed[id(st)] = attrs.evolve(st, attrs=tuple(
-            (k, False if k == "auto" else v) for k, v in st.attrs) + (("base", addr),))
+        placed[id(st)] = attrs.evolve(
+            st,
+            attrs=tuple((k, False if k == "auto" else v) for k, v in st.attrs) + (("base", addr),),
+        )
     if placed:
         fn = attrs.evolve(fn, body=_replace(fn.body, placed))
     return held, fn
@@ -201,8 +229,9 @@ def _replace(body, new: dict) -> tuple:
         elif isinstance(st, For):
             st = attrs.evolve(st, body=_replace(st.body, new))
         elif isinstance(st, If):
-            st = attrs.evolve(st, then_body=_replace(st.then_body, new),
-                              else_body=_replace(st.else_body, new))
+            st = attrs.evolve(
+                st, then_body=_replace(st.then_body, new), else_body=_replace(st.else_body, new)
+            )
         elif isinstance(st, Section):
             st = attrs.evolve(st, body=_replace(st.body, new))
         out.append(st)
@@ -241,6 +270,7 @@ def _names(fn):
             if name not in taken:
                 taken.add(name)
                 return name
+
     return fresh
 
 
@@ -261,16 +291,20 @@ def _place(body, slots, ctx) -> list:
             ctx.loop_alias[id(new)] = ctx.key(st)
             st = new
         elif isinstance(st, If):
-            st = attrs.evolve(st, then_body=tuple(_place(st.then_body, slots, ctx)),
-                              else_body=tuple(_place(st.else_body, slots, ctx)))
+            st = attrs.evolve(
+                st,
+                then_body=tuple(_place(st.then_body, slots, ctx)),
+                else_body=tuple(_place(st.else_body, slots, ctx)),
+            )
         elif isinstance(st, Section):
             st = attrs.evolve(st, body=tuple(_place(st.body, slots, ctx)))
         out.append(st)
     return out
 
 
-def plan_auto(program, target="a2a3", *, double_buffer: bool = True,
-              keep_addresses: bool = False, tick=None) -> AutoPlan:
+def plan_auto(
+    program, target="a2a3", *, double_buffer: bool = True, keep_addresses: bool = False, tick=None
+) -> AutoPlan:
     """The auto-mode version of ``program`` (a Program or a builder Kernel) and its plan.
     ``keep_addresses`` keeps the constant ``alloc_tile addr=`` of hand-placed tiles (the
     default run of a kernel without sync: placement by hand, sync by the toolchain);
@@ -304,20 +338,28 @@ def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool, tick=None
     held, fn1 = _fifo_buffers(fn1, tgt, pinned)
     slots = _allocate(fn1, tgt, double_buffer, pinned, held)
     # each statement once: a builder kernel repeats them
-    pipes = {pipe_of(st) for st in {id(s): s for s in walk(fn1.body)
-                                    if isinstance(s, Instr)}.values()}
+    pipes = {
+        pipe_of(st) for st in {id(s): s for s in walk(fn1.body) if isinstance(s, Instr)}.values()
+    }
     fifos = Fifos(fn1)
-    pipes |= {s[0] for st in walk(fn1.body) if isinstance(st, PipeOp)
-              for s in [fifos.step(st)] if s is not None}
+    pipes |= {
+        s[0]
+        for st in walk(fn1.body)
+        if isinstance(st, PipeOp)
+        for s in [fifos.step(st)]
+        if s is not None
+    }
     ctx = Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {}, fifos, tick)
     body = _place(fn1.body, slots, ctx)
     body = synchronise(body, ctx)
     return attrs.evolve(fn1, body=tuple(body)), slots, ctx.stats
 
 
-def to_auto(program, target="a2a3", *, double_buffer: bool = True,
-            keep_addresses: bool = False, tick=None) -> Program:
+def to_auto(
+    program, target="a2a3", *, double_buffer: bool = True, keep_addresses: bool = False, tick=None
+) -> Program:
     """``program`` in auto mode: placed by the simulator, synchronised by the simulator
     (the policy is this module's documentation); ``tick`` as for ``plan_auto``."""
-    return plan_auto(program, target, double_buffer=double_buffer, tick=tick,
-                     keep_addresses=keep_addresses).program
+    return plan_auto(
+        program, target, double_buffer=double_buffer, tick=tick, keep_addresses=keep_addresses
+    ).program

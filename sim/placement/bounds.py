@@ -24,14 +24,35 @@ address 3 that manual mode refused). Two rules:
 from __future__ import annotations
 
 from sim.isa.known import HAND_PLACEMENTS, known
-from sim.isa.program import (Alloc, Arith, Call, Const, For, Instr, MakeTensorView,
-                             PartitionView, Scalar, SetValidShape, walk)
+from sim.isa.program import (
+    Alloc,
+    Arith,
+    Call,
+    Const,
+    For,
+    Instr,
+    MakeTensorView,
+    PartitionView,
+    Scalar,
+    SetValidShape,
+    walk,
+)
 
-__all__ = ["address_problems", "negative_arguments", "placements", "sized_arguments",
-           "span_message", "static_problems", "view_spans"]
+__all__ = [
+    "address_problems",
+    "negative_arguments",
+    "placements",
+    "sized_arguments",
+    "span_message",
+    "static_problems",
+    "view_spans",
+]
 
-_FOLD = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
-         "arith.muli": lambda a, b: a * b}
+_FOLD = {
+    "arith.addi": lambda a, b: a + b,
+    "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b,
+}
 
 
 def address_problems(tile, addr: int, target) -> list:
@@ -39,19 +60,33 @@ def address_problems(tile, addr: int, target) -> list:
     breaks: capacity, alignment, reserved range (empty: none)."""
     buf = target.buffer(tile.loc.buffer)
     end = addr + tile.type.nbytes
-    what = (f"tile %{tile.name} ({tile.type.nbytes} B) at [{addr:#x}, {end:#x}) in "
-            f"{buf.name}")
+    what = f"tile %{tile.name} ({tile.type.nbytes} B) at [{addr:#x}, {end:#x}) in {buf.name}"
     out = []
     if addr < 0 or end > buf.capacity_bytes:
-        out.append(("capacity", f"{what}: outside the {buf.capacity_bytes}-byte {buf.name} "
-                                f"of {target.name} (rule: capacity)"))
+        out.append(
+            (
+                "capacity",
+                f"{what}: outside the {buf.capacity_bytes}-byte {buf.name} "
+                f"of {target.name} (rule: capacity)",
+            )
+        )
     if addr % buf.alignment_bytes:
-        out.append(("alignment", f"{what}: the address is not a multiple of "
-                                 f"{buf.alignment_bytes} bytes (rule: alignment)"))
+        out.append(
+            (
+                "alignment",
+                f"{what}: the address is not a multiple of "
+                f"{buf.alignment_bytes} bytes (rule: alignment)",
+            )
+        )
     for name, lo, hi in buf.reserved:
         if addr < hi and lo < end:
-            out.append(("reserved", f"{what}: overlaps the reserved range [{lo:#x}, {hi:#x}) "
-                                    f"({name}) (rule: reserved range)"))
+            out.append(
+                (
+                    "reserved",
+                    f"{what}: overlaps the reserved range [{lo:#x}, {hi:#x}) "
+                    f"({name}) (rule: reserved range)",
+                )
+            )
     return out
 
 
@@ -100,14 +135,15 @@ def placements(program):
 def sized_arguments(program) -> dict:
     """Name -> (what, where) of every scalar argument of the entry function that sizes or
     bounds something (see the module doc), through arith and calls."""
-    defs: dict = {}        # (function, scalar name) -> operand keys it is computed from
-    sinks: list = []       # (operand key, what, where)
+    defs: dict = {}  # (function, scalar name) -> operand keys it is computed from
+    sinks: list = []  # (operand key, what, where)
     for fn in program.functions:
         for st in walk(fn.body):
             where = str(st.loc) if getattr(st, "loc", None) else f"@{fn.name}"
             if isinstance(st, Arith):
-                defs[(fn.name, st.result.name)] = [(fn.name, o.name) for o in st.operands
-                                                   if isinstance(o, Scalar)]
+                defs[(fn.name, st.result.name)] = [
+                    (fn.name, o.name) for o in st.operands if isinstance(o, Scalar)
+                ]
             elif isinstance(st, Call):
                 callee = program.callee(st)
                 for param, arg in zip(callee.args, st.args):
@@ -144,8 +180,11 @@ def view_spans(program, scalars: dict) -> list:
     """Tensor views of the entry function whose shape and strides, with the scalar
     arguments bound, reach more bytes than a 64-bit address (``--arg n=2**63-1``)."""
     fn = program.main
-    seed = {a: scalars[a.name] for a in fn.args
-            if isinstance(a, Scalar) and type(scalars.get(a.name)) is int}
+    seed = {
+        a: scalars[a.name]
+        for a in fn.args
+        if isinstance(a, Scalar) and type(scalars.get(a.name)) is int
+    }
     if not seed:
         return []
     known = _constants(fn, seed)
@@ -156,20 +195,23 @@ def view_spans(program, scalars: dict) -> list:
         vals = [o.value if isinstance(o, Const) else known.get(o) for o in (*st.shape, *st.strides)]
         if any(type(v) is not int for v in vals):
             continue
-        shape, strides = vals[:len(st.shape)], vals[len(st.shape):]
+        shape, strides = vals[: len(st.shape)], vals[len(st.shape) :]
         span = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
-        if span * st.ptr.dtype.size_bytes >= 2 ** 63:
+        if span * st.ptr.dtype.size_bytes >= 2**63:
             where = f"make_tensor_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
-            out.append(("span", st.result.name, span_message(where, shape, strides, span,
-                                                             st.ptr.dtype)))
+            out.append(
+                ("span", st.result.name, span_message(where, shape, strides, span, st.ptr.dtype))
+            )
     return out
 
 
 def span_message(where: str, shape, strides, span: int, dtype) -> str:
     """The one text of a view too large for a 64-bit address (static and run time)."""
-    return (f"{where}: shape {list(shape)} with strides {list(strides)} spans {span} "
-            f"elements of {dtype}: more bytes than a 64-bit address reaches; expected "
-            f"smaller sizes")
+    return (
+        f"{where}: shape {list(shape)} with strides {list(strides)} spans {span} "
+        f"elements of {dtype}: more bytes than a 64-bit address reaches; expected "
+        f"smaller sizes"
+    )
 
 
 def static_problems(program, target, scalars=None) -> list:
@@ -180,12 +222,13 @@ def static_problems(program, target, scalars=None) -> list:
     if _placed_well(program, target):
         if not scalars:
             return out
-        return view_spans(program, scalars) + negative_arguments(sized_arguments(program),
-                                                                 scalars)
+        return view_spans(program, scalars) + negative_arguments(sized_arguments(program), scalars)
     for st, tile, addr, how in placements(program):
         where = f"{st.loc}: " if st.loc else ""
-        out += [(rule, tile.name, f"{where}{how} places {text}")
-                for rule, text in address_problems(tile, addr, target)]
+        out += [
+            (rule, tile.name, f"{where}{how} places {text}")
+            for rule, text in address_problems(tile, addr, target)
+        ]
     if scalars:
         out += view_spans(program, scalars) + negative_arguments(sized_arguments(program), scalars)
     return out
@@ -203,12 +246,15 @@ def _placed_well(program, target) -> bool:
     for st in noted:
         if type(st) is Alloc:
             tile, op = st.tile, st.addr
-        elif st.ins:                     # TASSIGN
+        elif st.ins:  # TASSIGN
             tile, op = st.outs[0], st.ins[0]
         else:
             continue
-        if type(op) is not Const or type(op.value) is not int \
-                or address_problems(tile, op.value, target):
+        if (
+            type(op) is not Const
+            or type(op.value) is not int
+            or address_problems(tile, op.value, target)
+        ):
             return False
     return True
 
@@ -220,6 +266,12 @@ def negative_arguments(sized: dict, scalars: dict) -> list:
     for name, (what, where) in sized.items():
         v = scalars.get(name)
         if type(v) is int and v < 0:
-            out.append(("argument", name, f"scalar argument %{name} = {v}: it sizes or bounds "
-                                          f"{what} ({where}); expected a value >= 0"))
+            out.append(
+                (
+                    "argument",
+                    name,
+                    f"scalar argument %{name} = {v}: it sizes or bounds "
+                    f"{what} ({where}); expected a value >= 0",
+                )
+            )
     return out

@@ -18,8 +18,21 @@ import attrs
 
 from sim.base.errors import UserError
 from sim.isa.dtypes import DType
-from sim.isa.program import (Call, Const, For, GmPtr, If, PartView, RawAttr, Return, Scalar,
-                             Section, SourceLoc, TensorView, walk)
+from sim.isa.program import (
+    Call,
+    Const,
+    For,
+    GmPtr,
+    If,
+    PartView,
+    RawAttr,
+    Return,
+    Scalar,
+    Section,
+    SourceLoc,
+    TensorView,
+    walk,
+)
 from sim.isa.tile import Tile, TileType
 
 __all__ = ["inline_calls"]
@@ -42,8 +55,11 @@ def _map(obj, subst: dict, fresh):
         return tuple(_map(x, subst, fresh) for x in obj)
     if isinstance(obj, _LEAVES) or not attrs.has(type(obj)):
         return obj
-    changes = {f.name: _map(getattr(obj, f.name), subst, fresh)
-               for f in attrs.fields(type(obj)) if f.name != "loc"}
+    changes = {
+        f.name: _map(getattr(obj, f.name), subst, fresh)
+        for f in attrs.fields(type(obj))
+        if f.name != "loc"
+    }
     return attrs.evolve(obj, **changes)
 
 
@@ -67,7 +83,7 @@ class _Inliner:
             _names(f.args, self.taken)
             _names(f.body, self.taken)
         self.sites = itertools.count()
-        self.results: dict = {}          # call result -> returned value (applied at the end)
+        self.results: dict = {}  # call result -> returned value (applied at the end)
 
     def body(self, body, stack) -> list:
         out = []
@@ -77,8 +93,13 @@ class _Inliner:
             elif isinstance(st, For):
                 out.append(attrs.evolve(st, body=tuple(self.body(st.body, stack))))
             elif isinstance(st, If):
-                out.append(attrs.evolve(st, then_body=tuple(self.body(st.then_body, stack)),
-                                        else_body=tuple(self.body(st.else_body, stack))))
+                out.append(
+                    attrs.evolve(
+                        st,
+                        then_body=tuple(self.body(st.then_body, stack)),
+                        else_body=tuple(self.body(st.else_body, stack)),
+                    )
+                )
             elif isinstance(st, Section):
                 out.append(attrs.evolve(st, body=tuple(self.body(st.body, stack))))
             else:
@@ -88,14 +109,18 @@ class _Inliner:
     def call(self, st: Call, stack) -> list:
         where = f" ({st.loc})" if st.loc else ""
         if st.callee in stack:
-            raise UserError(f"func.call @{st.callee}{where}: recursive call "
-                            f"({' -> '.join(stack + (st.callee,))}) cannot be inlined for auto mode")
+            raise UserError(
+                f"func.call @{st.callee}{where}: recursive call "
+                f"({' -> '.join(stack + (st.callee,))}) cannot be inlined for auto mode"
+            )
         fn = self.program.callee(st)
         body = list(fn.body)
         ret = body.pop() if body and isinstance(body[-1], Return) else Return(())
         if any(isinstance(s, Return) for s in walk(body)):
-            raise UserError(f"func.call @{st.callee}{where}: a return before the end of the "
-                            f"callee cannot be inlined for auto mode")
+            raise UserError(
+                f"func.call @{st.callee}{where}: a return before the end of the "
+                f"callee cannot be inlined for auto mode"
+            )
         site = next(self.sites)
 
         def fresh(name: str) -> str:
@@ -121,7 +146,7 @@ def inline_calls(program):
     inl = _Inliner(program)
     body = inl.body(fn.body, (fn.name,))
     if inl.results:
-        for res, val in inl.results.items():     # a returned value may be a call result too
+        for res, val in inl.results.items():  # a returned value may be a call result too
             while val in inl.results:
                 val = inl.results[val]
             inl.results[res] = val

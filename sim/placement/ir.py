@@ -16,14 +16,37 @@ import attrs
 
 from sim.base.errors import UserError
 from sim.isa.opcodes import opcode as _opcode
-from sim.isa.program import (Alloc, Arith, Const, Instr, MakeTensorView, PartitionView, PartView,
-                             PipeOp, Reshape, Subview, walk)
+from sim.isa.program import (
+    Alloc,
+    Arith,
+    Const,
+    Instr,
+    MakeTensorView,
+    PartitionView,
+    PartView,
+    PipeOp,
+    Reshape,
+    Subview,
+    walk,
+)
 from sim.isa.tile import Loc, Tile
 
-__all__ = ["Access", "pipe_of", "tile_roles", "Views", "Aliases", "Fifos", "AutoUnsupported",
-           "check_supported", "constant_addresses", "fifo_reserves", "reserve_of", "ALL"]
+__all__ = [
+    "Access",
+    "pipe_of",
+    "tile_roles",
+    "Views",
+    "Aliases",
+    "Fifos",
+    "AutoUnsupported",
+    "check_supported",
+    "constant_addresses",
+    "fifo_reserves",
+    "reserve_of",
+    "ALL",
+]
 
-ALL = 1 << 62          # "to the end of the space" for unknown GM windows
+ALL = 1 << 62  # "to the end of the space" for unknown GM windows
 
 
 @attrs.frozen
@@ -36,15 +59,21 @@ class Access:
     write: bool
     name: str = ""
 
-    def conflicts(self, other: "Access") -> bool:
-        return (self.space == other.space and (self.write or other.write)
-                and self.lo < other.hi and other.lo < self.hi)
+    def conflicts(self, other: Access) -> bool:
+        return (
+            self.space == other.space
+            and (self.write or other.write)
+            and self.lo < other.hi
+            and other.lo < self.hi
+        )
 
 
 def pipe_of(instr: Instr) -> str:
     spec = _opcode(instr.opcode)
-    return spec.pipe([o.loc if isinstance(o, Tile) else None for o in instr.outs],
-                     [o.loc if isinstance(o, Tile) else None for o in instr.ins])
+    return spec.pipe(
+        [o.loc if isinstance(o, Tile) else None for o in instr.outs],
+        [o.loc if isinstance(o, Tile) else None for o in instr.ins],
+    )
 
 
 def tile_roles(instr: Instr) -> list[tuple[Tile, bool, bool]]:
@@ -67,13 +96,16 @@ class Views:
     """GM windows of the tensor / partition views of a program (static hulls)."""
 
     def __init__(self, fn):
-        self.tensors: dict[str, tuple] = {}      # view name -> (ptr, itemsize, shape, strides)
-        self.parts: dict[str, tuple] = {}        # part view name -> (space, lo, hi)
+        self.tensors: dict[str, tuple] = {}  # view name -> (ptr, itemsize, shape, strides)
+        self.parts: dict[str, tuple] = {}  # part view name -> (space, lo, hi)
         for st in walk(fn.body):
             if isinstance(st, MakeTensorView):
                 self.tensors[st.result.name] = (
-                    st.ptr.name, st.ptr.dtype.size_bytes,
-                    tuple(_const(x) for x in st.shape), tuple(_const(x) for x in st.strides))
+                    st.ptr.name,
+                    st.ptr.dtype.size_bytes,
+                    tuple(_const(x) for x in st.shape),
+                    tuple(_const(x) for x in st.strides),
+                )
             elif isinstance(st, PartitionView):
                 self.parts[st.result.name] = self._window(st)
 
@@ -164,8 +196,10 @@ def reserve_of(st) -> tuple:
     try:
         buf = Loc(m.group(1)).buffer if m else "UB"
     except ValueError:
-        raise UserError(f"pto.reserve_buffer ({st.loc}): location: expected "
-                        f"#pto.address_space<vec|mat|...>, found {a.get('location')}") from None
+        raise UserError(
+            f"pto.reserve_buffer ({st.loc}): location: expected "
+            f"#pto.address_space<vec|mat|...>, found {a.get('location')}"
+        ) from None
     base = None if a.get("auto") is True else int(a.get("base", 0) or 0)
     return buf, int(a.get("size", 0) or 0), base
 
@@ -173,18 +207,26 @@ def reserve_of(st) -> tuple:
 def fifo_reserves(body) -> list:
     """``(statement, buffer name, size, base or None)`` of every ``reserve_buffer`` in
     ``body``."""
-    return [(st, *reserve_of(st)) for st in walk(body)
-            if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"]
+    return [
+        (st, *reserve_of(st))
+        for st in walk(body)
+        if isinstance(st, PipeOp) and st.op == "pto.reserve_buffer"
+    ]
 
 
 def constant_addresses(fn) -> dict:
     """Tile -> address of every ``alloc_tile`` of ``fn`` whose address is a compile-time
     constant: a literal, or an SSA value of an ``arith.constant`` (as real kernels and
     PTOAS output spell it)."""
-    consts = {st.result: int(st.operands[0].value) for st in walk(fn.body)
-              if isinstance(st, Arith) and st.op == "arith.constant"
-              and st.operands and isinstance(st.operands[0], Const)
-              and isinstance(st.operands[0].value, int)}
+    consts = {
+        st.result: int(st.operands[0].value)
+        for st in walk(fn.body)
+        if isinstance(st, Arith)
+        and st.op == "arith.constant"
+        and st.operands
+        and isinstance(st.operands[0], Const)
+        and isinstance(st.operands[0].value, int)
+    }
     out = {}
     for st in walk(fn.body):
         if isinstance(st, Alloc) and st.addr is not None:
@@ -201,11 +243,16 @@ class AutoUnsupported(UserError):
 
 def check_supported(fn, where: str) -> None:
     from sim.isa.program import Call
+
     for st in walk(fn.body):
         if isinstance(st, Call):
-            raise AutoUnsupported(f"{where}: func.call{f' ({st.loc})' if st.loc else ''} is not "
-                            f"supported in auto mode yet; inline the callee")
+            raise AutoUnsupported(
+                f"{where}: func.call{f' ({st.loc})' if st.loc else ''} is not "
+                f"supported in auto mode yet; inline the callee"
+            )
         if isinstance(st, PipeOp) and st.op in ("pto.talloc_to_aiv", "pto.talloc_to_aic"):
-            raise AutoUnsupported(f"{where}: {st.op}{f' ({st.loc})' if st.loc else ''}: a FIFO slot "
-                            f"taken before the producer computes into it is not supported in "
-                            f"auto mode yet")
+            raise AutoUnsupported(
+                f"{where}: {st.op}{f' ({st.loc})' if st.loc else ''}: a FIFO slot "
+                f"taken before the producer computes into it is not supported in "
+                f"auto mode yet"
+            )

@@ -18,8 +18,7 @@ import re
 
 import pandas as pd
 
-from sim.isa.program import Alloc, Reshape, Subview
-from sim.isa.program import walk
+from sim.isa.program import Alloc, Reshape, Subview, walk
 from sim.placement.ir import constant_addresses
 
 __all__ = ["sync_counts", "occupancy", "peak_bytes", "initial_addresses", "OCCUPANCY_COLUMNS"]
@@ -32,12 +31,17 @@ _ASSIGN = re.compile(r"^%([A-Za-z0-9_.$-]+) <- (-?\d+)\s*$")
 def sync_counts(trace: pd.DataFrame) -> dict:
     kind, pipe = trace["kind"], trace["pipe"]
     bar = kind == "barrier"
-    return {"syncs": int((kind == "set_flag").sum()), "waits": int((kind == "wait_flag").sum()),
-            "barriers": int((bar & (pipe != "PIPE_ALL")).sum()),
-            "full_barriers": int((bar & (pipe == "PIPE_ALL")).sum())}
+    return {
+        "syncs": int((kind == "set_flag").sum()),
+        "waits": int((kind == "wait_flag").sum()),
+        "barriers": int((bar & (pipe != "PIPE_ALL")).sum()),
+        "full_barriers": int((bar & (pipe == "PIPE_ALL")).sum()),
+    }
 
 
-def occupancy(trace: pd.DataFrame, program, addresses: dict, double: "dict | None" = None) -> pd.DataFrame:
+def occupancy(
+    trace: pd.DataFrame, program, addresses: dict, double: dict | None = None
+) -> pd.DataFrame:
     """Tile live intervals of a run. ``addresses``: tile name -> initial byte address
     (tiles missing from it are skipped); ``double``: tile name -> ``(addr0, addr1, opcode,
     operands)`` of auto mode's double-buffered tiles and their first access in the body."""
@@ -52,8 +56,9 @@ def occupancy(trace: pd.DataFrame, program, addresses: dict, double: "dict | Non
     count: dict[str, int] = {}
     spans: dict[tuple, list] = {}
     rows = trace[trace["kind"].isin(["op", "scalar"])].sort_values("id", kind="stable")
-    for opcode, text, start, end in zip(rows["opcode"], rows["operands"], rows["start_cycle"],
-                                        rows["end_cycle"]):
+    for opcode, text, start, end in zip(
+        rows["opcode"], rows["operands"], rows["start_cycle"], rows["end_cycle"]
+    ):
         text = "" if pd.isna(text) else str(text)
         if opcode == "TASSIGN":
             m = _ASSIGN.match(text)
@@ -75,10 +80,14 @@ def occupancy(trace: pd.DataFrame, program, addresses: dict, double: "dict | Non
                 continue
             span = spans.setdefault((name, addr), [int(start), int(end)])
             span[0], span[1] = min(span[0], int(start)), max(span[1], int(end))
-    out = [(n, tiles[n].loc.buffer, a, a + tiles[n].type.nbytes, s, e)
-           for (n, a), (s, e) in spans.items()]
+    out = [
+        (n, tiles[n].loc.buffer, a, a + tiles[n].type.nbytes, s, e)
+        for (n, a), (s, e) in spans.items()
+    ]
     df = pd.DataFrame(out, columns=OCCUPANCY_COLUMNS)
-    return df.sort_values(["buffer", "start_cycle", "start_byte"], kind="stable").reset_index(drop=True)
+    return df.sort_values(["buffer", "start_cycle", "start_byte"], kind="stable").reset_index(
+        drop=True
+    )
 
 
 def _union(ranges) -> int:
@@ -100,8 +109,10 @@ def peak_bytes(occ: pd.DataFrame) -> dict:
     in cycles; a zero-length one counts for its start cycle)."""
     out = {}
     for buf, g in occ.groupby("buffer", sort=True):
-        iv = [(int(s), max(int(e), int(s) + 1), int(a), int(b))
-              for s, e, a, b in zip(g["start_cycle"], g["end_cycle"], g["start_byte"], g["end_byte"])]
+        iv = [
+            (int(s), max(int(e), int(s) + 1), int(a), int(b))
+            for s, e, a, b in zip(g["start_cycle"], g["end_cycle"], g["start_byte"], g["end_byte"])
+        ]
         best = 0
         for t in sorted({s for s, *_ in iv}):
             best = max(best, _union((a, b) for s, e, a, b in iv if s <= t < e))

@@ -19,15 +19,13 @@ from collections import deque
 import attrs
 
 from sim.base.vclock import join
-from sim.isa.program import (Barrier, For, If, Instr, PartView, PipeOp, Section, SetFlag,
-                             WaitFlag)
+from sim.isa.program import Barrier, For, If, Instr, PartView, PipeOp, Section, SetFlag, WaitFlag
 from sim.placement.ir import Access, pipe_of, tile_roles
 
-__all__ = ["Order", "SyncStats", "Summary", "Ctx", "Rec", "stmt", "pipes_of_stmt",
-           "raw_accesses"]
+__all__ = ["Order", "SyncStats", "Summary", "Ctx", "Rec", "stmt", "pipes_of_stmt", "raw_accesses"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def stmt(kind, *args):
     """One object per distinct set / wait flag or barrier the passes insert: they insert
     one at every point that needs it, equal ones are interchangeable (frozen, no source
@@ -54,7 +52,7 @@ class Order:
     def op(self, pipe: str):
         k = self.n.get(pipe, 0) + 1
         self.n[pipe] = k
-        clock = self.clock(pipe)            # a fresh dict: the item's own index joins it
+        clock = self.clock(pipe)  # a fresh dict: the item's own index joins it
         if clock.get(pipe, 0) < k:
             clock[pipe] = k
         return k, clock
@@ -83,11 +81,11 @@ class Order:
 
 @attrs.define
 class SyncStats:
-    pairs: int = 0                 # set/wait pairs inserted (static)
-    barriers: int = 0              # same-pipe barriers inserted
-    fallback_barriers: int = 0     # PIPE_ALL barriers: event pool exhausted / unsafe reuse
-    scalar_barriers: int = 0       # PIPE_ALL barriers before scalar-unit memory accesses
-    loop_flags: int = 0            # loop-carried flags (primed before, drained after a loop)
+    pairs: int = 0  # set/wait pairs inserted (static)
+    barriers: int = 0  # same-pipe barriers inserted
+    fallback_barriers: int = 0  # PIPE_ALL barriers: event pool exhausted / unsafe reuse
+    scalar_barriers: int = 0  # PIPE_ALL barriers before scalar-unit memory accesses
+    loop_flags: int = 0  # loop-carried flags (primed before, drained after a loop)
 
 
 @attrs.define
@@ -95,12 +93,12 @@ class Summary:
     """What a compound statement (loop, branch, section) looks like from outside."""
 
     pipes: set = attrs.Factory(set)
-    accesses: dict = attrs.Factory(dict)      # pipe -> [symbolic access]
-    keys: set = attrs.Factory(set)            # (P, Q, id) used inside (busy during it)
-    primes: list = attrs.Factory(list)        # loop-level flags: (P, Q, id) set before
-    drains: list = attrs.Factory(list)        # ... and waited after
+    accesses: dict = attrs.Factory(dict)  # pipe -> [symbolic access]
+    keys: set = attrs.Factory(set)  # (P, Q, id) used inside (busy during it)
+    primes: list = attrs.Factory(list)  # loop-level flags: (P, Q, id) set before
+    drains: list = attrs.Factory(list)  # ... and waited after
 
-    def merge(self, other: "Summary") -> None:
+    def merge(self, other: Summary) -> None:
         self.pipes |= other.pipes
         for p, a in other.accesses.items():
             self.accesses.setdefault(p, []).extend(a)
@@ -117,25 +115,26 @@ class Rec:
 class Ctx:
     """Shared state of one to_auto run."""
 
-    def __init__(self, target, slots, aliases, views, names, pipes, parity_of_loop, fifos=None,
-                 tick=None):
+    def __init__(
+        self, target, slots, aliases, views, names, pipes, parity_of_loop, fifos=None, tick=None
+    ):
         self.target = target
-        self.tick = tick                    # tick(instructions ordered), or None
+        self.tick = tick  # tick(instructions ordered), or None
         self.ordered = 0
         self.slots = slots
         self.root = aliases
         self.views = views
-        self.fifos = fifos                  # Fifos of the function (cube<->vector FIFO ops)
-        self.names = names                  # fresh scalar-name generator
+        self.fifos = fifos  # Fifos of the function (cube<->vector FIFO ops)
+        self.names = names  # fresh scalar-name generator
         self.all_pipes = pipes
         self.n_ids = int(target.sync.get("event_ids_per_pipe_pair", 8))
         self.stats = SyncStats()
-        self.parity = parity_of_loop        # id(For) -> Scalar (created on demand)
-        self.parity_events: dict[str, tuple] = {}   # scalar name -> (loop id, id0, id1)
+        self.parity = parity_of_loop  # id(For) -> Scalar (created on demand)
+        self.parity_events: dict[str, tuple] = {}  # scalar name -> (loop id, id0, id1)
         self.summaries: dict[int, Summary] = {}
-        self.loop_alias: dict[int, int] = {}        # id(rewritten For) -> id(original)
-        self.steps: dict[int, tuple] = {}           # id(Instr) -> its step
-        self.resolved: dict[int, list] = {}         # id(a step's accesses) -> resolve()
+        self.loop_alias: dict[int, int] = {}  # id(rewritten For) -> id(original)
+        self.steps: dict[int, tuple] = {}  # id(Instr) -> its step
+        self.resolved: dict[int, list] = {}  # id(a step's accesses) -> resolve()
 
     def key(self, loop) -> int:
         """A loop's identity across rewrites (slots name the loops of the input)."""
@@ -155,7 +154,7 @@ class Ctx:
                 out.append(("gm", self.views.access(o, False)))
         return out
 
-    def step(self, st) -> "tuple | None":
+    def step(self, st) -> tuple | None:
         """``(pipe, symbolic accesses, same_pipe)`` of an instruction or a FIFO push /
         free (``same_pipe`` False: hazards on its own pipe need no order); None for the
         statements hazards do not concern."""
@@ -164,8 +163,11 @@ class Ctx:
             # and over, and the passes ask again at every level that sees it
             step = self.steps.get(id(st), self)
             if step is self:
-                step = self.steps[id(st)] = (pipe_of(st), tuple(self.symbolic(st)), True) \
-                    if st.opcode != "TASSIGN" else None
+                step = self.steps[id(st)] = (
+                    (pipe_of(st), tuple(self.symbolic(st)), True)
+                    if st.opcode != "TASSIGN"
+                    else None
+                )
             return step
         if isinstance(st, PipeOp) and self.fifos is not None:
             return self.fifos.step(st)
@@ -225,7 +227,7 @@ def pipes_of_stmt(st, ctx) -> set:
 def raw_accesses(st, ctx) -> dict:
     """pipe -> symbolic accesses of every instruction inside a compound statement."""
     out: dict[str, list] = {}
-    bodies = ((st.body,) if isinstance(st, (For, Section)) else (st.then_body, st.else_body))
+    bodies = (st.body,) if isinstance(st, (For, Section)) else (st.then_body, st.else_body)
     for body in bodies:
         for s in body:
             step = ctx.step(s)

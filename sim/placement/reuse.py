@@ -40,15 +40,27 @@ from __future__ import annotations
 from collections import deque
 
 from sim.base.vclock import join
-from sim.isa.program import (Alloc, Barrier, Const, For, If, Instr, PipeOp, ScalarOp, Section,
-                             SetFlag, SyncWait, WaitFlag)
+from sim.isa.program import (
+    Alloc,
+    Barrier,
+    Const,
+    For,
+    If,
+    Instr,
+    PipeOp,
+    ScalarOp,
+    Section,
+    SetFlag,
+    SyncWait,
+    WaitFlag,
+)
 from sim.isa.tile import Tile
 from sim.placement.ir import Aliases, pipe_of, tile_roles
 
 __all__ = ["ProgramOrder", "MAX_STEPS"]
 
-MAX_STEPS = 2_000_000      # statements walked (loops three times) before giving up
-_COPIES = 3                # iterations of a loop body walked
+MAX_STEPS = 2_000_000  # statements walked (loops three times) before giving up
+_COPIES = 3  # iterations of a loop body walked
 _DISPATCH = "PIPE_S"
 
 
@@ -73,13 +85,13 @@ class ProgramOrder:
 
     def __init__(self, fn):
         self.root = Aliases(fn)
-        self.n: dict[str, int] = {}          # pipe -> items issued
-        self.vc: dict[str, dict] = {}        # pipe -> what it knows (besides its own queue)
-        self.floor: dict = {}                # what the dispatcher knows
-        self.fifo: dict[tuple, deque] = {}   # (P, Q, id) -> clocks of pending sets
-        self.dead: set = set()               # (P, Q) pairs whose flags carry nothing
+        self.n: dict[str, int] = {}  # pipe -> items issued
+        self.vc: dict[str, dict] = {}  # pipe -> what it knows (besides its own queue)
+        self.floor: dict = {}  # what the dispatcher knows
+        self.fifo: dict[tuple, deque] = {}  # (P, Q, id) -> clocks of pending sets
+        self.dead: set = set()  # (P, Q) pairs whose flags carry nothing
         self.instances: dict[Tile, list] = {}
-        self.unshared: set = set()           # tiles a FIFO op touches
+        self.unshared: set = set()  # tiles a FIFO op touches
         self.steps = 0
         self.gave_up = False
         self._cache: dict = {}
@@ -240,8 +252,10 @@ class ProgramOrder:
         if not insts:
             return {}, _Always()
         x = insts[0]
-        bound = {p: min((snap.get(p, 0) for q, snap in x.first.items() if q != p),
-                        default=_INF) for p in (*self.n, *x.first)}
+        bound = {
+            p: min((snap.get(p, 0) for q, snap in x.first.items() if q != p), default=_INF)
+            for p in (*self.n, *x.first)
+        }
         return dict(x.last), bound
 
     def _ordered(self, a: Tile, b: Tile) -> bool:
@@ -276,4 +290,5 @@ def _before(x: _Instance, y: _Instance) -> bool:
 
 def _flag_pairs(body) -> set:
     from sim.isa.program import walk
+
     return {(st.src, st.dst) for st in walk(body) if isinstance(st, (SetFlag, WaitFlag))}

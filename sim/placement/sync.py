@@ -13,10 +13,22 @@ from __future__ import annotations
 
 import attrs
 
-from sim.isa.program import (Arith, Barrier, Const, For, If, Instr, PipeOp, Scalar,
-                             ScalarOp, Section, SetFlag, WaitFlag, Yield)
-from sim.placement.order import (Ctx, Order, Rec, Summary, pipes_of_stmt,
-                                 raw_accesses, stmt)
+from sim.isa.program import (
+    Arith,
+    Barrier,
+    Const,
+    For,
+    If,
+    Instr,
+    PipeOp,
+    Scalar,
+    ScalarOp,
+    Section,
+    SetFlag,
+    WaitFlag,
+    Yield,
+)
+from sim.placement.order import Ctx, Order, Rec, Summary, pipes_of_stmt, raw_accesses, stmt
 
 __all__ = ["synchronise"]
 
@@ -32,8 +44,8 @@ class _Level:
         # Uses are recorded in program order, so wait positions and wait indices only
         # grow: the latest use of an id decides whether it is free (one lookup per id).
         self.intervals: dict[tuple, dict] = {}
-        self.busy = busy                       # (P, Q) -> ids unusable at this level
-        self.parity = parity                   # loop id -> copy used for DB tiles here
+        self.busy = busy  # (P, Q) -> ids unusable at this level
+        self.parity = parity  # loop id -> copy used for DB tiles here
         self.keys: set = set()
         self.before: dict[int, list] = {}
         self.after: dict[int, list] = {}
@@ -49,8 +61,8 @@ class _Level:
                 return e
             s2, w2, widx = last[e]
             if s2 <= w and s <= w2:
-                continue                                  # its interval overlaps
-            if w2 < s and snap.get(q, 0) < widx:          # its wait may not have run yet
+                continue  # its interval overlaps
+            if w2 < s and snap.get(q, 0) < widx:  # its wait may not have run yet
                 continue
             return e
         return None
@@ -97,8 +109,9 @@ class _Level:
 
             def covers(r):
                 return sum(r.snap.get(p2, 0) >= r2.k for p2, r2 in todo.items() if r2 is not r)
+
             if len(cross) == 1:
-                (p, r), = cross.items()
+                ((p, r),) = cross.items()
             else:
                 p, r = min(cross.items(), key=lambda pr: (-covers(pr[1]), pr[0]))
             e = self._find_id(p, q, r.i + 0.5, i - 0.5, r.snap)
@@ -109,8 +122,7 @@ class _Level:
                 ctx.stats.fallback_barriers += 1
                 return
             plan.append((p, r, e))
-            todo = {p2: r2 for p2, r2 in todo.items()
-                    if p2 != p and r.snap.get(p2, 0) < r2.k}
+            todo = {p2: r2 for p2, r2 in todo.items() if p2 != p and r.snap.get(p2, 0) < r2.k}
         for p, r, e in plan:
             self.after.setdefault(r.i, []).append(stmt(SetFlag, p, q, e))
             widx = order.wait(q, (p, q, e), clock=r.snap)
@@ -128,13 +140,18 @@ class _Level:
         for a in accs:
             lo, hi, write = a.lo, a.hi, a.write
             lst = records[a.space] = [
-                r for r in records.get(a.space, ())
-                if not (r.pipe == q and lo <= r.acc.lo and r.acc.hi <= hi
-                        and (write or not r.acc.write))]
+                r
+                for r in records.get(a.space, ())
+                if not (
+                    r.pipe == q and lo <= r.acc.lo and r.acc.hi <= hi and (write or not r.acc.write)
+                )
+            ]
             lst.append(Rec(q, k, snap, a, i))
             if len(lst) > 64:
                 pipes = self.ctx.all_pipes
-                lst[:] = [r for r in lst if not all(self.order.knows(p, r.pipe, r.k) for p in pipes)]
+                lst[:] = [
+                    r for r in lst if not all(self.order.knows(p, r.pipe, r.k) for p in pipes)
+                ]
 
     # --- the walk ---------------------------------------------------------------------
 
@@ -153,7 +170,10 @@ class _Level:
                 self._resolve(i, q, self._uncovered(q, accs, same))
                 k, snap = self.order.op(q)
                 self._record(q, k, snap, accs, i)
-            elif isinstance(st, ScalarOp) and st.op.removeprefix("pto.") in ("load_scalar", "store_scalar"):
+            elif isinstance(st, ScalarOp) and st.op.removeprefix("pto.") in (
+                "load_scalar",
+                "store_scalar",
+            ):
                 # the scalar unit touches buffer / GM bytes at dispatch: drain every pipe first
                 self.before.setdefault(i, []).append(stmt(Barrier, "PIPE_ALL"))
                 self.order.barrier_all()
@@ -200,7 +220,7 @@ class _Level:
                 bodies.append(lvl.run(b))
                 summ.merge(lvl.summary(bodies[-1]))
             new = attrs.evolve(st, then_body=tuple(bodies[0]), else_body=tuple(bodies[1]))
-        else:   # Section
+        else:  # Section
             lvl = _Level(ctx, busy, self.parity)
             nb = lvl.run(st.body)
             summ = lvl.summary(nb)
@@ -242,6 +262,7 @@ class _Level:
 
 
 # --- loops -----------------------------------------------------------------------------
+
 
 def _event_key(st, parity: dict, ctx) -> tuple:
     ev = st.event
@@ -305,13 +326,15 @@ def _simulate(ctx, stmts, origin, loop_id, parity, copies, primes):
                 summ = ctx.summaries.get(id(st))
                 if summ is None:
                     continue
-                for key in summ.keys:          # ids reused by every run of the compound
+                for key in summ.keys:  # ids reused by every run of the compound
                     if key in order.last_wait:
                         q, w = order.last_wait[key]
                         if order.clock(key[0]).get(q, 0) < w:
                             unsafe.add(("inner",) + key)
-                kq = {q: consume(c, i, q, ctx.resolve(summ.accesses.get(q, []), par))
-                      for q in sorted(summ.pipes)}
+                kq = {
+                    q: consume(c, i, q, ctx.resolve(summ.accesses.get(q, []), par))
+                    for q in sorted(summ.pipes)
+                }
                 for key in summ.keys:
                     if key[1] in kq:
                         order.last_wait[key] = (key[1], kq[key[1]])
@@ -341,17 +364,19 @@ def _parity_value(ctx, par: Scalar, v0: int, v1: int, prefix: str) -> tuple[list
     """Statements computing ``v0`` on even iterations and ``v1`` on odd ones."""
     m = Scalar(ctx.names(prefix), "index")
     v = Scalar(ctx.names(prefix), "index")
-    return [Arith(m, "arith.muli", (par, Const(v1 - v0))),
-            Arith(v, "arith.addi", (m, Const(v0)))], v
+    return [
+        Arith(m, "arith.muli", (par, Const(v1 - v0))),
+        Arith(v, "arith.addi", (m, Const(v0))),
+    ], v
 
 
 @attrs.frozen
 class _LoopFlag:
     src: str
     dst: str
-    ids: tuple           # one id (distance 1) or two alternated by parity (distance 2)
-    x_last: int          # set after this body position
-    y_first: int         # wait before this body position
+    ids: tuple  # one id (distance 1) or two alternated by parity (distance 2)
+    x_last: int  # set after this body position
+    y_first: int  # wait before this body position
 
 
 def _loop(ctx, st: For, busy: dict, parity: dict):
@@ -361,8 +386,8 @@ def _loop(ctx, st: For, busy: dict, parity: dict):
     for (p, q), ids in busy.items():
         used |= {(p, q, e) for e in ids}
     flags: list[_LoopFlag] = []
-    same: dict[str, int] = {}            # pipe -> body position of its carried barrier
-    parity_keys: dict[tuple, tuple] = {} # body flag (P, Q, id) -> (id, second id)
+    same: dict[str, int] = {}  # pipe -> body position of its carried barrier
+    parity_keys: dict[tuple, tuple] = {}  # body flag (P, Q, id) -> (id, second id)
     fallback = False
 
     def free_ids(p, q, n):
@@ -377,10 +402,15 @@ def _loop(ctx, st: For, busy: dict, parity: dict):
         uncovered, unsafe = _simulate(ctx, stmts, origin, ctx.key(st), parity, 3, primes)
         if not uncovered and not unsafe:
             break
-        if unsafe and not uncovered:      # carried syncs first: they often order the reuse
+        if unsafe and not uncovered:  # carried syncs first: they often order the reuse
             for sym in sorted(unsafe, key=str):
-                body_flag = (len(sym) == 3 and isinstance(sym[2], int) and sym in used
-                             and sym in lvl.keys and sym not in parity_keys)
+                body_flag = (
+                    len(sym) == 3
+                    and isinstance(sym[2], int)
+                    and sym in used
+                    and sym in lvl.keys
+                    and sym not in parity_keys
+                )
                 extra = free_ids(sym[0], sym[1], 1) if body_flag else None
                 if extra is None:
                     fallback = True
@@ -400,8 +430,10 @@ def _loop(ctx, st: For, busy: dict, parity: dict):
             groups = {}
             for x, y, d in hs:
                 groups.setdefault(x, []).append((y, d))
-            cand = [(x, min(y for y, _ in g), 2 if min(d for _, d in g) >= 2 else 1)
-                    for x, g in sorted(groups.items())]
+            cand = [
+                (x, min(y for y, _ in g), 2 if min(d for _, d in g) >= 2 else 1)
+                for x, g in sorted(groups.items())
+            ]
             need = sum(d for _, _, d in cand)
             ids = free_ids(p, q, need)
             if ids is None:
@@ -416,7 +448,7 @@ def _loop(ctx, st: For, busy: dict, parity: dict):
                 ids = ids[d:]
         if fallback:
             break
-        if not cross:     # a carried flag may already order a same-pipe hazard
+        if not cross:  # a carried flag may already order a same-pipe hazard
             for (p, q), hs in pairs.items():
                 y_first = min(h[1] for h in hs)
                 same[q] = min(same.get(q, y_first), y_first)
@@ -450,7 +482,7 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
     after: dict[int, list] = {}
     events: list = []
     n = len(body)
-    bottom = n - 2 if n and isinstance(body[-1], Yield) else n - 1   # last before a Yield
+    bottom = n - 2 if n and isinstance(body[-1], Yield) else n - 1  # last before a Yield
     event_of: dict[tuple, object] = {}
     par = None
     if parity_keys or any(len(f.ids) == 2 for f in flags):
@@ -469,7 +501,7 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
         if f.y_first < f.x_last:
             before.setdefault(f.y_first, []).append(stmt(WaitFlag, f.src, f.dst, ev))
             after.setdefault(f.x_last, []).append(stmt(SetFlag, f.src, f.dst, ev))
-        else:   # the brief's idiom: wait at the top of the body, set at the bottom
+        else:  # the brief's idiom: wait at the top of the body, set at the bottom
             before.setdefault(0, []).insert(0, stmt(WaitFlag, f.src, f.dst, ev))
             after.setdefault(max(bottom, 0), []).append(stmt(SetFlag, f.src, f.dst, ev))
     for q, y in sorted(same.items()):

@@ -15,8 +15,24 @@ Every module here runs the engine (``sim.engine.simulate``); nothing below impor
 """
 
 from sim.studies.check import Finding, check_placement, check_races, format_findings
-from sim.studies.compare import (Comparison, compare, compare_figure, compare_json,
-                                 format_compare, run_comparison)
+from sim.studies.compare import (
+    Comparison,
+    compare,
+    compare_figure,
+    compare_json,
+    format_compare,
+    run_comparison,
+)
 
-__all__ = ["check_placement", "check_races", "Finding", "format_findings", "compare",
-           "compare_json", "compare_figure", "format_compare", "run_comparison", "Comparison"]
+__all__ = [
+    "check_placement",
+    "check_races",
+    "Finding",
+    "format_findings",
+    "compare",
+    "compare_json",
+    "compare_figure",
+    "format_compare",
+    "run_comparison",
+    "Comparison",
+]

@@ -17,7 +17,7 @@ import statistics
 
 __all__ = ["accuracy", "summary", "by_family", "format_report"]
 
-WITHIN = 0.85          # "within 15 %"
+WITHIN = 0.85  # "within 15 %"
 
 
 def accuracy(predicted: float, measured: float) -> float:
@@ -28,12 +28,20 @@ def summary(cases) -> dict:
     """``{cases, predicted, unpredicted, median_accuracy, mean_accuracy, within_15_percent}``
     of case dicts carrying ``accuracy`` (None when unpredicted)."""
     accs = [c["accuracy"] for c in cases if c["accuracy"] is not None]
-    out = {"cases": len(cases), "predicted": len(accs), "unpredicted": len(cases) - len(accs),
-           "median_accuracy": None, "mean_accuracy": None, "within_15_percent": None}
+    out = {
+        "cases": len(cases),
+        "predicted": len(accs),
+        "unpredicted": len(cases) - len(accs),
+        "median_accuracy": None,
+        "mean_accuracy": None,
+        "within_15_percent": None,
+    }
     if accs:
-        out.update(median_accuracy=round(statistics.median(accs), 4),
-                   mean_accuracy=round(statistics.fmean(accs), 4),
-                   within_15_percent=round(sum(a >= WITHIN for a in accs) / len(accs), 4))
+        out.update(
+            median_accuracy=round(statistics.median(accs), 4),
+            mean_accuracy=round(statistics.fmean(accs), 4),
+            within_15_percent=round(sum(a >= WITHIN for a in accs) / len(accs), 4),
+        )
     return out
 
 
@@ -51,31 +59,43 @@ def _pct(x) -> str:
 
 def _summary_line(label: str, s: dict) -> str:
     none = f", {s['unpredicted']} without a prediction" if s["unpredicted"] else ""
-    return (f"{label}: median accuracy {s['median_accuracy']}, mean accuracy {s['mean_accuracy']}, "
-            f"{_pct(s['within_15_percent'])} within 15% ({s['predicted']} of {s['cases']} "
-            f"predicted{none})")
+    return (
+        f"{label}: median accuracy {s['median_accuracy']}, mean accuracy {s['mean_accuracy']}, "
+        f"{_pct(s['within_15_percent'])} within 15% ({s['predicted']} of {s['cases']} "
+        f"predicted{none})"
+    )
 
 
 def _case_line(r: dict) -> str:
     shape = f"{r['rows']}x{r['cols']}"
     valid = f"{r['valid_rows']}x{r['valid_cols']}"
-    head = (f"{r['line']:>4}  {r['op']:<12} {r['dtype']:<8} {shape:>9} {valid:>9} "
-            f"{(r['variant'] or '-'):<11} {r['measured_cycles']:>9.0f} ")
+    head = (
+        f"{r['line']:>4}  {r['op']:<12} {r['dtype']:<8} {shape:>9} {valid:>9} "
+        f"{(r['variant'] or '-'):<11} {r['measured_cycles']:>9.0f} "
+    )
     if r["predicted"] is None:
         return head + f"{'-':>9} {'-':>8}  no prediction: {r['reason']}"
-    return (head + f"{r['predicted']:>9} {r['accuracy']:>8.3f}"
-            + ("" if r["legal"] else "  (outside the target's checks)")
-            + ("  (in place: dst = src0, separate tiles do not fit)" if r.get("in_place") else "")
-            + "".join(f"\n{'':>6}{w}" for w in r.get("warnings") or ()))
+    return (
+        head
+        + f"{r['predicted']:>9} {r['accuracy']:>8.3f}"
+        + ("" if r["legal"] else "  (outside the target's checks)")
+        + ("  (in place: dst = src0, separate tiles do not fit)" if r.get("in_place") else "")
+        + "".join(f"\n{'':>6}{w}" for w in r.get("warnings") or ())
+    )
 
 
 def format_report(report: dict) -> str:
     """The case table, one line per op family, then the overall summary (last line)."""
-    lines = [f"{'line':>4}  {'op':<12} {'dtype':<8} {'shape':>9} {'valid':>9} {'variant':<11} "
-             f"{'measured':>9} {'predicted':>9} {'accuracy':>8}"]
+    lines = [
+        f"{'line':>4}  {'op':<12} {'dtype':<8} {'shape':>9} {'valid':>9} {'variant':<11} "
+        f"{'measured':>9} {'predicted':>9} {'accuracy':>8}"
+    ]
     lines += [_case_line(r) for r in report["cases"]]
     lines.append("per op family:")
     lines += [_summary_line(f"  {f:<17}", s) for f, s in report["families"].items()]
-    lines.append(_summary_line(f"{report['summary']['cases']} cases on {report['target']}",
-                               report["summary"]))
+    lines.append(
+        _summary_line(
+            f"{report['summary']['cases']} cases on {report['target']}", report["summary"]
+        )
+    )
     return "\n".join(lines)

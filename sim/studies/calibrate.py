@@ -25,12 +25,11 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from sim.studies.accuracy import accuracy, by_family, summary
-from sim.studies.accuracy import format_report as format_validation
+from sim.base.errors import UserError, VerifyError
 from sim.engine.execute import Interpreter
 from sim.engine.items import OP
-from sim.base.errors import UserError, VerifyError
 from sim.isa.opcodes import opcode
+from sim.studies.accuracy import accuracy, by_family, summary
 from sim.studies.ops import VARIANTS, OpCase, parse_dtype_pair, run_case
 from sim.target import load_target
 from sim.timing.plan import linear_terms
@@ -46,7 +45,7 @@ REQUIRED = ("op", "dtype", "rows", "cols", "valid_rows", "valid_cols", "variant"
 @attrs.frozen
 class Case:
     line: int
-    row: dict = attrs.field(eq=False)          # the input columns as read
+    row: dict = attrs.field(eq=False)  # the input columns as read
     op: OpCase
     measured: float
 
@@ -60,7 +59,9 @@ def _int(path, line, row, key, default=None):
     try:
         v = int(text)
     except ValueError:
-        raise UserError(f"{path}:{line}: column {key}: expected a positive integer, found {text!r}") from None
+        raise UserError(
+            f"{path}:{line}: column {key}: expected a positive integer, found {text!r}"
+        ) from None
     if v <= 0:
         raise UserError(f"{path}:{line}: column {key}: expected a positive integer, found {v}")
     return v
@@ -76,22 +77,29 @@ def load_cases(path) -> list[Case]:
     try:
         lines = p.read_text(encoding="utf-8-sig").splitlines(keepends=True)
     except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not a UTF-8 text CSV file (byte {e.start}: "
-                        f"{e.object[e.start:e.start + 1]!r})") from None
-    except OSError as e:            # unreadable: permissions, a device, an I/O error
+        raise UserError(
+            f"{path}: not a UTF-8 text CSV file (byte {e.start}: "
+            f"{e.object[e.start : e.start + 1]!r})"
+        ) from None
+    except OSError as e:  # unreadable: permissions, a device, an I/O error
         raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-    body = [(n, l) for n, l in enumerate(lines, start=1) if l.strip() and not l.lstrip().startswith("#")]
+    body = [
+        (n, l) for n, l in enumerate(lines, start=1) if l.strip() and not l.lstrip().startswith("#")
+    ]
     if not body:
         raise UserError(f"{path}: no header line")
     header_line = body[0][0]
     reader = csv.DictReader(io.StringIO("".join(l for _, l in body)))
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
-        raise UserError(f"{path}:{header_line}: header: expected columns {', '.join(REQUIRED)}; "
-                        f"missing {', '.join(missing)}")
+        raise UserError(
+            f"{path}:{header_line}: header: expected columns {', '.join(REQUIRED)}; "
+            f"missing {', '.join(missing)}"
+        )
     cases = []
     for (line, _), row in zip(body[1:], reader):
         from sim.isa.opcodes import opcode
+
         try:
             spec = opcode((row["op"] or "").strip())
         except UserError:
@@ -105,16 +113,20 @@ def load_cases(path) -> list[Case]:
         vc = _int(path, line, row, "valid_cols", cols)
         variant = (row["variant"] or "").strip()
         if variant not in VARIANTS:
-            raise UserError(f"{path}:{line}: column variant: expected one of "
-                            f"{', '.join(repr(v) for v in VARIANTS)}, found {variant!r}")
+            raise UserError(
+                f"{path}:{line}: column variant: expected one of "
+                f"{', '.join(repr(v) for v in VARIANTS)}, found {variant!r}"
+            )
         try:
             measured = float(row["measured_cycles"])
-            if not 0 < measured <= MAX_MEASURED_CYCLES:     # also refuses NaN and inf
+            if not 0 < measured <= MAX_MEASURED_CYCLES:  # also refuses NaN and inf
                 raise ValueError
         except (TypeError, ValueError):
-            raise UserError(f"{path}:{line}: column measured_cycles: expected a positive number "
-                            f"of cycles up to {MAX_MEASURED_CYCLES:.0e}, found "
-                            f"{row['measured_cycles']!r}") from None
+            raise UserError(
+                f"{path}:{line}: column measured_cycles: expected a positive number "
+                f"of cycles up to {MAX_MEASURED_CYCLES:.0e}, found "
+                f"{row['measured_cycles']!r}"
+            ) from None
         op = OpCase(spec.name, row["dtype"].strip(), (rows, cols), (vr, vc), variant)
         cases.append(Case(line, {k: row.get(k) for k in REQUIRED}, op, measured))
     if not cases:
@@ -168,15 +180,31 @@ def _predicted(case: Case, tgt) -> dict:
     try:
         plan, legal, in_place, warnings = _plan(case, tgt)
     except UserError as e:
-        return {"predicted": None, "accuracy": None, "legal": None, "in_place": False,
-                "reason": re.sub(r"^line \d+: ", "", str(e))}
-    except Exception as e:      # a simulator bug on one case must not cost the whole file
-        return {"predicted": None, "accuracy": None, "legal": None, "in_place": False,
-                "reason": f"internal error, please report: {type(e).__name__}: {e}"}
+        return {
+            "predicted": None,
+            "accuracy": None,
+            "legal": None,
+            "in_place": False,
+            "reason": re.sub(r"^line \d+: ", "", str(e)),
+        }
+    except Exception as e:  # a simulator bug on one case must not cost the whole file
+        return {
+            "predicted": None,
+            "accuracy": None,
+            "legal": None,
+            "in_place": False,
+            "reason": f"internal error, please report: {type(e).__name__}: {e}",
+        }
     p = plan.cold_cycles
-    return {"predicted": p, "accuracy": round(accuracy(p, case.measured), 4), "legal": legal,
-            "reason": None, "in_place": bool(in_place), **({"note": in_place} if in_place else {}),
-            "warnings": [re.sub(r"^instruction #\d+ \w+( \([^)]*\))?: ", "", w) for w in warnings]}
+    return {
+        "predicted": p,
+        "accuracy": round(accuracy(p, case.measured), 4),
+        "legal": legal,
+        "reason": None,
+        "in_place": bool(in_place),
+        **({"note": in_place} if in_place else {}),
+        "warnings": [re.sub(r"^instruction #\d+ \w+( \([^)]*\))?: ", "", w) for w in warnings],
+    }
 
 
 def validate(cases, target) -> dict:
@@ -189,14 +217,31 @@ def validate(cases, target) -> dict:
     for c in cases:
         rows, cols = c.op.shape
         vr, vc = c.op.valid
-        out.append({"line": c.line, "op": c.op.op, "family": opcode(c.op.op).family,
-                    "dtype": c.op.dtype, "rows": rows, "cols": cols, "valid_rows": vr,
-                    "valid_cols": vc, "variant": c.op.variant,
-                    "measured_cycles": _number(c.row["measured_cycles"]), **_predicted(c, tgt)})
+        out.append(
+            {
+                "line": c.line,
+                "op": c.op.op,
+                "family": opcode(c.op.op).family,
+                "dtype": c.op.dtype,
+                "rows": rows,
+                "cols": cols,
+                "valid_rows": vr,
+                "valid_cols": vc,
+                "variant": c.op.variant,
+                "measured_cycles": _number(c.row["measured_cycles"]),
+                **_predicted(c, tgt),
+            }
+        )
     total = summary(out)
-    return {"target": tgt.name, "cases": out, "summary": total, "families": by_family(out),
-            "median_accuracy": total["median_accuracy"], "mean_accuracy": total["mean_accuracy"],
-            "within_15_percent": total["within_15_percent"]}
+    return {
+        "target": tgt.name,
+        "cases": out,
+        "summary": total,
+        "families": by_family(out),
+        "median_accuracy": total["median_accuracy"],
+        "mean_accuracy": total["mean_accuracy"],
+        "within_15_percent": total["within_15_percent"],
+    }
 
 
 def fit(cases, target, ridge: float = 0.05) -> dict:
@@ -210,8 +255,9 @@ def fit(cases, target, ridge: float = 0.05) -> dict:
             plan = _plan(c, tgt)[0]
         except UserError:
             continue
-        const, coef = linear_terms(plan.items, tgt.cce, floor,
-                                   tgt.vector.get("barrier_restart", "latency"))
+        const, coef = linear_terms(
+            plan.items, tgt.cce, floor, tgt.vector.get("barrier_restart", "latency")
+        )
         rows.append(coef)
         consts.append(const)
         ys.append(c.measured)
@@ -237,12 +283,19 @@ def fit(cases, target, ridge: float = 0.05) -> dict:
     for name in {k[1] for k in params}:
         old = costs[name]
         lat = theta[index[("latency", name)]] if ("latency", name) in index else old.latency_cycles
-        slope = theta[index[("slope", name)]] if ("slope", name) in index else old.slope_cycles_per_repeat
+        slope = (
+            theta[index[("slope", name)]]
+            if ("slope", name) in index
+            else old.slope_cycles_per_repeat
+        )
         share = old.head_cycles / old.latency_cycles if old.latency_cycles else 1.0
-        costs[name] = attrs.evolve(old, head_cycles=round(float(lat) * share, 3),
-                                   tail_cycles=round(float(lat) * (1 - share), 3),
-                                   slope_cycles_per_repeat=round(float(slope), 4),
-                                   source=f"calibrated ({counts[name]} cases)")
+        costs[name] = attrs.evolve(
+            old,
+            head_cycles=round(float(lat) * share, 3),
+            tail_cycles=round(float(lat) * (1 - share), 3),
+            slope_cycles_per_repeat=round(float(slope), 4),
+            source=f"calibrated ({counts[name]} cases)",
+        )
     return costs
 
 
@@ -268,10 +321,27 @@ def write_model(base, costs: dict, out_dir, note: str) -> Path:
         f.write(f"# Calibrated from {note} on top of {tgt.path} (sim/studies/calibrate.py).\n")
         f.write("# head/tail keep the original split of the fitted start-up latency.\n")
         w = csv.writer(f)
-        w.writerow(["instruction", "head_cycles", "slope_cycles_per_repeat", "tail_cycles", "floor", "source"])
+        w.writerow(
+            [
+                "instruction",
+                "head_cycles",
+                "slope_cycles_per_repeat",
+                "tail_cycles",
+                "floor",
+                "source",
+            ]
+        )
         for c in costs.values():
-            w.writerow([c.name, _num(c.head_cycles), _num(c.slope_cycles_per_repeat),
-                        _num(c.tail_cycles), "yes" if c.floor else "no", c.source])
+            w.writerow(
+                [
+                    c.name,
+                    _num(c.head_cycles),
+                    _num(c.slope_cycles_per_repeat),
+                    _num(c.tail_cycles),
+                    "yes" if c.floor else "no",
+                    c.source,
+                ]
+            )
     return out
 
 

@@ -35,20 +35,28 @@ class Finding:
 
     kind: str
     message: str
-    first: str = ""            # instruction or tile
+    first: str = ""  # instruction or tile
     second: str = ""
-    space: str = ""            # buffer name or GM:<arg>
+    space: str = ""  # buffer name or GM:<arg>
     first_range: tuple = ()
     second_range: tuple = ()
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "message": self.message, "first": self.first,
-                "second": self.second, "space": self.space,
-                "first_range": list(self.first_range), "second_range": list(self.second_range)}
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "first": self.first,
+            "second": self.second,
+            "space": self.space,
+            "first_range": list(self.first_range),
+            "second_range": list(self.second_range),
+        }
 
 
-_PAIR = re.compile(r"touch (%\S+) \[(0x[0-9a-f]+), (0x[0-9a-f]+)\) and (%\S+) "
-                   r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)")
+_PAIR = re.compile(
+    r"touch (%\S+) \[(0x[0-9a-f]+), (0x[0-9a-f]+)\) and (%\S+) "
+    r"\[(0x[0-9a-f]+), (0x[0-9a-f]+)\)"
+)
 
 
 def static_findings(prog, tgt, scalars=None) -> list[Finding]:
@@ -56,8 +64,14 @@ def static_findings(prog, tgt, scalars=None) -> list[Finding]:
     (alloc_tile addr=, TASSIGN, in every function) against the buffer map; with the
     scalar arguments ``scalars``, tensor views too large for 64-bit addresses and negative
     arguments that size or bound something."""
-    from sim.placement.bounds import (address_problems, negative_arguments, placements,
-                                      sized_arguments, view_spans)
+    from sim.placement.bounds import (
+        address_problems,
+        negative_arguments,
+        placements,
+        sized_arguments,
+        view_spans,
+    )
+
     out = []
     for st, tile, addr, how in placements(prog):
         buf = tgt.buffer(tile.loc.buffer)
@@ -69,9 +83,17 @@ def static_findings(prog, tgt, scalars=None) -> list[Finding]:
             if rule == "reserved":
                 name, lo, hi = next(reserved)
                 extra = {"second": name, "second_range": (lo, hi)}
-            out.append(Finding(rule, f"{where}{how} places {text}", f"%{tile.name}",
-                               space=buf.name, first_range=rng, **extra))
-    if scalars:         # the order run reports them in (sim.engine.run)
+            out.append(
+                Finding(
+                    rule,
+                    f"{where}{how} places {text}",
+                    f"%{tile.name}",
+                    space=buf.name,
+                    first_range=rng,
+                    **extra,
+                )
+            )
+    if scalars:  # the order run reports them in (sim.engine.run)
         found = view_spans(prog, scalars) + negative_arguments(sized_arguments(prog), scalars)
         out += [Finding(rule, text, f"%{name}") for rule, name, text in found]
     return out
@@ -79,6 +101,7 @@ def static_findings(prog, tgt, scalars=None) -> list[Finding]:
 
 def _run(prog, target, inputs, block_dim=None):
     from sim.studies.compare import run_checked
+
     return run_checked(prog, target, inputs=inputs, block_dim=block_dim)
 
 
@@ -88,8 +111,9 @@ def _inputs(program_or_kernel, inputs):
     return inputs
 
 
-def check_placement(program_or_kernel, target="a2a3", *, inputs=None,
-                    raise_errors: bool = True) -> list[Finding]:
+def check_placement(
+    program_or_kernel, target="a2a3", *, inputs=None, raise_errors: bool = True
+) -> list[Finding]:
     """Placement findings of a manually placed program; raises ``VerifyError`` listing
     them all when there is any and ``raise_errors`` is true."""
     prog = program_of(program_or_kernel)
@@ -113,19 +137,28 @@ def check_placement(program_or_kernel, target="a2a3", *, inputs=None,
                 if key in seen:
                     continue
                 seen.add(key)
-                findings.append(Finding(
-                    "overlap",
-                    f"tiles {a} [{ra[0]:#x}, {ra[1]:#x}) and {b} [{rb[0]:#x}, {rb[1]:#x}) "
-                    f"overlap in {race.space} and nothing orders their accesses: {race.first} "
-                    f"and {race.second} ({race.kind}); order them with a flag or barrier, or "
-                    f"move one tile", a, b, race.space, ra, rb))
+                findings.append(
+                    Finding(
+                        "overlap",
+                        f"tiles {a} [{ra[0]:#x}, {ra[1]:#x}) and {b} [{rb[0]:#x}, {rb[1]:#x}) "
+                        f"overlap in {race.space} and nothing orders their accesses: {race.first} "
+                        f"and {race.second} ({race.kind}); order them with a flag or barrier, or "
+                        f"move one tile",
+                        a,
+                        b,
+                        race.space,
+                        ra,
+                        rb,
+                    )
+                )
     if findings and raise_errors:
-        raise VerifyError("placement check failed:\n" + "\n".join(f"  {f.message}" for f in findings))
+        raise VerifyError(
+            "placement check failed:\n" + "\n".join(f"  {f.message}" for f in findings)
+        )
     return findings
 
 
-def check_races(program_or_kernel, target="a2a3", *, inputs=None,
-                block_dim=None) -> list[Finding]:
+def check_races(program_or_kernel, target="a2a3", *, inputs=None, block_dim=None) -> list[Finding]:
     """Every race of a run of the program as written on ``block_dim`` cores (default: a
     builder kernel's own, else 1) — across units and cores too — and a deadlock if it
     has one."""
@@ -136,8 +169,18 @@ def check_races(program_or_kernel, target="a2a3", *, inputs=None,
         result = _run(prog, load_target(target), _inputs(program_or_kernel, inputs), block_dim)
     except DeadlockError as e:
         return [Finding("deadlock", str(e))]
-    return [Finding(r.kind, r.message, r.first, r.second, r.space, tuple(r.first_range),
-                    tuple(r.second_range)) for r in result.races]
+    return [
+        Finding(
+            r.kind,
+            r.message,
+            r.first,
+            r.second,
+            r.space,
+            tuple(r.first_range),
+            tuple(r.second_range),
+        )
+        for r in result.races
+    ]
 
 
 def format_findings(findings, *, kernel: str = "") -> str:

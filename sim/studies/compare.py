@@ -24,49 +24,81 @@ import pandas as pd
 
 from sim.base.errors import DeadlockError, UserError
 from sim.isa.opcodes import PIPES
-from sim.placement.auto import AutoPlan, plan_auto, program_of
 from sim.isa.program import For, If, PipeOp, Section, walk
+from sim.placement.auto import AutoPlan, plan_auto, program_of
 from sim.placement.ir import constant_addresses, reserve_of
 from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync_counts
 from sim.target import load_target
 
-__all__ = ["Run", "Comparison", "run_comparison", "compare", "compare_json", "compare_figure",
-           "format_compare", "run_checked", "run_mode"]
+__all__ = [
+    "Run",
+    "Comparison",
+    "run_comparison",
+    "compare",
+    "compare_json",
+    "compare_figure",
+    "format_compare",
+    "run_checked",
+    "run_mode",
+]
 
 
 def run_checked(program, target, *, inputs=None, seed=0, functional=True, block_dim=None):
     """``simulate(program, target, races=True, sync="manual")``: the program exactly as
     given, race-checked (the checking run of this package), on ``block_dim`` cores."""
     from sim.engine.run import simulate
-    return simulate(program, target, inputs=inputs, seed=seed, functional=functional, races=True,
-                    sync="manual", block_dim=block_dim)
+
+    return simulate(
+        program,
+        target,
+        inputs=inputs,
+        seed=seed,
+        functional=functional,
+        races=True,
+        sync="manual",
+        block_dim=block_dim,
+    )
 
 
 @attrs.frozen
 class Run:
     """One side of a comparison."""
 
-    mode: str                      # "manual" | "auto"
+    mode: str  # "manual" | "auto"
     program: object = attrs.field(repr=False)
-    result: object = attrs.field(repr=False)          # sim.Result, or None on deadlock
+    result: object = attrs.field(repr=False)  # sim.Result, or None on deadlock
     occupancy: pd.DataFrame = attrs.field(repr=False)
-    deadlock: "str | None" = None
-    fifo: dict = attrs.field(factory=dict, repr=False)   # buffer -> [(label, start, end)]
+    deadlock: str | None = None
+    fifo: dict = attrs.field(factory=dict, repr=False)  # buffer -> [(label, start, end)]
 
     @property
-    def total_cycles(self) -> "int | None":
+    def total_cycles(self) -> int | None:
         return None if self.result is None else self.result.total_cycles
 
     def metrics(self) -> dict:
         if self.result is None:
-            return {"total_cycles": None, "pipes": {}, "syncs": None, "waits": None,
-                    "barriers": None, "full_barriers": None, "peak_bytes": {},
-                    "races": None, "race_findings": [], "deadlock": self.deadlock}
+            return {
+                "total_cycles": None,
+                "pipes": {},
+                "syncs": None,
+                "waits": None,
+                "barriers": None,
+                "full_barriers": None,
+                "peak_bytes": {},
+                "races": None,
+                "race_findings": [],
+                "deadlock": self.deadlock,
+            }
         r = self.result
-        return {"total_cycles": r.total_cycles, "pipes": _busy(r),
-                **sync_counts(r.trace), "peak_bytes": peak_bytes(self.occupancy),
-                "races": len(r.races), "race_findings": [f.message for f in r.races],
-                "deadlock": None}
+        return {
+            "total_cycles": r.total_cycles,
+            "pipes": _busy(r),
+            **sync_counts(r.trace),
+            "peak_bytes": peak_bytes(self.occupancy),
+            "races": len(r.races),
+            "race_findings": [f.message for f in r.races],
+            "deadlock": None,
+        }
 
 
 def _busy(r) -> dict:
@@ -88,16 +120,18 @@ class Comparison:
     manual: Run
     auto: Run
     plan: AutoPlan = attrs.field(repr=False)
-    hand_placed: int = 0           # tiles the kernel places by hand
+    hand_placed: int = 0  # tiles the kernel places by hand
 
     @property
-    def note(self) -> "str | None":
+    def note(self) -> str | None:
         """One line when the kernel places no tile by hand (else None)."""
         if self.hand_placed:
             return None
-        return (f"note: {self.kernel} places no tile by hand (no TASSIGN or constant "
-                f"alloc_tile addr=): the manual column is its own flags with tiles placed "
-                f"first fit by the engine, one address each")
+        return (
+            f"note: {self.kernel} places no tile by hand (no TASSIGN or constant "
+            f"alloc_tile addr=): the manual column is its own flags with tiles placed "
+            f"first fit by the engine, one address each"
+        )
 
     def frame(self) -> pd.DataFrame:
         return _frame(self)
@@ -107,19 +141,27 @@ class Comparison:
 
     def figure(self, **kw):
         from sim.studies.compare_plot import comparison_figure
+
         return comparison_figure(self, **kw)
 
 
-def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True,
-         fifo=None) -> Run:
+def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True, fifo=None) -> Run:
     fifo = fifo or {}
     try:
         result = run_checked(prog, tgt, inputs=inputs, seed=seed, functional=functional)
     except DeadlockError as e:
-        empty = pd.DataFrame(columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"])
+        empty = pd.DataFrame(
+            columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"]
+        )
         return Run(mode, prog, None, empty, str(e), _bands_that_ran(fifo, None))
-    return Run(mode, prog, result, occupancy(result.trace, prog, addresses, double), None,
-               _bands_that_ran(fifo, result))
+    return Run(
+        mode,
+        prog,
+        result,
+        occupancy(result.trace, prog, addresses, double),
+        None,
+        _bands_that_ran(fifo, result),
+    )
 
 
 def _fifo_bands(prog, placed: dict) -> dict:
@@ -158,23 +200,46 @@ def _bands_that_ran(fifo: dict, result) -> dict:
     ran = None
     if result is not None and any(b[3] is not None for bands in fifo.values() for b in bands):
         ran = set(result.trace["source"].astype(str))
-    return {buf: [b[:3] for b in bands if ran is None or b[3] is None or b[3] & ran]
-            for buf, bands in fifo.items()}
+    return {
+        buf: [b[:3] for b in bands if ran is None or b[3] is None or b[3] & ran]
+        for buf, bands in fifo.items()
+    }
 
 
 def _manual(prog, tgt, inputs, seed, functional=True) -> Run:
     from sim.engine.placement import place_tiles
+
     placed = place_tiles(prog, tgt)
-    return _run("manual", prog, tgt, inputs, seed, initial_addresses(prog, placed),
-                functional=functional, fifo=_fifo_bands(prog, placed))
+    return _run(
+        "manual",
+        prog,
+        tgt,
+        inputs,
+        seed,
+        initial_addresses(prog, placed),
+        functional=functional,
+        fifo=_fifo_bands(prog, placed),
+    )
 
 
 def _auto(plan: AutoPlan, tgt, inputs, seed, functional=True) -> Run:
     addrs = {t.name: s.addrs[0] for t, s in plan.slots.items() if not s.double}
-    double = {t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
-              for t, s in plan.slots.items() if s.double}
-    return _run("auto", plan.program, tgt, inputs, seed, addrs, double, functional=functional,
-                fifo=_fifo_bands(plan.program, {}))
+    double = {
+        t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
+        for t, s in plan.slots.items()
+        if s.double
+    }
+    return _run(
+        "auto",
+        plan.program,
+        tgt,
+        inputs,
+        seed,
+        addrs,
+        double,
+        functional=functional,
+        fifo=_fifo_bands(plan.program, {}),
+    )
 
 
 def _program_inputs(program_or_kernel, inputs):
@@ -183,8 +248,9 @@ def _program_inputs(program_or_kernel, inputs):
     return program_of(program_or_kernel), inputs
 
 
-def run_comparison(program_or_kernel, target="a2a3", *, inputs=None, seed=0,
-                   double_buffer: bool = True) -> Comparison:
+def run_comparison(
+    program_or_kernel, target="a2a3", *, inputs=None, seed=0, double_buffer: bool = True
+) -> Comparison:
     """Run ``program_or_kernel`` as written and in auto mode (see the module doc)."""
     if isinstance(program_or_kernel, Comparison):
         return program_or_kernel
@@ -192,19 +258,35 @@ def run_comparison(program_or_kernel, target="a2a3", *, inputs=None, seed=0,
     tgt = load_target(target)
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
     hand = sum(len(constant_addresses(f)) for f in prog.functions)
-    return Comparison(prog.main.name, tgt, _manual(prog, tgt, inputs, seed),
-                      _auto(plan, tgt, inputs, seed), plan, hand)
+    return Comparison(
+        prog.main.name,
+        tgt,
+        _manual(prog, tgt, inputs, seed),
+        _auto(plan, tgt, inputs, seed),
+        plan,
+        hand,
+    )
 
 
-def run_mode(program_or_kernel, target="a2a3", mode: str = "manual", *, inputs=None, seed=0,
-             functional: bool = True, double_buffer: bool = True) -> Run:
+def run_mode(
+    program_or_kernel,
+    target="a2a3",
+    mode: str = "manual",
+    *,
+    inputs=None,
+    seed=0,
+    functional: bool = True,
+    double_buffer: bool = True,
+) -> Run:
     """One side of a comparison: the run in ``mode`` ("manual" or "auto") alone."""
     prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
     if mode == "manual":
         return _manual(prog, tgt, inputs, seed, functional)
     if mode == "auto":
-        return _auto(plan_auto(prog, tgt, double_buffer=double_buffer), tgt, inputs, seed, functional)
+        return _auto(
+            plan_auto(prog, tgt, double_buffer=double_buffer), tgt, inputs, seed, functional
+        )
     raise UserError(f"sync mode {mode!r}: expected 'manual' or 'auto'")
 
 
@@ -219,6 +301,7 @@ def _pipes(*runs) -> list[str]:
     def key(k):
         unit, _, pipe = k.rpartition(" ")
         return unit, PIPES.index(pipe) if pipe in PIPES else len(PIPES), pipe
+
     return sorted(seen, key=key)
 
 
@@ -226,12 +309,19 @@ def _frame(c: Comparison) -> pd.DataFrame:
     m, a = c.manual.metrics(), c.auto.metrics()
     rows = [("total_cycles", m["total_cycles"], a["total_cycles"])]
     for p in _pipes(c.manual, c.auto):
-        rows.append((f"busy_cycles[{p}]", m["pipes"].get(p, 0) if m["total_cycles"] is not None else None,
-                     a["pipes"].get(p, 0) if a["total_cycles"] is not None else None))
+        rows.append(
+            (
+                f"busy_cycles[{p}]",
+                m["pipes"].get(p, 0) if m["total_cycles"] is not None else None,
+                a["pipes"].get(p, 0) if a["total_cycles"] is not None else None,
+            )
+        )
     for key in ("syncs", "barriers", "full_barriers"):
         rows.append((key, m[key], a[key]))
     for buf in sorted(set(m["peak_bytes"]) | set(a["peak_bytes"])):
-        rows.append((f"peak_bytes[{buf}]", m["peak_bytes"].get(buf, 0), a["peak_bytes"].get(buf, 0)))
+        rows.append(
+            (f"peak_bytes[{buf}]", m["peak_bytes"].get(buf, 0), a["peak_bytes"].get(buf, 0))
+        )
     rows.append(("races", m["races"], a["races"]))
     df = pd.DataFrame(rows, columns=["metric", "manual", "auto"]).set_index("metric")
     return df.astype("Int64")
@@ -245,10 +335,13 @@ def _json(c: Comparison) -> dict:
     plan = c.plan
     out["auto"]["placement"] = {name: list(v) for name, v in plan.addresses.items()}
     out["auto"]["double_buffered"] = list(plan.double_buffered)
-    out["auto"]["inserted"] = {"syncs": plan.stats.pairs, "barriers": plan.stats.barriers,
-                               "fallback_barriers": plan.stats.fallback_barriers,
-                               "scalar_barriers": plan.stats.scalar_barriers,
-                               "loop_flags": plan.stats.loop_flags}
+    out["auto"]["inserted"] = {
+        "syncs": plan.stats.pairs,
+        "barriers": plan.stats.barriers,
+        "fallback_barriers": plan.stats.fallback_barriers,
+        "scalar_barriers": plan.stats.scalar_barriers,
+        "loop_flags": plan.stats.loop_flags,
+    }
     return out
 
 
@@ -276,8 +369,10 @@ def compare_figure(program_or_kernel, target="a2a3", **kw):
 
 def format_compare(df: pd.DataFrame) -> str:
     """The comparison table as text, with an ``auto - manual`` column."""
+
     def cell(v):
         return "-" if v is None or pd.isna(v) else f"{int(v):,}"
+
     rows = [("metric", "manual", "auto", "auto - manual")]
     for metric, r in df.iterrows():
         m, a = r["manual"], r["auto"]

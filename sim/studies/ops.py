@@ -18,35 +18,54 @@ import math
 
 import attrs
 
-from sim.kernel.builder import Kernel
 from sim.base.errors import PlacementError, UserError
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.precision import HIGH, KINDS, Precision, kind_for
+from sim.kernel.builder import Kernel
 
-__all__ = ["simulate_op", "simulate_case", "run_case", "OpRun", "OpCase", "parse_shape", "parse_dtype_pair",
-           "isolated_opcodes"]
+__all__ = [
+    "simulate_op",
+    "simulate_case",
+    "run_case",
+    "OpRun",
+    "OpCase",
+    "parse_shape",
+    "parse_dtype_pair",
+    "isolated_opcodes",
+]
 
 VARIANTS = ("", "tile_scalar", "scalar_tile", "inplace", "binary", "high_precision")
 
 # Families whose cost is not one instruction on operands resident in UB: data movement
 # between GM and the buffers (its cost is the transfer, see a kernel's trace), the cube's
 # L0A/L0B/L0C operands, tile moves between buffers, and TASSIGN (an address, no work).
-_NOT_ISOLATED = {"load": "moves data between GM and a buffer",
-                 "store": "moves data between a buffer and GM",
-                 "move": "moves a tile between buffers",
-                 "matmul": "runs on the cube with L0A/L0B/L0C operands",
-                 "config": "binds a tile to an address and does no work"}
+_NOT_ISOLATED = {
+    "load": "moves data between GM and a buffer",
+    "store": "moves data between a buffer and GM",
+    "move": "moves a tile between buffers",
+    "matmul": "runs on the cube with L0A/L0B/L0C operands",
+    "config": "binds a tile to an address and does no work",
+}
 
 
 # Element-wise families, whose destination has src0's shape: the ones with an in-place form.
-_ALIASING = {"binary", "binary3", "unary", "scalar", "remainder", "rowexpand_binary",
-             "colexpand_binary", "part"}
+_ALIASING = {
+    "binary",
+    "binary3",
+    "unary",
+    "scalar",
+    "remainder",
+    "rowexpand_binary",
+    "colexpand_binary",
+    "part",
+}
 
 
 def isolated_opcodes() -> list[str]:
     """The opcodes ``simulate_op`` (``ptosim op``, ``validate``) can cost in isolation."""
     from sim.isa.opcodes import OPCODES
+
     return [n for n, s in OPCODES.items() if s.family not in _NOT_ISOLATED]
 
 
@@ -95,24 +114,30 @@ class OpCase:
     def kernel(self) -> Kernel:
         spec = _opcode(self.op)
         if spec.family in _NOT_ISOLATED:
-            raise UserError(f"{spec.name}: cannot be costed in isolation: it "
-                            f"{_NOT_ISOLATED[spec.family]}; simulate it inside a kernel "
-                            f"(ptosim run). In isolation: {', '.join(isolated_opcodes())}")
+            raise UserError(
+                f"{spec.name}: cannot be costed in isolation: it "
+                f"{_NOT_ISOLATED[spec.family]}; simulate it inside a kernel "
+                f"(ptosim run). In isolation: {', '.join(isolated_opcodes())}"
+            )
         src_dt, dst_dt = parse_dtype_pair(self.dtype)
         rows, cols = self.shape
         vr, vc = self.valid
         if not (0 < vr <= rows and 0 < vc <= cols):
-            raise UserError(f"{self.op}: valid region {vr}x{vc} must lie within the {rows}x{cols} tile")
+            raise UserError(
+                f"{self.op}: valid region {vr}x{vc} must lie within the {rows}x{cols} tile"
+            )
         if self.variant not in VARIANTS:
-            raise UserError(f"{self.op}: variant must be one of {', '.join(v or '(empty)' for v in VARIANTS)}, "
-                            f"found {self.variant!r}")
+            raise UserError(
+                f"{self.op}: variant must be one of {', '.join(v or '(empty)' for v in VARIANTS)}, "
+                f"found {self.variant!r}"
+            )
         k = Kernel(f"{spec.name.lower()}_{rows}x{cols}")
         fam = spec.family
 
         def tile(dt, r=rows, c=cols, valid=(vr, vc), **kw):
             return k.tile("vec", dt, r, c, valid=valid, **kw)
 
-        if fam == "index":                  # TCI: no source tile, an integer start
+        if fam == "index":  # TCI: no source tile, an integer start
             k.instr(spec.name, tile(dst_dt, name="dst"), int(self.scalar))
             return k
         src = self._shaped_operand(fam, 0, src_dt, tile) or tile(src_dt, name="src0")
@@ -149,14 +174,26 @@ class OpCase:
                 if n_tiles == 0:
                     ins.append(src)
                 else:
-                    ins.append(self._shaped_operand(spec.family, n_tiles, src_dt, tile)
-                               or tile(src_dt, name=f"src{n_tiles}"))
+                    ins.append(
+                        self._shaped_operand(spec.family, n_tiles, src_dt, tile)
+                        or tile(src_dt, name=f"src{n_tiles}")
+                    )
                 n_tiles += 1
-            elif tok == "T?" and (spec.family in ("remainder", "rowreduce") or
-                                  spec.name == "TXOR" or self.variant == "binary"):
+            elif tok == "T?" and (
+                spec.family in ("remainder", "rowreduce")
+                or spec.name == "TXOR"
+                or self.variant == "binary"
+            ):
                 r, c = self.shape
-                ins.append(tile(src_dt, max(2, r), c + 64 // _dtype(src_dt).size_bytes,
-                                (max(2, self.valid[0]), self.valid[1]), name="tmp"))
+                ins.append(
+                    tile(
+                        src_dt,
+                        max(2, r),
+                        c + 64 // _dtype(src_dt).size_bytes,
+                        (max(2, self.valid[0]), self.valid[1]),
+                        name="tmp",
+                    )
+                )
         return ins
 
     def _shaped_operand(self, family, index, src_dt, tile):
@@ -183,8 +220,10 @@ class OpCase:
             # the op's precision attribute, as PTO IR writes it (sim.isa.precision)
             kind = kind_for(spec.name)
             if kind is None:
-                raise UserError(f"{spec.name}: variant high_precision: the op has no precision "
-                                f"mode (ops with one: {', '.join(KINDS['precision_mode'])})")
+                raise UserError(
+                    f"{spec.name}: variant high_precision: the op has no precision "
+                    f"mode (ops with one: {', '.join(KINDS['precision_mode'])})"
+                )
             return {"precisionType": Precision(kind, HIGH)}
         if spec.name == "TCVT":
             return {"rmode": "RINT"}
@@ -224,19 +263,46 @@ def run_case(case: OpCase, run) -> OpRun:
     return OpRun(value, alias, f"in place (dst = src0): the separate tiles do not fit: {first}")
 
 
-def simulate_op(op: str, dtype="f32", shape=(16, 64), valid=None, *, variant: str = "",
-                scalar: float = 2.0, target="a2a3", functional: bool = False):
+def simulate_op(
+    op: str,
+    dtype="f32",
+    shape=(16, 64),
+    valid=None,
+    *,
+    variant: str = "",
+    scalar: float = 2.0,
+    target="a2a3",
+    functional: bool = False,
+):
     """Simulate one instruction in isolation; ``.total_cycles`` is its cost. A case whose
     separate tiles do not fit runs in place (``run_case``)."""
-    return simulate_case(op, dtype, shape, valid, variant=variant, scalar=scalar,
-                         target=target, functional=functional).value
+    return simulate_case(
+        op,
+        dtype,
+        shape,
+        valid,
+        variant=variant,
+        scalar=scalar,
+        target=target,
+        functional=functional,
+    ).value
 
 
-def simulate_case(op: str, dtype="f32", shape=(16, 64), valid=None, *, variant: str = "",
-                  scalar: float = 2.0, target="a2a3", functional: bool = False) -> OpRun:
+def simulate_case(
+    op: str,
+    dtype="f32",
+    shape=(16, 64),
+    valid=None,
+    *,
+    variant: str = "",
+    scalar: float = 2.0,
+    target="a2a3",
+    functional: bool = False,
+) -> OpRun:
     """``simulate_op`` with the case actually run and the in-place reason (``OpRun``)."""
     shape = parse_shape(shape)
     valid = parse_shape(valid) if valid is not None else shape
     case = OpCase(op, dtype, shape, valid, variant, scalar)
-    from sim.engine.run import simulate      # the engine only when a case runs
+    from sim.engine.run import simulate  # the engine only when a case runs
+
     return run_case(case, lambda c: simulate(c.kernel(), target, functional=functional))

@@ -32,6 +32,7 @@ def _kernel(kernel, params: dict):
     if callable(kernel):
         return kernel(**params)
     from sim.kernel.files import load_kernel
+
     return load_kernel(str(kernel), list(params.items()))
 
 
@@ -47,9 +48,11 @@ def _row(r, cores: int) -> dict:
     mem = r.memory or {}
     t = r.trace
     fifo = t["opcode"].isin(("TPUSH", "TPOP")) & t["operands"].astype(str).str.contains(
-        r"\((?:\w+_GM|GM_\w+)\)$")                 # the path in the row: "%t (L0C_GM)"
-    moved = int(t.loc[(t["kind"] == "op") & (t["opcode"].isin(("TLOAD", "TSTORE")) | fifo),
-                      "bytes"].sum())
+        r"\((?:\w+_GM|GM_\w+)\)$"
+    )  # the path in the row: "%t (L0C_GM)"
+    moved = int(
+        t.loc[(t["kind"] == "op") & (t["opcode"].isin(("TLOAD", "TSTORE")) | fifo), "bytes"].sum()
+    )
     row["gm_bytes"] = moved
     row["gm_gib_per_s"] = round(moved / 2**30 / (us * 1e-6), 2) if us else 0.0
     row["hbm_utilization"] = mem.get("hbm", {}).get("utilization")
@@ -57,10 +60,13 @@ def _row(r, cores: int) -> dict:
     return row
 
 
-def scaling(kernel, configs, *, target=None, functional: bool = False, **simulate_kw) -> pd.DataFrame:
+def scaling(
+    kernel, configs, *, target=None, functional: bool = False, **simulate_kw
+) -> pd.DataFrame:
     """Simulate ``kernel`` (a ``.py`` path or a ``build`` callable) once per parameter dict
     in ``configs``; one row per run, sorted by core count."""
     from sim.engine.run import simulate
+
     rows = []
     for params in configs:
         k = _kernel(kernel, dict(params))
@@ -80,6 +86,7 @@ def scaling_plot(df: pd.DataFrame, *, target="a2a3", busy=None, ax=None, label: 
     import matplotlib.pyplot as plt
 
     from sim.target import load_target
+
     first = ax is None
     if first:
         _, ax = plt.subplots(1, 3, figsize=(14, 3.8))

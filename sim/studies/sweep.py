@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 
 from sim.base.atomic import atomic_path
-from sim.base.version import __version__
 from sim.base.errors import UserError
+from sim.base.version import __version__
 from sim.isa.opcodes import PIPES
 
 __all__ = ["sweep", "SYNC_MODES"]
@@ -56,14 +56,24 @@ class Config:
     """One configuration of a sweep and its stable key."""
 
     params: dict = attrs.field(converter=dict)
-    target: "str | None"
+    target: str | None
     sync: str
     key: str
 
 
-def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
-          workers: int = 2, processes: bool = True, output=None, progress=None,
-          seed: int = 0) -> pd.DataFrame:
+def sweep(
+    kernel,
+    params=None,
+    *,
+    targets=None,
+    sync=None,
+    scheduler=None,
+    workers: int = 2,
+    processes: bool = True,
+    output=None,
+    progress=None,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Run ``kernel`` (a ``.py`` or ``.pto`` path) for every combination of ``params``
     (name -> list of values; a text value is parsed as ``--arg`` parses it), ``targets``
     (default: the kernel's own) and ``sync`` modes (``"manual"``, ``"auto"`` or a list of
@@ -83,26 +93,43 @@ def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
     values = _typed_params(str(kernel), params or {})
     modes = _modes(sync)
     targets = _targets(targets)
-    if scheduler is not None and not hasattr(scheduler, "submit"):     # an address, not a Client
+    if scheduler is not None and not hasattr(scheduler, "submit"):  # an address, not a Client
         scheduler = _scheduler_address(scheduler)
     total = math.prod(len(v) for v in values.values()) * len(targets) * len(modes)
     if total > WARN_CONFIGURATIONS:
-        print(f"ptosim: warning: the sweep has {total:,} configurations (more than "
-              f"{WARN_CONFIGURATIONS:,}); they are generated and run as the workers take "
-              f"them, but their rows all end up in memory and in the output", file=sys.stderr)
+        print(
+            f"ptosim: warning: the sweep has {total:,} configurations (more than "
+            f"{WARN_CONFIGURATIONS:,}); they are generated and run as the workers take "
+            f"them, but their rows all end up in memory and in the output",
+            file=sys.stderr,
+        )
     journal = _writable_journal(output)
     done = _read_journal(journal)
     rows: list = []
     # the bar starts at the configurations the journal has (counted up front when that is
     # cheap; a sweep of millions counts them as it meets them)
     counted = bool(done) and total <= WARN_CONFIGURATIONS
-    already = sum(c.key in done for c in configurations(path, values, targets, modes, seed)) \
-        if counted else 0
+    already = (
+        sum(c.key in done for c in configurations(path, values, targets, modes, seed))
+        if counted
+        else 0
+    )
     bar = _Progress(total, already, sys.stderr.isatty() if progress is None else progress)
     finished = False
     try:
-        _run_all(configurations(path, values, targets, modes, seed), done, rows, path, seed,
-                 scheduler, workers, processes, journal, bar, counted)
+        _run_all(
+            configurations(path, values, targets, modes, seed),
+            done,
+            rows,
+            path,
+            seed,
+            scheduler,
+            workers,
+            processes,
+            journal,
+            bar,
+            counted,
+        )
         finished = True
     except KeyboardInterrupt:
         # the rows finished so far are kept (and the journal has them): write them
@@ -111,14 +138,14 @@ def sweep(kernel, params=None, *, targets=None, sync=None, scheduler=None,
     finally:
         bar.close()
         df = _frame(rows, list(values))
-        if output is not None and finished:     # a failed sweep leaves an older output as it was
+        if output is not None and finished:  # a failed sweep leaves an older output as it was
             with atomic_path(output) as tmp:
                 df.to_parquet(tmp, index=False)
     return df
 
 
-WARN_CONFIGURATIONS = 10 ** 5
-IN_FLIGHT_PER_WORKER = 16          # futures submitted ahead of the results, per worker
+WARN_CONFIGURATIONS = 10**5
+IN_FLIGHT_PER_WORKER = 16  # futures submitted ahead of the results, per worker
 
 
 def configurations(path: str, values: dict, targets, modes, seed: int = 0):
@@ -129,7 +156,7 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0):
     targets = _targets(targets)
     keys = {t: _target_key(t) for t in targets}
     for combo in itertools.product(*values.values(), targets, modes):
-        params, target, mode = dict(zip(names, combo[:len(names)])), combo[-2], combo[-1]
+        params, target, mode = dict(zip(names, combo[: len(names)])), combo[-2], combo[-1]
         ident = [__version__, digest, sorted(params.items()), keys[target], mode, seed]
         key = hashlib.sha256(json.dumps(ident, default=repr).encode()).hexdigest()[:20]
         yield Config(params, target, mode, key)
@@ -143,6 +170,7 @@ def _targets(targets) -> list:
     for t in targets:
         if t is not None:
             from sim.target import load_target
+
             load_target(str(t))
         out.append(None if t is None else str(t))
     return out
@@ -168,8 +196,10 @@ def _modes(sync) -> list:
     modes = [sync] if isinstance(sync, str) else list(sync)
     bad = [m for m in modes if m not in SYNC_MODES]
     if bad or not modes:
-        raise UserError(f"sweep: sync mode {bad[0] if bad else 'list'!r}: expected one or more "
-                        f"of {', '.join(SYNC_MODES)}")
+        raise UserError(
+            f"sweep: sync mode {bad[0] if bad else 'list'!r}: expected one or more "
+            f"of {', '.join(SYNC_MODES)}"
+        )
     return modes
 
 
@@ -177,34 +207,45 @@ def _typed_params(kernel: str, params: dict) -> dict:
     """Name -> list of values, checked against the kernel before any worker starts: a
     ``.py`` kernel's ``build()`` parameters, a ``.pto`` kernel's scalar arguments."""
     from sim.kernel.files import build_params, kernel_source, scalar_value
-    values = {str(n): [x.item() if isinstance(x, np.generic) else x for x in
-                       (v if isinstance(v, (list, tuple, range, np.ndarray)) else [v])]
-              for n, v in params.items()}
+
+    values = {
+        str(n): [
+            x.item() if isinstance(x, np.generic) else x
+            for x in (v if isinstance(v, (list, tuple, range, np.ndarray)) else [v])
+        ]
+        for n, v in params.items()
+    }
     empty = [n for n, v in values.items() if not v]
     if empty:
         raise UserError(f"sweep: parameter {empty[0]} has no values")
     source = kernel_source(kernel)
     if callable(source):
         build_params(source, kernel, [(n, v[0]) for n, v in values.items()])
-        return {n: [build_params(source, kernel, [(n, x)])[n] for x in v]
-                for n, v in values.items()}
+        return {
+            n: [build_params(source, kernel, [(n, x)])[n] for x in v] for n, v in values.items()
+        }
     from sim.isa.program import Scalar
+
     scalars = {a.name: a.type for a in source.main.args if isinstance(a, Scalar)}
     for n in values:
         if n not in scalars:
             known = ", ".join(f"%{s}: {t}" for s, t in scalars.items()) or "none"
-            raise UserError(f"--param {n}: the kernel has no scalar argument %{n} "
-                            f"(scalar arguments: {known})")
-    return {n: [scalar_value(n, x, scalars[n]) if isinstance(x, str) else x for x in v]
-            for n, v in values.items()}
+            raise UserError(
+                f"--param {n}: the kernel has no scalar argument %{n} (scalar arguments: {known})"
+            )
+    return {
+        n: [scalar_value(n, x, scalars[n]) if isinstance(x, str) else x for x in v]
+        for n, v in values.items()
+    }
 
 
 def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dict:
     """One configuration's row (what a worker runs); any failure becomes its ``error``."""
-    from sim.kernel.files import load_kernel
-    from sim.frontend import resolve_target
     from sim.engine.mode import default_mode
+    from sim.frontend import resolve_target
+    from sim.kernel.files import load_kernel
     from sim.studies.compare import run_mode
+
     row = {"target": target, "sync": mode, "error": None}
     try:
         kernel = load_kernel(path, list(params.items()))
@@ -213,7 +254,7 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
         mode = row["sync"] = default_mode(program) if mode is None else mode
         inputs = params if path.endswith(".pto") else None
         run = run_mode(kernel, row["target"], mode, inputs=inputs, seed=seed, functional=False)
-    except Exception as e:          # a configuration that fails is a row, not a lost sweep
+    except Exception as e:  # a configuration that fails is a row, not a lost sweep
         text = " ".join(str(e).split())
         row["error"] = text if isinstance(e, UserError) else f"{type(e).__name__}: {text}"
         return row
@@ -227,16 +268,28 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
     return row
 
 
-def _run_all(configs, done, rows, path, seed, scheduler, workers, processes, journal, bar,
-             counted: bool = False):
+def _run_all(
+    configs,
+    done,
+    rows,
+    path,
+    seed,
+    scheduler,
+    workers,
+    processes,
+    journal,
+    bar,
+    counted: bool = False,
+):
     """Run the configurations not in the journal (``done``), at most a bounded number in
     flight (so millions never sit in the scheduler, and Ctrl-C cancels only a few),
     appending each configuration's row to ``rows`` in configuration order."""
     from distributed import as_completed
-    order = {}            # index -> finished row, until every earlier one is in ``rows``
+
+    order = {}  # index -> finished row, until every earlier one is in ``rows``
     next_out = 0
     with contextlib.ExitStack() as stack:
-        client = None          # started at the first configuration not in the journal
+        client = None  # started at the first configuration not in the journal
         futures = {}
         pending, limit = None, math.inf
         try:
@@ -250,10 +303,20 @@ def _run_all(configs, done, rows, path, seed, scheduler, workers, processes, jou
                     if client is None:
                         client = stack.enter_context(_client(scheduler, workers, processes))
                         limit = IN_FLIGHT_PER_WORKER * max(
-                            1, len(client.scheduler_info().get("workers", {})))
+                            1, len(client.scheduler_info().get("workers", {}))
+                        )
                         pending = as_completed(loop=client.loop)
-                    fut = client.submit(run_config, path, c.params, c.target, c.sync, seed,
-                                        key=f"ptosim-sweep-{i}-{c.key}", pure=False, retries=1)
+                    fut = client.submit(
+                        run_config,
+                        path,
+                        c.params,
+                        c.target,
+                        c.sync,
+                        seed,
+                        key=f"ptosim-sweep-{i}-{c.key}",
+                        pure=False,
+                        retries=1,
+                    )
                     futures[fut] = (i, c)
                     pending.add(fut)
                 while len(futures) >= limit:
@@ -273,9 +336,12 @@ def _collect(fut, futures, order, journal, bar) -> None:
     try:
         row = {**fut.result(), "config": c.key}
         _append_journal(journal, row)
-    except Exception as e:     # the worker itself was lost: not journalled, redone on resume
-        row = {"target": c.target, "config": c.key,
-               "error": f"worker lost: {type(e).__name__}: {e}"}
+    except Exception as e:  # the worker itself was lost: not journalled, redone on resume
+        row = {
+            "target": c.target,
+            "config": c.key,
+            "error": f"worker lost: {type(e).__name__}: {e}",
+        }
     order[i] = (c, row)
     bar.update(row["error"] is not None)
 
@@ -296,40 +362,51 @@ def _client(scheduler, workers: int, processes: bool):
     import logging
 
     from distributed import Client, LocalCluster
+
     if isinstance(scheduler, Client):
         yield scheduler
         return
     if scheduler is not None:
         address = scheduler if isinstance(scheduler, str) else _scheduler_address(scheduler)
         import dask
+
         try:
             with dask.config.set({"distributed.comm.timeouts.connect": f"{CONNECT_S}s"}):
                 client = Client(address, timeout=f"{CONNECT_S}s")
         except (OSError, TimeoutError) as e:
-            raise UserError(f"--scheduler {scheduler}: cannot connect "
-                            f"({' '.join(str(e).split())})") from None
-        except Exception as e:       # a server that is not Dask's: MemoryError, bad frames ...
-            raise UserError(f"--scheduler {scheduler}: the port answers, but not as a Dask "
-                            f"scheduler ({type(e).__name__})") from None
+            raise UserError(
+                f"--scheduler {scheduler}: cannot connect ({' '.join(str(e).split())})"
+            ) from None
+        except Exception as e:  # a server that is not Dask's: MemoryError, bad frames ...
+            raise UserError(
+                f"--scheduler {scheduler}: the port answers, but not as a Dask "
+                f"scheduler ({type(e).__name__})"
+            ) from None
         with client:
             yield client
         return
     if workers < 1:
         raise UserError(f"sweep: workers must be at least 1, found {workers}")
     import dask
+
     # The workers' statistical profiler samples the deep SimPy stacks of a run every 10 ms
     # (a few per cent of the CPU, measured with bench/bench_sweep.py); nobody reads it here.
     # Its HTTP routes go to a free port (":0"), never clashing with another cluster's 8787.
     # SIGINT is ignored while the worker processes start, which they inherit: Ctrl-C
     # stops this process only, which then stops them in order.
     with dask.config.set({"distributed.worker.profile.enabled": False}), _sigint_ignored():
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=processes,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        )
     with cluster, Client(cluster) as client:
         yield client
 
 
-CONNECT_S = 5          # seconds to reach a scheduler and hear its handshake
+CONNECT_S = 5  # seconds to reach a scheduler and hear its handshake
 _ADDRESS = re.compile(r"(?:(tcp|tls)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 
 
@@ -339,8 +416,10 @@ def _scheduler_address(text) -> str:
     server speaks first; a web server or a silent port does not)."""
     m = _ADDRESS.fullmatch(str(text).strip())
     if m is None or not 0 < int(m.group(3)) < 65536:
-        raise UserError(f"--scheduler {text}: expected a Dask scheduler address "
-                        f"tcp://HOST:PORT (or tls://HOST:PORT)")
+        raise UserError(
+            f"--scheduler {text}: expected a Dask scheduler address "
+            f"tcp://HOST:PORT (or tls://HOST:PORT)"
+        )
     scheme, host, port = m.group(1) or "tcp", m.group(2).strip("[]"), int(m.group(3))
     if scheme == "tcp":
         _probe(text, host, port)
@@ -350,6 +429,7 @@ def _scheduler_address(text) -> str:
 def _probe(text, host: str, port: int) -> None:
     import socket
     import struct
+
     try:
         with socket.create_connection((host, port), timeout=CONNECT_S) as s:
             head = b""
@@ -358,15 +438,19 @@ def _probe(text, host: str, port: int) -> None:
                 if not chunk:
                     break
                 head += chunk
-    except socket.timeout:
-        raise UserError(f"--scheduler {text}: the port accepts connections but sends no Dask "
-                        f"handshake within {CONNECT_S} s: not a Dask scheduler") from None
+    except TimeoutError:
+        raise UserError(
+            f"--scheduler {text}: the port accepts connections but sends no Dask "
+            f"handshake within {CONNECT_S} s: not a Dask scheduler"
+        ) from None
     except OSError as e:
         raise UserError(f"--scheduler {text}: cannot connect ({e.strerror or e})") from None
     # a Dask message starts with its frame count, a little-endian uint64 (a handful)
     if len(head) < 8 or not 0 < struct.unpack("<Q", head)[0] < 1024:
-        raise UserError(f"--scheduler {text}: the port answers, but not as a Dask scheduler "
-                        f"(its first bytes: {head[:8]!r})")
+        raise UserError(
+            f"--scheduler {text}: the port answers, but not as a Dask scheduler "
+            f"(its first bytes: {head[:8]!r})"
+        )
 
 
 @contextlib.contextmanager
@@ -375,6 +459,7 @@ def _sigint_ignored():
     whole process group) reaches only the sweep, which stops them in order."""
     import signal
     import threading
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -385,7 +470,7 @@ def _sigint_ignored():
         signal.signal(signal.SIGINT, previous)
 
 
-def _writable_journal(output) -> "Path | None":
+def _writable_journal(output) -> Path | None:
     """``OUTPUT.journal``, checked writable (with the output's folder) before anything runs."""
     if output is None:
         return None
@@ -406,8 +491,10 @@ def _read_journal(journal) -> dict:
     try:
         text = journal.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:
-        raise UserError(f"{journal}: not a sweep journal (binary data at byte {e.start}); "
-                        f"delete it, or write the sweep elsewhere with -o") from None
+        raise UserError(
+            f"{journal}: not a sweep journal (binary data at byte {e.start}); "
+            f"delete it, or write the sweep elsewhere with -o"
+        ) from None
     except OSError as e:
         raise UserError(f"{journal}: cannot read the sweep journal ({e.strerror})") from None
     if text and not text.endswith("\n"):
@@ -435,18 +522,35 @@ def _frame(rows, names) -> pd.DataFrame:
     """One row per finished configuration (``rows``: (Config, row) pairs), in order."""
     records = []
     for c, r in rows:
-        records.append({**c.params, "target": r.get("target") or c.target,
-                        "sync": r.get("sync") or c.sync,
-                        **{k: v for k, v in r.items() if k not in ("target", "sync", "config")},
-                        "config": c.key})
+        records.append(
+            {
+                **c.params,
+                "target": r.get("target") or c.target,
+                "sync": r.get("sync") or c.sync,
+                **{k: v for k, v in r.items() if k not in ("target", "sync", "config")},
+                "config": c.key,
+            }
+        )
     df = pd.DataFrame.from_records(records)
     found = set(df.columns)
     pipes = [f"busy_cycles[{p}]" for p in PIPES if f"busy_cycles[{p}]" in found]
     peaks = sorted(c for c in found if c.startswith("peak_bytes["))
-    order = [*names, "target", "sync", "total_cycles", *pipes, "syncs", "barriers",
-             "full_barriers", *peaks, "races", "error", "config"]
+    order = [
+        *names,
+        "target",
+        "sync",
+        "total_cycles",
+        *pipes,
+        "syncs",
+        "barriers",
+        "full_barriers",
+        *peaks,
+        "races",
+        "error",
+        "config",
+    ]
     df = df.reindex(columns=order)
-    ints = [c for c in order[len(names) + 2:] if c not in ("error", "config")]
+    ints = [c for c in order[len(names) + 2 :] if c not in ("error", "config")]
     df[ints] = df[ints].astype("Int64")
     ok = df["error"].isna()
     df.loc[ok, pipes + peaks] = df.loc[ok, pipes + peaks].fillna(0)
@@ -484,9 +588,11 @@ class _Progress:
         filled = width * self.done // max(self.total, 1)
         secs = int(time.monotonic() - self.t0)
         failed = f"  {self.failed} failed" if self.failed else ""
-        sys.stderr.write(f"\rsweep {self.done:>{len(str(self.total))}}/{self.total} "
-                         f"[{'#' * filled}{'.' * (width - filled)}]{failed}  "
-                         f"{secs // 60}:{secs % 60:02d}")
+        sys.stderr.write(
+            f"\rsweep {self.done:>{len(str(self.total))}}/{self.total} "
+            f"[{'#' * filled}{'.' * (width - filled)}]{failed}  "
+            f"{secs // 60}:{secs % 60:02d}"
+        )
         sys.stderr.flush()
 
     def close(self) -> None:

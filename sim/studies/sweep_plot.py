@@ -18,20 +18,30 @@ from sim.base.errors import UserError
 __all__ = ["sweep_heatmap"]
 
 
-def sweep_heatmap(df: pd.DataFrame, index, columns, value: str = "total_cycles", *,
-                  title: str = "", ax=None):
+def sweep_heatmap(
+    df: pd.DataFrame, index, columns, value: str = "total_cycles", *, title: str = "", ax=None
+):
     """Heat map of ``value`` with ``index`` down and ``columns`` across (a column name
     or a list of them, joined with ``x``); failed configurations are grey."""
     index, columns = _names(index), _names(columns)
     missing = [c for c in [*index, *columns, value, "error"] if c not in df.columns]
     if missing:
-        raise UserError(f"sweep_heatmap: no column {missing[0]!r} (columns: {', '.join(df.columns)})")
+        raise UserError(
+            f"sweep_heatmap: no column {missing[0]!r} (columns: {', '.join(df.columns)})"
+        )
     keys = df[index + columns].astype(str)
     if keys.duplicated().any():
-        varying = [c for c in df.columns if c not in (*index, *columns, value, "config", "error")
-                   and not c.startswith(("busy_cycles[", "peak_bytes[")) and df[c].nunique() > 1]
-        raise UserError(f"sweep_heatmap: several configurations per cell; fix or add an axis "
-                        f"for {', '.join(varying) or 'the duplicated rows'}")
+        varying = [
+            c
+            for c in df.columns
+            if c not in (*index, *columns, value, "config", "error")
+            and not c.startswith(("busy_cycles[", "peak_bytes["))
+            and df[c].nunique() > 1
+        ]
+        raise UserError(
+            f"sweep_heatmap: several configurations per cell; fix or add an axis "
+            f"for {', '.join(varying) or 'the duplicated rows'}"
+        )
     ys = _labels(df, index)
     xs = _labels(df, columns)
     y_order, x_order = list(dict.fromkeys(ys)), list(dict.fromkeys(xs))
@@ -41,8 +51,9 @@ def sweep_heatmap(df: pd.DataFrame, index, columns, value: str = "total_cycles",
         i, j = y_order.index(y), x_order.index(x)
         failed[i, j] = isinstance(err, str)
         grid[i, j] = np.nan if pd.isna(v) else float(v)
-    return _draw(grid, failed, y_order, x_order, " x ".join(index), " x ".join(columns), value,
-                 title, ax)
+    return _draw(
+        grid, failed, y_order, x_order, " x ".join(index), " x ".join(columns), value, title, ax
+    )
 
 
 def _names(axis) -> list[str]:
@@ -54,8 +65,9 @@ def _labels(df: pd.DataFrame, names: list[str]) -> list[str]:
 
 
 def _draw(grid, failed, y_order, x_order, ylabel, xlabel, value, title, ax):
-    import matplotlib                          # on first use: ``import sim`` stays light
+    import matplotlib  # on first use: ``import sim`` stays light
     from matplotlib.figure import Figure
+
     if ax is None:
         fig = Figure(figsize=(1.2 + 1.1 * len(x_order), 1.0 + 0.5 * len(y_order)))
         ax = fig.add_subplot(1, 1, 1)
@@ -67,8 +79,9 @@ def _draw(grid, failed, y_order, x_order, ylabel, xlabel, value, title, ax):
     for (i, j), v in np.ndenumerate(grid):
         text = "failed" if failed[i, j] else ("" if np.isnan(v) else f"{v:,.0f}")
         dark = not failed[i, j] and np.isfinite(v) and (v - lo) > 0.5 * (hi - lo)
-        ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                color="white" if dark else "black")
+        ax.text(
+            j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black"
+        )
     ax.set_xticks(range(len(x_order)), x_order)
     ax.set_yticks(range(len(y_order)), y_order)
     ax.set_xlabel(xlabel)

@@ -26,7 +26,7 @@ from sim.base.errors import UserError
 __all__ = ["Buffer", "CceCost", "DmaPath", "Target", "load_target", "models_dir", "target_names"]
 
 
-@functools.cache             # where the package is installed does not move during a run
+@functools.cache  # where the package is installed does not move during a run
 def models_dir() -> Path:
     """The bundled ``models/`` directory: inside the wheel, or beside ``sim/`` in a checkout."""
     here = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ class Buffer:
     capacity_bytes: int
     alignment_bytes: int
     unit: str
-    reserved: tuple = ()           # ((name, start_byte, end_byte), ...)
+    reserved: tuple = ()  # ((name, start_byte, end_byte), ...)
 
 
 @attrs.frozen
@@ -79,13 +79,13 @@ class DmaPath:
     name: str
     pipe: str
     bytes_per_cycle: float
-    fitted_peak_bytes_per_cycle: "float | None" = None
-    fitted_k_bytes: "float | None" = None
+    fitted_peak_bytes_per_cycle: float | None = None
+    fitted_k_bytes: float | None = None
     startup_cycles: float = attrs.field(default=0.0, validator=_non_negative)
     charged_bytes_per_element: int = attrs.field(default=0, validator=_non_negative)
 
 
-@attrs.frozen(eq=False)      # identity: one object per loaded directory (see _load)
+@attrs.frozen(eq=False)  # identity: one object per loaded directory (see _load)
 class Target:
     name: str
     path: Path
@@ -101,23 +101,26 @@ class Target:
     cube: dict
     ops: dict
     quirks: frozenset
-    scalar_loops: dict = attrs.Factory(dict)   # [scalar_loops]: per-element scalar-unit figures
-    chip: dict = attrs.Factory(dict)           # [chip]: cores, cross-unit FIFOs
-    gm: dict = attrs.Factory(dict)             # [gm]: shared GM bandwidth, optional L2
+    scalar_loops: dict = attrs.Factory(dict)  # [scalar_loops]: per-element scalar-unit figures
+    chip: dict = attrs.Factory(dict)  # [chip]: cores, cross-unit FIFOs
+    gm: dict = attrs.Factory(dict)  # [gm]: shared GM bandwidth, optional L2
 
     def buffer(self, name: str) -> Buffer:
         try:
             return self.buffers[name]
         except KeyError:
-            raise UserError(f"target {self.name} has no buffer {name!r}; "
-                            f"it has: {', '.join(self.buffers)}") from None
+            raise UserError(
+                f"target {self.name} has no buffer {name!r}; it has: {', '.join(self.buffers)}"
+            ) from None
 
     def cce(self, name: str) -> CceCost:
         try:
             return self.vector_costs[name]
         except KeyError:
-            raise UserError(f"target {self.name}: no cost entry for CCE instruction {name!r} "
-                            f"in {self.path / 'vector_costs.csv'}") from None
+            raise UserError(
+                f"target {self.name}: no cost entry for CCE instruction {name!r} "
+                f"in {self.path / 'vector_costs.csv'}"
+            ) from None
 
     def dma(self, path: str) -> DmaPath:
         try:
@@ -138,8 +141,11 @@ def _read_toml(path: Path) -> dict:
 
 def read_csv_rows(path: Path) -> list[dict]:
     """CSV rows as dicts; lines starting with ``#`` are comments."""
-    text = "".join(line for line in path.read_text().splitlines(keepends=True)
-                   if not line.lstrip().startswith("#"))
+    text = "".join(
+        line
+        for line in path.read_text().splitlines(keepends=True)
+        if not line.lstrip().startswith("#")
+    )
     return list(csv.DictReader(io.StringIO(text)))
 
 
@@ -150,9 +156,13 @@ def _vector_costs(path: Path) -> dict:
     for n, row in enumerate(read_csv_rows(path), start=2):
         try:
             costs[row["instruction"]] = CceCost(
-                row["instruction"], float(row["head_cycles"]),
-                float(row["slope_cycles_per_repeat"]), float(row["tail_cycles"]),
-                row["floor"].strip().lower() in ("yes", "true", "1"), row.get("source", ""))
+                row["instruction"],
+                float(row["head_cycles"]),
+                float(row["slope_cycles_per_repeat"]),
+                float(row["tail_cycles"]),
+                row["floor"].strip().lower() in ("yes", "true", "1"),
+                row.get("source", ""),
+            )
         except (KeyError, ValueError, AttributeError) as e:
             raise UserError(f"{path}: bad cost row {row!r}: {e}") from None
     return costs
@@ -161,17 +171,23 @@ def _vector_costs(path: Path) -> dict:
 def _dma_paths(dma: dict, clock_hz: float) -> dict:
     def bpc(gib):
         return gib * 2**30 / clock_hz
+
     paths = {}
     for name, p in dma.get("paths", {}).items():
         peak = p.get("fitted_peak_gib_per_s")
-        paths[name] = DmaPath(name, p["pipe"], bpc(p["bandwidth_gib_per_s"]),
-                              bpc(peak) if peak else None, p.get("fitted_k_bytes"),
-                              float(p.get("startup_cycles", 0.0)),
-                              int(p.get("charged_bytes_per_element", 0)))
+        paths[name] = DmaPath(
+            name,
+            p["pipe"],
+            bpc(p["bandwidth_gib_per_s"]),
+            bpc(peak) if peak else None,
+            p.get("fitted_k_bytes"),
+            float(p.get("startup_cycles", 0.0)),
+            int(p.get("charged_bytes_per_element", 0)),
+        )
     return paths
 
 
-_bundled: dict = {}    # name -> bundled model directory, once found (it is part of the install)
+_bundled: dict = {}  # name -> bundled model directory, once found (it is part of the install)
 
 
 def _resolve(name_or_path) -> Path:
@@ -193,9 +209,15 @@ def _resolve(name_or_path) -> Path:
     if text and (bundled / "machine.toml").is_file():
         _bundled[text] = bundled
         return bundled
-    hint = f"; for the directory {text!r}, write ./{text}" if Path(text, "machine.toml").is_file() else ""
-    raise UserError(f"unknown target {text!r}: expected one of {', '.join(target_names())} "
-                    f"or a model directory path holding machine.toml{hint}")
+    hint = (
+        f"; for the directory {text!r}, write ./{text}"
+        if Path(text, "machine.toml").is_file()
+        else ""
+    )
+    raise UserError(
+        f"unknown target {text!r}: expected one of {', '.join(target_names())} "
+        f"or a model directory path holding machine.toml{hint}"
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -207,22 +229,35 @@ def _load(path: Path) -> Target:
     except KeyError as e:
         raise UserError(f"{path / 'machine.toml'}: missing key {e}") from None
     buffers = {
-        bname: Buffer(bname, int(b["capacity_bytes"]), int(b.get("alignment_bytes", 32)),
-                      b.get("unit", ""),
-                      tuple((r["name"], int(r["start_byte"]), int(r["end_byte"]))
-                            for r in b.get("reserved", ())))
+        bname: Buffer(
+            bname,
+            int(b["capacity_bytes"]),
+            int(b.get("alignment_bytes", 32)),
+            b.get("unit", ""),
+            tuple(
+                (r["name"], int(r["start_byte"]), int(r["end_byte"])) for r in b.get("reserved", ())
+            ),
+        )
         for bname, b in machine.get("buffers", {}).items()
     }
     vector = dict(machine.get("vector", {}))
     semantics = _read_toml(path / "semantics.toml")
     return Target(
-        name=name, path=path, clock_hz=clock, units=machine.get("units", {}), buffers=buffers,
-        vector=vector, vector_costs=_vector_costs(path / vector.get("costs", "vector_costs.csv")),
-        sync=machine.get("sync", {}), scalar=machine.get("scalar", {}),
+        name=name,
+        path=path,
+        clock_hz=clock,
+        units=machine.get("units", {}),
+        buffers=buffers,
+        vector=vector,
+        vector_costs=_vector_costs(path / vector.get("costs", "vector_costs.csv")),
+        sync=machine.get("sync", {}),
+        scalar=machine.get("scalar", {}),
         scalar_loops=machine.get("scalar_loops", {}),
-        chip=machine.get("chip", {}), gm=machine.get("gm", {}),
+        chip=machine.get("chip", {}),
+        gm=machine.get("gm", {}),
         dma_model=machine.get("dma", {}).get("model", "flat"),
-        dma_paths=_dma_paths(machine.get("dma", {}), clock), cube=machine.get("cube", {}),
+        dma_paths=_dma_paths(machine.get("dma", {}), clock),
+        cube=machine.get("cube", {}),
         ops=_read_toml(path / "ops.toml"),
         quirks=frozenset(q for q, on in semantics.get("quirks", {}).items() if on),
     )

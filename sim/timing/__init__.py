@@ -9,7 +9,7 @@ predecessor (timing-model.md §2.3, Variant S). The SimPy engine picks one of th
 run time; nothing here knows about SimPy.
 """
 
-from sim.timing.plan import Item, Plan, Shape
 from sim.timing.lower import lower
+from sim.timing.plan import Item, Plan, Shape
 
 __all__ = ["Item", "Plan", "Shape", "lower"]

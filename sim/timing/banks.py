@@ -39,7 +39,7 @@ class UbBanks:
 
 
 @functools.lru_cache(maxsize=32)
-def _read(path: Path) -> "UbBanks | None":
+def _read(path: Path) -> UbBanks | None:
     try:
         with (path / "machine.toml").open("rb") as f:
             ub = tomllib.load(f).get("buffers", {}).get("UB", {})
@@ -47,17 +47,20 @@ def _read(path: Path) -> "UbBanks | None":
         return None
     if "bank_count" not in ub or "bank_bytes" not in ub:
         return None
-    return UbBanks(int(ub["bank_count"]), int(ub["bank_bytes"]),
-                   float(ub.get("bank_conflict_cycles_per_repeat", 0)))
+    return UbBanks(
+        int(ub["bank_count"]),
+        int(ub["bank_bytes"]),
+        float(ub.get("bank_conflict_cycles_per_repeat", 0)),
+    )
 
 
-def ub_banks(target) -> "UbBanks | None":
+def ub_banks(target) -> UbBanks | None:
     """The UB bank model of ``target`` (None when its machine.toml gives none)."""
     path = getattr(target, "path", None)
     return _read(Path(path)) if path is not None else None
 
 
-def bank_of(target, addr: int) -> "int | None":
+def bank_of(target, addr: int) -> int | None:
     b = ub_banks(target)
     return None if b is None else b.bank(addr)
 
@@ -65,5 +68,9 @@ def bank_of(target, addr: int) -> "int | None":
 def same_bank(target, addr_a: int, addr_b: int) -> bool:
     """Two different UB start addresses in one bank (the conflict rule)."""
     b = ub_banks(target)
-    return (b is not None and b.conflict_cycles_per_repeat > 0 and addr_a != addr_b
-            and b.bank(addr_a) == b.bank(addr_b))
+    return (
+        b is not None
+        and b.conflict_cycles_per_repeat > 0
+        and addr_a != addr_b
+        and b.bank(addr_a) == b.bank(addr_b)
+    )

@@ -52,14 +52,20 @@ def transfer_cycles(path, model: str, nbytes: int) -> float:
     return startup_cycles(path, model) + stream_cycles(path, model, nbytes)
 
 
-def transfer_items(target, path_name: str, nbytes: int, moved: "int | None" = None) -> list[Item]:
+def transfer_items(target, path_name: str, nbytes: int, moved: int | None = None) -> list[Item]:
     """The plan items of one transfer charged ``nbytes``: the start-up (kind
     ``dma_startup``) and the bytes (kind ``dma``, carrying the bytes ``moved``, by default
     the charged ones)."""
     p = target.dma(path_name)
     model = target.dma_model
-    out = [Item("dma", path_name, cycles=stream_cycles(p, model, nbytes),
-                bytes=nbytes if moved is None else moved)]
+    out = [
+        Item(
+            "dma",
+            path_name,
+            cycles=stream_cycles(p, model, nbytes),
+            bytes=nbytes if moved is None else moved,
+        )
+    ]
     start = startup_cycles(p, model)
     if start:
         out.insert(0, Item("dma_startup", f"{path_name} start-up", cycles=start))

@@ -34,8 +34,8 @@ import attrs
 
 __all__ = ["Geometry", "copies"]
 
-BLOCK = 32          # bytes of one UB / L1 block
-FRACTAL = 512       # bytes of one L0A / L0B fractal (16 x C0)
+BLOCK = 32  # bytes of one UB / L1 block
+FRACTAL = 512  # bytes of one L0A / L0B fractal (16 x C0)
 
 
 @attrs.frozen
@@ -43,10 +43,10 @@ class Geometry:
     """Layout facts of a data-movement instruction (``Shape.extra`` of the load, store
     and move families)."""
 
-    layout: str = "nd"        # on-chip tile's layout: nd, dn, nz, zn, zz
-    gm_layout: str = "nd"     # GM view's layout (TLOAD / TSTORE), else ""
-    out_size: int = 0         # bytes per element written (FIXPIPE conversion); 0 = dtype's
-    outer: int = 1            # copies for the outer GM dims of an N-D window
+    layout: str = "nd"  # on-chip tile's layout: nd, dn, nz, zn, zz
+    gm_layout: str = "nd"  # GM view's layout (TLOAD / TSTORE), else ""
+    out_size: int = 0  # bytes per element written (FIXPIPE conversion); 0 = dtype's
+    outer: int = 1  # copies for the outer GM dims of an N-D window
 
 
 def _blocks(nbytes: int, unit: int) -> int:
@@ -66,9 +66,9 @@ def _bursts(rows: int, cols: int, size: int, layout: str, unit: int) -> int:
 def copies(path: str, rows: int, cols: int, size: int, g: Geometry) -> tuple[int, int]:
     """(number of copy instructions, bytes charged by each) of one data-movement op."""
     if path in ("GM_UB", "UB_GM", "GM_L1", "L1_GM"):
-        r = max(1, rows // g.outer)           # each outer-dim copy moves its own rows
+        r = max(1, rows // g.outer)  # each outer-dim copy moves its own rows
         if path == "GM_L1" and g.gm_layout == "nd" and g.layout in ("nz", "zn", "zz"):
-            return g.outer, r * cols * size                    # multi_nd2nz: exact
+            return g.outer, r * cols * size  # multi_nd2nz: exact
         unit = 1 if path in ("GM_UB", "UB_GM") else BLOCK
         return g.outer, _bursts(r, cols, size, g.gm_layout or g.layout, unit)
     if path in ("L1_L0A", "L1_L0B"):

@@ -31,14 +31,24 @@ from pathlib import Path
 
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.precision import DIVISION_OPS, HIGH
-from sim.timing.hints import hint
 from sim.target.model import read_csv_rows
+from sim.timing.hints import hint
 
 __all__ = ["formula_cycles", "high_precision_cycles"]
 
-_KEY = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "i8": "int8", "i16": "int16",
-        "i32": "int32", "u8": "uint8", "u16": "uint16", "u32": "uint32",
-        "f8e4m3": "fp8_e4m3", "f8e5m2": "fp8_e5m2"}
+_KEY = {
+    "f32": "fp32",
+    "f16": "fp16",
+    "bf16": "bf16",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "f8e4m3": "fp8_e4m3",
+    "f8e5m2": "fp8_e5m2",
+}
 _SCALAR_OPS = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS", "TNEG"}
 
 
@@ -46,8 +56,15 @@ _SCALAR_OPS = {"TADDS", "TSUBS", "TMULS", "TDIVS", "TMAXS", "TMINS", "TNEG"}
 def _table(path: Path) -> dict:
     table = {}
     for r in read_csv_rows(path):
-        key = (r["op"], r["src_dtype"], r["dst_dtype"], r["shape_path"], r["vf_impl_kind"],
-               r["tail_kind"], r["op_params"] or "")
+        key = (
+            r["op"],
+            r["src_dtype"],
+            r["dst_dtype"],
+            r["shape_path"],
+            r["vf_impl_kind"],
+            r["tail_kind"],
+            r["op_params"] or "",
+        )
         table[key] = (r["formula_kind"], [float(r[f"param{i}"]) for i in range(4)])
     return table
 
@@ -76,7 +93,11 @@ def _params(s, src, dst, path: str, inner: int) -> str:
         return HIGH if hint(s, "precision") == HIGH else "default"
     if s.opcode == "TSEL":
         if dst.size_bytes == 4:
-            return ("TSel_b32_even" if inner % 2 == 0 else "TSel_b32_odd") if path == "1D" else "TSel_b32"
+            return (
+                ("TSel_b32_even" if inner % 2 == 0 else "TSel_b32_odd")
+                if path == "1D"
+                else "TSel_b32"
+            )
         return "TSel_b16_8"
     return ""
 
@@ -105,7 +126,7 @@ def _loops(s, src, dst):
     return path, math.ceil(C / E), R, C % E
 
 
-def _fit(table, op, s, src, dst, loops, params) -> "float | None":
+def _fit(table, op, s, src, dst, loops, params) -> float | None:
     path, inner, outer, tail = loops
     src_key = _KEY.get(src.name, src.name)
     dst_key = _KEY.get(dst.name, dst.name) if op == "TCVT" else "none"
@@ -116,7 +137,7 @@ def _fit(table, op, s, src, dst, loops, params) -> "float | None":
     return max(0.0, _evaluate(hit[0], hit[1], inner, outer, tail))
 
 
-def formula_cycles(s, target) -> "float | None":
+def formula_cycles(s, target) -> float | None:
     """Fitted cycles of the PIPE_V op with shape ``s``, or None when no fit applies."""
     name = target.vector.get("formulas")
     if not name:

@@ -36,8 +36,15 @@ def hint(s, key: str, default=None):
     return default
 
 
-def shape_hints(opcode: str, family: str, attrs, *, dst_col_major: bool = False,
-                has_tmp: bool = False, precision: str = "default") -> tuple[str, tuple]:
+def shape_hints(
+    opcode: str,
+    family: str,
+    attrs,
+    *,
+    dst_col_major: bool = False,
+    has_tmp: bool = False,
+    precision: str = "default",
+) -> tuple[str, tuple]:
     """``(variant, extra)`` of a vector instruction. ``variant`` is "" when no form switch
     applies (the caller keeps its own "inplace" / "scalar_tile" then). ``attrs`` are the
     instruction's IR attributes, ``dst_col_major`` whether the destination is DN,

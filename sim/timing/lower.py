@@ -8,12 +8,13 @@ import math
 import attrs
 
 from sim.isa.dtypes import dtype as _dtype
-from sim.timing.banks import HINT as _BANK_HINT, ub_banks
+from sim.timing.banks import HINT as _BANK_HINT
+from sim.timing.banks import ub_banks
 from sim.timing.dma import transfer_items
 from sim.timing.dma_geometry import Geometry, copies
+from sim.timing.formula import formula_cycles, high_precision_cycles
 from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
-from sim.timing.formula import formula_cycles, high_precision_cycles
 from sim.timing.vector import lower_vector
 from sim.timing.vf import vf_cycles
 
@@ -40,7 +41,11 @@ def _cube_items(s: Shape, target) -> list[Item]:
     k0 = 32 // a.size_bytes
     reps = math.ceil(m / 16) * math.ceil(k / k0) * math.ceil(n / 16)
     cube = target.cube
-    slope = cube["slope_cycles_per_repeat_f32"] if a.name == "f32" else cube["slope_cycles_per_repeat_other"]
+    slope = (
+        cube["slope_cycles_per_repeat_f32"]
+        if a.name == "f32"
+        else cube["slope_cycles_per_repeat_other"]
+    )
     return [Item("cube", "mad", repeats=reps, cycles=slope * reps + cube["head_cycles"])]
 
 
@@ -59,8 +64,11 @@ def _resolve(items, s: Shape, target) -> list[Item]:
       element type is the item's own (``Item.dtype``) when it has one, else the op's.
     """
     vec = target.vector
-    scale = {"cfg": vec.get("config_cycles", 1), "bar": vec.get("barrier_cycles", 1),
-             "flag": vec.get("flag_cycles", 1)}
+    scale = {
+        "cfg": vec.get("config_cycles", 1),
+        "bar": vec.get("barrier_cycles", 1),
+        "flag": vec.get("flag_cycles", 1),
+    }
     out = []
     for it in items:
         k = it.kind
@@ -68,7 +76,9 @@ def _resolve(items, s: Shape, target) -> list[Item]:
             it = attrs.evolve(it, cycles=it.cycles * scale[k])
         elif k == "copy":
             bw = target.dma("UB_UB").bytes_per_cycle
-            it = attrs.evolve(it, cycles=max(vec.get("ub_copy_min_cycles", 1), math.floor(it.bytes / bw)))
+            it = attrs.evolve(
+                it, cycles=max(vec.get("ub_copy_min_cycles", 1), math.floor(it.bytes / bw))
+            )
         elif k == "sloop":
             per = target.scalar_loops.get(f"{it.name}_cycles_per_element", 0)
             it = attrs.evolve(it, cycles=it.repeats * per)
@@ -94,8 +104,11 @@ def _bank_items(items, target) -> list[Item]:
     reps = sum(i.repeats for i in items if i.kind == "v")
     if banks is None or not reps or banks.conflict_cycles_per_repeat <= 0:
         return []
-    return [Item("bank", "ub_bank_conflict", repeats=reps,
-                 cycles=reps * banks.conflict_cycles_per_repeat)]
+    return [
+        Item(
+            "bank", "ub_bank_conflict", repeats=reps, cycles=reps * banks.conflict_cycles_per_repeat
+        )
+    ]
 
 
 def _ieee_division(s: Shape, target) -> list[Item]:
@@ -117,7 +130,7 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         # Mat tile: create_cbuf_matrix over the whole tile on the L1-fill path (§5.2)
         items = transfer_items(target, "L1_FILL", s.rows * s.cols * _dtype(s.dtype).size_bytes)
     elif pipe == "PIPE_V" and (s.valid_rows == 0 or s.valid_cols == 0):
-        items = []          # an empty valid region: nothing to compute
+        items = []  # an empty valid region: nothing to compute
     elif pipe == "PIPE_V" and (vf := formula_cycles(s, target)) is not None:
         # a target whose vector ops are fitted per op (A5): one vector function
         items = [Item("vf", f"{s.opcode} VF fit", cycles=vf)] + _ieee_division(s, target)
@@ -125,17 +138,35 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         # no fit: the analytic model of the op's vector-function loop (A5)
         items = [Item("vf", f"{s.opcode} VF model", cycles=vf)] + _ieee_division(s, target)
     else:
-        items = _resolve(lower_vector(s, _dtype(s.dtype), _dtype(s.src_dtype or s.dtype),
-                                      target.vector.get("max_repeats", 255)), s, target)
+        items = _resolve(
+            lower_vector(
+                s,
+                _dtype(s.dtype),
+                _dtype(s.src_dtype or s.dtype),
+                target.vector.get("max_repeats", 255),
+            ),
+            s,
+            target,
+        )
         if hint(s, _BANK_HINT):
             items += _bank_items(items, target)
     vec = target.vector
-    cold, warm, restart, closed = evaluate(items, target.cce, vec.get("count_mode_floor_cycles", 0),
-                                           vec.get("barrier_restart", "latency"))
-    return Plan(tuple(items), _cycles(cold), _cycles(warm), closed,
-                sum(i.repeats for i in items if i.kind in ("v", "cube")),
-                sum(i.bytes for i in items), "; ".join(i.describe() for i in items),
-                _cycles(restart))
+    cold, warm, restart, closed = evaluate(
+        items,
+        target.cce,
+        vec.get("count_mode_floor_cycles", 0),
+        vec.get("barrier_restart", "latency"),
+    )
+    return Plan(
+        tuple(items),
+        _cycles(cold),
+        _cycles(warm),
+        closed,
+        sum(i.repeats for i in items if i.kind in ("v", "cube")),
+        sum(i.bytes for i in items),
+        "; ".join(i.describe() for i in items),
+        _cycles(restart),
+    )
 
 
 def _cycles(x: float) -> int:

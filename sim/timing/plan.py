@@ -25,16 +25,16 @@ class Shape:
     """Everything about an instruction's operands that its cost depends on."""
 
     opcode: str
-    dtype: str                 # element type of dst (TSTORE: of the source tile)
-    rows: int                  # capacity of the tile that sets the path (dst, or src for
-    cols: int                  #   source-domain ops)
-    static_valid_cols: "int | None"   # declared valid cols of that tile (None = dynamic)
-    valid_rows: int            # run-time iteration domain
+    dtype: str  # element type of dst (TSTORE: of the source tile)
+    rows: int  # capacity of the tile that sets the path (dst, or src for
+    cols: int  #   source-domain ops)
+    static_valid_cols: int | None  # declared valid cols of that tile (None = dynamic)
+    valid_rows: int  # run-time iteration domain
     valid_cols: int
-    src_dtype: str = ""        # TCVT source type
-    variant: str = ""          # "", "inplace", "scalar_tile", "tile_scalar", "binary", "tmp"
-    path: str = ""             # DMA path (GM_UB ...) for data movement
-    extra: tuple = ()          # family-specific (matmul m, k, n ...)
+    src_dtype: str = ""  # TCVT source type
+    variant: str = ""  # "", "inplace", "scalar_tile", "tile_scalar", "binary", "tmp"
+    path: str = ""  # DMA path (GM_UB ...) for data movement
+    extra: tuple = ()  # family-specific (matmul m, k, n ...)
 
 
 @attrs.frozen
@@ -51,8 +51,8 @@ class Item:
     kind: str
     name: str = ""
     repeats: int = 0
-    masked: bool = False       # mask not full (count mode or partial lanes): F-ops pay the floor
-    cycles: float = 0.0        # fixed cycles for cfg / bar / flag / dma / cube items
+    masked: bool = False  # mask not full (count mode or partial lanes): F-ops pay the floor
+    cycles: float = 0.0  # fixed cycles for cfg / bar / flag / dma / cube items
     bytes: int = 0
     breaks_stream: bool = False
     # element type the instruction computes on when it is not the op's own (an integer
@@ -79,13 +79,13 @@ class Item:
 @attrs.frozen
 class Plan:
     items: tuple
-    cold_cycles: int           # cost when the instruction opens a vector stream
-    warm_cycles: int           # cost when it streams behind the previous vector instruction
-    breaks_stream: bool        # the op ends with a barrier: the next one restarts the stream
+    cold_cycles: int  # cost when the instruction opens a vector stream
+    warm_cycles: int  # cost when it streams behind the previous vector instruction
+    breaks_stream: bool  # the op ends with a barrier: the next one restarts the stream
     repeats: int
     bytes: int
-    detail: str = ""           # the items as text, for the trace's cce column
-    restart_cycles: int = 0    # cost right after a pipe_barrier(PIPE_V) on a busy pipe
+    detail: str = ""  # the items as text, for the trace's cce column
+    restart_cycles: int = 0  # cost right after a pipe_barrier(PIPE_V) on a busy pipe
 
 
 # Stream states of the vector pipe (timing-model.md §2.3).

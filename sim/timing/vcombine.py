@@ -38,14 +38,21 @@ def tconcat(s, dtype):
 
 def tpart(s, dtype, maxrep, elementwise):
     E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
-    return (elementwise(s, _PART_BASE[s.opcode], dtype, maxrep) + [BAR]
-            + pass_items("vcopy", path("unary", *geometry(s, E, B, maxrep))))
+    return (
+        elementwise(s, _PART_BASE[s.opcode], dtype, maxrep)
+        + [BAR]
+        + pass_items("vcopy", path("unary", *geometry(s, E, B, maxrep)))
+    )
 
 
 def expdif(s, dtype, maxrep, elementwise):
     row = s.opcode.startswith("TROW")
     sub = attrs.evolve(s, opcode="TROWEXPANDSUB" if row else "TCOLEXPANDSUB")
-    first = vexpand.rowexpand_op(sub, dtype, maxrep) if row else vexpand.colexpand_op(sub, dtype, maxrep)
+    first = (
+        vexpand.rowexpand_op(sub, dtype, maxrep)
+        if row
+        else vexpand.colexpand_op(sub, dtype, maxrep)
+    )
     return first + [BAR] + elementwise(s, "TEXP", dtype, maxrep)
 
 
@@ -56,9 +63,16 @@ def tsels(s, dtype):
 def txors(s, dtype, maxrep, elementwise):
     E = 256 // dtype.size_bytes
     dup = cfg(4) + v("vector_dup", count_row(s.valid_rows * s.valid_cols, E)) + [BAR]
-    return (dup + elementwise(s, "TOR", dtype, maxrep) + [BAR] + elementwise(s, "TAND", dtype, maxrep)
-            + [BAR] + elementwise(s, "TNOT", dtype, maxrep) + [BAR]
-            + elementwise(s, "TAND", dtype, maxrep))
+    return (
+        dup
+        + elementwise(s, "TOR", dtype, maxrep)
+        + [BAR]
+        + elementwise(s, "TAND", dtype, maxrep)
+        + [BAR]
+        + elementwise(s, "TNOT", dtype, maxrep)
+        + [BAR]
+        + elementwise(s, "TAND", dtype, maxrep)
+    )
 
 
 def lowerings(elementwise) -> dict:

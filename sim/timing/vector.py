@@ -33,8 +33,18 @@ import math
 import attrs
 
 from sim.isa.dtypes import dtype as _dtype
-from sim.timing import (transpose, vcombine, vexpand, vgather, vreduce, vreduce_ext, vremainder,
-                        vscalar, vselect, vsort)
+from sim.timing import (
+    transpose,
+    vcombine,
+    vexpand,
+    vgather,
+    vreduce,
+    vreduce_ext,
+    vremainder,
+    vscalar,
+    vselect,
+    vsort,
+)
 from sim.timing.hints import hint
 from sim.timing.plan import Item
 from sim.timing.vpath import BAR, cfg, count_row, geometry, pass_items, path, v
@@ -43,13 +53,23 @@ __all__ = ["lower_vector", "path", "elementwise"]
 
 # Single-CCE-instruction ops: (instruction, §3 path kind). instructions.md §1 / timing §4.
 _SINGLE = {
-    "TADD": ("vadd", "binary"), "TSUB": ("vsub", "binary"), "TMUL": ("vmul", "binary"),
-    "TDIV": ("vdiv", "binary"), "TMAX": ("vmax", "binary"), "TMIN": ("vmin", "binary"),
-    "TABS": ("vabs", "unary"), "TEXP": ("vexp", "unary"), "TLOG": ("vln", "unary"),
-    "TSQRT": ("vsqrt", "unary"), "TRELU": ("vrelu", "unary"),
-    "TNEG": ("vmuls", "scalar"),          # literally TMULS(dst, src, -1) (§3.1)
-    "TADDS": ("vadds", "scalar"), "TSUBS": ("vadds", "scalar"),   # TSUBS adds -s (§3.4)
-    "TMULS": ("vmuls", "scalar"), "TMAXS": ("vmaxs", "scalar"), "TMINS": ("vmins", "scalar"),
+    "TADD": ("vadd", "binary"),
+    "TSUB": ("vsub", "binary"),
+    "TMUL": ("vmul", "binary"),
+    "TDIV": ("vdiv", "binary"),
+    "TMAX": ("vmax", "binary"),
+    "TMIN": ("vmin", "binary"),
+    "TABS": ("vabs", "unary"),
+    "TEXP": ("vexp", "unary"),
+    "TLOG": ("vln", "unary"),
+    "TSQRT": ("vsqrt", "unary"),
+    "TRELU": ("vrelu", "unary"),
+    "TNEG": ("vmuls", "scalar"),  # literally TMULS(dst, src, -1) (§3.1)
+    "TADDS": ("vadds", "scalar"),
+    "TSUBS": ("vadds", "scalar"),  # TSUBS adds -s (§3.4)
+    "TMULS": ("vmuls", "scalar"),
+    "TMAXS": ("vmaxs", "scalar"),
+    "TMINS": ("vmins", "scalar"),
     "TLRELU": ("vlrelu", "scalar"),
 }
 # Bitwise ops reinterpret every element type as 16-bit lanes (§3.2; timing §4 "Rep16").
@@ -63,8 +83,13 @@ def elementwise(s, op: str, dtype, maxrep: int) -> list[Item]:
         name, kind = _BITWISE[op]
         scale = dtype.size_bytes / 2
         s16 = attrs.evolve(
-            s, cols=max(1, math.ceil(s.cols * scale)), valid_cols=max(1, math.ceil(s.valid_cols * scale)),
-            static_valid_cols=None if s.static_valid_cols is None else max(1, math.ceil(s.static_valid_cols * scale)))
+            s,
+            cols=max(1, math.ceil(s.cols * scale)),
+            valid_cols=max(1, math.ceil(s.valid_cols * scale)),
+            static_valid_cols=None
+            if s.static_valid_cols is None
+            else max(1, math.ceil(s.static_valid_cols * scale)),
+        )
         return pass_items(name, path(kind, *geometry(s16, 128, 16, maxrep)))
     name, kind = _SINGLE[op]
     E, B = 256 // dtype.size_bytes, 32 // dtype.size_bytes
@@ -73,8 +98,15 @@ def elementwise(s, op: str, dtype, maxrep: int) -> list[Item]:
 
 def _txor(s, dtype, maxrep):
     """§4 TXOR: vor(tmp) bar vand(dst) bar vnot bar vand — 4 passes, 3 barriers."""
-    return (elementwise(s, "TOR", dtype, maxrep) + [BAR] + elementwise(s, "TAND", dtype, maxrep)
-            + [BAR] + elementwise(s, "TNOT", dtype, maxrep) + [BAR] + elementwise(s, "TAND", dtype, maxrep))
+    return (
+        elementwise(s, "TOR", dtype, maxrep)
+        + [BAR]
+        + elementwise(s, "TAND", dtype, maxrep)
+        + [BAR]
+        + elementwise(s, "TNOT", dtype, maxrep)
+        + [BAR]
+        + elementwise(s, "TAND", dtype, maxrep)
+    )
 
 
 def _binary3(s, dtype, maxrep):
@@ -109,8 +141,13 @@ def _trsqrt(s, dtype, maxrep):
     if s.variant != "tmp":
         return pass_items("vrsqrt", path("unary", *geometry(s, E, B, maxrep)))
     R, C = s.valid_rows, s.valid_cols
-    return (cfg(5) + v("vector_dup", [(1, True)]) + v("vsqrt", count_row(C, E) * R) + [BAR]
-            + v("vdiv", count_row(C, E) * R))
+    return (
+        cfg(5)
+        + v("vector_dup", [(1, True)])
+        + v("vsqrt", count_row(C, E) * R)
+        + [BAR]
+        + v("vdiv", count_row(C, E) * R)
+    )
 
 
 # TCVT pairs whose default (non-saturating, PyTorch wrap-around) conversion goes through
@@ -122,13 +159,20 @@ _CVT_VIA_I32 = {("f32", "i16"), ("f16", "i16"), ("f16", "i8")}
 
 def _tcvt(s, dtype, src, maxrep):
     """§4 TCVT: one vconv per §3-like (unary) pass with E = 256/max(sizeof src, sizeof dst)."""
+
     def conv(a_size, b_size):
         E = 256 // max(a_size, b_size)
         return pass_items("vconv", path("unary", *geometry(s, E, E // 8, maxrep)))
+
     sat = str(hint(s, "sat", "")).lower() in ("on", "true", "1", "sat_on", "saturate")
     if (src.name, dtype.name) in _CVT_VIA_I32 and not sat:
-        return (conv(src.size_bytes, 4) + [BAR] + elementwise(s, "TAND", _dtype("i32"), maxrep)
-                + [BAR] + conv(4, dtype.size_bytes))
+        return (
+            conv(src.size_bytes, 4)
+            + [BAR]
+            + elementwise(s, "TAND", _dtype("i32"), maxrep)
+            + [BAR]
+            + conv(4, dtype.size_bytes)
+        )
     return conv(src.size_bytes, dtype.size_bytes)
 
 
@@ -141,28 +185,30 @@ def _generic(s, dtype, maxrep):
 
 def _dispatch():
     t = {op: (lambda s, d, src, m, op=op: elementwise(s, op, d, m)) for op in (*_SINGLE, *_BITWISE)}
-    t.update({
-        "TXOR": lambda s, d, src, m: _txor(s, d, m),
-        "TADDC": lambda s, d, src, m: _binary3(s, d, m),
-        "TSUBC": lambda s, d, src, m: _binary3(s, d, m),
-        "TDIVS": lambda s, d, src, m: _tdivs(s, d, m),
-        "TRECIP": lambda s, d, src, m: _tdivs(s, d, m),
-        "TRSQRT": lambda s, d, src, m: _trsqrt(s, d, m),
-        "TCVT": lambda s, d, src, m: _tcvt(s, d, src, m),
-        "TSHL": lambda s, d, src, m: vscalar.shift(s),
-        "TSHR": lambda s, d, src, m: vscalar.shift(s),
-        "TEXPANDS": lambda s, d, src, m: vexpand.texpands(s, d),
-        "TROWEXPAND": lambda s, d, src, m: vexpand.trowexpand(s, d, m),
-        "TCOLEXPAND": lambda s, d, src, m: vexpand.tcolexpand(s, d),
-        "TCMP": lambda s, d, src, m: vselect.tcmp(s, d, m),
-        "TCMPS": lambda s, d, src, m: vselect.tcmps(s, d, m),
-        "TSEL": lambda s, d, src, m: vselect.tsel(s, d),
-        "TPRELU": lambda s, d, src, m: vselect.tprelu(s, d, m, elementwise),
-        "TGATHER": lambda s, d, src, m: vgather.tgather(s, d),
-        "TFILLPAD": lambda s, d, src, m: vgather.tfillpad(s, d),
-        "TCI": lambda s, d, src, m: vgather.tci(s),
-        "TTRANS": lambda s, d, src, m: transpose.ttrans(s, d, m),
-    })
+    t.update(
+        {
+            "TXOR": lambda s, d, src, m: _txor(s, d, m),
+            "TADDC": lambda s, d, src, m: _binary3(s, d, m),
+            "TSUBC": lambda s, d, src, m: _binary3(s, d, m),
+            "TDIVS": lambda s, d, src, m: _tdivs(s, d, m),
+            "TRECIP": lambda s, d, src, m: _tdivs(s, d, m),
+            "TRSQRT": lambda s, d, src, m: _trsqrt(s, d, m),
+            "TCVT": lambda s, d, src, m: _tcvt(s, d, src, m),
+            "TSHL": lambda s, d, src, m: vscalar.shift(s),
+            "TSHR": lambda s, d, src, m: vscalar.shift(s),
+            "TEXPANDS": lambda s, d, src, m: vexpand.texpands(s, d),
+            "TROWEXPAND": lambda s, d, src, m: vexpand.trowexpand(s, d, m),
+            "TCOLEXPAND": lambda s, d, src, m: vexpand.tcolexpand(s, d),
+            "TCMP": lambda s, d, src, m: vselect.tcmp(s, d, m),
+            "TCMPS": lambda s, d, src, m: vselect.tcmps(s, d, m),
+            "TSEL": lambda s, d, src, m: vselect.tsel(s, d),
+            "TPRELU": lambda s, d, src, m: vselect.tprelu(s, d, m, elementwise),
+            "TGATHER": lambda s, d, src, m: vgather.tgather(s, d),
+            "TFILLPAD": lambda s, d, src, m: vgather.tfillpad(s, d),
+            "TCI": lambda s, d, src, m: vgather.tci(s),
+            "TTRANS": lambda s, d, src, m: transpose.ttrans(s, d, m),
+        }
+    )
     for op in vremainder.OPS:
         t[op] = lambda s, d, src, m: vremainder.lower(s, d)
     for op in ("TROWSUM", "TROWMAX", "TROWMIN"):
@@ -172,7 +218,7 @@ def _dispatch():
     for name in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
         t[f"TROWEXPAND{name}"] = lambda s, d, src, m: vexpand.rowexpand_op(s, d, m)
         t[f"TCOLEXPAND{name}"] = lambda s, d, src, m: vexpand.colexpand_op(s, d, m)
-    for extra in (vcombine, vreduce_ext, vsort):    # ops beyond the reference's entries
+    for extra in (vcombine, vreduce_ext, vsort):  # ops beyond the reference's entries
         t.update(extra.lowerings(elementwise))
     return t
 

@@ -38,13 +38,29 @@ from __future__ import annotations
 import math
 
 from sim.timing.plan import Item
-from sim.timing.vpath import (BAR, cfg, copy_ub, count_row, per_row_heads, s_to_v,
-                              scalar_loop, split, v, v_to_s)
+from sim.timing.vpath import (
+    BAR,
+    cfg,
+    copy_ub,
+    count_row,
+    per_row_heads,
+    s_to_v,
+    scalar_loop,
+    split,
+    v,
+    v_to_s,
+)
 
-__all__ = ["texpands", "trowexpand", "tcolexpand", "rowexpand_op", "colexpand_op",
-           "VBRCB_MAX_REPEATS"]
+__all__ = [
+    "texpands",
+    "trowexpand",
+    "tcolexpand",
+    "rowexpand_op",
+    "colexpand_op",
+    "VBRCB_MAX_REPEATS",
+]
 
-VBRCB_MAX_REPEATS = 254                      # §4 TROWEXPAND fast path: chunks of 254
+VBRCB_MAX_REPEATS = 254  # §4 TROWEXPAND fast path: chunks of 254
 _BINARY = {"ADD": "vadd", "SUB": "vsub", "MUL": "vmul", "DIV": "vdiv", "MAX": "vmax", "MIN": "vmin"}
 
 
@@ -63,7 +79,12 @@ def _vbrcb(n_elements: int) -> list[Item]:
 
 def _general_rows(s, dtype) -> list[Item]:
     E = 256 // dtype.size_bytes
-    row = v_to_s() + [scalar_loop("row_read", 1)] + s_to_v() + v("vector_dup", count_row(s.valid_cols, E))
+    row = (
+        v_to_s()
+        + [scalar_loop("row_read", 1)]
+        + s_to_v()
+        + v("vector_dup", count_row(s.valid_cols, E))
+    )
     return cfg(4) + row * s.valid_rows
 
 

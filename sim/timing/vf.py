@@ -53,20 +53,20 @@ LOOPS = ("flat", "flat_static", "rows", "cols")
 
 @attrs.frozen
 class Instr:
-    key: str                 # "VADD.fp32"
-    op_class: str            # COMPUTE, LOAD or STORE
+    key: str  # "VADD.fp32"
+    op_class: str  # COMPUTE, LOAD or STORE
     latency: float
-    store_cycles: float      # data_store_cost: a store of this instruction's result
-    fu: str                  # ALU, SFU ("" for loads and stores)
+    store_cycles: float  # data_store_cost: a store of this instruction's result
+    fu: str  # ALU, SFU ("" for loads and stores)
     exu0_only: bool
-    ii: float                # own initiation interval on a port
+    ii: float  # own initiation interval on a port
 
 
 @attrs.frozen
 class Program:
     op: str
-    dtypes: str              # "any" or "float"
-    loop: str                # flat, flat_static, rows, cols
+    dtypes: str  # "any" or "float"
+    loop: str  # flat, flat_static, rows, cols
     pre: tuple
     body: tuple
     row: tuple
@@ -83,26 +83,44 @@ class Core:
 
 @functools.lru_cache(maxsize=8)
 def _core(isa_dir: Path, extra: Path, programs: Path) -> Core:
-    ii = {(r["previous"], r["current"]): float(r["cycles"])
-          for r in read_csv_rows(isa_dir / "initiation_interval.csv")}
+    ii = {
+        (r["previous"], r["current"]): float(r["cycles"])
+        for r in read_csv_rows(isa_dir / "initiation_interval.csv")
+    }
     instrs = {}
     for src in (isa_dir / "isa.csv", extra):
         for r in read_csv_rows(src):
             key = f"{r['op']}.{r['form']}"
-            instrs[key] = Instr(key, r["op_class"], float(r["latency"]), float(r["data_store_cost"]),
-                                r["EXU"], r["dispatch_exu"] == "EXU0_ONLY",
-                                float(r.get("ii_cycles") or ii.get((key, key), 1)))
-    fwd = {(r["producer"], r["consumer"]): float(r["cycles"])
-           for r in read_csv_rows(isa_dir / "forwarding.csv")}
+            instrs[key] = Instr(
+                key,
+                r["op_class"],
+                float(r["latency"]),
+                float(r["data_store_cost"]),
+                r["EXU"],
+                r["dispatch_exu"] == "EXU0_ONLY",
+                float(r.get("ii_cycles") or ii.get((key, key), 1)),
+            )
+    fwd = {
+        (r["producer"], r["consumer"]): float(r["cycles"])
+        for r in read_csv_rows(isa_dir / "forwarding.csv")
+    }
     uarch = {r["key"]: r["value"] for r in read_csv_rows(isa_dir / "uarch.csv")}
     defaults = {r["key"]: float(r["value"]) for r in read_csv_rows(isa_dir / "isa_defaults.csv")}
     progs = {}
     for r in read_csv_rows(programs):
         if r["loop"] not in LOOPS or r["dtypes"] not in ("any", "float"):
-            raise UserError(f"{programs}: op {r['op']}: loop must be one of {', '.join(LOOPS)} and "
-                            f"dtypes any or float, found {r['loop']!r} / {r['dtypes']!r}")
-        progs[r["op"]] = Program(r["op"], r["dtypes"], r["loop"], tuple(r["pre"].split()),
-                                 tuple(r["body"].split()), tuple(r["row"].split()))
+            raise UserError(
+                f"{programs}: op {r['op']}: loop must be one of {', '.join(LOOPS)} and "
+                f"dtypes any or float, found {r['loop']!r} / {r['dtypes']!r}"
+            )
+        progs[r["op"]] = Program(
+            r["op"],
+            r["dtypes"],
+            r["loop"],
+            tuple(r["pre"].split()),
+            tuple(r["body"].split()),
+            tuple(r["row"].split()),
+        )
     return Core(instrs, fwd, uarch, defaults, progs)
 
 
@@ -110,11 +128,15 @@ def _form(size: int) -> str:
     return "fp32" if size == 4 else "fp16"
 
 
-_CVT = {("f16", "f32"): "VCVT_F16_TO_F32.f16_to_f32", ("f32", "f16"): "VCVT_F32_TO_F16.f32_to_f16",
-        ("f32", "i32"): "VCVT_F32_TO_S32.f32_to_s32", ("i32", "f32"): "VCVT_S32_TO_F32.s32_to_f32"}
+_CVT = {
+    ("f16", "f32"): "VCVT_F16_TO_F32.f16_to_f32",
+    ("f32", "f16"): "VCVT_F32_TO_F16.f32_to_f16",
+    ("f32", "i32"): "VCVT_F32_TO_S32.f32_to_s32",
+    ("i32", "f32"): "VCVT_S32_TO_F32.s32_to_f32",
+}
 
 
-def _instr(core: Core, token: str, form: str, cvt: tuple) -> "Instr | None":
+def _instr(core: Core, token: str, form: str, cvt: tuple) -> Instr | None:
     if "." in token:
         key = token
     elif token == "VCVT":
@@ -124,7 +146,7 @@ def _instr(core: Core, token: str, form: str, cvt: tuple) -> "Instr | None":
     return core.instrs.get(key)
 
 
-def program_instructions(core: Core, prog: Program, form: str, cvt: tuple = ()) -> "tuple | None":
+def program_instructions(core: Core, prog: Program, form: str, cvt: tuple = ()) -> tuple | None:
     """(pre, body, row) as Instr tuples, or None when one instruction is unknown."""
     out = []
     for part in (prog.pre, prog.body, prog.row):
@@ -177,13 +199,16 @@ def _memory_ops(instrs) -> int:
     return sum(i.op_class in ("LOAD", "STORE") for i in instrs)
 
 
-def vf_cycles(s, target) -> "float | None":
+def vf_cycles(s, target) -> float | None:
     """Cycles of the A5 vector function of PIPE_V op ``s`` (None: no program applies)."""
     vec = target.vector
     if not vec.get("vf_programs"):
         return None
-    core = _core((target.path / vec["vf_isa"]).resolve(), (target.path / vec["vf_isa_extra"]).resolve(),
-                 (target.path / vec["vf_programs"]).resolve())
+    core = _core(
+        (target.path / vec["vf_isa"]).resolve(),
+        (target.path / vec["vf_isa_extra"]).resolve(),
+        (target.path / vec["vf_programs"]).resolve(),
+    )
     prog = core.programs.get(s.opcode)
     dst = _dtype(s.dtype)
     src = _dtype(s.src_dtype or s.dtype)
@@ -197,8 +222,13 @@ def vf_cycles(s, target) -> "float | None":
     stride = float(u["innermost_iter_dispatch_stride"])
     gap, per_mem = float(vec["vf_row_gap_cycles"]), float(vec["vf_2d_cycles_per_memory_op"])
     mem_rate = float(vec["vf_memory_ops_per_cycle"])
-    const = (d["vf_startup_cost"] - float(u["idu_dispatch_start_advance"])
-             + float(u["vloop_to_dispatch_delay"]) + _chain(core, body + row) + d["vf_drain_cost"])
+    const = (
+        d["vf_startup_cost"]
+        - float(u["idu_dispatch_start_advance"])
+        + float(u["vloop_to_dispatch_delay"])
+        + _chain(core, body + row)
+        + d["vf_drain_cost"]
+    )
     E = 256 // max(src.size_bytes, dst.size_bytes)
     R, C = s.valid_rows, s.valid_cols
     inner = math.ceil(C / E)

@@ -46,15 +46,18 @@ from sim.timing.vpath import BAR, cfg, copy_ub, count_row, scalar_loop, v
 
 __all__ = ["tgather", "tfillpad", "tci", "INDEX_LANES", "TCI_LOOP"]
 
-INDEX_LANES = 64           # 4-byte (i32/u32) indices per 256-byte repeat
-TCI_LOOP = "row_fold"      # [scalar_loops] figure standing in for add + store + loop
+INDEX_LANES = 64  # 4-byte (i32/u32) indices per 256-byte repeat
+TCI_LOOP = "row_fold"  # [scalar_loops] figure standing in for add + store + loop
 
 
 def tgather(s, dtype) -> list[Item]:
     E = 256 // dtype.size_bytes
     R, C = s.valid_rows, s.valid_cols
-    row = (v("vmuls", count_row(C, INDEX_LANES)) + [BAR]
-           + v("vgather", [(math.ceil(C / E), C % E != 0)]))
+    row = (
+        v("vmuls", count_row(C, INDEX_LANES))
+        + [BAR]
+        + v("vgather", [(math.ceil(C / E), C % E != 0)])
+    )
     return cfg(4) + row * R
 
 

@@ -45,8 +45,21 @@ import math
 
 from sim.timing.plan import Item
 
-__all__ = ["BAR", "cfg", "v", "copy_ub", "scalar_loop", "v_to_s", "s_to_v", "path",
-           "per_row_heads", "count_row", "split", "geometry", "pass_items"]
+__all__ = [
+    "BAR",
+    "cfg",
+    "v",
+    "copy_ub",
+    "scalar_loop",
+    "v_to_s",
+    "s_to_v",
+    "path",
+    "per_row_heads",
+    "count_row",
+    "split",
+    "geometry",
+    "pass_items",
+]
 
 BAR = Item("bar", "pipe_barrier(PIPE_V)", cycles=1, breaks_stream=True)
 
@@ -75,8 +88,10 @@ def scalar_loop(key: str, elements: int) -> Item:
 
 def v_to_s() -> list[Item]:
     """``set_flag/wait_flag(PIPE_V, PIPE_S)``: the wait drains V, so it ends the stream."""
-    return [Item("flag", "set_flag(V,S)", cycles=1),
-            Item("flag", "wait_flag(V,S)", cycles=1, breaks_stream=True)]
+    return [
+        Item("flag", "set_flag(V,S)", cycles=1),
+        Item("flag", "wait_flag(V,S)", cycles=1, breaks_stream=True),
+    ]
 
 
 def s_to_v() -> list[Item]:
@@ -95,12 +110,13 @@ def count_row(n: int, E: int):
 
 # --- the §3 decision procedure ------------------------------------------------------------
 
+
 def _flat(n: int, E: int, count_mode: bool):
     """One contiguous run of n elements."""
     if count_mode:
         return count_row(n, E), 4
     full, tail = divmod(n, E)
-    segs = [(full, False)]               # issued even when full == 0 (costs its latency)
+    segs = [(full, False)]  # issued even when full == 0 (costs its latency)
     if tail:
         return segs + [(1, True)], 2
     return segs, 0
@@ -137,23 +153,23 @@ def _row_repeat(R: int, C: int, E: int, Cols: int, B: int, maxrep: int):
 
 def path(kind: str, Rows, Cols, VC, R, C, E, B, maxrep=255):
     """Segments and config cycles for one pass over the iteration domain (§3)."""
-    if Cols < E and (kind == "binary" or (kind == "scalar" and Rows > maxrep)):   # (1)
+    if Cols < E and (kind == "binary" or (kind == "scalar" and Rows > maxrep)):  # (1)
         return [(r, True) for r in split(R, maxrep)], 2
     static_contig = VC == Cols or Rows == 1
     runtime_contig = C == Cols or R == 1
-    if static_contig or (kind != "scalar" and runtime_contig):            # (2)
+    if static_contig or (kind != "scalar" and runtime_contig):  # (2)
         n = R * C
         if kind == "unary":
             count = math.ceil(n / E) > maxrep
         elif static_contig:
             count = (Cols % E != 0 and Cols > E) or math.ceil(Rows * Cols / E) > maxrep
-        else:                                     # run-time test of the binary ops
+        else:  # run-time test of the binary ops
             count = (C > E and C % E != 0) or math.ceil(n / E) > maxrep
         return _flat(n, E, count)
-    k = Cols // E                                                          # (3)
+    k = Cols // E  # (3)
     if (k > 1 and Rows * k < 4) or Rows < k + 1:
         return _per_row(R, C, E)
-    return _row_repeat(R, C, E, Cols, B, maxrep)                           # (4), (5)
+    return _row_repeat(R, C, E, Cols, B, maxrep)  # (4), (5)
 
 
 def geometry(s, E: int, B: int, maxrep: int = 255) -> tuple:

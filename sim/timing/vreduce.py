@@ -79,8 +79,18 @@ import math
 
 from sim.timing.hints import hint
 from sim.timing.plan import Item
-from sim.timing.vpath import (BAR, cfg, copy_ub, count_row, per_row_heads, s_to_v, scalar_loop, split,
-                              v, v_to_s)
+from sim.timing.vpath import (
+    BAR,
+    cfg,
+    copy_ub,
+    count_row,
+    per_row_heads,
+    s_to_v,
+    scalar_loop,
+    split,
+    v,
+    v_to_s,
+)
 
 __all__ = ["row_reduce", "col_reduce", "DN_SPECIAL"]
 
@@ -100,11 +110,12 @@ DN_SPECIAL = {
 
 
 def _kind(s) -> str:
-    return s.opcode[4:]          # TROWSUM -> SUM, TCOLMAX -> MAX
+    return s.opcode[4:]  # TROWSUM -> SUM, TCOLMAX -> MAX
 
 
-def _all_rows(name: str, R: int, maxrep: int, stride_blocks: int,
-              reps_per_row: int = 1) -> list[Item]:
+def _all_rows(
+    name: str, R: int, maxrep: int, stride_blocks: int, reps_per_row: int = 1
+) -> list[Item]:
     """One step over whole repeats of every row: norm mode, full mask, the repeat stride
     walking the rows (split at the repeat limit) — no count-mode bracket, no floor. A row
     stride beyond the 8-bit repeat stride (§2.1) takes one instruction per row."""
@@ -113,9 +124,12 @@ def _all_rows(name: str, R: int, maxrep: int, stride_blocks: int,
     return v(name, [(r, False) for r in split(R * reps_per_row, maxrep)]) + [BAR]
 
 
-def _special(s, kind) -> "list[Item] | None":
-    if not (s.dtype == "f32" and hint(s, "dst_layout") == "DN"
-            and (s.valid_rows, s.valid_cols) == (s.rows, s.cols)):
+def _special(s, kind) -> list[Item] | None:
+    if not (
+        s.dtype == "f32"
+        and hint(s, "dst_layout") == "DN"
+        and (s.valid_rows, s.valid_cols) == (s.rows, s.cols)
+    ):
         return None
     chain = DN_SPECIAL.get((s.rows, s.cols))
     if chain is None:
@@ -137,9 +151,9 @@ def _float_row(s, kind, E, maxrep) -> list[Item]:
         masked = C < E
         return cfg(2 if masked else 0) + v(final, [(r, masked) for r in split(R, maxrep)]) + [BAR]
     full, tail = divmod(C, E)
-    stride = math.ceil(s.cols * 256 // E / 32)   # source row stride in 32-byte blocks
+    stride = math.ceil(s.cols * 256 // E / 32)  # source row stride in 32-byte blocks
     out: list[Item] = []
-    held = 1                                     # repeats per row held in tmp
+    held = 1  # repeats per row held in tmp
     if full == 1:
         out += [copy_ub(R * 256), BAR]
     elif kind == "SUM":
@@ -151,7 +165,7 @@ def _float_row(s, kind, E, maxrep) -> list[Item]:
             out += _all_rows(op, R, maxrep, stride)
     if tail:
         out += cfg(2) + v(op, [(r, True) for r in split(R, maxrep)]) + [BAR]
-    while held > 1:                              # pairwise tree (sum only)
+    while held > 1:  # pairwise tree (sum only)
         half = held // 2
         out += _all_rows(op, R, maxrep, stride, half)
         held -= half
@@ -161,9 +175,15 @@ def _float_row(s, kind, E, maxrep) -> list[Item]:
 def _int_row(s, kind, dtype) -> list[Item]:
     per_block = 32 // dtype.size_bytes
     blocks = math.ceil(s.valid_cols * dtype.size_bytes / 32)
-    row = (cfg(1) + v("vector_dup", [(1, True)]) + [BAR]
-           + (v(_OP[kind], [(1, True)]) + [BAR]) * blocks
-           + v_to_s() + [scalar_loop("row_fold", per_block)] + s_to_v())
+    row = (
+        cfg(1)
+        + v("vector_dup", [(1, True)])
+        + [BAR]
+        + (v(_OP[kind], [(1, True)]) + [BAR]) * blocks
+        + v_to_s()
+        + [scalar_loop("row_fold", per_block)]
+        + s_to_v()
+    )
     return row * s.valid_rows
 
 

@@ -26,8 +26,10 @@ def _as(s, opcode):
 
 
 def _products(items):
-    return [attrs.evolve(it, name="vmul") if it.kind == "v" and it.name == "vadd" else it
-            for it in items]
+    return [
+        attrs.evolve(it, name="vmul") if it.kind == "v" and it.name == "vadd" else it
+        for it in items
+    ]
 
 
 def col_arg(s, dtype):

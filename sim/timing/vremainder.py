@@ -31,8 +31,9 @@ from sim.timing.vpath import BAR, cfg, v
 __all__ = ["OPS", "SEQUENCES", "lower"]
 
 _TREM_F32_TAIL = "vmul | vector_dup:full | set_cmpmask:cfg | vcmpvs:cmp | vadd | vsel |"
-_TREMS_F32 = ("vector_dup | vdiv | vconv | vmuls | vsub | vmuls | vcmpvs | set_cmpmask:cfg | "
-              "vadds | vsel |")
+_TREMS_F32 = (
+    "vector_dup | vdiv | vconv | vmuls | vsub | vmuls | vcmpvs | set_cmpmask:cfg | vadds | vsel |"
+)
 
 # (opcode, "f32" | "i32") -> (cfg once, cfg per row, per-row steps)
 SEQUENCES = {
@@ -42,8 +43,12 @@ SEQUENCES = {
     # §4: 2x vconv_s322f32 bar vdiv bar vconv_f322s32f bar 2x vconv_f322s32r bar vmul bar
     # vsub bar 2x vconv_s322f32 bar vmul bar vector_dup bar set_cmpmask bar vcmpvs_lt bar
     # vadd bar vsel bar vconv_f322s32z bar (mode switches as f32: 8 cfg per row)
-    ("TREM", "i32"): (2, 8, "vconv vconv | vdiv | vconv | vconv vconv | vmul | vsub | "
-                            "vconv vconv | " + _TREM_F32_TAIL + " vconv |"),
+    ("TREM", "i32"): (
+        2,
+        8,
+        "vconv vconv | vdiv | vconv | vconv vconv | vmul | vsub | "
+        "vconv vconv | " + _TREM_F32_TAIL + " vconv |",
+    ),
     # §4: per row, count C: vdiv bar vconv_f322f32z bar vmul bar vsub bar (+4 cfg once)
     ("TFMOD", "f32"): (4, 0, "vdiv | vconv | vmul | vsub |"),
     # §4: per row, count C: vector_dup bar vdiv bar vconv_f322f32z bar vmuls bar vsub bar

@@ -27,12 +27,12 @@ from sim.timing.vpath import BAR, cfg, count_row, split, v
 
 __all__ = ["tcmp", "tcmps", "tsel", "tprelu", "CMP_SPLIT"]
 
-CMP_SPLIT = 240       # §4 TCMP: repeats per compare instruction
+CMP_SPLIT = 240  # §4 TCMP: repeats per compare instruction
 
 
 def _mode(s, dtype) -> str:
     mode = str(hint(s, "cmp", "eq")).lower()
-    if dtype.name in ("i32", "u32"):      # A2/A3 quirk: i32 compares EQ whatever the mode
+    if dtype.name in ("i32", "u32"):  # A2/A3 quirk: i32 compares EQ whatever the mode
         return "eq"
     return mode
 
@@ -57,7 +57,7 @@ def tcmp(s, dtype, maxrep) -> list[Item]:
     return items + (_mask_not(s) if mode == "ne" else [])
 
 
-def tcmps(s, dtype, maxrep, mode: "str | None" = None) -> list[Item]:
+def tcmps(s, dtype, maxrep, mode: str | None = None) -> list[Item]:
     E = 256 // dtype.size_bytes
     mode = mode or _mode(s, dtype)
     items = _per_row_compare("vcmpvs", s, E)
@@ -66,11 +66,22 @@ def tcmps(s, dtype, maxrep, mode: "str | None" = None) -> list[Item]:
 
 def tsel(s, dtype) -> list[Item]:
     E = 256 // dtype.size_bytes
-    row = (cfg(2) + v("vector_dup", [(1, True)]) + [BAR] + cfg(1, "set_cmpmask") + [BAR]
-           + v("vsel", count_row(s.valid_cols, E)))
+    row = (
+        cfg(2)
+        + v("vector_dup", [(1, True)])
+        + [BAR]
+        + cfg(1, "set_cmpmask")
+        + [BAR]
+        + v("vsel", count_row(s.valid_cols, E))
+    )
     return row * s.valid_rows
 
 
 def tprelu(s, dtype, maxrep, elementwise) -> list[Item]:
-    return (elementwise(s, "TMUL", dtype, maxrep) + [BAR] + tcmps(s, dtype, maxrep, "gt")
-            + [BAR] + tsel(s, dtype))
+    return (
+        elementwise(s, "TMUL", dtype, maxrep)
+        + [BAR]
+        + tcmps(s, dtype, maxrep, "gt")
+        + [BAR]
+        + tsel(s, dtype)
+    )

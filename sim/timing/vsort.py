@@ -42,5 +42,7 @@ def tmrgsort(s, dtype, maxrep):
 def lowerings(elementwise) -> dict:
     """Opcode -> lowering ``(shape, dtype, src_dtype, maxrep) -> items`` (the table of
     ``sim.timing.vector``)."""
-    return {"TSORT32": lambda s, d, src, m: tsort32(s, d, m),
-            "TMRGSORT": lambda s, d, src, m: tmrgsort(s, d, m)}
+    return {
+        "TSORT32": lambda s, d, src, m: tsort32(s, d, m),
+        "TMRGSORT": lambda s, d, src, m: tmrgsort(s, d, m),
+    }

@@ -16,17 +16,36 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["read_trace", "write_trace", "pipe_table", "op_summary", "stall_breakdown",
-           "utilization", "critical_path", "flag_edges", "gantt", "utilization_plot",
-           "stall_plot", "compare_runs", "compare_table"]
+__all__ = [
+    "read_trace",
+    "write_trace",
+    "pipe_table",
+    "op_summary",
+    "stall_breakdown",
+    "utilization",
+    "critical_path",
+    "flag_edges",
+    "gantt",
+    "utilization_plot",
+    "stall_plot",
+    "compare_runs",
+    "compare_table",
+]
 
 _HOME = {
-    "read_trace": "export", "write_trace": "export",
-    "pipe_table": "report", "op_summary": "report",
-    "stall_breakdown": "stalls", "utilization": "stalls",
-    "critical_path": "critical", "flag_edges": "flags",
-    "gantt": "plot", "utilization_plot": "plot_stalls", "stall_plot": "plot_stalls",
-    "compare_runs": "compare", "compare_table": "compare",
+    "read_trace": "export",
+    "write_trace": "export",
+    "pipe_table": "report",
+    "op_summary": "report",
+    "stall_breakdown": "stalls",
+    "utilization": "stalls",
+    "critical_path": "critical",
+    "flag_edges": "flags",
+    "gantt": "plot",
+    "utilization_plot": "plot_stalls",
+    "stall_plot": "plot_stalls",
+    "compare_runs": "compare",
+    "compare_table": "compare",
 }
 
 

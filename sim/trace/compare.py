@@ -47,9 +47,15 @@ def _merge_legends(ax_a, ax_b):
                 handles.setdefault(t.get_text(), h)
             legend.remove()
     if handles:
-        ax_b.legend(handles=list(handles.values()), labels=list(handles), loc="upper center",
-                    bbox_to_anchor=(0.5, -0.22), ncol=min(len(handles), 6), fontsize=8,
-                    frameon=False)
+        ax_b.legend(
+            handles=list(handles.values()),
+            labels=list(handles),
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.22),
+            ncol=min(len(handles), 6),
+            fontsize=8,
+            frameon=False,
+        )
 
 
 def compare_runs(a, b, labels=("a", "b"), *, title: str = ""):

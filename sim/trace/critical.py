@@ -30,8 +30,21 @@ from sim.trace.frame import BUSY_KINDS
 __all__ = ["critical_path"]
 
 _PRIORITY = {"flag": 0, "pipe": 1, "dispatch": 2, "drain": 3}
-_COLUMNS = ["id", "core", "unit", "pipe", "kind", "opcode", "start_cycle", "end_cycle",
-            "duration_cycles", "gap_cycles", "via", "flag", "row"]
+_COLUMNS = [
+    "id",
+    "core",
+    "unit",
+    "pipe",
+    "kind",
+    "opcode",
+    "start_cycle",
+    "end_cycle",
+    "duration_cycles",
+    "gap_cycles",
+    "via",
+    "flag",
+    "row",
+]
 
 
 class _Graph:
@@ -46,13 +59,13 @@ class _Graph:
         self.ids = t["id"].to_numpy()
         self.start = t["start_cycle"].to_numpy()
         self.end = t["end_cycle"].to_numpy()
-        self.lane_of, self.lane = {}, {}        # position -> lane key; key -> (ids, positions)
+        self.lane_of, self.lane = {}, {}  # position -> lane key; key -> (ids, positions)
         for key, g in t[busy | scalar_wait].groupby(["core", "unit", "pipe"], sort=False):
             g = g.sort_values("id", kind="stable")
             self.lane[key] = (g["id"].to_numpy(), g.index.to_numpy())
             for p in g.index:
                 self.lane_of[p] = key
-        self.blockers, self.drains = {}, {}     # (core, unit) -> sorted (ids, positions)
+        self.blockers, self.drains = {}, {}  # (core, unit) -> sorted (ids, positions)
         for key, g in t[barrier_all | scalar_wait].groupby(["core", "unit"], sort=False):
             g = g.sort_values("id", kind="stable")
             self.blockers[key] = (g["id"].to_numpy(), g.index.to_numpy())

@@ -21,10 +21,16 @@ __all__ = ["write_trace", "read_trace", "SUFFIXES"]
 SUFFIXES = (".json", ".csv", ".parquet")
 # suffix -> (module, function): loaded when a file is written or read (they bring pandas,
 # and ``ptosim`` reads SUFFIXES for its flags before it knows whether it writes a trace)
-_WRITERS = {".json": ("export_chrome", "write_chrome"), ".csv": ("export_tables", "write_csv"),
-            ".parquet": ("export_tables", "write_parquet")}
-_READERS = {".json": ("import_chrome", "read_chrome"), ".csv": ("export_tables", "read_csv"),
-            ".parquet": ("export_tables", "read_parquet")}
+_WRITERS = {
+    ".json": ("export_chrome", "write_chrome"),
+    ".csv": ("export_tables", "write_csv"),
+    ".parquet": ("export_tables", "write_parquet"),
+}
+_READERS = {
+    ".json": ("import_chrome", "read_chrome"),
+    ".csv": ("export_tables", "read_csv"),
+    ".parquet": ("export_tables", "read_parquet"),
+}
 
 
 def _function(where: tuple):
@@ -34,8 +40,10 @@ def _function(where: tuple):
 def _suffix(path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
-        raise UserError(f"trace file {str(path)!r}: unknown suffix {suffix or '(none)'!r}, "
-                        f"expected one of {', '.join(SUFFIXES)}")
+        raise UserError(
+            f"trace file {str(path)!r}: unknown suffix {suffix or '(none)'!r}, "
+            f"expected one of {', '.join(SUFFIXES)}"
+        )
     return suffix
 
 
@@ -46,7 +54,7 @@ def write_trace(trace: pd.DataFrame, path, *, kernel: str = "", target: str = ""
     hold only the trace columns.
     """
     suffix = _suffix(path)
-    with atomic_path(path) as tmp:          # a failed write leaves an older file whole
+    with atomic_path(path) as tmp:  # a failed write leaves an older file whole
         if suffix == ".json":
             _function(_WRITERS[suffix])(trace, tmp, kernel=kernel, target=target)
         else:

@@ -42,16 +42,38 @@ def _metadata(trace: pd.DataFrame) -> list[dict]:
     extra = trace.loc[trace["pipe"] == "PIPE_ALL", ["core", "unit"]].drop_duplicates()
     all_lanes += [(int(c), str(u), "PIPE_ALL") for c, u in extra.itertuples(index=False)]
     for core in sorted({c for c, _, _ in all_lanes}):
-        events.append({"ph": "M", "pid": core, "tid": 0, "name": "process_name",
-                       "args": {"name": f"core {core}"}})
-        events.append({"ph": "M", "pid": core, "tid": 0, "name": "process_sort_index",
-                       "args": {"sort_index": core}})
+        events.append(
+            {
+                "ph": "M",
+                "pid": core,
+                "tid": 0,
+                "name": "process_name",
+                "args": {"name": f"core {core}"},
+            }
+        )
+        events.append(
+            {
+                "ph": "M",
+                "pid": core,
+                "tid": 0,
+                "name": "process_sort_index",
+                "args": {"sort_index": core},
+            }
+        )
     for i, (core, unit, pipe) in enumerate(all_lanes):
         tid = tid_of(unit, pipe)
-        events.append({"ph": "M", "pid": core, "tid": tid, "name": "thread_name",
-                       "args": {"name": tid}})
-        events.append({"ph": "M", "pid": core, "tid": tid, "name": "thread_sort_index",
-                       "args": {"sort_index": i}})
+        events.append(
+            {"ph": "M", "pid": core, "tid": tid, "name": "thread_name", "args": {"name": tid}}
+        )
+        events.append(
+            {
+                "ph": "M",
+                "pid": core,
+                "tid": tid,
+                "name": "thread_sort_index",
+                "args": {"sort_index": i},
+            }
+        )
     return events
 
 
@@ -66,9 +88,18 @@ def _slices(trace: pd.DataFrame) -> list[dict]:
     out = []
     for r in records:
         args = {k: (int(v) if DTYPES[k] == "int64" else str(v)) for k, v in r.items()}
-        out.append({"name": _name(r), "cat": r["kind"], "ph": "X", "ts": args["start_cycle"],
-                    "dur": args["duration_cycles"], "pid": args["core"],
-                    "tid": tid_of(r["unit"], r["pipe"]), "args": args})
+        out.append(
+            {
+                "name": _name(r),
+                "cat": r["kind"],
+                "ph": "X",
+                "ts": args["start_cycle"],
+                "dur": args["duration_cycles"],
+                "pid": args["core"],
+                "tid": tid_of(r["unit"], r["pipe"]),
+                "args": args,
+            }
+        )
     return out
 
 
@@ -80,20 +111,46 @@ def _flows(trace: pd.DataFrame) -> list[dict]:
     for n, (flag, prod, cons, _ready) in enumerate(edge_positions(trace), start=1):
         # the start must lie inside the producer's slice to bind to it
         ts = int(max(start[prod], end[prod] - 1))
-        out.append({"name": flag, "cat": "flag", "ph": "s", "id": n, "pid": int(core[prod]),
-                    "tid": tid[prod], "ts": ts})
-        out.append({"name": flag, "cat": "flag", "ph": "f", "bp": "e", "id": n,
-                    "pid": int(core[cons]), "tid": tid[cons], "ts": int(start[cons])})
+        out.append(
+            {
+                "name": flag,
+                "cat": "flag",
+                "ph": "s",
+                "id": n,
+                "pid": int(core[prod]),
+                "tid": tid[prod],
+                "ts": ts,
+            }
+        )
+        out.append(
+            {
+                "name": flag,
+                "cat": "flag",
+                "ph": "f",
+                "bp": "e",
+                "id": n,
+                "pid": int(core[cons]),
+                "tid": tid[cons],
+                "ts": int(start[cons]),
+            }
+        )
     return out
 
 
 def to_chrome(trace: pd.DataFrame, *, kernel: str = "", target: str = "") -> dict:
     """The trace as a Chrome Trace Event JSON object (a dict ready for ``json.dump``)."""
-    return {"traceEvents": _metadata(trace) + _slices(trace) + _flows(trace),
-            "displayTimeUnit": "ns",
-            "otherData": {"generator": "pto-sim", "time_unit": "cycles",
-                          "note": TIME_UNIT_NOTE, "total_cycles": total_cycles(trace),
-                          "kernel": kernel, "target": target}}
+    return {
+        "traceEvents": _metadata(trace) + _slices(trace) + _flows(trace),
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "generator": "pto-sim",
+            "time_unit": "cycles",
+            "note": TIME_UNIT_NOTE,
+            "total_cycles": total_cycles(trace),
+            "kernel": kernel,
+            "target": target,
+        },
+    }
 
 
 def write_chrome(trace: pd.DataFrame, path, **meta) -> Path:

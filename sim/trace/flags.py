@@ -26,8 +26,18 @@ from sim.trace.frame import BUSY_KINDS
 
 __all__ = ["flag_edges", "edge_positions"]
 
-_COLUMNS = ["flag", "core", "producer_id", "producer_pipe", "producer_row", "consumer_id",
-            "consumer_pipe", "consumer_row", "ready_cycle", "consumer_start"]
+_COLUMNS = [
+    "flag",
+    "core",
+    "producer_id",
+    "producer_pipe",
+    "producer_row",
+    "consumer_id",
+    "consumer_pipe",
+    "consumer_row",
+    "ready_cycle",
+    "consumer_start",
+]
 
 
 def _split(text) -> list[str]:
@@ -37,7 +47,7 @@ def _split(text) -> list[str]:
 def _from_sync_rows(t: pd.DataFrame) -> list[tuple]:
     out = []
     for _, g in t.groupby(["core", "unit"], sort=False):
-        busy = {}   # pipe -> (sorted ids, positions)
+        busy = {}  # pipe -> (sorted ids, positions)
         for pipe, rows in g[g["kind"].isin(BUSY_KINDS)].groupby("pipe", sort=False):
             rows = rows.sort_values("id", kind="stable")
             busy[pipe] = (rows["id"].to_numpy(), rows.index.to_numpy())
@@ -47,7 +57,7 @@ def _from_sync_rows(t: pd.DataFrame) -> list[tuple]:
             i = int(np.searchsorted(ids, r.id)) - 1
             sets[r.operands].append((int(pos[i]) if i >= 0 else -1, int(r.start_cycle)))
         for r in g[g["kind"] == "wait_flag"].sort_values("id", kind="stable").itertuples():
-            if r.pipe == "PIPE_S":          # the scalar unit waits: dispatch is held
+            if r.pipe == "PIPE_S":  # the scalar unit waits: dispatch is held
                 waits[r.operands].append(r.Index)
                 continue
             ids, pos = busy.get(r.pipe, (np.empty(0, int), None))
@@ -103,11 +113,17 @@ def flag_edges(trace: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=_COLUMNS)
     flag, prod, cons, ready = map(list, zip(*edges))
     p, c = trace.iloc[prod], trace.iloc[cons]
-    return pd.DataFrame({
-        "flag": flag, "core": c["core"].to_numpy(),
-        "producer_id": p["id"].to_numpy(), "producer_pipe": p["pipe"].to_numpy(),
-        "producer_row": p.index.to_numpy(),
-        "consumer_id": c["id"].to_numpy(), "consumer_pipe": c["pipe"].to_numpy(),
-        "consumer_row": c.index.to_numpy(),
-        "ready_cycle": np.asarray(ready, dtype=np.int64),
-        "consumer_start": c["start_cycle"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "flag": flag,
+            "core": c["core"].to_numpy(),
+            "producer_id": p["id"].to_numpy(),
+            "producer_pipe": p["pipe"].to_numpy(),
+            "producer_row": p.index.to_numpy(),
+            "consumer_id": c["id"].to_numpy(),
+            "consumer_pipe": c["pipe"].to_numpy(),
+            "consumer_row": c.index.to_numpy(),
+            "ready_cycle": np.asarray(ready, dtype=np.int64),
+            "consumer_start": c["start_cycle"].to_numpy(),
+        }
+    )

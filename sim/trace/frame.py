@@ -14,11 +14,19 @@ import pandas as pd
 
 from sim.trace.schema import COLUMNS, DTYPES
 
-__all__ = ["normalize", "total_cycles", "lanes", "lane_label", "busy_rows", "PIPE_ORDER",
-           "BUSY_KINDS", "covered"]
+__all__ = [
+    "normalize",
+    "total_cycles",
+    "lanes",
+    "lane_label",
+    "busy_rows",
+    "PIPE_ORDER",
+    "BUSY_KINDS",
+    "covered",
+]
 
 PIPE_ORDER = ("PIPE_S", "PIPE_MTE2", "PIPE_MTE1", "PIPE_V", "PIPE_M", "PIPE_FIX", "PIPE_MTE3")
-BUSY_KINDS = ("op", "scalar")          # rows whose duration is work on their pipe
+BUSY_KINDS = ("op", "scalar")  # rows whose duration is work on their pipe
 
 
 def normalize(df: pd.DataFrame) -> pd.DataFrame:
@@ -32,7 +40,7 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
         if col not in df.columns:
             df[col] = 0 if DTYPES[col] == "int64" else ""
     for col in COLUMNS:
-        if DTYPES[col] != "int64":      # text (categorical)
+        if DTYPES[col] != "int64":  # text (categorical)
             df[col] = df[col].fillna("").astype(str)
         else:
             df[col] = pd.to_numeric(df[col]).fillna(0)
@@ -89,7 +97,7 @@ def covered(starts, ends, at) -> np.ndarray:
     at = np.asarray(at, dtype=np.int64)
     if not len(starts):
         return np.zeros(at.shape, dtype=np.int64)
-    before = np.concatenate([[0], np.cumsum(ends - starts)])    # covered up to interval i
-    i = np.searchsorted(starts, at, side="right") - 1           # last interval starting <= at
+    before = np.concatenate([[0], np.cumsum(ends - starts)])  # covered up to interval i
+    i = np.searchsorted(starts, at, side="right") - 1  # last interval starting <= at
     inside = np.clip(at - starts[np.maximum(i, 0)], 0, (ends - starts)[np.maximum(i, 0)])
     return np.where(i >= 0, before[np.maximum(i, 0)] + inside, 0)

@@ -25,8 +25,9 @@ def _events(obj) -> list[dict]:
     if isinstance(obj, dict):
         obj = obj.get("traceEvents")
     if not isinstance(obj, list):
-        raise UserError("Chrome trace: expected a JSON array of events or an object with "
-                        "'traceEvents'")
+        raise UserError(
+            "Chrome trace: expected a JSON array of events or an object with 'traceEvents'"
+        )
     return obj
 
 

@@ -32,9 +32,16 @@ from sim.trace.frame import normalize
 __all__ = ["from_perfsim", "parse_thread", "STAGE_PIPES"]
 
 STAGE_PIPES = {
-    "SCALAR": "PIPE_S", "MTE1": "PIPE_MTE1", "MTE2": "PIPE_MTE2", "MTE2_AIC": "PIPE_MTE2",
-    "MTE2_AIV": "PIPE_MTE2", "MTE3": "PIPE_MTE3", "VEC": "PIPE_V", "CUBE": "PIPE_M",
-    "FIXP": "PIPE_FIX", "FIXPIPE": "PIPE_FIX",
+    "SCALAR": "PIPE_S",
+    "MTE1": "PIPE_MTE1",
+    "MTE2": "PIPE_MTE2",
+    "MTE2_AIC": "PIPE_MTE2",
+    "MTE2_AIV": "PIPE_MTE2",
+    "MTE3": "PIPE_MTE3",
+    "VEC": "PIPE_V",
+    "CUBE": "PIPE_M",
+    "FIXP": "PIPE_FIX",
+    "FIXPIPE": "PIPE_FIX",
 }
 _VECTOR_STAGES = {"VEC", "MTE3", "MTE2_AIV"}
 _THREAD = re.compile(r"^\[AIC-(\d+)(?:/AIV-(\d+))?\]\s*(\S+)$")
@@ -45,16 +52,20 @@ def parse_thread(tid: str) -> tuple[int, str, str]:
     """``"[AIC-0/AIV-1] VEC"`` -> ``(0, "AIV1", "PIPE_V")``."""
     m = _THREAD.match(str(tid).strip())
     if not m:
-        raise UserError(f"Perf-Sim trace: thread {tid!r}: expected '[AIC-<core>] <stage>' or "
-                        f"'[AIC-<core>/AIV-<n>] <stage>'")
+        raise UserError(
+            f"Perf-Sim trace: thread {tid!r}: expected '[AIC-<core>] <stage>' or "
+            f"'[AIC-<core>/AIV-<n>] <stage>'"
+        )
     core, aiv, stage = int(m.group(1)), m.group(2), m.group(3).upper()
     sub = None
     if stage.endswith("_1"):
         stage, sub = stage[:-2], "1"
     pipe = STAGE_PIPES.get(stage)
     if pipe is None:
-        raise UserError(f"Perf-Sim trace: thread {tid!r}: unknown stage {stage!r}, expected one "
-                        f"of {', '.join(sorted(STAGE_PIPES))}")
+        raise UserError(
+            f"Perf-Sim trace: thread {tid!r}: unknown stage {stage!r}, expected one "
+            f"of {', '.join(sorted(STAGE_PIPES))}"
+        )
     if aiv is not None or sub is not None:
         unit = f"AIV{aiv if aiv is not None else sub}"
     else:
@@ -73,15 +84,27 @@ def from_perfsim(events: list[dict]) -> pd.DataFrame:
     for n, ev in enumerate(e for e in events if e.get("ph") == "X"):
         core, unit, pipe = parse_thread(ev.get("tid", ""))
         m = _NAME.match(str(ev.get("name", "")).strip())
-        opcode, operands, seq = (m.group(1), m.group(2) or "", m.group(3)) if m else (ev.get("name", ""), "", None)
+        opcode, operands, seq = (
+            (m.group(1), m.group(2) or "", m.group(3)) if m else (ev.get("name", ""), "", None)
+        )
         args = ev.get("args") or {}
         start, dur = int(ev.get("ts", 0)), int(ev.get("dur", 0))
         signal = args.get("signal_event", "")
-        rows.append({"id": int(seq) if seq is not None else n, "core": core, "unit": unit,
-                     "pipe": pipe, "kind": "scalar" if pipe == "PIPE_S" else "op",
-                     "opcode": opcode, "dispatch_cycle": start, "start_cycle": start,
-                     "end_cycle": start + dur, "duration_cycles": dur,
-                     "waits": _events(args.get("wait_events", "")),
-                     "records": _events(signal) if signal != "" else "",
-                     "operands": operands})
+        rows.append(
+            {
+                "id": int(seq) if seq is not None else n,
+                "core": core,
+                "unit": unit,
+                "pipe": pipe,
+                "kind": "scalar" if pipe == "PIPE_S" else "op",
+                "opcode": opcode,
+                "dispatch_cycle": start,
+                "start_cycle": start,
+                "end_cycle": start + dur,
+                "duration_cycles": dur,
+                "waits": _events(args.get("wait_events", "")),
+                "records": _events(signal) if signal != "" else "",
+                "operands": operands,
+            }
+        )
     return normalize(pd.DataFrame(rows))

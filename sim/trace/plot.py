@@ -25,11 +25,31 @@ from sim.trace.frame import BUSY_KINDS, lane_label, lanes, total_cycles
 __all__ = ["gantt", "instruction_class", "CLASS_COLOURS"]
 
 CLASS_COLOURS = {
-    "load": "#4C72B0", "store": "#55A868", "vector": "#DD8452", "composite": "#C44E52",
-    "cube": "#8172B3", "scalar": "#937860", "move": "#64B5CD",
+    "load": "#4C72B0",
+    "store": "#55A868",
+    "vector": "#DD8452",
+    "composite": "#C44E52",
+    "cube": "#8172B3",
+    "scalar": "#937860",
+    "move": "#64B5CD",
 }
-_COMPOSITE = {"TREM", "TFMOD", "TREMS", "TFMODS", "TDIVS", "TRECIP", "TROWSUM", "TROWMAX",
-              "TROWMIN", "TCOLSUM", "TCOLMAX", "TCOLMIN", "TSEL", "TXOR", "TPRELU"}
+_COMPOSITE = {
+    "TREM",
+    "TFMOD",
+    "TREMS",
+    "TFMODS",
+    "TDIVS",
+    "TRECIP",
+    "TROWSUM",
+    "TROWMAX",
+    "TROWMIN",
+    "TCOLSUM",
+    "TCOLMAX",
+    "TCOLMIN",
+    "TSEL",
+    "TXOR",
+    "TPRELU",
+}
 _PATH_COLOUR = "#D62728"
 
 
@@ -58,8 +78,11 @@ def new_axes(ax, width: float, height: float):
 
 def _bars(ax, rows, y, gid, **style):
     if len(rows):
-        c = ax.broken_barh(list(zip(rows["start_cycle"], rows["duration_cycles"].clip(lower=1))),
-                           (y - 0.35, 0.7), **style)
+        c = ax.broken_barh(
+            list(zip(rows["start_cycle"], rows["duration_cycles"].clip(lower=1))),
+            (y - 0.35, 0.7),
+            **style,
+        )
         c.set_gid(gid)
 
 
@@ -69,26 +92,45 @@ def _draw_lane(ax, trace, lane, y, label, show_waits):
     ops = rows[rows["kind"].isin(BUSY_KINDS)]
     classes = [instruction_class(o, pipe) for o in ops["opcode"]]
     for cls, colour in CLASS_COLOURS.items():
-        _bars(ax, ops[[c == cls for c in classes]], y, f"{label}|{cls}", facecolors=colour,
-              edgecolor="white", linewidth=0.3)
+        _bars(
+            ax,
+            ops[[c == cls for c in classes]],
+            y,
+            f"{label}|{cls}",
+            facecolors=colour,
+            edgecolor="white",
+            linewidth=0.3,
+        )
     if show_waits:
         waits = rows[(rows["kind"] == "wait_flag") & (rows["duration_cycles"] > 0)]
         if len(waits):
-            c = ax.broken_barh(list(zip(waits["start_cycle"], waits["duration_cycles"])),
-                               (y - 0.2, 0.4), facecolors="none", edgecolor="#999999",
-                               hatch="///", linewidth=0.5)
+            c = ax.broken_barh(
+                list(zip(waits["start_cycle"], waits["duration_cycles"])),
+                (y - 0.2, 0.4),
+                facecolors="none",
+                edgecolor="#999999",
+                hatch="///",
+                linewidth=0.5,
+            )
             c.set_gid(f"{label}|wait_flag")
     return set(classes)
 
 
 def _draw_barriers(ax, trace, all_lanes, ys):
-    held = trace[(trace["pipe"] == "PIPE_ALL") & (trace["kind"] == "barrier")
-                 & (trace["duration_cycles"] > 0)]
+    held = trace[
+        (trace["pipe"] == "PIPE_ALL")
+        & (trace["kind"] == "barrier")
+        & (trace["duration_cycles"] > 0)
+    ]
     for (core, unit), spans in held.groupby(["core", "unit"]):
         unit_ys = [ys[lane] for lane in all_lanes if lane[:2] == (core, unit)]
-        c = ax.broken_barh(list(zip(spans["start_cycle"], spans["duration_cycles"])),
-                           (min(unit_ys) - 0.5, max(unit_ys) - min(unit_ys) + 1),
-                           facecolors="#DDDDDD", edgecolor="none", zorder=0)
+        c = ax.broken_barh(
+            list(zip(spans["start_cycle"], spans["duration_cycles"])),
+            (min(unit_ys) - 0.5, max(unit_ys) - min(unit_ys) + 1),
+            facecolors="#DDDDDD",
+            edgecolor="none",
+            zorder=0,
+        )
         c.set_gid(f"core {core} {unit}|barrier")
     return len(held) > 0
 
@@ -99,10 +141,13 @@ def _draw_arrows(ax, trace, ys, max_arrows):
     for _flag, prod, cons, _ready in edge_positions(t)[:max_arrows]:
         if key[prod] not in ys or key[cons] not in ys:
             continue
-        ax.annotate("", xy=(t.at[cons, "start_cycle"], ys[key[cons]]),
-                    xytext=(t.at[prod, "end_cycle"], ys[key[prod]]),
-                    arrowprops={"arrowstyle": "->", "color": "#333333", "alpha": 0.6,
-                                "linewidth": 0.6}, gid="flag_arrow")
+        ax.annotate(
+            "",
+            xy=(t.at[cons, "start_cycle"], ys[key[cons]]),
+            xytext=(t.at[prod, "end_cycle"], ys[key[prod]]),
+            arrowprops={"arrowstyle": "->", "color": "#333333", "alpha": 0.6, "linewidth": 0.6},
+            gid="flag_arrow",
+        )
 
 
 def _draw_path(ax, path, ys):
@@ -113,19 +158,40 @@ def _draw_path(ax, path, ys):
     for k, s, e in zip(keys, starts, ends):
         by_lane.setdefault(k, []).append((s, max(e - s, 1)))
     for k, spans in by_lane.items():
-        c = ax.broken_barh(spans, (ys[k] - 0.42, 0.84), facecolors="none",
-                           edgecolor=_PATH_COLOUR, linewidth=1.6, zorder=3)
+        c = ax.broken_barh(
+            spans,
+            (ys[k] - 0.42, 0.84),
+            facecolors="none",
+            edgecolor=_PATH_COLOUR,
+            linewidth=1.6,
+            zorder=3,
+        )
         c.set_gid("critical_path")
     # hand-overs between lanes: from the end of one step to the start of the next
-    hops = [[(ends[i - 1], ys[keys[i - 1]]), (starts[i], ys[keys[i]])]
-            for i in range(1, len(keys)) if keys[i] != keys[i - 1]]
+    hops = [
+        [(ends[i - 1], ys[keys[i - 1]]), (starts[i], ys[keys[i]])]
+        for i in range(1, len(keys))
+        if keys[i] != keys[i - 1]
+    ]
     if hops:
-        ax.add_collection(LineCollection(hops, colors=_PATH_COLOUR, linewidths=1.2, zorder=3,
-                                         gid="critical_path_step"), autolim=False)
+        ax.add_collection(
+            LineCollection(
+                hops, colors=_PATH_COLOUR, linewidths=1.2, zorder=3, gid="critical_path_step"
+            ),
+            autolim=False,
+        )
 
 
-def gantt(trace, *, title: str = "", ax=None, show_waits: bool = True, arrows: bool = False,
-          critical_path=False, max_arrows: int = 400):
+def gantt(
+    trace,
+    *,
+    title: str = "",
+    ax=None,
+    show_waits: bool = True,
+    arrows: bool = False,
+    critical_path=False,
+    max_arrows: int = 400,
+):
     """Pipeline Gantt of a trace; returns the matplotlib Figure.
 
     ``arrows=True`` draws one arrow per matched set -> wait pair (at most
@@ -164,8 +230,15 @@ def gantt(trace, *, title: str = "", ax=None, show_waits: bool = True, arrows: b
         # a fixed distance below the axis label, whatever the number of lanes (a fraction of
         # the axes' height left a wide gap under tall chip Gantts)
         below = offset_copy(ax.transAxes, fig=fig, y=-34, units="points")
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0),
-                  bbox_transform=below, ncol=min(len(handles), 5), fontsize=8, frameon=False)
+        ax.legend(
+            handles=handles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0),
+            bbox_transform=below,
+            ncol=min(len(handles), 5),
+            fontsize=8,
+            frameon=False,
+        )
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

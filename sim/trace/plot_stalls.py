@@ -18,10 +18,12 @@ from sim.trace.stalls import stall_breakdown, utilization
 
 __all__ = ["utilization_plot", "stall_plot", "STALL_COLOURS"]
 
-STALL_COLOURS = {"busy_cycles": ("#4C72B0", "busy"),
-                 "event_wait_cycles": ("#DD8452", "waiting on an event"),
-                 "barrier_wait_cycles": ("#8172B3", "waiting on a barrier"),
-                 "idle_cycles": ("#DDDDDD", "idle")}
+STALL_COLOURS = {
+    "busy_cycles": ("#4C72B0", "busy"),
+    "event_wait_cycles": ("#DD8452", "waiting on an event"),
+    "barrier_wait_cycles": ("#8172B3", "waiting on a barrier"),
+    "idle_cycles": ("#DDDDDD", "idle"),
+}
 
 
 def utilization_plot(trace, *, bins: int = 50, title: str = ""):
@@ -34,8 +36,14 @@ def utilization_plot(trace, *, bins: int = 50, title: str = ""):
     total = total_cycles(trace)
     width = total / bins if bins else 0
     for ax, lane, column in zip(axes, all_lanes, util.columns):
-        ax.fill_between(util.index + width / 2, util[column].to_numpy(), step="mid",
-                        color="#4C72B0", alpha=0.7, gid=f"util|{column}")
+        ax.fill_between(
+            util.index + width / 2,
+            util[column].to_numpy(),
+            step="mid",
+            color="#4C72B0",
+            alpha=0.7,
+            gid=f"util|{column}",
+        )
         ax.set_ylim(0, 1.05)
         ax.set_yticks([0, 1])
         ax.set_ylabel(lane_label(lane, all_lanes), rotation=0, ha="right", va="center", fontsize=8)

@@ -8,8 +8,15 @@ from sim.trace.frame import busy_rows, lanes
 from sim.trace.frame import total_cycles as _total
 from sim.trace.text import PIPE_RANK, format_report, opcode_share, units_from_totals
 
-__all__ = ["pipe_summary", "pipe_table", "op_summary", "unit_summary", "opcode_share",
-           "units_from_totals", "text_report"]
+__all__ = [
+    "pipe_summary",
+    "pipe_table",
+    "op_summary",
+    "unit_summary",
+    "opcode_share",
+    "units_from_totals",
+    "text_report",
+]
 
 
 def _pipes_in(trace) -> list[str]:
@@ -24,8 +31,11 @@ def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
     such units), the mean over them.
     """
     ops = busy_rows(trace)
-    units = trace.loc[trace["pipe"] != "PIPE_ALL"].groupby("pipe", observed=True)[["core", "unit"]] \
+    units = (
+        trace.loc[trace["pipe"] != "PIPE_ALL"]
+        .groupby("pipe", observed=True)[["core", "unit"]]
         .apply(lambda d: len(d.drop_duplicates()))
+    )
     out = {}
     # pipes with work or scalar rows: a pipe seen only in sync rows (a FIFO wait on PIPE_S)
     # is listed by no trace mode, so "ops" and "none" runs report the same pipes
@@ -33,9 +43,11 @@ def pipe_summary(trace: pd.DataFrame, total_cycles: int) -> dict:
         rows = ops[ops["pipe"] == pipe]
         busy = int(rows["duration_cycles"].sum())
         span = total_cycles * int(units.get(pipe, 1))
-        out[pipe] = {"busy_cycles": busy,
-                     "utilization": round(busy / span, 4) if span else 0.0,
-                     "instructions": int(len(rows))}
+        out[pipe] = {
+            "busy_cycles": busy,
+            "utilization": round(busy / span, 4) if span else 0.0,
+            "instructions": int(len(rows)),
+        }
     return out
 
 
@@ -43,10 +55,14 @@ def unit_summary(trace: pd.DataFrame, total_cycles: int) -> list[dict]:
     """Per (core, unit): busy cycles, utilisation and instructions of each pipe, and each
     opcode's busy cycles and share of the total time (``ratio`` = busy / total)."""
     busy = busy_rows(trace)
-    per_pipe = busy.groupby(["core", "unit", "pipe"], observed=True)["duration_cycles"] \
-        .agg(["sum", "count"])
-    per_op = busy[busy["kind"] == "op"].groupby(["core", "unit", "opcode"], observed=True)[
-        "duration_cycles"].sum()
+    per_pipe = busy.groupby(["core", "unit", "pipe"], observed=True)["duration_cycles"].agg(
+        ["sum", "count"]
+    )
+    per_op = (
+        busy[busy["kind"] == "op"]
+        .groupby(["core", "unit", "opcode"], observed=True)["duration_cycles"]
+        .sum()
+    )
     totals = {(int(c), str(u)): ({}, {}) for c, u, _ in lanes(trace)}
     for (c, u, p), (b, n) in per_pipe.iterrows():
         totals[(int(c), str(u))][0][str(p)] = (b, n)
@@ -67,10 +83,19 @@ def pipe_table(trace: pd.DataFrame, total_cycles: int | None = None) -> pd.DataF
     for core, unit, pipe in lanes(trace):
         rows = busy[(busy["core"] == core) & (busy["unit"] == unit) & (busy["pipe"] == pipe)]
         b = int(rows["duration_cycles"].sum())
-        out.append({"core": core, "unit": unit, "pipe": pipe, "busy_cycles": b,
-                    "utilization": b / total if total else 0.0, "instructions": len(rows)})
-    return pd.DataFrame(out, columns=["core", "unit", "pipe", "busy_cycles", "utilization",
-                                      "instructions"])
+        out.append(
+            {
+                "core": core,
+                "unit": unit,
+                "pipe": pipe,
+                "busy_cycles": b,
+                "utilization": b / total if total else 0.0,
+                "instructions": len(rows),
+            }
+        )
+    return pd.DataFrame(
+        out, columns=["core", "unit", "pipe", "busy_cycles", "utilization", "instructions"]
+    )
 
 
 def op_summary(trace: pd.DataFrame) -> pd.DataFrame:
@@ -81,8 +106,16 @@ def op_summary(trace: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("total_cycles", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def text_report(trace: pd.DataFrame, *, kernel: str, target: str, clock_hz: float,
-                max_rows: int = 40, total: int | None = None, pipes: dict | None = None) -> str:
+def text_report(
+    trace: pd.DataFrame,
+    *,
+    kernel: str,
+    target: str,
+    clock_hz: float,
+    max_rows: int = 40,
+    total: int | None = None,
+    pipes: dict | None = None,
+) -> str:
     """The cycle report of a trace; ``total`` / ``pipes`` stand in for a trace recorded
     without rows. (A run's ``Result.report`` makes the same text from its recording's
     arrays, ``sim.engine.summary``, without building this frame.)"""
@@ -92,11 +125,27 @@ def text_report(trace: pd.DataFrame, *, kernel: str, target: str, clock_hz: floa
     insts = trace[trace["kind"] == "op"].sort_values("id", kind="stable")
     rows = [{c: getattr(r, c) for c in _ROW} for r in insts.head(max_rows).itertuples()]
     return format_report(
-        kernel=kernel, target=target, clock_hz=clock_hz, total=total,
+        kernel=kernel,
+        target=target,
+        clock_hz=clock_hz,
+        total=total,
         pipes=pipe_summary(trace, total) if pipes is None else pipes,
-        units=unit_summary(trace, total), max_rows=max_rows, rows=rows, instructions=len(insts),
-        ops=[(r.opcode, r.pipe, r.count, r.total_cycles, r.mean_cycles) for r in ops.itertuples()])
+        units=unit_summary(trace, total),
+        max_rows=max_rows,
+        rows=rows,
+        instructions=len(insts),
+        ops=[(r.opcode, r.pipe, r.count, r.total_cycles, r.mean_cycles) for r in ops.itertuples()],
+    )
 
 
-_ROW = ("core", "unit", "id", "opcode", "pipe", "start_cycle", "end_cycle", "duration_cycles",
-        "operands")
+_ROW = (
+    "core",
+    "unit",
+    "id",
+    "opcode",
+    "pipe",
+    "start_cycle",
+    "end_cycle",
+    "duration_cycles",
+    "operands",
+)

@@ -15,21 +15,41 @@ _SCHEMA = (
     ("core", "int64", "block index of the AI core"),
     ("unit", "category", "AIV0 / AIV1 (vector cores) or AIC (cube core)"),
     ("pipe", "category", "hardware pipe: PIPE_S, PIPE_V, PIPE_MTE1/2/3, PIPE_M, PIPE_FIX"),
-    ("kind", "category", "op, scalar, set_flag, wait_flag, barrier, or cce (a lowered CCE "
-                       "instruction of the op with the same id; only with --detail cce)"),
-    ("opcode", "category", "PTO opcode (TADD ...), the sync statement name, or the CCE "
-                         "instruction (vadd ...) of a cce row"),
+    (
+        "kind",
+        "category",
+        "op, scalar, set_flag, wait_flag, barrier, or cce (a lowered CCE "
+        "instruction of the op with the same id; only with --detail cce)",
+    ),
+    (
+        "opcode",
+        "category",
+        "PTO opcode (TADD ...), the sync statement name, or the CCE "
+        "instruction (vadd ...) of a cce row",
+    ),
     ("dispatch_cycle", "int64", "cycle the scalar unit handed the item to its pipe queue"),
-    ("start_cycle", "int64", "cycle the item reached the head of its queue and started; "
-                             "for wait_flag: when it began waiting"),
+    (
+        "start_cycle",
+        "int64",
+        "cycle the item reached the head of its queue and started; "
+        "for wait_flag: when it began waiting",
+    ),
     ("end_cycle", "int64", "cycle the item finished; for wait_flag: when the flag arrived"),
     ("duration_cycles", "int64", "end_cycle - start_cycle"),
-    ("stream", "category", "vector stream state the op entered: cold (paid head+tail), warm "
-                         "(streamed behind its predecessor), restart (right after a barrier), "
-                         "or empty (not PIPE_V)"),
+    (
+        "stream",
+        "category",
+        "vector stream state the op entered: cold (paid head+tail), warm "
+        "(streamed behind its predecessor), restart (right after a barrier), "
+        "or empty (not PIPE_V)",
+    ),
     ("repeats", "int64", "vector repeats (or cube fractal steps) of the lowered instructions"),
     ("bytes", "int64", "bytes moved by DMA items"),
-    ("waits", "category", "flags waited on just before this op on its pipe: SRC->DST#id, ';'-separated"),
+    (
+        "waits",
+        "category",
+        "flags waited on just before this op on its pipe: SRC->DST#id, ';'-separated",
+    ),
     ("records", "category", "flags set right after this op on its pipe"),
     ("operands", "category", "outs <- ins, as %names and literals"),
     ("source", "category", "file:line of the statement that issued it"),

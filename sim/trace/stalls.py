@@ -49,15 +49,32 @@ def stall_breakdown(trace: pd.DataFrame) -> pd.DataFrame:
         barriers = _lane_rows(trace, core, unit, "PIPE_ALL")
         b_start, b_end = _intervals(barriers[barriers["kind"] == "barrier"])
         inside = covered(*occupied, b_end) - covered(*occupied, b_start)
-        row = {"core": core, "unit": unit, "pipe": pipe,
-               "busy_cycles": int(busy["duration_cycles"].sum()),
-               "event_wait_cycles": int(waits["duration_cycles"].sum()),
-               "barrier_wait_cycles": int((b_end - b_start - inside).sum())}
-        row["idle_cycles"] = total - row["busy_cycles"] - row["event_wait_cycles"] - row["barrier_wait_cycles"]
+        row = {
+            "core": core,
+            "unit": unit,
+            "pipe": pipe,
+            "busy_cycles": int(busy["duration_cycles"].sum()),
+            "event_wait_cycles": int(waits["duration_cycles"].sum()),
+            "barrier_wait_cycles": int((b_end - b_start - inside).sum()),
+        }
+        row["idle_cycles"] = (
+            total - row["busy_cycles"] - row["event_wait_cycles"] - row["barrier_wait_cycles"]
+        )
         row["total_cycles"] = total
         out.append(row)
-    return pd.DataFrame(out, columns=["core", "unit", "pipe", "busy_cycles", "event_wait_cycles",
-                                      "barrier_wait_cycles", "idle_cycles", "total_cycles"])
+    return pd.DataFrame(
+        out,
+        columns=[
+            "core",
+            "unit",
+            "pipe",
+            "busy_cycles",
+            "event_wait_cycles",
+            "barrier_wait_cycles",
+            "idle_cycles",
+            "total_cycles",
+        ],
+    )
 
 
 def utilization(trace: pd.DataFrame, bins: int = 50) -> pd.DataFrame:

@@ -1,0 +1,160 @@
+"""What an instruction's cost is computed from: its ``Shape``.
+
+The interpreter's mixin that turns an instruction, in the current tile states and GM
+views, into the ``sim.timing.Shape`` the latency tables are read with: the tile whose
+geometry sets the iteration domain, the data path of a transfer and its GM layout, the
+variant (in place, scalar first, precision) and the hints a vector op's cost needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.base.errors import SimulationError
+from sim.isa.precision import effective as effective_precision
+from sim.isa.program import Const, PartView, Scalar
+from sim.isa.tile import BLayout, Loc, Tile
+from sim.timing import Shape
+from sim.timing.banks import HINT as BANK_HINT
+from sim.timing.banks import same_bank
+from sim.timing.dma_geometry import Geometry
+from sim.timing.hints import shape_hints
+
+__all__ = ["InstrShapes"]
+
+_LOAD_PATH = {Loc.VEC: "GM_UB", Loc.MAT: "GM_L1"}
+_STORE_PATH = {Loc.VEC: "UB_GM", Loc.MAT: "L1_GM", Loc.ACC: "L0C_GM"}
+_MOVE_PATH = {
+    (Loc.VEC, Loc.VEC): "UB_UB",
+    (Loc.MAT, Loc.LEFT): "L1_L0A",
+    (Loc.MAT, Loc.RIGHT): "L1_L0B",
+    (Loc.MAT, Loc.BIAS): "L1_BT",
+    (Loc.MAT, Loc.SCALING): "L1_FB",
+    (Loc.ACC, Loc.MAT): "L0C_L1",
+    (Loc.ACC, Loc.VEC): "L0C_UB",
+}
+
+
+class InstrShapes:
+    """Shape of an instruction in the interpreter's current state (a mixin of it)."""
+
+    def _nd_view(self, instr, spec) -> bool:
+        """Whether a transfer's GM view has dims outside its 2-D window: its plan then
+        depends on the view's outer extent (``_geometry``), not on its tiles alone."""
+        fam = spec.family
+        if fam in ("load", "mgather"):
+            view = instr.ins[0]
+        elif fam == "store":
+            view = instr.outs[0]
+        else:
+            return False
+        return len(self.views.get(view.name, (None, 0, ()))[2]) > 2
+
+    def _plan_facts(self, instr, spec, srcs):
+        """What ``_shape`` reads beyond the instruction's ``_form``, the target and its
+        tiles' states: the geometry of a transfer's GM window, where placement put a binary
+        op's sources (the bank conflict hint). Reading more there means adding it here
+        (tests/test_plan_memo.py changes each part)."""
+        fam = spec.family
+        if fam in ("load", "mgather"):
+            return self._geometry(instr.ins[0], instr.outs[0])
+        if fam == "store":
+            return self._geometry(instr.outs[0], srcs[0])
+        if fam == "binary":
+            return tuple(map(self._placed.get, srcs))
+        return None
+
+    def _domain(self, instr, spec, srcs, where):
+        """(tile whose geometry sets the path, iteration rows, cols)."""
+        if spec.domain == "src" and srcs:
+            t = srcs[0]
+        elif isinstance(instr.outs[0], Tile):
+            t = instr.outs[0]
+        else:
+            t = srcs[0]
+        st = self._state(t, where)
+        if st.rows is None or st.cols is None:
+            raise SimulationError(
+                f"{where}: tile %{t.name} has a dynamic valid region that was "
+                f"never set (use set_validshape / valid_row=, valid_col=)"
+            )
+        return t, st.rows, st.cols
+
+    def _shape(self, instr, spec, srcs, where) -> Shape:
+        t, R, C = self._domain(instr, spec, srcs, where)
+        dst = instr.outs[0]
+        dt = t.dtype.name
+        src_dt = srcs[0].dtype.name if srcs else ""
+        path, extra, variant = "", (), ""
+        fam = spec.family
+        if fam in ("load", "mgather"):
+            # ASSUMPTION: MGATHER moves dst's bytes at the GM read rate of a TLOAD (the
+            # reference gives no gather cost for the MTEs)
+            path = _LOAD_PATH.get(dst.loc, "GM_UB")
+            extra = self._geometry(instr.ins[0], dst)
+        elif fam == "store":
+            path = _STORE_PATH.get(srcs[0].loc, "UB_GM")
+            extra = self._geometry(dst, srcs[0])
+        elif fam == "move":
+            path = _MOVE_PATH.get((srcs[0].loc, dst.loc), "UB_UB")
+            extra = Geometry(dst.type.layout, "", dst.dtype.size_bytes)
+        elif fam == "matmul":
+            a, b = (srcs[-2], srcs[-1])
+            ra, ca = self.valid_of(a)
+            rb, cb = self.valid_of(b)
+            # TGEMV: one row of A, k = B's valid rows (instructions.md §3.7)
+            extra = (
+                (1, rb, cb, a.dtype.name) if spec.name == "TGEMV" else (ra, ca, cb, a.dtype.name)
+            )
+        if isinstance(instr.ins[0], (Const, Scalar)) and fam == "scalar":
+            variant = "scalar_tile"
+        elif (
+            srcs
+            and isinstance(dst, Tile)
+            and srcs[0].loc is dst.loc
+            and self.tiles[srcs[0]].addr == self.tiles[dst].addr
+        ):
+            variant = "inplace"
+        if not path and fam != "matmul":  # vector op: facts beyond the geometry
+            hv, extra = shape_hints(
+                instr.opcode,
+                fam,
+                instr.attrs,
+                dst_col_major=isinstance(dst, Tile) and dst.type.blayout is BLayout.COL_MAJOR,
+                has_tmp=sum(isinstance(o, Tile) for o in instr.ins) > len(srcs),
+                precision=effective_precision(self.target, instr.opcode, instr.attrs, dt),
+            )
+            variant = hv or variant
+            if instr.opcode == "TMRGSORT" and len(srcs) > 1:
+                variant = "multi"  # merges its source lists (sim.timing.vsort)
+        if fam == "binary" and len(srcs) >= 2 and srcs[0].loc is Loc.VEC and srcs[1].loc is Loc.VEC:
+            # UB bank conflict between the two sources (ASSUMPTION, sim.timing.banks): only
+            # for placement decisions, not for addresses the engine picked itself
+            a, b = self.tiles[srcs[0]].addr, self.tiles[srcs[1]].addr
+            if (
+                self._placed.get(srcs[0]) != a
+                and self._placed.get(srcs[1]) != b
+                and same_bank(self.target, a, b)
+            ):
+                extra = (*extra, (BANK_HINT, True))
+        return Shape(
+            instr.opcode,
+            dt,
+            t.type.rows,
+            t.type.cols,
+            t.type.valid_cols,
+            R,
+            C,
+            src_dt,
+            variant,
+            path,
+            extra,
+        )
+
+    def _geometry(self, view: PartView, tile: Tile) -> Geometry:
+        """Layout facts a transfer's cost depends on (``sim.timing.dma_geometry``)."""
+        gm_layout = self._view_layouts.get(view.name, "nd")
+        ptr, _, sizes, _ = self.views.get(view.name, (None, 0, (), ()))
+        outer = int(np.prod(sizes[:-2])) if gm_layout != "nz" and len(sizes) > 2 else 1
+        size = (ptr.dtype if ptr is not None else tile.dtype).size_bytes
+        return Geometry(tile.type.layout, gm_layout, size, max(1, outer))
