@@ -22,7 +22,7 @@ cycles, per-engine busy ratios, GM bandwidth against the HBM peak).
 import importlib
 
 from sim.base.errors import DeadlockError, SimulationError, UserError, VerifyError
-from sim.base.version import __version__
+from sim.base.version import __version__ as __version__  # re-exported
 from sim.isa.dtypes import dtype
 from sim.isa.tile import TileType
 from sim.kernel import Event, GlobalTensor, Kernel

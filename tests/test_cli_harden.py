@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_fixtures import cli, one_line_error  # noqa: F401  (cli: a fixture)
+from cli_fixtures import one_line_error
 from dma_formula import dma_cycles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

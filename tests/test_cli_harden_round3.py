@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from cli_fixtures import cli, one_line_error  # noqa: F401  (cli: a fixture)
+from cli_fixtures import one_line_error
 from hang_guard import hang_guard
 
 import sim
