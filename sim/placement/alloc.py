@@ -196,7 +196,21 @@ def allocate(
     them only over those statement positions (``fifo_spans``). ``hb``
     (``sim.placement.reuse.ProgramOrder``), when given, must also let two tiles with
     disjoint live ranges share bytes (a manual kernel: its own flags must order them,
-    ``_Frontier``); ``where`` starts the messages."""
+    ``_Frontier``); ``where`` starts the messages.
+
+    The UB bank stagger is a preference, never a reason to refuse: when the tiles only fit
+    packed (a kernel that asks for exactly the buffer), placement runs again without it."""
+    args = (fn, target, double_buffer, pinned or {}, reserved or {}, hb, where)
+    try:
+        return _allocate(*args, stagger=True)
+    except PlacementError:
+        if ub_banks(target) is None:
+            raise
+        return _allocate(*args, stagger=False)
+
+
+def _allocate(fn, target, double_buffer, pinned, reserved, hb, where, *, stagger: bool) -> dict:
+    """``allocate`` with the UB bank stagger on or off."""
     pinned = pinned or {}
     reserved = reserved or {}
     scan = _Scan(fn)
@@ -242,7 +256,7 @@ def allocate(
     for _, _, tile, live, loop, db in plans:
         buf = target.buffer(tile.loc.buffer)
         size = tile.type.nbytes
-        banks = ub_banks(target) if buf.name == "UB" else None
+        banks = ub_banks(target) if stagger and buf.name == "UB" else None
         frontiers.setdefault(buf.name, _Frontier())
         mine = by_buffer.get(buf.name, ())
         others = [sl for sl in mine if sl.live[0] <= live[1] and live[0] <= sl.live[1]]
