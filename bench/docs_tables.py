@@ -1,0 +1,180 @@
+"""The figures tables of README.md and docs/benchmarks.md, generated so they cannot go stale.
+
+Two tables, each written between its markers in both files (``<!-- table:NAME -->`` ...
+``<!-- /table:NAME -->``):
+
+* ``fidelity``: whole kernels against public on-board figures (``bench/bench_fidelity.py``
+  runs them: the GEMM 6144^3 on 24 cores, flash attention's cost per further 128 keys)
+  and the single-op summary of ``ptosim validate`` on the calibration cases. The docs
+  page also gets ``fidelity-detail``: every table of ``bench_fidelity.py --markdown``.
+* ``speed``: pto-sim's speed beside Perf-Sim's (pto-isa's C++ pipeline simulator). pto-sim's
+  side is measured here, each figure the minimum CPU time (user + sys) of ``--repeat``
+  fresh processes (``bench/bench_chip_cli.py`` runs them); Perf-Sim cannot be run here, so
+  its side is recorded data, ``bench/data/perfsim_speed.toml``, with its source and date.
+
+    .venv/bin/python bench/docs_tables.py fidelity speed --write   # regenerate both (~1 min)
+    .venv/bin/python bench/docs_tables.py speed                    # print, write nothing
+    .venv/bin/python bench/docs_tables.py --check                  # markers present in both files
+
+Figures depend on the machine's load: write them on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(BENCH))
+
+FILES = {"README.md": ("fidelity", "speed"), "docs/benchmarks.md": ("fidelity", "speed")}
+DETAIL = {"docs/benchmarks.md": ("fidelity-detail",)}
+PERFSIM = BENCH / "data" / "perfsim_speed.toml"
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- table:{name} -->", f"<!-- /table:{name} -->"
+
+
+def replace_between(text: str, name: str, body: str) -> str:
+    """``text`` with what stands between ``name``'s markers replaced by ``body``."""
+    begin, end = _markers(name)
+    pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
+    if len(pattern.findall(text)) != 1:
+        raise SystemExit(f"docs_tables: markers {begin} ... {end} must appear once")
+    return pattern.sub(lambda _: f"{begin}\n{body.rstrip()}\n{end}", text)
+
+
+def _pct(a: float, b: float) -> str:
+    return f"{100.0 * (a - b) / b:+.0f} %".replace("-", "−")
+
+
+def fidelity_tables() -> dict[str, str]:
+    import bench_fidelity as bf
+
+    gemm = bf.gemm_rows([g for g in bf.GEMMS if g[0] in bf.GEMM_ONBOARD])
+    fa = bf.fa_rows()
+    single = bf.validate_rows()
+    rows = ["| kernel | figure | pto-sim | on-board | error |", "|---|---|---|---|---|"]
+    for g in gemm:
+        ob = g["onboard"]
+        rows.append(
+            f"| GEMM {g['size']}³ f16→f32, {g['cores']} cores | time µs | "
+            f"{g['wall_us']:.0f} | {ob['wall_us']:.0f} | {_pct(g['wall_us'], ob['wall_us'])} |"
+        )
+        cube = g["shares"]["cube"]
+        rows.append(
+            f"|  | cube busy % | {cube:.1f} | {ob['shares']['cube']:.1f} | "
+            f"{cube - ob['shares']['cube']:+.1f} pt |"
+        )
+    for f in fa:
+        if "sim_per_128" in f and f["s1"] >= 4096:
+            rows.append(
+                f"| flash attention S0 {f['s0']}, S1 {f['s1']} | µs per further 128 keys | "
+                f"{f['sim_per_128']:.3f} | {f['onboard_per_128']:.3f} | "
+                f"{_pct(f['sim_per_128'], f['onboard_per_128'])} |"
+            )
+    for s in single:
+        rows.append(
+            f"| single ops, {s['target']} ({s['predicted']} cases) | median accuracy, "
+            f"share within 15 % | {s['median_accuracy']:.3f}, "
+            f"{100 * s['within_15_percent']:.0f} % | – | – |"
+        )
+    short = "\n".join(rows)
+    detail = bf.format_tables(gemm, fa, bf.fa_tile_rows(), single, markdown=True)
+    return {"fidelity": short, "fidelity-detail": detail}
+
+
+def speed_table(repeat: int) -> dict[str, str]:
+    import bench_chip_cli as cc
+
+    ps = tomllib.loads(PERFSIM.read_text())
+
+    def fresh(*args: str) -> dict | list:
+        return min(
+            (json.loads(cc._fresh(cc.ROOT, *args)) for _ in range(repeat)),
+            key=lambda r: r[0] if isinstance(r, list) else r["cpu"],
+        )
+
+    n = {"gemm": 388_224, "fa": 64_800}
+    gemm_cpu = fresh("--cli-once", "gemm", "on")[0]
+    fa_cpu = fresh("--cli-once", "fa", "on")[0]
+    vec = fresh("--simulate-once", "vector", "off")
+    ps_gemm = ps["gemm"]["cpu_seconds"]
+    ps_fa = ps["flash_attention"]["instructions_per_cpu_second"]
+    lo = ps["vector"]["instructions_per_second_low"]
+    hi = ps["vector"]["instructions_per_second_high"]
+    vec_rate = vec["instructions"] / vec["cpu"]
+    rows = [
+        "| run (CPU time of the whole process) | pto-sim | Perf-Sim | pto-sim speed |",
+        "|---|---|---|---|",
+        f"| GEMM 6144³ on 24 cores, `ptosim run` (races checked) | {gemm_cpu:.2f} s, "
+        f"{n['gemm'] / gemm_cpu / 1e3:.0f} k instr/s | {ps_gemm:.2f} s, "
+        f"{ps['gemm']['instructions'] / ps_gemm / 1e3:.0f} k instr/s | "
+        f"{ps_gemm / gemm_cpu:.2f}× |",
+        f"| flash attention S1 8192 on 24 cores, `ptosim run` (races checked) | "
+        f"{n['fa'] / fa_cpu / 1e3:.0f} k instr/s | {ps_fa / 1e3:.0f} k instr/s | "
+        f"{n['fa'] / fa_cpu / ps_fa:.2f}× |",
+        f"| vector kernel, one unit, 10⁵ instructions, timing only, no trace (`simulate`) | "
+        f"{vec_rate / 1e3:.0f} k instr/s | {lo / 1e3:.0f}–{hi / 1e3:.0f} k instr/s | "
+        f"{vec_rate / hi:.1f}–{vec_rate / lo:.1f}× |",
+        "",
+        f"Perf-Sim: {ps['source']}; recorded in `bench/data/perfsim_speed.toml`.",
+    ]
+    return {"speed": "\n".join(rows)}
+
+
+def write(tables: dict[str, str]) -> None:
+    for rel, names in {**FILES, **{k: FILES.get(k, ()) + v for k, v in DETAIL.items()}}.items():
+        path = ROOT / rel
+        text = path.read_text()
+        for name in names:
+            if name in tables:
+                text = replace_between(text, name, tables[name])
+        path.write_text(text)
+        print(f"written: {rel}")
+
+
+def check() -> int:
+    for rel, names in {**FILES, **{k: FILES.get(k, ()) + v for k, v in DETAIL.items()}}.items():
+        text = (ROOT / rel).read_text()
+        for name in names:
+            for m in _markers(name):
+                if text.count(m) != 1:
+                    print(f"{rel}: marker {m} found {text.count(m)} times, expected once")
+                    return 1
+    print("markers: ok")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tables", nargs="*", metavar="fidelity|speed", help="tables to generate")
+    ap.add_argument("--write", action="store_true", help="write between the markers")
+    ap.add_argument("--check", action="store_true", help="only check the markers")
+    ap.add_argument("--repeat", type=int, default=3, help="processes per speed figure (min)")
+    args = ap.parse_args(argv)
+    unknown = set(args.tables) - {"fidelity", "speed"}
+    if unknown:
+        ap.error(f"unknown table: {', '.join(sorted(unknown))} (fidelity, speed)")
+    if args.check:
+        return check()
+    tables: dict[str, str] = {}
+    if "fidelity" in args.tables:
+        tables |= fidelity_tables()
+    if "speed" in args.tables:
+        tables |= speed_table(args.repeat)
+    for name, body in tables.items():
+        print(f"{name}:\n{body}\n")
+    if args.write:
+        write(tables)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
