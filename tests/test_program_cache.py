@@ -13,7 +13,7 @@ import pytest
 import sim
 from sim.base.errors import UserError
 from sim.frontend import parse as parse_module
-from sim.frontend import program_cache
+from sim.frontend import program_cache, user_cache
 from sim.frontend.diagnostics import source_line
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,11 +131,11 @@ def test_at_most_max_entries_are_kept_the_least_recently_used_go(cache, tmp_path
 
 
 def test_a_read_only_cache_directory_still_parses(cache, tmp_path, monkeypatch):
-    monkeypatch.setattr(program_cache, "atomic_path", _failing)
+    monkeypatch.setattr(user_cache, "_write_private", _failing)
     f = tmp_path / "fa.pto"
     f.write_text(FA)
     assert sim.parse_file(f) == sim.parse_text(FA, str(f))
 
 
-def _failing(path):
+def _failing(path, *args, **kwargs):
     raise PermissionError(f"{path}: read-only")

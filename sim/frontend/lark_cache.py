@@ -3,7 +3,8 @@
 Building a lark LALR parser (the grammar analysis and its tables) costs about a third of
 a second for ``grammar.lark``; a ``ptosim run`` of a ``.pto`` kernel paid it on every
 start. The built parser is therefore pickled (lark's own ``save`` / ``load``) into the
-user's cache directory and loaded from there by later processes.
+user's private cache folder (``sim.frontend.user_cache``: the user's own, sealed with the
+user's key, checked before anything is unpickled) and loaded from there by later processes.
 
 A cached parser is used only for the very grammar and tools that built it: the file name
 is a SHA-256 of the grammar text, the parser options, the lark version and the Python
@@ -11,17 +12,13 @@ version, and the same digest heads the file and is checked on load (a stale or f
 file is never served). Only the grammar analysis is cached: the lexer class and the
 transformer are this process's own, bound at load. Every failure falls back to building:
 a cache directory that cannot be made or written (a read-only home), a missing, truncated
-or corrupt file (it is rebuilt and replaced whole, never left half written, through
-``sim.base.atomic``).
-
-The directory is ``$PTOSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/pto-sim``, else
-``~/.cache/pto-sim``; ``PTOSIM_CACHE_DIR=`` (empty) turns the cache off.
+or corrupt file (it is rebuilt and replaced whole, never left half written).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
+import io
 import pickle
 import sys
 from pathlib import Path
@@ -29,26 +26,17 @@ from pathlib import Path
 import lark
 from lark import Lark
 
-from sim.base.atomic import atomic_path
+from sim.frontend.user_cache import cache_dir, folder, read, write
 
-__all__ = ["cached_lark", "cache_dir"]
+__all__ = ["cached_lark", "cache_dir"]  # cache_dir: sim.frontend.user_cache's
 
 # options lark lets a loaded parser take from the caller (the rest come from the file)
 _AT_LOAD = ("transformer", "postlex", "lexer_callbacks")
 
 
-def cache_dir() -> Path | None:
-    """The user's cache directory of pto-sim, None when turned off."""
-    env = os.environ.get("PTOSIM_CACHE_DIR")
-    if env is not None:
-        return Path(env) if env else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pto-sim"
-
-
 def _digest(text: str, options: dict) -> str:
     opts = "".join(f"{k}={_spell(v)};" for k, v in sorted(options.items()) if k not in _AT_LOAD)
-    key = "\0".join((text, opts, lark.__version__, "%d.%d" % sys.version_info[:2]))
+    key = "\0".join((text, opts, lark.__version__, "{}.{}".format(*sys.version_info[:2])))
     return hashlib.sha256(key.encode()).hexdigest()
 
 
@@ -61,24 +49,24 @@ def _spell(value) -> str:
 def cached_lark(grammar: Path, **options) -> Lark:
     """``Lark(grammar's text, **options)``, loaded from the user cache when built before."""
     text = grammar.read_text()
-    where = cache_dir()
+    where = folder()
     if where is None:
         return Lark(text, **options)
     digest = _digest(text, options)
     path = where / f"{grammar.stem}-{digest[:40]}.lark.pickle"
     at_load = {k: v for k, v in options.items() if k in _AT_LOAD}
     try:
-        with open(path, "rb") as f:
-            if f.readline().rstrip(b"\n") == digest.encode():
-                # lark's own cache loads this way (``Lark.load`` takes no transformer)
-                return Lark.__new__(Lark)._load(pickle.load(f), **at_load)
-    except Exception:  # noqa: BLE001 - missing, unreadable, truncated: build it
+        payload = read(path, digest.encode())  # the user's own, sealed for this grammar
+        if payload is not None:
+            # lark's own cache loads this way (``Lark.load`` takes no transformer)
+            return Lark.__new__(Lark)._load(pickle.loads(payload), **at_load)
+    except Exception:  # noqa: BLE001 - truncated, an older lark's tables: build it
         pass
     parser = Lark(text, **options)
     try:
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            f.write(digest.encode() + b"\n")
-            parser.save(f, _AT_LOAD)
+        buf = io.BytesIO()
+        parser.save(buf, _AT_LOAD)
+        write(path, digest.encode(), buf.getvalue())
     except OSError:  # a read-only or full cache directory: run without it
         pass
     return parser

@@ -3,14 +3,19 @@
 ``ptosim run flash_attention.pto`` spent a tenth of its time in the parser: loading the
 LALR tables (``sim.frontend.lark_cache``) and lowering 2 500 lines into a ``Program``, the
 same work on every run of an unchanged file. ``parse_file`` therefore pickles the
-``Program`` it built into the user's cache directory (the one the LALR tables use) and a
-later process loads it from there: a few milliseconds instead of a fifth of a second.
+``Program`` it built into the user's private cache folder (``sim.frontend.user_cache``,
+which the LALR tables use too) and a later process loads it from there: a few
+milliseconds instead of a fifth of a second.
 
 A kept program is served only for the very text, file name and front end that built it:
 the entry's name and its first line are a SHA-256 of the file name as given (it is in
 every source location), the text, the source of the packages that turn text into a
 ``Program`` (``sim.frontend``, ``sim.isa``, ``sim.base``), the lark, numpy and Python
-versions. One entry per file name: an edited file replaces its entry. Small files (under
+versions. That digest is also sealed inside the entry with the user's key, so an entry
+moved under another file's name, or planted by someone else, is never loaded; what
+loads must be a ``Program``. One entry per file name: an edited file replaces its
+entry, and only files named as this module names them (``<sha256>.pickle``) are loaded
+or pruned, never another file in the folder. Small files (under
 ``MIN_BYTES``) parse in a few milliseconds once the tables are loaded and are not kept,
 and at most ``MAX_ENTRIES`` files are (the least recently used go first). Every failure
 falls back to parsing: no directory, a read-only one, a missing, foreign or corrupt file.
@@ -24,6 +29,7 @@ import contextlib
 import hashlib
 import os
 import pickle
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -31,8 +37,8 @@ from pathlib import Path
 import lark
 import numpy as np
 
-from sim.base.atomic import atomic_path
-from sim.frontend.lark_cache import cache_dir
+from sim.frontend import user_cache
+from sim.isa.program import Program
 
 __all__ = ["entry", "load", "store", "MIN_BYTES", "MAX_ENTRIES"]
 
@@ -40,6 +46,7 @@ MIN_BYTES = 8 << 10
 MAX_ENTRIES = 64
 _SIM = Path(__file__).resolve().parent.parent
 _FRONT_END = ("frontend", "isa", "base")
+_OWN = re.compile(r"[0-9a-f]{64}\.pickle")  # the names entry() gives, and no other
 
 
 @lru_cache(maxsize=1)
@@ -59,30 +66,32 @@ def entry(filename: str, text: str) -> tuple[Path, bytes] | None:
     """(the entry's path, its digest line) for ``text`` read from ``filename``, or None
     when the cache is off or the file too small to be worth keeping: what ``load`` and
     ``store`` take."""
-    where = cache_dir()
-    if where is None or len(text) < MIN_BYTES:
+    root = user_cache.cache_dir()
+    if root is None or len(text) < MIN_BYTES:
         return None
-    name = hashlib.sha256(filename.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    name = hashlib.sha256(filename.encode("utf-8", "surrogateescape")).hexdigest()
     h = hashlib.sha256(_front_end_digest())
     h.update(
         filename.encode("utf-8", "surrogateescape") + b"\0" + text.encode("utf-8", "surrogatepass")
     )
-    return where / "programs" / f"{name}.pickle", h.hexdigest().encode()
+    return root / "programs" / f"{name}.pickle", h.hexdigest().encode()
 
 
-def load(entry):
+def load(entry) -> Program | None:
     """The Program kept for an ``entry``, or None."""
     if entry is None:
         return None
     path, digest = entry
     try:
-        with open(path, "rb") as f:
-            if f.readline().rstrip(b"\n") != digest:
-                return None
-            program = pickle.load(f)
+        payload = user_cache.read(path, digest)  # the user's own, sealed for this digest
+        if payload is None:
+            return None
+        program = pickle.loads(payload)
+        if not isinstance(program, Program):
+            return None
         os.utime(path)  # recently used: pruned last
         return program
-    except Exception:  # noqa: BLE001 - missing, unreadable, truncated: parse it
+    except Exception:  # noqa: BLE001 - unreadable, truncated, an old IR class: parse it
         return None
 
 
@@ -92,17 +101,17 @@ def store(entry, program) -> None:
         return
     path, digest = entry
     try:
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            f.write(digest + b"\n")
-            pickle.dump(program, f, protocol=pickle.HIGHEST_PROTOCOL)
+        if user_cache.folder(path.parent.name) != path.parent:
+            return  # no private folder to keep it in
+        user_cache.write(path, digest, pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
         _prune(path.parent)
     except (OSError, pickle.PicklingError, RecursionError):
         pass
 
 
 def _prune(folder: Path) -> None:
-    """Drop the least recently used entries beyond ``MAX_ENTRIES``."""
-    entries = list(folder.glob("*.pickle"))
+    """Drop the least recently used entries beyond ``MAX_ENTRIES`` (own entries only)."""
+    entries = [p for p in folder.iterdir() if _OWN.fullmatch(p.name)]
     if len(entries) <= MAX_ENTRIES:
         return
 
