@@ -27,7 +27,7 @@ from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.operands import OperandSites, instr_where
 from sim.engine.placement import place_tiles
 from sim.engine.scan import kept
-from sim.engine.shapes import InstrShapes
+from sim.engine.shapes import TAKES_VALID, InstrShapes
 from sim.engine.tilestate import TileState
 from sim.engine.units import BOTH, UnitSpec
 from sim.engine.xunit import CrossUnit
@@ -447,6 +447,8 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites, 
         if spec.name == "TASSIGN":
             return self._tassign(instr, seq, self._where(seq, instr), text)
         if cell[0] != self.epoch:
+            if spec.family in TAKES_VALID and srcs:
+                self._take_valid(instr, srcs[0], seq)
             cell[1] = self._plan(instr, spec, pipe, srcs, tiles, key, seq)
             # a transfer of an N-D view is planned at every execution: its outer extent,
             # which sets its copies, may change while its tiles do not

@@ -8,6 +8,8 @@ variant (in place, scalar first, precision) and the hints a vector op's cost nee
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sim.base.errors import SimulationError
@@ -20,7 +22,7 @@ from sim.timing.banks import same_bank
 from sim.timing.dma_geometry import Geometry
 from sim.timing.hints import shape_hints
 
-__all__ = ["InstrShapes"]
+__all__ = ["InstrShapes", "TAKES_VALID"]
 
 _LOAD_PATH = {Loc.VEC: "GM_UB", Loc.MAT: "GM_L1"}
 _STORE_PATH = {Loc.VEC: "UB_GM", Loc.MAT: "L1_GM", Loc.ACC: "L0C_GM"}
@@ -33,6 +35,13 @@ _MOVE_PATH = {
     (Loc.ACC, Loc.MAT): "L0C_L1",
     (Loc.ACC, Loc.VEC): "L0C_UB",
 }
+
+
+# element-wise families whose destination has its first source's shape (_take_valid)
+TAKES_VALID = frozenset(
+    ("binary", "binary3", "unary", "scalar", "remainder", "convert")
+    + ("rowexpand_binary", "colexpand_binary")
+)
 
 
 class InstrShapes:
@@ -158,3 +167,34 @@ class InstrShapes:
         outer = int(np.prod(sizes[:-2])) if gm_layout != "nz" and len(sizes) > 2 else 1
         size = (ptr.dtype if ptr is not None else tile.dtype).size_bytes
         return Geometry(tile.type.layout, gm_layout, size, max(1, outer))
+
+    # what _take_valid uses of the interpreter (declarations for the type checker)
+    warnings: dict[str, None]
+    epoch: int
+    mutations: int
+    _where: Callable[..., str]
+
+    def _take_valid(self, instr, src, seq) -> None:
+        """An element-wise op into a tile whose dynamic valid region was never set: the
+        destination takes its first source's (real compilers emit this, e.g. TMULS or
+        TROWEXPANDMUL into a fresh ``v_row=?, v_col=?`` tile; the reference is silent, so
+        this is an ASSUMPTION and each such instruction is reported once)."""
+        dst = instr.outs[0]
+        st = self.tiles.get(dst) if isinstance(dst, Tile) else None
+        if st is None or (st.rows is not None and st.cols is not None):
+            return
+        s = self.tiles.get(src)
+        if s is None or s.rows is None or s.cols is None:
+            return
+        if st.rows is None:
+            st.rows = min(s.rows, dst.type.rows)
+        if st.cols is None:
+            st.cols = min(s.cols, dst.type.cols)
+        self.epoch += 1
+        self.mutations += 1
+        self.warnings.setdefault(
+            f"{self._where(seq, instr)}: warning: %{dst.name}'s dynamic valid region was never "
+            f"set: it takes %{src.name}'s, {st.rows}x{st.cols} (ASSUMPTION: the reference is "
+            f"silent; set_validshape or alloc_tile valid_row=/valid_col= states it)",
+            None,
+        )

@@ -27,6 +27,7 @@ def _role_refs(key: str, value) -> list:
         "max_valid_rows",
         "max_valid_cols",
         "valid_cols_in",
+        "warn_dtypes",
     ):
         return list(value) if isinstance(value, dict) else []
     if key == "distinct":
@@ -37,6 +38,7 @@ def _role_refs(key: str, value) -> list:
         "equal_valid",
         "equal_valid_rows",
         "equal_valid_cols",
+        "warn_equal_valid",
     ) or (key == "row_major" and isinstance(value, list)):
         return list(value)
     if key == "equal_extents":
@@ -51,7 +53,7 @@ def _role_refs(key: str, value) -> list:
 def _dtype_refs(key: str, value) -> list:
     if key == "high_precision":
         return list(value)
-    if key == "dtypes":
+    if key in ("dtypes", "warn_dtypes"):
         return [d for ds in value.values() for d in ds] if isinstance(value, dict) else list(value)
     if key == "cvt_pairs":
         return list(value) + [d for ds in value.values() for d in ds]
@@ -138,5 +140,8 @@ def check_ops_table(target) -> None:
                 problems.append(f"ops.{op}.cases[{n}]: distinct needs a distinct_reason")
         if "distinct" in inherited and "distinct_reason" not in inherited:
             problems.append(f"ops.{op}: distinct needs a distinct_reason (the warning text)")
+        for key in ("warn_dtypes", "warn_equal_valid"):
+            if key in inherited and "warn_reason" not in inherited:
+                problems.append(f"ops.{op}: {key} needs a warn_reason (the warning text)")
     if problems:
         raise UserError(f"{target.path / 'ops.toml'}: " + "; ".join(problems))

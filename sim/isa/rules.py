@@ -276,6 +276,32 @@ def _warn_distinct(ops: Operands, value: list, rules: dict) -> Iterator[str]:
                     )
 
 
+def _warn_dtypes(ops: Operands, table, rules: dict) -> Iterator[str]:
+    """Element types real compilers emit where the reference is silent (or names another
+    type holding the same bits): ``sim.isa.verify`` lets the ``dtypes`` check accept them,
+    and each use is reported with ``warn_reason``."""
+    reason = rules.get("warn_reason", "is not listed by the reference")
+    if not isinstance(table, dict):  # one list for every data operand: one warning
+        table = {r: table for r in ops.roles(["*"])}
+    for role, names in table.items():
+        x = ops.typed(role)
+        if x is not None and x.dtype.name in names:
+            yield (
+                f"warning: operand {role} ({x}): dtype {x.dtype}: "
+                f"{ops.op} on {ops.target.name} {reason}"
+            )
+            return
+
+
+def _warn_equal_valid(ops: Operands, roles: list, rules: dict) -> Iterator[str]:
+    """``equal_valid`` as a warning: the hardware iterates over the destination's valid
+    region and reads a source lane outside its own valid region as whatever the buffer
+    holds (programming-model.md §3.5)."""
+    reason = rules.get("warn_reason", "is not listed by the reference")
+    for m in _equal_valid((0, 1), "valid region")(ops, roles):
+        yield f"warning: {m}: {ops.op} on {ops.target.name} {reason}"
+
+
 def _tmp_dtype(ops: Operands, tmp: Tile, req: dict) -> Iterator[str]:
     dst = ops.typed("dst")
     if req.get("same_dtype") and dst is not None and tmp.dtype != dst.dtype:
@@ -397,6 +423,8 @@ CHECKS = {
 # be); checkers take (operands, rule value, effective rules).
 WARNINGS = {
     "distinct": _warn_distinct,
+    "warn_dtypes": _warn_dtypes,
+    "warn_equal_valid": _warn_equal_valid,
 }
 # high_precision (dtypes whose high-precision algorithm the target runs) and its reason
 # text are read by sim.isa.precision, not checked per operand
@@ -404,6 +432,7 @@ META_KEYS = (
     "source",
     "note",
     "distinct_reason",
+    "warn_reason",
     "cases",
     "high_precision",
     "high_precision_reason",

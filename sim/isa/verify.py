@@ -122,6 +122,15 @@ def _effective(rules: dict, ops: Operands) -> dict:
     for case in rules.get("cases", ()):
         if _matches(case, ops):
             merged.update({k: v for k, v in case.items() if k != "when"})
+    warn = merged.get("warn_dtypes")
+    if warn and "dtypes" in merged:  # accepted, with a warning (rules._warn_dtypes)
+        d = merged["dtypes"]
+        table = dict(d) if isinstance(d, dict) else {r: d for r in ops.roles(["*"])}
+        extra = warn if isinstance(warn, dict) else {r: warn for r in ops.roles(["*"])}
+        for role, names in extra.items():
+            if role in table:
+                table[role] = [*table[role], *names]
+        merged["dtypes"] = table
     return merged
 
 
