@@ -44,11 +44,12 @@ from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
 from sim.base.version import __version__
 from sim.isa.opcodes import PIPES
+from sim.studies import journal as journal_file
 
 __all__ = ["sweep", "SYNC_MODES"]
 
 SYNC_MODES = ("manual", "auto")
-METRICS = ("total_cycles", "syncs", "barriers", "full_barriers", "races")
+METRICS = journal_file.METRICS
 
 
 @attrs.frozen
@@ -103,8 +104,8 @@ def sweep(
             f"them, but their rows all end up in memory and in the output",
             file=sys.stderr,
         )
-    journal = _writable_journal(output)
-    done = _read_journal(journal)
+    journal = journal_file.writable(output)
+    done = journal_file.read(journal)
     rows: list = []
     # the bar starts at the configurations the journal has (counted up front when that is
     # cheap; a sweep of millions counts them as it meets them)
@@ -335,13 +336,14 @@ def _collect(fut, futures, order, journal, bar) -> None:
     i, c = futures.pop(fut)
     try:
         row = {**fut.result(), "config": c.key}
-        _append_journal(journal, row)
     except Exception as e:  # the worker itself was lost: not journalled, redone on resume
         row = {
             "target": c.target,
             "config": c.key,
             "error": f"worker lost: {type(e).__name__}: {e}",
         }
+    else:
+        journal_file.append(journal, row)  # a full disk stops the sweep (one line)
     order[i] = (c, row)
     bar.update(row["error"] is not None)
 
@@ -468,54 +470,6 @@ def _sigint_ignored():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _writable_journal(output) -> Path | None:
-    """``OUTPUT.journal``, checked writable (with the output's folder) before anything runs."""
-    if output is None:
-        return None
-    journal = Path(f"{output}.journal")
-    try:
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        journal.open("a").close()
-    except OSError as e:
-        raise UserError(f"{output}: cannot write the sweep's output there ({e.strerror})") from None
-    return journal
-
-
-def _read_journal(journal) -> dict:
-    """Config key -> row of the configurations already run. A torn last line (the sweep
-    was killed mid-write) is skipped and ended, so appends start on a line of their own."""
-    if journal is None or not journal.is_file():
-        return {}
-    try:
-        text = journal.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError(
-            f"{journal}: not a sweep journal (binary data at byte {e.start}); "
-            f"delete it, or write the sweep elsewhere with -o"
-        ) from None
-    except OSError as e:
-        raise UserError(f"{journal}: cannot read the sweep journal ({e.strerror})") from None
-    if text and not text.endswith("\n"):
-        with journal.open("a") as f:
-            f.write("\n")
-    done = {}
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and "config" in row:
-            done[row["config"]] = row
-    return done
-
-
-def _append_journal(journal, row: dict) -> None:
-    if journal is None:
-        return
-    with journal.open("a") as f:
-        f.write(json.dumps(row) + "\n")
 
 
 def _frame(rows, names) -> pd.DataFrame:
