@@ -8,6 +8,9 @@ tiles and GM pointers passed to a callee share the caller's state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from sim.base.errors import SimulationError, UserError
 from sim.engine.items import SCALAR, Issued
 from sim.engine.races import Access
@@ -20,6 +23,7 @@ from sim.isa.program import (
     For,
     GmPtr,
     If,
+    Instr,
     PartView,
     PipeOp,
     Reshape,
@@ -34,6 +38,12 @@ from sim.isa.program import (
 )
 from sim.isa.tile import BLayout
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from sim.isa.program import Program
+    from sim.target.model import Target
+
 __all__ = ["ControlFlow"]
 
 
@@ -43,6 +53,31 @@ def _where(st) -> str:
 
 class ControlFlow:
     """Mixin of ``Interpreter``: executes the non-tile statements of a block."""
+
+    # What the interpreter provides (class-level declarations only, for the type checker).
+    program: Program
+    target: Target
+    values: dict[str, Any]
+    views: dict[str, tuple]
+    tiles: dict[Tile, TileState]
+    ids: dict[str, int]
+    seq: int
+    epoch: int
+    track_accesses: bool
+    _filled: dict
+    _scalar_reads: set[str]
+    _arith_fns: dict
+    _sync_items: dict
+    _handlers: dict
+    _instr_type: type
+    scalar: Callable[[Any], Any]
+    tile_view: Callable[[Tile, TileState, int | None, int | None], np.ndarray]
+    data_error: Callable[..., None]
+    _state: Callable[[Tile, str], TileState]
+    _instr: Callable[[Instr], Issued]
+    _pipe_op: Callable[[PipeOp], Any]
+    _gm_array: Callable[[GmPtr, int], np.ndarray]
+    _touch: Callable[[str, np.ndarray, int, int], None]
 
     _calls: tuple = ()  # the functions being called, outermost first
     limits = None  # sim.engine.limits.Limits of the run (Chip sets it), or None

@@ -8,8 +8,19 @@ and sets; the timed path, which runs idle pipes by arithmetic, stays in the mach
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from sim.engine.items import BARRIER, OP, SET
 from sim.engine.pipe import Pipe as _Pipe
+
+if TYPE_CHECKING:
+    import simpy
+
+    from sim.engine.flags import FlagCounters
+    from sim.engine.gmorder import TransferOrder
+    from sim.engine.races import RaceDetector
+    from sim.engine.record import Recorder
 
 __all__ = ["EventPath"]
 
@@ -18,6 +29,23 @@ _NO_CLOCK: dict = {}  # the dispatcher's clock before it learns anything (never 
 
 class EventPath:
     """The event-path process of each pipe (a mixin of ``Machine``)."""
+
+    # What the machine provides (class-level declarations only, for the type checker).
+    env: simpy.Environment
+    flags: FlagCounters
+    recorder: Recorder
+    races: RaceDetector | None
+    gm: TransferOrder | None
+    ideal_sync: bool
+    dispatch_done: bool
+    dispatch_blocked: tuple | None
+    _sync_row: Callable[..., Any]
+    _set: Callable[[Any], Any]
+    _take: Callable[[Any], None]
+    _wait_event: Callable[[Any], Any]
+    _run_op: Callable[..., int]
+    _gm_op: Callable[..., Any]
+    _barrier: Callable[..., None]
 
     def _run_pipe(self, p: _Pipe):
         """The pipe's process on the event path: every item in event time (race checks and

@@ -56,11 +56,19 @@ reaches — leaves the chip's event queue empty with units unfinished: the chip 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from sim.base.errors import SimulationError, UserError
 from sim.engine.items import BARRIER, OP, SCALAR, SET, WAIT, Issued
 from sim.engine.xunit import XKey
 from sim.isa.program import SetFfts, SyncAll, SyncSet, SyncWait
 from sim.timing import Shape, lower
+
+if TYPE_CHECKING:
+    from sim.engine.chipstate import ChipState
+    from sim.engine.units import UnitSpec
+    from sim.target.model import Target
 
 __all__ = ["FftsSet", "FftsWait", "FftsChannels", "CrossCore", "DEFAULT_MODE", "FLAG_IDS"]
 
@@ -154,6 +162,17 @@ class CrossCore:
     """Mixin of ``Interpreter``: ``pto.sync.set`` / ``sync.wait`` / ``syncall`` /
     ``set_ffts`` of one unit's stream. Needs ``self.spec``, ``self.chip`` (its
     ``units``: every launched (core, unit)) and ``self.target``."""
+
+    # What the interpreter provides (class-level declarations only, for the type checker).
+    # ``chip`` is None on a unit run alone (checked where that matters).
+    spec: UnitSpec
+    chip: ChipState
+    target: Target
+    values: dict[str, Any]
+    seq: int
+    track_accesses: bool
+    _sync_items: dict
+    scalar: Callable[[Any], Any]
 
     def _cross_core_handlers(self) -> dict:
         return {
@@ -401,8 +420,9 @@ class CrossCore:
 
     def _set_ffts(self, st: SetFfts) -> Issued:
         value = st.value
-        text = f"%{value.name}" if hasattr(value, "name") else str(value)
-        shown = self.values.get(getattr(value, "name", None), text)
+        name = getattr(value, "name", None)
+        text = f"%{name}" if name is not None else str(value)
+        shown = self.values.get(name, text) if name is not None else text
         self.seq += 1
         c = int(self.target.sync.get("kernel_sync_cycles", 0))
         return Issued(

@@ -66,7 +66,7 @@ class TimedFlags:
         self.sets: dict = {}  # key -> cycles of the sets not waited for yet (FIFO)
         self.sleepers: dict = {}  # key -> what wakes the waiter without a set
 
-    def fire(self, key, cycle: int) -> None:
+    def fire(self, key, cycle: int | float) -> None:
         q = self.sets.get(key)
         if q is None:
             q = self.sets[key] = deque()

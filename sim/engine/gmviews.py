@@ -12,6 +12,8 @@ through ``data_error``, which tells a bad kernel from indices read from random d
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +21,10 @@ from sim.base.errors import SimulationError, UserError
 from sim.isa.dtypes import DType
 from sim.isa.program import GmPtr, MakeTensorView, PartitionView, PartView, Scalar, TensorView
 from sim.placement.bounds import span_message
+
+if TYPE_CHECKING:
+    from sim.engine.units import UnitSpec
+    from sim.isa.program import Function
 
 __all__ = ["GlobalViews"]
 
@@ -54,6 +60,23 @@ def _random(dt: DType, n: int, rng) -> np.ndarray:
 
 class GlobalViews:
     """Mixin of ``Interpreter``: binds the kernel's arguments and resolves GM views."""
+
+    # What the interpreter provides (class-level declarations only, for the type checker).
+    spec: UnitSpec
+    fn: Function
+    functional: bool
+    seed: int
+    inputs: dict[str, Any]
+    gm: dict[str, np.ndarray]
+    values: dict[str, Any]
+    views: dict[str, tuple]
+    warnings: dict[str, None]
+    _filled: dict
+    _gm_dtypes: dict
+    _scalar_reads: set[str]
+    _view_layouts: dict[str, str]
+    scalar: Callable[[Any], Any]
+    _bind: Callable[[Any, Any], None]
 
     def _bind_args(self) -> None:
         launch = self._launch_args()

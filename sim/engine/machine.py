@@ -66,12 +66,18 @@ from sim.timing.plan import COLD, RESTART, WARM, timeline
 
 __all__ = ["Machine", "describe_stuck"]
 
+
 class Machine(EventPath):
     """Runs a stream of ``Issued`` items on the pipes of one unit; records the trace.
 
     Items are numbered in stream order (the trace's ``id``); the interpreter may hand the
     same item object over again for every dynamic instance of a statement.
     """
+
+    # The timed path's flag state: None on the event path, which never reads it.
+    timed: TimedFlags
+    _set_cycles: dict
+    _sleepers: dict
 
     def __init__(
         self,
@@ -108,7 +114,7 @@ class Machine(EventPath):
         self._row = self.recorder.row
         self._sync_row = self.recorder.sync_row
         self.dispatch_done = False
-        self.dispatch_blocked = None
+        self.dispatch_blocked: tuple | None = None
         self.detail = detail  # add one "cce" row per lowered CCE item under each op
         self.ideal_sync = ideal_sync  # waits never block, barriers are free
         self.infinite_bandwidth = infinite_bandwidth  # DMA items cost 0 cycles
@@ -126,9 +132,11 @@ class Machine(EventPath):
         # is the latest when another pipe's comes decides which pair a race is reported
         # as): they keep the event path, as a shared GM model does.
         timed = batch and races is None
-        self.timed = TimedFlags(self.env) if timed else None
-        self._set_cycles = self.timed.sets if timed else None
-        self._sleepers = self.timed.sleepers if timed else None
+        if timed:
+            self.timed = TimedFlags(self.env)
+            self._set_cycles, self._sleepers = self.timed.sets, self.timed.sleepers
+        else:  # typed for the timed path, which alone reads them
+            self.timed = self._set_cycles = self._sleepers = None  # type: ignore[assignment]
 
     # --- public --------------------------------------------------------------------------
 
@@ -145,7 +153,7 @@ class Machine(EventPath):
             and not any(p.queue or p.blocked for p in self.pipes.values())
         )
 
-    def now(self) -> int:
+    def now(self) -> int | float:
         """The latest cycle this unit has reached (its pipes may run ahead of the event
         loop on the timed path)."""
         return max([self.env.now, *(p.t for p in self.pipes.values())])
@@ -323,6 +331,7 @@ class Machine(EventPath):
             yield self.timed.sleep(item.flag)
             self.dispatch_blocked = None
             t = self.timed.take(item.flag)
+            assert t is not None  # the set that woke it
         if t > env.now:
             yield env.timeout(t - env.now)
 
@@ -461,6 +470,7 @@ class Machine(EventPath):
         transfers of that cycle; the pipe goes on when the cost is known."""
         t = max(p.t, dispatched, self.env.now)
         own = self._own_cost(p, item, t)
+        assert self.gm is not None  # a GM transfer's item comes with a GM model
         ev = self.gm.request(t, (self.core, self.unit, p.name), item, own)
 
         def granted(ev):
@@ -540,6 +550,7 @@ class Machine(EventPath):
         chip's GM model grants it once every unit's transfers of that cycle are known
         (``sim.engine.gmorder``); records it, returns its end."""
         own = self._own_cost(p, item, start)
+        assert self.gm is not None  # a GM transfer's item comes with a GM model
         granted = yield self.gm.request(start, (self.core, self.unit, p.name), item, own)
         return self._run_op(p, item, seq, dispatched, start, granted)
 

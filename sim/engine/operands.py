@@ -34,12 +34,21 @@ tile placements than that starts them over, paying the binding again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from sim.base.errors import SimulationError
 from sim.functional.context import ValueOutOfRange
 from sim.isa.program import Const, Scalar
 from sim.isa.tile import BLayout, Tile
+
+if TYPE_CHECKING:
+    from sim.engine.tilestate import TileState
+    from sim.functional.context import FnContext
+    from sim.isa.program import Instr, PartView
+    from sim.target.model import Target
 
 __all__ = ["OperandSites", "instr_where"]
 
@@ -78,11 +87,25 @@ class _Site:
 
     __slots__ = ("epoch", "sig")
 
+    epoch: int  # the interpreter's epoch the operands were bound in
+    sig: tuple  # (address, rows, cols) of each tile operand then
+
+    def run(self, interp: Any, seq: int, source: str) -> None:
+        raise NotImplementedError
+
 
 class _UnitSite(_Site):
     """A tile operation: its unit and ``FnContext``; scalars and a GM table per run."""
 
     __slots__ = ("unit", "ctx", "op", "scalar_ops", "table", "lenient", "where")
+
+    unit: Callable[[FnContext], Any]
+    ctx: FnContext
+    op: str
+    scalar_ops: tuple
+    table: Any  # MGATHER's GM table operand, or None
+    lenient: bool
+    where: _Where
 
     def run(self, interp, seq: int, source: str) -> None:
         ctx = self.ctx
@@ -111,6 +134,15 @@ class _MoveSite(_Site):
 
     __slots__ = ("instr", "load", "op", "view", "value", "arr", "to", "frm")
 
+    instr: Instr
+    load: bool
+    op: str
+    view: str
+    value: Any  # the partition view's value (a tuple) the views were resolved on, or None
+    arr: np.ndarray | None
+    to: np.ndarray | None
+    frm: np.ndarray | None
+
     def run(self, interp, seq: int, source: str) -> None:
         value = interp.views.get(self.view)
         if (
@@ -127,13 +159,30 @@ class _MoveSite(_Site):
 class OperandSites:
     """Mixin of ``Interpreter``: tile views and the functional call site (see module doc)."""
 
+    # What the interpreter provides (class-level declarations only, for the type checker).
+    target: Target
+    strict: bool
+    epoch: int
+    gm: dict[str, np.ndarray]
+    values: dict[str, Any]
+    views: dict[str, tuple]
+    tiles: dict[Tile, TileState]
+    _view_layouts: dict[str, str]
+    scalar: Callable[[Any], Any]
+    data_error: Callable[..., None]
+    _buffer: Callable[[str], np.ndarray]
+    _state: Callable[[Tile, str], TileState]
+    _gm_window: Callable[[PartView, str], np.ndarray]
+
     def _init_operands(self) -> None:
         self._tile_views: dict[tuple, np.ndarray] = {}  # (tile, addr, rows, cols) -> view
         self._sites: dict[int, _Site] = {}  # instruction key -> site
 
     # --- tile views ----------------------------------------------------------------------
 
-    def tile_view(self, tile: Tile, st, rows: int, cols: int) -> np.ndarray:
+    def tile_view(
+        self, tile: Tile, st: TileState, rows: int | None, cols: int | None
+    ) -> np.ndarray:
         """The 2-D view of ``tile``'s first ``rows`` x ``cols`` elements at its address."""
         key = (tile, st.addr, rows, cols)
         view = self._tile_views.get(key)
@@ -143,7 +192,9 @@ class OperandSites:
             view = self._tile_views[key] = self._new_tile_view(tile, st.addr, rows, cols)
         return view
 
-    def _new_tile_view(self, tile: Tile, addr: int, rows: int, cols: int) -> np.ndarray:
+    def _new_tile_view(
+        self, tile: Tile, addr: int, rows: int | None, cols: int | None
+    ) -> np.ndarray:
         t = tile.type
         buf = self._buffer(tile.loc.buffer)
         end = addr + t.nbytes
@@ -192,11 +243,11 @@ class OperandSites:
     def _bind_site(self, instr, spec, srcs, tmp, shape, where) -> _Site:
         fam = spec.family
         if fam in ("load", "store"):
-            site = _MoveSite()
-            site.instr, site.load, site.op = instr, fam == "load", instr.opcode
-            site.view = (instr.ins[0] if fam == "load" else instr.outs[0]).name
-            site.value = site.arr = site.to = site.frm = None
-            return site
+            move = _MoveSite()
+            move.instr, move.load, move.op = instr, fam == "load", instr.opcode
+            move.view = (instr.ins[0] if fam == "load" else instr.outs[0]).name
+            move.value = move.arr = move.to = move.frm = None
+            return move
         from sim.functional import unit_for
         from sim.functional.context import FnContext
 
@@ -271,10 +322,14 @@ class OperandSites:
         view = instr.ins[0] if site.load else instr.outs[0]
         st = self._state(tile, where)
         window = self._gm_tile(view, where)
-        self._check_window(window, st.rows, st.cols, where)
-        tview = self.tile_view(tile, st, st.rows, st.cols)
+        rows, cols = st.rows, st.cols
+        self._check_window(window, rows, cols, where)
+        assert rows is not None and cols is not None  # _check_window matched the window's
+        tview = self.tile_view(tile, st, rows, cols)
+        to: np.ndarray
+        frm: np.ndarray
         if site.load:
-            to, frm = tview, window.reshape(st.rows, st.cols)
+            to, frm = tview, window.reshape(rows, cols)
         else:
             # an Acc source is converted to the GM element type on the way out (FIXPIPE)
             to, frm = window, tview.reshape(window.shape)

@@ -44,6 +44,10 @@ class Pipe:
         "resume",
     )
 
+    queue: deque
+    clocks: deque
+    t: int | float  # a cycle (the SimPy clock's type)
+
     def __init__(self, name):
         self.name = name
         self.queue = deque()  # item, seq step, dispatch cycle of each dispatched item

@@ -9,6 +9,7 @@ variant (in place, scalar first, precision) and the hints a vector op's cost nee
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from sim.timing.banks import HINT as BANK_HINT
 from sim.timing.banks import same_bank
 from sim.timing.dma_geometry import Geometry
 from sim.timing.hints import shape_hints
+
+if TYPE_CHECKING:
+    from sim.engine.tilestate import TileState
+    from sim.target.model import Target
 
 __all__ = ["InstrShapes", "TAKES_VALID"]
 
@@ -46,6 +51,15 @@ TAKES_VALID = frozenset(
 
 class InstrShapes:
     """Shape of an instruction in the interpreter's current state (a mixin of it)."""
+
+    # What the interpreter provides (class-level declarations only, for the type checker).
+    target: Target
+    views: dict[str, tuple]
+    tiles: dict[Tile, TileState]
+    _placed: dict
+    _view_layouts: dict[str, str]
+    valid_of: Callable[[Tile], tuple[int | None, int | None]]
+    _state: Callable[[Tile, str], TileState]
 
     def _nd_view(self, instr, spec) -> bool:
         """Whether a transfer's GM view has dims outside its 2-D window: its plan then
@@ -94,7 +108,8 @@ class InstrShapes:
         dst = instr.outs[0]
         dt = t.dtype.name
         src_dt = srcs[0].dtype.name if srcs else ""
-        path, extra, variant = "", (), ""
+        path, variant = "", ""
+        extra: tuple | Geometry = ()
         fam = spec.family
         if fam in ("load", "mgather"):
             # ASSUMPTION: MGATHER moves dst's bytes at the GM read rate of a TLOAD (the
@@ -145,6 +160,7 @@ class InstrShapes:
                 and self._placed.get(srcs[1]) != b
                 and same_bank(self.target, a, b)
             ):
+                assert isinstance(extra, tuple)  # a vector op's hints, not a Geometry
                 extra = (*extra, (BANK_HINT, True))
         return Shape(
             instr.opcode,

@@ -5,6 +5,8 @@ The interpreter keeps one per tile; control flow (subviews, ``treshape``) and th
 apart from the interpreter so that every engine module that makes one imports it from here.
 """
 
+from __future__ import annotations
+
 __all__ = ["TileState"]
 
 
@@ -13,5 +15,9 @@ class TileState:
 
     __slots__ = ("addr", "rows", "cols")
 
-    def __init__(self, addr, rows, cols):
+    addr: int
+    rows: int | None
+    cols: int | None
+
+    def __init__(self, addr: int, rows: int | None, cols: int | None) -> None:
         self.addr, self.rows, self.cols = addr, rows, cols

@@ -41,6 +41,9 @@ it), so the L2 sees a pop read the lines its push wrote and a slot rewritten eve
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import attrs
 import numpy as np
 
@@ -51,6 +54,12 @@ from sim.engine.tilestate import TileState
 from sim.isa.program import PipeOp, Scalar
 from sim.isa.tile import Loc, Tile
 from sim.timing import Shape, lower
+
+if TYPE_CHECKING:
+    from sim.engine.chipstate import ChipState
+    from sim.engine.units import UnitSpec
+    from sim.isa.program import Program
+    from sim.target.model import Target
 
 __all__ = ["XKey", "CrossFlags", "CrossUnit"]
 
@@ -126,6 +135,31 @@ class CrossUnit:
     Needs ``self.spec`` (the ``UnitSpec``), ``self.chip`` (``CrossFlags`` and the FIFO
     data, shared by the units) and the interpreter's tile state.
     """
+
+    # What the interpreter provides (class-level declarations only, for the type checker).
+    # ``chip`` is None on a unit run alone, which never reaches a cube<->vector op.
+    spec: UnitSpec
+    chip: ChipState
+    program: Program
+    target: Target
+    functional: bool
+    values: dict[str, Any]
+    tiles: dict[Tile, TileState]
+    epoch: int
+    mutations: int
+    _placed: dict
+    _gm_windows: bool
+    _reserved: dict
+    _fifos: dict
+    _pops: dict
+    _pop_states: dict
+    _tallocs: dict
+    _fifo_moves: dict
+    _x_items: dict
+    scalar: Callable[[Any], Any]
+    valid_of: Callable[[Tile], tuple[int | None, int | None]]
+    tile_view: Callable[[Tile, TileState, int | None, int | None], np.ndarray]
+    _state: Callable[[Tile, str], TileState]
 
     def _pipe_op(self, st: PipeOp):
         name = st.op.removeprefix("pto.")
@@ -225,7 +259,7 @@ class CrossUnit:
         """The data move of a push / pop: ``rows`` x valid cols of ``tile`` over ``path``;
         ``window``: its GM workspace window (``_slot_window``) on the GM data path."""
         t = tile.type
-        cols = self.valid_of(tile)[1]
+        cols = self._fifo_valid(tile)[1]
         shape = Shape(opcode, t.dtype.name, t.rows, t.cols, t.valid_cols, rows, cols, path=path)
         plan = lower(shape, pipe, self.target)
         item = Issued(
@@ -244,7 +278,17 @@ class CrossUnit:
             item.gm = window
         return item
 
-    def _slot_window(self, fifo, direction, end, tile, split, sub) -> tuple:
+    def _fifo_valid(self, tile: Tile) -> tuple[int, int]:
+        """``tile``'s valid rows and columns: a FIFO moves a region known when it runs."""
+        r, c = self.valid_of(tile)
+        if r is None or c is None:
+            raise SimulationError(
+                f"tile %{tile.name} moves through a cube<->vector FIFO with a dynamic valid "
+                f"region that was never set (use set_validshape / valid_row=, valid_col=)"
+            )
+        return r, c
+
+    def _slot_window(self, fifo, direction, end, tile, split, sub) -> tuple | None:
         """The GM window (``sim.engine.gm`` form) one end of a FIFO moves: the producer's
         push (``end`` "push"; ``sub`` = the pushing AIV for vector -> cube) or a
         consumer's pop (``end`` "pop"). The whole tile of a slot is R x C valid elements;
@@ -257,7 +301,7 @@ class CrossUnit:
         k = self._fifo_moves.get(key, 0)
         self._fifo_moves[key] = k + 1
         k %= fifo.slots
-        r, c = self.valid_of(tile)
+        r, c = self._fifo_valid(tile)
         part = sub is not None and split in (1, 2)
         R, C = (2 * r, c) if part and split == 1 else (r, 2 * c) if part else (r, c)
         base = k * R * C
@@ -279,7 +323,7 @@ class CrossUnit:
         split = int(a.get("split", 0) or 0)
         if not self._taken_slot(fifo, _TO_AIV):
             yield from self._wait_free(fifo, _TO_AIV, range(self.chip.vector_units), st)
-        rows = self.valid_of(tile)[0]
+        rows = self._fifo_valid(tile)[0]
         local = self.chip.data_path == "local"
         src = tile.loc
         pipe, path = (
@@ -332,7 +376,7 @@ class CrossUnit:
             "PIPE_MTE3",
             "UB_L1" if local else "UB_GM",
             tile,
-            self.valid_of(tile)[0],
+            self._fifo_valid(tile)[0],
             st,
             window,
         )
@@ -465,7 +509,9 @@ class CrossUnit:
     def _pop_load(self, st, tile, path, reader, window):
         """A2/A3: the pop reads the GM slot into the consumer's slot, then hands it to the
         pipe that reads it (a unit-local flag that user event ids cannot collide with)."""
-        yield self._move_item("TPOP", "PIPE_MTE2", path, tile, self.valid_of(tile)[0], st, window)
+        yield self._move_item(
+            "TPOP", "PIPE_MTE2", path, tile, self._fifo_valid(tile)[0], st, window
+        )
         key = ("PIPE_MTE2", reader, "tpop")
         text = f"PIPE_MTE2->{reader}#tpop"
         yield self._sync_item(SET, "PIPE_MTE2", key, text, st)

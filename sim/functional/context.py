@@ -28,7 +28,9 @@ class ValueOutOfRange(SimulationError):
 @define
 class FnContext:
     op: str  # opcode as the ISA spells it, e.g. "TADD"
-    where: str  # "instruction #12 TADD (file.py:30)" for error messages
+    # "instruction #12 TADD (file.py:30)" for error messages, read only in f-strings: the
+    # engine passes an object that formats as that text when a message is written
+    where: object
     dtype: DType  # element type of dst
     dst: np.ndarray  # writable 2-D view, shape = iteration domain (R x C)
     srcs: tuple = ()  # source tile views (2-D); elementwise ops: same shape as dst

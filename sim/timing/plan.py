@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import attrs
 
+from sim.timing.dma_geometry import Geometry
+
 __all__ = ["Item", "Plan", "Shape", "evaluate", "linear_terms", "timeline"]
 
 
@@ -34,7 +36,7 @@ class Shape:
     src_dtype: str = ""  # TCVT source type
     variant: str = ""  # "", "inplace", "scalar_tile", "tile_scalar", "binary", "tmp"
     path: str = ""  # DMA path (GM_UB ...) for data movement
-    extra: tuple = ()  # family-specific (matmul m, k, n ...)
+    extra: tuple | Geometry = ()  # family-specific (matmul m, k, n ...; a transfer's Geometry)
 
 
 @attrs.frozen

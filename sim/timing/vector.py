@@ -29,6 +29,7 @@ through ``Shape.variant`` / ``Shape.extra`` as built by ``sim.timing.hints``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 
@@ -184,7 +185,9 @@ def _generic(s, dtype, maxrep):
 
 
 def _dispatch():
-    t = {op: (lambda s, d, src, m, op=op: elementwise(s, op, d, m)) for op in (*_SINGLE, *_BITWISE)}
+    t: dict[str, Callable[..., list[Item]]] = {
+        op: (lambda s, d, src, m, op=op: elementwise(s, op, d, m)) for op in (*_SINGLE, *_BITWISE)
+    }
     t.update(
         {
             "TXOR": lambda s, d, src, m: _txor(s, d, m),
