@@ -1,14 +1,23 @@
-"""MkDocs hook: the command-line reference is rendered from ``ptosim``'s own parser.
+"""MkDocs hooks: what the site shows from the repository itself, so it cannot drift.
 
-A page line ``<!-- ptosim-cli -->`` becomes one section per subcommand holding its
-``--help`` text, so the reference cannot drift from the flags the program accepts.
+* A page line ``<!-- ptosim-cli -->`` becomes one section per subcommand holding its
+  ``--help`` text, rendered from ``ptosim``'s own argument parser.
+* ``<!-- include:PATH -->`` inserts a Markdown file of the repository kept beside its code
+  (the trace format), its headings one level down.
+* ``notebooks/*.ipynb`` are copied into the site, so pages link to them.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 
 MARKER = "<!-- ptosim-cli -->"
+# ``<!-- include:PATH -->``: a Markdown file of the repository outside docs/ (its headings one
+# level down), so a format documented beside its code is shown here without a copy
+INCLUDE = re.compile(r"<!-- include:([\w./-]+) -->")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -36,7 +45,28 @@ def render_cli() -> str:
     return "\n".join(parts)
 
 
+def _include(match: re.Match) -> str:
+    text = (ROOT / match.group(1)).read_text()
+    return re.sub(r"^(#+) ", r"#\1 ", text, flags=re.M)
+
+
+def on_files(files, config):
+    """The notebooks ship with the site as files, so the pages can link to them."""
+    from mkdocs.structure.files import File
+
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        files.append(
+            File(
+                f"notebooks/{nb.name}",
+                src_dir=str(ROOT),
+                dest_dir=config["site_dir"],
+                use_directory_urls=config["use_directory_urls"],
+            )
+        )
+    return files
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001
     if MARKER in markdown:
         markdown = markdown.replace(MARKER, render_cli())
-    return markdown
+    return INCLUDE.sub(_include, markdown)
