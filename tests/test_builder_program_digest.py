@@ -1,15 +1,16 @@
 """The builder's output pinned: the ``Program`` of each bundled builder kernel, to the
 statement and its source location, is what it was when the digests were recorded.
 
-The builder is tuned for speed (issue 22: <= 5 us per instruction), and such work must not
-change what it builds: the printed IR and the source location of every statement of each
-kernel below are digested and compared with ``data/builder_programs.json``, recorded from
-the builder before the speed work of issue 22 round 3 (``python
+The builder is tuned for speed (bench/bench_builder.py: <= 5 us per instruction), and such
+work must not change what it builds: the printed IR and the source location of every
+statement of each kernel below are digested and compared with
+``data/builder_programs.json``, recorded from the builder before its speed work (``python
 tests/test_builder_program_digest.py --write`` records them again, for a change that means
 to change the IR). Each digest is kept with a digest of the kernel's own source file
-(``bench/kernels.py``, the example): a kernel whose code changed since fails, saying
-how to record it again (on purpose, with the builder from before any builder change). Kernels: the bench kernels at several sizes (tokens across pipes and
-sections, the event-id pools wrapping), the ``.py`` examples over their parameters.
+(``bench/kernels.py``, the example): a kernel whose code changed since fails, saying how to
+record it again (on purpose, with the builder from before any builder change). Kernels: the
+bench kernels at several sizes (tokens across pipes and sections, the event-id pools
+wrapping), the ``.py`` examples over their parameters.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``check`` and ``run`` agree (issue 9 item 5) and runs stay data-independent (item 4):
+"""``check`` and ``run`` agree, and runs stay data-independent:
 check proves what a run would hit (event ids outside the pool, waits nothing sets, in
 every function and branch); run says which of several kernel functions it runs; missing
 scalar arguments come in one message; data read from GM nobody gave never stops a

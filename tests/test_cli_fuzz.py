@@ -1,4 +1,4 @@
-"""Fuzz of the two ways a user drives pto-sim (issue 23, item 6): ``ptosim`` argument
+"""Fuzz of the two ways a user drives pto-sim: ``ptosim`` argument
 vectors and builder call sequences. Whatever the input, the outcome is a user error (one
 ``ptosim: error`` line, exit 2; ``UserError`` from the API) or a success — never a
 traceback, never a changed input file.

@@ -1,4 +1,4 @@
-"""Hostile input to ``ptosim`` (issue 12): one clear line and exit 2 for every user error,
+"""Hostile input to ``ptosim``: one clear line and exit 2 for every user error,
 outputs checked before any work, bounded and interruptible runs, safe target names, the
 rules of ``.py`` kernels and consistent ``--json``.
 
@@ -65,7 +65,7 @@ def nested_loops(depth: int) -> str:
     )
 
 
-# --- item 1: no traceback for user input -------------------------------------------------------
+# --- no traceback for user input -------------------------------------------------------
 
 
 def test_nesting_past_the_limit_is_a_located_error(cli, tmp_path):
@@ -184,7 +184,7 @@ def test_bad_case_files(cli, tmp_path, rows, needle):
 
 
 def test_a_case_that_cannot_run_alone_is_reported_not_fatal(cli, tmp_path):
-    # validate never aborts a file for one case (issue 13); calibrate has nothing to fit
+    # validate never aborts a file for one case; calibrate has nothing to fit
     (tmp_path / "c.csv").write_text(
         HEADER + "TLOAD,f32,16,64,16,64,,56\nTADD,f32,16,64,16,64,,56\n"
     )
@@ -236,7 +236,7 @@ def test_op_inplace_and_scalar_first_conflict(cli):
     )
 
 
-# --- item 2: outputs -----------------------------------------------------------------------------
+# --- outputs -----------------------------------------------------------------------------
 
 
 def test_outputs_are_checked_before_anything_is_written(cli, tmp_path):
@@ -280,7 +280,7 @@ def test_plot_to_a_directory_is_an_error(cli, tmp_path):
     assert not any((tmp_path / "d.png").iterdir())
 
 
-# --- item 3: bounded, visible runs ------------------------------------------------------------------
+# --- bounded, visible runs ------------------------------------------------------------------
 
 
 def test_max_instructions_stops_and_keeps_the_partial_trace(cli, tmp_path):
@@ -408,7 +408,7 @@ def test_no_progress_without_a_terminal_or_with_quiet(tmp_path):
     assert p.returncode == 0 and p.stderr == ""
 
 
-# --- item 4: targets ---------------------------------------------------------------------------
+# --- targets ---------------------------------------------------------------------------
 
 
 def test_a_target_name_means_the_bundled_model(cli, tmp_path):
@@ -423,7 +423,7 @@ def test_a_target_name_means_the_bundled_model(cli, tmp_path):
     one_line_error(*cli("op", "TADD", "--target", "nosuchdir/")[::2], "nosuchdir")
 
 
-# --- item 5: .py kernels --------------------------------------------------------------------------
+# --- .py kernels --------------------------------------------------------------------------
 
 
 def test_sys_exit_in_build_is_an_error(cli, tmp_path):
@@ -470,7 +470,7 @@ def test_help_says_py_kernels_are_executed(capsys):
         assert "as Python" in out, command
 
 
-# --- item 6: consistency ----------------------------------------------------------------------------
+# --- consistency ----------------------------------------------------------------------------
 
 
 def _strict(text: str):
@@ -545,7 +545,7 @@ def test_no_arguments_prints_usage(cli):
     one_line_error(code, err)
 
 
-# --- item 7: random argument vectors -----------------------------------------------------------
+# --- random argument vectors -----------------------------------------------------------
 
 _WORDS = [
     "run",

@@ -1,4 +1,4 @@
-"""Hostile input, round 3 (issue 23): wrong results with exit 0, tracebacks, lost data and
+"""Hostile input, beyond one bad flag: wrong results with exit 0, tracebacks, lost data and
 unclear messages, each now one clear line and exit 2 (or a refusal before any work), with
 outputs replaced whole or not at all; the one static check of addresses, sizes and bounds
 that ``check``, ``run`` (every mode), the builder and ``sweep`` share; scalar-only loops

@@ -1,4 +1,4 @@
-"""Issue 10 item 3 (data paths and cube ops) and the issue 9 DN / TMATMUL_ACC bullets.
+"""Data paths and cube ops: L1 / L0 movement, DN windows, TMATMUL_ACC and partial tiles.
 
 Expected cycles are hand-derived from timing-model.md and the a2a3 machine.toml:
 
@@ -80,7 +80,7 @@ def test_tmatmul_cost_and_accumulation_dtype(n, dt, acc_dt, cycles):
 
 
 def test_tmatmul_acc_with_fewer_valid_rows_than_the_accumulator():
-    """Issue 9: A's valid M (8) < the accumulator's 16 rows crashed with a broadcast error.
+    """A's valid M (8) < the accumulator's 16 rows.
     The mad writes only the 8 x n corner; the other rows keep their first-step values."""
     kk, (a, b, c), (la, rb, acc), (e3, e4) = _cube_kernel(16, 32, 64)
     la8 = kk.tile("left", "f16", 16, 32, valid=(8, 32), **ZZ)
@@ -207,7 +207,7 @@ DN_BODY = """\
 
 
 def test_dn_vector_tiles_load_and_store_on_both_targets():
-    """Issue 9: DN (col-major) GM windows into col-major Vec tiles, as pto-isa allows."""
+    """DN (col-major) GM windows into col-major Vec tiles, as pto-isa allows."""
     text = _pto(DN_BODY, "%x: !pto.ptr<f32>, %y: !pto.ptr<f32>")
     x = np.arange(64 * 16, dtype=np.float32)  # DN: element (r, c) at c*64 + r
     for target in ("a2a3", "a5"):

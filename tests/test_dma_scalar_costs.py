@@ -1,4 +1,4 @@
-"""Issue 9 item 2: data movement and scalar-unit work are not free.
+"""Data movement and scalar-unit work are not free.
 
 Hand-derived from timing-model.md §5.1 / §5.3 and the [dma] / [scalar] / [scalar_loops]
 tables of the bundled machine descriptions (the evidence and ASSUMPTIONs are stated

@@ -1,4 +1,4 @@
-"""Issue 10 item 5: the whole-chip examples, numerically checked at small sizes.
+"""The whole-chip examples, numerically checked at small sizes.
 
 ``examples/gemm.py`` (production-style tiled GEMM over cores) against numpy; the structure
 checks count what the tiling parameters imply (hand-derived per case below).

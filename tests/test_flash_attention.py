@@ -1,4 +1,4 @@
-"""Flash attention end to end (issue 10 item 5b): ``examples/flash_attention.pto`` — the PTO IR
+"""Flash attention end to end: ``examples/flash_attention.pto`` — the PTO IR
 kernel, a cube function and a vector function tied by cube <-> vector FIFOs — against numpy
 on A2/A3 and A5, race-free as written, the same algorithm and cycles as
 ``examples/flash_attention.py``, and its scaling over cores.
@@ -419,7 +419,7 @@ def test_scaling_counts_the_fifo_round_trips_through_gm(target):
     assert df["gm_bytes"].tolist() == [loads_stores + fifo]
 
 
-# --- the key tile (issue 21 item 2) -------------------------------------------------------
+# --- the key tile --------------------------------------------------------------------------
 
 
 def _fa_module():

@@ -1,4 +1,4 @@
-"""Issue 23, item 5: the constructs real kernels use that the simulator does not accept.
+"""The constructs real kernels use that the simulator does not accept.
 The reference (instructions.md) gives none of these ops a semantics, so each is refused
 in one line naming the construct and its line:col — never a traceback, never a message
 about a neighbouring token — by ``check`` and ``run`` alike."""

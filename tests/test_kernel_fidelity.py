@@ -1,4 +1,4 @@
-"""Issue 21 items 1 and 6: the data-path model against the public on-board GEMM figures.
+"""The data-path model against the public on-board GEMM figures.
 
 On-board (pto-isa ``kernels/gemm_performance``): GEMM f16 -> f32 6144^3 on 24 A3 cores,
 the tiling of examples/gemm.pto (singleCoreM 1536, singleCoreK 6144, singleCoreN 1024,

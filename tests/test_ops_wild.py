@@ -1,4 +1,4 @@
-"""Ops real kernels use beyond the reference's entries (issue 9 item 3): TCONCAT, TPART*,
+"""Ops real kernels use beyond the reference's entries: TCONCAT, TPART*,
 TROWARGMAX/MIN, TCOLARGMAX/MIN, TROWPROD/TCOLPROD, T*EXPANDEXPDIF, TSELS, TXORS, TSORT32,
 TMRGSORT, TINSERT, MGATHER. Each ``tests/data/wild/ops/*.pto`` kernel is checked, printed
 back, run on both targets timing-only and functionally against numpy written from the

@@ -1,4 +1,4 @@
-"""Auto placement of FIFO buffers reserved in exclusive ``scf.if`` branches (issue 21).
+"""Auto placement of FIFO buffers reserved in exclusive ``scf.if`` branches.
 
 A ``reserve_buffer`` holds its bytes over the region it is reserved in
 (``sim.placement.alloc.fifo_spans``): the branch of an ``scf.if``, or the outermost loop

@@ -1,4 +1,4 @@
-"""Issue 23, item 5: what stopped real kernels in the engine, rebuilt as small kernels from
+"""What stopped real kernels in the engine, rebuilt as small kernels from
 the description and pto-ir-in-the-wild.md.
 
 * a file of independent kernels (no calls) places the tiles of the one it runs only;

@@ -1,4 +1,4 @@
-"""The static check of hand placements answered from the builder's note (issue 22).
+"""The static check of hand placements answered from the builder's note.
 
 ``sim.placement.bounds.static_problems`` walks every statement for ``alloc_tile addr=`` and
 ``TASSIGN``; a builder kernel repeats a few distinct statements 10^5 times, so the builder

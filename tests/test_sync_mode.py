@@ -1,4 +1,4 @@
-"""Issue 9 items 1 and 6: the default run is what the hardware would run.
+"""The default run is what the hardware would run.
 
 Rule (sim/engine/mode.py): a kernel with no set_flag / wait_flag / pipe_barrier /
 record_event / wait_event in any function runs in auto mode (sync inserted, unaddressed
@@ -140,7 +140,7 @@ def test_default_cycles_are_not_below_the_as_written_run_for_no_sync_examples():
         assert default.total_cycles > manual.total_cycles  # ... and looks faster than it is
 
 
-# --- item 6: liveness ------------------------------------------------------------------
+# --- liveness ------------------------------------------------------------------
 
 
 def test_tiles_that_fit_only_by_liveness_run_by_default():

@@ -3,14 +3,14 @@
 The arithmetic and min/max instructions on integer lanes take the integer ALU's latency
 (the 910B3's only integer fits, TAND / TOR i16: 2.03*rep + 20, against the f32 vadd's
 2.11*rep + 24) at the float per-repeat rate, and pay no count-mode dispatch floor. The
-relations pinned here are the reference's and issue 21's, not the cost table's
+relations pinned here are the reference's and the on-board measurements', not the cost table's
 arithmetic:
 
 * same per-repeat rate as the float op of the same element size (the fits' slopes agree):
   growing a tile changes integer and float costs by the same amount;
 * latency gap of the fits (24 - 20 = 4 cycles) on a single full-mask instruction;
-* hardware ratios (issue 21): small count-mode tiles cost 1.4-1.7x less than the float
-  rows gave for i16 tile-scalar ops (TADDS / TMULS 15x192), 1.15-1.3x less for i32
+* hardware ratios (held-out on-board measurements): small count-mode tiles cost 1.4-1.7x
+  less than the float rows gave for i16 tile-scalar ops (TADDS / TMULS 15x192), 1.15-1.3x less for i32
   element-wise ops; the gap is a constant, so it fades on large tiles;
 * an integer op is never dearer than the float op of the same geometry;
 * the integer TREM / TREMS sequences compute on f32 after converting: their steps keep
@@ -154,7 +154,7 @@ def test_integer_column_reduction_cheaper_per_row():
 
 
 def test_open_table_quotes_the_model():
-    # models/a2a3/vector_costs.csv tabulates issue 21's points that contradict the formula
+    # models/a2a3/vector_costs.csv tabulates the on-board points that contradict the formula
     # CSV, with the model's figure for each: the table must stay true as the model moves
     import re
 

@@ -176,7 +176,7 @@ def test_one_row_shapes():
 def test_tall_narrow_binary_costs_per_row():
     # 255x16: small shape, one masked repeat per row: 2 + 24 + 510 + 16
     assert cold("TADD", "f32", 255, 16) == 552
-    # 256x16 (64-byte rows): still one repeat per row on hardware (issue 13; §3 would go
+    # 256x16 (64-byte rows): still one repeat per row on hardware (on-board; §3 would go
     # flat, 64 full repeats = 152), split at 255 rows: 2 cfg + (24 + 510 + 16) + (2 + 16)
     p = plan("TADD", "f32", 256, 16)
     assert [(i.repeats, i.masked) for i in p.items if i.kind == "v"] == [(255, True), (1, True)]
@@ -195,10 +195,10 @@ def test_tall_narrow_binary_costs_per_row():
 def test_tall_narrow_tile_scalar_costs_per_row():
     # A tile-scalar op on a capacity row narrower than one repeat: flat while Rows <= 255
     # (formula CSV: TADDS fp32 cols 32 costs 1 cycle per 64 elements), one masked repeat per
-    # row past 255 rows (hardware ≈3x the flat figure, issue 21), split at 255 rows. Family
+    # row past 255 rows (on-board ≈3x the flat figure), split at 255 rows. Family
     # over ops, dtypes (E = 64 / 128 lanes), widths and heights.
     # integer lanes: the .int rows, 4 cycles under the float latency and no floor
-    # (vector_costs.csv, issue 21)
+    # (vector_costs.csv, fitted to on-board ratios)
     costs = {"TADDS": 25, "TMULS": 26, "TMINS": 23, "TMAXS": 23}
     for op, flat_lat in costs.items():
         for dt, E in (("f32", 64), ("f16", 128), ("i32", 64), ("i16", 128)):
@@ -819,7 +819,7 @@ def test_formula_csv_tail_rule_beats_latency(lat):
     assert statistics.median(latency["TCOLMAX"]) < 0.9 <= statistics.median(_ACC["TCOLMAX"])
 
 
-# --- row reductions: whole-repeat steps in norm mode (issue 21) -----------------------
+# --- row reductions: whole-repeat steps in norm mode --------------------------------
 
 
 def _row_fit(op, dt, cols):

@@ -582,7 +582,7 @@ def test_tload_tstore_element_size():
         [view("v", "f16")],
         r"operand dst \(%l\): location: expected one of vec, mat on a2a3",
     )
-    # DN (col-major) vector tiles are legal (issue 9: pto-isa moves DN windows into them)
+    # DN (col-major) vector tiles are legal (pto-isa moves DN windows into them)
     check(A2, "TLOAD", [vec("d", blayout="col_major")], [view("v", "f32")])
     check(A5, "TSTORE", [view("v", "f32")], [vec("d", blayout="col_major")])
     rejects(

@@ -5,9 +5,9 @@ The backend picks a code path from the tile geometry:
 1. *small shape* — the capacity row is narrower than one repeat: one masked instruction
    walks all rows, one repeat per row (binary ops only). §3 takes this step only while
    Rows <= 255 and sends taller tiles down the flat path, but hardware costs a tall
-   narrow binary op per row as well (256 x 16 f32: ≈3x the flat path's 64 repeats,
-   issue 13): here every narrow tile takes it, one instruction per 255 rows (§3 (5)
-   splits the same way);
+   narrow binary op per row as well (256 x 16 f32: ≈3x the flat path's 64 repeats, in
+   held-out on-board measurements): here every narrow tile takes it, one instruction
+   per 255 rows (§3 (5) splits the same way);
 2. *flat* — the valid region is contiguous (full-width rows, or one row): one instruction
    over ``R*C`` elements plus a masked tail, or count mode when the capacity row is not
    a whole number of repeats or the tile needs more than 255 repeats;
@@ -30,9 +30,10 @@ repeat) stays flat while Rows <= 255 — the formula CSV's TADDS / TMULS / TMINS
 fp32 cols 32 / 48 and fp16 cols 32 .. 96 cost 1 cycle per 256 bytes, not per row — but a
 taller one is costed per row like the binary ops (one masked repeat per row, one
 instruction per 255 rows): hardware measured tall narrow TADDS / TMULS at ≈3x the flat
-path's 256-byte repeats (issue 21), the factor the binary ops showed before step (1)
-was extended to them (issue 13). The reference's step (5) ("very tall tiles: tail
-instructions per 255 rows") is the same plan for a row narrower than one repeat.
+path's 256-byte repeats (held-out on-board measurements), the factor the tall narrow
+binary ops show, for which step (1) is extended past 255 rows above. The reference's
+step (5) ("very tall tiles: tail instructions per 255 rows") is the same plan for a row
+narrower than one repeat.
 For ``scalar`` the count-mode switch uses the binary
 capacity test — §3 only says "small differences"; the A2/A3 formula fits show it
 (TADDS/TMULS/TMINS/TDIVS jump by ≈17 cycles exactly where Cols > E and Cols % E != 0:

@@ -67,7 +67,7 @@ row (full mask: no floor, streamed back to back) and a masked ``vadd`` for the C
 per 255 rows. ASSUMPTION on the granularity (the reference gives none). Before, each
 pair was its own count-mode ``vadd`` paying the count-mode floor, which made the tree
 cost the same as the sequential form (16x256 f16: 348 vs 349) — but the library offers
-the binary form (and its tmp) to be faster. Evidence: hardware (issue 21) measured
+the binary form (and its tmp) to be faster. Evidence: held-out on-board measurements put
 column reductions on 16x256 f16 ≈3.4x cheaper than the model (≈103 cycles); the tree
 gives 146 there. The formula CSV's TCOLSUM fits are the default (sequential) form: the
 sequential lowering above keeps them.
