@@ -1,6 +1,6 @@
 """Whole-chip speed: the production-style tiled GEMM of ``examples/gemm.py`` on many cores.
 
-Issue #10's case is C = A . B with m = k = n = 6144 on 24 cores (singleCoreM 1536,
+The case is C = A . B with m = k = n = 6144 on 24 cores (singleCoreM 1536,
 singleCoreK 6144, singleCoreN 1024, base 128 x 64 x 256, stepKa = stepKb = 4), timing
 only; the aim is at most 60 s on the 2-core development machine. Each size runs in this
 process once: build time, simulate time, instructions per second over all units, peak

@@ -35,8 +35,9 @@ case:
 Before the measured run the process simulates ``kernels.warmup()``, a few instructions on
 other tiles and shapes: the imports are paid there, the per-instruction caches are not.
 
-Targets on a 2-core machine (issue #11): >= 300 k instr/s timing-only on ``vector``,
->= 100 k instr/s functional, flat from 10^3 to 10^6, <= 600 B per instruction.
+Targets on a 2-core machine: >= 300 k instr/s timing-only on ``vector``, >= 100 k instr/s
+functional (Perf-Sim, pto-isa's C++ simulator, runs 0.3-0.5 M instr/s on such kernels:
+bench/data/perfsim_speed.toml), flat from 10^3 to 10^6, <= 600 B per instruction.
 
     python bench/bench_engine.py                 # 10^3 .. 10^5 (about two minutes)
     python bench/bench_engine.py --max 1000000   # up to 10^6

@@ -1,4 +1,4 @@
-"""Parse speed of the PTO IR front end (issue #4: 10 k lines in <= 1 s).
+"""Parse speed of the PTO IR front end (target: 10 k lines in <= 1 s).
 
 Builds a module of realistic PTO IR — the function bodies of every examples/*.pto, each
 repeated with its SSA names renamed, so no two copies collide — until it has at least

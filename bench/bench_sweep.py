@@ -1,4 +1,4 @@
-"""Sweep throughput on Dask (issue #13 Part B: 1 000 configurations, wall time within 2x of
+"""Sweep throughput on Dask (target: 1 000 configurations, wall time within 2x of
 single-run time x 1 000 / workers).
 
 Sweeps ``examples/relu_sub_tiled.py`` over tile rows x cols x ring depth x matrix height x

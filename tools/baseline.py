@@ -67,8 +67,8 @@ def _digest(obj) -> str:
     return h.hexdigest()[:16]
 
 
-# the chip kernels at full size on 24 cores (``ptosim run``'s runs, issue #22): timing only
-# at the README's sizes, and functional at a size numpy computes quickly
+# the chip kernels at full size on 24 cores (as ``ptosim run`` runs them): timing only
+# at the documented sizes (docs/guide/chip.md), and functional at a size numpy computes quickly
 CHIP24 = {
     "gemm.pto 6144^3": (
         "gemm.pto",

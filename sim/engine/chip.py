@@ -86,7 +86,7 @@ class Chip:
         self.state = ChipState(
             self.env, target, [(u.core, u.unit) for u in self.layout.units], ideal_sync=ideal_sync
         )
-        self.gm_state = ({}, {}, {})  # GM arrays, filled pages, dtypes
+        self.gm_state: tuple[dict, dict, dict] = ({}, {}, {})  # GM arrays, filled pages, dtypes
         # one unit alone never fills the GM channel (each path is slower than it), so it
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency

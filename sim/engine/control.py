@@ -316,7 +316,7 @@ class ControlFlow:
                     f"{st.op}{_where(st)}: buffer {r0} of a multi-tile of {t.rows * t.cols // size}"
                 )
             elem = r0 * size
-        valid = [int(self.scalar(v)) for v in st.valid] or [
+        valid: list[int | None] = [int(self.scalar(v)) for v in st.valid] or [
             st.result.type.valid_rows,
             st.result.type.valid_cols,
         ]

@@ -323,10 +323,15 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites, 
         # checked once per statement (and event id, when that is a run-time value), and
         # equal statements issue one item: auto mode inserts a statement per point
         ev = st.event
-        key = id(st) if type(ev) is not Scalar else (id(st), self.scalar(ev))
+        key: int | tuple
+        if type(ev) is not Scalar:
+            key = id(st)
+        else:
+            ev = self.scalar(ev)
+            key = (id(st), ev)
         item = self._sync_items.get(key)
         if item is None:
-            same = (type(st), st.src, st.dst, ev if type(ev) is not Scalar else key[1], st.loc)
+            same = (type(st), st.src, st.dst, ev, st.loc)
             item = self._sync_alike.get(same)
             if item is None:
                 item = self._sync_alike[same] = self._flag_item(st)

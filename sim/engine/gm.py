@@ -132,7 +132,7 @@ class _L2:
         become most recent."""
         lines = self.lines(window)
         key = window[0]
-        st, dirty = self.stamps.get(key), self.dirty.get(key)
+        st = self.stamps.get(key)
         if type(lines) is slice:
             need, count = lines.stop, lines.stop - lines.start
         else:
@@ -141,8 +141,10 @@ class _L2:
             size = max(need, 2 * (0 if st is None else st.size))
             grown, grown_dirty = np.full(size, _NEVER, np.int64), np.zeros(size, bool)
             if st is not None:
-                grown[: st.size], grown_dirty[: st.size] = st, dirty
-            st, dirty = self.stamps[key], self.dirty[key] = grown, grown_dirty
+                grown[: st.size], grown_dirty[: st.size] = st, self.dirty[key]
+            st = self.stamps[key] = grown
+            self.dirty[key] = grown_dirty
+        dirty = self.dirty[key]
         present = (self.brought - st[lines]) < self.capacity_lines
         hit = int(np.count_nonzero(present))
         self.brought += count - hit
@@ -206,10 +208,13 @@ class GlobalMemory:
         nbytes, write = self._gm_bytes(item.plan)
         if not nbytes:
             return own
-        end = now + own
+        # a transfer moves GM bytes only when the target has a [gm] table: hbm is set
+        assert self.hbm is not None
+        end: float = now + own
         if self.l2 is None:
             end = max(end, self.hbm.reserve(now, nbytes))
         else:
+            assert self.l2_channel is not None  # made with the L2
             hit, lines, dirtied = (
                 self.l2.access(item.gm, write) if item.gm is not None else (0, 1, 1)
             )

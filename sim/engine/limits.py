@@ -21,6 +21,8 @@ so far as ``RunStopped.trace``, as it does for a deadlock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import simpy
 
@@ -56,12 +58,12 @@ class Limits:
 
     max_cycles: int | None = attrs.field(default=None, validator=_positive_or_none)
     max_instructions: int | None = attrs.field(default=None, validator=_positive_or_none)
-    progress: object = None
+    progress: Callable[[int, int], object] | None = None
     every: int = attrs.field(default=4096, validator=_positive_or_none)
     items: int = attrs.field(default=0, init=False)
     idle_items: int = attrs.field(default=0, init=False)  # loop iterations that issued nothing
     env: simpy.Environment | None = attrs.field(default=None, init=False)
-    clock: object = attrs.field(default=None, init=False)
+    clock: Callable[[], int | float] | None = attrs.field(default=None, init=False)
 
     @property
     def active(self) -> bool:

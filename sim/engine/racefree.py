@@ -95,7 +95,8 @@ def _batches(logs):
     hundred microseconds on a unit of 200 items as on one of 2 000, and a chip's 72
     units would pay them 72 times. A batch's units share the proof's arrays, not their
     verdicts (see ``_Proof``)."""
-    batch, items = [], 0
+    batch: list = []
+    items = 0
     for i, log in enumerate(logs):
         if not log:
             continue
@@ -125,7 +126,7 @@ class _Proof:
     def __init__(self, logs, sync_ends=None):
         self.logs = logs
         self.sync_ends = sync_ends
-        self.gm = [[] for _ in logs]
+        self.gm: list[list] = [[] for _ in logs]
         self._rows = None  # _access_rows, once
 
     def holds(self) -> bool:
@@ -146,7 +147,10 @@ class _Proof:
     def _items(self) -> bool:
         """Codes of every dispatched item and the role of each distinct one (an item two
         units dispatched is distinct in each: a chip's units of a kind share sync items)."""
-        parts, distinct, per_unit, starts = [], [], [], [0]
+        parts: list = []
+        distinct: list = []
+        per_unit: list = []
+        starts = [0]
         for log in self.logs:
             mine = list(dict.fromkeys(log))
             code = dict(zip(mine, range(len(distinct), len(distinct) + len(mine))))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import count
+from typing import Any
 
 import attrs
 
@@ -67,7 +68,9 @@ def conflict(a: Access, b: Access) -> tuple[str, str]:
 _CLOCK, _ACCESS, _N, _PIPE, _ITEM, _SEQ = range(6)
 _MAX_SHAPES = 1 << 15  # lane shapes kept before the memo starts again
 _NOTHING: dict = {}  # the clock of a wait with no set (never changed)
-ROUTED = object()  # the shadow of a space whose accesses a subclass checks elsewhere
+# the shadow of a space whose accesses a subclass checks elsewhere: a sentinel stored where
+# a space's lanes (a dict) go, hence Any
+ROUTED: Any = object()
 
 
 def _label(r) -> str:
@@ -188,7 +191,8 @@ class RaceDetector:
     def _space(self, space: str):
         """The lanes of a space met for the first time (``ROUTED``: a subclass checks its
         accesses elsewhere, ``_routed``)."""
-        sp = self.shadow[space] = {}
+        sp: dict = {}
+        self.shadow[space] = sp
         self._count[space] = [0, 64]
         return sp
 

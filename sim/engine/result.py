@@ -14,6 +14,10 @@ from sim.trace.text import format_report, opcode_share, units_from_totals
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sim.engine.chip import ChipRecording
+    from sim.engine.record import Recorder
+    from sim.target.model import Target
+
 __all__ = ["Result", "MODE_TEXT", "UnknownOutput"]
 
 
@@ -37,8 +41,9 @@ class Result:
     """``trace`` is built from the run's columnar recording the first time it is read."""
 
     kernel: str
-    target: object = attrs.field(repr=False)
-    recording: object = attrs.field(repr=False)  # sim.engine.record.Recorder
+    target: Target = attrs.field(repr=False)
+    # a unit's Recorder, or a ChipRecording of several (sim.engine.chip)
+    recording: Recorder | ChipRecording = attrs.field(repr=False)
     gm: dict = attrs.field(repr=False, factory=dict)
     warnings: tuple = ()  # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()  # race-check findings (simulate(..., races=True))
@@ -108,7 +113,7 @@ class Result:
         return units_from_totals(
             [
                 (r.core, r.unit, r.pipe_totals(), r.op_busy)
-                for r in getattr(rec, "recorders", (rec,))
+                for r in _recorders(rec)
                 if r.pipe_totals()
             ],
             self.total_cycles,
@@ -184,3 +189,8 @@ class Result:
 
     def __str__(self) -> str:
         return self.report()
+
+
+def _recorders(recording) -> tuple[Recorder, ...]:
+    """The unit recordings of a run (a ``ChipRecording`` holds several)."""
+    return getattr(recording, "recorders", (recording,))

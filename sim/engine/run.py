@@ -102,9 +102,9 @@ def simulate(
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     tgt = load_target(target)
     _static_check(program, tgt, inputs or {})
-    watched = limits is not None and limits.active
+    watched = limits if limits is not None and limits.active else None
     # the auto passes' progress, for a progress object that shows it (sim.cli.progress)
-    tick = getattr(limits.progress, "preparing", None) if watched else None
+    tick = getattr(watched.progress, "preparing", None) if watched is not None else None
     prep = prepared(program, tgt, sync, tick)
     check = races is True or (races == "manual" and prep.mode == "manual")
     # with the race check, the run first takes the fast timed path and shows from its
@@ -129,15 +129,16 @@ def simulate(
             infinite_bandwidth=infinite_bandwidth,
             l2=l2,
             trace=trace,
-            limits=limits if watched else None,
+            limits=watched,
         )
         try:
             with _frozen_gc(), _numpy_errors(functional):
                 recording = chip.run()
-                if watched:
-                    limits.check()  # a run shorter than one check interval, too
+                if watched is not None:
+                    watched.check()  # a run shorter than one check interval, too
         except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
-            e.trace = chip.recording().frame()
+            # the trace so far travels with the error, an interrupt's too (read by getattr)
+            e.trace = chip.recording().frame()  # type: ignore[union-attr]
             raise
         return chip, recording
 
@@ -146,14 +147,14 @@ def simulate(
         # touch one and one writes, the run stops there and runs again listing them
         chip, recording = run(check and not prove, gm_summary=prove)
     except GmShared:
-        if watched:
-            limits.again()
+        if watched is not None:
+            watched.again()
         chip, recording = run(False)
     with _frozen_gc():  # the run's objects, which the proof only reads
         proven = prove and chip.race_free()
     if prove and not proven:
-        if watched:
-            limits.again()
+        if watched is not None:
+            watched.again()
         chip, recording = run(True)
     found = chip.races()
     # the front end's first: attribute keys the simulator does not model (attr_keys)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +20,7 @@ from sim.base.errors import SimulationError
 __all__ = ["evaluate", "compile_op", "coerce"]
 
 _WIDTH = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
-_FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64}
+_FLOAT: dict[str, type[np.floating]] = {"f32": np.float32, "f16": np.float16, "f64": np.float64}
 
 
 def _bits(t: str) -> int:
@@ -110,7 +112,7 @@ def _bitcast(v, src_t: str, dst_t: str):
 
 
 # float and integer binary ops (unary ones ignore ``b``), built once rather than per call
-_FOPS = {
+_FOPS: dict[str, Callable[[Any, Any], Any]] = {
     "addf": lambda a, b: a + b,
     "subf": lambda a, b: a - b,
     "mulf": lambda a, b: a * b,
@@ -143,8 +145,8 @@ def evaluate(op: str, args: list, types: list, result_type: str, attrs: dict):
     """Value of ``%r = <op> args`` where ``types`` are the operands' MLIR types."""
     name = op.removeprefix("arith.")
     t = result_type
-    a = args[0] if args else None
-    b = args[1] if len(args) > 1 else None
+    a: Any = args[0] if args else None  # a scalar value of any type; None: absent
+    b: Any = args[1] if len(args) > 1 else None
     if name == "constant":
         return coerce(a, t)
     if name in ("index_cast", "index_castui", "extsi", "trunci"):
@@ -171,9 +173,9 @@ def evaluate(op: str, args: list, types: list, result_type: str, attrs: dict):
         f = _FOPS.get(name)
         if f is not None:
             return coerce(f(a, b), t)
-    f = _IOPS.get(name)
-    if f is not None:
-        return wrap(f(a, b, t), t)
+    g = _IOPS.get(name)
+    if g is not None:
+        return wrap(g(a, b, t), t)
     if name in ("divsi", "divui", "remsi", "remui", "ceildivsi", "ceildivui", "floordivsi"):
         if b == 0:
             raise SimulationError(f"arith.{name}: division by zero ({a} / 0)")

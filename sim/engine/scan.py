@@ -45,7 +45,9 @@ def scan(program_or_body) -> Facts:
 
 
 def _scan(bodies) -> Facts:
-    allocs, reserves, tallocs = [], [], []
+    allocs: list = []
+    reserves: list = []
+    tallocs: list = []
     sections = False
 
     def visit(body):

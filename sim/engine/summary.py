@@ -58,7 +58,8 @@ class Summary:
     def pipes(self, total: int) -> dict:
         """``sim.trace.report.pipe_summary``: pipe -> busy cycles, utilisation, instructions."""
         holders: dict[str, set] = {}
-        listed, busy = set(), {}
+        listed: set = set()
+        busy: dict = {}
         for core, unit, st, n, b in self._each():
             pipe, kind = st[_PIPE], st[_KIND]
             if pipe == "PIPE_ALL":

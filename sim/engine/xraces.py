@@ -135,7 +135,8 @@ class ChipRaces:
         if access.write:
             if reads:
                 self._flush(granules, reads, 1)
-            kinds, mine = (0, 1), writes
+            kinds: tuple[int, ...] = (0, 1)
+            mine = writes
         else:
             kinds, mine = (0,), reads
         if granules:

@@ -80,7 +80,8 @@ class CrossFlags(FlagCounters):
         super().__init__(env)
         self.latency = int(latency_cycles)
         self.routes: dict = {}
-        self.on_add = None  # told of counters started without a set (race checks)
+        # told of counters started without a set (race checks)
+        self.on_add: Callable[[Any, int], None] | None = None
 
     def add(self, key, n: int):
         super().add(key, n)
