@@ -12,11 +12,11 @@ the command's inputs (the kernel, an ``--input`` array) or another output.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import attrs
 
+from sim.base.atomic import probe
 from sim.base.errors import UserError
 
 __all__ = ["Output", "check_outputs"]
@@ -39,19 +39,27 @@ def check_outputs(outputs, inputs=()) -> None:
     seen = {}
     for out in outputs:
         where = f"{out.flag} {out.path}"
-        key = _same(out.path)
-        if key in protected:
-            raise UserError(f"{where}: would overwrite the input {protected[key]}")
-        if out.suffixes and out.path.suffix.lower() not in out.suffixes:
-            raise UserError(
-                f"{where}: unknown suffix {out.path.suffix or '(none)'!r}, "
-                f"expected one of {', '.join(out.suffixes)}"
-            )
-        _check_kind(out, where)
-        _check_writable(out.path, where)
-        if key in seen:
-            raise UserError(f"{where}: also written by {seen[key]}")
-        seen[key] = where
+        try:
+            _check(out, where, protected, seen)
+        except OSError as e:  # a name too long to even look up
+            raise UserError(f"{where}: cannot write there: {e.strerror}") from None
+
+
+def _check(out: Output, where: str, protected: dict, seen: dict) -> None:
+    """Raise a UserError if ``out`` cannot be written as asked (``seen``: outputs so far)."""
+    key = _same(out.path)
+    if key in protected:
+        raise UserError(f"{where}: would overwrite the input {protected[key]}")
+    if out.suffixes and out.path.suffix.lower() not in out.suffixes:
+        raise UserError(
+            f"{where}: unknown suffix {out.path.suffix or '(none)'!r}, "
+            f"expected one of {', '.join(out.suffixes)}"
+        )
+    _check_kind(out, where)
+    _check_writable(out.path, where)
+    if key in seen:
+        raise UserError(f"{where}: also written by {seen[key]}")
+    seen[key] = where
 
 
 def _same(path) -> str:
@@ -72,19 +80,17 @@ def _check_kind(out: Output, where: str) -> None:
 
 
 def _check_writable(path: Path, where: str) -> None:
-    """Open the file for writing without changing it, or create and remove a scratch file
-    in its nearest existing directory (the writers create missing parents): permission
-    bits alone do not tell (a read-only mount, ``/sys``, root)."""
+    """Open an existing file for writing without changing it, and do what the writer does
+    first (``sim.base.atomic``: a temporary file beside the target, in its nearest
+    existing directory when the writer creates missing parents): permission bits alone do
+    not tell (a read-only mount, ``/sys``, root), and an existing file in a read-only
+    folder can be opened but not replaced."""
     try:
         if path.is_file():
             with open(path, "r+b"):
-                return
-        parent = path.parent.absolute()
-        while not parent.exists():
-            parent = parent.parent
-        if not parent.is_dir():
-            raise UserError(f"{where}: {parent} is not a directory")
-        with tempfile.TemporaryFile(dir=parent):
-            pass
+                pass
+        probe(path)
+    except NotADirectoryError as e:
+        raise UserError(f"{where}: {e.filename} is not a directory") from None
     except OSError as e:
         raise UserError(f"{where}: cannot write there: {e.strerror}") from None

@@ -25,6 +25,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from sim.base.atomic import atomic_dir
 from sim.base.errors import UserError, VerifyError
 from sim.engine.execute import Interpreter
 from sim.engine.items import OP
@@ -312,6 +313,12 @@ def write_model(base, costs: dict, out_dir, note: str) -> Path:
         raise UserError(f"{out}: exists and is not a directory")
     if out.exists() and any(out.iterdir()):
         raise UserError(f"{out}: output directory exists and is not empty")
+    with atomic_dir(out) as tmp:  # a failed write (a full disk) leaves no half model behind
+        _write_model_files(tgt, costs, tmp, note)
+    return out
+
+
+def _write_model_files(tgt, costs: dict, out: Path, note: str) -> None:
     shutil.copytree(tgt.path, out, dirs_exist_ok=True)
     machine = (out / "machine.toml").read_text()
     machine = re.sub(r'(?m)^name = ".*"$', f'name = "{tgt.name}-calibrated"', machine, count=1)
@@ -342,7 +349,6 @@ def write_model(base, costs: dict, out_dir, note: str) -> Path:
                     c.source,
                 ]
             )
-    return out
 
 
 def _num(x: float) -> str:
