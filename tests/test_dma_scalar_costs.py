@@ -19,7 +19,7 @@ import sim
 from sim.target import load_target
 from sim.timing.dma import startup_cycles, stream_cycles, transfer_cycles
 
-DATA = Path(__file__).parent / "data" / "issue9"
+DATA = Path(__file__).parent / "data" / "compiler_output"
 
 
 def _ops(r):

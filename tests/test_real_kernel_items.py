@@ -20,7 +20,7 @@ import sim
 from sim.frontend import parse_file, parse_text
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "issue23"
+DATA = ROOT / "tests" / "data" / "real_kernels"
 
 
 def _ptosim(*args):

@@ -27,7 +27,7 @@ from sim.frontend import parse_file, resolve_target
 from sim.studies import compare_json
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data" / "issue9"
+DATA = Path(__file__).parent / "data" / "compiler_output"
 EXAMPLES = sorted((ROOT / "examples").glob("*.pto"))
 LOAD, STORE, TADD = dma_cycles("GM_UB", 4096), dma_cycles("UB_GM", 4096), 56
 AUTO = 2 * LOAD + TADD + STORE  # no_sync_call.pto in auto mode
