@@ -51,8 +51,8 @@ def corpus(min_lines: int) -> str:
     body, n, copy = [], 0, 0
     while n < min_lines:
         for f in funcs:
-            renamed = _SSA.sub(lambda m: f"%{m.group(1)}_{copy}", f)
-            renamed = re.sub(r"@(\w+)", lambda m: f"@{m.group(1)}_{copy}", renamed)
+            renamed = _SSA.sub(rf"%\g<1>_{copy}", f)
+            renamed = re.sub(r"@(\w+)", rf"@\g<1>_{copy}", renamed)
             body.append(renamed)
             n += renamed.count("\n") + 1
         copy += 1

@@ -222,7 +222,7 @@ def test_on_a_chip_only_gm_transfers_cost_events(block_dim, monkeypatch):
     for batch in (True, False):
         for work in (1, 16):
             env = _CountingEnv()
-            monkeypatch.setattr(chip_module.simpy, "Environment", lambda: env)
+            monkeypatch.setattr(chip_module.simpy, "Environment", lambda env=env: env)
             monkeypatch.setattr(chip_module, "Machine", functools.partial(Machine, batch=batch))
             sim.simulate(_busy_streams(block_dim, work), functional=False)
             counts[batch, work] = env.scheduled

@@ -22,6 +22,7 @@ its core, unit, pipe and the flag it waits for.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import simpy
@@ -114,7 +115,7 @@ class Chip:
                 programs[spec.kind], placed[spec.kind] = kept(
                     program,
                     ("unit", spec.kind, target),
-                    lambda: _placed_unit(program, spec.kind, target),
+                    functools.partial(_placed_unit, program, spec.kind, target),
                 )
             interp = Interpreter(
                 programs[spec.kind],

@@ -268,9 +268,6 @@ def _allocate(fn, target, double_buffer, pinned, reserved, hb, where, *, stagger
                 if p in placed:
                     partner_banks |= {banks.bank(a) for a in placed[p].addrs}
 
-        def bank_ok(a):
-            return banks is None or banks.bank(a) not in partner_banks
-
         # tiles of disjoint live ranges the kernel does not order may not share bytes:
         # asked only of the bytes a candidate address would take
         dead = (
@@ -279,39 +276,7 @@ def _allocate(fn, target, double_buffer, pinned, reserved, hb, where, *, stagger
             else []
         )
         key = hb.key(tile) if hb is not None and tile not in pinned else None
-        unordered: list = []
-        asked: set = set()
-
-        def fit(busy):
-            while True:
-                a = _first_fit(
-                    size,
-                    busy,
-                    buf.capacity_bytes,
-                    buf.alignment_bytes,
-                    bank_ok,
-                    banks.count if banks else 1,
-                )
-                if a is None or not dead:
-                    return a
-                late = []
-                if key is not None:  # the one-lifetime tiles there, all at once
-                    late = frontiers[buf.name].unordered(a, a + size, key[1])
-                clash = [
-                    sl
-                    for sl in dead
-                    if id(sl) not in asked
-                    and (key is None or id(sl) in exact)
-                    and any(b < a + size and a < b + sl.nbytes for b in sl.addrs)
-                ]
-                if not clash and not late:
-                    return a
-                busy = busy + late
-                for sl in clash:
-                    asked.add(id(sl))
-                    if not hb.may_share(sl.tile, tile):
-                        unordered.append(sl)
-                        busy = busy + [(b, b + sl.nbytes) for b in sl.addrs]
+        fit = _Fit(tile, size, buf, banks, partner_banks, dead, key, hb, exact, frontiers[buf.name])
 
         addr = pinned.get(tile)
         if addr is None:
@@ -343,7 +308,7 @@ def _allocate(fn, target, double_buffer, pinned, reserved, hb, where, *, stagger
             )
         addrs = (addr,)
         if db:
-            held = [(b, b + sl.nbytes) for sl in unordered for b in sl.addrs]
+            held = [(b, b + sl.nbytes) for sl in fit.unordered for b in sl.addrs]
             second = fit(busy + held + [(addr, addr + size)])
             if second is not None:
                 addrs = (addr, second)
@@ -359,6 +324,63 @@ def _allocate(fn, target, double_buffer, pinned, reserved, hb, where, *, stagger
                 for a in addrs:
                     frontiers[buf.name].add(a, a + size, key[0])
     return placed
+
+
+class _Fit:
+    """One tile's first fit in its buffer (``allocate``): the lowest address its bytes fit
+    at, in UB off its partners' banks while a gap offers another. In a manual kernel
+    (``hb``) the bytes of tiles with disjoint live ranges (``dead``) are taken only when
+    the kernel orders the two; those found unordered (``unordered``) are added to the busy
+    ranges — and held again for a second copy."""
+
+    def __init__(self, tile, size, buf, banks, partner_banks, dead, key, hb, exact, frontier):
+        self.tile = tile
+        self.size = size
+        self.buf = buf
+        self.banks = banks
+        self.partner_banks = partner_banks
+        self.dead = dead
+        self.key = key  # ProgramOrder.key of the tile, or None: asked tile by tile
+        self.hb = hb
+        self.exact = exact
+        self.frontier = frontier
+        self.asked: set = set()  # id() of the dead tiles already asked about
+        self.unordered: list = []
+
+    def bank_ok(self, a: int) -> bool:
+        return self.banks is None or self.banks.bank(a) not in self.partner_banks
+
+    def __call__(self, busy: list) -> int | None:
+        size, buf, dead, key = self.size, self.buf, self.dead, self.key
+        while True:
+            a = _first_fit(
+                size,
+                busy,
+                buf.capacity_bytes,
+                buf.alignment_bytes,
+                self.bank_ok,
+                self.banks.count if self.banks else 1,
+            )
+            if a is None or not dead:
+                return a
+            late = []
+            if key is not None:  # the one-lifetime tiles there, all at once
+                late = self.frontier.unordered(a, a + size, key[1])
+            clash = [
+                sl
+                for sl in dead
+                if id(sl) not in self.asked
+                and (key is None or id(sl) in self.exact)
+                and any(b < a + size and a < b + sl.nbytes for b in sl.addrs)
+            ]
+            if not clash and not late:
+                return a
+            busy = busy + late
+            for sl in clash:
+                self.asked.add(id(sl))
+                if not self.hb.may_share(sl.tile, self.tile):
+                    self.unordered.append(sl)
+                    busy = busy + [(b, b + sl.nbytes) for b in sl.addrs]
 
 
 class _Frontier:

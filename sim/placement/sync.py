@@ -106,14 +106,14 @@ class _Level:
             cross = {p: r for p, r in todo.items() if p != q}
             if not cross:
                 break
-
-            def covers(r):
-                return sum(r.snap.get(p2, 0) >= r2.k for p2, r2 in todo.items() if r2 is not r)
-
             if len(cross) == 1:
                 ((p, r),) = cross.items()
-            else:
-                p, r = min(cross.items(), key=lambda pr: (-covers(pr[1]), pr[0]))
+            else:  # the wait covering most hazards, then the first pipe by name
+                _, p = min(
+                    (-sum(r.snap.get(p2, 0) >= r2.k for p2, r2 in todo.items() if r2 is not r), p)
+                    for p, r in cross.items()
+                )
+                r = cross[p]
             e = self._find_id(p, q, r.i + 0.5, i - 0.5, r.snap)
             if e is None:
                 # pool exhausted: drain everything instead (covers every hazard of i)
