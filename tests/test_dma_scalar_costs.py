@@ -28,7 +28,7 @@ def _ops(r):
 
 
 def test_a_32_byte_tload_is_not_free():
-    """The compiler-style kernel of the issue: a 1x8 f32 row (32 B) in and out."""
+    """A kernel as a compiler writes it: a 1x8 f32 row (32 B) in and out."""
     r = sim.simulate(sim.parse_file(DATA / "small_dma_scalar.pto"), "a2a3")
     ops = _ops(r)
     # 32 bytes stream in 0 cycles: the transfers cost their start-ups
