@@ -9,8 +9,8 @@ builder's per-line caches of other code are paid there), and prints the CPU time
   RecordEvent tokens, 1.33 sync statements per instruction; ``auto``: the same without
   tokens; ``cube``: ``vector`` plus a cube stream) at each size: these count the user
   code of the loop too (slicing GM tensors, picking buffers), as any kernel does;
-* ``gemm``: ``examples/gemm.py`` at 6144^3 on 24 cores (README's tiling; 16 176
-  instructions in the program every core runs, each TLOAD window computed from
+* ``gemm``: ``examples/gemm.py`` at 6144^3 on 24 cores (the tiling of docs/guide/chip.md;
+  16 176 instructions in the program every core runs, each TLOAD window computed from
   ``block_idx`` with scalar statements, 2.4 statements per instruction).
 
 After each kernel it prints the cost per instruction between consecutive sizes: flat

@@ -28,7 +28,7 @@ for short S1 and larger as S1 grows): ``default_s1_tile(s1)`` = 128 below 2048 k
 496), and each softmax step also pays the running-max and O-rescale ops once per row:
 longer key tiles spread both over more keys. Per further 128 keys at S1 4096 -> 8192 the
 tiles cost 1.658 / 1.171 / 1.026 us (128 / 256 / 512; on-board 0.952): 512 is fastest,
-then 256 (bench/bench_fidelity.py; README "Kernel fidelity"). The model runs a longer
+then 256 (bench/bench_fidelity.py; docs/benchmarks.md). The model runs a longer
 tile faster below 2048 keys too; the rule keeps 128 there as the production kernels do.
 ASSUMPTION: the production rule itself (its thresholds) is not published with the
 on-board figures.

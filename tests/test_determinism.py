@@ -1,4 +1,5 @@
-"""Same program, target, inputs and seed -> same cycles, same trace, same GM (README)."""
+"""Same program, target, inputs and seed -> same cycles, same trace, same GM
+(docs/concepts/timing.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Nothing is imported to check this: every ``import`` / ``from ... import`` statement of
 every module under ``sim/`` (including ones nested in functions, which are still
 dependency edges) is parsed, relative imports are resolved, and the target module names
-are matched against the layers of README "Architecture", bottom to top:
+are matched against the layers of docs/architecture.md, bottom to top:
 
     base -> isa -> target, trace, frontend, functional -> timing, kernel -> placement
          -> engine -> studies -> cli -> the package root
@@ -85,7 +85,7 @@ def files_under(*rel: str) -> list[Path]:
 ALL_SIM = sorted(SIM.rglob("*.py"))
 MAX_LINES = 650
 
-# package -> the packages it may import (its own always); the README's Architecture section
+# package -> the packages it may import (its own always); docs/architecture.md's layers
 _BELOW_TIMING = {"base", "isa", "target", "trace", "frontend", "functional"}
 LAYERS = {
     "base": set(),
