@@ -8,7 +8,8 @@ import pytest
 
 import sim
 from sim.base.errors import VerifyError
-from sim.frontend import parse_file, parse_text
+from sim.frontend import parse_file, parse_text, print_program
+from sim.frontend.diagnostics import ParseError
 from sim.placement.auto import plan_auto
 
 DATA = Path(__file__).resolve().parent / "data" / "real"
@@ -92,3 +93,88 @@ def test_a_destination_whose_dynamic_valid_region_was_never_set_takes_its_source
     np.testing.assert_array_equal(r.output("py").reshape(16, 64), (x * np.float32(2)) * row)
     taken = [w for w in r.warnings if "was never set" in w]
     assert len(taken) == 2 and "TMULS" in taken[0] and "TROWEXPANDMUL" in taken[1]
+
+
+# --- constructs around the tile ops (instructions-more.md §3.6-§3.10) ------------------------
+
+
+def test_tfillpad_expand_and_inplace_spellings_pad_with_the_destinations_value():
+    x = np.random.default_rng(5).standard_normal((10, 50)).astype(np.float32)
+    r = _run("tfillpad_forms", "a2a3", px=x)
+    e = r.output("pe").reshape(32, 64)
+    np.testing.assert_array_equal(e[:10, :50], x)
+    assert np.isposinf(e[:10, 50:]).all() and np.isposinf(e[10:]).all()
+    i = r.output("pi").reshape(16, 64)
+    np.testing.assert_array_equal(i[:10, :50], x)
+    assert np.isneginf(i[:10, 50:]).all() and np.isneginf(i[10:]).all()
+    ops = r.trace[(r.trace["kind"] == "op") & (r.trace["opcode"] == "TFILLPAD")]
+    expand, inplace = (int(c) for c in ops["duration_cycles"])
+    # the expand form fills a 32x64 destination, the in-place one copies nothing
+    assert expand > inplace
+    small = parse_text(
+        (DATA / "tfillpad_forms.pto")
+        .read_text()
+        .replace("32x64xf32, pad=2", "16x64xf32, pad=2")
+        .replace("[%c32, %c64]", "[%c16, %c64]")
+        .replace("32x64xf32>", "16x64xf32>")
+    )
+    r2 = sim.simulate(small, "a2a3", functional=False)
+    ops2 = r2.trace[(r2.trace["kind"] == "op") & (r2.trace["opcode"] == "TFILLPAD")]
+    assert int(ops2["duration_cycles"].iloc[0]) < expand  # 16 fewer rows to fill
+
+
+def test_a_smaller_fillpad_destination_is_refused():
+    text = (DATA / "tfillpad_forms.pto").read_text().replace("32x64xf32", "8x64xf32")
+    text = text.replace("[%c32, %c64]", "[%c16, %c64]")
+    with pytest.raises(VerifyError, match="dst.rows >= src.rows"):
+        sim.simulate(parse_text(text), "a2a3", functional=False)
+
+
+def test_addptr_validshape_regions_cast_and_fence_run_as_the_reference_describes():
+    x = np.arange(2048, dtype=np.float32)
+    r = _run("regions_and_casts", "a2a3", px=x)
+    # addptr moved the view 1024 elements on; execute_region gave 2x, fusion_region 2x + x
+    np.testing.assert_array_equal(r.output("py"), 3 * x[1024 : 1024 + 512])
+    u = r.output("pu")
+    assert u.dtype == np.uint32 and (u == 0xFFFFFFFF).all()  # -1 re-typed, bits kept
+    barriers = r.trace[r.trace["kind"] == "barrier"]
+    assert list(barriers["pipe"]).count("PIPE_ALL") == 1  # a vector kernel's fence
+    assert any("dsb(DSB_DDR)" in w for w in r.warnings)
+
+
+def test_the_constructs_print_back_and_parse_to_the_same_program():
+    program = parse_file(DATA / "regions_and_casts.pto")
+    again = parse_text(print_program(program))
+    assert print_program(again) == print_program(program)
+    text = print_program(program)
+    assert "pto.addptr %px, %c1024" in text and "pto.get_validshape %a" in text
+    assert text.count("pto.fence.barrier_all #pto.fence_scope<gm>") == 1
+
+
+def test_a_fence_outside_a_vector_kernel_drains_mte2_mte3_and_fix():
+    text = (DATA / "regions_and_casts.pto").read_text()
+    text = text.replace(" attributes {pto.kernel_kind = #pto.kernel_kind<vector>}", "")
+    program = parse_text(text)
+    pipes = [st.pipe for st in program.main.body if type(st).__name__ == "Barrier"]
+    assert pipes == ["PIPE_MTE2", "PIPE_MTE3", "PIPE_FIX"]
+    # a fence is no hand-written sync: the kernel still runs in auto mode
+    from sim.engine.mode import has_explicit_sync
+
+    assert not has_explicit_sync(program)
+
+
+@pytest.mark.parametrize(
+    "snippet, message",
+    [
+        ("pto.fence.barrier_all #pto.fence_scope<local_memory>", "has no lowering"),
+        (
+            "%bad = builtin.unrealized_conversion_cast %two : f32 to i16",
+            "only scalars of one bit width",
+        ),
+    ],
+)
+def test_forms_without_a_lowering_are_refused_in_one_line(snippet, message):
+    text = (DATA / "regions_and_casts.pto").read_text()
+    text = text.replace("    pto.fence.barrier_all #pto.fence_scope<gm>\n", f"    {snippet}\n")
+    with pytest.raises(ParseError, match=message):
+        parse_text(text)

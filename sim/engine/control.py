@@ -225,11 +225,29 @@ class ControlFlow:
             self.data_error(f"{e}{_where(st)}")
             self.values[st.result.name] = coerce(0, st.result.type)
 
+    _ptr_offsets: dict[str, int]  # pointer name -> element offset (pto.addptr)
+
     def _scalar_op(self, st: ScalarOp):
         name = st.op.removeprefix("pto.")
         ids = self.ids
         if name in ids:
             self.values[st.results[0].name] = ids[name]
+            return None
+        if name == "get_validshape":  # instructions-more.md §3.7: scalar reads, cost 0
+            s = self._state(st.operands[0], f"{st.op}{_where(st)}")
+            if s.rows is None or s.cols is None:
+                raise SimulationError(
+                    f"{st.op}{_where(st)}: %{st.operands[0].name}'s dynamic valid region "
+                    f"was never set"
+                )
+            self.values[st.results[0].name] = s.rows
+            self.values[st.results[1].name] = s.cols
+            return None
+        if name == "addptr":  # §3.8: the same GM array, ``off`` elements further; cost 0
+            ptr, off = st.operands
+            q = st.results[0].name
+            self.values[q] = self.values.get(ptr.name, ptr.name)
+            self._ptr_offsets[q] = self._ptr_offsets.get(ptr.name, 0) + int(self.scalar(off))
             return None
         if name == "get_tensor_view_dim":
             view, dim = st.operands
@@ -278,6 +296,8 @@ class ControlFlow:
         """(flat array, index) addressed by a load_scalar / store_scalar."""
         base, idx = st.operands[first], st.operands[first + 1 :]
         index = sum(int(self.scalar(i)) for i in idx[:1])
+        if isinstance(base, GmPtr):
+            index += self._ptr_offsets.get(base.name, 0)
         if isinstance(base, Tile):
             s = self._state(base, st.op)
             data = (

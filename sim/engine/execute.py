@@ -178,6 +178,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites, 
         self._scalar_reads: set[str] = set()  # random-filled GM arrays load_scalar read
         self.values: dict[str, object] = {}
         self.views: dict[str, tuple] = {}
+        self._ptr_offsets: dict[str, int] = {}
         self._view_layouts: dict[str, str] = {}  # view name -> GM layout (nd, dn, nz)
         self.tiles: dict[Tile, TileState] = {}
         self.buffers: dict[str, np.ndarray] = {}

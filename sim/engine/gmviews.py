@@ -232,8 +232,11 @@ class GlobalViews:
             f"{flags}, or run with --timing-only"
         )
 
+    _ptr_offsets: dict[str, int]  # pointer name -> element offset (pto.addptr)
+
     def _make_view(self, st: MakeTensorView) -> None:
         shape = [int(self.scalar(x)) for x in st.shape]
+        start = self._ptr_offsets.get(st.ptr.name, 0)  # a pto.addptr result's offset
         strides = [int(self.scalar(x)) for x in st.strides]
         key = self.values.get(st.ptr.name, st.ptr.name)
         self._gm_dtypes.setdefault(key, st.ptr.dtype)
@@ -246,10 +249,17 @@ class GlobalViews:
         # grows with the windows instead.
         if all(n > 0 for n in shape) and all(s >= 0 for s in strides):
             try:
-                self._gm_array(st.ptr, 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
+                self._gm_array(
+                    st.ptr, start + 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+                )
             except SimulationError:
                 pass
-        self.views[st.result.name] = (GmPtr(key, st.ptr.dtype), 0, tuple(shape), tuple(strides))
+        self.views[st.result.name] = (
+            GmPtr(key, st.ptr.dtype),
+            start,
+            tuple(shape),
+            tuple(strides),
+        )
         self._view_layouts[st.result.name] = st.layout
 
     def _partition(self, st: PartitionView) -> None:

@@ -45,9 +45,9 @@ class Prepared:
 
 def has_explicit_sync(program) -> bool:
     """True when any function of ``program`` has a set/wait flag (record / wait event)
-    or a pipe barrier."""
+    or a pipe barrier (not one of a ``pto.fence.barrier_all``)."""
     return any(
-        isinstance(st, (SetFlag, WaitFlag, Barrier))
+        isinstance(st, (SetFlag, WaitFlag)) or (type(st) is Barrier and not st.fence)
         for f in program.functions
         for st in walk(f.body)
     )

@@ -218,6 +218,8 @@ for _kind in (
     "set_ffts",
     "syncall",
     "pipe",
+    "fence",
+    "exec_region",
 ):
     setattr(_Shapes, f"{_kind}_stmt", _statement_callback(_kind))
 

@@ -203,7 +203,11 @@ class ControlLowering(ValueScope):
 
     def s_section(self, st) -> Section:
         _, first, c = st
-        body = self.block(next(x for x in c if isinstance(x, tuple) and x[0] == "region"))
+        outer, self.vector_body = self.vector_body, c[0].type == "SECTION_VECTOR"
+        try:
+            body = self.block(next(x for x in c if isinstance(x, tuple) and x[0] == "region"))
+        finally:
+            self.vector_body = outer
         self.check_dicts(str(c[0]), c)
         return Section(
             "cube" if c[0].type == "SECTION_CUBE" else "vector", body, loc=self.loc(first)

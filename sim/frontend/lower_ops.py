@@ -19,6 +19,7 @@ import re
 
 from lark import Token
 
+from sim.frontend.lower_extra import EXTRA_SIMPLE_OPS
 from sim.frontend.lower_values import ValueScope
 from sim.frontend.pto_types import shorten
 from sim.frontend.syntax import format_type, is_int_type, value_type
@@ -112,8 +113,14 @@ _CMPF = {
 }
 
 
+# older PTOAS spellings of one op (instructions-more.md §3.6): the mode follows the operands
+_ALIASES = {"pto.tfillpad_expand": "TFILLPAD", "pto.tfillpad_inplace": "TFILLPAD"}
+
+
 def opcode_of(name: str) -> str | None:
     """The opcode of a ``pto.*`` tile instruction name, None for any other name."""
+    if name in _ALIASES:
+        return _ALIASES[name]
     if not name.startswith("pto."):
         return None
     key = name[4:].upper().replace(".", "_")
@@ -128,7 +135,7 @@ def is_supported_op(name: str) -> bool:
     """Whether the simulator runs the op ``name`` (an arith op or a PTO tile op)."""
     if name.startswith("arith."):
         return name[6:] in SUPPORTED_ARITH
-    return opcode_of(name) is not None or name in _DPS_SCALAR_OPS
+    return opcode_of(name) is not None or name in _DPS_SCALAR_OPS or name in EXTRA_SIMPLE_OPS
 
 
 class OpLowering(ValueScope):
@@ -235,6 +242,8 @@ class OpLowering(ValueScope):
         _, first, c = st
         results, op, args = c[0], c[1], c[2][1]
         name = str(op)
+        if name in EXTRA_SIMPLE_OPS:
+            return self.extra_simple(st)
         short = name[6:] if name.startswith("arith.") else None
         if short not in SUPPORTED_ARITH:
             if opcode_of(name) is not None:

@@ -37,6 +37,7 @@ from sim.frontend import program_cache
 from sim.frontend.diagnostics import ParseError, remember_source
 from sim.frontend.grammar import pto_parser
 from sim.frontend.lower_control import ControlLowering
+from sim.frontend.lower_extra import ExtraLowering
 from sim.frontend.lower_memory import MemoryLowering
 from sim.frontend.lower_ops import OpLowering, is_supported_op, opcode_of
 from sim.frontend.lower_sync import SyncLowering
@@ -111,6 +112,10 @@ _OP_KEYWORDS = {
     "SYNCALL",
     "SET_INTRA_BLOCK",
     "WAIT_INTRA_BLOCK",
+    "SCF_EXECUTE_REGION",
+    "FUSION_REGION",
+    "PTO_YIELD",
+    "FENCE_BARRIER_ALL",
 }
 _UNSUPPORTED_TYPES = {"memref", "vector", "tensor", "complex", "tuple", "dense"}
 # terminals as an "expected ..." message names them
@@ -131,7 +136,7 @@ _FRIENDLY = {
 }
 
 
-class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
+class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, ExtraLowering):
     """Tuples of ``grammar.lark`` -> ``Program``: one lowering per parse."""
 
     # --- program -----------------------------------------------------------------------------
@@ -250,6 +255,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
 
     def func_body(self, f, head) -> Function:
         self.scopes = [{}]
+        self.vector_body = "vector" in str(head["attrs"].get("pto.kernel_kind", ""))
         self.nesting = 0
         for a, at in zip(head["args"], head["arg_toks"]):
             self.scopes[-1][a.name] = a
@@ -299,7 +305,11 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering):
                     if r.values:
                         out.append(r)
                     continue
-                out.append(getattr(self, f"s_{kind}")(st))
+                got = getattr(self, f"s_{kind}")(st)
+                if type(got) is list:  # an inlined region, a fence's barriers
+                    out.extend(got)
+                else:
+                    out.append(got)
             if yields and (not out or not isinstance(out[-1], Yield)):
                 self.fail(
                     rbrace,

@@ -224,6 +224,12 @@ def _scalar_op(st: ScalarOp) -> str:
     if st.op == "pto.store_scalar":
         val, ptr, off = st.operands
         return f"pto.store_scalar {_v(val)}, {_v(ptr)}[{_v(off)}]{attrs} : {_t(ptr)}, {_t(val)}"
+    if st.op == "pto.get_validshape":
+        (t,) = st.operands
+        return f"{_results(st.results)}{st.op} {_v(t)}{attrs} : {_t(t)}"
+    if st.op == "pto.addptr":
+        ptr, off = st.operands
+        return f"{_results(st.results)}{st.op} {_v(ptr)}, {_v(off)}{attrs} : {_t(ptr)} -> {_t(ptr)}"
     r = st.results[0]
     if st.op == "pto.tgetval":
         vals, types = ", ".join(map(_v, st.operands)), ", ".join(map(_t, st.operands))
@@ -275,6 +281,9 @@ def print_statement(st, indent: int = 0) -> list[str]:
     if isinstance(st, (SetFlag, WaitFlag)):
         return [pad + _flag(st)]
     if isinstance(st, Barrier):
+        if st.fence:  # one fence lowers to PIPE_ALL, or to MTE2, MTE3, FIX: printed once
+            keep = st.pipe in ("PIPE_ALL", "PIPE_MTE2")
+            return [f"{pad}pto.fence.barrier_all #pto.fence_scope<{st.fence}>"] if keep else []
         return [f"{pad}pto.barrier <{st.pipe}>"]
     if isinstance(st, (SyncSet, SyncWait, SyncAll, SetFfts)):
         return [pad + _cross_core(st)]

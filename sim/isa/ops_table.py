@@ -41,7 +41,7 @@ def _role_refs(key: str, value) -> list:
         "warn_equal_valid",
     ) or (key == "row_major" and isinstance(value, list)):
         return list(value)
-    if key == "equal_extents":
+    if key in ("equal_extents", "min_extents"):
         return [r.split(".")[0] for pair in value for r in pair if isinstance(r, str)]
     if key == "dtype_combos":
         return list(value["roles"])

@@ -254,9 +254,12 @@ class WaitFlag:
 
 @attrs.frozen
 class Barrier:
-    """``pipe_barrier(pipe)``: later work on ``pipe`` (every pipe for PIPE_ALL) waits."""
+    """``pipe_barrier(pipe)``: later work on ``pipe`` (every pipe for PIPE_ALL) waits.
+    ``fence`` names the scope of the ``pto.fence.barrier_all`` it comes from ("" for a
+    plain barrier): a fence orders GM for other cores and is no sign of hand-written sync."""
 
     pipe: str
+    fence: str = ""
     loc: SourceLoc | None = _loc_field()
 
 

@@ -220,6 +220,14 @@ def _check_equal_extents(ops: Operands, pairs: list) -> Iterator[str]:
             yield msg(role, ops.get(role), f"{lhs} == {rhs}", want, have)
 
 
+def _check_min_extents(ops: Operands, pairs: list) -> Iterator[str]:
+    for lhs, rhs in pairs:
+        have, want = _extent(ops, lhs), _extent(ops, rhs)
+        if have is not None and want is not None and have < want:
+            role = lhs.split(".")[0]
+            yield msg(role, ops.get(role), f"{lhs} >= {rhs}", f"at least {want}", have)
+
+
 def _max_valid(axes: tuple, label: str):
     def check(ops: Operands, table: dict) -> Iterator[str]:
         for role, limit in table.items():
@@ -409,6 +417,7 @@ CHECKS = {
     "equal_valid_rows": _equal_valid((0,), "valid rows"),
     "equal_valid_cols": _equal_valid((1,), "valid cols"),
     "equal_extents": _check_equal_extents,
+    "min_extents": _check_min_extents,
     "max_valid": _max_valid((0, 1), "valid region"),
     "max_valid_rows": _max_valid((0,), "valid rows"),
     "max_valid_cols": _max_valid((1,), "valid cols"),

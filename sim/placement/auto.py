@@ -144,8 +144,8 @@ def _strip(body, keep: frozenset = frozenset()) -> list:
     tile is in ``keep``."""
     out = []
     for st in body:
-        if isinstance(st, (SetFlag, WaitFlag, Barrier)):
-            continue
+        if isinstance(st, (SetFlag, WaitFlag)) or (type(st) is Barrier and not st.fence):
+            continue  # a fence stays: it drains the pipes for other cores' sake
         if isinstance(st, Instr) and st.opcode == "TASSIGN":
             continue
         if isinstance(st, Alloc):

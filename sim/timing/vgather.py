@@ -18,7 +18,8 @@ lowerings of neighbouring ops.
   ceil(C/64) index repeats, r = ceil(C/E)): f32 44 at C = 64, 47 at C = 128, against
   §2.4's 46.6.
 * TFILLPAD(dst, src) — costed on the *source's* geometry (registry domain "src"):
-  capacity Rows x Cols (dst has the same capacity: an ops.toml rule), src valid R x C.
+  capacity Rows x Cols (dst's when it is larger: the expand form, Shape hint
+  ``dst_capacity``), src valid R x C.
   (1) unless dst and src share their address (Shape.variant "inplace"), one
   ``copy_ubuf_to_ubuf`` of the valid region: R bursts of ceil(C*sizeof/32) 32-byte
   blocks, costed by the UB->UB bandwidth like TCOLEXPAND's row copies (§5.1); (2) a
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import math
 
+from sim.timing.hints import hint
 from sim.timing.plan import Item
 from sim.timing.vpath import BAR, cfg, copy_ub, count_row, scalar_loop, v
 
@@ -64,7 +66,8 @@ def tgather(s, dtype) -> list[Item]:
 def tfillpad(s, dtype) -> list[Item]:
     size = dtype.size_bytes
     E = 256 // size
-    Rows, Cols, R, C = s.rows, s.cols, s.valid_rows, s.valid_cols
+    Rows, Cols = hint(s, "dst_capacity", (s.rows, s.cols))  # a larger dst: the expand form
+    R, C = s.valid_rows, s.valid_cols
     items = []
     if s.variant != "inplace":
         items.append(copy_ub(R * math.ceil(C * size / 32) * 32))

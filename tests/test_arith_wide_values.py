@@ -1,0 +1,218 @@
+"""Values at the edges of what the functional units' work types hold, through the builder
+and ``sim.simulate``.
+
+* u64 values at and above 2**63 (negative if read as int64) and the i64 extremes, in
+  element-wise ops whose result depends on the reading: order (TMAX, TMIN), division,
+  right shifts, and wrap-around.
+* Integer scalars of the tile-scalar ops are cast to the element type like a C cast:
+  a scalar that does not fit wraps (300 on u8 is 44), and a 64-bit scalar above 2**53
+  keeps every bit (through a float64 it would be rounded).
+* f16 row sums accumulate in f32 and round once to f16 (``sim.functional.reduce``): rows
+  are chosen, by a search below, where that differs from an exact (or f64) sum.
+
+References are plain Python integers wrapped by hand, or exact sums (``fractions``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import sim
+from sim.isa.dtypes import dtype
+
+R, C = 4, 64
+U64_TOP = 1 << 63
+
+
+def _wrap(v: int, name: str) -> int:
+    dt = dtype(name)
+    v &= (1 << dt.bits) - 1
+    if dt.kind == "int" and v >= 1 << (dt.bits - 1):
+        v -= 1 << dt.bits
+    return v
+
+
+def _tile_of(values, name: str) -> np.ndarray:
+    """``values`` (Python ints, cycled) as an R x C array of ``name``."""
+    flat = list(itertools.islice(itertools.cycle(values), R * C))
+    return np.array(flat, dtype=object).astype(dtype(name).np_type).reshape(R, C)
+
+
+def _run_binary(op: str, name: str, a: np.ndarray, b: np.ndarray, target: str = "a5"):
+    k = sim.Kernel(op.lower())
+    ta, tb, tc = (k.tile("vec", name, R, C) for _ in range(3))
+    k.TLOAD(ta, k.gm("a", name, (R, C), a))
+    k.TLOAD(tb, k.gm("b", name, (R, C), b))
+    k.instr(op, tc, ta, tb)
+    k.TSTORE(k.gm("c", name, (R, C)), tc)
+    return sim.simulate(k, target=target).output("c").reshape(R, C)
+
+
+def _run_scalar(op: str, name: str, a: np.ndarray, s, target: str = "a5"):
+    k = sim.Kernel(op.lower())
+    ta, tc = k.tile("vec", name, R, C), k.tile("vec", name, R, C)
+    k.TLOAD(ta, k.gm("a", name, (R, C), a))
+    k.instr(op, tc, ta, s)
+    k.TSTORE(k.gm("c", name, (R, C)), tc)
+    return sim.simulate(k, target=target).output("c").reshape(R, C)
+
+
+def _ints(arr: np.ndarray) -> list[int]:
+    return [int(v) for v in arr.flat]
+
+
+# ---- u64 at and above 2**63, i64 extremes ------------------------------------------------
+
+U64_A = [U64_TOP, U64_TOP + 5, (1 << 64) - 1, 7, U64_TOP - 1, 0, (1 << 64) - 2, 3]
+U64_B = [7, U64_TOP + 6, 3, U64_TOP, U64_TOP + 1, 9, 2, (1 << 64) - 1]
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+I64_A = [I64_MIN, I64_MAX, I64_MIN, I64_MAX, -7, 7, I64_MIN + 1, 0]
+I64_B = [-1, 1, 1, -1, 2, -2, I64_MAX, I64_MIN]
+
+
+def _c_div(x: int, y: int) -> int:
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
+@pytest.mark.parametrize(
+    "name, op, ref",
+    [
+        ("u64", "TMAX", max),
+        ("u64", "TMIN", min),
+        ("u64", "TDIV", _c_div),
+        ("u64", "TADD", lambda x, y: x + y),
+        ("u64", "TMUL", lambda x, y: x * y),
+        ("i64", "TMAX", max),
+        ("i64", "TMIN", min),
+        ("i64", "TDIV", _c_div),
+        ("i64", "TADD", lambda x, y: x + y),
+        ("i64", "TMUL", lambda x, y: x * y),
+    ],
+)
+def test_64_bit_extremes_elementwise(name, op, ref):
+    a_vals, b_vals = (U64_A, U64_B) if name == "u64" else (I64_A, I64_B)
+    a, b = _tile_of(a_vals, name), _tile_of(b_vals, name)
+    got = _run_binary(op, name, a, b)
+    want = [_wrap(ref(x, y), name) for x, y in zip(_ints(a), _ints(b), strict=True)]
+    assert _ints(got) == want
+
+
+def test_u64_above_2_63_by_hand():
+    """Read as int64, 2**63 + 5 would be negative: smaller than 7, and halved toward -inf."""
+    a = _tile_of([U64_TOP + 5], "u64")
+    assert _ints(_run_binary("TMAX", "u64", a, _tile_of([7], "u64")))[0] == U64_TOP + 5
+    assert _ints(_run_binary("TMIN", "u64", a, _tile_of([7], "u64")))[0] == 7
+    assert _ints(_run_binary("TDIV", "u64", a, _tile_of([2], "u64")))[0] == (U64_TOP + 5) // 2
+    # logical shift: zeros come in from the left
+    assert _ints(_run_binary("TSHR", "u64", a, _tile_of([1], "u64")))[0] == (U64_TOP + 5) >> 1
+
+
+def test_i64_extremes_by_hand():
+    assert (
+        _ints(_run_binary("TADD", "i64", _tile_of([I64_MAX], "i64"), _tile_of([1], "i64")))[0]
+        == I64_MIN
+    )
+    # INT_MIN / -1 wraps back to INT_MIN
+    assert (
+        _ints(_run_binary("TDIV", "i64", _tile_of([I64_MIN], "i64"), _tile_of([-1], "i64")))[0]
+        == I64_MIN
+    )
+    # arithmetic shift: the sign comes in from the left
+    assert (
+        _ints(_run_binary("TSHR", "i64", _tile_of([I64_MIN], "i64"), _tile_of([62], "i64")))[0]
+        == -2
+    )
+
+
+# ---- integer scalars: C-cast wrap, no float64 on the way -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "target, name, op, values, s, ref",
+    [
+        # the scalar wraps to the element type first: 300 -> 44 on u8, 40000 -> -25536 on i16
+        ("a5", "u8", "TADDS", [10, 250, 0, 255], 300, lambda x, s: x + 44),
+        ("a5", "i16", "TADDS", [10, -10, 32767, -32768], 40000, lambda x, s: x - 25536),
+        ("a2a3", "i16", "TADDS", [10, -10, 32767, -32768], 40000, lambda x, s: x - 25536),
+        ("a2a3", "i32", "TADDS", [2**31 - 1, -(2**31), 0, 5], 1, lambda x, s: x + s),
+        ("a2a3", "i32", "TMULS", [2**31 - 1, -(2**31), 3, -5], 2**31 - 1, lambda x, s: x * s),
+        ("a5", "u32", "TADDS", [1, 0, 2**32 - 1, 2**31], 2**32 - 1, lambda x, s: x + s),
+        ("a5", "u32", "TMAXS", [1, 0, 2**32 - 1, 2**31], 2**31 + 1, max),
+        # above 2**53 a float64 would round the scalar (2**53 + 1 -> 2**53)
+        ("a5", "i64", "TADDS", [0, 1, -1, I64_MAX], 2**53 + 1, lambda x, s: x + s),
+        ("a5", "i64", "TADDS", [0, 1, -1, I64_MIN], -(2**62) - 1, lambda x, s: x + s),
+        ("a5", "i64", "TMULS", [3, -3, 1, I64_MAX], 2**62 + 1, lambda x, s: x * s),
+        ("a5", "i64", "TMAXS", [2**53, 2**53 + 2, -1, I64_MIN], 2**53 + 1, max),
+        ("a5", "u64", "TADDS", [U64_TOP, 1, 0, (1 << 64) - 1], 2**53 + 1, lambda x, s: x + s),
+        ("a5", "u64", "TMAXS", [U64_TOP, U64_TOP + 2, 5, 0], U64_TOP + 1, max),
+        ("a5", "u64", "TMINS", [U64_TOP, U64_TOP + 2, 5, 0], U64_TOP + 1, min),
+    ],
+)
+def test_integer_scalar_wraps_like_a_c_cast(target, name, op, values, s, ref):
+    a = _tile_of(values, name)
+    got = _run_scalar(op, name, a, s, target=target)
+    cast = _wrap(s, name)
+    want = [_wrap(ref(x, cast), name) for x in _ints(a)]
+    assert _ints(got) == want
+
+
+def test_texpands_keeps_every_bit_of_a_64_bit_scalar():
+    for name, s in (("i64", 2**53 + 1), ("i64", I64_MIN + 1), ("u64", (1 << 64) - 1)):
+        k = sim.Kernel("fill")
+        t = k.tile("vec", name, R, C)
+        k.TEXPANDS(t, s)
+        k.TSTORE(k.gm("c", name, (R, C)), t)
+        got = sim.simulate(k, target="a5").output("c")
+        assert set(_ints(got)) == {_wrap(s, name)}, (name, s)
+
+
+# ---- f16 row sums: f32 accumulation, one rounding ------------------------------------------
+
+
+def _f16_rows_where_f32_differs_from_exact() -> list[list[float]]:
+    """Rows of three f16 values (the rest zeros) whose sum in f32, in every order, rounds
+    to another f16 than their exact sum does — a unit accumulating in f64 (or exactly)
+    would round them the other way. Found by a search over powers of two."""
+    rows = []
+    for base, k1, k2 in itertools.product((1.0, 1.5, 1.25, 3.0), range(8, 14), range(12, 25)):
+        vals = [base, 2.0**-k1, 2.0**-k2]
+        exact = np.float16(float(sum(map(Fraction, vals))))  # one rounding of the exact sum
+        # every summation order in f32 (each partial sum rounded to f32)
+        in_f32 = set()
+        for order in itertools.permutations(vals):
+            acc = np.float32(0)
+            for v in order:
+                acc = np.float32(acc + np.float32(v))
+            in_f32.add(np.float16(acc))
+        if len(in_f32) == 1 and exact not in in_f32:
+            rows.append(vals)
+    return rows
+
+
+def test_f16_row_sum_accumulates_in_f32():
+    rows = _f16_rows_where_f32_differs_from_exact()
+    assert len(rows) >= 2  # the search must have found cases, or the test tests nothing
+    rows = rows[:R]
+    cols = 16
+    data = np.zeros((len(rows), cols), np.float16)
+    for i, vals in enumerate(rows):
+        data[i, : len(vals)] = vals
+    want = []
+    for vals in rows:
+        acc = np.float32(0)
+        for v in vals:
+            acc = np.float32(acc + np.float32(v))
+        want.append(np.float16(acc))
+    for target in ("a2a3", "a5"):
+        k = sim.Kernel("rowsum")
+        t, d = k.tile("vec", "f16", len(rows), cols), k.tile("vec", "f16", len(rows), 16)
+        k.TLOAD(t, k.gm("a", "f16", data.shape, data))
+        k.TROWSUM(d, t)
+        k.TSTORE(k.gm("c", "f16", (len(rows), 16)), d)
+        got = sim.simulate(k, target=target).output("c").reshape(len(rows), 16)[:, 0]
+        assert got.tolist() == [float(w) for w in want], target
