@@ -240,7 +240,7 @@ class GlobalViews:
         strides = [int(self.scalar(x)) for x in st.strides]
         key = self.values.get(st.ptr.name, st.ptr.name)
         self._gm_dtypes.setdefault(key, st.ptr.dtype)
-        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
+        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if n > 0)
         if span * st.ptr.dtype.size_bytes >= 2**63:
             where = f"make_tensor_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
             raise SimulationError(span_message(where, shape, strides, span, st.ptr.dtype))
@@ -249,9 +249,7 @@ class GlobalViews:
         # grows with the windows instead.
         if all(n > 0 for n in shape) and all(s >= 0 for s in strides):
             try:
-                self._gm_array(
-                    st.ptr, start + 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-                )
+                self._gm_array(st.ptr, start + 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
             except SimulationError:
                 pass
         self.views[st.result.name] = (
@@ -266,14 +264,14 @@ class GlobalViews:
         ptr, base, shape, strides = self.views[st.source.name]
         offs = [int(self.scalar(x)) for x in st.offsets]
         sizes = [int(self.scalar(x)) for x in st.sizes]
-        for d, (o, n, cap) in enumerate(zip(offs, sizes, shape)):
+        for d, (o, n, cap) in enumerate(zip(offs, sizes, shape, strict=True)):
             if o < 0 or n <= 0 or o + n > cap:
                 where = f"partition_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
                 self.data_error(
                     f"{where}: dim {d} window [{o}, {o + n}) is outside the tensor extent {cap}"
                 )
                 break
-        base += sum(o * s for o, s in zip(offs, strides))
+        base += sum(o * s for o, s in zip(offs, strides, strict=True))
         self.views[st.result.name] = (ptr, base, tuple(sizes), strides)
         self._view_layouts[st.result.name] = self._view_layouts.get(st.source.name, "nd")
 
@@ -289,7 +287,7 @@ class GlobalViews:
                 f"strides {list(strides)}; expected a non-negative start "
                 f"and strides"
             )
-        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
         arr = self._gm_array(ptr, last + 1)
         self._touch(ptr.name, arr, base, last + 1)
         isz = arr.itemsize
@@ -299,5 +297,5 @@ class GlobalViews:
         """The flat GM elements a view reaches, from its first to its last (MGATHER)."""
         window = self._gm_window(view, where)
         ptr, base, sizes, strides = self.views[view.name]
-        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
         return self.gm[ptr.name][base : last + 1] if window.size else window.reshape(-1)

@@ -25,6 +25,8 @@ __all__ = ["ControlLowering"]
 class ControlLowering(ValueScope):
     """``s_for``, ``s_if``, ``s_call``, ``s_section`` and the two terminators."""
 
+    vector_body: bool = False  # in a pto.section.vector body (lower_extra's fences read it)
+
     def s_for(self, st) -> For:
         _, first, c = st
         results = c[0] if isinstance(c[0], tuple) and c[0][0] == "results" else None
@@ -57,7 +59,7 @@ class ControlLowering(ValueScope):
                     iter_node[2][1][0] if iter_node[2][1] else kw,
                     f"scf.for: {len(pairs)} iter_args but {len(tys)} result types",
                 )
-            for (tok, init), t in zip(pairs, tys):
+            for (tok, init), t in zip(pairs, tys, strict=True):
                 inits.append(self.operand(init, t))
                 carried.append((tok, make_value(str(tok)[1:], t)))
             ctypes = tys
@@ -71,8 +73,8 @@ class ControlLowering(ValueScope):
             body = self.block(region, yields=ctypes)
         finally:
             self.scopes.pop()
-        res = []
-        for (tok, n), t in zip(names, ctypes):
+        res = []  # no names (results unused): the op has no result values
+        for (tok, n), t in zip(names, ctypes, strict=False):
             v = make_value(n, t)
             self.define(tok, v)
             res.append(v)
@@ -109,8 +111,8 @@ class ControlLowering(ValueScope):
         if rtypes and else_r is None:
             self.fail(c[i], "scf.if with results needs an else region")
         else_b = self.block(else_r, yields=rtypes) if else_r is not None else ()
-        res = []
-        for (tok, n), t in zip(names, rtypes):
+        res = []  # no names (results unused): the op has no result values
+        for (tok, n), t in zip(names, rtypes, strict=False):
             v = make_value(n, t)
             self.define(tok, v)
             res.append(v)
@@ -133,7 +135,7 @@ class ControlLowering(ValueScope):
                 f"{expects} {len(expected)}",
             )
         ops = next((x for x in c[1:] if x[0] == "ops"), ("ops", []))[1]
-        for v, t, at in zip(values, expected, ops):
+        for v, t, at in zip(values, expected, ops, strict=True):
             if value_type(v) != t:
                 self.mismatch(at, v, t)
         return values
@@ -166,8 +168,8 @@ class ControlLowering(ValueScope):
             ops, arg_types if arg_types is not None else ("types", []), sym, "call"
         )
         names = self.result_names(results, len(rtypes), "func.call") if results else []
-        res = []
-        for (tok, n), t in zip(names, rtypes):
+        res = []  # no names (results unused): the op has no result values
+        for (tok, n), t in zip(names, rtypes, strict=False):
             v = make_value(n, t)
             self.define(tok, v)
             res.append(v)

@@ -24,6 +24,8 @@ valid-shape reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lark import Token
 
 from sim.frontend.lower_values import ValueScope
@@ -53,8 +55,9 @@ def _width(t: str) -> int | None:
 class ExtraLowering(ValueScope):
     """``s_fence``, ``s_exec_region`` and the ``EXTRA_SIMPLE_OPS`` of ``s_simple``."""
 
-    vector_body = False  # inside a vector kernel or a pto.section.vector body
-    fence_warned = False
+    vector_body: bool = False  # inside a vector kernel or a pto.section.vector body
+    fence_warned: bool = False
+    block: Callable[..., tuple]  # sim.frontend.parse: a region's statements
 
     def s_fence(self, st) -> list:
         _, first, c = st
@@ -107,7 +110,7 @@ class ExtraLowering(ValueScope):
         self.check_dicts(str(kw), c)
         body = list(self.block(region, yields=rtypes))
         yielded = body.pop().values if rtypes else ()
-        for (tok, n), v in zip(names, yielded):
+        for (tok, n), v in zip(names, yielded, strict=True):
             for scope in self.scopes:
                 if n in scope:
                     self.fail(tok, f"redefinition of SSA value '%{n}'")
@@ -122,6 +125,7 @@ class ExtraLowering(ValueScope):
         self.check_dicts(name, [x for x in c[3:] if x[0] == "dict"])
         if sig is None:
             self.fail(op, f"'{name}' needs its types (': T ...')")
+        assert sig is not None  # fail raised
         types = self.types(sig[1][0])
         to_types = self.types(sig[1][2]) if len(sig[1]) > 2 else []
         vals = [self.lookup(a) if isinstance(a, Token) and a.type == "SSA" else a for a in args]
@@ -191,4 +195,3 @@ class ExtraLowering(ValueScope):
         res = Scalar(n, dst_t)
         self.define(tok, res)
         return Arith(res, "arith.bitcast", (x,), loc=self.loc(first))
-
