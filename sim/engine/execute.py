@@ -64,8 +64,8 @@ _PLANS: dict = {}  # (shape, plan) of a verified instruction's form in a state: 
 def _operand_roles(instr: Instr) -> tuple:
     """(spec, pipe, source tiles, tmp tile, operand text, tiles) of an instruction: what
     depends on it alone, worked out once per process (runs of a sweep, units of a chip).
-    Equal constants may print differently (1 and 1.0, 0.0 and -0.0), so their text is
-    part of the key: the operand text is the instruction's own."""
+    Equal constants may print differently (1 and 1.0 of type f32: ``Const``), so their
+    text is part of the key: the operand text is the instruction's own."""
     key = (instr, *[repr(o.value) for o in (*instr.outs, *instr.ins) if type(o) is Const])
     roles = _ROLES.get(key)
     if roles is None:

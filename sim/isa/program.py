@@ -24,7 +24,9 @@ are equal. Source locations ride along for diagnostics but never take part in eq
 
 from __future__ import annotations
 
-from typing import Union
+import struct
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 
@@ -93,12 +95,41 @@ def _loc_field():
 # --- values ------------------------------------------------------------------------------
 
 
-@attrs.frozen(cache_hash=True)
+def scalar_key(value, type_name: str = "") -> tuple:
+    """What tells two literal scalars of one IR type apart: for a float (a float value, or
+    any value of a float type) its binary64 bit pattern, else the integer. ``0.0 == -0.0``
+    and ``nan != nan`` in Python, but ``x / -0.0`` is ``-inf`` and a NaN's payload is
+    data: a table keyed by the value itself would run one constant in place of another."""
+    if isinstance(value, float) or (
+        type_name.startswith(("f", "bf")) and isinstance(value, int) and abs(value) < 2**1000
+    ):
+        return (float, struct.pack("<d", float(value)))
+    return (int, value)
+
+
+@attrs.frozen(eq=False)
 class Const:
-    """A literal scalar with its IR type (``index``, ``i32``, ``f32``, ``i1`` ...)."""
+    """A literal scalar with its IR type (``index``, ``i32``, ``f32``, ``i1`` ...). Two
+    constants are equal when their types and bit patterns are (``scalar_key``): ``-0.0``
+    is not ``0.0``, a NaN equals the NaN of the same payload, ``-2`` of type ``f32`` is
+    ``-2.0``."""
 
     value: int | float | bool
     type: str = "index"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Const:
+            return NotImplemented
+        return self.type == other.type and scalar_key(self.value, self.type) == scalar_key(
+            other.value, other.type
+        )
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash((Const, self.type, scalar_key(self.value, self.type)))
 
     def __str__(self) -> str:
         return repr(self.value)
