@@ -34,6 +34,15 @@ from sim.isa.dtypes import DType
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.tile import Tile
 
+if TYPE_CHECKING:
+    # ``tuple`` as a converter, named for mypy's attrs plugin (which cannot type the
+    # generic builtin there); at run time the builtin itself, no extra call
+
+    def _tuple(items: Iterable[Any], /) -> tuple: ...
+
+else:
+    _tuple = tuple
+
 __all__ = [
     "SourceLoc",
     "Const",
@@ -163,7 +172,7 @@ class TensorView:
 
     name: str
     dtype: DType = attrs.field(converter=_dtype)
-    shape: tuple = attrs.field(converter=tuple)
+    shape: tuple = attrs.field(converter=_tuple)
 
     def __str__(self) -> str:
         return f"%{self.name}"
@@ -175,7 +184,7 @@ class PartView:
 
     name: str
     dtype: DType = attrs.field(converter=_dtype)
-    shape: tuple = attrs.field(converter=tuple)
+    shape: tuple = attrs.field(converter=_tuple)
 
     def __str__(self) -> str:
         return f"%{self.name}"
@@ -213,8 +222,8 @@ class Alloc:
 class MakeTensorView:
     result: TensorView
     ptr: GmPtr
-    shape: tuple = attrs.field(converter=tuple)
-    strides: tuple = attrs.field(converter=tuple)
+    shape: tuple = attrs.field(converter=_tuple)
+    strides: tuple = attrs.field(converter=_tuple)
     layout: str = "nd"
     loc: SourceLoc | None = _loc_field()
 
@@ -223,8 +232,8 @@ class MakeTensorView:
 class PartitionView:
     result: PartView
     source: TensorView
-    offsets: tuple = attrs.field(converter=tuple)
-    sizes: tuple = attrs.field(converter=tuple)
+    offsets: tuple = attrs.field(converter=_tuple)
+    sizes: tuple = attrs.field(converter=_tuple)
     loc: SourceLoc | None = _loc_field()
 
 
@@ -233,8 +242,8 @@ class Instr:
     """One PTO tile instruction: ``pto.<op> ins(...) outs(...) {attrs}``."""
 
     opcode: str
-    outs: tuple = attrs.field(converter=tuple)
-    ins: tuple = attrs.field(converter=tuple)
+    outs: tuple = attrs.field(converter=_tuple)
+    ins: tuple = attrs.field(converter=_tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
     loc: SourceLoc | None = _loc_field()
 
@@ -337,7 +346,7 @@ class SyncAll:
 
     mode: str
     core_type: str
-    operands: tuple = attrs.field(default=(), converter=tuple)
+    operands: tuple = attrs.field(default=(), converter=_tuple)
     loc: SourceLoc | None = _loc_field()
 
 
@@ -362,7 +371,7 @@ class Arith:
 
     result: Scalar
     op: str
-    operands: tuple = attrs.field(converter=tuple)
+    operands: tuple = attrs.field(converter=_tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
     loc: SourceLoc | None = _loc_field()
 
@@ -372,9 +381,9 @@ class ScalarOp:
     """A PTO scalar-side op with scalar results: ``pto.get_block_idx``, ``pto.load_scalar``,
     ``pto.store_scalar`` (no result), ``pto.get_subblock_idx`` ..."""
 
-    results: tuple = attrs.field(converter=tuple)
+    results: tuple = attrs.field(converter=_tuple)
     op: str = ""
-    operands: tuple = attrs.field(default=(), converter=tuple)
+    operands: tuple = attrs.field(default=(), converter=_tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
     loc: SourceLoc | None = _loc_field()
 
@@ -386,9 +395,9 @@ class Subview:
 
     result: Tile
     source: Tile
-    offsets: tuple = attrs.field(converter=tuple)
-    sizes: tuple = attrs.field(converter=tuple)
-    valid: tuple = attrs.field(default=(), converter=tuple)
+    offsets: tuple = attrs.field(converter=_tuple)
+    sizes: tuple = attrs.field(converter=_tuple)
+    valid: tuple = attrs.field(default=(), converter=_tuple)
     op: str = "pto.subview"
     loc: SourceLoc | None = _loc_field()
 
@@ -406,7 +415,7 @@ class Reshape:
 
 @attrs.frozen
 class Yield:
-    values: tuple = attrs.field(default=(), converter=tuple)
+    values: tuple = attrs.field(default=(), converter=_tuple)
     loc: SourceLoc | None = _loc_field()
 
 
@@ -419,33 +428,33 @@ class For:
     lower: Const | Scalar
     upper: Const | Scalar
     step: Const | Scalar
-    body: tuple = attrs.field(converter=tuple)
-    iter_args: tuple = attrs.field(default=(), converter=tuple)  # Scalars bound in the body
-    inits: tuple = attrs.field(default=(), converter=tuple)  # their initial operands
-    results: tuple = attrs.field(default=(), converter=tuple)  # Scalars after the loop
+    body: tuple = attrs.field(converter=_tuple)
+    iter_args: tuple = attrs.field(default=(), converter=_tuple)  # Scalars bound in the body
+    inits: tuple = attrs.field(default=(), converter=_tuple)  # their initial operands
+    results: tuple = attrs.field(default=(), converter=_tuple)  # Scalars after the loop
     loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
 class If:
     cond: Const | Scalar
-    then_body: tuple = attrs.field(converter=tuple)
-    else_body: tuple = attrs.field(default=(), converter=tuple)
-    results: tuple = attrs.field(default=(), converter=tuple)
+    then_body: tuple = attrs.field(converter=_tuple)
+    else_body: tuple = attrs.field(default=(), converter=_tuple)
+    results: tuple = attrs.field(default=(), converter=_tuple)
     loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
 class Call:
     callee: str
-    args: tuple = attrs.field(default=(), converter=tuple)
-    results: tuple = attrs.field(default=(), converter=tuple)
+    args: tuple = attrs.field(default=(), converter=_tuple)
+    results: tuple = attrs.field(default=(), converter=_tuple)
     loc: SourceLoc | None = _loc_field()
 
 
 @attrs.frozen
 class Return:
-    values: tuple = attrs.field(default=(), converter=tuple)
+    values: tuple = attrs.field(default=(), converter=_tuple)
     loc: SourceLoc | None = _loc_field()
 
 
@@ -454,7 +463,7 @@ class Section:
     """``pto.section.cube { ... }`` / ``pto.section.vector { ... }``: code for one core kind."""
 
     kind: str  # "cube" | "vector"
-    body: tuple = attrs.field(converter=tuple)
+    body: tuple = attrs.field(converter=_tuple)
     loc: SourceLoc | None = _loc_field()
 
 
@@ -464,9 +473,9 @@ class PipeOp:
     ``aic_initialize_pipe``, ``talloc_*``, ``tpush_*``, ``tpop_*``, ``tfree_*``) kept
     verbatim: parsed, checked and printed here; ``sim.engine.xunit`` runs them."""
 
-    results: tuple = attrs.field(converter=tuple)
+    results: tuple = attrs.field(converter=_tuple)
     op: str = ""
-    operands: tuple = attrs.field(default=(), converter=tuple)
+    operands: tuple = attrs.field(default=(), converter=_tuple)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
     loc: SourceLoc | None = _loc_field()
 
@@ -515,10 +524,10 @@ class Function:
     """``func.func [private] @name(args) [-> results] [attributes {...}] { body }``."""
 
     name: str
-    args: tuple = attrs.field(converter=tuple)
-    body: tuple = attrs.field(converter=tuple)
+    args: tuple = attrs.field(converter=_tuple)
+    body: tuple = attrs.field(converter=_tuple)
     private: bool = attrs.field(default=False, kw_only=True)
-    result_types: tuple = attrs.field(default=(), converter=tuple, kw_only=True)
+    result_types: tuple = attrs.field(default=(), converter=_tuple, kw_only=True)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
 
 
@@ -529,10 +538,10 @@ class Program:
     ``warnings``: what the front end found legal but not modelled (an attribute key the
     simulator does not read), one located line each; they take no part in equality."""
 
-    functions: tuple = attrs.field(converter=tuple)
+    functions: tuple = attrs.field(converter=_tuple)
     entry: str = ""
     # (before ``attrs``, which shadows the module in the class body)
-    warnings: tuple = attrs.field(default=(), converter=tuple, eq=False, repr=False, kw_only=True)
+    warnings: tuple = attrs.field(default=(), converter=_tuple, eq=False, repr=False, kw_only=True)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
 
     def function(self, name: str | None = None) -> Function:

@@ -105,7 +105,7 @@ class Kernel(ChipKernel):
         # collector traverses on every full collection: ~6 % of a 10^6-instruction build)
         self._more_at: list = []
         self._more_flags: list = []
-        self._program = None  # (what it was built from, the Program)
+        self._program: tuple[tuple, Program] | None = None  # (what it was built from, it)
         self._args: list = []
         self.inputs: dict[str, np.ndarray] = {}
         self._names: set[str] = set()
@@ -115,7 +115,8 @@ class Kernel(ChipKernel):
         self._pools: dict[tuple, _IdPool] = {}  # (src, dst) -> its event ids' state
         self._pairs: dict[tuple, tuple] = {}  # (section, src, dst) -> _pair()
         self._clocks = _PipeClocks()
-        self._manual_known: dict[tuple, dict] = {}  # (src, dst, id) -> what its set knows
+        # (src, dst, id) -> what its set knows
+        self._manual_known: dict[tuple, tuple[dict, tuple | None]] = {}
         self._interned: dict = {}
         self._built: dict = {}  # what built a statement (class or opcode, operands, loc) -> it
         self._tile_ids: set = set()  # id() of the live tiles declared or popped here
@@ -334,7 +335,7 @@ class Kernel(ChipKernel):
         # statement the key maps to holds both, so no other object takes their ids while
         # the entry lives, and an equal object under another id only misses this cache
         # (``_build_instr`` then finds the statement by value).
-        key = [name, section, id(loc)]
+        key: list | None = [name, section, id(loc)]
         events = None
         tile_ids = self._tile_ids
         for o in operands:
@@ -372,15 +373,16 @@ class Kernel(ChipKernel):
                 events = (events or []) + list(attrs.pop("wait") or ())
             if key is not None and attrs:
                 key.append(tuple(sorted(attrs.items())))
+        found: tuple | None
         if key is not None:
-            key = tuple(key)
-            hit = self._issued.get(key)
+            found = tuple(key)
+            hit = self._issued.get(found)
         else:
-            hit = None
+            found = hit = None
         if hit is None:
             hit = self._build_instr(name, operands, attrs, loc)
-            if key is not None:
-                self._issued[key] = hit
+            if found is not None:
+                self._issued[found] = hit
         stmt, pipe = hit
         if events is not None:
             for ev in events:
@@ -590,7 +592,7 @@ class Kernel(ChipKernel):
 
     def _build_program(self) -> Program:
         body = self._prologue()
-        outer = None
+        outer: list | None = None
         after_of = self._after
         more: dict = {}
         for i, flag in zip(self._more_at, self._more_flags):
@@ -600,6 +602,7 @@ class Kernel(ChipKernel):
                 if stmt[0] == "section":
                     outer, body = body, []
                 else:
+                    assert outer is not None  # a section's end comes after its start
                     outer.append(Section(stmt[1], tuple(body)))
                     body = outer
                 continue

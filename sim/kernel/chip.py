@@ -34,6 +34,8 @@ core; ``sim.engine.ffts`` says what each does.)
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 from sim.base.errors import UserError
 from sim.isa.dtypes import dtype as _dtype
@@ -81,13 +83,23 @@ class Fifo:
 class ChipKernel:
     """Mixin of ``Kernel``: block ids, sections, FIFOs."""
 
+    # What the kernel provides (class-level declarations only, for the type checker).
+    name: str
+    _tile_ids: set
+    _freed: dict
+    _fresh: Callable[[str], str]
+    _intern: Callable[[Any], Any]
+    _emit: Callable[[Any], int]
+    _not_mine: Callable[[Tile, str], None]
+    _wait: Callable[[Event, str, Any], None]
+
     def _chip_init(self, block_dim: int) -> None:
         if isinstance(block_dim, bool) or not isinstance(block_dim, int) or block_dim < 1:
             raise UserError(f"Kernel: block_dim: expected a positive integer, found {block_dim!r}")
         self.block_dim = block_dim
         self._popped: dict = {}  # (fifo id, section) -> tiles popped and not yet freed
         self._ids: dict[str, Index] = {}
-        self._section = None  # "cube" / "vector" while inside a section
+        self._section: str | None = None  # "cube" / "vector" while inside a section
         self._fifos: list[Fifo] = []
 
     # --- ids -------------------------------------------------------------------------------
@@ -306,7 +318,7 @@ class ChipKernel:
             )
         if len(operands) > 3:
             raise UserError(f"syncall: expected at most 3 operands, found {len(operands)}")
-        ops = []
+        ops: list[GmPtr | Scalar | Const] = []
         for o in operands:
             if isinstance(o, GlobalTensor):
                 ops.append(GmPtr(o.name, o.dtype))

@@ -63,6 +63,8 @@ def kernel_source(path: str):
     if p.suffix != ".py":
         raise UserError(f"{path}: expected a PTO IR file (.pto) or a Python kernel file (.py)")
     spec = importlib.util.spec_from_file_location(f"ptosim_kernel_{p.stem}", p)
+    if spec is None or spec.loader is None:  # a .py path always has a source loader
+        raise UserError(f"{path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     with user_code(path):
         spec.loader.exec_module(module)
@@ -146,7 +148,7 @@ def param_value(name: str, text: str, default=None):
     """A ``.py`` kernel parameter: an int (``int(text, 0)``, as a ``.pto`` index argument),
     a float, ``true``/``false``, else the text itself (a dtype name, say). A parameter
     whose default is an int, float or bool takes only a value of that kind."""
-    value = text
+    value: str | int | float | bool = text
     for parse in (lambda t: int(t, 0), float, {"true": True, "false": False}.__getitem__):
         try:
             value = parse(text.strip().lower() if parse is not float else text)
@@ -182,10 +184,10 @@ def scalar_value(name: str, text: str, type_: str):
                     f"--arg {name}={text}: out of range for {type_}: expected {lo} <= value <= {hi}"
                 )
             return value
-        value = float(text)
-        if not math.isfinite(value) and text.strip().lower() not in ("inf", "-inf", "+inf", "nan"):
+        number = float(text)
+        if not math.isfinite(number) and text.strip().lower() not in ("inf", "-inf", "+inf", "nan"):
             raise ValueError(text)  # 1e999: overflows a float
-        return value
+        return number
     except ValueError:
         raise UserError(f"--arg {name}={text}: expected a value of type {type_}") from None
 

@@ -119,10 +119,10 @@ class _Intervals:
             reach.append(end if end > last else last)
             return
         i = bisect.bisect_right(self.starts, start)
-        reach = max(end, self.reach[i - 1]) if i else end
+        top = max(end, self.reach[i - 1]) if i else end
         self.starts.insert(i, start)  # at the end but for tokens waited on out of order
-        self.reach.insert(i, reach)
+        self.reach.insert(i, top)
         j = i + 1
-        while j < len(self.reach) and self.reach[j] < reach:  # stops at once unless overlapping
-            self.reach[j] = reach
+        while j < len(self.reach) and self.reach[j] < top:  # stops at once unless overlapping
+            self.reach[j] = top
             j += 1

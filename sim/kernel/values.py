@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from sim.base.errors import UserError
 from sim.isa.opcodes import PIPES
@@ -66,17 +68,19 @@ def _caller(depth: int = 2) -> SourceLoc | None:
     if got is not None and got[0] is code:
         return got[1]
     kind = 0
-    while f is not None:
-        code = f.f_code
+    g: FrameType | None = f
+    while g is not None:
+        code = g.f_code
         got = _FRAMES.get(id(code))
         if got is None or got[0] is not code:
             if len(_FRAMES) > _CACHE_LIMIT:
                 _FRAMES.clear()
-            got = _FRAMES[id(code)] = (code, _frame_kind(f))
+            got = _FRAMES[id(code)] = (code, _frame_kind(g))
         kind = got[1]
         if kind:
+            f = g
             break
-        f = f.f_back
+        g = g.f_back
     if kind != 2:
         return None
     site = (id(code), f.f_lasti)
@@ -103,7 +107,7 @@ class Event:
     def __init__(self, kernel, index, pipe):
         self.kernel, self.index, self.pipe = kernel, index, pipe
         self.section = section = kernel._section  # where it was issued
-        self.waited = ()  # the pipes that have waited on it (few: a tuple)
+        self.waited: tuple[str, ...] = ()  # the pipes that have waited on it (few: a tuple)
         clocks = kernel._clocks
         self.known = clocks.snaps.get((section, pipe)) or clocks.passed(section, pipe)
 
@@ -177,7 +181,7 @@ class GlobalTensor:
                 f"view of {self.name}: expected a[rows, cols] (two slices), found "
                 f"{len(key)} subscripts"
             )
-        spans = []
+        spans: list[tuple[Any, Any]] = []
         for k, n in zip(key, self.shape):
             # a window is contiguous rows and columns: an integer or a stepped slice is
             # something else, refused rather than read as a window it is not
@@ -215,6 +219,7 @@ class Index:
 
     def _op(self, op: str, other, swap=False) -> Index:
         k = self.kernel
+        rhs: Scalar | Const
         if isinstance(other, Index):
             rhs = other.scalar
         elif isinstance(other, int):
