@@ -41,27 +41,9 @@ CASES = [
         5,
     ),
     (
-        "tscatter",
-        f"    pto.tscatter ins(%t, %i : {T}, {I}) outs(%u : {T})",
-        "unsupported op 'pto.tscatter'",
-        5,
-    ),
-    (
-        "tconcatidx",
-        f"    pto.tconcatidx ins(%t, %i : {T}, {I}) outs(%u : {T})",
-        "unsupported op 'pto.tconcatidx'",
-        5,
-    ),
-    (
         "comm.tput",
         f"    pto.comm.tput %p, %t : !pto.ptr<f32>, {T}",
         "unsupported op 'pto.comm.tput'",
-        5,
-    ),
-    (
-        "taxpy",
-        f"    pto.taxpy ins(%t, %c1 : {T}, index) outs(%u : {T})",
-        "unsupported op 'pto.taxpy'",
         5,
     ),
     ("memref", "    %m = pto.alloc_tile : memref<16x16xf32>", "unsupported type 'memref<...>'", 27),

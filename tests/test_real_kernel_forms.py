@@ -178,3 +178,46 @@ def test_forms_without_a_lowering_are_refused_in_one_line(snippet, message):
     text = text.replace("    pto.fence.barrier_all #pto.fence_scope<gm>\n", f"    {snippet}\n")
     with pytest.raises(ParseError, match=message):
         parse_text(text)
+
+
+# --- TAXPY, TSCATTER, TCONCATIDX (instructions-more.md §3.3-§3.5) ----------------------------
+
+
+def _more_ops_inputs(rng):
+    a = rng.standard_normal((16, 64)).astype(np.float32)
+    c = rng.standard_normal((16, 64)).astype(np.float32)
+    s = rng.standard_normal((8, 16)).astype(np.float32)
+    i = rng.permutation(256)[:128].astype(np.int32).reshape(8, 16)
+    i[0, 1] = i[0, 0]  # a repeated index: the later element wins
+    k0 = (np.arange(8, dtype=np.int32) * 4 * 4).reshape(8, 1)  # bytes of i32: 0, 4, ... 28 cols
+    k1 = np.full((8, 1), 10 * 4, np.int32)
+    return dict(pa=a, pc=c, ps=s, pi=i, p0=k0, p1=k1)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_taxpy_tscatter_and_tconcatidx_compute_what_the_reference_states(target):
+    inp = _more_ops_inputs(np.random.default_rng(6))
+    r = _run("axpy_scatter_concatidx", target, **inp)
+    a, c = inp["pa"], inp["pc"]
+    want_c = (a * np.float32(0.5)).astype(np.float32) + c
+    np.testing.assert_array_equal(r.output("pc").reshape(16, 64), want_c)
+    d = np.zeros(256, np.float32)
+    for k, v in zip(inp["pi"].ravel(), inp["ps"].ravel(), strict=True):
+        d[k] = v
+    np.testing.assert_array_equal(r.output("pd"), d)
+    e = np.full((8, 64), -1.0, np.float32)
+    x0, x1 = a[:8], a[8:]
+    for row in range(8):
+        n0 = row * 4
+        e[row, :n0] = x0[row, :n0]
+        e[row, n0 : n0 + 10] = x1[row, :10]
+    np.testing.assert_array_equal(r.output("pe").reshape(8, 64), e)
+
+
+def test_the_costs_follow_the_references_decompositions():
+    r = sim.simulate(parse_file(DATA / "axpy_scatter_concatidx.pto"), "a2a3", functional=False)
+    ops = r.trace[r.trace["kind"] == "op"].set_index("opcode")["duration_cycles"]
+    assert int(ops["TAXPY"]) == 38  # §4 worked example: one vaxpy of 16 repeats, 6 + 2*16
+    # zero fill of 1 KiB 24 + 4, flags 4, and the scalar loop: 128 elements at 13 cycles
+    assert int(ops["TSCATTER"]) == 24 + 4 + 4 + 128 * 13
+    assert int(ops["TCONCATIDX"]) == 24 + 8 * (4 + 1 + 1 + 4)  # 24 + sum(4 + r0 + r1 + 4 cfg)

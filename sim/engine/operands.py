@@ -277,7 +277,7 @@ class OperandSites:
         elif spec.name == "TEXTRACT":  # the window may reach past the source's valid region
             s0 = srcs[0]
             extra = {"src_capacity": self.tile_view(s0, self.tiles[s0], s0.type.rows, s0.type.cols)}
-        elif instr.opcode == "TINSERT":  # writes a window of dst's capacity
+        elif instr.opcode in ("TINSERT", "TSCATTER"):  # write into dst's capacity
             extra = {"dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols)}
         site = _UnitSite()
         site.op, site.lenient = instr.opcode, fam in _LENIENT
@@ -376,10 +376,11 @@ class OperandSites:
 
 def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
-    broadcast sources, matmul operands, move/extract sources, TSEL's packed mask and
-    TGATHER's table."""
+    broadcast sources, matmul operands, move/extract sources, TSEL's packed mask,
+    TGATHER's table and TCONCATIDX's sources and counts."""
     return (
         family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
+        or family == "concatidx"
         or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
         or (family in ("select", "gather") and index == 0)
     )

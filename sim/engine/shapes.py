@@ -163,7 +163,7 @@ class InstrShapes:
                 assert isinstance(extra, tuple)  # a vector op's hints, not a Geometry
                 extra = (*extra, (BANK_HINT, True))
         if (
-            fam == "fillpad"
+            fam in ("fillpad", "scatter")
             and isinstance(extra, tuple)
             and (dst.type.rows, dst.type.cols) != (t.type.rows, t.type.cols)
         ):  # the expand form fills the larger destination (sim.timing.vgather)

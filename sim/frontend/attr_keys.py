@@ -133,7 +133,7 @@ def understood_keys(op: str) -> tuple:
     return tuple(UNDERSTOOD.get(op, ()))
 
 
-def unmodelled_message(op: str, key: str, shown_value: str) -> str | None:
+def unmodelled_message(op: str, key: str, shown_value: str | None) -> str | None:
     """The warning for key ``key`` of ``op`` (without location), None when the key is
     understood or known to have no effect."""
     if key in UNDERSTOOD.get(op, ()) or key in NO_EFFECT.get(op, ()):

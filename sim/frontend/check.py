@@ -18,7 +18,7 @@ from sim.base.errors import VerifyError
 from sim.frontend.diagnostics import VerifyDiagnostic, render
 from sim.frontend.static_ffts import check_cross_core
 from sim.frontend.static_sync import check_sync
-from sim.isa.program import Call, Function, Instr, Program, walk
+from sim.isa.program import Call, Function, Instr, Program, SourceLoc, walk
 
 __all__ = ["check_program"]
 
@@ -28,7 +28,7 @@ def _where(k: int, instr: Instr) -> str:
     return f"instruction #{k} {instr.opcode}" + (f" ({instr.loc})" if instr.loc else "")
 
 
-def _located(text: str, instrs: list, severity: str) -> tuple[object, str] | None:
+def _located(text: str, instrs: list, severity: str) -> tuple[SourceLoc, str] | None:
     """(loc, message without the prefix) of a verifier message, when it names a statement."""
     if not text.startswith("instruction #"):
         return None

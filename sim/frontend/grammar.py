@@ -228,7 +228,7 @@ def node_start(x) -> int:
     """Offset of the first character of a token or a tagged tuple (literal, dict, array,
     attribute value)."""
     if isinstance(x, Token):
-        return x.start_pos
+        return x.start_pos or 0
     if x[0] == "lit":
         return x[1].start_pos
     if x[0] == "dict":
@@ -239,7 +239,7 @@ def node_start(x) -> int:
 def node_end(x) -> int:
     """Offset just past the last character of a token or a tagged tuple."""
     if isinstance(x, Token):
-        return x.end_pos
+        return x.end_pos or 0
     if x[0] == "lit":
         return x[1].end_pos
     if x[0] == "dict":
@@ -295,7 +295,8 @@ class _PtoLexer(Lexer):
                     state=parser_state,
                     terminals_by_name=None,
                 )
-            kind = m.lastgroup
+            # every alternative of the scanner is a named group (re's stubs cannot know)
+            kind: str = m.lastgroup  # type: ignore[assignment]
             start, pos = pos, m.end()
             value = m.group()
             nl = value.count("\n")

@@ -13,6 +13,8 @@ all functions are known. Regions themselves are lowered by ``block`` of
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lark import Token
 
 from sim.frontend.lower_values import ValueScope, symbol_name
@@ -26,6 +28,9 @@ class ControlLowering(ValueScope):
     """``s_for``, ``s_if``, ``s_call``, ``s_section`` and the two terminators."""
 
     vector_body: bool = False  # in a pto.section.vector body (lower_extra's fences read it)
+
+    # What the parser provides (class-level declaration only, for the type checker).
+    block: Callable[..., tuple]
 
     def s_for(self, st) -> For:
         _, first, c = st
@@ -43,7 +48,7 @@ class ControlLowering(ValueScope):
             elif x[0] == "dict":  # MLIR prints an op's attributes after its region
                 self.check_keys("scf.for", x)
         iv_type = self.type_of(ftype[1]) if ftype else "index"
-        if not is_int_type(iv_type):
+        if ftype and not is_int_type(iv_type):  # the default "index" is one
             self.fail(
                 ftype[1],
                 f"scf.for: the induction variable must be an integer, found {format_type(iv_type)}",
@@ -134,7 +139,7 @@ class ControlLowering(ValueScope):
                 f"{what} gives {len(values)} value{'s' * (len(values) != 1)}, "
                 f"{expects} {len(expected)}",
             )
-        ops = next((x for x in c[1:] if x[0] == "ops"), ("ops", []))[1]
+        ops: list = next((x for x in c[1:] if x[0] == "ops"), ("ops", []))[1]
         for v, t, at in zip(values, expected, ops, strict=True):
             if value_type(v) != t:
                 self.mismatch(at, v, t)

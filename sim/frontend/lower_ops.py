@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from lark import Token
 
@@ -141,7 +143,10 @@ def is_supported_op(name: str) -> bool:
 class OpLowering(ValueScope):
     """``s_dps`` (tile instructions and ``pto.tgetval``) and ``s_simple`` (``arith``)."""
 
-    def s_dps(self, st) -> Instr:
+    # What the parser provides (class-level declaration only, for the type checker).
+    extra_simple: Callable[[Any], Any]
+
+    def s_dps(self, st) -> Instr | ScalarOp:
         _, first, c = st
         results = ins = outs = attrs_node = None
         for x in c:
@@ -163,7 +168,8 @@ class OpLowering(ValueScope):
             self.fail(op, f"unsupported op '{name}'")
         if results is not None:
             self.fail(first, f"'{name}' in destination-passing form returns no values")
-        attrs = {}
+        attrs: dict = {}
+        assert ins is not None  # grammar.lark: a dps statement always has its ins(...)
         ins_ops, ins_types, ins_dict = self._dps_part(ins)
         self._merge_attrs(attrs, ins_dict)
         ins_vals = self.typed_list(ins_ops, ins_types, ins[1][0], "ins")

@@ -24,6 +24,7 @@ subclass ``ValueScope``; ``sim.frontend.parse`` joins them into the lowering.
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 import attrs as _attrs
 from lark import Token
@@ -43,7 +44,7 @@ from sim.frontend.syntax import (
 )
 from sim.isa.precision import parse_precision
 from sim.isa.program import Const, RawAttr, Scalar, SourceLoc
-from sim.isa.tile import Loc, TileType
+from sim.isa.tile import BLayout, Loc, TileType
 
 __all__ = ["ValueScope", "int_token", "unquote", "symbol_name"]
 
@@ -90,7 +91,7 @@ class ValueScope:
         self.aliases: dict[str, object] = {}
         self.attr_aliases: dict[str, tuple] = {}  # #name = value (top of the file)
         self.calls: list = []  # (token, callee, args, result types)
-        self.left_blayout = None  # set from the module's target attributes
+        self.left_blayout: BLayout | None = None  # set from the module's target attributes
         self.signatures: dict[str, tuple] = {}  # @name -> (argument types, result types)
         # (line, col, ``FILE:LINE:COL: warning: ...``) of each attribute key the simulator
         # does not model (sim.frontend.attr_keys)
@@ -98,14 +99,14 @@ class ValueScope:
 
     # --- errors and positions --------------------------------------------------------------
 
-    def fail(self, at, message: str):
+    def fail(self, at, message: str) -> NoReturn:
         line, col = self._linecol(at)
         raise ParseError(self.file, line, col, message, self.text)
 
     def _linecol(self, at) -> tuple[int, int]:
         if isinstance(at, Token):
             if at.line is not None:
-                return at.line, at.column
+                return at.line, at.column or 0
             at = at.start_pos or 0
         if isinstance(at, tuple):
             at = node_start(at)
@@ -114,7 +115,7 @@ class ValueScope:
         return line, pos - (self.text.rfind("\n", 0, pos) + 1) + 1
 
     def loc(self, tok: Token) -> SourceLoc:
-        return SourceLoc(self.file, tok.line, tok.column)
+        return SourceLoc(self.file, tok.line or 0, tok.column or 0)
 
     # --- scopes ------------------------------------------------------------------------------
 

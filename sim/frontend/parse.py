@@ -176,7 +176,9 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
                     arch = target_from_attrs(module_attrs)
                 except UserError:  # reported when a target is chosen
                     arch = None
-                self.left_blayout = {"a2a3": BLayout.ROW_MAJOR, "a5": BLayout.COL_MAJOR}.get(arch)
+                self.left_blayout = (
+                    {"a2a3": BLayout.ROW_MAJOR, "a5": BLayout.COL_MAJOR}.get(arch) if arch else None
+                )
                 funcs += item[3]
             else:
                 funcs.append(item)
@@ -285,7 +287,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
             )
         self.scopes.append({})
         self.nesting += 1
-        out = []
+        out: list = []
         try:
             n = len(stmts)
             for i, st in enumerate(stmts):
@@ -350,7 +352,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
                     f"real kernels); write {op} ins(...) outs(...)",
                 )
         if isinstance(e, UnexpectedCharacters):
-            pos = e.pos_in_stream
+            pos = e.pos_in_stream or 0  # set by the lexer that raised it
             ch = self.text[pos] if pos < len(self.text) else ""
             at = pos
             if op is not None and op.type == "OPNAME" and not is_supported_op(str(op)):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from typing import Any
 
 from lark import Lark, Token
 from lark.exceptions import UnexpectedInput
@@ -81,7 +82,7 @@ def _elem_dtype(tok: Token):
     try:
         return _dtype(_ELEM_ALIASES.get(text, text))
     except UserError:
-        raise TypeProblem(f"unsupported element type '{text}'", tok.start_pos) from None
+        raise TypeProblem(f"unsupported element type '{text}'", tok.start_pos or 0) from None
 
 
 def _dims(shape_tok: Token) -> tuple:
@@ -96,12 +97,12 @@ def _int_value(tok, key: str) -> int:
 
 def _pos(x) -> int:
     """Offset of a types.lark token inside the type text (0 for a subtree)."""
-    return x.start_pos if isinstance(x, Token) else 0
+    return (x.start_pos or 0) if isinstance(x, Token) else 0
 
 
 def _tile_buf(params: list) -> TileType:
     first = params[0] if params else None
-    kv: dict[str, object] = {}
+    kv: dict[str, Any] = {}  # key -> its value (str, int, None for "?", BLayout ...)
     kv_tok: dict[str, Token] = {}
     rest = params
     if first is not None and not (hasattr(first, "data") and first.data == "key_value"):
@@ -253,14 +254,18 @@ _KIND = re.compile(r"!pto\.[A-Za-z_][\w.]*")
 
 
 def _build_pto_type(text: str):
-    kind = _KIND.match(text).group()
+    m = _KIND.match(text)
+    if m is None:  # the caller hands over text that starts with "!pto."
+        raise TypeProblem(f"unsupported type '{shorten(text)}'", 0)
+    kind = m.group()
     if kind not in _KNOWN_KINDS:
         why = _LEVEL1.get(kind, "")
         raise TypeProblem(f"unsupported type '{shorten(text)}'" + (f": {why}" if why else ""), 0)
     if kind == "!pto.multi_tile_buf":  # a nested type: not for types.lark
         return _stacked(*multi_tile_parts(text))
     try:
-        tree = _type_parser().parse(text)
+        # the tree's shape is types.lark's (its children Tokens or Trees by rule): Any
+        tree: Any = _type_parser().parse(text)
     except UnexpectedInput as e:
         if kind == "!pto.tile_buf" and re.match(r"!pto\.tile_buf<\s*[\d?]+x", text):
             raise TypeProblem(

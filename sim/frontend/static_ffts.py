@@ -65,8 +65,9 @@ def check_cross_core(program: Program, target) -> None:
     sets, dynamic = set(), set()
     for st, side in flags:
         flag = _const_event(st.flag)
-        mode = _DEFAULT_MODE if st.mode is None else st.mode
-        what = _text(st, "%" + st.flag.name if flag is None else flag)
+        mode: int | str = _DEFAULT_MODE if st.mode is None else st.mode
+        # a flag id that is no constant is a scalar: shown by its name
+        what = _text(st, f"%{getattr(st.flag, 'name', st.flag)}" if flag is None else flag)
         top = 32 if st.intra and side != "vector" else 16
         if flag is not None and not 0 <= flag < top:
             _fail(

@@ -16,6 +16,8 @@ facts hold whatever values the scalars take at run time, so ``check`` reports th
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from sim.frontend.diagnostics import VerifyDiagnostic
 from sim.isa.program import Const, Program, SetFlag, WaitFlag, walk
 
@@ -32,7 +34,7 @@ def _const_event(ev) -> int | None:
     return None
 
 
-def _fail(st, message: str):
+def _fail(st, message: str) -> NoReturn:
     loc = st.loc
     if loc is None:
         from sim.base.errors import VerifyError

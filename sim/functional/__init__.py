@@ -32,6 +32,7 @@ from sim.functional import (
     reduce_ext,
     remainder,
     scalar,
+    scatter,
     sort,
 )
 from sim.functional.context import FnContext
@@ -54,6 +55,7 @@ KERNELS: dict[str, Callable[[FnContext], None]] = {
     **combine.KERNELS,
     **reduce_ext.KERNELS,
     **sort.KERNELS,
+    **scatter.KERNELS,
 }
 
 

@@ -81,7 +81,17 @@ def _texpands(ctx) -> None:
     ctx.dst[...] = scalar(ctx.dtype, ctx.scalars[0])
 
 
+def _taxpy(ctx) -> None:
+    """TAXPY (instructions-more.md §3.5): ``dst = a * src + dst``, dst read and written.
+    ASSUMPTION: computed as vmuls then vadd, each rounded to dst's type (the reference does
+    not say whether ``vaxpy`` rounds once); an f16 source widens exactly to an f32 dst."""
+    (a,) = ctx.srcs
+    s = scalar(ctx.src_dtypes[0], ctx.scalars[0])
+    ctx.dst[...] = compute(ctx.dtype, np.add, compute(ctx.dtype, np.multiply, a, s), ctx.dst)
+
+
 KERNELS = {
+    "TAXPY": _taxpy,
     "TADDS": _with_scalar(np.add),
     "TSUBS": _tsubs,
     "TMULS": _with_scalar(np.multiply),

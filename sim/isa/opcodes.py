@@ -183,6 +183,16 @@ _op("TINSERT", "T", "T S S", "move", pipe=_route_tmov, domain="src")
 _op("MGATHER", "T", "V T", "mgather", pipe="PIPE_MTE2")
 
 
+# --- ops of instructions-more.md (semantics, operands, pipes and A2/A3 decompositions) ---
+# TAXPY: dst = a * src + dst (dst read and written), vaxpy along the tile-scalar plan
+_op("TAXPY", "T", "T S", "scalar")
+# TSCATTER (index form): zero dst's whole allocation, then dst_flat[idx[i, j]] = src[i, j]
+# over idx's valid region (sim/functional/scatter.py); domain = the source's
+_op("TSCATTER", "T", "T T", "scatter", domain="src")
+# TCONCATIDX: per row n0 columns of src0 then n1 of src1, the counts read from idx0 / idx1
+_op("TCONCATIDX", "T", "T T T T", "concatidx")
+
+
 def opcode(name: str) -> OpSpec:
     """The registry entry of ``name`` (``TADD``, ``tadd`` or ``pto.tadd``)."""
     key = name.upper()

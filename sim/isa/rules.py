@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 ValidOf = Callable[[Tile], "tuple[int | None, int | None]"]
-NOT_DATA = ("tmp", "mask", "indices")
+NOT_DATA = ("tmp", "mask", "indices", "idx0", "idx1")
 
 
 def msg(role, operand, rule, expected, found) -> str:
@@ -51,6 +51,8 @@ NAMED_TILES = {
     ("TSELS", 2): ("mask", "src"),
     ("TSELS", 3): ("mask", "src", "tmp"),
     ("MGATHER", 1): ("indices",),
+    ("TSCATTER", 2): ("src", "indices"),
+    ("TCONCATIDX", 4): ("src0", "src1", "idx0", "idx1"),
 }
 
 
@@ -259,7 +261,7 @@ def _check_valid_cols_in(ops: Operands, table: dict) -> Iterator[str]:
         if have not in values:
             shown = ", ".join(
                 f"{v} (32 bytes of {t.dtype})" if a == "block" else str(v)
-                for a, v in zip(allowed, values)
+                for a, v in zip(allowed, values, strict=True)
             )
             yield msg(role, t, "valid cols", f"one of {shown} on {ops.target.name}", have)
 

@@ -43,6 +43,7 @@ from sim.timing import (
     vreduce_ext,
     vremainder,
     vscalar,
+    vscatter,
     vselect,
     vsort,
 )
@@ -72,6 +73,7 @@ _SINGLE = {
     "TMAXS": ("vmaxs", "scalar"),
     "TMINS": ("vmins", "scalar"),
     "TLRELU": ("vlrelu", "scalar"),
+    "TAXPY": ("vaxpy", "scalar"),  # instructions-more.md §3.5: vaxpy, dst is the addend
 }
 # Bitwise ops reinterpret every element type as 16-bit lanes (§3.2; timing §4 "Rep16").
 _BITWISE = {"TAND": ("vand", "binary"), "TOR": ("vor", "binary"), "TNOT": ("vnot", "unary")}
@@ -221,7 +223,7 @@ def _dispatch():
     for name in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
         t[f"TROWEXPAND{name}"] = lambda s, d, src, m: vexpand.rowexpand_op(s, d, m)
         t[f"TCOLEXPAND{name}"] = lambda s, d, src, m: vexpand.colexpand_op(s, d, m)
-    for extra in (vcombine, vreduce_ext, vsort):  # ops beyond the reference's entries
+    for extra in (vcombine, vreduce_ext, vsort, vscatter):  # ops beyond instructions.md
         t.update(extra.lowerings(elementwise))
     return t
 
