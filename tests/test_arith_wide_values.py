@@ -216,3 +216,35 @@ def test_f16_row_sum_accumulates_in_f32():
         k.TSTORE(k.gm("c", "f16", (len(rows), 16)), d)
         got = sim.simulate(k, target=target).output("c").reshape(len(rows), 16)[:, 0]
         assert got.tolist() == [float(w) for w in want], target
+
+
+# ---- float scalars: one rounding from the f64 value -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target, name, s, want",
+    [
+        # just above the midpoint between 1 and the next value: rounds up. A detour through
+        # f32 lands on the midpoint first (the 2**-30 is below f32's precision) and then
+        # rounds to even, down to 1.
+        ("a5", "bf16", 1 + 2**-8 + 2**-30, 1 + 2**-7),
+        ("a5", "bf16", -(1 + 2**-8 + 2**-30), -(1 + 2**-7)),
+        ("a5", "bf16", 3 * 2**-130 + 2**-160, 3 * 2**-130),  # a subnormal, exactly kept
+        ("a5", "bf16", 1 + 2**-8, 1.0),  # exactly the midpoint: to even
+        ("a5", "f16", 1 + 2**-11 + 2**-30, 1 + 2**-10),
+        ("a2a3", "f16", 1 + 2**-11 + 2**-30, 1 + 2**-10),
+    ],
+)
+def test_a_float_scalar_is_rounded_once_to_the_element_type(target, name, s, want):
+    for op in ("TADDS", "TEXPANDS"):
+        k = sim.Kernel("scalar_rounding")
+        t = k.tile("vec", name, R, C)
+        if op == "TADDS":
+            zeros = np.zeros((R, C)).astype(dtype(name).np_type)
+            k.TLOAD(t, k.gm("a", name, (R, C), zeros))
+            k.TADDS(t, t, s)
+        else:
+            k.TEXPANDS(t, s)
+        k.TSTORE(k.gm("c", name, (R, C)), t)
+        got = sim.simulate(k, target=target).output("c").astype(np.float64)
+        assert set(got.tolist()) == {want}, op

@@ -65,7 +65,27 @@ def widen(dt: DType, x) -> np.ndarray:
 
 def narrow(dt: DType, x) -> np.ndarray:
     """Round (floats) or wrap (integers) a work-type result back to ``dt``."""
-    return np.asarray(x).astype(dt.np_type)
+    x = np.asarray(x)
+    if x.dtype == _F64 and dt.is_float and dt.bits < 32 and dt.np_type != _F16:
+        x = _f32_round_to_odd(x)  # ml_dtypes casts f64 through f32: two roundings
+    return x.astype(dt.np_type)
+
+
+_F64, _F16 = np.dtype(np.float64), np.dtype(np.float16)
+
+
+def _f32_round_to_odd(x: np.ndarray) -> np.ndarray:
+    """f64 values rounded to f32 toward zero, the last bit set when that dropped anything
+    (round-to-odd). ml_dtypes converts f64 to bf16 and the fp8 formats through f32, and
+    an f64 value just above a bf16 midpoint would first round onto it in f32 and then to
+    even; from a round-to-odd f32, which keeps at least two bits more than those formats,
+    the second rounding equals one correct rounding of the f64 value (a compiler's
+    conversion of the literal). NaN and infinities pass unchanged."""
+    r = x.astype(np.float32)
+    wide = r.astype(np.float64)
+    inexact = (wide != x) & ~np.isnan(x)
+    r = np.where(inexact & (np.abs(wide) > np.abs(x)), np.nextafter(r, np.float32(0)), r)
+    return (np.asarray(r, np.float32).view(np.uint32) | inexact).view(np.float32)
 
 
 def compute(dt: DType, fn: Callable, *operands) -> np.ndarray:
