@@ -210,9 +210,12 @@ def test_l2_hits_spare_hbm_and_can_be_switched_off():
     assert "l2" not in off.memory
 
 
-def test_block_dim_outside_the_chip_is_a_user_error():
-    with pytest.raises(UserError, match=r"block_dim: expected 1\.\.24"):
-        sim.simulate(_scale_rows(1), block_dim=25)
+def test_block_dim_past_the_runtime_limit_is_a_user_error():
+    """More blocks than cores run in waves (tests/test_waves.py); past the runtime's
+    65 535 blocks, or below 1, the launch is refused."""
+    for n in (65536, 0):
+        with pytest.raises(UserError, match=r"block_dim: expected 1\.\.65535"):
+            sim.simulate(_scale_rows(1), block_dim=n)
     with pytest.raises(UserError, match="block_dim"):
         sim.Kernel("k", block_dim=0)
 

@@ -17,6 +17,10 @@ class UserError(Exception):
 class VerifyError(UserError):
     """A program breaks a target-profile rule (dtype, layout, valid region ...)."""
 
+    # set by the verifier when it raises: every error and warning of the instruction
+    errors: list[str]
+    warnings: list[str]
+
 
 class PlacementError(UserError):
     """The tiles live at one time do not fit in an on-chip buffer (no address is left)."""

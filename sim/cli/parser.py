@@ -243,8 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=_count(1),
         default=None,
         metavar="N",
-        help="physical cores that run the kernel SPMD (default: a .py kernel's own "
-        "block_dim, else 1); the report and --json add per core/unit figures",
+        help="blocks that run the kernel SPMD, 1..65535 (default: a .py kernel's own "
+        "block_dim, else 1); blocks past the target's cores run in waves, each on the "
+        "first free core; the report and --json add per core/unit figures and which "
+        "block ran on which core",
     )
     r.add_argument(
         "--detail",
@@ -309,8 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_count(1),
         default=None,
         metavar="N",
-        help="cores the --races run launches (default: a .py kernel's own "
-        "block_dim, else 1); races across units and cores are found too",
+        help="blocks the --races run launches, 1..65535 (default: a .py kernel's own "
+        "block_dim, else 1; past the cores they run in waves); races across units and "
+        "cores are found too",
     )
     _kernel_args(ch)
     ch.set_defaults(func=cmd_check)

@@ -1,10 +1,13 @@
 """The chip: every unit of every launched core in one SimPy environment.
 
-``block_dim`` physical cores run the kernel SPMD (programming-model.md §2.1). Each unit
-— AIC, AIV0, AIV1 of a core, as ``sim.engine.units.layout`` decides from the kernel — gets
-its own interpreter (its own buffers, tiles and scalar values; ``get_block_idx`` and
-``get_subblock_idx`` answer with its ids) and its own ``Machine`` (its own pipes). What
-the units share:
+``block_dim`` blocks run the kernel SPMD (programming-model.md §2.1), one block per
+physical core at a time; more blocks than cores run in waves (``sim.engine.waves``: a
+block waits for the first free core). Each unit of a block — AIC, AIV0, AIV1 of its core,
+as ``sim.engine.units.layout`` decides from the kernel — gets its own interpreter (its own
+buffers, tiles and scalar values; ``get_block_idx`` and ``get_subblock_idx`` answer with
+its ids) and its own ``Machine`` (its own pipes), made when the block starts; what does
+not depend on the block — each kind of unit's split and placed program, its checked sync
+items, the static trace rows — is made once and shared. What the units share:
 
 * one ``simpy.Environment``, so all timelines advance together;
 * the GM arrays (functional data) and the GM model (``sim.engine.gm``): every GM
@@ -41,6 +44,7 @@ from sim.engine.races import RaceDetector
 from sim.engine.record import frame
 from sim.engine.scan import kept
 from sim.engine.units import layout, unit_program
+from sim.engine.waves import Waves
 from sim.engine.xraces import ChipRaces, UnitRaces
 
 if TYPE_CHECKING:
@@ -99,67 +103,104 @@ class Chip:
         self.xraces = ChipRaces() if races and len(self.layout.units) > 1 else None
         if self.xraces is not None:
             self.state.flags.on_add = self.xraces.added
-        programs, placed = {}, {}
+        self._programs: dict = {}
+        self._placed: dict = {}
         # kept with the program for every run of it: one table of static trace rows for
         # all units, and per kind of unit the checked items of its sync statements (an item
         # carries its row's id from one unit and run to the next)
-        statics = kept(program, ("static rows",), lambda: ([], {}))
-        self.units = []
+        self._statics = kept(program, ("static rows",), lambda: ([], {}))
+        self.units: list = []
         # what the units work out about accesses (race checks): the same for every unit
-        access_caches: tuple = ({}, {}, {})
+        self._access_caches: tuple = ({}, {}, {})
         # a unit alone, its race check a proof: its GM accesses only summarised, as no
         # other unit can meet them
         summary = gm_summary and race_logs and not races and len(self.layout.units) == 1
-        for spec in self.layout.units:
-            if spec.kind not in programs:
-                programs[spec.kind], placed[spec.kind] = kept(
+        self._program, self._order, self._gm_model = program, order, gm_model
+        self._opts = dict(
+            inputs=inputs,
+            functional=functional,
+            strict=strict,
+            seed=seed,
+            detail=detail,
+            races=races,
+            race_logs=race_logs,
+            summary=summary,
+            ideal_sync=ideal_sync,
+            infinite_bandwidth=infinite_bandwidth,
+            trace=trace,
+        )
+        # the blocks' units, block by block in the layout; a block starts on a core when
+        # the waves hand it one (sim.engine.waves)
+        self._per_block = len(self.layout.units) // block_dim
+        self.waves = Waves(self.env, target, block_dim, self._start_block)
+        # the first wave's units now (a run that stops before it starts still has them)
+        self._first = [self._block_units(b, b) for b in range(self.waves.cores)]
+
+    def _block_units(self, block: int, core: int) -> list:
+        """Make the units of ``block`` on physical core ``core``: (spec, interpreter,
+        machine) each; the programs, placements and sync items are made once per kind."""
+        program, target, o = self._program, self.target, self._opts
+        k = self._per_block
+        made = []
+        for spec in self.layout.units[block * k : (block + 1) * k]:
+            if spec.kind not in self._programs:
+                self._programs[spec.kind], self._placed[spec.kind] = kept(
                     program,
                     ("unit", spec.kind, target),
                     functools.partial(_placed_unit, program, spec.kind, target),
                 )
             interp = Interpreter(
-                programs[spec.kind],
+                self._programs[spec.kind],
                 target,
-                inputs=inputs,
-                functional=functional,
-                strict=strict,
-                seed=seed,
-                track_accesses=races or race_logs,
+                inputs=o["inputs"],
+                functional=o["functional"],
+                strict=o["strict"],
+                seed=o["seed"],
+                track_accesses=o["races"] or o["race_logs"],
                 spec=spec,
                 chip=self.state,
                 gm=self.gm_state,
-                placed=placed[spec.kind],
-                gm_windows=gm_model is not None and gm_model.needs_window(),
+                placed=self._placed[spec.kind],
+                gm_windows=self._gm_model is not None and self._gm_model.needs_window(),
                 sync_items=kept(program, ("sync items", spec.kind, target), dict),
-                access_caches=access_caches,
-                gm_pipes={} if summary else None,
+                access_caches=self._access_caches,
+                gm_pipes={} if o["summary"] else None,
             )
             machine = Machine(
                 target,
                 env=self.env,
-                core=spec.core,
+                core=core,
                 unit=spec.unit,
-                detail=detail,
-                races=self._race_detector(spec, races),
-                ideal_sync=ideal_sync,
-                infinite_bandwidth=infinite_bandwidth,
-                gm=order,
+                detail=o["detail"],
+                races=self._race_detector(spec, o["races"]),
+                ideal_sync=o["ideal_sync"],
+                infinite_bandwidth=o["infinite_bandwidth"],
+                gm=self._order,
                 shared=self.state.flags,
-                trace=trace,
-                statics=statics,
-                log=[] if race_logs else None,
+                trace=o["trace"],
+                statics=self._statics,
+                log=[] if o["race_logs"] else None,
             )
-            interp.limits = limits  # a scalar-only loop issues nothing to count
-            self.units.append((spec, interp, machine))
+            machine.recorder.block = spec.block_idx
+            interp.limits = self.limits  # a scalar-only loop issues nothing to count
+            made.append((spec, interp, machine))
+        self.units += made
+        return made
 
-    def run(self):
-        """Run every unit to the end; the trace recording of all of them."""
-        for _, interp, machine in self.units:
+    def _start_block(self, block: int, core: int) -> list:
+        """Start ``block``'s units on ``core`` (``Waves``); their machines."""
+        units = self._first[block] if block < len(self._first) else self._block_units(block, core)
+        for _, interp, machine in units:
             stream = interp.issue()
             machine.start(self.limits.stream(stream) if self.limits is not None else stream)
+        return [m for _, _, m in units]
+
+    def run(self):
+        """Run every block to the end; the trace recording of all their units."""
+        self.waves.launch()
         self.env.run()
         stuck = [(spec, m) for spec, _, m in self.units if not m.finished()]
-        if stuck:
+        if stuck or self.waves.unstarted():
             self._deadlock(stuck)
         return self.recording()
 
@@ -200,14 +241,30 @@ class Chip:
 
     def _deadlock(self, stuck):
         multi = len(self.units) > 1
+        waves = self.waves.waves
         parts, entries = [], []
         for spec, m in stuck:
             items = m.stuck()
             for s in items:
-                s["core"], s["unit"] = spec.core, spec.unit
+                s["core"], s["unit"] = m.core, spec.unit
+                if waves:
+                    s["block"] = spec.block_idx
                 self._missing_sets(m, s)
             entries += items
-            parts.append(describe_stuck(items, f"core {spec.core} {spec.unit} " if multi else ""))
+            where = (
+                f"block {spec.block_idx} on core {m.core} {spec.unit} "
+                if waves
+                else f"core {m.core} {spec.unit} "
+                if multi
+                else ""
+            )
+            parts.append(describe_stuck(items, where))
+        left = self.waves.unstarted()
+        if left:
+            parts.append(
+                f"{left} of the {self.waves.block_dim} blocks never started (they wait for a "
+                f"core the stuck blocks hold)"
+            )
         raise DeadlockError(f"deadlock at cycle {self.now()}: " + "; ".join(parts), entries)
 
     def _missing_sets(self, machine, entry) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from array import array
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,6 +63,7 @@ class Recorder:
         if mode not in TRACE_MODES:
             raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {mode!r}")
         self.core, self.unit, self.mode = core, unit, mode
+        self.block = core  # the block it ran (sim.engine.waves: another with waves)
         self.cols = array("q")
         self.statics: list[tuple]
         self._static_ids: dict[tuple, int]
@@ -233,19 +235,21 @@ def frame(recorders) -> pd.DataFrame:
         order = np.lexsort((rows[:, _SEQ], rows[:, _START]))
         n = len(order)
         cores, units = np.full(n, r.core, np.int64), np.zeros(n, np.int8)
+        blocks = np.full(n, r.block, np.int64)
 
         def column(i):  # one field, rows sorted: its own contiguous array
             return rows[:, i].take(order)
     else:
-        column, n, cores, units, statics, texts, unit_names = _merged(recorders)
+        column, n, cores, blocks, units, statics, texts, unit_names = _merged(recorders)
 
     sid = column(_SID)
-    static = list(zip(*statics)) if statics else [()] * len(_STATIC)
-    field = dict(zip(_STATIC, static))
+    static = list(zip(*statics, strict=True)) if statics else [()] * len(_STATIC)
+    field = dict(zip(_STATIC, static, strict=True))
     start, end = column(_START), column(_END)
     cols = {
         "id": column(_SEQ),
         "core": cores,
+        "block": blocks,
         "unit": _categorical(units, unit_names),
         "dispatch_cycle": column(_DISPATCH),
         "start_cycle": start,
@@ -270,8 +274,9 @@ def frame(recorders) -> pd.DataFrame:
 
 
 def _merged(recorders):
-    """Several units' rows in one order — start cycle, core, unit, id — for ``frame``:
-    ``(column, row count, core and unit index of each row, statics, texts, unit names)``,
+    """Several units' rows in one order — start cycle, core, unit, block, id — for
+    ``frame``: ``(column, row count, core, block and unit index of each row, statics, texts,
+    unit names)``,
     where ``column(i)`` is field ``i`` of every row in that order, static ids and text ids
     mapped onto the merged tables.
 
@@ -286,8 +291,11 @@ def _merged(recorders):
     bounds = np.cumsum([0] + [len(p) for p in parts]).tolist()
     n = bounds[-1]
     unit_of = [unit_names.index(r.unit) for r in recorders]
-    pairs = sorted({(r.core, u) for r, u in zip(recorders, unit_of)})
-    rank = [pairs.index((r.core, u)) for r, u in zip(recorders, unit_of)]
+    # a core's blocks run one after the other: (core, unit, block) ranks the units
+    keys = [(r.core, u, r.block) for r, u in zip(recorders, unit_of, strict=True)]
+    at_rank = {p: i for i, p in enumerate(sorted(set(keys)))}
+    pairs = list(at_rank)
+    rank = [at_rank[k] for k in keys]
     maps: dict[int, list] = {_SID: [], _WAITS: [], _RECORDS: []}
     shared = all(r.statics is recorders[0].statics for r in recorders)
     if shared:  # one table (a chip's units): the ids are the merged ids
@@ -314,7 +322,7 @@ def _merged(recorders):
     low = min((int(p[:, _START].min()) for p in parts if len(p)), default=0)
     if low >= 0 and top(_START).bit_length() + rank_bits + seq_bits <= 63:
         key = np.empty(n, np.int64)
-        for p, a, b, k in zip(parts, bounds, bounds[1:], rank):
+        for p, (a, b), k in zip(parts, pairwise(bounds), rank, strict=True):
             part = key[a:b]
             np.left_shift(p[:, _START], rank_bits + seq_bits, out=part)
             part |= (k << seq_bits) | p[:, _SEQ]
@@ -331,18 +339,18 @@ def _merged(recorders):
     at = np.empty(n, small)  # where each unit's rows go
     at[order] = np.arange(n, dtype=small)
     del order
-    places = [at[a:b] for a, b in zip(bounds, bounds[1:])]
+    places = [at[a:b] for a, b in pairwise(bounds)]
 
     def column(i):
         out = np.empty(n, np.int64)
         m = maps.get(i)
-        for j, (p, to) in enumerate(zip(parts, places)):
+        for j, (p, to) in enumerate(zip(parts, places, strict=True)):
             out[to] = p[:, i] if m is None else m[j][p[:, i]]
         return out
 
     def fill(values):
         out = np.empty(n, np.int64)
-        for v, to in zip(values, places):
+        for v, to in zip(values, places, strict=True):
             out[to] = v
         return out
 
@@ -350,6 +358,7 @@ def _merged(recorders):
         column,
         n,
         fill([r.core for r in recorders]),
+        fill([r.block for r in recorders]),
         fill(unit_of),
         list(static_ids),
         list(text_ids),

@@ -9,6 +9,7 @@ import numpy as np
 
 from sim.base.errors import UserError
 from sim.engine.summary import Summary
+from sim.engine.waves import blocks_json, blocks_text
 from sim.trace.text import format_report, opcode_share, units_from_totals
 
 if TYPE_CHECKING:
@@ -48,12 +49,17 @@ class Result:
     warnings: tuple = ()  # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()  # race-check findings (simulate(..., races=True))
     mode: str = "manual"  # synchronisation mode that ran: auto | manual | ideal
-    block_dim: int = 1  # physical cores the kernel ran on
+    block_dim: int = 1  # blocks of the launch (get_block_num)
     memory: dict = attrs.field(repr=False, factory=dict)  # GM channels: bytes, utilisation, L2 hits
     races_checked: bool = False  # whether the run checked races (``races`` is then complete)
     # how: "proof" (shown race-free from the order its synchronisation imposes, without the
     # detector: sim.engine.racefree) or "detector" (every access followed in event time)
     races_by: str = ""
+    # which block ran on which core and when: (block, core, start, end cycle) by block
+    # (sim.engine.waves); ``cores`` the physical cores the launch used
+    blocks: tuple = attrs.field(repr=False, factory=tuple)
+    cores: int = 1
+    dispatch_cycles: int = 0  # [chip] block_dispatch_cycles (the report says it)
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
     _summary: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
@@ -148,6 +154,8 @@ class Result:
             "opcodes": self.opcodes,
             "units": self.units,
             "memory": self.memory,
+            "cores": self.cores,
+            "blocks": blocks_json(self.blocks),
             "instructions": self.instructions,
             "races": {"checked": self.races_checked, "found": len(self.races), "by": self.races_by},
             "warnings": list(self.warnings),
@@ -173,6 +181,10 @@ class Result:
             f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n"
             f"races: {self._races_text()}\n{rest}"
         )
+        if self.block_dim > self.cores:  # blocks in waves: which ran where and when
+            text += "\n\n" + blocks_text(
+                self.blocks, self.block_dim, self.cores, self.dispatch_cycles
+            )
         if self.warnings:
             text += "\n\n" + "\n".join(self.warnings)
         return text

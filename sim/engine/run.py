@@ -81,9 +81,11 @@ def simulate(
     ``"none"`` (no rows; ``total_cycles`` and ``pipes`` still work) — the lighter modes are
     for sweeps. ``limits`` (``sim.engine.limits``) bounds the run by cycles and issued items
     and reports progress; a run it stops, a deadlock and a KeyboardInterrupt carry the trace
-    recorded so far as ``.trace``. ``block_dim`` physical cores run the kernel SPMD (a
-    builder ``Kernel`` brings its own; default 1); ``l2`` overrides the target's ``[gm.l2]
-    enabled`` switch.
+    recorded so far as ``.trace``. ``block_dim`` blocks run the kernel SPMD (a builder
+    ``Kernel`` brings its own; default 1), one per core at a time: past the target's cores
+    they run in waves, a block on the first free core (``sim.engine.waves``;
+    ``Result.blocks`` says which block ran on which core and when); ``l2`` overrides the
+    target's ``[gm.l2] enabled`` switch.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -175,6 +177,9 @@ def simulate(
         memory=chip.gm.summary(recording.end) if chip.gm_used else {},
         races_checked=check,
         races_by=("proof" if proven else "detector") if check else "",
+        blocks=tuple(chip.waves.table()),
+        cores=chip.waves.cores,
+        dispatch_cycles=chip.waves.latency,
     )
 
 

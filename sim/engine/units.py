@@ -42,6 +42,8 @@ import attrs
 
 from sim.base.errors import UserError
 from sim.engine.scan import scan
+from sim.engine.waves import check_block_dim
+from sim.engine.waves import cores as waves_cores
 from sim.isa.program import (
     Barrier,
     For,
@@ -142,13 +144,13 @@ def _sides(target) -> dict:
 
 
 def layout(program: Program, target, block_dim: int) -> Layout:
-    """The units ``program`` runs on with ``block_dim`` blocks."""
-    cores = int(target.chip.get("cores", 1) or 1)
-    if not 1 <= block_dim <= cores:
-        raise UserError(
-            f"block_dim: expected 1..{cores} (the [chip] cores of target "
-            f"{target.name}), found {block_dim}"
-        )
+    """The units ``program`` runs on with ``block_dim`` blocks, block by block (a block's
+    units are consecutive; ``UnitSpec.core`` is the block's index: what its FIFOs and
+    cross-core flags are keyed by). More blocks than cores run in waves
+    (``sim.engine.waves``): a launch-wide barrier then could never complete."""
+    check_block_dim(block_dim, target)
+    if block_dim > waves_cores(target):
+        _refuse_launch_wide_sync(program, target, block_dim)
     main = program.main
     kind = _kernel_kind(main)
     peer = _peer(program, main) if kind else None
@@ -168,6 +170,30 @@ def layout(program: Program, target, block_dim: int) -> Layout:
         "single",
         tuple(UnitSpec(b, unit, BOTH, main.name, b, block_dim, 0, 1) for b in range(block_dim)),
     )
+
+
+def _refuse_launch_wide_sync(program: Program, target, block_dim: int) -> None:
+    """An all-block barrier (``pto.syncall``, an ``ffts_mode 0`` cross-core flag: every unit
+    of a type sets, every one waits) with more blocks than cores: the blocks of the first
+    wave wait for blocks that only start when one of them ends — on hardware too it never
+    completes. Refused before the run, naming the statement."""
+    for fn in program.functions:
+        for st in _walk(fn.body):
+            t = type(st)
+            if t is SyncAll or ((t is SyncSet or t is SyncWait) and st.mode == 0):
+                what = (
+                    f"pto.syncall ({st.loc})"
+                    if t is SyncAll
+                    else f"{'pto.sync.set' if t is SyncSet else 'pto.sync.wait'} with "
+                    f"ffts_mode 0 ({st.loc})"
+                )
+                raise UserError(
+                    f"{what}: a barrier over every block of the launch with block_dim "
+                    f"{block_dim} > the {waves_cores(target)} cores of target {target.name}: "
+                    f"the blocks past the cores wait for a core that a block held at the "
+                    f"barrier never frees (it cannot complete on hardware either); launch at "
+                    f"most {waves_cores(target)} blocks"
+                )
 
 
 def _mixed(cube_fn: str, vec_fn: str, block_dim: int) -> Layout:

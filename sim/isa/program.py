@@ -278,7 +278,7 @@ class SetFlag:
 
     src: str
     dst: str
-    event: int
+    event: int | Scalar  # an event id, or a scalar holding one (auto mode's parity)
     loc: SourceLoc | None = _loc_field()
 
 
@@ -288,7 +288,7 @@ class WaitFlag:
 
     src: str
     dst: str
-    event: int
+    event: int | Scalar  # an event id, or a scalar holding one (auto mode's parity)
     loc: SourceLoc | None = _loc_field()
 
 

@@ -347,7 +347,9 @@ def _tmp_more_rows(ops: Operands, tmp: Tile, req: dict) -> Iterator[str]:
 
 def _check_tmp(ops: Operands, req: dict) -> Iterator[str]:
     tmp = ops.tile("tmp")
-    for part in (_tmp_dtype, _tmp_min_valid, _tmp_more_rows) if tmp is not None else ():
+    if tmp is None:
+        return
+    for part in (_tmp_dtype, _tmp_min_valid, _tmp_more_rows):
         yield from part(ops, tmp, req)
 
 

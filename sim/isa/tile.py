@@ -16,6 +16,7 @@ which type on which target) live in the verifier.
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -95,6 +96,18 @@ def _enum(cls):
     return convert
 
 
+if TYPE_CHECKING:  # named for mypy's attrs plugin, which cannot type a converter made by a call
+
+    def _to_loc(value: Any, /) -> Loc: ...
+    def _to_blayout(value: Any, /) -> BLayout: ...
+    def _to_slayout(value: Any, /) -> SLayout: ...
+    def _to_pad(value: Any, /) -> Pad: ...
+
+else:
+    _to_loc, _to_blayout = _enum(Loc), _enum(BLayout)
+    _to_slayout, _to_pad = _enum(SLayout), _enum(Pad)
+
+
 def _valid(value):
     if value is None or value == "?" or value == -1:
         return None
@@ -115,7 +128,7 @@ _LAYOUT_NAMES = {
 class TileType:
     """The static type of a tile (C++ ``Tile<...>`` / PTO IR ``!pto.tile_buf<...>``)."""
 
-    loc: Loc = attrs.field(converter=_enum(Loc))
+    loc: Loc = attrs.field(converter=_to_loc)
     dtype: DType = attrs.field(converter=_dtype)
     rows: int = attrs.field(converter=int)
     cols: int = attrs.field(converter=int)
@@ -125,10 +138,10 @@ class TileType:
     valid_cols: int | None = attrs.field(
         default=attrs.Factory(lambda self: self.cols, takes_self=True), converter=_valid
     )
-    blayout: BLayout = attrs.field(default=BLayout.ROW_MAJOR, converter=_enum(BLayout))
-    slayout: SLayout = attrs.field(default=SLayout.NONE_BOX, converter=_enum(SLayout))
+    blayout: BLayout = attrs.field(default=BLayout.ROW_MAJOR, converter=_to_blayout)
+    slayout: SLayout = attrs.field(default=SLayout.NONE_BOX, converter=_to_slayout)
     fractal: int = attrs.field(default=512, converter=int)
-    pad: Pad = attrs.field(default=Pad.NULL, converter=_enum(Pad))
+    pad: Pad = attrs.field(default=Pad.NULL, converter=_to_pad)
     compact: int = attrs.field(default=0, converter=int)
 
     def __attrs_post_init__(self):

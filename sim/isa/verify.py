@@ -159,9 +159,11 @@ def diagnose(instr: Instr, target, valid_of: ValidOf) -> tuple[list[str], list[s
     if instr.attrs:  # precision modes and attributes the engine does not read
         data = ops.typed("dst") or next((ops.typed(r) for r in ops.roles(["*"])), None)
         dtype = data.dtype.name if data is not None else ""
-        e, w = diagnose_attrs(spec.name, spec.attrs_allowed, instr.attrs, rules, dtype, target.name)
-        errors += e
-        warnings += w
+        errs, warns = diagnose_attrs(
+            spec.name, spec.attrs_allowed, instr.attrs, rules, dtype, target.name
+        )
+        errors += errs
+        warnings += warns
     return errors, warnings
 
 
@@ -193,7 +195,7 @@ def _facts(instr: Instr, target, valid_of: ValidOf) -> tuple:
     for all of them. A checker that reads more of an operand must add it here
     (tests/test_verify_memo.py changes each part)."""
     key = [instr.opcode, target, len(instr.outs), instr.attrs]  # attrs: sim.isa.precision
-    tiles = []
+    tiles: list = []
     for o in (*instr.outs, *instr.ins):
         if isinstance(o, Tile):
             same = tiles.index(o) if o in tiles else len(tiles)

@@ -306,7 +306,7 @@ def _allocate(fn, target, double_buffer, pinned, reserved, hb, where, *, stagger
                 + (f": {desc}" if desc else "")
                 + ("; --sync auto orders such reuse itself" if unordered else "")
             )
-        addrs = (addr,)
+        addrs: tuple[int, ...] = (addr,)
         if db:
             held = [(b, b + sl.nbytes) for sl in fit.unordered for b in sl.addrs]
             second = fit(busy + held + [(addr, addr + size)])

@@ -23,6 +23,8 @@ address 3 that manual mode refused). Two rules:
 
 from __future__ import annotations
 
+from typing import Any
+
 from sim.isa.known import HAND_PLACEMENTS, known
 from sim.isa.program import (
     Alloc,
@@ -123,6 +125,7 @@ def placements(program):
                 tile, op, how = st.outs[0], st.ins[0], "TASSIGN"
             else:
                 continue
+            addr: Any
             if isinstance(op, Const):
                 addr = op.value
             else:
@@ -149,7 +152,7 @@ def sized_arguments(program) -> dict:
                 for param, arg in zip(callee.args, st.args):
                     if isinstance(param, Scalar) and isinstance(arg, Scalar):
                         defs.setdefault((callee.name, param.name), []).append((fn.name, arg.name))
-            ops = ()
+            ops: tuple = ()
             if isinstance(st, MakeTensorView):
                 ops, what = st.shape, "a tensor view's shape"
             elif isinstance(st, PartitionView):
@@ -192,7 +195,9 @@ def view_spans(program, scalars: dict) -> list:
     for st in walk(fn.body):
         if not isinstance(st, MakeTensorView):
             continue
-        vals = [o.value if isinstance(o, Const) else known.get(o) for o in (*st.shape, *st.strides)]
+        vals: list[Any] = [
+            o.value if isinstance(o, Const) else known.get(o) for o in (*st.shape, *st.strides)
+        ]
         if any(type(v) is not int for v in vals):
             continue
         shape, strides = vals[: len(st.shape)], vals[len(st.shape) :]
@@ -218,7 +223,7 @@ def static_problems(program, target, scalars=None) -> list:
     """[(rule, tile or argument name, message)] of every static problem of ``program`` on
     ``target`` with scalar argument values ``scalars`` (name -> value; missing ones are
     not checked)."""
-    out = []
+    out: list = []
     if _placed_well(program, target):
         if not scalars:
             return out

@@ -124,11 +124,13 @@ class _Inliner:
         site = next(self.sites)
 
         def fresh(name: str) -> str:
-            for k in itertools.count():
+            k = 0
+            while True:
                 cand = f"{st.callee}{site}_{name}" + (f"_{k}" if k else "")
                 if cand not in self.taken:
                     self.taken.add(cand)
                     return cand
+                k += 1
 
         subst = dict(zip(fn.args, st.args))
         inner = self.body(tuple(_map(tuple(body), subst, fresh)), stack + (st.callee,))

@@ -182,10 +182,10 @@ class Fifos:
                 return None
             pipe = "PIPE_FIX" if t.loc is Loc.ACC else "PIPE_MTE3"
             return pipe, [("tile", t, False)], True
-        pipe = self._FREE.get(st.op)
-        if pipe is None:
+        free = self._FREE.get(st.op)
+        if free is None:
             return None
-        return pipe, [("gm", Access(self.space(st), 0, 1, True, st.op))], False
+        return free, [("gm", Access(self.space(st), 0, 1, True, st.op))], False
 
 
 def reserve_of(st) -> tuple:

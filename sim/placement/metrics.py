@@ -46,7 +46,8 @@ def occupancy(
     (tiles missing from it are skipped); ``double``: tile name -> ``(addr0, addr1, opcode,
     operands)`` of auto mode's double-buffered tiles and their first access in the body."""
     double = double or {}
-    tiles, root = {}, {}
+    tiles: dict = {}
+    root: dict = {}
     for st in (s for f in program.functions for s in walk(f.body)):
         if isinstance(st, Alloc):
             tiles[st.tile.name] = st.tile

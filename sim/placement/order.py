@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
+from typing import Any
 
 import attrs
 
@@ -133,7 +134,7 @@ class Ctx:
         self.parity_events: dict[str, tuple] = {}  # scalar name -> (loop id, id0, id1)
         self.summaries: dict[int, Summary] = {}
         self.loop_alias: dict[int, int] = {}  # id(rewritten For) -> id(original)
-        self.steps: dict[int, tuple] = {}  # id(Instr) -> its step
+        self.steps: dict[int, tuple | None] = {}  # id(Instr) -> its step
         self.resolved: dict[int, list] = {}  # id(a step's accesses) -> resolve()
 
     def key(self, loop) -> int:
@@ -143,7 +144,7 @@ class Ctx:
     # --- accesses ---------------------------------------------------------------------
 
     def symbolic(self, instr: Instr) -> list:
-        out = []
+        out: list[tuple] = []
         for t, r, w in tile_roles(instr):
             out.append(("tile", self.root(t), w))
         for o in instr.outs:
@@ -161,7 +162,7 @@ class Ctx:
         if isinstance(st, Instr):
             # once per statement: a builder kernel issues one statement from a line over
             # and over, and the passes ask again at every level that sees it
-            step = self.steps.get(id(st), self)
+            step: Any = self.steps.get(id(st), self)  # self: not worked out yet
             if step is self:
                 step = self.steps[id(st)] = (
                     (pipe_of(st), tuple(self.symbolic(st)), True)

@@ -181,7 +181,7 @@ class ProgramOrder:
     def _wait(self, st: WaitFlag) -> None:
         self._item(st.dst)
         key = self._key(st)
-        got = {}
+        got: dict = {}
         if key is not None and key[:2] not in self.dead:
             q = self.fifo.get(key)
             got = q.popleft() if q else {}

@@ -11,6 +11,8 @@ Y already holds k for P — through the flags and barriers inserted so far, tran
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from sim.isa.program import (
@@ -427,7 +429,7 @@ def _loop(ctx, st: For, busy: dict, parity: dict):
             # one flag per producer position (set after it, wait before its first
             # consumer): ping and pong buffers keep separate flags; one flag for the pair
             # when the pool is short
-            groups = {}
+            groups: dict = {}
             for x, y, d in hs:
                 groups.setdefault(x, []).append((y, d))
             cand = [
@@ -483,11 +485,12 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
     events: list = []
     n = len(body)
     bottom = n - 2 if n and isinstance(body[-1], Yield) else n - 1  # last before a Yield
-    event_of: dict[tuple, object] = {}
+    event_of: dict[tuple, Any] = {}  # (src, dst, event) -> its event id or parity scalar
     par = None
     if parity_keys or any(len(f.ids) == 2 for f in flags):
         par = _parity_scalar(ctx, st)
     for (p, q, e), (e0, e1) in sorted(parity_keys.items()):
+        assert par is not None  # made above for parity keys
         stmts, ev = _parity_value(ctx, par, e0, e1, "ev")
         ctx.parity_events[ev.name] = (ctx.key(st), e0, e1)
         events += stmts
@@ -495,6 +498,7 @@ def _place_loop_sync(ctx, st, body, flags, same, parity_keys, fallback):
     for f in flags:
         ev = f.ids[0]
         if len(f.ids) == 2:
+            assert par is not None  # made above for two-id flags
             stmts, ev = _parity_value(ctx, par, f.ids[0], f.ids[1], "ev")
             ctx.parity_events[ev.name] = (ctx.key(st), f.ids[0], f.ids[1])
             events += stmts

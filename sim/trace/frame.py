@@ -36,6 +36,8 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
     then ``id``, as the engine writes them.
     """
     df = df.copy()
+    if "block" not in df.columns and "core" in df.columns:  # a trace from before waves
+        df["block"] = df["core"]
     for col in COLUMNS:
         if col not in df.columns:
             df[col] = 0 if DTYPES[col] == "int64" else ""

@@ -32,7 +32,9 @@ def _events(obj) -> list[dict]:
 
 
 def _is_ours(slices: list[dict]) -> bool:
-    return bool(slices) and all(set(COLUMNS) <= set(e.get("args") or {}) for e in slices)
+    # a trace written before the block column has every other one
+    need = set(COLUMNS) - {"block"}
+    return bool(slices) and all(need <= set(e.get("args") or {}) for e in slices)
 
 
 def from_chrome(obj) -> pd.DataFrame:
@@ -40,7 +42,8 @@ def from_chrome(obj) -> pd.DataFrame:
     events = _events(obj)
     slices = [e for e in events if e.get("ph") == "X"]
     if _is_ours(slices):
-        return normalize(pd.DataFrame([{c: e["args"][c] for c in COLUMNS} for e in slices]))
+        rows = [{c: e["args"][c] for c in COLUMNS if c in e["args"]} for e in slices]
+        return normalize(pd.DataFrame(rows))
     return from_perfsim(events)
 
 

@@ -12,7 +12,13 @@ __all__ = ["COLUMNS", "DTYPES", "KINDS", "describe"]
 # (name, pandas dtype, meaning)
 _SCHEMA = (
     ("id", "int64", "dynamic sequence number in program order (0-based)"),
-    ("core", "int64", "block index of the AI core"),
+    ("core", "int64", "the physical AI core that ran the row"),
+    (
+        "block",
+        "int64",
+        "block index (get_block_idx) of the row's unit; equal to core unless the launch has "
+        "more blocks than cores (blocks then run in waves, a block per free core)",
+    ),
     ("unit", "category", "AIV0 / AIV1 (vector cores) or AIC (cube core)"),
     ("pipe", "category", "hardware pipe: PIPE_S, PIPE_V, PIPE_MTE1/2/3, PIPE_M, PIPE_FIX"),
     (
