@@ -542,12 +542,19 @@ def cmd_sweep(args) -> int:
             workers=args.workers,
             output=args.output,
         )
-    except KeyboardInterrupt:
-        print(
-            f"ptosim: interrupted: the configurations finished are in {args.output} and "
-            f"{args.output}.journal; run the same command again to resume",
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt as e:
+        if getattr(e, "rows", None) == 0:
+            print(
+                f"ptosim: interrupted before any configuration finished; nothing was "
+                f"written to {args.output}",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"ptosim: interrupted: the configurations finished are in {args.output} and "
+                f"{args.output}.journal; run the same command again to resume",
+                file=sys.stderr,
+            )
         return 130
     failed = int(df["error"].notna().sum())
     shown = df.drop(columns=["config"]).head(args.rows).astype(object)

@@ -31,6 +31,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -135,7 +136,7 @@ def sweep(
     except KeyboardInterrupt:
         # the rows finished so far are kept (and the journal has them): write them
         finished = bool(rows)
-        raise
+        raise Interrupted(len(rows)) from None
     finally:
         bar.close()
         df = _frame(rows, list(values))
@@ -143,6 +144,14 @@ def sweep(
             with atomic_path(output) as tmp:
                 df.to_parquet(tmp, index=False)
     return df
+
+
+class Interrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C; ``rows``: the configurations finished (and written)."""
+
+    def __init__(self, rows: int):
+        super().__init__(f"{rows} configuration{'s' * (rows != 1)} finished")
+        self.rows = rows
 
 
 WARN_CONFIGURATIONS = 10**5
@@ -389,23 +398,36 @@ def _client(scheduler, workers: int, processes: bool):
         return
     if workers < 1:
         raise UserError(f"sweep: workers must be at least 1, found {workers}")
+    cpus = os.cpu_count() or 1
+    if workers > cpus:  # more one-thread workers than CPUs only share them, in more memory
+        print(
+            f"ptosim: note: {workers} workers asked for, {cpus} started (the CPUs of this machine)",
+            file=sys.stderr,
+        )
+        workers = cpus
     import dask
 
     # The workers' statistical profiler samples the deep SimPy stacks of a run every 10 ms
     # (a few per cent of the CPU, measured with bench/bench_sweep.py); nobody reads it here.
     # Its HTTP routes go to a free port (":0"), never clashing with another cluster's 8787.
-    # SIGINT is ignored while the worker processes start, which they inherit: Ctrl-C
-    # stops this process only, which then stops them in order.
-    with dask.config.set({"distributed.worker.profile.enabled": False}), _sigint_ignored():
+    # SIGINT is blocked while the worker processes start, which they inherit: Ctrl-C
+    # stops this process only, which then stops them in order. The workers log nothing
+    # (silence_logs): a failed configuration comes back as a row, a lost worker too, and
+    # what they would print is the noise of a cluster closing under them.
+    with dask.config.set({"distributed.worker.profile.enabled": False}), _sigint_deferred():
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=processes,
             dashboard_address=":0",
-            silence_logs=logging.ERROR,
+            silence_logs=logging.CRITICAL + 1,
         )
-    with cluster, Client(cluster) as client:
-        yield client
+    with _quiet_when_stopped() as quiet, cluster, Client(cluster) as client:
+        try:
+            yield client
+        except BaseException:
+            quiet()
+            raise
 
 
 CONNECT_S = 5  # seconds to reach a scheduler and hear its handshake
@@ -456,20 +478,50 @@ def _probe(text, host: str, port: int) -> None:
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
-    """SIGINT ignored while worker processes start, so a terminal's Ctrl-C (sent to the
-    whole process group) reaches only the sweep, which stops them in order."""
+def _sigint_deferred():
+    """SIGINT blocked while worker processes start: they inherit the blocked signal, so a
+    terminal's Ctrl-C (sent to the whole process group) never reaches them and the sweep
+    stops them in order; this process gets a Ctrl-C pressed meanwhile when the block is
+    lifted (an ignored one would be lost, and the sweep would run on)."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pressed = []
+    # a thread that does not block it may still take the signal: then it is noted here
+    previous = signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending one lands
+    if pressed:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _quiet_when_stopped():
+    """Yield a function that silences distributed's loggers in this process for the rest
+    of the block: called when the sweep stops early, so that the connections the closing
+    cluster drops (CommClosedError, StreamClosedError) print no traceback over the
+    one-line message."""
+    import logging
+
+    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
+    levels = [lg.level for lg in loggers]
+
+    def quiet() -> None:
+        for lg in loggers:
+            lg.setLevel(logging.CRITICAL + 1)
+
+    try:
+        yield quiet
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def _frame(rows, names) -> pd.DataFrame:
