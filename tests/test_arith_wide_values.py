@@ -248,3 +248,30 @@ def test_a_float_scalar_is_rounded_once_to_the_element_type(target, name, s, wan
         k.TSTORE(k.gm("c", name, (R, C)), t)
         got = sim.simulate(k, target=target).output("c").astype(np.float64)
         assert set(got.tolist()) == {want}, op
+
+
+# ---- narrow floats in f32: TRSQRT over every f16 -------------------------------------------
+
+
+def test_f16_trsqrt_is_computed_in_f32_and_rounded_once():
+    """Every non-negative finite f16 through TRSQRT, the destination apart or over the source:
+    1 / sqrt(x) evaluated in f32 and rounded once to f16 equals the f64 value rounded once
+    (checked here for all of them), while sqrt and divide each rounded to f16 differ for
+    about a quarter of them — so a unit that computed in f16 itself would be seen."""
+    from sim.functional import execute
+    from sim.functional.context import FnContext
+
+    f16 = dtype("f16")
+    bits = np.arange(0, 0x7C00, dtype=np.uint16)  # +0, subnormals .. largest finite
+    x = bits.view(np.float16).reshape(-1, 64)
+    with np.errstate(divide="ignore"):  # 1 / sqrt(+0) = inf
+        want = np.array([1 / np.sqrt(float(v)) for v in x.flat]).astype(np.float16)
+        native = (np.float16(1) / np.sqrt(x)).astype(np.float16)  # each step rounded to f16
+    assert (native.ravel() != want).sum() > 1000  # the inputs tell the two apart
+    for apart in (True, False):
+        src = x.copy()
+        dst = np.empty_like(src) if apart else src
+        ctx = FnContext(op="TRSQRT", where="test", dtype=f16, dst=dst, srcs=(src,))
+        ctx.dst_apart = apart
+        execute(ctx)
+        assert dst.ravel().tobytes() == want.tobytes(), apart

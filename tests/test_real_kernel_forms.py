@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import sim
-from sim.base.errors import VerifyError
+from sim.base.errors import SimulationError, VerifyError
+from sim.engine.plausible import index_bounds
 from sim.frontend import parse_file, parse_text, print_program
 from sim.frontend.diagnostics import ParseError
 from sim.placement.auto import plan_auto
@@ -221,3 +222,61 @@ def test_the_costs_follow_the_references_decompositions():
     # zero fill of 1 KiB 24 + 4, flags 4, and the scalar loop: 128 elements at 13 cycles
     assert int(ops["TSCATTER"]) == 24 + 4 + 4 + 128 * 13
     assert int(ops["TCONCATIDX"]) == 24 + 8 * (4 + 1 + 1 + 4)  # 24 + sum(4 + r0 + r1 + 4 cfg)
+
+
+# --- --inputs plausible: index-like inputs inside the ranges the kernel uses -----------------
+
+WILD = DATA.parent / "wild"
+
+
+@pytest.mark.parametrize(
+    "path, bounds",
+    [
+        # load_scalar * 16 as a row offset of 16-row windows of a 256-row tensor: 0..15
+        (WILD / "index_table.pto", {"idx": 16}),
+        # MGATHER from a 64x64 view: element offsets 0..4095
+        (WILD / "ops" / "mgather.pto", {"pi": 4096}),
+        # TSCATTER into 16x16; TCONCATIDX counts in bytes of i32 up to 64 columns
+        (DATA / "axpy_scatter_concatidx.pto", {"pi": 256, "p0": 257, "p1": 257}),
+    ],
+    ids=lambda x: getattr(x, "stem", ""),
+)
+def test_index_bounds_read_the_ranges_the_program_uses(path, bounds):
+    assert index_bounds(parse_file(path)) == bounds
+
+
+@pytest.mark.parametrize(
+    "path",
+    [WILD / "index_table.pto", WILD / "ops" / "mgather.pto", DATA / "axpy_scatter_concatidx.pto"],
+)
+def test_plausible_inputs_run_kernels_that_random_inputs_stop_and_are_deterministic(path):
+    program = parse_file(path)
+    target = dict(program.attrs).get("pto.target_arch", "a2a3")
+    with pytest.raises(SimulationError, match="--inputs plausible"):
+        sim.simulate(program, target)
+    a = sim.simulate(program, target, inputs="plausible")
+    b = sim.simulate(program, target, fill="plausible")
+    for name in a.gm:
+        np.testing.assert_array_equal(a.gm[name], b.gm[name])
+    c = sim.simulate(program, target, fill="plausible", seed=1)
+    assert any(not np.array_equal(a.gm[n], c.gm[n]) for n in a.gm)  # the seed still counts
+
+
+def test_plausible_fill_keeps_given_inputs_and_float_arguments():
+    program = parse_file(DATA / "axpy_scatter_concatidx.pto")
+    inp = _more_ops_inputs(np.random.default_rng(8))
+    r = sim.simulate(program, "a2a3", inputs={"pi": inp["pi"].ravel()}, fill="plausible")
+    np.testing.assert_array_equal(r.gm["pi"], inp["pi"].ravel())
+    assert r.gm["pa"].dtype == np.float32 and (r.gm["pa"] < 0).any()  # floats stay random
+    k0 = r.gm["p0"]
+    assert k0.min() >= 0 and k0.max() < 257
+
+
+def test_the_command_line_takes_inputs_plausible(cli):
+    path = WILD / "index_table.pto"
+    code, _, err = cli("run", path)
+    assert code != 0 and "--inputs plausible" in err
+    code, out, err = cli("run", path, "--inputs", "plausible", "--json")
+    assert code == 0, err
+    code, _, err = cli("run", path, "--inputs", "nonsense")
+    assert code == 2 and "invalid choice" in err

@@ -19,6 +19,7 @@ import numpy as np
 
 from sim.base.errors import SimulationError, UserError
 from sim.isa.dtypes import DType
+from sim.engine.plausible import PLAUSIBLE_KEY
 from sim.isa.program import GmPtr, MakeTensorView, PartitionView, PartView, Scalar, TensorView
 from sim.placement.bounds import span_message
 
@@ -183,10 +184,15 @@ class GlobalViews:
         if not todo.size:
             return
         dt = self._gm_dtypes.get(name) or _dtype_of(arr)
+        # --inputs plausible (sim.engine.plausible): index-like integers inside their range
+        hi = self.inputs.get(PLAUSIBLE_KEY, {}).get(name) if dt.is_int else None
         for p in (p0 + todo).tolist():
             rng = np.random.default_rng([self.seed, zlib.crc32(name.encode()), p])
             a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
-            arr[a:b] = _random(dt, b - a, rng)
+            if hi is not None:
+                arr[a:b] = rng.integers(0, hi, b - a).astype(dt.np_type)
+            else:
+                arr[a:b] = _random(dt, b - a, rng)
         filled[p0:p1] = True
 
     def data_error(self, message: str, values: bool = False) -> None:
@@ -209,13 +215,18 @@ class GlobalViews:
         ]
         if not random:
             raise SimulationError(message)
+        alt = (
+            ""
+            if PLAUSIBLE_KEY in self.inputs
+            else ", draw index-like ones inside the ranges the kernel uses with --inputs plausible"
+        )
         if values:
             flags = " ".join(f"--input {n}=FILE.npy" for n in random)
             raise SimulationError(
                 f"{message}; the inputs drive it: the values come from GM "
                 f"arguments filled with seeded random data "
                 f"({', '.join('%' + n for n in random)}): give real ones with "
-                f"{flags}, or run with --timing-only"
+                f"{flags}{alt}, or run with --timing-only"
             )
         if not self.functional and self._scalar_reads:
             self.warnings.setdefault(
@@ -229,7 +240,7 @@ class GlobalViews:
             f"{message}; the inputs drive it: the kernel reads indices from "
             f"GM arguments filled with seeded random data "
             f"({', '.join('%' + n for n in random)}): give real ones with "
-            f"{flags}, or run with --timing-only"
+            f"{flags}{alt}, or run with --timing-only"
         )
 
     _ptr_offsets: dict[str, int]  # pointer name -> element offset (pto.addptr)

@@ -12,6 +12,7 @@ from sim.engine.access import GmShared
 from sim.engine.chip import Chip
 from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
+from sim.engine.plausible import FILLS, PLAUSIBLE_KEY, index_bounds
 from sim.engine.record import TRACE_MODES
 from sim.engine.result import Result
 from sim.engine.scan import kept
@@ -47,6 +48,7 @@ def simulate(
     functional=True,
     strict=True,
     seed=0,
+    fill: str = "random",
     detail: str = "op",
     races: bool | str = False,
     ideal_sync: bool = False,
@@ -60,7 +62,9 @@ def simulate(
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
-    data) and scalar argument names to values. ``functional=False`` skips the numpy
+    data) and scalar argument names to values. ``fill="plausible"`` (or
+    ``inputs="plausible"``) draws the unbound integer arguments the kernel uses as indices
+    or window offsets inside the ranges it uses them in (``sim.engine.plausible``). ``functional=False`` skips the numpy
     functional units (timing only). ``strict`` turns integer division by zero and
     out-of-range inputs into errors. Every executed instruction is verified against the
     target profile (once per distinct instruction and operand state). ``detail="cce"``
@@ -93,6 +97,10 @@ def simulate(
         raise UserError(f"races: expected True, False or 'manual', found {races!r}")
     if trace not in TRACE_MODES:
         raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {trace!r}")
+    if isinstance(inputs, str):  # inputs="plausible": no arrays given, the fill named
+        inputs, fill = None, inputs
+    if fill not in FILLS:
+        raise UserError(f"fill: expected one of {', '.join(FILLS)}, found {fill!r}")
     if hasattr(program, "program"):  # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
         if block_dim is None:
@@ -113,6 +121,9 @@ def simulate(
     # dispatch logs that the detector would find nothing (sim.engine.racefree); only when
     # that does not go through does it run again with the detector, whose findings count
     prove = check and not (ideal_sync or prep.ideal_sync)
+
+    if fill == "plausible":  # index-like GM inputs inside their ranges (sim.engine.plausible)
+        inputs = {**(inputs or {}), PLAUSIBLE_KEY: index_bounds(prep.program)}
 
     def run(detect: bool, gm_summary: bool = False):
         chip = Chip(
