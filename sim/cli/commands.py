@@ -312,6 +312,7 @@ def cmd_run(args) -> int:
             inputs=inputs,
             functional=not args.timing_only,
             seed=args.seed,
+            fill=args.inputs,
             detail=args.detail,
             trace=args.trace_rows,
             sync=args.sync,

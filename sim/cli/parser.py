@@ -259,6 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
     )
     r.add_argument(
+        "--inputs",
+        choices=("random", "plausible"),
+        default="random",
+        help="how unbound GM inputs are filled: seeded random data (default), or "
+        "'plausible': integer arguments the kernel uses as indices or window offsets "
+        "drawn inside the ranges it uses them in (a deterministic heuristic)",
+    )
+    r.add_argument(
         "--trace-rows",
         choices=("full", "ops", "none"),
         default=None,
