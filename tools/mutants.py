@@ -119,11 +119,15 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def _inert(tree: ast.AST) -> set[int]:
-    """id() of every node inside a ``raise`` statement or an f-string (error text) or an
-    annotation (a string under ``from __future__ import annotations``)."""
+    """id() of every node inside a ``raise`` statement or an f-string (error text), an
+    annotation (a string under ``from __future__ import annotations``) or ``__all__``."""
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Raise, ast.JoinedStr)):
+            out.update(id(n) for n in ast.walk(node))
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
             out.update(id(n) for n in ast.walk(node))
         notes = [getattr(node, "annotation", None), getattr(node, "returns", None)]
         for note in notes:
