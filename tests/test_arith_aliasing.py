@@ -16,6 +16,8 @@ than twice the precision of f32, f16 and bf16, so that rounding equals the nativ
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -267,3 +269,35 @@ def test_three_source_ops_over_each_source(dt_name):
     res = sim.simulate(k, target="a2a3")
     for name, w in want.items():
         assert (res.output(name).astype(np.float64) == w).all(), name
+
+
+def _fmod(x: float, y: float) -> float:
+    return math.fmod(x, y)
+
+
+def _floor_rem(x: float, y: float) -> float:
+    r = math.fmod(x, y)
+    return r + y if r != 0 and (r < 0) != (y < 0) else r
+
+
+@pytest.mark.parametrize("op, ref", [("TFMOD", _fmod), ("TREM", _floor_rem)])
+def test_remainder_ops_over_either_source(op, ref):
+    """7.5 rem -2 = -0.5 but -2 rem 7.5 = 5.5: the operands' order shows in every lane."""
+    rng = np.random.default_rng(11)
+    a = (rng.uniform(1, 9, (R, C)) * rng.choice([-1.0, 1.0], (R, C))).astype(np.float32)
+    b = (rng.uniform(0.5, 3, (R, C)) * rng.choice([-1.0, 1.0], (R, C))).astype(np.float32)
+    k = sim.Kernel(op.lower())
+    ga, gb = k.gm("a", "f32", (R, C), a), k.gm("b", "f32", (R, C), b)
+    for over in (0, 1):
+        ta, tb = k.tile("vec", "f32", R, C), k.tile("vec", "f32", R, C)
+        tmp = [k.tile("vec", "f32", R, C + 16)] if op == "TREM" else []
+        k.TLOAD(ta, ga)
+        k.TLOAD(tb, gb)
+        k.instr(op, (ta, tb)[over], ta, tb, *tmp)
+        k.TSTORE(k.gm(f"c{over}", "f32", (R, C)), (ta, tb)[over])
+    res = sim.simulate(k, target="a2a3")
+    want = np.array([ref(float(x), float(y)) for x, y in zip(a.flat, b.flat, strict=True)]).astype(
+        np.float32
+    )
+    for over in (0, 1):
+        np.testing.assert_array_equal(res.output(f"c{over}"), want, err_msg=f"over src{over}")
