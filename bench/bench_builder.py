@@ -33,6 +33,7 @@ import os
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -126,7 +127,7 @@ def main(argv=None) -> int:
                 f"{kernel:<8} {r['n']:>9} {r['cpu_s']:>8.2f} {r['us_per_instr']:>9.2f}", flush=True
             )
         if len(points) > 1:
-            steps = [(t1 - t0) / (n1 - n0) * 1e6 for (n0, t0), (n1, t1) in zip(points, points[1:])]
+            steps = [(t1 - t0) / (n1 - n0) * 1e6 for (n0, t0), (n1, t1) in pairwise(points)]
             print(f"{'':<8} marginal us/instr " + " -> ".join(f"{x:.2f}" for x in steps))
     return 0
 

@@ -56,6 +56,7 @@ import statistics
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -198,7 +199,7 @@ def _marginal(points) -> str:
         (n0, *a), (n1, *b) = points[0], points[1]
         return a[i - 1] - (b[i - 1] - a[i - 1]) / (n1 - n0) * n0
 
-    steps = [(t1 - t0) / (n1 - n0) for (n0, t0, _), (n1, t1, _) in zip(points, points[1:])]
+    steps = [(t1 - t0) / (n1 - n0) for (n0, t0, _), (n1, t1, _) in pairwise(points)]
     out = "marginal us/instr " + " -> ".join(f"{x * 1e6:.2f}" for x in steps)
     if points[0][0] <= 10_000:  # a few ms out of seconds is noise: small sizes only
         total, trace = fixed(1), fixed(2)

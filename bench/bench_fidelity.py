@@ -34,6 +34,7 @@ import argparse
 import inspect
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,7 +126,7 @@ def fa_rows() -> list[dict]:
                     onboard_us=board[s1],
                 )
             )
-        for a, b in zip(series, series[1:]):
+        for a, b in pairwise(series):
             per = (b["s1"] - a["s1"]) / 128
             b["sim_per_128"] = (b["us"] - a["us"]) / per
             b["onboard_per_128"] = (b["onboard_us"] - a["onboard_us"]) / per
@@ -172,9 +173,9 @@ def format_tables(gemm, fa, tiles, single, markdown: bool) -> str:
             lines.append("|" + "|".join("---" for _ in head) + "|")
             lines.extend("| " + " | ".join(row) + " |" for row in body)
         else:
-            widths = [max(len(x) for x in col) for col in zip(head, *body)]
+            widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
             for row in [head, *body]:
-                lines.append("  ".join(x.rjust(w) for x, w in zip(row, widths)))
+                lines.append("  ".join(x.rjust(w) for x, w in zip(row, widths, strict=True)))
         lines.append("")
 
     lines.append(

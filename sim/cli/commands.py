@@ -180,7 +180,7 @@ def _output_shape(program, name: str, size: int, given) -> tuple | None:
             if isinstance(st, MakeTensorView) and st.ptr.name == name:
                 dims = [
                     d.value if isinstance(d, Const) else known.get(getattr(d, "name", None), s)
-                    for d, s in zip(st.shape, st.result.shape)
+                    for d, s in zip(st.shape, st.result.shape, strict=True)
                 ]
                 if all(type(d) is int for d in dims) and math.prod(dims) == size:
                     return tuple(dims)

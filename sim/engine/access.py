@@ -74,8 +74,8 @@ def _shape(array: str, isz: int, sizes, strides, view: PartView) -> tuple:
     """What a GM access's window is apart from where it starts: (space, name, elements
     from the first to one past the last, and (rows, width, pitch) of a window that is
     rows of contiguous bytes at a fixed pitch, else None)."""
-    span = sum((n - 1) * s for n, s in zip(sizes, strides)) + 1
-    dims = [(n, s) for n, s in zip(sizes, strides) if n > 1]
+    span = sum((n - 1) * s for n, s in zip(sizes, strides, strict=True)) + 1
+    dims = [(n, s) for n, s in zip(sizes, strides, strict=True) if n > 1]
     row = None
     if len(dims) == 2 and dims[1][1] == 1 and dims[0][1] >= dims[1][0]:
         (rows, pitch), (cols, _) = dims

@@ -162,12 +162,13 @@ class ControlFlow:
                     stack.append((rest, frame))
                     rest = iter(frame[1].body)
             elif kind is If:
-                for res, val in zip(frame[1].results, out):
+                # results left unnamed (``scf.if ... -> (T)`` without ``%r =``) bind nothing
+                for res, val in zip(frame[1].results, out, strict=False):
                     self._bind(res, val)
             elif kind is Call:
                 _, st, saved, saved_calls = frame
                 self.values, self._calls = saved, saved_calls
-                for res, val in zip(st.results, out):
+                for res, val in zip(st.results, out, strict=False):  # unnamed: none
                     self._bind(res, val)
 
     def _value(self, op):
@@ -382,12 +383,12 @@ class ControlFlow:
                 self.limits.idle(4096)
         frame[4] = self.seq
         i = next(ivs, None)
-        if i is None:
-            for res, val in zip(st.results, carried):
+        if i is None:  # the loop's results, when named, take the carried values
+            for res, val in zip(st.results, carried, strict=False):
                 self._bind(res, val)
             return False
         self.values[st.iv.name] = i
-        for var, val in zip(st.iter_args, carried):
+        for var, val in zip(st.iter_args, carried, strict=True):
             self._bind(var, val)
         return True
 
@@ -405,7 +406,7 @@ class ControlFlow:
         args = [self._value(a) for a in st.args]
         frame = (Call, st, self.values, self._calls)
         self.values, self._calls = {}, (*chain, st.callee)
-        for param, val in zip(fn.args, args):
+        for param, val in zip(fn.args, args, strict=True):
             self._bind(param, val)
         return frame, fn.body
 

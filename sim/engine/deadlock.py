@@ -28,7 +28,9 @@ def stuck_entries(machine) -> list[dict]:
             queued = list(p.queue)
             seqs = accumulate(queued[1::3], initial=p.head_seq)
             next(seqs)
-            behind = [it.label(n) for it, n in zip(queued[::3], seqs) if it.kind == OP][:1]
+            behind = [
+                it.label(n) for it, n in zip(queued[::3], seqs, strict=True) if it.kind == OP
+            ][:1]
             stuck.append(
                 {
                     "pipe": p.name,

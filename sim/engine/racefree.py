@@ -153,7 +153,7 @@ class _Proof:
         starts = [0]
         for log in self.logs:
             mine = list(dict.fromkeys(log))
-            code = dict(zip(mine, range(len(distinct), len(distinct) + len(mine))))
+            code = dict(zip(mine, range(len(distinct), len(distinct) + len(mine)), strict=True))
             parts.append(np.fromiter(map(code.__getitem__, log), np.int32, len(log)))
             distinct += mine
             per_unit.append(len(mine))
@@ -162,9 +162,9 @@ class _Proof:
         self.n, self.starts = len(self.codes), starts
         m = len(distinct)
         unit = np.repeat(np.arange(len(self.logs)), per_unit)
-        kinds, pipes, flags, accesses = zip(*map(_FIELDS, distinct))
+        kinds, pipes, flags, accesses = zip(*map(_FIELDS, distinct), strict=True)
         if "PIPE_ALL" in pipes and any(
-            k != BARRIER for k, p in zip(kinds, pipes) if p == "PIPE_ALL"
+            k != BARRIER for k, p in zip(kinds, pipes, strict=True) if p == "PIPE_ALL"
         ):
             return False
         names = sorted(set(pipes) - {"PIPE_ALL"})
@@ -187,8 +187,8 @@ class _Proof:
         role[ucol < 0] = _BARRIER_ALL
         # every flag numbered per unit (a chip-level one too: its items have no role,
         # their number is never read)
-        owned = list(zip(unit.tolist(), flags))
-        keys = dict(zip(dict.fromkeys(owned), range(m)))
+        owned = list(zip(unit.tolist(), flags, strict=True))
+        keys = {key: i for i, key in enumerate(dict.fromkeys(owned))}
         ukey = np.fromiter(map(keys.__getitem__, owned), np.int32, m)
         # FIFO pop flags: set and waited once per pop, never checked for a pending set
         self.tpop = np.array(
@@ -231,7 +231,7 @@ class _Proof:
         last[sync] = np.arange(len(sync), dtype=np.int32)
         np.maximum.accumulate(last, out=last)
         for f, size, r in zip(
-            first.tolist(), sizes.tolist(), np.searchsorted(sync, first).tolist()
+            first.tolist(), sizes.tolist(), np.searchsorted(sync, first).tolist(), strict=True
         ):
             part = last[f : f + size]
             part[part < r] = -1
@@ -344,7 +344,7 @@ class _Proof:
         # else by the run's cycles: the set fired after the wait was taken (at the same
         # cycle, the detector's order is the event loop's, which the logs do not keep)
         at = np.full(self.n, -1, np.int64)
-        for start, ends in zip(self.starts, self.sync_ends):
+        for start, ends in zip(self.starts[:-1], self.sync_ends, strict=True):
             at[start + ends[:, 0]] = ends[:, 1]
         late = ~ordered
         t_wait, t_set = at[prev_wait[late]], at[this_set[late]]
@@ -399,13 +399,13 @@ class _Proof:
         del within, codes, per
         # clusters of overlapping bytes per space, a unit's spaces its own
         space_of = [a.space for a in distinct]
-        owned = list(zip(a_unit, space_of))
+        owned = list(zip(a_unit, space_of, strict=True))
         spaces = {s: i for i, s in enumerate(dict.fromkeys(owned))}
         a_space = np.fromiter(map(spaces.__getitem__, owned), np.int64, len(owned))
         a_start = np.array([a.start for a in distinct], np.int64)
         a_end = np.array([a.end for a in distinct], np.int64)
         a_write = np.array([a.write for a in distinct], bool)
-        for a, u, s in zip(distinct, a_unit, space_of):
+        for a, u, s in zip(distinct, a_unit, space_of, strict=True):
             if s.startswith("GM:"):
                 self.gm[u].append(a)
         order = np.lexsort((a_start, a_space))
@@ -568,7 +568,7 @@ def _gm_across(per_unit) -> bool:
         w = np.array([a.write for a in accs], bool)
         if w.sum() * len(accs) > _MAX_GM_PAIRS:
             return False
-        A, B = _windows([a for a, x in zip(accs, w) if x]), _windows(accs)
+        A, B = _windows([a for a, x in zip(accs, w, strict=True) if x]), _windows(accs)
         wu = units[w]
         step = max(1, _CHUNK // len(B))
         for i in range(0, len(A), step):

@@ -112,7 +112,7 @@ class Summary:
             ops = rows[self._is_op(r)[rows[:, _SID]]]
             order = np.lexsort((ops[:, _SEQ], ops[:, _START]))
             sids, at = np.unique(ops[order, _SID], return_index=True)
-            for s, i in zip(sids.tolist(), order[at].tolist()):
+            for s, i in zip(sids.tolist(), order[at].tolist(), strict=True):
                 st = r.statics[s]
                 key = (st[_OPCODE], st[_PIPE])
                 where = (int(ops[i, _START]), r.core, r.unit, int(ops[i, _SEQ]))

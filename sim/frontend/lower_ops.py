@@ -278,7 +278,7 @@ class OpLowering(ValueScope):
             if len(sig[1]) > 1:
                 conv = sig[1][1]
                 to_types = self.types(sig[1][2])
-        for t, tt in zip(types, sig[1][0][1] if sig else []):
+        for t, tt in zip(types, sig[1][0][1] if sig else [], strict=True):
             if not isinstance(t, str):
                 self.fail(tt, f"'{name}' works on scalars, found type {format_type(t)}")
         loc = self.loc(first)

@@ -269,7 +269,7 @@ class ValueScope:
                     f"{where}(...) has {len(ops)} operand{'s' * (len(ops) != 1)} "
                     f"but {len(ts)} type{'s' * (len(ts) != 1)}",
                 )
-            return tuple(self.operand(o, t) for o, t in zip(ops, ts))
+            return tuple(self.operand(o, t) for o, t in zip(ops, ts, strict=True))
         return tuple(self.operand(o, None, what=f" in {where}(...)") for o in ops)
 
     # --- attributes --------------------------------------------------------------------------

@@ -187,7 +187,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
             self.fail(at, "the module defines no function")
         # signatures first: calls may name functions defined later
         heads = [self.func_head(f) for f in funcs]
-        functions = [self.func_body(f, head) for f, head in zip(funcs, heads)]
+        functions = [self.func_body(f, head) for f, head in zip(funcs, heads, strict=True)]
         self.check_calls()
         return Program(
             tuple(functions),
@@ -259,7 +259,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
         self.scopes = [{}]
         self.vector_body = "vector" in str(head["attrs"].get("pto.kernel_kind", ""))
         self.nesting = 0
-        for a, at in zip(head["args"], head["arg_toks"]):
+        for a, at in zip(head["args"], head["arg_toks"], strict=True):
             self.scopes[-1][a.name] = a
         body = ()
         if head["region"] is not None:

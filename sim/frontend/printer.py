@@ -345,7 +345,9 @@ def print_statement(st, indent: int = 0) -> list[str]:
             f"step {_v(st.step)}"
         )
         if st.iter_args:
-            pairs = ", ".join(f"%{a.name} = {_v(i)}" for a, i in zip(st.iter_args, st.inits))
+            pairs = ", ".join(
+                f"%{a.name} = {_v(i)}" for a, i in zip(st.iter_args, st.inits, strict=True)
+            )
             head += f" iter_args({pairs}) -> {_types_paren([_t(a) for a in st.iter_args])}"
         if st.iv.type != "index":
             head += f" : {st.iv.type}"

@@ -67,8 +67,9 @@ def _kind(x) -> str:
 
 def _fits(tokens: list[str], operands: tuple) -> bool:
     required = sum(1 for t in tokens if not t.endswith("?"))
+    # trailing optional tokens (``x?``) may have no operand: only the given ones are matched
     return required <= len(operands) <= len(tokens) and all(
-        _KIND_OF_TOKEN[t] == _kind(x) for t, x in zip(tokens, operands)
+        _KIND_OF_TOKEN[t] == _kind(x) for t, x in zip(tokens, operands, strict=False)
     )
 
 
@@ -77,7 +78,8 @@ def _signature_error(op: str, side: str, forms: list[list[str]], operands: tuple
         required = sum(1 for t in tokens if not t.endswith("?"))
         if required <= len(operands) <= len(tokens):
             roles = role_names(op, tokens) if side == "ins" else ["dst"]
-            for role, t, x in zip(roles, tokens, operands):
+            # the operands given, fewer than the tokens when optional ones are left out
+            for role, t, x in zip(roles, tokens, operands, strict=False):
                 if _KIND_OF_TOKEN[t] != _kind(x):
                     return msg(role, x, "operand kind", f"a {_KIND_OF_TOKEN[t]}", f"a {_kind(x)}")
     listed = ", ".join(map(str, operands))
@@ -92,8 +94,8 @@ def bind_operands(spec: OpSpec, instr: Instr) -> dict[str, object] | str:
         return _signature_error(spec.name, "outs", [outs], instr.outs)
     for form in spec.ins:
         tokens = form.split()
-        if _fits(tokens, instr.ins):
-            roles = dict(zip(role_names(spec.name, tokens), instr.ins))
+        if _fits(tokens, instr.ins):  # optional operands left out have no role
+            roles = dict(zip(role_names(spec.name, tokens), instr.ins, strict=False))
             return {"dst": instr.outs[0], **roles}
     return _signature_error(spec.name, "ins", [f.split() for f in spec.ins], instr.ins)
 

@@ -595,7 +595,7 @@ class Kernel(ChipKernel):
         outer: list | None = None
         after_of = self._after
         more: dict = {}
-        for i, flag in zip(self._more_at, self._more_flags):
+        for i, flag in zip(self._more_at, self._more_flags, strict=True):
             more.setdefault(i, []).append(flag)
         for i, stmt in enumerate(self._stmts):
             if type(stmt) is tuple:  # a section marker

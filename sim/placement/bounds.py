@@ -149,7 +149,7 @@ def sized_arguments(program) -> dict:
                 ]
             elif isinstance(st, Call):
                 callee = program.callee(st)
-                for param, arg in zip(callee.args, st.args):
+                for param, arg in zip(callee.args, st.args, strict=True):
                     if isinstance(param, Scalar) and isinstance(arg, Scalar):
                         defs.setdefault((callee.name, param.name), []).append((fn.name, arg.name))
             ops: tuple = ()
@@ -201,7 +201,7 @@ def view_spans(program, scalars: dict) -> list:
         if any(type(v) is not int for v in vals):
             continue
         shape, strides = vals[: len(st.shape)], vals[len(st.shape) :]
-        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)
+        span = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if n > 0)
         if span * st.ptr.dtype.size_bytes >= 2**63:
             where = f"make_tensor_view %{st.result.name}" + (f" ({st.loc})" if st.loc else "")
             out.append(

@@ -132,9 +132,10 @@ class _Inliner:
                     return cand
                 k += 1
 
-        subst = dict(zip(fn.args, st.args))
+        subst = dict(zip(fn.args, st.args, strict=True))
         inner = self.body(tuple(_map(tuple(body), subst, fresh)), stack + (st.callee,))
-        for res, val in zip(st.results, _map(ret.values, subst, fresh)):
+        # a call whose results are not named binds none of the returned values
+        for res, val in zip(st.results, _map(ret.values, subst, fresh), strict=False):
             self.results[res] = val
         return inner
 

@@ -119,8 +119,8 @@ class Views:
         sizes = [_const(x) for x in st.sizes]
         if None in offs or None in sizes or None in strides:
             return (space, 0, ALL)
-        base = sum(o * s for o, s in zip(offs, strides))
-        last = base + sum((n - 1) * s for n, s in zip(sizes, strides))
+        base = sum(o * s for o, s in zip(offs, strides, strict=True))
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
         return (space, base * isz, (last + 1) * isz)
 
     def access(self, view: PartView, write: bool) -> Access:

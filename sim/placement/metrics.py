@@ -58,7 +58,7 @@ def occupancy(
     spans: dict[tuple, list] = {}
     rows = trace[trace["kind"].isin(["op", "scalar"])].sort_values("id", kind="stable")
     for opcode, text, start, end in zip(
-        rows["opcode"], rows["operands"], rows["start_cycle"], rows["end_cycle"]
+        rows["opcode"], rows["operands"], rows["start_cycle"], rows["end_cycle"], strict=True
     ):
         text = "" if pd.isna(text) else str(text)
         if opcode == "TASSIGN":
@@ -112,7 +112,9 @@ def peak_bytes(occ: pd.DataFrame) -> dict:
     for buf, g in occ.groupby("buffer", sort=True):
         iv = [
             (int(s), max(int(e), int(s) + 1), int(a), int(b))
-            for s, e, a, b in zip(g["start_cycle"], g["end_cycle"], g["start_byte"], g["end_byte"])
+            for s, e, a, b in zip(
+                g["start_cycle"], g["end_cycle"], g["start_byte"], g["end_byte"], strict=True
+            )
         ]
         best = 0
         for t in sorted({s for s, *_ in iv}):

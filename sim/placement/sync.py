@@ -302,7 +302,7 @@ def _simulate(ctx, stmts, origin, loop_id, parity, copies, primes):
 
     for c in range(copies):
         par = {**parity, loop_id: c % 2}
-        for st, i in zip(stmts, origin):
+        for st, i in zip(stmts, origin, strict=True):
             if isinstance(st, (Instr, PipeOp)):
                 step = ctx.step(st)
                 if step is not None:

@@ -98,7 +98,10 @@ def load_cases(path) -> list[Case]:
             f"missing {', '.join(missing)}"
         )
     cases = []
-    for (line, _), row in zip(body[1:], reader):
+    read = 1  # lines the reader has taken: the header
+    for row in reader:
+        # a row starts on the line after the last one read (a quoted field may span lines)
+        line, read = body[read][0], reader.line_num
         from sim.isa.opcodes import opcode
 
         try:

@@ -36,7 +36,12 @@ def occupancy_map(occ, *, ax, buffer: str = "UB", target=None, title: str = "", 
     colour = {n: _COLOURS[i % len(_COLOURS)] for i, n in enumerate(names)}
     top = 0
     for t, s, e, a, b in zip(
-        rows["tile"], rows["start_cycle"], rows["end_cycle"], rows["start_byte"], rows["end_byte"]
+        rows["tile"],
+        rows["start_cycle"],
+        rows["end_cycle"],
+        rows["start_byte"],
+        rows["end_byte"],
+        strict=True,
     ):
         w = max(int(e) - int(s), 1)
         ax.add_patch(

@@ -166,7 +166,11 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0):
     targets = _targets(targets)
     keys = {t: _target_key(t) for t in targets}
     for combo in itertools.product(*values.values(), targets, modes):
-        params, target, mode = dict(zip(names, combo[: len(names)])), combo[-2], combo[-1]
+        params, target, mode = (
+            dict(zip(names, combo[: len(names)], strict=True)),
+            combo[-2],
+            combo[-1],
+        )
         ident = [__version__, digest, sorted(params.items()), keys[target], mode, seed]
         key = hashlib.sha256(json.dumps(ident, default=repr).encode()).hexdigest()[:20]
         yield Config(params, target, mode, key)

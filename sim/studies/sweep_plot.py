@@ -47,7 +47,7 @@ def sweep_heatmap(
     y_order, x_order = list(dict.fromkeys(ys)), list(dict.fromkeys(xs))
     grid = np.full((len(y_order), len(x_order)), np.nan)
     failed = np.zeros(grid.shape, dtype=bool)
-    for y, x, v, err in zip(ys, xs, df[value], df["error"]):
+    for y, x, v, err in zip(ys, xs, df[value], df["error"], strict=True):
         i, j = y_order.index(y), x_order.index(x)
         failed[i, j] = isinstance(err, str)
         grid[i, j] = np.nan if pd.isna(v) else float(v)

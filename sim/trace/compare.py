@@ -43,7 +43,7 @@ def _merge_legends(ax_a, ax_b):
     for ax in (ax_a, ax_b):
         legend = ax.get_legend()
         if legend is not None:
-            for h, t in zip(legend.legend_handles, legend.get_texts()):
+            for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True):
                 handles.setdefault(t.get_text(), h)
             legend.remove()
     if handles:

@@ -105,7 +105,7 @@ def _slices(trace: pd.DataFrame) -> list[dict]:
 
 def _flows(trace: pd.DataFrame) -> list[dict]:
     core = trace["core"].to_numpy()
-    tid = [tid_of(u, p) for u, p in zip(trace["unit"], trace["pipe"])]
+    tid = [tid_of(u, p) for u, p in zip(trace["unit"], trace["pipe"], strict=True)]
     start, end = trace["start_cycle"].to_numpy(), trace["end_cycle"].to_numpy()
     out = []
     for n, (flag, prod, cons, _ready) in enumerate(edge_positions(trace), start=1):

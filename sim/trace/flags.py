@@ -64,7 +64,8 @@ def _from_sync_rows(t: pd.DataFrame) -> list[tuple]:
             i = int(np.searchsorted(ids, r.id))
             waits[r.operands].append(int(pos[i]) if i < len(ids) else -1)
         for flag, ws in waits.items():
-            for (prod, ready), cons in zip(sets.get(flag, []), ws):
+            # the n-th set of a flag feeds its n-th wait; a set never waited for has no edge
+            for (prod, ready), cons in zip(sets.get(flag, []), ws, strict=False):
                 out.append((flag, prod, cons, ready))
     return out
 
@@ -111,7 +112,7 @@ def flag_edges(trace: pd.DataFrame) -> pd.DataFrame:
     edges = edge_positions(trace)
     if not edges:
         return pd.DataFrame(columns=_COLUMNS)
-    flag, prod, cons, ready = map(list, zip(*edges))
+    flag, prod, cons, ready = map(list, zip(*edges, strict=True))
     p, c = trace.iloc[prod], trace.iloc[cons]
     return pd.DataFrame(
         {

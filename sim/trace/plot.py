@@ -79,7 +79,7 @@ def new_axes(ax, width: float, height: float):
 def _bars(ax, rows, y, gid, **style):
     if len(rows):
         c = ax.broken_barh(
-            list(zip(rows["start_cycle"], rows["duration_cycles"].clip(lower=1))),
+            list(zip(rows["start_cycle"], rows["duration_cycles"].clip(lower=1), strict=True)),
             (y - 0.35, 0.7),
             **style,
         )
@@ -105,7 +105,7 @@ def _draw_lane(ax, trace, lane, y, label, show_waits):
         waits = rows[(rows["kind"] == "wait_flag") & (rows["duration_cycles"] > 0)]
         if len(waits):
             c = ax.broken_barh(
-                list(zip(waits["start_cycle"], waits["duration_cycles"])),
+                list(zip(waits["start_cycle"], waits["duration_cycles"], strict=True)),
                 (y - 0.2, 0.4),
                 facecolors="none",
                 edgecolor="#999999",
@@ -125,7 +125,7 @@ def _draw_barriers(ax, trace, all_lanes, ys):
     for (core, unit), spans in held.groupby(["core", "unit"]):
         unit_ys = [ys[lane] for lane in all_lanes if lane[:2] == (core, unit)]
         c = ax.broken_barh(
-            list(zip(spans["start_cycle"], spans["duration_cycles"])),
+            list(zip(spans["start_cycle"], spans["duration_cycles"], strict=True)),
             (min(unit_ys) - 0.5, max(unit_ys) - min(unit_ys) + 1),
             facecolors="#DDDDDD",
             edgecolor="none",
@@ -137,7 +137,7 @@ def _draw_barriers(ax, trace, all_lanes, ys):
 
 def _draw_arrows(ax, trace, ys, max_arrows):
     t = trace.reset_index(drop=True)
-    key = list(zip(t["core"], t["unit"], t["pipe"]))
+    key = list(zip(t["core"], t["unit"], t["pipe"], strict=True))
     for _flag, prod, cons, _ready in edge_positions(t)[:max_arrows]:
         if key[prod] not in ys or key[cons] not in ys:
             continue
@@ -152,10 +152,10 @@ def _draw_arrows(ax, trace, ys, max_arrows):
 
 def _draw_path(ax, path, ys):
     steps = path[path["kind"].isin(BUSY_KINDS)]
-    keys = list(zip(steps["core"], steps["unit"], steps["pipe"]))
+    keys = list(zip(steps["core"], steps["unit"], steps["pipe"], strict=True))
     starts, ends = steps["start_cycle"].tolist(), steps["end_cycle"].tolist()
     by_lane = {}
-    for k, s, e in zip(keys, starts, ends):
+    for k, s, e in zip(keys, starts, ends, strict=True):
         by_lane.setdefault(k, []).append((s, max(e - s, 1)))
     for k, spans in by_lane.items():
         c = ax.broken_barh(
@@ -205,7 +205,7 @@ def gantt(
     total = total_cycles(trace)
     barriers = _draw_barriers(ax, trace, all_lanes, ys)
     classes = set()
-    for lane, label in zip(all_lanes, labels):
+    for lane, label in zip(all_lanes, labels, strict=True):
         classes |= _draw_lane(ax, trace, lane, ys[lane], label, show_waits)
     if arrows:
         _draw_arrows(ax, trace, ys, max_arrows)

@@ -35,7 +35,8 @@ def utilization_plot(trace, *, bins: int = 50, title: str = ""):
     axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
     total = total_cycles(trace)
     width = total / bins if bins else 0
-    for ax, lane, column in zip(axes, all_lanes, util.columns):
+    # a trace without lanes still draws its one (empty) panel
+    for ax, lane, column in zip(axes, all_lanes, util.columns, strict=False):
         ax.fill_between(
             util.index + width / 2,
             util[column].to_numpy(),
@@ -67,7 +68,7 @@ def stall_plot(trace, *, title: str = "", ax=None):
         bars = ax.barh(labels, values, left=left, color=colour, label=name, height=0.6)
         for bar in bars:
             bar.set_gid(column)
-        left = [a + b for a, b in zip(left, values)]
+        left = [a + b for a, b in zip(left, values, strict=True)]
     ax.invert_yaxis()
     ax.set_xlabel("cycles")
     ax.set_title(title or f"where the cycles go — {total_cycles(trace)} cycles per pipe")
