@@ -182,7 +182,7 @@ class GlobalTensor:
                 f"{len(key)} subscripts"
             )
         spans: list[tuple[Any, Any]] = []
-        for k, n in zip(key, self.shape):
+        for k, n in zip(key, self.shape, strict=True):
             # a window is contiguous rows and columns: an integer or a stepped slice is
             # something else, refused rather than read as a window it is not
             if not isinstance(k, slice):
