@@ -128,6 +128,13 @@ def direct(ctx, fn: Callable, operands) -> bool:
     )
 
 
+def with_binder(unit: Callable, bind: Callable) -> Callable:
+    """``unit`` carrying ``bind`` as ``unit.bind``: ``bind(ctx)`` gives the unit bound to
+    ctx's arrays (``bound_into``), which ``sim.functional.unit_for`` prefers."""
+    unit.bind = bind  # type: ignore[attr-defined]  # mypy types functions without attributes
+    return unit
+
+
 def bound_into(ctx, fn: Callable, a, b=None) -> Callable | None:
     """``compute_into(ctx, fn, a[, b])`` as a unit bound to these operand arrays, for the
     engine to call on every execution while they stay the tile views it bound (the

@@ -34,6 +34,7 @@ from sim.functional.arith import (
     divide_into,
     require_float,
     scalar,
+    with_binder,
 )
 
 
@@ -46,8 +47,7 @@ def _binary(fn):
         a, b = ctx.srcs
         return bound_into(ctx, fn, a, b)
 
-    unit.bind = bind
-    return unit
+    return with_binder(unit, bind)
 
 
 def _unary(fn, float_only: bool = False):
@@ -63,8 +63,7 @@ def _unary(fn, float_only: bool = False):
         (a,) = ctx.srcs
         return bound_into(ctx, fn, a)
 
-    unit.bind = bind
-    return unit
+    return with_binder(unit, bind)
 
 
 def _rsqrt(x):

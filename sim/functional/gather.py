@@ -103,8 +103,8 @@ def pad_value(dt: DType, pad) -> np.ndarray | None:
             info = ml_dtypes.finfo(dt.np_type)
             v = np.asarray(info.max if high else info.min).astype(dt.np_type)
         return v
-    info = np.iinfo(dt.np_type)
-    return np.asarray(info.max if high else info.min).astype(dt.np_type)
+    iinfo = np.iinfo(dt.np_type)
+    return np.asarray(iinfo.max if high else iinfo.min).astype(dt.np_type)
 
 
 def _tfillpad(ctx) -> None:

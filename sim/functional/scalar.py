@@ -25,7 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.functional.arith import bound_into, compute, compute_into, divide_into, scalar
+from sim.functional.arith import (
+    bound_into,
+    compute,
+    compute_into,
+    divide_into,
+    scalar,
+    with_binder,
+)
 
 
 def _with_scalar(fn):
@@ -36,7 +43,7 @@ def _with_scalar(fn):
     def bind(ctx):
         (a,) = ctx.srcs
         dt = ctx.dtype
-        last = [None, None]  # the scalar operand last read and its cast
+        last: list = [None, None]  # the scalar operand last read and its cast
 
         def cast():
             raw = ctx.scalars[0]
@@ -46,8 +53,7 @@ def _with_scalar(fn):
 
         return bound_into(ctx, fn, a, cast)
 
-    unit.bind = bind
-    return unit
+    return with_binder(unit, bind)
 
 
 def _tsubs(ctx) -> None:

@@ -77,7 +77,7 @@ def _tsort32(ctx) -> None:
 
 
 def _merge(runs: list) -> np.ndarray:
-    allp = np.concatenate(runs) if runs else np.zeros(0)
+    allp: np.ndarray = np.concatenate(runs) if runs else np.zeros(0)
     if not allp.size:
         return allp
     return allp[_descending(allp["v"])]

@@ -36,6 +36,7 @@ def _dma_items(s: Shape, target) -> list[Item]:
 
 def _cube_items(s: Shape, target) -> list[Item]:
     """One ``mad`` of m x k x n (timing-model.md §6)."""
+    assert isinstance(s.extra, tuple)  # a matmul's (m, k, n, A's dtype), not a Geometry
     m, k, n, a_dtype = s.extra
     a = _dtype(a_dtype)
     k0 = 32 // a.size_bytes

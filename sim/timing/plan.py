@@ -157,7 +157,8 @@ def linear_terms(items, costs, floor_cycles: float, restart: str = "latency") ->
     fixed share of the latency, unless the floor is larger. Used to fit the cost table to
     measurements by least squares; ``evaluate`` gives the same number.
     """
-    const, coef = 0.0, {}
+    const = 0.0
+    coef: dict = {}
     state = COLD
 
     def add(key, v):

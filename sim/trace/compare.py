@@ -39,7 +39,7 @@ def compare_table(a, b, labels=("a", "b")) -> pd.DataFrame:
 
 def _merge_legends(ax_a, ax_b):
     """One legend under the second Gantt with the classes of both."""
-    handles = {}
+    handles: dict = {}
     for ax in (ax_a, ax_b):
         legend = ax.get_legend()
         if legend is not None:

@@ -78,7 +78,7 @@ class _Graph:
             for i in range(1, len(ends)):
                 arg[i] = i if ends[i] >= best[i - 1] else arg[i - 1]
             self.drains[key] = (g["id"].to_numpy(), g.index.to_numpy()[arg])
-        self.flags_in = {}
+        self.flags_in: dict = {}
         for flag, prod, cons, ready in edge_positions(t):
             self.flags_in.setdefault(cons, []).append((prod, ready, flag))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -84,7 +85,7 @@ def _name(row: dict) -> str:
 
 
 def _slices(trace: pd.DataFrame) -> list[dict]:
-    records = trace[list(COLUMNS)].to_dict("records")
+    records: list[dict[Any, Any]] = trace[list(COLUMNS)].to_dict("records")
     out = []
     for r in records:
         args = {k: (int(v) if DTYPES[k] == "int64" else str(v)) for k, v in r.items()}

@@ -18,6 +18,7 @@ Two sources give the same pairs:
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,8 @@ def _split(text) -> list[str]:
 def _from_sync_rows(t: pd.DataFrame) -> list[tuple]:
     out = []
     for _, g in t.groupby(["core", "unit"], sort=False):
-        busy = {}  # pipe -> (sorted ids, positions)
+        busy: dict[Any, tuple] = {}  # pipe -> (sorted ids, positions)
+        r: Any  # a trace row (itertuples): its fields are the schema's
         for pipe, rows in g[g["kind"].isin(BUSY_KINDS)].groupby("pipe", sort=False):
             rows = rows.sort_values("id", kind="stable")
             busy[pipe] = (rows["id"].to_numpy(), rows.index.to_numpy())
@@ -72,6 +74,7 @@ def _from_sync_rows(t: pd.DataFrame) -> list[tuple]:
 
 def _from_columns(t: pd.DataFrame) -> list[tuple]:
     out = []
+    r: Any  # a trace row (itertuples): its fields are the schema's
     busy = t[t["kind"].isin(BUSY_KINDS)]
     for _, g in busy.groupby("core", sort=False):
         sets, waits = defaultdict(list), defaultdict(list)

@@ -154,7 +154,7 @@ def _draw_path(ax, path, ys):
     steps = path[path["kind"].isin(BUSY_KINDS)]
     keys = list(zip(steps["core"], steps["unit"], steps["pipe"], strict=True))
     starts, ends = steps["start_cycle"].tolist(), steps["end_cycle"].tolist()
-    by_lane = {}
+    by_lane: dict = {}
     for k, s, e in zip(keys, starts, ends, strict=True):
         by_lane.setdefault(k, []).append((s, max(e - s, 1)))
     for k, spans in by_lane.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from sim.trace.frame import busy_rows, lanes
@@ -63,10 +65,15 @@ def unit_summary(trace: pd.DataFrame, total_cycles: int) -> list[dict]:
         .groupby(["core", "unit", "opcode"], observed=True)["duration_cycles"]
         .sum()
     )
-    totals = {(int(c), str(u)): ({}, {}) for c, u, _ in lanes(trace)}
-    for (c, u, p), (b, n) in per_pipe.iterrows():
+    totals: dict[tuple[int, str], tuple[dict, dict]] = {
+        (int(c), str(u)): ({}, {}) for c, u, _ in lanes(trace)
+    }
+    key: Any  # a group's (core, unit, pipe or opcode)
+    for key, (b, n) in per_pipe.iterrows():
+        c, u, p = key
         totals[(int(c), str(u))][0][str(p)] = (b, n)
-    for (c, u, o), b in per_op.items():
+    for key, b in per_op.items():
+        c, u, o = key
         totals[(int(c), str(u))][1][str(o)] = b
     return units_from_totals([(c, u, p, o) for (c, u), (p, o) in totals.items()], total_cycles)
 

@@ -16,6 +16,8 @@ A second view splits the same time into bins to show utilisation over time.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -24,7 +26,7 @@ from sim.trace.frame import BUSY_KINDS, covered, lanes, total_cycles
 __all__ = ["stall_breakdown", "utilization"]
 
 
-def _intervals(rows: pd.DataFrame):
+def _intervals(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     rows = rows[rows["duration_cycles"] > 0].sort_values("start_cycle", kind="stable")
     return rows["start_cycle"].to_numpy(), rows["end_cycle"].to_numpy()
 
@@ -49,7 +51,7 @@ def stall_breakdown(trace: pd.DataFrame) -> pd.DataFrame:
         barriers = _lane_rows(trace, core, unit, "PIPE_ALL")
         b_start, b_end = _intervals(barriers[barriers["kind"] == "barrier"])
         inside = covered(*occupied, b_end) - covered(*occupied, b_start)
-        row = {
+        row: dict[str, Any] = {
             "core": core,
             "unit": unit,
             "pipe": pipe,
