@@ -93,7 +93,19 @@ def fidelity_tables() -> dict[str, str]:
         )
     short = "\n".join(rows)
     detail = bf.format_tables(gemm, fa, bf.fa_tile_rows(), single, markdown=True)
-    return {"fidelity": short, "fidelity-detail": detail}
+    return {"fidelity": short, "fidelity-detail": _paragraphs(detail)}
+
+
+def _paragraphs(text: str) -> str:
+    """Each table's caption as a paragraph of its own (Markdown needs a blank line
+    between a paragraph and the table after it)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("|") and out and out[-1] and not out[-1].startswith("|"):
+            out[-1] = f"**{out[-1]}**"
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
 
 
 def speed_table(repeat: int) -> dict[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 from pathlib import Path
 
 MARKER = "<!-- ptosim-cli -->"
@@ -27,9 +28,27 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return {}
 
 
+WIDTH = 80  # what a code block of the page shows without scrolling
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's and epilog's line breaks and indented examples, and wraps
+    their long unindented lines, at a fixed width: the page must not depend on the
+    terminal the build ran in."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=WIDTH)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in super()._fill_text(text, width, indent).splitlines():
+            wrap = len(line) > width and not line[:1].isspace()
+            lines += textwrap.wrap(line, width) if wrap else [line]
+        return "\n".join(lines)
+
+
 def _help(parser: argparse.ArgumentParser) -> str:
-    # a fixed width: the page must not depend on the terminal the build ran in
-    parser.formatter_class = lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=88)
+    parser.formatter_class = _Formatter
     return parser.format_help().rstrip()
 
 
