@@ -65,3 +65,28 @@ def test_no_development_history_in_the_docs():
     for path in [ROOT / "README.md", *DOCS.rglob("*.md")]:
         for n, line in enumerate(path.read_text().splitlines(), 1):
             assert not HISTORY.search(line), f"{path.relative_to(ROOT)}:{n}: {line}"
+
+
+def test_readme_is_short_and_keeps_the_two_setup_commands():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    tests = [line for line in text.splitlines() if ".venv/bin/python -m pytest -q" in line]
+    assert len(tests) == 1  # command (b), which CI runs verbatim
+    assert tests[0] in (ROOT / ".ci" / "run").read_text().splitlines()
+    assert (
+        "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/ptosim run "
+        "examples/relu_sub.py --trace out/trace.csv --plot out/occupancy.png"
+    ) in text
+
+
+def test_generated_tables_have_their_markers_once_in_readme_and_docs():
+    spec = importlib.util.spec_from_file_location("docs_tables", ROOT / "bench" / "docs_tables.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.check() == 0
+    # and each table has a body: the generator has been run
+    for rel in ("README.md", "docs/benchmarks.md"):
+        text = (ROOT / rel).read_text()
+        for name in ("fidelity", "speed"):
+            begin, end = mod._markers(name)
+            assert "|---|" in text.split(begin, 1)[1].split(end, 1)[0], (rel, name)
