@@ -323,7 +323,9 @@ for _sp in [
     "scaling",
 ]:
     ok(f"s2.2-ptr-space-{_sp}", kernel("", f"%a: !pto.ptr<f16, {_sp}>, %b: !pto.ptr<f32,{_sp}>"))
-for _t in ["!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.f8E8M0", "!pto.bf16x2", "vector<2xbf16>", "f64"]:
+for _t in ["!pto.f4E1M2x2", "!pto.f4E2M1x2"]:  # FP4 pairs: raw bytes (sim.isa.dtypes)
+    ok(f"s2.2-ptr-fp4-{_t.strip('!')}", kernel("", f"%a: !pto.ptr<{_t}>"))
+for _t in ["!pto.f8E8M0", "!pto.bf16x2", "vector<2xbf16>", "f64"]:
     bad(
         f"s2.2-ptr-special-{_t.strip('!').replace('<', '_').rstrip('>')}",
         kernel("", f"%a: !pto.ptr<{_t}>"),
@@ -400,9 +402,11 @@ for _t in [
     "!pto.prefetch_async_context",
 ]:
     bad(f"s2.2-type-{_t[5:].split('<')[0]}", kernel("", f"%a: {_t}"), "unsupported type")
+# a static GM memref argument is its whole tensor (instructions-more.md §3.10)
+ok("s2.2-builtin-memref-arg", kernel("", "%m: memref<16xf32, #pto.address_space<gm>>"))
 bad(
-    "s2.2-builtin-memref-arg",
-    kernel("", "%m: memref<16xf32, #pto.address_space<gm>>"),
+    "s2.2-builtin-memref-arg-dynamic",
+    kernel("", "%m: memref<?xf32, #pto.address_space<gm>>"),
     "unsupported type 'memref<...>'",
 )
 bad(
@@ -499,7 +503,15 @@ for _dt in [
         f"s2.3-compact-dtype-{_dt}",
         kernel(f"    %a = pto.alloc_tile : !pto.tile_buf<vec, 16x256x{_dt}>"),
     )
-for _dt in ["!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.f8E8M0", "f64"]:
+for _dt in ["!pto.f4E1M2x2", "!pto.f4E2M1x2"]:
+    ok(
+        f"s2.3-kv-dtype-{_dt.lstrip('!')}",
+        kernel(
+            f"    %a = pto.alloc_tile : !pto.tile_buf<loc=vec, dtype={_dt}, rows=16, cols=256, "
+            f"v_row=16, v_col=256, blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+        ),
+    )
+for _dt in ["!pto.f8E8M0", "f64"]:
     bad(
         f"s2.3-kv-dtype-{_dt.lstrip('!')}",
         kernel(

@@ -60,12 +60,6 @@ CASES = [
         52,
     ),
     (
-        "f4E2M1x2",
-        "    %f = pto.alloc_tile : !pto.tile_buf<vec, 32x64x!pto.f4E2M1x2>",
-        "unsupported element type '!pto.f4E2M1x2'",
-        52,
-    ),
-    (
         "partition_view without its result type",
         "    %tv = pto.make_tensor_view %p, shape = [%c1, %c1], strides = [%c1, %c1] : "
         "!pto.tensor_view<?x?xf32>\n    %pv = pto.partition_view %tv, offsets = [%c0, %c0], "

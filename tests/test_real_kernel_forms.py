@@ -280,3 +280,45 @@ def test_the_command_line_takes_inputs_plausible(cli):
     assert code == 0, err
     code, _, err = cli("run", path, "--inputs", "nonsense")
     assert code == 2 and "invalid choice" in err
+
+
+# --- memref GM arguments and FP4 pairs (instructions-more.md §3.10) -------------------------
+
+
+def test_gm_memref_arguments_are_their_whole_tensor():
+    x = np.random.default_rng(9).standard_normal((16, 64)).astype(np.float32)
+    program = parse_file(DATA / "memref_gm_args.pto")
+    assert [type(a).__name__ for a in program.main.args] == ["GmPtr", "GmPtr"]
+    r = sim.simulate(program, "a2a3", inputs={"src": x.ravel()})
+    np.testing.assert_array_equal(r.output("dst").reshape(16, 64), np.abs(x))
+    again = parse_text(print_program(program))
+    assert print_program(again) == print_program(program)
+
+
+@pytest.mark.parametrize(
+    "arg, message",
+    [
+        ("memref<16x64xf32, strided<[64, 1], offset: 8>, #pto.address_space<gm>>", "memref"),
+        ("memref<?x64xf32, #pto.address_space<gm>>", "memref"),
+    ],
+)
+def test_other_gm_memrefs_are_refused(arg, message):
+    text = (DATA / "memref_gm_args.pto").read_text()
+    text = text.replace("memref<16x64xf32, #pto.address_space<gm>>", arg)
+    with pytest.raises(ParseError, match=f"unsupported type '{message}"):
+        parse_text(text)
+
+
+def test_fp4_pairs_move_as_bytes_on_a5_and_compute_is_refused():
+    data = np.random.default_rng(10).integers(0, 256, 16 * 32).astype(np.uint8)
+    program = parse_file(DATA / "fp4_copy_a5.pto")
+    r = sim.simulate(program, "a5", inputs={"pa": data})
+    np.testing.assert_array_equal(r.output("pb"), data)
+    assert "!pto.f4E1M2x2" in print_program(program)
+    text = (DATA / "fp4_copy_a5.pto").read_text()
+    tb = text[text.index("!pto.tile_buf<loc=vec") : text.index("pad=0>") + 6]
+    bad = text.replace(
+        "    pto.tstore", f"    pto.tabs ins(%t : {tb}) outs(%t : {tb})\n    pto.tstore", 1
+    )
+    with pytest.raises(VerifyError, match="f4e1m2x2"):
+        sim.simulate(parse_text(bad), "a5")

@@ -21,7 +21,7 @@ from lark import Token
 
 from sim.base.errors import UserError
 from sim.frontend.lower_values import ValueScope, int_token
-from sim.frontend.pto_types import multi_tile_parts, shorten
+from sim.frontend.pto_types import memref_gm, multi_tile_parts, shorten
 from sim.frontend.syntax import (
     PtrType,
     ViewType,
@@ -32,6 +32,7 @@ from sim.frontend.syntax import (
 )
 from sim.isa.program import (
     Alloc,
+    Const,
     GmPtr,
     MakeTensorView,
     PartitionView,
@@ -92,6 +93,12 @@ class MemoryLowering(ValueScope):
         if any(isinstance(x, tuple) and x[0] == "ops" for x in c):
             self.fail(c[1], "unsupported: memref.alloc with dynamic sizes")
         self.check_dicts("memref.alloc", c)
+        if memref_gm(str(c[-1])) is not None:  # GM memrefs are kernel arguments only
+            self.fail(
+                c[-1],
+                "unsupported type 'memref<...>': memref.alloc of GM (a GM memref is a "
+                "kernel argument; memref.alloc makes on-chip tiles)",
+            )
         t = self.type_of(c[-1])
         if not isinstance(t, TileType):
             self.fail(c[-1], f"memref.alloc: expected an on-chip memref, found {format_type(t)}")
@@ -426,3 +433,23 @@ class MemoryLowering(ValueScope):
         res = Scalar(rname, rt if isinstance(rt, str) else "index")
         self.define(rtok, res)
         return ScalarOp((res,), "pto.get_tensor_view_dim", (view, index), loc=self.loc(first))
+
+
+# the partition view a GM memref argument stands for is named after it with this suffix
+GM_MEMREF_VIEW = "_window"
+
+
+def gm_memref_views(name: str, dt, shape: tuple, strides: tuple, loc) -> tuple:
+    """A GM memref kernel argument of a memref-era kernel (``%x: memref<32x32xf32,
+    #pto.address_space<gm>>`` passed straight to ``pto.tload`` / ``pto.tstore``;
+    instructions-more.md §3.10): the pointer argument ``%x`` and the statements that make
+    its whole tensor one partition view, ``%x_window``, which the argument's name then
+    denotes in the body."""
+    ptr = GmPtr(name, dt)
+    index = [Const(int(d), "index") for d in shape]
+    tensor = TensorView(f"{name}_tensor", dt, tuple(shape))
+    window = PartView(f"{name}{GM_MEMREF_VIEW}", dt, tuple(shape))
+    return ptr, [
+        MakeTensorView(tensor, ptr, index, [Const(int(s), "index") for s in strides], loc=loc),
+        PartitionView(window, tensor, [Const(0, "index")] * len(shape), index, loc=loc),
+    ]

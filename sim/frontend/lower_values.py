@@ -33,7 +33,7 @@ from sim.base.errors import UserError
 from sim.frontend.attr_keys import unmodelled_message
 from sim.frontend.diagnostics import ParseError
 from sim.frontend.grammar import node_start
-from sim.frontend.pto_types import TypeProblem, memref_tile, parse_pto_type, shorten
+from sim.frontend.pto_types import TypeProblem, memref_gm, memref_tile, parse_pto_type, shorten
 from sim.frontend.syntax import (
     ENUM_ATTR_KINDS,
     float_from_bits,
@@ -41,6 +41,7 @@ from sim.frontend.syntax import (
     is_float_type,
     is_scalar_type,
     value_type,
+    ViewType,
 )
 from sim.isa.precision import parse_precision
 from sim.isa.program import Const, RawAttr, Scalar, SourceLoc
@@ -178,7 +179,17 @@ class ValueScope:
             t = memref_tile(name)
             if t is not None:
                 return self.arch_layout(t, tok)
-            self.fail(tok, f"unsupported type '{name.split('<', 1)[0]}<...>'")
+            gm = memref_gm(name)
+            if gm is not None:  # a GM tensor argument: read as its whole window (parse.py)
+                return ViewType("partition_tensor_view", gm[0], gm[1])
+            kind = name.split("<", 1)[0]
+            why = {
+                "memref": ": a memref is simulated as a static on-chip tile or a static GM "
+                "tensor argument with offset 0 (instructions-more.md §3.10)",
+                "vector": ": register vectors (TMRGSORT's vector<4xi16> executed counts, "
+                "SIMT / VPTO values) are outside the tile model (instructions-more.md §3.10)",
+            }.get(kind, "")
+            self.fail(tok, f"unsupported type '{kind}<...>'{why}")
         if not is_scalar_type(name):
             self.fail(tok, f"unsupported type '{name}'")
         return name

@@ -43,6 +43,8 @@ from sim.frontend.lower_ops import OpLowering, is_supported_op, opcode_of
 from sim.frontend.lower_sync import SyncLowering
 from sim.frontend.lower_values import symbol_name
 from sim.frontend.pto_types import shorten
+from sim.frontend.lower_memory import GM_MEMREF_VIEW, gm_memref_views
+from sim.frontend.pto_types import memref_gm
 from sim.frontend.syntax import format_type, make_value, value_type
 from sim.frontend.targets import target_from_attrs
 from sim.isa.program import Function, Program, Return, Yield
@@ -222,6 +224,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
         args = []
         arg_toks = []
         seen = set()
+        prologue: list = []  # the views of GM memref arguments (memref-era kernels)
         for i, (ssa, ty, arg_attrs) in enumerate(args_node[1] if args_node else []):
             t = self.type_of(ty)
             self.check_keys("func argument", arg_attrs)
@@ -238,7 +241,13 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
             if arg_name in seen:
                 self.fail(at, f"redefinition of SSA value '%{arg_name}'")
             seen.add(arg_name)
-            args.append(make_value(arg_name, t))
+            gm = memref_gm(str(ty)) if getattr(ty, "type", "") == "BUILTIN" else None
+            if gm is not None:
+                ptr, views = gm_memref_views(arg_name, *gm, self.loc(ty))
+                args.append(ptr)
+                prologue += views
+            else:
+                args.append(make_value(arg_name, t))
             arg_toks.append(at)
         result_types = self.types(("types", fres[1])) if fres else []
         self.signatures[name] = (tuple(value_type(a) for a in args), tuple(result_types))
@@ -253,6 +262,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
             result_types=result_types,
             attrs=self.attrs(attrs_node),
             region=region,
+            prologue=prologue,
         )
 
     def func_body(self, f, head) -> Function:
@@ -261,11 +271,15 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
         self.nesting = 0
         for a, at in zip(head["args"], head["arg_toks"], strict=True):
             self.scopes[-1][a.name] = a
+        for st in head["prologue"]:  # a GM memref argument's name is its whole window
+            if st.result.name.endswith(GM_MEMREF_VIEW):
+                self.scopes[-1][st.result.name.removesuffix(GM_MEMREF_VIEW)] = st.result
         body = ()
         if head["region"] is not None:
             body = self.block(
                 head["region"], func_results=head["result_types"], func_name=head["name"]
             )
+        body = (*head["prologue"], *body)
         return Function(
             head["name"],
             tuple(head["args"]),

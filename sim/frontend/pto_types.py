@@ -33,7 +33,14 @@ from sim.frontend.syntax import PtrType, ViewType
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.tile import BLayout, TileType
 
-__all__ = ["TypeProblem", "parse_pto_type", "multi_tile_parts", "memref_tile", "shorten"]
+__all__ = [
+    "TypeProblem",
+    "parse_pto_type",
+    "multi_tile_parts",
+    "memref_tile",
+    "memref_gm",
+    "shorten",
+]
 
 _HERE = Path(__file__).parent
 
@@ -332,3 +339,39 @@ def shorten(text: str, n: int = 60) -> str:
     """``text`` on one line, cut to ``n`` characters, for a message."""
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+# obsolete kernel arguments: a GM tensor as `memref<D0x...xT[, strided<[S...], offset: O>],
+# #pto.address_space<gm>>` (instructions-more.md §3.10)
+_MEMREF_GM = re.compile(
+    r"memref<\s*((?:\d+x)+)([\w!.]+)\s*"
+    r"(?:,\s*strided<\s*\[([\d,\s]*)\]\s*(?:,\s*offset\s*:\s*(\d+))?\s*>\s*)?"
+    r",\s*#pto\.address_space<gm>\s*>"
+)
+
+
+def memref_gm(text: str) -> tuple | None:
+    """(element type, shape, strides) of a static GM memref (dense row-major unless a
+    ``strided`` layout gives the strides; offset 0 only); None for any other type."""
+    m = _MEMREF_GM.fullmatch(" ".join(text.split()))
+    if m is None or (m.group(4) not in (None, "0")):
+        return None
+    shape = tuple(int(d) for d in m.group(1).split("x") if d)
+    try:
+        dt = _dtype(_ELEM_ALIASES.get(m.group(2), m.group(2)))
+    except UserError:
+        return None
+    if m.group(3) is not None:
+        strides = tuple(int(x) for x in m.group(3).split(",") if x.strip())
+        if len(strides) != len(shape):
+            return None
+    else:
+        strides = tuple(int(_prod(shape[i + 1 :])) for i in range(len(shape)))
+    return dt, shape, strides
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n

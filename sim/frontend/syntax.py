@@ -91,6 +91,8 @@ _IR_DTYPE = {
     "f8e4m3": "f8E4M3FN",
     "f8e5m2": "f8E5M2",
     "hif8": "!pto.hif8",
+    "f4e1m2x2": "!pto.f4E1M2x2",
+    "f4e2m1x2": "!pto.f4E2M1x2",
 }
 
 

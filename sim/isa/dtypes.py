@@ -94,10 +94,33 @@ FP8_E5M2 = _d("f8e5m2", ml_dtypes.float8_e5m2, "float")
 # ASSUMPTION: a functional unit that would compute on hif8 values refuses (timing-only
 # runs time it like any 8-bit type).
 HIF8 = _d("hif8", np.uint8, "raw")
+# FP4 pairs (A5; instructions-more.md §3.10): one byte holds two 4-bit codes (element 2k in
+# the low nibble), and a tile column counts pairs. Held as raw bytes like hif8: loads,
+# stores and moves copy them; ASSUMPTION: a unit that would compute on the values (TCVT,
+# MX matmul) refuses (the e1m2 value table is given, the rounding into it is not).
+F4E1M2X2 = _d("f4e1m2x2", np.uint8, "raw")
+F4E2M1X2 = _d("f4e2m1x2", np.uint8, "raw")
 
 DTYPES: dict[str, DType] = {
     d.name: d
-    for d in (F32, F16, BF16, I32, I16, I8, U32, U16, U8, I64, U64, FP8_E4M3, FP8_E5M2, HIF8)
+    for d in (
+        F32,
+        F16,
+        BF16,
+        I32,
+        I16,
+        I8,
+        U32,
+        U16,
+        U8,
+        I64,
+        U64,
+        FP8_E4M3,
+        FP8_E5M2,
+        HIF8,
+        F4E1M2X2,
+        F4E2M1X2,
+    )
 }
 
 _ALIASES = {
@@ -142,6 +165,10 @@ _ALIASES = {
     "float8_e5m2_t": "f8e5m2",
     "!pto.hif8": "hif8",
     "hifloat8_t": "hif8",
+    "!pto.f4E1M2x2": "f4e1m2x2",
+    "float4_e1m2x2_t": "f4e1m2x2",
+    "!pto.f4E2M1x2": "f4e2m1x2",
+    "float4_e2m1x2_t": "f4e2m1x2",
 }
 
 
