@@ -35,12 +35,6 @@ def _kernel(body: str, args: str = "") -> str:
 CASES = [
     ("tquant", f"    pto.tquant ins(%t : {T}) outs(%u : {T})", "unsupported op 'pto.tquant'", 5),
     (
-        "set_quant_vector",
-        f"    pto.set_quant_vector %t : {T}",
-        "unsupported op 'pto.set_quant_vector'",
-        5,
-    ),
-    (
         "comm.tput",
         f"    pto.comm.tput %p, %t : !pto.ptr<f32>, {T}",
         "unsupported op 'pto.comm.tput'",

@@ -322,3 +322,17 @@ def test_fp4_pairs_move_as_bytes_on_a5_and_compute_is_refused():
     )
     with pytest.raises(VerifyError, match="f4e1m2x2"):
         sim.simulate(parse_text(bad), "a5")
+
+
+def test_set_quant_vector_and_scalar_are_one_cycle_config_writes_with_a_warning():
+    program = parse_file(DATA / "set_quant.pto")
+    r = sim.simulate(program, "a2a3", functional=False)
+    assert r.total_cycles == 2 and r.pipes["PIPE_S"]["busy_cycles"] == 2
+    warned = [w for w in r.warnings if "quantisation it sets up is not modelled" in w]
+    assert len(warned) == 2
+    text = print_program(program)
+    assert "pto.set_quant_vector(%fp : !pto.tile_buf<scaling, 1x16xi64>) {id = 1}" in text
+    assert print_program(parse_text(text)) == text
+    bad = (DATA / "set_quant.pto").read_text().replace("scaling, 1x16xi64", "vec, 4x16xi64")
+    with pytest.raises(ParseError, match="must be a Scaling tile"):
+        parse_text(bad)

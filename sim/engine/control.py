@@ -227,6 +227,7 @@ class ControlFlow:
             self.values[st.result.name] = coerce(0, st.result.type)
 
     _ptr_offsets: dict[str, int]  # pointer name -> element offset (pto.addptr)
+    warnings: dict[str, None]
 
     def _scalar_op(self, st: ScalarOp):
         name = st.op.removeprefix("pto.")
@@ -244,6 +245,16 @@ class ControlFlow:
             self.values[st.results[0].name] = s.rows
             self.values[st.results[1].name] = s.cols
             return None
+        if name in ("set_quant_vector", "set_quant_scalar"):  # §3.2: one config write
+            self.warnings.setdefault(
+                f"{st.op}{_where(st)}: warning: the fixpipe quantisation it sets up is not "
+                f"modelled: a later quantising push moves its values unquantised (the "
+                f"reference gives no cost for it either)",
+                None,
+            )
+            c = int(self.target.scalar.get(f"{name}_cycles", 1))
+            self.seq += 1
+            return Issued(SCALAR, "PIPE_S", name, c, c, text=name, source=str(st.loc or ""))
         if name == "addptr":  # §3.8: the same GM array, ``off`` elements further; cost 0
             ptr, off = st.operands
             q = st.results[0].name

@@ -220,6 +220,7 @@ for _kind in (
     "pipe",
     "fence",
     "exec_region",
+    "quant",
 ):
     setattr(_Shapes, f"{_kind}_stmt", _statement_callback(_kind))
 

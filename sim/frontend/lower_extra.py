@@ -20,6 +20,9 @@ valid-shape reads.
   offset; cost 0.
 * ``%r, %c = pto.get_validshape %t : TB`` — the tile's run-time valid rows and cols (§3.7),
   as ``index`` values; cost 0.
+* ``pto.set_quant_vector(%fp : TB)`` / ``pto.set_quant_scalar(%s : f32)`` — set up the
+  fixpipe quantisation of a later push (§3.2): one 1-cycle config write on PIPE_S. The
+  quantisation itself is not modelled: the engine says so in a warning.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from lark import Token
 from sim.frontend.lower_values import ValueScope
 from sim.frontend.pto_types import shorten
 from sim.frontend.syntax import format_type, value_type
-from sim.isa.program import Arith, Barrier, GmPtr, Scalar, ScalarOp
+from sim.isa.program import Arith, Barrier, Const, GmPtr, Scalar, ScalarOp
 from sim.isa.tile import Tile
 
 __all__ = ["ExtraLowering", "EXTRA_SIMPLE_OPS"]
@@ -116,6 +119,27 @@ class ExtraLowering(ValueScope):
                     self.fail(tok, f"redefinition of SSA value '%{n}'")
             self.scopes[-1][n] = v  # the result is the yielded value itself
         return body
+
+    def s_quant(self, st) -> ScalarOp:
+        """``pto.set_quant_vector(%fp : TB) {id = N}`` (a Scaling tile) and
+        ``pto.set_quant_scalar(%s : f32) {id = N}`` (instructions-more.md §3.2): the
+        fixpipe's quantisation parameters, one config write on the scalar unit."""
+        _, first, c = st
+        kw = c[0]
+        ops = next(x for x in c if isinstance(x, tuple) and x[0] == "ops")
+        types = next(x for x in c if isinstance(x, tuple) and x[0] == "types")
+        vals = self.typed_list(ops, types, kw, str(kw))
+        attrs_node = next((x for x in c if isinstance(x, tuple) and x[0] == "dict"), None)
+        attrs = self.attrs(attrs_node)
+        vector = kw.type == "SET_QUANT_VECTOR"
+        if len(vals) != 1:
+            self.fail(kw, f"{kw} takes one operand, found {len(vals)}")
+        (v,) = vals
+        if vector and not (isinstance(v, Tile) and v.loc.value == "scaling"):
+            self.fail(kw, f"{kw}: the operand must be a Scaling tile (loc=scaling), found {v}")
+        if not vector and not (isinstance(v, (Scalar, Const)) and v.type == "f32"):
+            self.fail(kw, f"{kw}: the operand must be an f32 scalar, found {v}")
+        return ScalarOp((), str(kw), (v,), attrs, loc=self.loc(first))
 
     def extra_simple(self, st):
         _, first, c = st

@@ -118,6 +118,8 @@ _OP_KEYWORDS = {
     "FUSION_REGION",
     "PTO_YIELD",
     "FENCE_BARRIER_ALL",
+    "SET_QUANT_VECTOR",
+    "SET_QUANT_SCALAR",
 }
 _UNSUPPORTED_TYPES = {"memref", "vector", "tensor", "complex", "tuple", "dense"}
 # terminals as an "expected ..." message names them

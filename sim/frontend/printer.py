@@ -224,6 +224,9 @@ def _scalar_op(st: ScalarOp) -> str:
     if st.op == "pto.store_scalar":
         val, ptr, off = st.operands
         return f"pto.store_scalar {_v(val)}, {_v(ptr)}[{_v(off)}]{attrs} : {_t(ptr)}, {_t(val)}"
+    if st.op in ("pto.set_quant_vector", "pto.set_quant_scalar"):
+        (v,) = st.operands
+        return f"{st.op}({_v(v)} : {_t(v)}){attrs}"
     if st.op == "pto.get_validshape":
         (t,) = st.operands
         return f"{_results(st.results)}{st.op} {_v(t)}{attrs} : {_t(t)}"
