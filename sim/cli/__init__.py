@@ -65,7 +65,7 @@ def _glue_negative_values(argv: list) -> list:
     """``--flag -16x64`` as ``--flag=-16x64``: argparse takes a value that starts with a
     dash and is not a plain number for an option, and would say "expected one argument"
     instead of checking the value."""
-    out = []
+    out: list[str] = []
     for i, a in enumerate(argv):
         if (
             out

@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
@@ -64,7 +65,7 @@ def _pairs(items, flag: str) -> list[tuple[str, str]]:
     """NAME=VALUE items of a repeatable flag; a NAME given twice is an error (the last
     one would silently win)."""
     out = []
-    seen = {}
+    seen: dict = {}
     for item in items or ():
         name, sep, value = item.partition("=")
         name = name.strip().removeprefix("%")
@@ -169,7 +170,7 @@ def _output_shape(program, name: str, size: int, given) -> tuple | None:
         return given.shape
     for f in sorted(program.functions, key=lambda f: f is not program.main):
         body = list(walk(f.body))
-        known = {
+        known: dict[Any, Any] = {
             st.result.name: st.operands[0].value
             for st in body
             if isinstance(st, Arith)
@@ -178,7 +179,7 @@ def _output_shape(program, name: str, size: int, given) -> tuple | None:
         }
         for st in body:
             if isinstance(st, MakeTensorView) and st.ptr.name == name:
-                dims = [
+                dims: list[Any] = [
                     d.value if isinstance(d, Const) else known.get(getattr(d, "name", None), s)
                     for d, s in zip(st.shape, st.result.shape, strict=True)
                 ]

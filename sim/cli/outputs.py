@@ -36,7 +36,7 @@ class Output:
 def check_outputs(outputs, inputs=()) -> None:
     """Raise a UserError naming the first output that cannot be written as asked."""
     protected = {_same(p): str(p) for p in inputs}
-    seen = {}
+    seen: dict = {}
     for out in outputs:
         where = f"{out.flag} {out.path}"
         try:

@@ -8,6 +8,7 @@ checks the paths (suffix, directory, writable, not overwriting an input) before 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from sim.base.errors import UserError
 from sim.cli.commands import (
@@ -42,7 +43,8 @@ parses as one, else the text). Example:
 
 
 class _Parser(argparse.ArgumentParser):
-    describe = None  # a callable giving the description, called when help is shown
+    # a callable giving the description, called when help is shown
+    describe: Callable[[], str] | None = None
 
     def error(self, message):
         # a subcommand names itself ("ptosim run: ..."); the top level is the error's own

@@ -14,6 +14,7 @@ a calibration run shows which family is off, then the overall one.
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 __all__ = ["accuracy", "summary", "by_family", "format_report"]
 
@@ -28,7 +29,7 @@ def summary(cases) -> dict:
     """``{cases, predicted, unpredicted, median_accuracy, mean_accuracy, within_15_percent}``
     of case dicts carrying ``accuracy`` (None when unpredicted)."""
     accs = [c["accuracy"] for c in cases if c["accuracy"] is not None]
-    out = {
+    out: dict[str, Any] = {
         "cases": len(cases),
         "predicted": len(accs),
         "unpredicted": len(cases) - len(accs),

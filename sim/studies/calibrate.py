@@ -281,7 +281,7 @@ def fit(cases, target, ridge: float = 0.05) -> dict:
     theta, *_ = np.linalg.lstsq(lhs, rhs, rcond=None)
     theta = np.clip(theta, 0.0, None)
     costs = dict(tgt.vector_costs)
-    counts = {}
+    counts: dict = {}
     for k, i in index.items():
         counts[k[1]] = counts.get(k[1], 0) + int(np.count_nonzero(A[:, i]))
     for name in {k[1] for k in params}:

@@ -19,6 +19,8 @@ This is the one module of ``sim.placement`` that runs the engine.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 import pandas as pd
 
@@ -29,6 +31,10 @@ from sim.placement.auto import AutoPlan, plan_auto, program_of
 from sim.placement.ir import constant_addresses, reserve_of
 from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync_counts
 from sim.target import load_target
+
+if TYPE_CHECKING:
+    from sim.engine.result import Result
+    from sim.isa.program import Program
 
 __all__ = [
     "Run",
@@ -65,8 +71,8 @@ class Run:
     """One side of a comparison."""
 
     mode: str  # "manual" | "auto"
-    program: object = attrs.field(repr=False)
-    result: object = attrs.field(repr=False)  # sim.Result, or None on deadlock
+    program: Program = attrs.field(repr=False)
+    result: Result | None = attrs.field(repr=False)  # None on deadlock
     occupancy: pd.DataFrame = attrs.field(repr=False)
     deadlock: str | None = None
     fifo: dict = attrs.field(factory=dict, repr=False)  # buffer -> [(label, start, end)]

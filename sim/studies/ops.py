@@ -15,6 +15,7 @@ one ``vmuls`` by 1/s (timing-model.md §4), not a ``vector_dup`` and a ``vdiv``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 
@@ -239,7 +240,7 @@ class OpRun:
     """What ``run_case`` returns: ``run``'s value, the case actually run, and why it was
     placed in place ("" when it ran as given)."""
 
-    value: object
+    value: Any  # what ``run`` returned
     case: OpCase
     in_place_reason: str = ""
 

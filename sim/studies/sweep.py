@@ -314,7 +314,7 @@ def _run_all(
                     if not counted:
                         bar.skip()
                 else:
-                    if client is None:
+                    if client is None or pending is None:  # both made at once
                         client = stack.enter_context(_client(scheduler, workers, processes))
                         limit = IN_FLIGHT_PER_WORKER * max(
                             1, len(client.scheduler_info().get("workers", {}))
@@ -334,6 +334,7 @@ def _run_all(
                     futures[fut] = (i, c)
                     pending.add(fut)
                 while len(futures) >= limit:
+                    assert pending is not None  # the limit is finite once the client runs
                     _collect(next(pending), futures, order, journal, bar)
                 next_out = _flush(order, rows, next_out)
             for fut in pending or ():
