@@ -224,11 +224,11 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
 
     m = [col("m0"), col("m1")]  # running max, ping-pong: m[j % 2] before block j
     alpha = [col("alpha0"), col("alpha1")]
-    l, mj, lj = col("l"), col("mj"), col("lj")
+    lsum, mj, lj = col("l"), col("mj"), col("lj")
     acc = k.tile("vec", "f32", h, head, name="o_acc")
     p16 = [k.tile("vec", "f16", h, T, name=f"p16_{i}") for i in range(2)]
     k.TEXPANDS(m[0], NEG)
-    k.TEXPANDS(l, 0.0)
+    k.TEXPANDS(lsum, 0.0)
     k.TEXPANDS(acc, 0.0)
     pushed = [None, None]
 
@@ -245,8 +245,8 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         e = k.TROWEXPANDSUB(s, s, new)
         e = k.TEXP(s, s, e)
         k.TROWSUM(lj, s, e)
-        e = k.TMUL(l, l, a)
-        k.TADD(l, l, lj, e)
+        e = k.TMUL(lsum, lsum, a)
+        k.TADD(lsum, lsum, lj, e)
         e = k.TCVT(p16[j % 2], s, *_w(pushed[j % 2]))
         k.tfree(s_fifo)
         pushed[j % 2] = k.tpush(p_fifo, p16[j % 2], e)
@@ -258,7 +258,7 @@ def _vector(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         o_fifo,
         [acc],
         [alpha],
-        [l],
+        [lsum],
         [o_view],
     )
 
@@ -272,12 +272,12 @@ def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
     col = _columns(k, h, COLUMNS_128)  # h x 1 columns, by hand (_columns)
     m = [col("m0"), col("m1")]  # running max, ping-pong: m[j % 2] before block j
     alpha = [col("alpha0"), col("alpha1")]
-    l, mj, lj, lj16 = col("l"), col("mj"), col("lj"), col("lj16", "f16")
+    lsum, mj, lj, lj16 = col("l"), col("mj"), col("lj"), col("lj16", "f16")
     acc = k.tile("vec", "f32", h, head, name="o_acc")
     p16 = [k.tile("vec", "f16", h, T, name=f"p16_{i}") for i in range(2)]
-    f = {c: _flat(k, c) for c in m + alpha + [l, mj, lj]}
+    f = {c: _flat(k, c) for c in m + alpha + [lsum, mj, lj]}
     k.TEXPANDS(f[m[0]], NEG)  # every lane defined: the column ops run flat
-    for c in alpha + [l, mj, lj]:
+    for c in alpha + [lsum, mj, lj]:
         k.TEXPANDS(f[c], 0.0)
     k.TEXPANDS(acc, 0.0)
     pushed = [None, None]
@@ -297,8 +297,8 @@ def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         pushed[j % 2] = k.tpush(p_fifo, x, e)
         e = k.TROWSUM(lj16, x, e)
         e = k.TCVT(lj, lj16, e)
-        e = k.TMUL(f[l], f[l], f[a], e)
-        k.TADD(f[l], f[l], f[lj], e)
+        e = k.TMUL(f[lsum], f[lsum], f[a], e)
+        k.TADD(f[lsum], f[lsum], f[lj], e)
 
     _run_passes(
         k,
@@ -307,7 +307,7 @@ def _vector_mixed(k, o_view, s_fifo, p_fifo, o_fifo, blocks, T, head, h):
         o_fifo,
         [acc],
         [alpha],
-        [l],
+        [lsum],
         [o_view],
     )
 
@@ -470,14 +470,14 @@ def _vector_chunked(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
 
     m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]  # running max, per pass
     alpha = [[col(f"alpha{h}_{i}") for i in range(2)] for h in range(2)]
-    l = [col(f"l{h}") for h in range(2)]
+    lsum = [col(f"l{h}") for h in range(2)]
     mj, lj = col("mj"), col("lj")
     acc = [k.tile("vec", "f32", r, head, name=f"o_acc{h}") for h in range(2)]
     t = k.tile("vec", "f32", r, CHUNK, name="chunks")  # the chunks combined element-wise
     p16 = [k.tile("vec", "f16", r, CHUNK, name=f"p16_{i}") for i in range(2)]
     for h in range(2):
         k.TEXPANDS(m[h][0], NEG)
-        k.TEXPANDS(l[h], 0.0)
+        k.TEXPANDS(lsum[h], 0.0)
         k.TEXPANDS(acc[h], 0.0)
     pushed = [None, None]
     npush = [0]
@@ -516,10 +516,10 @@ def _vector_chunked(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
                 k.tfree(s_fifo)  # chunk b - 1 is done
         e = k.TROWSUM(lj, t if c > 1 else s[0], e)
         k.tfree(s_fifo)
-        e = k.TMUL(l[h], l[h], a, e)
-        k.TADD(l[h], l[h], lj, e)
+        e = k.TMUL(lsum[h], lsum[h], a, e)
+        k.TADD(lsum[h], lsum[h], lj, e)
 
-    _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views)
+    _run_passes(k, passes, softmax, o_fifo, acc, alpha, lsum, o_views)
 
 
 def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r):
@@ -532,17 +532,17 @@ def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r
 
     m = [[col(f"m{h}_{i}") for i in range(2)] for h in range(2)]  # running max, per pass
     alpha = [[col(f"alpha{h}_{i}") for i in range(2)] for h in range(2)]
-    l = [col(f"l{h}") for h in range(2)]
+    lsum = [col(f"l{h}") for h in range(2)]
     mj, lj, lj16 = col("mj"), col("lj"), col("lj16", "f16")
     acc = [k.tile("vec", "f32", r, head, name=f"o_acc{h}") for h in range(2)]
     t = k.tile("vec", "f32", r, CHUNK, name="chunks")  # the chunks' element-wise max
     t16 = k.tile("vec", "f16", r, CHUNK, name="chunks16")  # ... and sum
     nb = 2 * c if c <= 2 else c  # P tiles, a ring (one pass's for a 512-key tile: UB)
     p16 = [k.tile("vec", "f16", r, CHUNK, name=f"p16_{i}") for i in range(nb)]
-    f = {x: _flat(k, x) for x in sum(m + alpha, []) + l + [mj, lj]}
+    f = {x: _flat(k, x) for x in sum(m + alpha, []) + lsum + [mj, lj]}
     for h in range(2):  # every lane defined: the column ops run flat
         k.TEXPANDS(f[m[h][0]], NEG)
-        for x in alpha[h] + [l[h]]:
+        for x in alpha[h] + [lsum[h]]:
             k.TEXPANDS(f[x], 0.0)
         k.TEXPANDS(acc[h], 0.0)
     k.TEXPANDS(f[mj], 0.0)
@@ -578,13 +578,13 @@ def _vector_chunked_mixed(k, o_views, s_fifo, p_fifo, o_fifo, passes, c, head, r
                 e = k.TADD(t16, x[0] if b == 1 else t16, x[b], e)
         e = k.TROWSUM(lj16, t16 if c > 1 else x[0], e)
         e = k.TCVT(lj, lj16, e)
-        e = k.TMUL(f[l[h]], f[l[h]], f[a], e)
-        k.TADD(f[l[h]], f[l[h]], f[lj], e)
+        e = k.TMUL(f[lsum[h]], f[lsum[h]], f[a], e)
+        k.TADD(f[lsum[h]], f[lsum[h]], f[lj], e)
 
-    _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views)
+    _run_passes(k, passes, softmax, o_fifo, acc, alpha, lsum, o_views)
 
 
-def _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views):
+def _run_passes(k, passes, softmax, o_fifo, acc, alpha, lsum, o_views):
     """The pipelined pass loop of every form: the softmax of pass n + 1 is issued before
     the O update of pass n (its S is ready first), then each row half's O / l is stored.
     ``passes`` are (key tile, row half) pairs; the 128-key forms have one half."""
@@ -603,7 +603,7 @@ def _run_passes(k, passes, softmax, o_fifo, acc, alpha, l, o_views):
             softmax(*passes[n + 1])
         e = update(j, h)
     for h in range(len(acc)):
-        e = k.TROWEXPANDDIV(acc[h], acc[h], l[h], e)
+        e = k.TROWEXPANDDIV(acc[h], acc[h], lsum[h], e)
         k.TSTORE(o_views[h], acc[h], e)
 
 

@@ -12,7 +12,7 @@ from sim.frontend import parse_text
 from sim.frontend.diagnostics import ParseError
 
 T = "!pto.tile_buf<vec, 16x16xf32>"
-I = "!pto.tile_buf<vec, 16x16xi32>"
+TI = "!pto.tile_buf<vec, 16x16xi32>"
 
 
 def _kernel(body: str, args: str = "") -> str:
@@ -22,7 +22,7 @@ def _kernel(body: str, args: str = "") -> str:
     %c1 = arith.constant 1 : index
     %t = pto.alloc_tile : {T}
     %u = pto.alloc_tile : {T}
-    %i = pto.alloc_tile : {I}
+    %i = pto.alloc_tile : {TI}
 {body}
     %z = arith.addi %c0, %c1 : index
     return

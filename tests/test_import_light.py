@@ -73,7 +73,7 @@ def test_every_public_name_resolves_and_submodules_are_the_packages():
     assert callable(sim.compare) and sim.compare.__module__ == "sim.studies.compare"
     assert set(sim.__all__) <= set(dir(sim))
     with pytest.raises(AttributeError):
-        sim.no_such_name
+        _ = sim.no_such_name
 
 
 def test_star_import_gives_every_name():

@@ -102,9 +102,9 @@ def test_the_lines_of_a_window_are_the_lines_its_elements_lie_in():
         r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
         # each shape again at other bases: the lines kept per shape and offset into a
         # line, shifted, must be those of the elements there
-        for base in (base, base + 1, base + 128, base + int(rng.integers(0, 5000)), base):
-            want = np.unique(((base + r * rs + c * cs) * isz // 512).ravel())
-            got = l2.lines(("x", base, rows, cols, rs, cs, isz))
+        for at in (base, base + 1, base + 128, base + int(rng.integers(0, 5000)), base):
+            want = np.unique(((at + r * rs + c * cs) * isz // 512).ravel())
+            got = l2.lines(("x", at, rows, cols, rs, cs, isz))
             if isinstance(got, slice):  # one contiguous run of lines
                 got = np.arange(got.start, got.stop)
-            assert np.array_equal(got, want), (base, rows, cols, rs, cs, isz)
+            assert np.array_equal(got, want), (at, rows, cols, rs, cs, isz)

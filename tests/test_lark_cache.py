@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from lark.exceptions import UnexpectedInput
 
 from sim.frontend import lark_cache
 from sim.frontend.grammar import _PtoLexer, _Shapes
@@ -76,7 +77,7 @@ def test_a_changed_grammar_is_never_served_the_old_parser(tmp_path, monkeypatch)
         g.write_text(f'start: "{word}"\n%ignore " "\n')
         p = cached_lark(g, parser="lalr")
         p.parse(word)
-        with pytest.raises(Exception):
+        with pytest.raises(UnexpectedInput):
             p.parse("beta" if word == "alpha" else "alpha")
     assert len(_files(tmp_path)) == 2  # one per grammar text
 

@@ -117,7 +117,9 @@ def test_every_vf_program_resolves():
 
 def test_every_fitted_op_and_dtype_is_reachable():
     path = models_dir() / "a5" / "vector_formulas.csv"
-    rows = list(csv.DictReader(l for l in path.read_text().splitlines() if not l.startswith("#")))
+    rows = list(
+        csv.DictReader(line for line in path.read_text().splitlines() if not line.startswith("#"))
+    )
     names = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "int8": "i8"}
     seen = set()
     for r in rows:

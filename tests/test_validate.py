@@ -90,7 +90,9 @@ def test_reference_cases_validate():
     assert len(r["cases"]) == len(cases)
     # the 910B3-fitted single instructions (timing-model.md §2.4) are reproduced closely
     with REFERENCE_CASES.open() as f:
-        sources = [row["source"] for row in csv.DictReader(l for l in f if not l.startswith("#"))]
+        sources = [
+            row["source"] for row in csv.DictReader(line for line in f if not line.startswith("#"))
+        ]
     fitted = [c for c, s in zip(r["cases"], sources) if s.startswith("910B3")]
     assert len(fitted) == 60
     assert min(c["accuracy"] for c in fitted) > 0.85
@@ -103,7 +105,9 @@ def _perturbed_model(tmp_path, changes):
     shutil.copytree(load_target("a2a3").path, hw)
     rows = list(
         csv.reader(
-            l for l in (hw / "vector_costs.csv").read_text().splitlines() if not l.startswith("#")
+            line
+            for line in (hw / "vector_costs.csv").read_text().splitlines()
+            if not line.startswith("#")
         )
     )
     head = rows[0]
@@ -372,7 +376,9 @@ def test_validate_reports_per_op_family(tmp_path):
     }
     text = _cli("validate", str(p)).stdout
     assert "per op family:" in text
-    assert any(l.strip().startswith("binary") and "50% within 15%" in l for l in text.splitlines())
+    assert any(
+        line.strip().startswith("binary") and "50% within 15%" in line for line in text.splitlines()
+    )
 
 
 def test_an_internal_error_on_one_case_is_reported_not_fatal(tmp_path, monkeypatch):

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.base.errors import SimulationError, UserError
-from sim.isa.dtypes import DType
 from sim.engine.plausible import PLAUSIBLE_KEY
+from sim.isa.dtypes import DType
 from sim.isa.program import GmPtr, MakeTensorView, PartitionView, PartView, Scalar, TensorView
 from sim.placement.bounds import span_message
 
@@ -260,7 +260,10 @@ class GlobalViews:
         # grows with the windows instead.
         if all(n > 0 for n in shape) and all(s >= 0 for s in strides):
             try:
-                self._gm_array(st.ptr, start + 1 + sum((n - 1) * s for n, s in zip(shape, strides)))
+                self._gm_array(
+                    st.ptr,
+                    start + 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)),
+                )
             except SimulationError:
                 pass
         self.views[st.result.name] = (

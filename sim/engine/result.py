@@ -90,7 +90,7 @@ class Result:
         # utilisation is the mean over the units that have the pipe, as pipe_summary's
         units: dict = {}
         for r in getattr(self.recording, "recorders", (self.recording,)):
-            for pipe, (_, n) in r.pipe_totals().items():
+            for pipe in r.pipe_totals():
                 units[pipe] = units.get(pipe, 0) + 1
         return {
             pipe: {

@@ -85,7 +85,7 @@ class Summary:
     def units(self, total: int) -> list[dict]:
         """``sim.trace.report.unit_summary``: per (core, unit), its pipes and opcodes."""
         totals: dict = {}
-        for core, unit, st, n, b in self._each():
+        for core, unit, st, _, _ in self._each():
             if st[_PIPE] != "PIPE_ALL":
                 totals.setdefault((core, unit), ({}, {}))
         for core, unit, st, n, b in self._each():
@@ -102,7 +102,7 @@ class Summary:
         """``sim.trace.report.op_summary`` as rows ``(opcode, pipe, count, total cycles,
         mean cycles)``: by total cycles, descending; equals in order of first appearance."""
         sums: dict = {}
-        for core, unit, st, n, b in self._each():
+        for _, _, st, n, b in self._each():
             if st[_KIND] == "op":
                 t = sums.setdefault((st[_OPCODE], st[_PIPE]), [0, 0])
                 t[0] += n

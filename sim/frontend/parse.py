@@ -271,7 +271,7 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
         self.scopes = [{}]
         self.vector_body = "vector" in str(head["attrs"].get("pto.kernel_kind", ""))
         self.nesting = 0
-        for a, at in zip(head["args"], head["arg_toks"], strict=True):
+        for a, _ in zip(head["args"], head["arg_toks"], strict=True):
             self.scopes[-1][a.name] = a
         for st in head["prologue"]:  # a GM memref argument's name is its whole window
             if st.result.name.endswith(GM_MEMREF_VIEW):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -190,7 +190,7 @@ class PartView:
         return f"%{self.name}"
 
 
-Operand = Union[Tile, Const, Scalar, GmPtr, TensorView, PartView]
+Operand = Tile | Const | Scalar | GmPtr | TensorView | PartView
 
 
 @attrs.frozen(cache_hash=True)
@@ -480,31 +480,31 @@ class PipeOp:
     loc: SourceLoc | None = _loc_field()
 
 
-Stmt = Union[
-    Alloc,
-    MakeTensorView,
-    PartitionView,
-    Instr,
-    SetValidShape,
-    SetFlag,
-    WaitFlag,
-    Barrier,
-    SyncSet,
-    SyncWait,
-    SyncAll,
-    SetFfts,
-    Arith,
-    ScalarOp,
-    Subview,
-    Reshape,
-    Yield,
-    For,
-    If,
-    Call,
-    Return,
-    Section,
-    PipeOp,
-]
+Stmt = (
+    Alloc
+    | MakeTensorView
+    | PartitionView
+    | Instr
+    | SetValidShape
+    | SetFlag
+    | WaitFlag
+    | Barrier
+    | SyncSet
+    | SyncWait
+    | SyncAll
+    | SetFfts
+    | Arith
+    | ScalarOp
+    | Subview
+    | Reshape
+    | Yield
+    | For
+    | If
+    | Call
+    | Return
+    | Section
+    | PipeOp
+)
 
 
 def walk(body):

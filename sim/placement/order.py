@@ -145,7 +145,7 @@ class Ctx:
 
     def symbolic(self, instr: Instr) -> list:
         out: list[tuple] = []
-        for t, r, w in tile_roles(instr):
+        for t, _, w in tile_roles(instr):
             out.append(("tile", self.root(t), w))
         for o in instr.outs:
             if isinstance(o, PartView):

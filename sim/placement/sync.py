@@ -451,7 +451,7 @@ def _loop(ctx, st: For, busy: dict, parity: dict):
         if fallback:
             break
         if not cross:  # a carried flag may already order a same-pipe hazard
-            for (p, q), hs in pairs.items():
+            for (_, q), hs in pairs.items():
                 y_first = min(h[1] for h in hs)
                 same[q] = min(same.get(q, y_first), y_first)
     else:

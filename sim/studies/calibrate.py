@@ -85,12 +85,14 @@ def load_cases(path) -> list[Case]:
     except OSError as e:  # unreadable: permissions, a device, an I/O error
         raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
     body = [
-        (n, l) for n, l in enumerate(lines, start=1) if l.strip() and not l.lstrip().startswith("#")
+        (n, text)
+        for n, text in enumerate(lines, start=1)
+        if text.strip() and not text.lstrip().startswith("#")
     ]
     if not body:
         raise UserError(f"{path}: no header line")
     header_line = body[0][0]
-    reader = csv.DictReader(io.StringIO("".join(l for _, l in body)))
+    reader = csv.DictReader(io.StringIO("".join(text for _, text in body)))
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
     if missing:
         raise UserError(

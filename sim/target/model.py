@@ -153,7 +153,7 @@ def _vector_costs(path: Path) -> dict:
     if not path.is_file():
         return {}
     costs = {}
-    for n, row in enumerate(read_csv_rows(path), start=2):
+    for row in read_csv_rows(path):
         try:
             costs[row["instruction"]] = CceCost(
                 row["instruction"],

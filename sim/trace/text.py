@@ -121,7 +121,8 @@ def format_report(
             + f"{'id':>5} {'opcode':<12} {'pipe':<10} {'start':>8} {'end':>8} {'cycles':>7}  operands",
         ]
         for r in rows[:max_rows]:
-            unit = f"{'c%s.%s' % (r['core'], r['unit']):<9} " if where else ""
+            cell = f"c{r['core']}.{r['unit']}"
+            unit = f"{cell:<9} " if where else ""
             lines.append(
                 f"{unit}{r['id']:>5} {r['opcode']:<12} {r['pipe']:<10} {r['start_cycle']:>8} "
                 f"{r['end_cycle']:>8} {r['duration_cycles']:>7}  {r['operands']}"
