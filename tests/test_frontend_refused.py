@@ -33,7 +33,6 @@ def _kernel(body: str, args: str = "") -> str:
 
 # (construct, statement, expected message, column of the construct on line 8)
 CASES = [
-    ("tquant", f"    pto.tquant ins(%t : {T}) outs(%u : {T})", "unsupported op 'pto.tquant'", 5),
     (
         "comm.tput",
         f"    pto.comm.tput %p, %t : !pto.ptr<f32>, {T}",

@@ -336,3 +336,48 @@ def test_set_quant_vector_and_scalar_are_one_cycle_config_writes_with_a_warning(
     bad = (DATA / "set_quant.pto").read_text().replace("scaling, 1x16xi64", "vec, 4x16xi64")
     with pytest.raises(ParseError, match="must be a Scaling tile"):
         parse_text(bad)
+
+
+# --- TQUANT (instructions-more.md §3.1) -----------------------------------------------------
+
+
+def _tquant_inputs():
+    x = np.random.default_rng(11).uniform(-80, 80, (32, 64)).astype(np.float32)
+    x[0, :4] = [1.25, -2.6, 300.0, 0.5]  # §3.1's worked example row, fp = 2
+    x[1, :2] = [0.25, 0.75]  # ties: 0.5 -> 0, 1.5 -> 2
+    f = np.random.default_rng(12).uniform(0.5, 3, (32, 1)).astype(np.float32)
+    f[0, 0], f[1, 0] = 2.0, 2.0
+    return x, f
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_tquant_int8_sym_rounds_ties_to_even_and_saturates(target):
+    x, f = _tquant_inputs()
+    r = _run("tquant", target, px=x, pf=f)
+    q = r.output("pq").reshape(32, 64)
+    assert list(q[0, :4]) == [2, -5, 127, 1]  # the reference's worked example
+    assert list(q[1, :2]) == [0, 2]
+    y = (x * f).astype(np.float32)
+    np.testing.assert_array_equal(q, np.clip(np.rint(y), -128, 127).astype(np.int8))
+    s = r.output("ps").reshape(32, 64)
+    if target == "a2a3":  # A2/A3 works in place on src: its bytes no longer hold x
+        f16 = s.view(np.float16).reshape(-1)
+        np.testing.assert_array_equal(f16[:64], np.rint(y[0]).astype(np.float16))
+        assert not np.array_equal(s, x)
+    else:  # A5 leaves src untouched
+        np.testing.assert_array_equal(s, x)
+
+
+def test_tquant_asym_needs_an_offset_and_a_u8_destination():
+    text = (DATA / "tquant.pto").read_text().replace("INT8_SYM", "INT8_ASYM")
+    with pytest.raises(SimulationError, match="INT8_ASYM takes a u8 destination and offset"):
+        sim.simulate(parse_text(text), "a2a3", inputs={"px": np.zeros(2048, np.float32)})
+
+
+def test_tquant_costs_the_references_instruction_sequence():
+    r = sim.simulate(parse_file(DATA / "tquant.pto"), "a2a3", functional=False, detail="cce")
+    op = r.trace[(r.trace["kind"] == "op") & (r.trace["opcode"] == "TQUANT")].iloc[0]
+    names = [p.split("(")[0] for p in str(op["cce"]).split("; ")]
+    bar = "pipe_barrier"
+    assert names == ["vbrcb", bar, "vmul", bar, "vconv", bar, "cfg x1", "vconv", bar, "vconv", bar]
+    assert "vmul(rep=32)" in op["cce"] and "vconv(rep=16)" in op["cce"]  # R = 32, Rep = 32

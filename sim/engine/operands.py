@@ -274,7 +274,7 @@ class OperandSites:
                 "pad": dst.type.pad,
                 "dst_capacity": self.tile_view(dst, dst_st, dst.type.rows, dst.type.cols),
             }
-        elif spec.name == "TEXTRACT":  # the window may reach past the source's valid region
+        elif spec.name in ("TEXTRACT", "TQUANT"):  # reads past / rewrites the source's bytes
             s0 = srcs[0]
             extra = {"src_capacity": self.tile_view(s0, self.tiles[s0], s0.type.rows, s0.type.cols)}
         elif instr.opcode in ("TINSERT", "TSCATTER"):  # write into dst's capacity
@@ -377,10 +377,11 @@ class OperandSites:
 def _WHOLE_SOURCE(family: str, index: int) -> bool:
     """Sources read whole (their own valid region) rather than cut to the iteration domain:
     broadcast sources, matmul operands, move/extract sources, TSEL's packed mask,
-    TGATHER's table and TCONCATIDX's sources and counts."""
+    TGATHER's table, TCONCATIDX's sources and counts and TQUANT's per-row parameters."""
     return (
         family in ("rowexpand", "colexpand", "matmul", "move", "concat", "part", "sort")
         or family == "concatidx"
+        or (family == "quant" and index >= 1)
         or (family in ("rowexpand_binary", "colexpand_binary") and index == 1)
         or (family in ("select", "gather") and index == 0)
     )

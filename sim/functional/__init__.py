@@ -28,6 +28,7 @@ from sim.functional import (
     expand,
     gather,
     movement,
+    quant,
     reduce,
     reduce_ext,
     remainder,
@@ -56,6 +57,7 @@ KERNELS: dict[str, Callable[[FnContext], None]] = {
     **reduce_ext.KERNELS,
     **sort.KERNELS,
     **scatter.KERNELS,
+    **quant.KERNELS,
 }
 
 

@@ -191,6 +191,8 @@ _op("TAXPY", "T", "T S", "scalar")
 _op("TSCATTER", "T", "T T", "scatter", domain="src")
 # TCONCATIDX: per row n0 columns of src0 then n1 of src1, the counts read from idx0 / idx1
 _op("TCONCATIDX", "T", "T T T T", "concatidx")
+# TQUANT (INT8): dst = sat(rint(src * fp[row] (+ offset[row]))); outs dst [, tmp]
+_op("TQUANT", "T T?", "T T | T T T", "quant", attrs_allowed=("quant_type",))
 
 
 def opcode(name: str) -> OpSpec:

@@ -53,6 +53,8 @@ NAMED_TILES = {
     ("MGATHER", 1): ("indices",),
     ("TSCATTER", 2): ("src", "indices"),
     ("TCONCATIDX", 4): ("src0", "src1", "idx0", "idx1"),
+    ("TQUANT", 2): ("src", "fp"),
+    ("TQUANT", 3): ("src", "fp", "offset"),
 }
 
 

@@ -64,4 +64,6 @@ def shape_hints(
         extra.append(("dst_layout", "DN"))
     if precision == "high_precision":
         extra.append(("precision", precision))
+    if opcode == "TQUANT" and "quant_type" in attrs:  # ASYM adds a vbrcb + vadd step
+        extra.append(("quant_type", str(attrs["quant_type"])))
     return variant, tuple(extra)

@@ -42,6 +42,7 @@ from sim.timing import (
     vreduce,
     vreduce_ext,
     vremainder,
+    vquant,
     vscalar,
     vscatter,
     vselect,
@@ -223,7 +224,7 @@ def _dispatch():
     for name in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
         t[f"TROWEXPAND{name}"] = lambda s, d, src, m: vexpand.rowexpand_op(s, d, m)
         t[f"TCOLEXPAND{name}"] = lambda s, d, src, m: vexpand.colexpand_op(s, d, m)
-    for extra in (vcombine, vreduce_ext, vsort, vscatter):  # ops beyond instructions.md
+    for extra in (vcombine, vreduce_ext, vsort, vscatter, vquant):  # ops beyond instructions.md
         t.update(extra.lowerings(elementwise))
     return t
 
