@@ -80,12 +80,12 @@ def index_bounds(program) -> dict[str, int]:
         elif isinstance(st, ScalarOp) and st.op == "pto.load_scalar" and st.results:
             scalar_src[st.results[0].name] = (st.operands[0].name, 1)
         elif isinstance(st, Arith) and st.operands and not st.op.endswith("constant"):
-            names = [getattr(o, "name", None) for o in st.operands]
+            names = [str(getattr(o, "name", "")) for o in st.operands]
             if len(st.operands) == 1 and names[0] in scalar_src:  # casts keep the origin
                 scalar_src[st.result.name] = scalar_src[names[0]]
             elif st.op == "arith.muli" and len(st.operands) == 2:  # a block index * size
                 for a, b in ((0, 1), (1, 0)):
-                    k = constants.get(names[b]) if names[b] else _const(st.operands[b])
+                    k = constants.get(names[b], _const(st.operands[b]))
                     if names[a] in scalar_src and k is not None and k > 0:
                         arg, scale = scalar_src[names[a]]
                         scalar_src[st.result.name] = (arg, scale * k)
