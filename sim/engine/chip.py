@@ -132,7 +132,8 @@ class Chip:
         # the blocks' units, block by block in the layout; a block starts on a core when
         # the waves hand it one (sim.engine.waves)
         self._per_block = len(self.layout.units) // block_dim
-        self.waves = Waves(self.env, target, block_dim, self._start_block)
+        self.waves = Waves(self.env, target, block_dim, self._start_block, self._end_block)
+        self._where: dict[int, int] = {}  # block -> index of its first unit in self.units
         # the first wave's units now (a run that stops before it starts still has them)
         self._first = [self._block_units(b, b) for b in range(self.waves.cores)]
 
@@ -184,8 +185,16 @@ class Chip:
             machine.recorder.block = spec.block_idx
             interp.limits = self.limits  # a scalar-only loop issues nothing to count
             made.append((spec, interp, machine))
+        self._where[block] = len(self.units)
         self.units += made
         return made
+
+    def _end_block(self, block: int) -> None:
+        """A block is done (``Waves``): its interpreters go, their warnings stay."""
+        at = self._where.pop(block)
+        for i in range(at, at + self._per_block):
+            spec, interp, machine = self.units[i]
+            self.units[i] = (spec, _Ended(interp.warnings), machine)
 
     def _start_block(self, block: int, core: int) -> list:
         """Start ``block``'s units on ``core`` (``Waves``); their machines."""
@@ -281,6 +290,15 @@ class Chip:
                     f"{entry['pipe']} waits for flag {entry['waits_for']} "
                     f"({entry['wait']}){before}: no set yet from {missing}"
                 )
+
+
+class _Ended:
+    """What a finished block's interpreter leaves behind: its warnings."""
+
+    __slots__ = ("warnings",)
+
+    def __init__(self, warnings: dict):
+        self.warnings = warnings
 
 
 def _placed_unit(program, kind, target) -> tuple:

@@ -19,8 +19,11 @@ the core is free when all of them are done). A block on a core starts afresh: it
 units, scalar values, tiles and FIFOs (``Chip`` builds them when the block starts), only
 the GM arrays and the GM model carry over. ``Waves`` knows nothing of what a block runs:
 ``start(block, core)`` returns the machines it started (``sim.engine.machine``), whose
-pipes and dispatchers tell when they are done. A model of launch and dispatch costs
-plugs in here (the latency before a block starts on a freed core).
+pipes and dispatchers tell when they are done; ``end(block)`` is told when a block is done,
+so that what only the block needed (its interpreters) can go: a long launch would otherwise
+keep every finished block's objects, and each full collection of the garbage collector
+would scan them all. A model of launch and dispatch costs plugs in here (the latency
+before a block starts on a freed core).
 """
 
 from __future__ import annotations
@@ -64,7 +67,14 @@ class Waves:
     order); the later blocks start as cores free up, while the environment runs.
     ``table()`` is the placement: (block, core, start cycle, end cycle) by block."""
 
-    def __init__(self, env, target, block_dim: int, start: Callable[[int, int], list]):
+    def __init__(
+        self,
+        env,
+        target,
+        block_dim: int,
+        start: Callable[[int, int], list],
+        end: Callable[[int], None] | None = None,
+    ):
         if target.chip.get("block_dispatch", "first_free_core") != "first_free_core":
             raise UserError(
                 f"[chip] block_dispatch of target {target.name}: expected "
@@ -75,6 +85,7 @@ class Waves:
         self.cores = min(block_dim, cores(target))
         self.latency = int(target.chip.get("block_dispatch_cycles", 0))
         self._start = start
+        self._end = end  # told of each block that ended (with waves): its state can go
         self.next = 0  # the next block to start
         # per started block: [block, core, start, end or None, its machines]
         self.placed: list[list[Any]] = []
@@ -122,6 +133,8 @@ class Waves:
         if end > env.now:
             yield env.timeout(end - env.now)
         entry[3] = end
+        if self._end is not None:
+            self._end(entry[0])
         if self.next < self.block_dim:
             self._free(entry[1])
 
