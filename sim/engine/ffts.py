@@ -66,7 +66,6 @@ from sim.isa.program import SetFfts, SyncAll, SyncSet, SyncWait
 from sim.timing import Shape, lower
 
 if TYPE_CHECKING:
-    from sim.engine.chipstate import ChipState
     from sim.engine.units import UnitSpec
     from sim.target.model import Target
 
@@ -166,7 +165,7 @@ class CrossCore:
     # What the interpreter provides (class-level declarations only, for the type checker).
     # ``chip`` is None on a unit run alone (checked where that matters).
     spec: UnitSpec
-    chip: ChipState
+    chip: Any  # sim.engine.chipstate.ChipState (which imports this module)
     target: Target
     values: dict[str, Any]
     seq: int

@@ -56,7 +56,6 @@ from sim.isa.tile import Loc, Tile
 from sim.timing import Shape, lower
 
 if TYPE_CHECKING:
-    from sim.engine.chipstate import ChipState
     from sim.engine.units import UnitSpec
     from sim.isa.program import Program
     from sim.target.model import Target
@@ -140,7 +139,7 @@ class CrossUnit:
     # What the interpreter provides (class-level declarations only, for the type checker).
     # ``chip`` is None on a unit run alone, which never reaches a cube<->vector op.
     spec: UnitSpec
-    chip: ChipState
+    chip: Any  # sim.engine.chipstate.ChipState (which imports this module)
     program: Program
     target: Target
     functional: bool
