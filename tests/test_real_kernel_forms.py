@@ -381,3 +381,22 @@ def test_tquant_costs_the_references_instruction_sequence():
     bar = "pipe_barrier"
     assert names == ["vbrcb", bar, "vmul", bar, "vconv", bar, "cfg x1", "vconv", bar, "vconv", bar]
     assert "vmul(rep=32)" in op["cce"] and "vconv(rep=16)" in op["cce"]  # R = 32, Rep = 32
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "pto.tscatter ins(%s, %i : !pto.tile_buf<vec, 8x16xf32>, !pto.tile_buf<vec, 8x16xi32>)",
+            "pto.tscatter ins(%s, {maskPattern = #pto.mask_pattern<P0101>} : "
+            '!pto.tile_buf<vec, 8x16xf32>, "row")',
+            "the mask form of pto.tscatter",
+        ),
+        ("pto.taxpy ins(%a, %half", "pto.tquant.mx ins(%a, %half", "microscaling"),
+    ],
+)
+def test_forms_of_the_new_ops_that_are_not_modelled_are_refused_with_the_reason(old, new, message):
+    text = (DATA / "axpy_scatter_concatidx.pto").read_text()
+    assert old in text
+    with pytest.raises(ParseError, match=message):
+        parse_text(text.replace(old, new))

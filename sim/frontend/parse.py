@@ -379,6 +379,12 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
                 msg = f"unexpected character {ch!r}"
             return self._err(at, msg)
         tok = getattr(e, "token", None)
+        if op is not None and str(op) == "pto.tscatter" and getattr(tok, "type", "") == "LBRACE":
+            return self._err(
+                tok,
+                "unsupported: the mask form of pto.tscatter (maskPattern, a row / col "
+                "axis) is not modelled; the index form ins(%src, %indices) is",
+            )
         if tok is None or tok.type == "$END" or isinstance(e, UnexpectedEOF):
             if op is not None and op.type == "OPNAME" and not is_supported_op(str(op)):
                 return self._err(op, f"unsupported op '{op}'")
