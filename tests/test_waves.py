@@ -175,3 +175,54 @@ def test_an_all_block_barrier_past_the_cores_is_refused(blocks, cores):
     k2.syncall(mode="hard", core_type="aiv_only")
     k2.TADD(b, b, b)
     assert sim.simulate(k2, _chip(cores), functional=False).total_cycles > 0
+
+
+def test_a_deadlock_names_the_stuck_blocks_and_those_never_started():
+    k = sim.Kernel("stuck", block_dim=3)
+    x = k.gm("x", "f32", (16, 64))
+    a, c = k.tile("vec", "f32", 16, 64), k.tile("vec", "f32", 16, 64)
+    k.TLOAD(a, x)
+    k.wait_flag("PIPE_MTE2", "PIPE_V", 2)  # never set
+    k.TADD(c, a, a)
+    with pytest.raises(sim.DeadlockError) as info:
+        sim.simulate(k, _chip(2), functional=False)
+    text = str(info.value)
+    assert "block 0 on core 0 AIV0" in text and "block 1 on core 1 AIV0" in text
+    assert "1 of the 3 blocks never started" in text
+    assert {(s["block"], s["core"]) for s in info.value.stuck} == {(0, 0), (1, 1)}
+
+
+def _handshake(block_dim: int, rows: int = 16):
+    """Each block's vector units store their rows, then set cross-core flag 3 (mode 2:
+    to their core's cube); the cube waits for both, then loads the block's rows and
+    stores them to z: z = x only when each cube heard its own block's vector units."""
+    k = sim.Kernel("handshake", block_dim=block_dim)
+    x = k.gm("x", "f32", (2 * rows * block_dim, 64))
+    y = k.gm("y", "f32", (2 * rows * block_dim, 64))
+    z = k.gm("z", "f32", (2 * rows * block_dim, 64))
+    base = k.block_idx * (2 * rows)
+    with k.vector():
+        t = k.tile("vec", "f32", rows, 64)
+        r0 = base + k.subblock_idx * rows
+        e = k.TLOAD(t, x[r0 : r0 + rows, :])
+        s = k.TSTORE(y[r0 : r0 + rows, :], t, e)
+        k.sync_set("PIPE_MTE3", 3, s, mode=2)
+    with k.cube():
+        m = k.tile("mat", "f32", 2 * rows, 64)
+        k.sync_wait("PIPE_MTE2", 3, mode=2)
+        e = k.TLOAD(m, y[base : base + 2 * rows, :])
+        k.TSTORE(z[base : base + 2 * rows, :], m, e)
+    return k
+
+
+@pytest.mark.parametrize("blocks,cores", [(3, 1), (5, 2), (26, 24)])
+def test_cross_core_flags_are_per_block(blocks, cores):
+    r = sim.simulate(_handshake(blocks), _chip(cores))
+    np.testing.assert_array_equal(r.output("z"), r.output("x"))
+    t = r.trace
+    waits = t[(t["unit"] == "AIC") & (t["opcode"].astype(str).str.contains("sync.wait"))]
+    spans = {b: (s, e) for b, _, s, e in r.blocks}
+    assert len(waits) == blocks
+    for _, w in waits.iterrows():
+        start, end = spans[w["block"]]
+        assert start <= w["start_cycle"] and w["end_cycle"] <= end

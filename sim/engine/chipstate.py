@@ -25,12 +25,21 @@ class ChipState:
     def __init__(self, env, target, units=((0, "AIV0"),), ideal_sync=False):
         self.flags = CrossFlags(env, target.sync.get("cross_core_flag_cycles", 0))
         self.units = tuple(units)
+        # the units of each core (of each block: a block's units share its core index),
+        # looked up by the flags of one core without a walk of the whole launch
+        self._by_core: dict = {}
+        for u in self.units:
+            self._by_core.setdefault(u[0], []).append(u)
         self.ffts = FftsChannels(env, ideal=ideal_sync)
         self.flags.routes.update({FftsSet: self.ffts, FftsWait: self.ffts})
         self.data_path = target.chip.get("fifo_data_path", "gm")
         self.vector_units = int(target.units.get("AIV", {}).get("count", 2))
         self._queues: dict = {}
         self._reserved: dict = {}
+
+    def of_core(self, core) -> tuple:
+        """The launched (core, unit) pairs of ``core``, in launch order."""
+        return tuple(self._by_core.get(core, ()))
 
     def queue(self, core, fifo, direction, sub) -> deque:
         q = self._queues.get((core, fifo, direction, sub))

@@ -272,7 +272,7 @@ class CrossCore:
                 else f"intra-block flag {flag} AIC->{unit}"
             )
             peer = (core, "AIC")
-        if peer not in self.chip.units:
+        if peer not in self.chip.of_core(core):
             raise UserError(
                 f"{where}: core {core} {unit} signals core {peer[0]} {peer[1]}, "
                 f"which the launch does not have (a kernel with pto.section.cube "
@@ -315,9 +315,9 @@ class CrossCore:
                     f"{where}: ffts_mode 1 synchronises the vector units of a "
                     f"core; core {core} AIC is a cube unit (use mode 2)"
                 )
-            found = tuple(u for u in units if u[0] == core and u[1] != "AIC")
+            found = tuple(u for u in self.chip.of_core(core) if u[1] != "AIC")
         else:
-            found = tuple(u for u in units if u[0] == core and (u[1] == "AIC") != aic)
+            found = tuple(u for u in self.chip.of_core(core) if (u[1] == "AIC") != aic)
         if not found:
             raise UserError(
                 f"{where}: ffts_mode {mode} on core {core} {unit}: the launch has "
