@@ -176,3 +176,26 @@ def test_item_text_in_the_trace():
     assert Item("bar", "pipe_barrier(PIPE_V)").describe() == "pipe_barrier(PIPE_V)"
     assert Item("flag").describe() == "flag"
     assert Item("cube").describe() == "(rep=0)"  # defaults: no name, no repeats
+
+
+def test_the_trace_names_the_stream_state_each_op_entered():
+    """The ``stream`` column of a run: the first vector op opens the stream (cold), the next
+    streams behind it (warm), and the op after TROWSUM (whose plan ends with a barrier)
+    restarts it."""
+    import sim
+
+    k = sim.Kernel("stream")
+    a, b, c = (k.tile("vec", "f32", 16, 64) for _ in range(3))
+    k.TEXPANDS(a, 1.0)
+    k.TEXPANDS(b, 2.0)
+    k.TROWSUM(c, a)
+    k.TADDS(b, b, 1.0)
+    k.TSTORE(k.gm("y", "f32", (16, 64)), b)
+    t = sim.simulate(k).trace
+    ops = t[t.kind == "op"]
+    stream = dict(zip(ops.index, ops.stream, strict=True))
+    first, second = ops.index[:2]
+    assert ops.opcode[first] == ops.opcode[second] == "TEXPANDS"
+    assert (stream[first], stream[second]) == ("cold", "warm")
+    assert ops[ops.opcode == "TADDS"].stream.tolist() == ["restart"]
+    assert set(ops.stream) <= {"cold", "warm", "restart", ""}
