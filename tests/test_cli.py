@@ -282,7 +282,12 @@ def test_models_come_from_the_package_not_the_cwd(tmp_path):
 @pytest.mark.parametrize(
     "argv,said",
     [
-        (["run", "k.pto", "--bogus"], "ptosim: error: unrecognized arguments: --bogus"),
+        (["run", "k.pto", "--bogus"], "ptosim: error: ptosim run: unrecognized arguments: --bogus"),
+        (
+            ["compare", "k.pto", "--nope"],
+            "ptosim: error: ptosim compare: unrecognized arguments: --nope",
+        ),
+        (["--nope", "run", "k.pto"], "ptosim: error: unrecognized arguments: --nope"),
         (["nocommand"], "ptosim: error: argument command: invalid choice: 'nocommand'"),
         (["run"], "ptosim: error: ptosim run: the following arguments are required"),
     ],

@@ -832,7 +832,8 @@ def test_memref_types_other_than_static_gm_arguments_are_unsupported():
         ({"pto.device-spec": "Ascend910_9392"}, "a2a3"),
         ({"pto.device-spec": "Ascend950"}, "a5"),
         ({"pto.device-spec": "Ascend950PR_9599"}, "a5"),
-        ({"pto.target_arch": "a5", "pto.device-spec": "Ascend910B1"}, "a5"),
+        ({"pto.target_arch": "a5", "pto.device-spec": "Ascend950"}, "a5"),
+        ({"pto.target_arch": "a3", "pto.device-spec": "Ascend910_9392"}, "a2a3"),
         ({}, None),
     ],
 )

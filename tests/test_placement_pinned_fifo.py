@@ -238,18 +238,41 @@ def test_a_tile_at_the_fifos_last_position_keeps_off_it():
     assert by["past"].addrs == (0,) and by["before"].addrs == (0,)
 
 
-def test_a_pinned_tile_and_its_binary_partner_stay_in_different_banks():
-    """t1 + p with p pinned at 0: the auto tile skips the addresses in p's UB bank."""
+@pytest.mark.parametrize("pinned_first", [True, False])
+def test_a_pinned_tile_and_its_binary_partner_stay_in_different_banks(pinned_first):
+    """t1 + p (or p + t1) with p pinned at 0: the auto tile skips the addresses in p's UB
+    bank, whichever source of the TADD it is."""
     k = sim.Kernel("partners")
     y = k.gm("y", "f32", (16, 64))
     t1 = k.tile("vec", "f32", 16, 64, name="t1")
     p = k.tile("vec", "f32", 16, 64, name="p", addr=0)
     k.TEXPANDS(t1, 1.0)
     k.TEXPANDS(p, 2.0)
-    k.TADD(t1, t1, p)
+    k.TSUB(t1, *((p, t1) if pinned_first else (t1, p)))
     k.TSTORE(y, t1)
     plan = plan_auto(k, keep_addresses=True)
     addrs = {t.name: s.addrs for t, s in plan.slots.items()}
     assert addrs == {"p": (0,), "t1": (0x1000 + 32,)}
     r = sim.simulate(k)
-    np.testing.assert_array_equal(r.output("y"), np.full(16 * 64, 3.0, np.float32))
+    want = 1.0 if pinned_first else -1.0
+    np.testing.assert_array_equal(r.output("y"), np.full(16 * 64, want, np.float32))
+
+
+def test_tassign_names_an_address_and_is_no_access():
+    """A TASSIGN between t1's accesses does not make t2 live there: t2's first access comes
+    after t1's last, so the two share bytes."""
+    t1, t2 = Tile("t1", T4), Tile("t2", T4)
+    one = Const(1.0, "f32")
+    body = (
+        Alloc(t1),
+        Alloc(t2),
+        Instr("TEXPANDS", (t1,), (one,)),
+        Instr("TASSIGN", (t2,), (Const(0x4000, "i64"),)),
+        Instr("TADDS", (t1,), (t1, one)),
+        Instr("TEXPANDS", (t2,), (one,)),
+        Instr("TADDS", (t2,), (t2, one)),
+    )
+    slots = allocate(Function("k", (), body), load_target("a2a3"))
+    by = {t.name: s for t, s in slots.items()}
+    assert by["t1"].live == (2, 4) and by["t2"].live == (5, 6)
+    assert by["t1"].addrs == by["t2"].addrs == (0,)

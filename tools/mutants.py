@@ -35,6 +35,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -233,9 +234,8 @@ def _spread(items: list, n: int | None) -> list:
     return [items[i * len(items) // n] for i in range(n)]
 
 
-def _module_name(path: Path) -> str:
-    rel = path.resolve().relative_to(ROOT).with_suffix("")
-    return ".".join(rel.parts)
+def _module_name(rel: Path) -> str:
+    return ".".join(rel.with_suffix("").parts)
 
 
 class _Loader(importlib.abc.Loader):
@@ -272,11 +272,16 @@ def _child(name: str, origin: str, mutant_file: str, pytest_args: list[str]) -> 
     return int(pytest.main(pytest_args))
 
 
-def _run(cmd: list[str], timeout: float) -> tuple[str, float]:
+def _run(cmd: list[str], cwd: Path, env: dict, timeout: float) -> tuple[str, float]:
     t0 = time.monotonic()
     try:
         rc = subprocess.run(
-            cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
         ).returncode
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - t0
@@ -295,10 +300,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max", type=int, help="at most this many mutants, spread evenly")
     ap.add_argument("--lines", help="only mutants on these lines, e.g. 120-140")
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
+    ap.add_argument(
+        "--in-place",
+        action="store_true",
+        help="run in the checkout (default: in a snapshot of HEAD, safe from concurrent edits)",
+    )
     args = ap.parse_args(argv)
 
-    path = (ROOT / args.module).resolve()
-    rel = str(path.relative_to(ROOT))
+    rel = str((ROOT / args.module).resolve().relative_to(ROOT))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = ROOT if args.in_place else _snapshot(Path(tmp) / "tree")
+        return _campaign(args, ap, root, rel, Path(tmp))
+
+
+def _snapshot(where: Path) -> Path:
+    """The committed tree (``git archive HEAD``) unpacked at ``where``: other work going on
+    in the checkout while the mutants run cannot change what they are run against."""
+    where.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "HEAD"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return where
+
+
+def _campaign(args, ap, root: Path, rel: str, tmp: Path) -> int:
+    path = root / rel
     every = mutants(path)
     if args.lines:
         first, _, last = args.lines.partition("-")
@@ -312,33 +339,34 @@ def main(argv: list[str] | None = None) -> int:
     tests = args.tests or DEFAULT_TESTS.get(rel)
     if not tests:
         ap.error(f"no default tests for {rel}: give --tests")
-    tests = [t for t in tests if (ROOT / t.split("::")[0]).exists()]
+    tests = [t for t in tests if (root / t.split("::")[0]).exists()]
     pytest_args = [*tests, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
     if args.keyword:
         pytest_args += ["-k", args.keyword]
 
-    import tempfile
-
-    name = _module_name(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        mfile = os.path.join(tmp, "mutant.py")
-        Path(mfile).write_text(path.read_text())
-        child = [sys.executable, __file__, "--child", name, str(path), mfile, "--", *pytest_args]
-        status, base = _run(child, timeout=3600)
-        print(f"{rel}: {len(chosen)} mutants; tests {' '.join(tests)} ({base:.0f} s unmutated)")
-        if status != "passed":
-            print("the tests fail on the unmutated module: fix that first")
-            return 2
-        limit = 3 * base + 30
-        survivors, counts = [], {"failed": 0, "timeout": 0, "passed": 0}
-        for i, (line, old, new, src) in enumerate(chosen, 1):
-            Path(mfile).write_text(src)
-            status, took = _run(child, timeout=limit)
-            counts[status] += 1
-            verdict = "survived" if status == "passed" else "killed"
-            print(f"[{i}/{len(chosen)}] {verdict:8} {took:5.1f} s  {rel}:{line}: {new}", flush=True)
-            if status == "passed":
-                survivors.append((line, old, new))
+    name = _module_name(Path(rel))
+    mfile = str(tmp / "mutant.py")
+    Path(mfile).write_text(path.read_text())
+    child = [sys.executable, __file__, "--child", name, str(path), mfile, "--", *pytest_args]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    status, base = _run(child, root, env, timeout=3600)
+    print(f"{rel}: {len(chosen)} mutants; tests {' '.join(tests)} ({base:.0f} s unmutated)")
+    if status != "passed":
+        print("the tests fail on the unmutated module: fix that first")
+        return 2
+    limit = 3 * base + 30
+    survivors, counts = [], {"failed": 0, "timeout": 0, "passed": 0}
+    for i, (line, old, new, src) in enumerate(chosen, 1):
+        Path(mfile).write_text(src)
+        status, took = _run(child, root, env, timeout=limit)
+        counts[status] += 1
+        verdict = "survived" if status == "passed" else "killed"
+        print(f"[{i}/{len(chosen)}] {verdict:8} {took:5.1f} s  {rel}:{line}: {new}", flush=True)
+        if status == "passed":
+            survivors.append((line, old, new))
     killed = counts["failed"] + counts["timeout"]
     print(
         f"\n{rel}: {killed} of {len(chosen)} killed ({counts['timeout']} by time limit), "

@@ -55,10 +55,19 @@ def _program(kernel):
 
 
 def _target_name(args, kernel) -> str:
-    """--target > the module's pto.target_arch / pto.device-spec > a2a3."""
+    """--target > the module's pto.target_arch / pto.device-spec > a2a3 (attributes that
+    disagree are an error, or a warning under --target)."""
     from sim.frontend import resolve_target
+    from sim.frontend.targets import target_conflict
 
-    return resolve_target(_program(kernel), args.target, where=args.kernel)
+    program = _program(kernel)
+    conflict = args.target and target_conflict(getattr(program, "attrs", ()))
+    if conflict:
+        print(
+            f"ptosim: warning: {args.kernel}: {conflict}; running --target {args.target}",
+            file=sys.stderr,
+        )
+    return resolve_target(program, args.target, where=args.kernel)
 
 
 def _pairs(items, flag: str) -> list[tuple[str, str]]:
@@ -256,13 +265,12 @@ def _bounded(args, limits):
     except Exception as e:
         from sim.engine.limits import RunStopped
 
-        if isinstance(e, RunStopped) and args.trace and e.trace is not None:
+        trace = getattr(args, "trace", None)  # compare writes no trace
+        if isinstance(e, RunStopped) and trace and e.trace is not None:
             from sim.trace.export import write_trace
 
-            write_trace(e.trace, args.trace, kernel=args.kernel)
-            raise RunStopped(
-                f"{e}; the partial trace is in {args.trace}", e.cycle, e.items
-            ) from None
+            write_trace(e.trace, trace, kernel=args.kernel)
+            raise RunStopped(f"{e}; the partial trace is in {trace}", e.cycle, e.items) from None
         raise
     except KeyboardInterrupt as e:
         trace = getattr(e, "trace", None)
@@ -270,7 +278,7 @@ def _bounded(args, limits):
             raise _Interrupted("interrupted") from None
         reached = int(trace["end_cycle"].max()) if len(trace) else 0
         kept = ""
-        if args.trace:
+        if getattr(args, "trace", None):
             from sim.trace.export import write_trace
 
             write_trace(trace, args.trace, kernel=args.kernel)
@@ -371,9 +379,23 @@ def cmd_check(args) -> int:
     )
     if args.races:
         from sim.studies import check_races, format_findings
+        from sim.studies.check import data_reads
 
+        reads = [] if args.timing_only else data_reads(program)
+        if reads:  # the race check is timing-only otherwise (check_races)
+            print(
+                f"ptosim: note: {args.kernel} reads scalars out of data ({reads[0]}"
+                f"{f' and {len(reads) - 1} more' if len(reads) > 1 else ''}): its loops, "
+                f"branches or addresses may follow the values, so the race check computes "
+                f"them (a functional run, slower; --timing-only skips it)",
+                file=sys.stderr,
+            )
         findings = check_races(
-            kernel, target, inputs=_kernel_inputs(args, kernel), block_dim=args.block_dim
+            kernel,
+            target,
+            inputs=_kernel_inputs(args, kernel),
+            block_dim=args.block_dim,
+            functional=bool(reads),
         )
         print(format_findings(findings, kernel=args.kernel))
         return 1 if findings else 0
@@ -488,10 +510,20 @@ def cmd_calibrate(args) -> int:
 def cmd_compare(args) -> int:
     from sim.studies import format_compare, run_comparison
 
-    kernel = load_kernel(args.kernel, _pairs(args.arg, "--arg"))
-    c = run_comparison(
-        kernel, _target_name(args, kernel), inputs=_kernel_inputs(args, kernel), seed=args.seed
-    )
+    kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
+    target = _target_name(args, kernel)
+    inputs = _kernel_inputs(args, kernel)
+    limits = _limits(args, Path(args.kernel).name)
+    with _bounded(args, limits):
+        c = run_comparison(
+            kernel,
+            target,
+            inputs=inputs,
+            seed=args.seed,
+            functional=not args.timing_only,
+            block_dim=args.block_dim,
+            limits=limits if limits.active else None,
+        )
     if args.plot:
         import matplotlib
 

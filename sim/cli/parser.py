@@ -51,6 +51,14 @@ class _Parser(argparse.ArgumentParser):
         # "ptosim: error:" prefix already
         raise UserError(f"{self.prog}: {message}" if " " in self.prog else message)
 
+    def parse_known_args(self, args=None, namespace=None):
+        # a subcommand refuses its own unknown flags: argparse would hand them up to the
+        # top level, whose error does not say which command they were given to
+        namespace, extra = super().parse_known_args(args, namespace)
+        if extra and " " in self.prog:
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return namespace, extra
+
     def format_help(self):
         if self.describe is not None:  # what it reads loads only for help
             self.description, self.describe = self.describe(), None
@@ -84,6 +92,37 @@ def _kernel_args(p) -> None:
         help="bind a GM pointer argument to a numpy array (repeatable; unbound "
         "pointers get seeded random data)",
     )
+
+
+def _launch(p) -> None:
+    """The kernel, which function of it runs, its arguments and how it is launched: one
+    group shared by the commands that simulate a kernel (``run``, ``compare``), so each
+    takes the same flags with the same meaning."""
+    g = p.add_argument_group("kernel and launch")
+    _kernel_target(g)
+    g.add_argument(
+        "--func",
+        dest="function",
+        metavar="NAME",
+        help="the function to run when the file has several (default: the one "
+        "marked pto.entry, else the first public function nothing calls)",
+    )
+    _kernel_args(g)
+    g.add_argument(
+        "--block-dim",
+        type=_count(1),
+        default=None,
+        metavar="N",
+        help="blocks that run the kernel SPMD, 1..65535 (default: a .py kernel's own "
+        "block_dim, else 1); blocks past the target's cores run in waves, each on the "
+        "first free core; the report and --json add per core/unit figures and which "
+        "block ran on which core",
+    )
+    g.add_argument(
+        "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
+    )
+    g.add_argument("--timing-only", action="store_true", help="skip the functional units")
+    _run_limits(g)
 
 
 def _count(minimum: int):
@@ -198,15 +237,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _kernel_target(r)
+    _launch(r)
     r.add_argument(
-        "--func",
-        dest="function",
-        metavar="NAME",
-        help="the function to run when the file has several (default: the one "
-        "marked pto.entry, else the first public function nothing calls)",
+        "--inputs",
+        choices=("random", "plausible"),
+        default="random",
+        help="how unbound GM inputs are filled: seeded random data (default), or "
+        "'plausible': integer arguments the kernel uses as indices or window offsets "
+        "drawn inside the ranges it uses them in (a deterministic heuristic)",
     )
-    _kernel_args(r)
     _output_arg(
         r,
         "--output",
@@ -239,34 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
         suffixes=_plot_suffixes,
         help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...)",
     )
-    r.add_argument("--timing-only", action="store_true", help="skip the functional units")
-    r.add_argument(
-        "--block-dim",
-        type=_count(1),
-        default=None,
-        metavar="N",
-        help="blocks that run the kernel SPMD, 1..65535 (default: a .py kernel's own "
-        "block_dim, else 1); blocks past the target's cores run in waves, each on the "
-        "first free core; the report and --json add per core/unit figures and which "
-        "block ran on which core",
-    )
     r.add_argument(
         "--detail",
         choices=("op", "cce"),
         default="op",
         help="trace granularity: one row per PTO op (default) or also one row per "
         "lowered CCE instruction (kind 'cce'), showing why an op costs what it costs",
-    )
-    r.add_argument(
-        "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
-    )
-    r.add_argument(
-        "--inputs",
-        choices=("random", "plausible"),
-        default="random",
-        help="how unbound GM inputs are filled: seeded random data (default), or "
-        "'plausible': integer arguments the kernel uses as indices or window offsets "
-        "drawn inside the ranges it uses them in (a deterministic heuristic)",
     )
     r.add_argument(
         "--trace-rows",
@@ -297,7 +314,6 @@ def build_parser() -> argparse.ArgumentParser:
         "races; by default such a run is checked and warns when it finds any "
         "(the report says whether races were checked)",
     )
-    _run_limits(r)
     r.set_defaults(func=cmd_run)
 
     ch = sub.add_parser(
@@ -314,7 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run the kernel as written and report races: unordered cross-pipe "
         "accesses to the same bytes (RAW/WAR/WAW), event ids set again while "
-        "pending, unmatched sets, deadlocks; exit 1 when any is found",
+        "pending, unmatched sets, deadlocks; exit 1 when any is found. The run is "
+        "timing-only (as fast as run --timing-only) unless the kernel reads scalars "
+        "out of data (load_scalar, tgetval)",
     )
     ch.add_argument(
         "--block-dim",
@@ -324,6 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="blocks the --races run launches, 1..65535 (default: a .py kernel's own "
         "block_dim, else 1; past the cores they run in waves); races across units and "
         "cores are found too",
+    )
+    ch.add_argument(
+        "--timing-only",
+        action="store_true",
+        help="run the --races check timing-only even when the kernel reads scalars out of "
+        "data (by default such a kernel's check computes the data: its loops, branches "
+        "or addresses may follow it)",
     )
     _kernel_args(ch)
     ch.set_defaults(func=cmd_check)
@@ -336,13 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
         "allocator, every set/wait flag inserted from the tile-byte "
         "dependencies. Prints total cycles, per-pipe busy cycles, "
         "set/wait pairs, barriers, peak bytes per buffer and races, "
-        "side by side. A chip kernel runs on one core, its pipe rows "
-        "per unit (AIC, AIV0, AIV1: each has its own pipes and "
-        "buffers); a kernel that places no tile by hand gets a "
-        "first line saying so.",
+        "side by side. Both runs take run's kernel and launch flags. "
+        "A chip kernel's pipe rows are per unit (AIC, AIV0, AIV1: each has its own "
+        "pipes and buffers; per core too with --block-dim); a kernel that places no "
+        "tile by hand gets a first line saying so.",
     )
-    _kernel_target(cp)
-    _kernel_args(cp)
+    _launch(cp)
     cp.add_argument(
         "--json",
         action="store_true",
@@ -355,9 +379,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.png",
         suffixes=_plot_suffixes,
         help="write the buffer occupancy maps and pipeline Gantts of both runs",
-    )
-    cp.add_argument(
-        "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
     )
     cp.set_defaults(func=cmd_compare)
 

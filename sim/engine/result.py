@@ -60,6 +60,7 @@ class Result:
     blocks: tuple = attrs.field(repr=False, factory=tuple)
     cores: int = 1
     dispatch_cycles: int = 0  # [chip] block_dispatch_cycles (the report says it)
+    functional: bool = True  # whether the functional units ran (False: no data computed)
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
     _summary: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
@@ -133,7 +134,13 @@ class Result:
     def output(self, name: str) -> np.ndarray:
         """Final contents of GM argument ``name`` (flat). An unknown name is a
         ``UnknownOutput`` (a ``UserError`` and a ``KeyError``) naming the arguments the
-        run has."""
+        run has. A timing-only run (``functional=False``) computed no data: asking it for
+        an output is a ``UserError``, not an array of whatever the memory held."""
+        if not self.functional:
+            raise UserError(
+                f"output {name!r}: the run was timing-only (functional=False) and computed "
+                f"no data; simulate with functional=True to read outputs"
+            )
         try:
             return self.gm[name]
         except KeyError:

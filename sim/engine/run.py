@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,8 +17,16 @@ from sim.engine.plausible import FILLS, PLAUSIBLE_KEY, index_bounds
 from sim.engine.record import TRACE_MODES
 from sim.engine.result import Result
 from sim.engine.scan import kept
-from sim.isa.program import Scalar
+from sim.isa.program import KernelLike, Scalar
 from sim.target import load_target
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from sim.isa.program import Program
+    from sim.target.model import Target
+
 
 __all__ = ["simulate", "prepared", "race_warning", "idle_warning"]
 
@@ -41,13 +50,13 @@ def _numpy_errors(functional: bool):
 
 
 def simulate(
-    program,
-    target="a2a3",
+    program: Program | KernelLike,
+    target: str | Path | Target = "a2a3",
     *,
-    inputs=None,
-    functional=True,
-    strict=True,
-    seed=0,
+    inputs: dict[str, Any] | str | None = None,  # arrays by name, or a fill's name
+    functional: bool = True,
+    strict: bool = True,
+    seed: int = 0,
     fill: str = "random",
     detail: str = "op",
     races: bool | str = False,
@@ -98,10 +107,11 @@ def simulate(
     if trace not in TRACE_MODES:
         raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {trace!r}")
     if isinstance(inputs, str):  # inputs="plausible": no arrays given, the fill named
-        inputs, fill = None, inputs
+        fill = inputs
+        inputs = None
     if fill not in FILLS:
         raise UserError(f"fill: expected one of {', '.join(FILLS)}, found {fill!r}")
-    if hasattr(program, "program"):  # a builder Kernel
+    if isinstance(program, KernelLike):  # a builder Kernel
         inputs = {**program.inputs, **(inputs or {})}
         if block_dim is None:
             block_dim = program.block_dim

@@ -38,6 +38,7 @@ class ControlLowering(ValueScope):
         i = 1 if results is not None else 0
         kw, iv_tok, lb, _, ub, _, step = c[i : i + 7]
         iter_node = ftype = region = None
+        kept: tuple = ()
         for x in c[i + 7 :]:
             if x[0] == "iter":
                 iter_node = x
@@ -46,7 +47,7 @@ class ControlLowering(ValueScope):
             elif x[0] == "region":
                 region = x
             elif x[0] == "dict":  # MLIR prints an op's attributes after its region
-                self.check_keys("scf.for", x)
+                kept = self.kept_attrs("scf.for", [x])
         iv_type = self.type_of(ftype[1]) if ftype else "index"
         if ftype and not is_int_type(iv_type):  # the default "index" is one
             self.fail(
@@ -93,6 +94,7 @@ class ControlLowering(ValueScope):
             tuple(inits),
             tuple(res),
             loc=self.loc(first),
+            attrs=kept,
         )
 
     def s_if(self, st) -> If:
@@ -101,6 +103,7 @@ class ControlLowering(ValueScope):
         i = 1 if results is not None else 0
         cond_tok = c[i + 1]
         rtypes, then_r, else_r = [], None, None
+        kept: tuple = ()
         for x in c[i + 2 :]:
             if x[0] == "iftypes":
                 rtypes = self.types(x[1])
@@ -109,7 +112,7 @@ class ControlLowering(ValueScope):
             elif x[0] == "else":
                 else_r = x[1]
             elif x[0] == "dict":
-                self.check_keys("scf.if", x)
+                kept = self.kept_attrs("scf.if", [x])
         cond = self.scalar_operand(cond_tok, "i1")
         names = self.result_names(results, len(rtypes), "scf.if") if results else []
         then_b = self.block(then_r, yields=rtypes)
@@ -121,7 +124,7 @@ class ControlLowering(ValueScope):
             v = make_value(n, t)
             self.define(tok, v)
             res.append(v)
-        return If(cond, then_b, else_b, tuple(res), loc=self.loc(first))
+        return If(cond, then_b, else_b, tuple(res), loc=self.loc(first), attrs=kept)
 
     def _values_with_types(self, c, anchor, what):
         ops = next((x for x in c if isinstance(x, tuple) and x[0] == "ops"), None)

@@ -57,7 +57,7 @@ class MemoryLowering(ValueScope):
         _, first, c = st
         ((rtok, rname),) = self.result_names(c[0], 1, "pto.alloc_tile")
         kv = {}
-        self.check_dicts(str(c[1]), c)  # alloc_tile reads no attribute: each key warns
+        kept = self.kept_attrs(str(c[1]), c)  # alloc_tile reads no attribute: each key warns
         for x in c[2:-1]:
             if x[0] == "kv":
                 key = str(x[1])
@@ -82,7 +82,12 @@ class MemoryLowering(ValueScope):
         tile = Tile(rname, t)
         self.define(rtok, tile)
         return Alloc(
-            tile, kv.get("addr"), kv.get("valid_row"), kv.get("valid_col"), loc=self.loc(first)
+            tile,
+            kv.get("addr"),
+            kv.get("valid_row"),
+            kv.get("valid_col"),
+            loc=self.loc(first),
+            attrs=kept,
         )
 
     def s_memref_alloc(self, st) -> Alloc:
@@ -92,7 +97,7 @@ class MemoryLowering(ValueScope):
         ((rtok, rname),) = self.result_names(c[0], 1, "memref.alloc")
         if any(isinstance(x, tuple) and x[0] == "ops" for x in c):
             self.fail(c[1], "unsupported: memref.alloc with dynamic sizes")
-        self.check_dicts("memref.alloc", c)
+        kept = self.kept_attrs("memref.alloc", c)
         if memref_gm(str(c[-1])) is not None:  # GM memrefs are kernel arguments only
             self.fail(
                 c[-1],
@@ -104,7 +109,7 @@ class MemoryLowering(ValueScope):
             self.fail(c[-1], f"memref.alloc: expected an on-chip memref, found {format_type(t)}")
         tile = Tile(rname, t)
         self.define(rtok, tile)
-        return Alloc(tile, loc=self.loc(first))
+        return Alloc(tile, loc=self.loc(first), attrs=kept)
 
     def s_multi_get(self, st) -> Subview:
         """``%t = pto.multi_tile_get %m[%i] : MT [-> TB]``: buffer ``%i`` of a multi-tile,
@@ -175,7 +180,7 @@ class MemoryLowering(ValueScope):
         shape = self._index_list(self._between(c, "SHAPE", ("STRIDES",)))
         strides = self._index_list(self._between(c, "STRIDES", ()))
         attrs = self.attrs(next((x for x in c if isinstance(x, tuple) and x[0] == "dict"), None))
-        self.check_dicts("pto.make_tensor_view", c)
+        kept = self.kept_attrs("pto.make_tensor_view", c)
         t = self.type_of(c[-1])
         if not (isinstance(t, ViewType) and t.kind == "tensor_view"):
             self.fail(
@@ -207,7 +212,9 @@ class MemoryLowering(ValueScope):
             )
         view = TensorView(rname, t.dtype, t.shape)
         self.define(rtok, view)
-        return MakeTensorView(view, ptr, shape, strides, str(layout), loc=self.loc(first))
+        return MakeTensorView(
+            view, ptr, shape, strides, str(layout), loc=self.loc(first), attrs=kept
+        )
 
     def s_pv(self, st) -> PartitionView:
         _, first, c = st
@@ -224,7 +231,7 @@ class MemoryLowering(ValueScope):
             self.mismatch(c[2], src, src_t)
         offsets = self._index_list(self._between(c, "OFFSETS", ("SIZES",)))
         sizes = self._index_list(self._between(c, "SIZES", ()))
-        self.check_dicts("pto.partition_view", c)
+        kept = self.kept_attrs("pto.partition_view", c)
         t = self.type_of(c[-1])
         if not (isinstance(t, ViewType) and t.kind == "partition_tensor_view"):
             self.fail(
@@ -247,7 +254,7 @@ class MemoryLowering(ValueScope):
                 )
         pv = PartView(rname, t.dtype, t.shape)
         self.define(rtok, pv)
-        return PartitionView(pv, src, offsets, sizes, loc=self.loc(first))
+        return PartitionView(pv, src, offsets, sizes, loc=self.loc(first), attrs=kept)
 
     def s_subview(self, st) -> Subview:
         _, first, c = st

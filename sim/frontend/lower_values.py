@@ -30,7 +30,7 @@ import attrs as _attrs
 from lark import Token
 
 from sim.base.errors import UserError
-from sim.frontend.attr_keys import unmodelled_message
+from sim.frontend.attr_keys import UNDERSTOOD, unmodelled_message
 from sim.frontend.diagnostics import ParseError
 from sim.frontend.grammar import node_start
 from sim.frontend.pto_types import TypeProblem, memref_gm, memref_tile, parse_pto_type, shorten
@@ -312,6 +312,19 @@ class ValueScope:
         if message is not None:
             line, col = self._linecol(at)
             self.warnings.append((line, col, f"{self.file}:{line}:{col}: warning: {message}"))
+
+    def kept_attrs(self, op: str, children) -> tuple:
+        """``check_dicts``, and the items of those dictionaries the statement keeps: every
+        key ``op`` does not read into a field of its own, so that the printed program
+        carries it (and warns again where this one did)."""
+        self.check_dicts(op, children)
+        out: dict = {}
+        for x in children:
+            if type(x) is tuple and x and x[0] == "dict":
+                out.update(
+                    (k, v) for k, v in self.attrs(x).items() if k not in UNDERSTOOD.get(op, ())
+                )
+        return tuple(out.items())
 
     def check_dicts(self, op: str, children) -> None:
         """``check_keys`` for every attribute dictionary among a statement's children."""

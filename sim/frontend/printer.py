@@ -116,6 +116,11 @@ def _attr_dict(attrs) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def _kept(st) -> str:
+    """`` {attributes}`` a statement keeps without reading them ("" when none)."""
+    return f" {_attr_dict(st.attrs)}" if st.attrs else ""
+
+
 def _results(values) -> str:
     """``%r = `` / ``%r:2 = `` / ``%a, %b = `` (empty for none)."""
     if not values:
@@ -300,9 +305,12 @@ def print_statement(st, indent: int = 0) -> list[str]:
             )
             if v is not None
         )
-        return [f"{pad}{_results((st.tile,))}pto.alloc_tile{kv} : {_t(st.tile)}"]
+        return [f"{pad}{_results((st.tile,))}pto.alloc_tile{kv}{_kept(st)} : {_t(st.tile)}"]
     if isinstance(st, MakeTensorView):
-        layout = "" if st.layout == "nd" else f" {{layout = #pto.layout<{st.layout}>}}"
+        kept = dict(st.attrs)
+        if st.layout != "nd":
+            kept["layout"] = RawAttr(f"#pto.layout<{st.layout}>")
+        layout = f" {_attr_dict(sorted(kept.items()))}" if kept else ""
         return [
             f"{pad}{_results((st.result,))}pto.make_tensor_view {_v(st.ptr)}, shape = "
             f"[{', '.join(map(_v, st.shape))}], strides = [{', '.join(map(_v, st.strides))}]"
@@ -311,8 +319,8 @@ def print_statement(st, indent: int = 0) -> list[str]:
     if isinstance(st, PartitionView):
         return [
             f"{pad}{_results((st.result,))}pto.partition_view {_v(st.source)}, offsets = "
-            f"[{', '.join(map(_v, st.offsets))}], sizes = [{', '.join(map(_v, st.sizes))}] : "
-            f"{_t(st.source)} -> {_t(st.result)}"
+            f"[{', '.join(map(_v, st.offsets))}], sizes = [{', '.join(map(_v, st.sizes))}]"
+            f"{_kept(st)} : {_t(st.source)} -> {_t(st.result)}"
         ]
     if isinstance(st, SetValidShape):
         return [
@@ -354,7 +362,7 @@ def print_statement(st, indent: int = 0) -> list[str]:
             head += f" iter_args({pairs}) -> {_types_paren([_t(a) for a in st.iter_args])}"
         if st.iv.type != "index":
             head += f" : {st.iv.type}"
-        return [f"{pad}{head} {{", *_body(st.body, indent + 1), pad + "}"]
+        return [f"{pad}{head} {{", *_body(st.body, indent + 1), pad + "}" + _kept(st)]
     if isinstance(st, If):
         head = f"{_results(st.results)}scf.if {_v(st.cond)}"
         if st.results:
@@ -362,7 +370,7 @@ def print_statement(st, indent: int = 0) -> list[str]:
         lines = [f"{pad}{head} {{", *_body(st.then_body, indent + 1)]
         if st.else_body or st.results:
             lines += [pad + "} else {", *_body(st.else_body, indent + 1)]
-        return lines + [pad + "}"]
+        return lines + [pad + "}" + _kept(st)]
     if isinstance(st, Section):
         return [f"{pad}pto.section.{st.kind} {{", *_body(st.body, indent + 1), pad + "}"]
     raise TypeError(f"cannot print statement {type(st).__name__}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -81,6 +81,7 @@ __all__ = [
     "walk",
     "Function",
     "Program",
+    "KernelLike",
     "Stmt",
 ]
 
@@ -529,6 +530,18 @@ class Function:
     private: bool = attrs.field(default=False, kw_only=True)
     result_types: tuple = attrs.field(default=(), converter=_tuple, kw_only=True)
     attrs: tuple = attrs.field(default=(), converter=lambda a: tuple(sorted(dict(a).items())))
+
+
+@runtime_checkable
+class KernelLike(Protocol):
+    """What the layers below the kernel builder read of a builder ``sim.Kernel``, where
+    users may hand one instead of a ``Program``: the program it builds, its GM arrays'
+    initial data and its launch size."""
+
+    inputs: dict[str, Any]
+    block_dim: int
+
+    def program(self) -> Program: ...
 
 
 @attrs.frozen

@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from sim.base.errors import UserError
+from sim.isa.dtypes import DType
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.known import HAND_PLACEMENTS, note
 from sim.isa.opcodes import OPCODES
@@ -136,16 +139,16 @@ class Kernel(ChipKernel):
 
     def tile(
         self,
-        loc="vec",
-        dtype="f32",
-        rows=None,
-        cols=None,
+        loc: str | Loc = "vec",
+        dtype: str | DType = "f32",
+        rows: int | None = None,
+        cols: int | None = None,
         *,
-        valid=None,
-        name=None,
-        addr=None,
+        valid: tuple[int | None, int | None] | None = None,
+        name: str | None = None,
+        addr: int | None = None,
         type: TileType | None = None,
-        **layout,
+        **layout: Any,
     ) -> Tile:
         """Declare a tile; ``valid=(r, c)`` with ``None`` entries makes it dynamic.
 
@@ -164,7 +167,7 @@ class Kernel(ChipKernel):
         self._emit(st)
         return t
 
-    def reshape(self, tile: Tile, rows: int, cols: int, *, name=None) -> Tile:
+    def reshape(self, tile: Tile, rows: int, cols: int, *, name: str | None = None) -> Tile:
         """``pto.treshape``: a ``rows x cols`` tile (all valid) aliasing ``tile``'s bytes
         (the same total size), e.g. per-row columns held 32-byte-wide seen as one flat tile."""
         if type(tile) is not Tile or id(tile) not in self._tile_ids:
@@ -181,7 +184,9 @@ class Kernel(ChipKernel):
         self._tile_ids.add(id(r))
         return r
 
-    def gm(self, name: str, dtype, shape, data=None) -> GlobalTensor:
+    def gm(
+        self, name: str, dtype: str | DType, shape: Sequence[int], data: np.ndarray | None = None
+    ) -> GlobalTensor:
         """Declare a GM array argument (2-D, row-major); ``data`` is its initial content."""
         dt = _dtype(dtype)
         shape = tuple(int(s) for s in shape)
@@ -224,7 +229,7 @@ class Kernel(ChipKernel):
 
     # --- synchronisation -----------------------------------------------------------------
 
-    def set_flag(self, src, dst, event_id: int) -> None:
+    def set_flag(self, src: str, dst: str, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
         eid = int(event_id)
         here = len(self._stmts)
@@ -232,7 +237,7 @@ class Kernel(ChipKernel):
         self._manual_known[(src, dst, eid)] = (self._clocks.passed(self._section, src), (src, here))
         self._emit(self._intern(SetFlag(src, dst, eid, loc=_caller())))
 
-    def wait_flag(self, src, dst, event_id: int) -> None:
+    def wait_flag(self, src: str, dst: str, event_id: int) -> None:
         src, dst = _pipe_name(src), _pipe_name(dst)
         eid = int(event_id)
         pool = self._pool(src, dst)
@@ -242,13 +247,13 @@ class Kernel(ChipKernel):
         self._clocks.join(self._section, dst, known, own)
         pool.waited(eid, here, start)
 
-    def pipe_barrier(self, pipe) -> None:
+    def pipe_barrier(self, pipe: str) -> None:
         pipe = _pipe_name(pipe)
         self._emit(self._intern(Barrier(pipe, loc=_caller())))
         if pipe == "PIPE_ALL":
             self._clocks.drain(self._section, len(self._stmts) - 1)
 
-    def TSYNC(self, *events_or_pipes, on=None) -> None:
+    def TSYNC(self, *events_or_pipes: Event | str, on: str | None = None) -> None:
         """C++ ``TSYNC``: a pipe name drains that pipe (``TSYNC<Op>()`` = pipe_barrier);
         RecordEvent tokens are waited on by pipe ``on`` before its next instruction."""
         loc = _caller()
@@ -320,7 +325,7 @@ class Kernel(ChipKernel):
             )
         return pv
 
-    def instr(self, name: str, *operands, **attrs) -> Event:
+    def instr(self, name: str, *operands: Any, **attrs: Any) -> Event:
         """Issue opcode ``name``: outs first, then ins, then RecordEvent tokens to wait on."""
         return self._instr(name, operands, attrs)
 
@@ -615,8 +620,8 @@ class Kernel(ChipKernel):
         return Program((Function(self.name, tuple(self._args), tuple(body)),), self.name)
 
 
-def _method(name: str):
-    def method(self, *operands, **attrs):
+def _method(name: str) -> Callable[..., Event]:
+    def method(self: Kernel, *operands: Any, **attrs: Any) -> Event:
         return self._instr(name, operands, attrs)
 
     method.__name__ = name

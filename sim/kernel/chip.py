@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.base.errors import UserError
+from sim.isa.dtypes import DType
 from sim.isa.dtypes import dtype as _dtype
 from sim.isa.program import (
     FFTS_MODES,
@@ -56,6 +57,9 @@ from sim.isa.program import (
 )
 from sim.isa.tile import Tile, TileType
 from sim.kernel.values import Event, GlobalTensor, Index, _caller, _pipe_name
+
+if TYPE_CHECKING:
+    from sim.kernel.tokens import _PipeClocks
 
 __all__ = ["Fifo", "ChipKernel"]
 
@@ -85,6 +89,7 @@ class ChipKernel:
 
     # What the kernel provides (class-level declarations only, for the type checker).
     name: str
+    _clocks: _PipeClocks
     _tile_ids: set
     _freed: dict
     _fresh: Callable[[str], str]
@@ -148,18 +153,25 @@ class ChipKernel:
             self._emit(("end", kind))
             self._section = None
 
-    def cube(self):
+    def cube(self) -> contextlib.AbstractContextManager[None]:
         """``with k.cube():`` — code for the cube unit (``pto.section.cube``)."""
         return self._in_section("cube")
 
-    def vector(self):
+    def vector(self) -> contextlib.AbstractContextManager[None]:
         """``with k.vector():`` — code for both vector units (``pto.section.vector``)."""
         return self._in_section("vector")
 
     # --- FIFOs -----------------------------------------------------------------------------
 
     def fifo(
-        self, direction: str, dtype, rows: int, cols: int, *, slots: int = 2, split: int = 0
+        self,
+        direction: str,
+        dtype: str | DType,
+        rows: int,
+        cols: int,
+        *,
+        slots: int = 2,
+        split: int = 0,
     ) -> Fifo:
         """Declare a FIFO: ``"c2v"`` (cube -> both vector units) or ``"v2c"``.
 
@@ -209,7 +221,7 @@ class ChipKernel:
                 f"{'no section' if self._section is None else 'section.' + self._section}"
             )
 
-    def tpush(self, fifo: Fifo, tile: Tile, *events):
+    def tpush(self, fifo: Fifo, tile: Tile, *events: Event) -> Event:
         """Push ``tile`` into ``fifo`` (``tpush_to_aiv`` on the cube, ``tpush_to_aic`` on
         the vector units) after ``events``; returns a token on the pipe that moves it."""
         to_aiv = fifo.direction == "c2v"
@@ -285,26 +297,30 @@ class ChipKernel:
                 self._wait(ev, pipe, loc)
         self._emit(self._intern(cls(pipe, flag, mode, intra, loc=loc)))
 
-    def sync_set(self, pipe, flag, *events, mode: int | None = None) -> None:
+    def sync_set(
+        self, pipe: str, flag: int | Index, *events: Event, mode: int | None = None
+    ) -> None:
         """``pto.sync.set``: cross-core flag ``flag`` (0..15, or an Index), set when the
         earlier work of ``pipe`` (and ``events``) is done; ``mode`` is the ffts_mode (None:
         not written, the default 2 applies)."""
         self._ffts(SyncSet, "sync_set", pipe, flag, mode, events, _caller())
 
-    def sync_wait(self, pipe, flag, *, mode: int | None = None) -> None:
+    def sync_wait(self, pipe: str, flag: int | Index, *, mode: int | None = None) -> None:
         """``pto.sync.wait``: ``pipe`` waits until cross-core flag ``flag`` is set."""
         self._ffts(SyncWait, "sync_wait", pipe, flag, mode, (), _caller())
 
-    def set_intra_block(self, pipe, flag, *events) -> None:
+    def set_intra_block(self, pipe: str, flag: int | Index, *events: Event) -> None:
         """A5 ``pto.set_intra_block``: on the cube ``flag`` 0..15 signals AIV0, 16..31
         AIV1; on a vector unit 0..15 signal the cube (``sim.engine.ffts``)."""
         self._ffts(SyncSet, "set_intra_block", pipe, flag, None, events, _caller(), True)
 
-    def wait_intra_block(self, pipe, flag) -> None:
+    def wait_intra_block(self, pipe: str, flag: int | Index) -> None:
         """A5 ``pto.wait_intra_block``: wait until ``flag`` is set (ids as for the set)."""
         self._ffts(SyncWait, "wait_intra_block", pipe, flag, None, (), _caller(), True)
 
-    def syncall(self, *operands, mode: str = "hard", core_type: str = "mix") -> None:
+    def syncall(
+        self, *operands: GlobalTensor | Index | int, mode: str = "hard", core_type: str = "mix"
+    ) -> None:
         """``pto.syncall``: every unit of ``core_type`` (``aiv_only``, ``aic_only``,
         ``mix``) of every core waits until all of them got here; ``mode`` ``hard`` (FFTS)
         or ``soft`` (through GM). ``operands`` (GM tensors, Index or int values, at most 3)
@@ -330,7 +346,7 @@ class ChipKernel:
                 raise UserError(f"syncall: operand {o!r}: expected a GM tensor, an Index or an int")
         self._emit(self._intern(SyncAll(mode, core_type, tuple(ops), loc=_caller())))
 
-    def set_ffts(self, addr) -> None:
+    def set_ffts(self, addr: int | Index) -> None:
         """``pto.set_ffts``: set the FFTS base address (recorded, costs nothing)."""
         value = addr.scalar if isinstance(addr, Index) else Const(int(addr), "i64")
         self._emit(SetFfts(value, loc=_caller()))

@@ -28,6 +28,8 @@ __all__ = [
     "param_value",
     "scalar_value",
     "printable",
+    "local_modules",
+    "forget_local_modules",
 ]
 
 
@@ -74,6 +76,69 @@ def kernel_source(path: str):
     if build is None:
         raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
     return build
+
+
+def _local(path: str) -> dict[str, Path]:
+    """Module name -> file of the modules loaded from the kernel's directory tree (not the
+    kernel file itself, nor installed packages or the simulator under that tree)."""
+    folder = Path(path).resolve().parent
+    own = Path(__file__).resolve().parent.parent  # the sim package
+    kernel = Path(path).resolve()
+    out = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        try:
+            f = Path(file).resolve()
+            rel = f.relative_to(folder)
+        except (OSError, ValueError):  # not under the kernel's directory
+            continue
+        if {"site-packages", "dist-packages"} & set(rel.parts) or f == kernel:
+            continue
+        if f.is_relative_to(own):
+            continue
+        out[name] = f
+    return out
+
+
+def local_modules(path: str) -> dict[str, str]:
+    """The modules loaded so far from the kernel's own directory tree (its sibling helpers,
+    imported by the kernel file or by ``build()``), as path relative to that directory ->
+    SHA-256 of the file: what a result of the kernel depends on besides the file itself."""
+    import hashlib
+
+    folder = Path(path).resolve().parent
+    out = {}
+    for f in _local(path).values():
+        try:
+            out[str(f.relative_to(folder))] = hashlib.sha256(f.read_bytes()).hexdigest()
+        except OSError:
+            out[str(f.relative_to(folder))] = ""  # gone or unreadable: matches no file
+    return dict(sorted(out.items()))
+
+
+def forget_local_modules(path: str) -> None:
+    """Drop the kernel's helper modules from ``sys.modules``, so that the next load of the
+    kernel imports them as they are on disk now (a process that runs many kernels, such as
+    a sweep's worker, would otherwise keep the first version it imported) — and so does a
+    module of the same name another kernel's directory gave (``helper`` of a kernel run
+    before from another folder would stand in for this one's)."""
+    folder = Path(path).resolve().parent
+    here = {p.stem for p in folder.glob("*.py")} | {
+        p.parent.name for p in folder.glob("*/__init__.py")
+    }
+    system = tuple(str(Path(p).resolve()) for p in {sys.prefix, sys.base_prefix})
+    own = str(Path(__file__).resolve().parent.parent)
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file or name.split(".")[0] not in here:
+            continue
+        f = str(Path(file).resolve())
+        if not f.startswith((*system, own)):  # another folder's helper, not a library
+            sys.modules.pop(name, None)
+    for name in _local(path):
+        sys.modules.pop(name, None)
 
 
 @contextlib.contextmanager

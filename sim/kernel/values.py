@@ -10,11 +10,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.base.errors import UserError
 from sim.isa.opcodes import PIPES
 from sim.isa.program import Arith, Const, Scalar, SourceLoc
+
+if TYPE_CHECKING:
+    from sim.isa.dtypes import DType
 
 __all__ = ["Event", "GlobalTensor", "View", "Index"]
 
@@ -104,7 +107,7 @@ class Event:
 
     __slots__ = ("kernel", "index", "pipe", "section", "waited", "known")
 
-    def __init__(self, kernel, index, pipe):
+    def __init__(self, kernel: Any, index: int, pipe: str) -> None:  # kernel: a sim.Kernel
         self.kernel, self.index, self.pipe = kernel, index, pipe
         self.section = section = kernel._section  # where it was issued
         self.waited: tuple[str, ...] = ()  # the pipes that have waited on it (few: a tuple)
@@ -130,11 +133,19 @@ _STATIC = frozenset((int, type(None)))  # slice bounds known when the kernel is 
 class GlobalTensor:
     """A GM array argument of the kernel, seen as a row-major 2-D tensor."""
 
-    def __init__(self, kernel, name, dt, shape, data):
+    def __init__(
+        self, kernel: Any, name: str, dt: DType, shape: tuple[int, int], data: Any
+    ) -> None:  # kernel: the sim.Kernel that declared it
         self.kernel, self.name, self.dtype, self.shape = kernel, name, dt, shape
         self.data = data
 
-    def view(self, rows=None, cols=None, row=0, col=0) -> View:
+    def view(
+        self,
+        rows: int | None = None,
+        cols: int | None = None,
+        row: int | Index = 0,
+        col: int | Index = 0,
+    ) -> View:
         """A window; ``row`` / ``col`` may be run-time ``Index`` values (then ``rows`` /
         ``cols`` are required and the bounds are checked when the kernel runs)."""
         R, C = self.shape
@@ -148,7 +159,8 @@ class GlobalTensor:
             or cols <= 0
             or rows > R
             or cols > C
-            or not dynamic
+            or not isinstance(row, Index)  # not dynamic
+            and not isinstance(col, Index)
             and (row < 0 or col < 0 or row + rows > R or col + cols > C)
         ):
             raise UserError(

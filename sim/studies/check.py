@@ -25,7 +25,17 @@ from sim.base.errors import DeadlockError, VerifyError
 from sim.placement.auto import program_of
 from sim.target import load_target
 
-__all__ = ["Finding", "check_placement", "check_races", "format_findings"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from sim.isa.program import Program
+    from sim.kernel.builder import Kernel
+    from sim.target.model import Target
+
+
+__all__ = ["Finding", "check_placement", "check_races", "data_reads", "format_findings"]
 
 
 @attrs.frozen
@@ -99,10 +109,10 @@ def static_findings(prog, tgt, scalars=None) -> list[Finding]:
     return out
 
 
-def _run(prog, target, inputs, block_dim=None):
+def _run(prog, target, inputs, block_dim=None, functional=True):
     from sim.studies.compare import run_checked
 
-    return run_checked(prog, target, inputs=inputs, block_dim=block_dim)
+    return run_checked(prog, target, inputs=inputs, block_dim=block_dim, functional=functional)
 
 
 def _inputs(program_or_kernel, inputs):
@@ -158,15 +168,57 @@ def check_placement(
     return findings
 
 
-def check_races(program_or_kernel, target="a2a3", *, inputs=None, block_dim=None) -> list[Finding]:
+# Scalar statements whose result is data (a GM element, a tile element): in a timing-only
+# run tiles hold no computed values, so a loop bound, branch or address taken from one may
+# differ from the functional run's.
+_DATA_READS = ("pto.load_scalar", "pto.tgetval")
+
+
+def data_reads(program_or_kernel) -> list[str]:
+    """Where the program reads a scalar out of data (``load_scalar``, ``tgetval``), as
+    ``op (location)``: what it then does may depend on values only a functional run
+    computes."""
+    from sim.isa.program import ScalarOp, walk
+
+    prog = program_of(program_or_kernel)
+    return [
+        f"{st.op.removeprefix('pto.')}" + (f" ({st.loc})" if st.loc else "")
+        for f in prog.functions
+        for st in walk(f.body)
+        if isinstance(st, ScalarOp) and st.op in _DATA_READS
+    ]
+
+
+def check_races(
+    program_or_kernel: Program | Kernel,
+    target: str | Path | Target = "a2a3",
+    *,
+    inputs: dict[str, Any] | None = None,
+    block_dim: int | None = None,
+    functional: bool | None = None,
+) -> list[Finding]:
     """Every race of a run of the program as written on ``block_dim`` cores (default: a
     builder kernel's own, else 1) — across units and cores too — and a deadlock if it
-    has one."""
+    has one.
+
+    The accesses a race check compares are addresses and byte ranges, which tile values do
+    not change: by default (``functional=None``) the run is timing-only, as fast as
+    ``simulate(..., functional=False)``, unless the program reads scalars out of data
+    (``data_reads``), whose loops, branches or addresses may then depend on computed
+    values: such a program runs functionally."""
     prog = program_of(program_or_kernel)
     if block_dim is None:
         block_dim = getattr(program_or_kernel, "block_dim", None)
+    if functional is None:
+        functional = bool(data_reads(prog))
     try:
-        result = _run(prog, load_target(target), _inputs(program_or_kernel, inputs), block_dim)
+        result = _run(
+            prog,
+            load_target(target),
+            _inputs(program_or_kernel, inputs),
+            block_dim,
+            functional,
+        )
     except DeadlockError as e:
         return [Finding("deadlock", str(e))]
     return [

@@ -7,9 +7,10 @@ Both runs check races. The comparison holds, for each run: total cycles, busy cy
 pipe, executed set/wait pairs, pipe barriers and full barriers, peak bytes per buffer and
 the races found.
 
-A chip kernel (cube and vector units, ``sim.engine.units``) runs on one core; every unit
-has its own pipes and buffers, so its busy cycles are per unit (``AIV0 PIPE_V``) and a
-buffer's peak bytes are those of the unit kind that owns it (UB: each vector unit's).
+A chip kernel (cube and vector units, ``sim.engine.units``) runs on one core unless
+``block_dim`` says more; every unit has its own pipes and buffers, so its busy cycles are
+per unit (``AIV0 PIPE_V``) and a buffer's peak bytes are those of the unit kind that owns
+it (UB: each vector unit's).
 A kernel that places no tile by hand (no ``TASSIGN`` / constant ``alloc_tile addr=``) has
 no hand placement to compare: its manual side is its own flags with the engine's first-fit
 placement, and ``Comparison.note`` says so.
@@ -33,6 +34,15 @@ from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync
 from sim.target import load_target
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+    from matplotlib.figure import Figure
+
+    from sim.engine.limits import Limits
+    from sim.kernel.builder import Kernel
+    from sim.target.model import Target
     from sim.engine.result import Result
     from sim.isa.program import Program
 
@@ -49,11 +59,16 @@ __all__ = [
 ]
 
 
-def run_checked(program, target, *, inputs=None, seed=0, functional=True, block_dim=None):
+def run_checked(
+    program, target, *, inputs=None, seed=0, functional=True, block_dim=None, limits=None
+):
     """``simulate(program, target, races=True, sync="manual")``: the program exactly as
-    given, race-checked (the checking run of this package), on ``block_dim`` cores."""
+    given, race-checked (the checking run of this package), on ``block_dim`` cores, bounded
+    by ``limits`` (``sim.engine.limits``; counted from zero again for each run)."""
     from sim.engine.run import simulate
 
+    if limits is not None:
+        limits.again()
     return simulate(
         program,
         target,
@@ -63,6 +78,7 @@ def run_checked(program, target, *, inputs=None, seed=0, functional=True, block_
         races=True,
         sync="manual",
         block_dim=block_dim,
+        limits=limits,
     )
 
 
@@ -145,16 +161,16 @@ class Comparison:
     def to_json(self) -> dict:
         return _json(self)
 
-    def figure(self, **kw):
+    def figure(self, **kw: Any) -> Figure:
         from sim.studies.compare_plot import comparison_figure
 
         return comparison_figure(self, **kw)
 
 
-def _run(mode, prog, tgt, inputs, seed, addresses, double=None, functional=True, fifo=None) -> Run:
+def _run(mode, prog, tgt, inputs, seed, addresses, double=None, fifo=None, **launch) -> Run:
     fifo = fifo or {}
     try:
-        result = run_checked(prog, tgt, inputs=inputs, seed=seed, functional=functional)
+        result = run_checked(prog, tgt, inputs=inputs, seed=seed, **launch)
     except DeadlockError as e:
         empty = pd.DataFrame(
             columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"]
@@ -212,7 +228,7 @@ def _bands_that_ran(fifo: dict, result) -> dict:
     }
 
 
-def _manual(prog, tgt, inputs, seed, functional=True) -> Run:
+def _manual(prog, tgt, inputs, seed, **launch) -> Run:
     from sim.engine.placement import place_tiles
 
     placed = place_tiles(prog, tgt)
@@ -223,12 +239,12 @@ def _manual(prog, tgt, inputs, seed, functional=True) -> Run:
         inputs,
         seed,
         initial_addresses(prog, placed),
-        functional=functional,
         fifo=_fifo_bands(prog, placed),
+        **launch,
     )
 
 
-def _auto(plan: AutoPlan, tgt, inputs, seed, functional=True) -> Run:
+def _auto(plan: AutoPlan, tgt, inputs, seed, **launch) -> Run:
     addrs = {t.name: s.addrs[0] for t, s in plan.slots.items() if not s.double}
     double = {
         t.name: (*s.addrs, *plan.first_access.get(t.name, ("", "")))
@@ -243,8 +259,8 @@ def _auto(plan: AutoPlan, tgt, inputs, seed, functional=True) -> Run:
         seed,
         addrs,
         double,
-        functional=functional,
         fifo=_fifo_bands(plan.program, {}),
+        **launch,
     )
 
 
@@ -255,20 +271,33 @@ def _program_inputs(program_or_kernel, inputs):
 
 
 def run_comparison(
-    program_or_kernel, target="a2a3", *, inputs=None, seed=0, double_buffer: bool = True
+    program_or_kernel: Program | Kernel,
+    target: str | Path | Target = "a2a3",
+    *,
+    inputs: dict[str, Any] | None = None,
+    seed: int = 0,
+    double_buffer: bool = True,
+    functional: bool = True,
+    block_dim: int | None = None,
+    limits: Limits | None = None,
 ) -> Comparison:
-    """Run ``program_or_kernel`` as written and in auto mode (see the module doc)."""
+    """Run ``program_or_kernel`` as written and in auto mode (see the module doc), each on
+    ``block_dim`` cores (default: a builder kernel's own, else 1), functionally or timing
+    only, each bounded by ``limits`` (``sim.engine.limits``)."""
     if isinstance(program_or_kernel, Comparison):
         return program_or_kernel
+    if block_dim is None:
+        block_dim = getattr(program_or_kernel, "block_dim", None)
     prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
     hand = sum(len(constant_addresses(f)) for f in prog.functions)
+    launch = {"functional": functional, "block_dim": block_dim, "limits": limits}
     return Comparison(
         prog.main.name,
         tgt,
-        _manual(prog, tgt, inputs, seed),
-        _auto(plan, tgt, inputs, seed),
+        _manual(prog, tgt, inputs, seed, **launch),
+        _auto(plan, tgt, inputs, seed, **launch),
         plan,
         hand,
     )
@@ -288,10 +317,14 @@ def run_mode(
     prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
     if mode == "manual":
-        return _manual(prog, tgt, inputs, seed, functional)
+        return _manual(prog, tgt, inputs, seed, functional=functional)
     if mode == "auto":
         return _auto(
-            plan_auto(prog, tgt, double_buffer=double_buffer), tgt, inputs, seed, functional
+            plan_auto(prog, tgt, double_buffer=double_buffer),
+            tgt,
+            inputs,
+            seed,
+            functional=functional,
         )
     raise UserError(f"sync mode {mode!r}: expected 'manual' or 'auto'")
 
@@ -351,7 +384,9 @@ def _json(c: Comparison) -> dict:
     return out
 
 
-def compare(program_or_kernel, target="a2a3", **kw) -> pd.DataFrame:
+def compare(
+    program_or_kernel: Program | Kernel, target: str | Path | Target = "a2a3", **kw: Any
+) -> pd.DataFrame:
     """Manual vs auto as a DataFrame: one row per metric (total_cycles,
     busy_cycles[PIPE], syncs = set/wait pairs, barriers, full_barriers,
     peak_bytes[BUFFER], races), columns ``manual`` and ``auto`` (``<NA>`` for a run that
@@ -360,14 +395,18 @@ def compare(program_or_kernel, target="a2a3", **kw) -> pd.DataFrame:
     return run_comparison(program_or_kernel, target, **kw).frame()
 
 
-def compare_json(program_or_kernel, target="a2a3", **kw) -> dict:
+def compare_json(
+    program_or_kernel: Program | Kernel, target: str | Path | Target = "a2a3", **kw: Any
+) -> dict:
     """``{"manual": {...}, "auto": {...}}``: total_cycles, pipes (busy cycles), syncs,
     waits, barriers, full_barriers, peak_bytes (buffer -> bytes), races, race_findings,
     deadlock; auto adds placement, double_buffered and the inserted sync counts."""
     return run_comparison(program_or_kernel, target, **kw).to_json()
 
 
-def compare_figure(program_or_kernel, target="a2a3", **kw):
+def compare_figure(
+    program_or_kernel: Program | Kernel, target: str | Path | Target = "a2a3", **kw: Any
+) -> Figure:
     """The buffer occupancy maps (cycle x byte address) and pipeline Gantts of both runs."""
     fig_kw = {k: kw.pop(k) for k in ("title",) if k in kw}
     return run_comparison(program_or_kernel, target, **kw).figure(**fig_kw)

@@ -15,7 +15,7 @@ one ``vmuls`` by 1/s (timing-model.md §4), not a ``vector_dup`` and a ``vdiv``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -24,6 +24,13 @@ from sim.isa.dtypes import dtype as _dtype
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.precision import HIGH, KINDS, Precision, kind_for
 from sim.kernel.builder import Kernel
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sim.engine.result import Result
+    from sim.target.model import Target
+
 
 __all__ = [
     "simulate_op",
@@ -266,15 +273,15 @@ def run_case(case: OpCase, run) -> OpRun:
 
 def simulate_op(
     op: str,
-    dtype="f32",
-    shape=(16, 64),
-    valid=None,
+    dtype: str = "f32",
+    shape: tuple[int, int] = (16, 64),
+    valid: tuple[int, int] | None = None,
     *,
     variant: str = "",
     scalar: float = 2.0,
-    target="a2a3",
+    target: str | Path | Target = "a2a3",
     functional: bool = False,
-):
+) -> Result:
     """Simulate one instruction in isolation; ``.total_cycles`` is its cost. A case whose
     separate tiles do not fit runs in place (``run_case``)."""
     return simulate_case(

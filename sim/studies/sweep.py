@@ -13,10 +13,14 @@ barriers, peak bytes per buffer, races, and the error of a configuration that fa
 (its metrics then empty). A failure is a row, never a lost sweep.
 
 Rows are appended, as they arrive, to a journal beside the output (``OUT.journal``, JSON
-lines) under a stable key: a hash of the kernel file's bytes, the parameters, the target
-(a model directory's files), the mode, the seed and the simulator version. A sweep that
-stops — Ctrl-C, a lost machine — resumes where it stopped: configurations already in the
-journal are not run again (delete the journal to recompute them). Rows come back in
+lines) under a stable key: a hash of the kernel file's bytes and of the modules of its
+directory tree it imports, the parameters, the target (a model directory's files), the
+mode, the seed and the simulator version. A sweep that stops — Ctrl-C, a lost machine —
+resumes where it stopped: configurations already in the journal are not run again (delete
+the journal to recompute them). A journal row is served only when it still is what it
+claims: it names the configuration's parameters, target and sync mode, the helper modules
+its run imported (``build()`` may import more than the file does) are unchanged, and its
+digest matches its content; any other row is run again, with a warning. Rows come back in
 configuration order whatever worker ran what, so the result is deterministic.
 
 By default the sweep starts a ``LocalCluster`` on this machine (worker processes, one
@@ -46,6 +50,12 @@ from sim.base.errors import UserError
 from sim.base.version import __version__
 from sim.isa.opcodes import PIPES
 from sim.studies import journal as journal_file
+from sim.studies.journal_rows import journal_row, kernel_digest, row_problem, sources
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
 
 __all__ = ["sweep", "SYNC_MODES"]
 
@@ -92,6 +102,9 @@ def sweep(
     path = str(Path(kernel).resolve()) if isinstance(kernel, (str, Path)) else None
     if path is None:
         raise UserError(f"sweep: expected the path of a .py or .pto kernel, found {kernel!r}")
+    from sim.kernel.files import forget_local_modules
+
+    forget_local_modules(path)  # its helpers as on disk now: the key hashes those loaded
     values = _typed_params(str(kernel), params or {})
     modes = _modes(sync)
     targets = _targets(targets)
@@ -112,7 +125,10 @@ def sweep(
     # cheap; a sweep of millions counts them as it meets them)
     counted = bool(done) and total <= WARN_CONFIGURATIONS
     already = (
-        sum(c.key in done for c in configurations(path, values, targets, modes, seed))
+        sum(
+            c.key in done and row_problem(done[c.key], c, path) is None
+            for c in configurations(path, values, targets, modes, seed)
+        )
         if counted
         else 0
     )
@@ -161,7 +177,7 @@ IN_FLIGHT_PER_WORKER = 16  # futures submitted ahead of the results, per worker
 def configurations(path: str, values: dict, targets, modes, seed: int = 0):
     """The cartesian product of parameter values, targets and modes, in that nesting:
     a generator, so that a sweep of millions starts at once and never holds them all."""
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    digest = kernel_digest(path)
     names = list(values)
     targets = _targets(targets)
     keys = {t: _target_key(t) for t in targets}
@@ -257,12 +273,14 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
     """One configuration's row (what a worker runs); any failure becomes its ``error``."""
     from sim.engine.mode import default_mode
     from sim.frontend import resolve_target
-    from sim.kernel.files import load_kernel
+    from sim.kernel.files import forget_local_modules, load_kernel
     from sim.studies.compare import run_mode
 
     row = {"target": target, "sync": mode, "error": None}
     try:
+        forget_local_modules(path)  # a helper edited since this worker imported it
         kernel = load_kernel(path, list(params.items()))
+        row["sources"] = sources(path)  # what build() imported, checked on resume
         program = kernel.program() if hasattr(kernel, "program") else kernel
         row["target"] = resolve_target(program, target, where=path)
         mode = row["sync"] = default_mode(program) if mode is None else mode
@@ -309,6 +327,14 @@ def _run_all(
         try:
             for i, c in enumerate(configs):
                 row = done.get(c.key)
+                why = None if row is None else row_problem(row, c, path)
+                if why is not None:
+                    print(
+                        f"ptosim: warning: {journal}: the row of configuration {c.key} "
+                        f"{why}; it is run again",
+                        file=sys.stderr,
+                    )
+                    row = None
                 if row is not None:
                     order[i] = (c, row)
                     if not counted:
@@ -349,7 +375,7 @@ def _run_all(
 def _collect(fut, futures, order, journal, bar) -> None:
     i, c = futures.pop(fut)
     try:
-        row = {**fut.result(), "config": c.key}
+        row = journal_row(fut.result(), c)
     except Exception as e:  # the worker itself was lost: not journalled, redone on resume
         row = {
             "target": c.target,
@@ -538,7 +564,11 @@ def _frame(rows, names) -> pd.DataFrame:
                 **c.params,
                 "target": r.get("target") or c.target,
                 "sync": r.get("sync") or c.sync,
-                **{k: v for k, v in r.items() if k not in ("target", "sync", "config")},
+                **{
+                    k: v
+                    for k, v in r.items()
+                    if k not in ("target", "sync", "config", "params", "asked", "sources", "digest")
+                },
                 "config": c.key,
             }
         )

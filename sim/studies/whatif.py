@@ -11,9 +11,20 @@ busiest pipe; if infinite bandwidth helps most, it is bound by data movement.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from sim.engine.run import simulate
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from sim.isa.program import Program
+    from sim.kernel.builder import Kernel
+    from sim.target.model import Target
+
 
 __all__ = ["whatif", "SCENARIOS"]
 
@@ -25,7 +36,11 @@ SCENARIOS = {
 }
 
 
-def whatif(program_or_kernel, target="a2a3", **simulate_kwargs) -> pd.DataFrame:
+def whatif(
+    program_or_kernel: Program | Kernel,
+    target: str | Path | Target = "a2a3",
+    **simulate_kwargs: Any,
+) -> pd.DataFrame:
     """Total cycles and speedup over the as-is run for each scenario.
 
     Index: ``as-is``, ``ideal sync``, ``infinite bandwidth``, ``both``. Columns:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import os
 import tomllib
 from pathlib import Path
 
@@ -263,7 +264,7 @@ def _load(path: Path) -> Target:
     )
 
 
-def load_target(name_or_path="a2a3") -> Target:
+def load_target(name_or_path: str | os.PathLike[str] | Target = "a2a3") -> Target:
     """Load a bundled target by name (``a2a3``, ``a5``) or a target directory by path."""
     if isinstance(name_or_path, Target):
         return name_or_path
