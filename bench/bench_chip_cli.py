@@ -16,6 +16,7 @@ machine's speed drifts; the minimum is the least disturbed run):
 
     .venv/bin/python bench/bench_chip_cli.py              # both kernels, 3 processes each
     .venv/bin/python bench/bench_chip_cli.py --repeat 5 --only gemm
+    .venv/bin/python bench/bench_chip_cli.py --repeat 1 --only fa_chip   # 128 blocks in waves
     .venv/bin/python bench/bench_chip_cli.py --root /tmp/old-checkout   # another checkout
 
 ``--root DIR`` runs another checkout's ``sim`` (put first on ``PYTHONPATH``, run from that
@@ -45,6 +46,9 @@ CASES = {
     "fa": ("examples/flash_attention.pto", {"S1": 8192, "S1_TILE": 128}),
 }
 CORES = 24
+# whole-chip flash attention, S0 = S1 = 16 384: 128 blocks of 128 query rows in waves on the
+# 24 cores (~0.92 M instructions); run only when asked (--only fa_chip): (file, args, blocks)
+LONG = {"fa_chip": ("examples/flash_attention.pto", {"S1": 16384, "S1_TILE": 0}, 128)}
 # one unit, for the race check's overhead there (bench/kernels.py, simulate only)
 SINGLE = {"vector": 100_000, "cube": 100_000}
 
@@ -63,7 +67,7 @@ def _env(root: Path) -> dict:
 def cli_once(name: str, races: bool, root: Path = ROOT) -> tuple[float, float]:
     """(CPU seconds, peak RSS MB) of one ``ptosim run`` process. RSS: the largest child so
     far (ru_maxrss of RUSAGE_CHILDREN), so each case runs in its own bench process."""
-    file, args = CASES[name]
+    file, args, blocks = _case(name)
     cmd = [
         sys.executable,
         "-m",
@@ -71,7 +75,7 @@ def cli_once(name: str, races: bool, root: Path = ROOT) -> tuple[float, float]:
         "run",
         str(root / file),
         "--block-dim",
-        str(CORES),
+        str(blocks),
         "--timing-only",
         "--rows",
         "5",
@@ -100,8 +104,8 @@ def simulate_once(name: str, races: bool, root: Path = ROOT) -> dict:
     else:
         from sim.kernel.files import load_kernel
 
-        file, args = CASES[name]
-        kernel, cores = load_kernel(str(root / file), []), CORES
+        file, args, cores = _case(name)
+        kernel = load_kernel(str(root / file), [])
     t0 = time.process_time()
     r = sim.simulate(
         kernel,
@@ -115,6 +119,14 @@ def simulate_once(name: str, races: bool, root: Path = ROOT) -> dict:
     cpu = time.process_time() - t0
     n = sum(p["instructions"] for u in r.units for p in u["pipes"].values())
     return {"cpu": cpu, "instructions": n, "cycles": r.total_cycles, "races": len(r.races)}
+
+
+def _case(name: str) -> tuple:
+    """(file, scalar arguments, blocks) of a chip case."""
+    if name in LONG:
+        return LONG[name]
+    file, args = CASES[name]
+    return file, args, CORES
 
 
 def _fresh(root: Path, *args) -> str:
@@ -133,7 +145,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="processes per figure (minimum kept)")
     ap.add_argument(
         "--only",
-        choices=sorted(CASES) + sorted(SINGLE),
+        choices=sorted(CASES) + sorted(SINGLE) + sorted(LONG),
         action="append",
         help="run only this kernel (repeatable)",
     )
@@ -165,9 +177,10 @@ def main(argv=None) -> int:
             sims[races] = min(runs, key=lambda r: r["cpu"])
         n = sims["on"]["instructions"]
         over = sims["on"]["cpu"] / sims["off"]["cpu"] - 1
-        cores = 1 if name in SINGLE else CORES
+        cores = 1 if name in SINGLE else _case(name)[2]
         print(
-            f"{name}: {n} instructions on {cores} core{'s' * (cores > 1)}, "
+            f"{name}: {n} instructions on {cores} {'blocks' if name in LONG else 'core'}"
+            f"{'s' * (cores > 1 and name not in LONG)}, "
             f"{sims['on']['cycles']} cycles, {sims['on']['races']} races"
         )
         print(
