@@ -100,7 +100,10 @@ def loop_program(n: int = 8, rows: int = ROWS, cols: int = COLS, carried: bool =
         body[4:4] = [Alloc(acc)]
         body += [Instr("TADDS", (acc,), (acc, Const(1.0, "f32")))]
     fbody = (
-        *[MakeTensorView(tv[x], p, shape, strides) for x, p in zip("abo", (pa, pb, po))],
+        *[
+            MakeTensorView(tv[x], p, shape, strides)
+            for x, p in zip("abo", (pa, pb, po), strict=True)
+        ],
         For(i, Const(0), Const(n), Const(1), tuple(body)),
     )
     return Program((Function("loop", (pa, pb, po), fbody),), "loop")
@@ -158,8 +161,11 @@ def manual_loop_program(k_iters: int = 4) -> Program:
     ]
     drain = [WaitFlag(s.src, s.dst, s.event) for s in prime]
     fbody = (
-        *[MakeTensorView(tv[x], p, shape, strides) for x, p in zip("abo", (pa, pb, po))],
-        *[Alloc(tile, Const(a, "i64")) for tile, a in zip(tiles, addrs)],
+        *[
+            MakeTensorView(tv[x], p, shape, strides)
+            for x, p in zip("abo", (pa, pb, po), strict=True)
+        ],
+        *[Alloc(tile, Const(a, "i64")) for tile, a in zip(tiles, addrs, strict=True)],
         *prime,
         For(i, Const(0), Const(k_iters), Const(1), tuple(body)),
         *drain,

@@ -20,10 +20,10 @@ DTYPES = ("f32", "f16", "i8")
 def _expected(dtype: str, base: int, sizes, strides, write: bool, name: str):
     isz = np.dtype({"f32": np.float32, "f16": np.float16, "i8": np.int8}[dtype]).itemsize
     offsets = np.array([base], np.int64)
-    for n, s in zip(sizes, strides):
+    for n, s in zip(sizes, strides, strict=True):
         offsets = (offsets[:, None] + np.arange(n, dtype=np.int64)[None, :] * s).reshape(-1)
     start, end = int(offsets.min()) * isz, (int(offsets.max()) + 1) * isz
-    dims = [(n, s) for n, s in zip(sizes, strides) if n > 1]
+    dims = [(n, s) for n, s in zip(sizes, strides, strict=True) if n > 1]
     rows = len(dims) == 2 and dims[1][1] == 1 and dims[0][1] >= dims[1][0]
     return start, end, write, f"%{name}", rows, isz
 
@@ -52,7 +52,7 @@ def test_a_gm_access_is_its_windows_hull_whatever_was_kept(shapes, bases):
         assert (a.space, a.start, a.end, a.write, a.name) == ("GM:x", start, end, w, name)
         assert isinstance(a, GmAccess) == rows
         if rows:
-            (r, pitch), (c, _) = [(n, s) for n, s in zip(sizes, strides) if n > 1]
+            (r, pitch), (c, _) = [(n, s) for n, s in zip(sizes, strides, strict=True) if n > 1]
             assert (a.rows, a.width, a.pitch) == (r, c * isz, pitch * isz)
 
 

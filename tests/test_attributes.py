@@ -230,7 +230,7 @@ def test_each_unknown_key_warns_once_in_source_order():
     got = parse_text(text, "f.pto").warnings
     keys = ("zz_mod", "zz_func", "zz_late", "zz_b", "zz_a")
     assert [w.split(": warning:")[0] for w in got] == [where(text, k, "f.pto") for k in keys]
-    assert [f"attribute {k}" in w for k, w in zip(keys, got)] == [True] * len(keys)
+    assert [f"attribute {k}" in w for k, w in zip(keys, got, strict=True)] == [True] * len(keys)
 
 
 # --- module, function and argument dictionaries -----------------------------------------------

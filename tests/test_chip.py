@@ -42,7 +42,9 @@ def test_every_block_works_on_its_own_rows():
     r = sim.simulate(_scale_rows(4))
     x = r.output("x").reshape(64, 64)
     np.testing.assert_array_equal(r.output("y").reshape(64, 64), 2 * x)
-    assert sorted(set(zip(r.trace["core"], r.trace["unit"]))) == [(c, "AIV0") for c in range(4)]
+    assert sorted(set(zip(r.trace["core"], r.trace["unit"], strict=True))) == [
+        (c, "AIV0") for c in range(4)
+    ]
 
 
 def test_one_block_has_the_single_unit_timeline():
@@ -92,7 +94,7 @@ def test_cube_to_vector_fifo_moves_the_data(target):
     A = r.output("a").reshape(64, 32).astype(np.float32)
     B = r.output("b").reshape(32, 64).astype(np.float32)
     np.testing.assert_allclose(r.output("out").reshape(64, 64), 2 * A @ B, rtol=1e-3, atol=1e-2)
-    units = set(zip(r.trace["core"], r.trace["unit"]))
+    units = set(zip(r.trace["core"], r.trace["unit"], strict=True))
     assert units == {(c, u) for c in range(2) for u in ("AIC", "AIV0", "AIV1")}
     pipes = r.trace.groupby("unit")["pipe"].agg(set)
     assert "PIPE_V" not in pipes["AIC"] and "PIPE_M" not in pipes["AIV0"]

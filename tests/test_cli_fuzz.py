@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import textwrap
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -159,11 +160,11 @@ def _inputs(args) -> set:
     file of the fixture no output flag names (an output may replace a file it names)."""
     named = {
         v.partition("=")[2] if f == "--output" else v
-        for f, v in zip(args, args[1:])
+        for f, v in pairwise(args)
         if f in ("--output", "--trace", "-o")
     }
     reads = {a for a in args[1:2]} | {
-        v.partition("=")[2] for f, v in zip(args, args[1:]) if f == "--input"
+        v.partition("=")[2] for f, v in pairwise(args) if f == "--input"
     }
     return {f for f in FILES if f not in named} | (reads & set(FILES))
 

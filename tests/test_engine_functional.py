@@ -26,7 +26,7 @@ SENTINEL = np.float32(-12345.5)
 def rem_ref(a, b):
     """Floor remainder (sign of the divisor), per element in float64, one rounding to f32."""
     out = np.empty_like(a)
-    for i, (x, y) in enumerate(zip(a.flat, b.flat)):
+    for i, (x, y) in enumerate(zip(a.flat, b.flat, strict=True)):
         r = math.fmod(float(x), float(y))
         if r != 0 and (r < 0) != (y < 0):
             r += float(y)
@@ -36,7 +36,7 @@ def rem_ref(a, b):
 
 def fmod_ref(a, b):
     out = np.empty_like(a)
-    for i, (x, y) in enumerate(zip(a.flat, b.flat)):
+    for i, (x, y) in enumerate(zip(a.flat, b.flat, strict=True)):
         out.flat[i] = math.fmod(float(x), float(y))
     return out
 

@@ -136,7 +136,7 @@ def test_flash_attention_preloads_the_next_scores():
     # the softmax of some block overlaps a cube matmul
     assert any(
         ((v["start_cycle"] < e) & (v["end_cycle"] > s)).any()
-        for s, e in zip(mm["start_cycle"], mm["end_cycle"])
+        for s, e in zip(mm["start_cycle"], mm["end_cycle"], strict=True)
     )
 
 

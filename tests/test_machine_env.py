@@ -33,7 +33,7 @@ def _stream(k, tgt):
 
 def _cycles(recording):
     t = recording.frame()
-    return list(zip(t["id"], t["pipe"].astype(str), t["start_cycle"], t["end_cycle"]))
+    return list(zip(t["id"], t["pipe"].astype(str), t["start_cycle"], t["end_cycle"], strict=True))
 
 
 def test_two_machines_in_one_env_each_see_their_own_timeline():
@@ -41,11 +41,11 @@ def test_two_machines_in_one_env_each_see_their_own_timeline():
     alone = [Machine(tgt).run(_stream(_kernel(n), tgt)) for n in (1, 5)]
     env = simpy.Environment()
     ms = [Machine(tgt, env=env, core=i) for i in range(2)]
-    for m, n in zip(ms, (1, 5)):
+    for m, n in zip(ms, (1, 5), strict=True):
         m.start(_stream(_kernel(n), tgt))
     env.run()
     assert all(m.finished() for m in ms)
-    for m, rec in zip(ms, alone):
+    for m, rec in zip(ms, alone, strict=True):
         assert _cycles(m.recorder) == _cycles(rec)
         assert set(m.recorder.frame()["core"]) == {m.core}
     assert env.now == alone[1].end

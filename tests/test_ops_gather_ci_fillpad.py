@@ -485,7 +485,7 @@ def test_pto_tci_tgather_snippet():
     x = np.random.default_rng(1).uniform(-4, 4, 16 * 64).astype(np.float32)
     r = sim.simulate(program, "a2a3", inputs={"p": x})
     np.testing.assert_array_equal(r.output("q"), x)  # indices 0..1023: identity
-    pipes = dict(zip(r.trace["opcode"], r.trace["pipe"]))
+    pipes = dict(zip(r.trace["opcode"], r.trace["pipe"], strict=True))
     assert pipes["TCI"] == "PIPE_S" and pipes["TGATHER"] == "PIPE_V"
     # a ramp from 1 runs off the end of the 1024-element table at the last element
     with pytest.raises(SimulationError, match=r"index 1024 at element \(15, 63\)"):

@@ -4,6 +4,8 @@ Expected addresses are worked out by hand from the first-fit rule of
 ``sim.placement.alloc`` (UB: 196 608 B, 32-B alignment, reserved [188 416, 196 608)).
 """
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from placement_kernels import gm_inputs, loop_program
@@ -107,7 +109,7 @@ def test_loop_body_tiles_are_double_buffered_by_iteration_parity():
     assert sorted(plan.double_buffered) == ["a", "b", "r"]
     slots = {t.name: s for t, s in plan.slots.items()}
     ranges = sorted((a, a + s.nbytes) for s in slots.values() for a in s.addrs)
-    assert len(ranges) == 6 and all(e <= s2 for (_, e), (s2, _) in zip(ranges, ranges[1:]))
+    assert len(ranges) == 6 and all(e <= s2 for (_, e), (s2, _) in pairwise(ranges))
     # the alloc_tile takes an address computed from ((i - 0) / 1) % 2
     loop = next(st for st in plan.program.main.body if isinstance(st, For))
     allocs = [st for st in loop.body if isinstance(st, Alloc)]
@@ -130,7 +132,7 @@ def test_loop_body_tiles_are_double_buffered_by_iteration_parity():
 
     double = {t.name: (*s.addrs, *plan.first_access[t.name]) for t, s in plan.slots.items()}
     occ = occupancy(r.trace, plan.program, {}, double)
-    assert sorted(zip(occ["tile"], occ["start_byte"])) == sorted(
+    assert sorted(zip(occ["tile"], occ["start_byte"], strict=True)) == sorted(
         (n, a) for n, s in slots.items() for a in s.addrs
     )
     assert peak_bytes(occ) == {"UB": 6 * 8192}

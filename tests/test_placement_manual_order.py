@@ -13,6 +13,7 @@ import itertools
 import random
 import re
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def _shares_bytes(k, target) -> bool:
         for t, a in place_tiles(k.program(), load_target(target)).items()
         if not isinstance(t, tuple)
     )
-    return any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+    return any(b[0] < a[1] for a, b in pairwise(spans))
 
 
 def test_the_issue_configuration_is_refused_naming_the_tiles_and_bytes():
@@ -273,7 +274,7 @@ def test_notebook_05_text_holds_for_its_sweep():
         cycles[rows, cols, buffers] = r.total_cycles
     for depth in (1, 2, 3, 4):
         by_area = sorted((rows * cols, c) for (rows, cols, b), c in cycles.items() if b == depth)
-        assert all(c1 >= c2 for (_, c1), (_, c2) in zip(by_area, by_area[1:])), depth
+        assert all(c1 >= c2 for (_, c1), (_, c2) in pairwise(by_area)), depth
     for (rows, cols, b), c in cycles.items():
         one = cycles[rows, cols, 1]
         if b == 2:

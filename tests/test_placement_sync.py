@@ -151,7 +151,7 @@ def test_event_pool_exhaustion_falls_back_to_a_full_barrier():
     us = [k.tile("vec", "f32", 16, 64, name=f"u{i}") for i in range(9)]
     for i, t in enumerate(ts):
         k.TLOAD(t, x[16 * i : 16 * (i + 1), :])
-    for t, u in zip(ts, us):
+    for t, u in zip(ts, us, strict=True):
         k.TADDS(u, t, 1.0)
     plan = plan_auto(k)
     shape = _shape(plan.program)

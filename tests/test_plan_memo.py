@@ -25,7 +25,7 @@ def fresh_plans(monkeypatch):
 def _cycles(program, target="a2a3", **opts) -> list:
     ops = sim.simulate(program, target, functional=False, **opts).trace
     ops = ops[ops["kind"] == "op"]
-    return list(zip(ops["opcode"], ops["duration_cycles"]))
+    return list(zip(ops["opcode"], ops["duration_cycles"], strict=True))
 
 
 def _alone_then_together(make_a, make_b, target="a2a3"):

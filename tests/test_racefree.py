@@ -486,7 +486,7 @@ def test_units_proven_together_give_each_units_own_verdict(picks):
         assert 0 < sum(alone) < len(POOL)  # both kinds in the pool
     units = [POOL[i % len(POOL)] for i in picks]
     logs, ends = [u[0] for u in units], [u[1] for u in units]
-    alone = all(_Proof([log], [e]).holds() for log, e in zip(logs, ends))
+    alone = all(_Proof([log], [e]).holds() for log, e in zip(logs, ends, strict=True))
     assert _Proof(logs, ends).holds() == alone
     assert _Proof(logs, None).holds() <= alone  # without the cycles: never more
 

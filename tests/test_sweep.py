@@ -57,7 +57,7 @@ def test_rows_are_the_single_runs_in_configuration_order(client):
         scheduler=client,
     )
     order = [(r, b, m) for r in (16, 32) for b in (1, 2) for m in ("manual", "auto")]
-    assert list(zip(df["rows"], df["buffers"], df["sync"])) == order
+    assert list(zip(df["rows"], df["buffers"], df["sync"], strict=True)) == order
     assert df["error"].isna().all() and (df["target"] == "a2a3").all()
     for row in df.to_dict("records"):
         side = sim.compare(_build(rows=row["rows"], buffers=row["buffers"], **SMALL))[row["sync"]]
@@ -150,7 +150,7 @@ def test_cli_sweep_writes_parquet(client, tmp_path, capsys):
     text, err = capsys.readouterr()
     assert code == 0, err
     df = pd.read_parquet(out)
-    assert list(zip(df["rows"], df["sync"])) == [
+    assert list(zip(df["rows"], df["sync"], strict=True)) == [
         (16, "manual"),
         (16, "auto"),
         (32, "manual"),

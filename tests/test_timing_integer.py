@@ -149,7 +149,7 @@ def test_integer_column_reduction_cheaper_per_row():
             for cols in (E // 2, E, E + E // 2):
                 per_i = [cold(op, dt, r, cols) for r in (4, 8, 16, 64)]
                 per_f = [cold(op, fdt, r, cols) for r in (4, 8, 16, 64)]
-                assert all(a < b for a, b in zip(per_i, per_f)), (op, dt, cols)
+                assert all(a < b for a, b in zip(per_i, per_f, strict=True)), (op, dt, cols)
                 assert per_i == sorted(per_i)  # more rows, more cycles
 
 

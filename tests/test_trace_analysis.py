@@ -34,7 +34,7 @@ def durations(add_run):
 
 def test_flag_edges_pair_each_set_with_its_wait(add_run):
     e = flag_edges(add_run.trace)
-    got = sorted(zip(e["flag"], e["producer_id"], e["consumer_id"]))
+    got = sorted(zip(e["flag"], e["producer_id"], e["consumer_id"], strict=True))
     assert got == [
         ("PIPE_MTE2->PIPE_V#0", 0, 6),
         ("PIPE_MTE2->PIPE_V#1", 2, 6),
@@ -60,7 +60,7 @@ def test_kth_set_pairs_with_kth_wait_of_the_same_flag():
         k.set_flag("PIPE_V", "PIPE_MTE2", 3)
         k.wait_flag("PIPE_V", "PIPE_MTE2", 3)
     e = flag_edges(sim.simulate(k).trace)
-    got = sorted(zip(e["flag"], e["producer_id"], e["consumer_id"]))
+    got = sorted(zip(e["flag"], e["producer_id"], e["consumer_id"], strict=True))
     assert got == [
         ("PIPE_MTE2->PIPE_V#3", 0, 3),
         ("PIPE_MTE2->PIPE_V#3", 6, 9),
@@ -244,14 +244,14 @@ def test_lanes_and_flags_are_per_core_and_unit():
         ]
     t = normalize(pd.DataFrame(rows))
     stalls = stall_breakdown(t)
-    assert list(zip(stalls["core"], stalls["unit"], stalls["pipe"])) == [
+    assert list(zip(stalls["core"], stalls["unit"], stalls["pipe"], strict=True)) == [
         (0, "AIC", "PIPE_MTE2"),
         (0, "AIV0", "PIPE_V"),
         (1, "AIC", "PIPE_MTE2"),
         (1, "AIV0", "PIPE_V"),
     ]
     e = flag_edges(t)
-    assert sorted(zip(e["core"], e["ready_cycle"])) == [(0, 10), (1, 11)]
+    assert sorted(zip(e["core"], e["ready_cycle"], strict=True)) == [(0, 10), (1, 11)]
     assert utilization(t, bins=3).columns.tolist() == [
         "core 0 AIC PIPE_MTE2",
         "core 0 AIV0 PIPE_V",

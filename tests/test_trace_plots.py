@@ -62,7 +62,9 @@ def test_gantt_arrows_and_critical_path_overlay(add_run):
     arrows = [a for a in ax.texts if a.get_gid() == "flag_arrow"]
     assert len(arrows) == 3
     ops = op_rows(add_run.trace)  # TLOAD, TLOAD, TADD, TSTORE: all outlined
-    assert _bars(ax, "critical_path") == sorted(zip(ops["start_cycle"], ops["duration_cycles"]))
+    assert _bars(ax, "critical_path") == sorted(
+        zip(ops["start_cycle"], ops["duration_cycles"], strict=True)
+    )
     steps = [c for c in ax.collections if c.get_gid() == "critical_path_step"]
     assert len(steps) == 1 and len(steps[0].get_segments()) == 2  # MTE2 -> V, V -> MTE3
     assert "critical path" in [t.get_text() for t in ax.get_legend().get_texts()]
@@ -79,7 +81,7 @@ def test_gantt_shades_dispatch_held_by_pipe_all_barriers():
     ax = gantt(r.trace).axes[0]
     held = r.trace[(r.trace["pipe"] == "PIPE_ALL") & (r.trace["duration_cycles"] > 0)]
     assert _bars(ax, "core 0 AIV0|barrier") == [
-        (s, d) for s, d in zip(held["start_cycle"], held["duration_cycles"])
+        (s, d) for s, d in zip(held["start_cycle"], held["duration_cycles"], strict=True)
     ]
     assert _labels(ax) == LANES  # PIPE_ALL is not a lane
 
@@ -114,7 +116,7 @@ def test_utilization_plot_has_a_panel_per_lane(add_run):
     assert [ax.get_ylabel() for ax in fig.axes] == LANES
     assert all(
         any(c.get_gid() == f"util|AIV0 {p}" for c in ax.collections)
-        for ax, p in zip(fig.axes, LANES)
+        for ax, p in zip(fig.axes, LANES, strict=True)
     )
 
 

@@ -93,7 +93,7 @@ def test_reference_cases_validate():
         sources = [
             row["source"] for row in csv.DictReader(line for line in f if not line.startswith("#"))
         ]
-    fitted = [c for c, s in zip(r["cases"], sources) if s.startswith("910B3")]
+    fitted = [c for c, s in zip(r["cases"], sources, strict=True) if s.startswith("910B3")]
     assert len(fitted) == 60
     assert min(c["accuracy"] for c in fitted) > 0.85
     assert sorted(c["accuracy"] for c in fitted)[len(fitted) // 2] > 0.95
