@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 
 from sim.base.errors import UserError
 from sim.cli.commands import _Interrupted
@@ -24,7 +25,7 @@ from sim.kernel.files import printable
 __all__ = ["main"]
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
     with _pipe_safe_stdout():
         try:

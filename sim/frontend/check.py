@@ -14,6 +14,8 @@ errors provable without a run (``sim.frontend.static_sync``, cross-core flags an
 
 from __future__ import annotations
 
+from typing import Any
+
 from sim.base.errors import VerifyError
 from sim.frontend.diagnostics import VerifyDiagnostic, render
 from sim.frontend.static_ffts import check_cross_core
@@ -48,7 +50,7 @@ def _located(text: str, instrs: list, severity: str) -> tuple[SourceLoc, str] | 
     return instr.loc, f"{instr.opcode}: {message}"
 
 
-def check_program(program: Program, target) -> list[str]:
+def check_program(program: Program, target: Any) -> list[str]:  # a loaded sim.target.Target
     """Verify ``program`` on ``target`` (a loaded Target); return the warnings, each a
     located diagnostic. Raise VerifyDiagnostic (a ParseError and a VerifyError) at the
     first illegal instruction."""

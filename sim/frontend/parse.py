@@ -26,6 +26,7 @@ Every mistake is a ``ParseError`` located at the token it concerns.
 from __future__ import annotations
 
 import gc
+import os
 import re
 from pathlib import Path
 
@@ -38,13 +39,11 @@ from sim.frontend.diagnostics import ParseError, remember_source
 from sim.frontend.grammar import pto_parser
 from sim.frontend.lower_control import ControlLowering
 from sim.frontend.lower_extra import ExtraLowering
-from sim.frontend.lower_memory import MemoryLowering
+from sim.frontend.lower_memory import GM_MEMREF_VIEW, MemoryLowering, gm_memref_views
 from sim.frontend.lower_ops import OpLowering, is_supported_op, opcode_of
 from sim.frontend.lower_sync import SyncLowering
 from sim.frontend.lower_values import symbol_name
-from sim.frontend.pto_types import shorten
-from sim.frontend.lower_memory import GM_MEMREF_VIEW, gm_memref_views
-from sim.frontend.pto_types import memref_gm
+from sim.frontend.pto_types import memref_gm, shorten
 from sim.frontend.syntax import format_type, make_value, value_type
 from sim.frontend.targets import target_from_attrs
 from sim.isa.program import Function, Program, Return, Yield
@@ -470,7 +469,7 @@ def parse_text(text: str, filename: str = "<string>") -> Program:
             gc.enable()
 
 
-def parse_file(path) -> Program:
+def parse_file(path: str | os.PathLike[str]) -> Program:
     """Parse the ``.pto`` file at ``path`` (diagnostics name it as given)."""
     p = Path(path)
     try:

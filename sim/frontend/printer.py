@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, format_type, value_type
 from sim.isa.opcodes import OPCODES
@@ -50,6 +51,10 @@ from sim.isa.program import (
     WaitFlag,
     Yield,
 )
+
+if TYPE_CHECKING:
+    from sim.isa.program import KernelLike
+
 
 __all__ = ["print_program", "print_function", "print_statement"]
 
@@ -407,7 +412,7 @@ def print_function(f: Function, indent: int = 1) -> list[str]:
     return lines + [pad + "}"]
 
 
-def print_program(program) -> str:
+def print_program(program: Program | KernelLike) -> str:
     """The PTO IR text of ``program`` (a ``Program`` or a builder ``Kernel``)."""
     if hasattr(program, "program") and not isinstance(program, Program):
         program = program.program()

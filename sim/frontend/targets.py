@@ -10,7 +10,6 @@ override it with an explicit target.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from typing import Any

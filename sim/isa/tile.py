@@ -232,7 +232,7 @@ class TileType:
             s += f" valid={vr}x{vc}"
         return s
 
-    def with_valid(self, rows, cols) -> TileType:
+    def with_valid(self, rows: int | None, cols: int | None) -> TileType:
         return attrs.evolve(self, valid_rows=rows, valid_cols=cols)
 
 

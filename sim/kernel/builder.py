@@ -58,7 +58,7 @@ from sim.isa.program import (
     TensorView,
     WaitFlag,
 )
-from sim.isa.tile import Tile, TileType
+from sim.isa.tile import Loc, Tile, TileType
 from sim.kernel.chip import ChipKernel
 from sim.kernel.tokens import _POOL, _IdPool, _Intervals, _PipeClocks  # noqa: F401 (tests)
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name

@@ -78,6 +78,7 @@ instead (counted as a fallback barrier). The result is correct and conservative.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -111,6 +112,14 @@ from sim.placement.ir import (
 from sim.placement.order import Ctx, SyncStats
 from sim.placement.sync import _parity_scalar, _parity_value, synchronise
 from sim.target import load_target
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from sim.isa.program import KernelLike
+    from sim.target.model import Target
+
 
 __all__ = ["AutoPlan", "plan_auto", "to_auto", "program_of"]
 
@@ -303,7 +312,12 @@ def _place(body, slots, ctx) -> list:
 
 
 def plan_auto(
-    program, target="a2a3", *, double_buffer: bool = True, keep_addresses: bool = False, tick=None
+    program: Program | KernelLike,
+    target: str | Path | Target = "a2a3",
+    *,
+    double_buffer: bool = True,
+    keep_addresses: bool = False,
+    tick: Callable[[int], object] | None = None,
 ) -> AutoPlan:
     """The auto-mode version of ``program`` (a Program or a builder Kernel) and its plan.
     ``keep_addresses`` keeps the constant ``alloc_tile addr=`` of hand-placed tiles (the
@@ -356,7 +370,12 @@ def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool, tick=None
 
 
 def to_auto(
-    program, target="a2a3", *, double_buffer: bool = True, keep_addresses: bool = False, tick=None
+    program: Program | KernelLike,
+    target: str | Path | Target = "a2a3",
+    *,
+    double_buffer: bool = True,
+    keep_addresses: bool = False,
+    tick: Callable[[int], object] | None = None,
 ) -> Program:
     """``program`` in auto mode: placed by the simulator, synchronised by the simulator
     (the policy is this module's documentation); ``tick`` as for ``plan_auto``."""

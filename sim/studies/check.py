@@ -18,6 +18,7 @@ satisfied; the run stops there, so races after it are not seen).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -26,7 +27,7 @@ from sim.placement.auto import program_of
 from sim.target import load_target
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Sequence
     from pathlib import Path
     from typing import Any
 
@@ -122,7 +123,11 @@ def _inputs(program_or_kernel, inputs):
 
 
 def check_placement(
-    program_or_kernel, target="a2a3", *, inputs=None, raise_errors: bool = True
+    program_or_kernel: Program | Kernel,
+    target: str | Path | Target = "a2a3",
+    *,
+    inputs: dict[str, Any] | None = None,
+    raise_errors: bool = True,
 ) -> list[Finding]:
     """Placement findings of a manually placed program; raises ``VerifyError`` listing
     them all when there is any and ``raise_errors`` is true."""
@@ -235,7 +240,7 @@ def check_races(
     ]
 
 
-def format_findings(findings, *, kernel: str = "") -> str:
+def format_findings(findings: Sequence[Finding], *, kernel: str = "") -> str:
     """The findings as text, one per line, then a count (``clean`` when there is none)."""
     who = f"{kernel}: " if kernel else ""
     if not findings:

@@ -34,17 +34,16 @@ from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync
 from sim.target import load_target
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
 
     from matplotlib.figure import Figure
 
     from sim.engine.limits import Limits
-    from sim.kernel.builder import Kernel
-    from sim.target.model import Target
     from sim.engine.result import Result
     from sim.isa.program import Program
+    from sim.kernel.builder import Kernel
+    from sim.target.model import Target
 
 __all__ = [
     "Run",

@@ -21,9 +21,22 @@ bandwidth curve flattens under that line, more cores no longer buy speed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from sim.base.errors import UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any
+
+    import numpy as np
+
+    from sim.kernel.builder import Kernel
+    from sim.target.model import Target
+
 
 __all__ = ["scaling", "scaling_plot"]
 
@@ -61,7 +74,12 @@ def _row(r, cores: int) -> dict:
 
 
 def scaling(
-    kernel, configs, *, target=None, functional: bool = False, **simulate_kw
+    kernel: str | Path | Callable[..., Kernel],
+    configs: Iterable[Mapping[str, Any]],
+    *,
+    target: str | Path | Target | None = None,
+    functional: bool = False,
+    **simulate_kw: Any,
 ) -> pd.DataFrame:
     """Simulate ``kernel`` (a ``.py`` path or a ``build`` callable) once per parameter dict
     in ``configs``; one row per run, sorted by core count."""
@@ -78,7 +96,14 @@ def scaling(
     return pd.DataFrame(rows).sort_values("cores", kind="stable").reset_index(drop=True)
 
 
-def scaling_plot(df: pd.DataFrame, *, target="a2a3", busy=None, ax=None, label: str = ""):
+def scaling_plot(
+    df: pd.DataFrame,
+    *,
+    target: str | Path | Target = "a2a3",
+    busy: Sequence[str] | None = None,
+    ax: np.ndarray | None = None,  # the three Axes a first call returned
+    label: str = "",
+) -> np.ndarray:
     """Three panels over ``cores``: total cycles, per-engine busy ratios (``busy``: the
     ``busy[...]`` / ``share[...]`` columns to draw, default every ``busy[...]``), and the GM
     bandwidth reached against the target's HBM peak. Pass the ``ax`` a first call returned
@@ -88,7 +113,7 @@ def scaling_plot(df: pd.DataFrame, *, target="a2a3", busy=None, ax=None, label: 
     from sim.target import load_target
 
     first = ax is None
-    if first:
+    if ax is None:
         _, ax = plt.subplots(1, 3, figsize=(14, 3.8))
     style, pre = ("o-" if first else "s--"), (f"{label}: " if label else "")
     x = df["cores"]

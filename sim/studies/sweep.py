@@ -40,6 +40,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -74,16 +75,16 @@ class Config:
 
 
 def sweep(
-    kernel,
-    params=None,
+    kernel: str | Path,
+    params: Mapping[str, Sequence[Any]] | None = None,
     *,
-    targets=None,
-    sync=None,
-    scheduler=None,
+    targets: str | Sequence[str] | None = None,
+    sync: str | Sequence[str] | None = None,
+    scheduler: Any = None,  # None, a scheduler address or a distributed.Client
     workers: int = 2,
     processes: bool = True,
-    output=None,
-    progress=None,
+    output: str | Path | None = None,
+    progress: bool | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Run ``kernel`` (a ``.py`` or ``.pto`` path) for every combination of ``params``
@@ -233,7 +234,7 @@ def _modes(sync) -> list:
     return modes
 
 
-def _typed_params(kernel: str, params: dict) -> dict:
+def _typed_params(kernel: str, params: Mapping[str, Sequence[Any]]) -> dict:
     """Name -> list of values, checked against the kernel before any worker starts: a
     ``.py`` kernel's ``build()`` parameters, a ``.pto`` kernel's scalar arguments."""
     from sim.kernel.files import build_params, kernel_source, scalar_value

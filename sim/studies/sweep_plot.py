@@ -10,17 +10,30 @@ DataFrame), so that a cell never hides several configurations.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from sim.base.errors import UserError
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+
 __all__ = ["sweep_heatmap"]
 
 
 def sweep_heatmap(
-    df: pd.DataFrame, index, columns, value: str = "total_cycles", *, title: str = "", ax=None
-):
+    df: pd.DataFrame,
+    index: str | list[str],
+    columns: str | list[str],
+    value: str = "total_cycles",
+    *,
+    title: str = "",
+    ax: Axes | None = None,
+) -> Figure:
     """Heat map of ``value`` with ``index`` down and ``columns`` across (a column name
     or a list of them, joined with ``x``); failed configurations are grey."""
     index, columns = _names(index), _names(columns)

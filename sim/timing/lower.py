@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -17,6 +18,10 @@ from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
 from sim.timing.vector import lower_vector
 from sim.timing.vf import vf_cycles
+
+if TYPE_CHECKING:
+    from sim.target.model import Target
+
 
 __all__ = ["lower"]
 
@@ -174,6 +179,6 @@ def _cycles(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def lower(shape: Shape, pipe: str, target) -> Plan:
+def lower(shape: Shape, pipe: str, target: Target) -> Plan:
     """The plan of one instruction with operand geometry ``shape`` issued on ``pipe``."""
     return _lower(shape, pipe, target)

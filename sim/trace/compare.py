@@ -20,7 +20,9 @@ def _busy_by_pipe(trace) -> pd.Series:
     return busy_rows(trace).groupby("pipe")["duration_cycles"].sum()
 
 
-def compare_table(a, b, labels=("a", "b")) -> pd.DataFrame:
+def compare_table(
+    a: pd.DataFrame, b: pd.DataFrame, labels: tuple[str, str] = ("a", "b")
+) -> pd.DataFrame:
     """Busy cycles per pipe and the total of two traces, with b - a and b / a.
 
     Index: the pipes of either trace, then ``total``. Columns: the two labels,
@@ -58,7 +60,9 @@ def _merge_legends(ax_a, ax_b):
         )
 
 
-def compare_runs(a, b, labels=("a", "b"), *, title: str = ""):
+def compare_runs(
+    a: pd.DataFrame, b: pd.DataFrame, labels: tuple[str, str] = ("a", "b"), *, title: str = ""
+) -> Figure:
     """Two Gantts on a shared time axis and their per-pipe busy cycles; returns the Figure."""
     table = compare_table(a, b, labels)
     lanes_a, lanes_b = len(lanes(a)), len(lanes(b))

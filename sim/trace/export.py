@@ -7,6 +7,7 @@ pto-isa Perf-Sim traces), ``.csv`` a CSV table, ``.parquet`` a Parquet table.
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,9 @@ def _suffix(path) -> str:
     return suffix
 
 
-def write_trace(trace: pd.DataFrame, path, *, kernel: str = "", target: str = "") -> Path:
+def write_trace(
+    trace: pd.DataFrame, path: str | os.PathLike[str], *, kernel: str = "", target: str = ""
+) -> Path:
     """Write ``trace`` to ``path`` as Chrome JSON, CSV or Parquet (by suffix).
 
     ``kernel`` and ``target`` are recorded in a Chrome file's ``otherData``; the tables
@@ -62,7 +65,7 @@ def write_trace(trace: pd.DataFrame, path, *, kernel: str = "", target: str = ""
     return Path(path)
 
 
-def read_trace(path) -> pd.DataFrame:
+def read_trace(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a trace written by ``write_trace`` (or a Perf-Sim ``.json`` trace)."""
     suffix = _suffix(path)
     if not Path(path).is_file():

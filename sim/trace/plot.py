@@ -13,6 +13,8 @@ that draw many of them do not accumulate open figures.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -21,6 +23,11 @@ from matplotlib.transforms import offset_copy
 from sim.trace.critical import critical_path as find_critical_path
 from sim.trace.flags import edge_positions
 from sim.trace.frame import BUSY_KINDS, lane_label, lanes, total_cycles
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
 
 __all__ = ["gantt", "instruction_class", "CLASS_COLOURS"]
 
@@ -183,15 +190,15 @@ def _draw_path(ax, path, ys):
 
 
 def gantt(
-    trace,
+    trace: pd.DataFrame,
     *,
     title: str = "",
-    ax=None,
+    ax: Axes | None = None,
     show_waits: bool = True,
     arrows: bool = False,
-    critical_path=False,
+    critical_path: bool | pd.DataFrame = False,
     max_arrows: int = 400,
-):
+) -> Figure:
     """Pipeline Gantt of a trace; returns the matplotlib Figure.
 
     ``arrows=True`` draws one arrow per matched set -> wait pair (at most

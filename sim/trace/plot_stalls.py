@@ -10,11 +10,18 @@ Both read only the trace schema and return a ``matplotlib.figure.Figure``:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from matplotlib.figure import Figure
 
 from sim.trace.frame import lane_label, lanes, total_cycles
 from sim.trace.plot import new_axes
 from sim.trace.stalls import stall_breakdown, utilization
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
 
 __all__ = ["utilization_plot", "stall_plot", "STALL_COLOURS"]
 
@@ -26,7 +33,7 @@ STALL_COLOURS = {
 }
 
 
-def utilization_plot(trace, *, bins: int = 50, title: str = ""):
+def utilization_plot(trace: pd.DataFrame, *, bins: int = 50, title: str = "") -> Figure:
     """Busy fraction of every lane over time, one panel per lane; returns the Figure."""
     util = utilization(trace, bins=bins)
     all_lanes = lanes(trace)
@@ -56,7 +63,7 @@ def utilization_plot(trace, *, bins: int = 50, title: str = ""):
     return fig
 
 
-def stall_plot(trace, *, title: str = "", ax=None):
+def stall_plot(trace: pd.DataFrame, *, title: str = "", ax: Axes | None = None) -> Figure:
     """Stacked bar per lane: busy / event wait / barrier wait / idle; returns the Figure."""
     stalls = stall_breakdown(trace)
     all_lanes = lanes(trace)
