@@ -1,4 +1,4 @@
-"""Engine speed: simulated instructions per second, memory and trace size, 10^3 ... 10^6 instructions.
+"""Engine speed: instructions per second, memory and trace size, from 10^3 to 10^6 instructions.
 
 For every kernel of ``bench/kernels.py`` (``vector``: double-buffered with RecordEvent sync
 and WAR hand-backs; ``auto``: the same without its tokens, as compiler output comes, so a

@@ -8,7 +8,8 @@ matplotlib, Dask's distributed, lark, SimPy). The minimum is the figure to compa
 shared machine: other processes only ever add to it.
 
 ``--root DIR`` runs another checkout's ``sim`` (from that directory, put first on
-``PYTHONPATH`` too) with this interpreter, for a before/after comparison of the same machine at the same time.
+``PYTHONPATH`` too) with this interpreter, for a before/after comparison of the same machine at the
+same time.
 
 Targets: ``ptosim run examples/relu_sub.py`` <= 0.5 s, ``import sim`` <= 0.3 s (a first
 result within a blink; Perf-Sim's GEMM binary starts in 21 ms).

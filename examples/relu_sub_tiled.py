@@ -7,15 +7,15 @@ tile load -> compute -> store in turn; 2 is classic double buffering. Deeper rin
 help while the loads are the bottleneck, and every set costs 3 x rows x cols x 4 bytes of
 the 184 KiB of UB user tiles may use, so large tiles with deep rings do not fit.
 
-RecordEvent tokens carry the dependencies, as in ``relu_sub.py``: load -> compute
-(MTE2 -> V), compute -> store (V -> MTE3), and the write-after-read hand-backs that free a
-buffer set for its next load (V -> MTE2) and a result tile for its next compute
-(MTE3 -> V).
+RecordEvent tokens carry the dependencies, as in ``relu_sub.py``: load -> compute (MTE2 -> V),
+compute -> store (V -> MTE3), and the write-after-read hand-backs that free a buffer set for its
+next load (V -> MTE2) and a result tile for its next compute (MTE3 -> V).
 
 Every argument of ``build`` is a parameter::
 
     ptosim run examples/relu_sub_tiled.py --arg rows=64 --arg cols=128 --arg buffers=3
-    ptosim sweep examples/relu_sub_tiled.py --param rows=16,32,64 --param buffers=1,2,3 -o out/sweep.parquet
+    ptosim sweep examples/relu_sub_tiled.py --param rows=16,32,64 --param buffers=1,2,3 \\
+        -o out/sweep.parquet
 """
 
 import numpy as np

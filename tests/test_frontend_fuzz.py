@@ -213,8 +213,8 @@ def test_mutated_examples_raise_only_parse_errors(source, data):
 )
 @given(source=st.sampled_from(SOURCES), data=st.data())
 def test_mutated_kernels_that_parse_check_and_run_without_tracebacks(source, data):
-    """What parses, ``check`` and ``run`` (timing-only or functional) either accept or reject with a user
-    error (one ``ptosim: error:`` line), never an internal exception."""
+    """What parses, ``check`` and ``run`` (timing-only or functional) either accept or reject with a
+    user error (one ``ptosim: error:`` line), never an internal exception."""
     from sim.base.errors import UserError
     from sim.engine.run import simulate
     from sim.frontend import check_program, resolve_target

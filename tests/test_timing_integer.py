@@ -10,8 +10,8 @@ arithmetic:
   growing a tile changes integer and float costs by the same amount;
 * latency gap of the fits (24 - 20 = 4 cycles) on a single full-mask instruction;
 * hardware ratios (held-out on-board measurements): small count-mode tiles cost 1.4-1.7x
-  less than the float rows gave for i16 tile-scalar ops (TADDS / TMULS 15x192), 1.15-1.3x less for i32
-  element-wise ops; the gap is a constant, so it fades on large tiles;
+  less than the float rows gave for i16 tile-scalar ops (TADDS / TMULS 15x192), 1.15-1.3x less for
+  i32 element-wise ops; the gap is a constant, so it fades on large tiles;
 * an integer op is never dearer than the float op of the same geometry;
 * the integer TREM / TREMS sequences compute on f32 after converting: their steps keep
   the float rows.

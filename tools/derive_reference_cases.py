@@ -13,7 +13,8 @@ Two sources, both measurement-derived figures quoted in ../shared/reference:
 
 measured_cycles = the fitted line evaluated there, rounded to the nearest cycle.
 
-    python tools/derive_reference_cases.py ../shared/reference > models/a2a3/calibration/reference_cases.csv
+    python tools/derive_reference_cases.py ../shared/reference \\
+        > models/a2a3/calibration/reference_cases.csv
 """
 
 from __future__ import annotations

@@ -329,8 +329,8 @@ def cube(T: int, indent: int) -> list[str]:
                 )
             else:
                 o(
-                    f"pto.tmatmul.acc ins({acc}, {n(f'p_l0_{pi}')}, {n(f'l0b_{i}')} : !ACCH, !L0AH, "
-                    f"!L0B) outs({acc} : !ACCH)"
+                    f"pto.tmatmul.acc ins({acc}, {n(f'p_l0_{pi}')}, {n(f'l0b_{i}')} : "
+                    f"!ACCH, !L0AH, !L0B) outs({acc} : !ACCH)"
                 )
             if b == c - 1:
                 o(flag("set_flag", "M", "FIX", 2 + h))

@@ -30,9 +30,9 @@ _EPILOG = """\
 A kernel is PTO IR text (KERNEL.pto, the MLIR form the PTO compiler reads and
 prints) or a Python module (KERNEL.py) that defines build() returning a sim.Kernel
 (or a sim Program). A .py kernel is executed as Python, with its own directory on
-the import path: run only files you trust. --arg NAME=VALUE binds a .pto kernel's scalar argument %NAME and
-is passed to a .py kernel as build(NAME=VALUE) (an int, float or true/false when it
-parses as one, else the text). Example:
+the import path: run only files you trust. --arg NAME=VALUE binds a .pto kernel's
+scalar argument %NAME and is passed to a .py kernel as build(NAME=VALUE) (an int,
+float or true/false when it parses as one, else the text). Example:
 
     import sim
     def build(rows=32, cols=64):
@@ -433,7 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--json",
         action="store_true",
-        help='print {"cases": [...], "summary": {...}, "families": {...}, "median_accuracy": x, ...}',
+        help='print {"cases": [...], "summary": {...}, "families": {...}, '
+        '"median_accuracy": x, ...}',
     )
     v.set_defaults(func=cmd_validate)
 

@@ -185,12 +185,12 @@ class GlobalViews:
             return
         dt = self._gm_dtypes.get(name) or _dtype_of(arr)
         # --inputs plausible (sim.engine.plausible): index-like integers inside their range
-        hi = self.inputs.get(PLAUSIBLE_KEY, {}).get(name) if dt.is_int else None
+        bound = self.inputs.get(PLAUSIBLE_KEY, {}).get(name) if dt.is_int else None
         for p in (p0 + todo).tolist():
             rng = np.random.default_rng([self.seed, zlib.crc32(name.encode()), p])
             a, b = p * _PAGE, min((p + 1) * _PAGE, arr.size)
-            if hi is not None:
-                arr[a:b] = rng.integers(0, hi, b - a).astype(dt.np_type)
+            if bound is not None:
+                arr[a:b] = rng.integers(0, bound, b - a).astype(dt.np_type)
             else:
                 arr[a:b] = _random(dt, b - a, rng)
         filled[p0:p1] = True

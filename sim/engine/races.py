@@ -12,8 +12,8 @@ carries its pipe's clock to the matching ``wait_flag`` (k-th set to k-th wait of
 Findings: unordered conflicting accesses (RAW / WAR / WAW, naming both instructions, both
 tiles and the byte ranges; an access is checked against the latest access of each other
 pipe to those bytes — an older one on the same pipe that it covers is dropped, since
-whatever races with the older one races with it too), an event id set again while a previous set of it is still
-pending, and sets never waited at the end of the run.
+whatever races with the older one races with it too), an event id set again while a previous set of
+it is still pending, and sets never waited at the end of the run.
 """
 
 from __future__ import annotations

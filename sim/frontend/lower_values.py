@@ -36,12 +36,12 @@ from sim.frontend.grammar import node_start
 from sim.frontend.pto_types import TypeProblem, memref_gm, memref_tile, parse_pto_type, shorten
 from sim.frontend.syntax import (
     ENUM_ATTR_KINDS,
+    ViewType,
     float_from_bits,
     format_type,
     is_float_type,
     is_scalar_type,
     value_type,
-    ViewType,
 )
 from sim.isa.precision import parse_precision
 from sim.isa.program import Const, RawAttr, Scalar, SourceLoc

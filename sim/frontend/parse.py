@@ -244,7 +244,8 @@ class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, Extra
             seen.add(arg_name)
             gm = memref_gm(str(ty)) if getattr(ty, "type", "") == "BUILTIN" else None
             if gm is not None:
-                ptr, views = gm_memref_views(arg_name, *gm, self.loc(ty))
+                gm_dt, gm_shape, gm_strides = gm
+                ptr, views = gm_memref_views(arg_name, gm_dt, gm_shape, gm_strides, self.loc(ty))
                 args.append(ptr)
                 prologue += views
             else:

@@ -5,8 +5,9 @@
 * sync as the compiler prints it: ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``,
   ``pto.set_flag_dyn[...]`` for a dynamic id, ``pto.barrier <PIPE_V>``; cross-core
   ``pto.sync.set #pto.pipe<PIPE_MTE3>, 0 {ffts_mode = 2 : i32}`` (no dict when the mode
-  was not written), ``pto.set_intra_block #pto.pipe<PIPE_MTE3>, 1``, ``pto.set_ffts %a : T``, ``pto.syncall(%w : T) mode =
-  #pto.sync_all_mode<soft>, core_type = #pto.sync_core_type<mix>``;
+  was not written), ``pto.set_intra_block #pto.pipe<PIPE_MTE3>, 1``, ``pto.set_ffts %a : T``,
+  ``pto.syncall(%w : T) mode = #pto.sync_all_mode<soft>, core_type =
+  #pto.sync_core_type<mix>``;
 * every attribute of an instruction inline in ``ins(... {attrs} : types)``;
 * values keep their names; literal operands (the builder makes them; parsed text names
   an ``arith.constant`` instead) are written in place, typed by the type list.

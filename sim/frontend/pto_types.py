@@ -350,7 +350,7 @@ _MEMREF_GM = re.compile(
 )
 
 
-def memref_gm(text: str) -> tuple | None:
+def memref_gm(text: str) -> tuple[Any, tuple, tuple] | None:
     """(element type, shape, strides) of a static GM memref (dense row-major unless a
     ``strided`` layout gives the strides; offset 0 only); None for any other type."""
     m = _MEMREF_GM.fullmatch(" ".join(text.split()))

@@ -5,8 +5,8 @@ negative when the prediction is off by more than the measurement). A summary of 
 cases gives the median and mean accuracy and the share of cases within 15 % (accuracy >=
 0.85) over the cases that have a prediction, and counts the ones that have none (a case
 whose tiles do not fit in the target's buffers, say: ``predicted`` is None and
-``reason`` says why). ``ptosim validate`` marks a case run in place because its separate tiles do not fit
-(``in_place``) and prints one summary per op family (the
+``reason`` says why). ``ptosim validate`` marks a case run in place because its separate tiles do
+not fit (``in_place``) and prints one summary per op family (the
 registry's lowering family: ``binary``, ``unary``, ``scalar``, ``rowreduce`` ...) so that
 a calibration run shows which family is off, then the overall one.
 """

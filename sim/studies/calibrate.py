@@ -159,8 +159,8 @@ def _op_plan(op: OpCase, target):
 
 
 def _plan(case: Case, target):
-    """``(plan, legal, in-place reason, verifier warnings)`` of the case's instruction. Tiles that do not fit
-    as separate tiles run in place when the op allows it (``sim.studies.ops.run_case``:
+    """``(plan, legal, in-place reason, verifier warnings)`` of the case's instruction. Tiles that
+    do not fit as separate tiles run in place when the op allows it (``sim.studies.ops.run_case``:
     the hardware test of such a size aliases dst and src0); the reason says so."""
     try:
         run = run_case(case.op, lambda op: _op_plan(op, target))

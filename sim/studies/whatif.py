@@ -3,10 +3,10 @@
 The kernel is simulated four times: as it is; with ideal synchronisation (every
 ``wait_flag`` is satisfied at once and barriers are free, so each pipe only waits for its
 own queue — a cube<->vector FIFO's slots still order its pops behind their pushes, since
-they carry data); with infinite bandwidth (DMA transfers — TLOAD, TSTORE, TMOV paths — move their bytes
-in 0 cycles; their fixed start-up latency stays); and with both. The speedups over the as-is run bound what better overlap or
-faster data movement could gain: if ideal sync barely helps, the kernel is bound by its
-busiest pipe; if infinite bandwidth helps most, it is bound by data movement.
+they carry data); with infinite bandwidth (DMA transfers — TLOAD, TSTORE, TMOV paths — move their
+bytes in 0 cycles; their fixed start-up latency stays); and with both. The speedups over the as-is
+run bound what better overlap or faster data movement could gain: if ideal sync barely helps, the
+kernel is bound by its busiest pipe; if infinite bandwidth helps most, it is bound by data movement.
 """
 
 from __future__ import annotations

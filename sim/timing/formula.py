@@ -18,9 +18,9 @@ measured or simulated cost per op with a handful of parameters, keyed by
 
 A high-precision mode (``Shape.extra`` hint ``precision``) selects TRECIP's
 ``high_precision`` rows; the other division ops add the IEEE routine's extra cycles
-(``high_precision_cycles``). ``formula_cycles`` returns None when no fit matches; the caller then costs the op's
-vector-function loop with the analytic model of ``sim.timing.vf``, or, for the few ops
-without a VF program, lowers it the A2/A3 way.
+(``high_precision_cycles``). ``formula_cycles`` returns None when no fit matches; the caller then
+costs the op's vector-function loop with the analytic model of ``sim.timing.vf``, or, for the few
+ops without a VF program, lowers it the A2/A3 way.
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ class Item:
     kind: "v" (vector instruction: ``repeats``, ``masked``), "cfg", "bar", "flag",
     "copy" (copy_ubuf_to_ubuf of ``bytes``), "sloop" (scalar loop over ``repeats``
     elements, ``name`` = its [scalar_loops] key), "dma" (bytes over a data path),
-    "dma_startup" (the fixed latency of a transfer, ``sim.timing.dma``), "cube", "scalar", "bank" (UB
-    bank-conflict stall of a binary op over ``repeats`` repeats, ``sim.timing.banks``).
+    "dma_startup" (the fixed latency of a transfer, ``sim.timing.dma``), "cube", "scalar", "bank"
+    (UB bank-conflict stall of a binary op over ``repeats`` repeats, ``sim.timing.banks``).
     """
 
     kind: str

@@ -118,7 +118,10 @@ def format_report(
         lines += [
             "",
             head
-            + f"{'id':>5} {'opcode':<12} {'pipe':<10} {'start':>8} {'end':>8} {'cycles':>7}  operands",
+            + (
+                f"{'id':>5} {'opcode':<12} {'pipe':<10} {'start':>8} {'end':>8} "
+                f"{'cycles':>7}  operands"
+            ),
         ]
         for r in rows[:max_rows]:
             cell = f"c{r['core']}.{r['unit']}"
@@ -129,6 +132,7 @@ def format_report(
             )
         if instructions > max_rows:
             lines.append(
-                f"  ... {instructions - max_rows} more instructions (write the full trace with --trace)"
+                f"  ... {instructions - max_rows} more instructions "
+                "(write the full trace with --trace)"
             )
     return "\n".join(lines)
