@@ -98,6 +98,11 @@ class SourceLoc:
         return f"{self.file}:{self.line}:{self.col}" if self.col else f"{self.file}:{self.line}"
 
 
+def _attr_items(items) -> tuple:
+    """An attribute dictionary as sorted (key, value) pairs (hashable, order-free)."""
+    return tuple(sorted(dict(items).items()))
+
+
 def _loc_field():
     return attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
@@ -217,6 +222,8 @@ class Alloc:
     valid_row: Const | Scalar | None = None
     valid_col: Const | Scalar | None = None
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -227,6 +234,8 @@ class MakeTensorView:
     strides: tuple = attrs.field(converter=_tuple)
     layout: str = "nd"
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -236,6 +245,8 @@ class PartitionView:
     offsets: tuple = attrs.field(converter=_tuple)
     sizes: tuple = attrs.field(converter=_tuple)
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen(cache_hash=True)
@@ -434,6 +445,8 @@ class For:
     inits: tuple = attrs.field(default=(), converter=_tuple)  # their initial operands
     results: tuple = attrs.field(default=(), converter=_tuple)  # Scalars after the loop
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -443,6 +456,8 @@ class If:
     else_body: tuple = attrs.field(default=(), converter=_tuple)
     results: tuple = attrs.field(default=(), converter=_tuple)
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen

@@ -61,7 +61,7 @@ from sim.isa.program import (
 from sim.isa.tile import Loc, Tile, TileType
 from sim.kernel.chip import ChipKernel
 from sim.kernel.tokens import _POOL, _IdPool, _Intervals, _PipeClocks  # noqa: F401 (tests)
-from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name
+from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name, ir_name
 
 __all__ = ["Kernel"]
 
@@ -99,7 +99,7 @@ class Kernel(ChipKernel):
     """
 
     def __init__(self, name: str = "kernel", block_dim: int = 1):
-        self.name = name
+        self.name = ir_name(name, "Kernel name")
         self._chip_init(block_dim)
         self._stmts: list = []  # statements and section markers, in order
         self._after: dict = {}  # statement index -> the set_flag inserted after it
@@ -131,7 +131,7 @@ class Kernel(ChipKernel):
     # --- declarations --------------------------------------------------------------------
 
     def _fresh(self, base: str) -> str:
-        name = base
+        name = base = ir_name(base)
         while name in self._names:
             name = f"{base}{next(self._counter)}"
         self._names.add(name)

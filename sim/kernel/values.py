@@ -7,6 +7,7 @@ read these; they live here so that the builder extends the chip builder in one d
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from types import FrameType
@@ -273,3 +274,18 @@ class Index:
 
     def __repr__(self) -> str:
         return f"Index(%{self.scalar.name})"
+
+
+_IR_NAME = re.compile(r"[A-Za-z0-9_$.\-]+")
+
+
+def ir_name(name, what: str = "name") -> str:
+    """``name`` when PTO IR can spell it (``%name``, ``@name``: letters, digits and
+    ``_ $ . -``); anything else (a space, a newline, a quote) would print as IR that does
+    not parse back, so it is refused here, where the kernel names it."""
+    if not isinstance(name, str) or not _IR_NAME.fullmatch(name):
+        raise UserError(
+            f"{_caller()}: {what} {name!r}: PTO IR names are letters, digits and _ $ . - "
+            f"(no spaces, newlines or other characters)"
+        )
+    return name

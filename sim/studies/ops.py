@@ -166,7 +166,29 @@ class OpCase:
             dst = tile(dst_dt, name="dst")
         ins = self._ins(k, spec, src, src_dt, tile)
         k.instr(spec.name, dst, *ins, **self._attrs(spec))
+        if self.variant:
+            self._check_variant(spec, k)
         return k
+
+    def _check_variant(self, spec, k: Kernel) -> None:
+        """A variant must change the instruction: one that means nothing for the op (a
+        tile/scalar form of an op without a scalar, a tmp the op does not take, in place
+        where dst is not src0's shape) would predict the plain op under another name."""
+        if self.variant == "tile_scalar":
+            if not any(sig.split()[:1] == ["T"] and "S" in sig.split() for sig in spec.ins):
+                raise UserError(
+                    f"{spec.name}: variant tile_scalar: the op has no tile/scalar form "
+                    f"(no scalar operand)"
+                )
+            return
+        if k.program() == attrs.evolve(self, variant="").kernel().program():
+            why = {
+                "binary": "it takes no tmp tile or isBinary form",
+                "inplace": "its destination is not a tile of src0's type and shape",
+            }.get(self.variant, "the instruction is the plain op's")
+            raise UserError(
+                f"{spec.name}: variant {self.variant}: means nothing for the op ({why})"
+            )
 
     def _ins(self, k, spec, src, src_dt, tile):
         sigs = spec.ins
