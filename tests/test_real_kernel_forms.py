@@ -1,17 +1,19 @@
 """Forms real compilers emit, rebuilt as small kernels from pto-ir-in-the-wild.md and
 instructions-more.md: each one ran into a refusal or an unsupported op before."""
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import sim
-from sim.base.errors import SimulationError, VerifyError
+from sim.base.errors import SimulationError, UserError, VerifyError
 from sim.engine.plausible import index_bounds
 from sim.frontend import parse_file, parse_text, print_program
 from sim.frontend.diagnostics import ParseError
 from sim.placement.auto import plan_auto
+from sim.target import models_dir
 
 DATA = Path(__file__).resolve().parent / "data" / "real"
 
@@ -400,3 +402,34 @@ def test_forms_of_the_new_ops_that_are_not_modelled_are_refused_with_the_reason(
     assert old in text
     with pytest.raises(ParseError, match=message):
         parse_text(text.replace(old, new))
+
+
+# --- talloc_to_aiv of a GM slot (A2/A3: FIFO data through GM) --------------------------------
+
+
+def test_a_fifo_slot_taken_as_a_gm_view_is_stored_into_pushed_and_popped():
+    rng = np.random.default_rng(13)
+    a = rng.uniform(-1, 1, (32, 32)).astype(np.float16)
+    b = rng.uniform(-1, 1, (32, 32)).astype(np.float16)
+    program = parse_file(DATA / "talloc_gm_slot.pto")
+    r = sim.simulate(program, "a2a3", inputs={"pa": a.ravel(), "pb": b.ravel()})
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(r.output("pc").reshape(32, 32), want, rtol=1e-5, atol=1e-5)
+    t = r.trace[r.trace["kind"] == "op"]
+    store = t[t["opcode"] == "TSTORE"]
+    slot_written = int(store[store["pipe"] == "PIPE_FIX"]["end_cycle"].max())
+    pops = t[t["opcode"] == "TPOP"]
+    assert len(pops) == 2 and (pops["start_cycle"] >= slot_written).all()  # after the store
+    assert print_program(parse_text(print_program(program))) == print_program(program)
+
+
+def test_a_gm_slot_on_a_target_with_on_chip_fifos_is_refused(tmp_path):
+    local = tmp_path / "local"
+    shutil.copytree(models_dir() / "a2a3", local)
+    text = (local / "machine.toml").read_text()
+    (local / "machine.toml").write_text(
+        text.replace('fifo_data_path = "gm"', 'fifo_data_path = "local"')
+    )
+    program = parse_file(DATA / "talloc_gm_slot.pto")
+    with pytest.raises(UserError, match="needs FIFO data through GM"):
+        sim.simulate(program, str(local), functional=False)

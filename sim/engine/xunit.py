@@ -49,9 +49,10 @@ import numpy as np
 
 from sim.base.errors import SimulationError, UserError
 from sim.engine.flags import FlagCounters
+from sim.engine.gmslots import push_view, talloc_view
 from sim.engine.items import OP, SET, WAIT, Issued
 from sim.engine.tilestate import TileState
-from sim.isa.program import PipeOp, Scalar
+from sim.isa.program import PartView, PipeOp, Scalar
 from sim.isa.tile import Loc, Tile
 from sim.timing import Shape, lower
 
@@ -323,6 +324,14 @@ class CrossUnit:
         split = int(a.get("split", 0) or 0)
         if not self._taken_slot(fifo, _TO_AIV):
             yield from self._wait_free(fifo, _TO_AIV, range(self.chip.vector_units), st)
+        if isinstance(tile, PartView):  # the slot talloc bound in GM, written already
+
+            def full(s):
+                k = (fifo, _TO_AIV, s, "full")
+                return self._key(*k), self._key_text(*k)
+
+            yield from push_view(self, st, fifo, _TO_AIV, tile, split, _part, full, self._sync_item)
+            return
         rows = self._fifo_valid(tile)[0]
         local = self.chip.data_path == "local"
         src = tile.loc
@@ -418,6 +427,9 @@ class CrossUnit:
         key = (fifo.id, direction)
         self._tallocs[key] = self._tallocs.get(key, 0) + 1
         tile = st.results[0] if st.results else None
+        if isinstance(tile, PartView):  # a slot of the GM workspace (sim.engine.gmslots)
+            talloc_view(self, st, fifo, direction, tile)
+            return
         if not isinstance(tile, Tile):
             raise UserError(f"{st.op} ({st.loc}): the result must be a tile")
         t = tile.type
