@@ -71,6 +71,7 @@ class Chip:
         ideal_sync=False,
         infinite_bandwidth=False,
         l2=None,
+        free=frozenset(),
         trace="full",
         limits=None,
         race_logs=False,
@@ -87,7 +88,7 @@ class Chip:
         )
         self.limits = limits  # sim.engine.limits.Limits watching the run, or None
         self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
-        self.gm = GlobalMemory(target, l2=l2)
+        self.gm = GlobalMemory(target, l2=l2, free=free)  # free: sim.engine.launch
         self.state = ChipState(
             self.env, target, [(u.core, u.unit) for u in self.layout.units], ideal_sync=ideal_sync
         )

@@ -36,13 +36,27 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
   line_bytes`` newer lines were brought in after its last use (exact LRU for streaming
   and for re-use; it ignores the reordering by hits of other lines — ASSUMPTION, for a
   cost per transfer of a few numpy operations).
+* **Write queue** (``[gm.write_queue]``): the chip's GM writes (the ``*_GM`` paths: FIXPIPE
+  and MTE3 stores, an A2/A3 cube<->vector FIFO's pushes) share a write path of
+  ``capacity_gib_per_s``. Its requests queue: a write waits, before its own cost, the mean
+  wait of an M/D/1 queue, ``service * rho / (2 (1 - rho))``, where ``service`` is its bytes
+  over the capacity and ``rho`` the path's load — the bytes every other write put on it over
+  the last ``window_cycles`` (a sliding-window estimate kept in two counters: O(1) per
+  transfer, whatever the number of cores) over what the window can carry, capped at
+  ``max_load``. The wait grows with load and steeply near capacity (a queueing latency, not
+  a hard cap): one core's writes barely wait, eight cores' FIFO traffic does. The
+  capacity is fitted to the on-board flash-attention table (machine.toml says how);
+  ``sim.simulate(..., free=("gm_write_queue",))`` makes it free.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["GlobalMemory"]
+__all__ = ["GlobalMemory", "MECHANISMS"]
+
+# the shared mechanisms of this model a run can make free (``simulate(..., free=...)``)
+MECHANISMS = {"gm_write_queue": "queueing on the chip's GM write path ([gm.write_queue])"}
 
 _NEVER = np.iinfo(np.int64).min // 2
 
@@ -66,6 +80,43 @@ class _Channel:
         self.busy_cycles += t
         self.bytes += nbytes
         return self.free
+
+
+class _LoadQueue:
+    """The queueing wait of a shared path from its recent load (the module docstring's
+    write queue): ``wait(now, nbytes)`` for a request starting at ``now``."""
+
+    __slots__ = ("bytes_per_cycle", "window", "max_load", "start", "cur", "prev", "waited", "n")
+
+    def __init__(self, bytes_per_cycle: float, window_cycles: float, max_load: float):
+        self.bytes_per_cycle = bytes_per_cycle
+        self.window = window_cycles
+        self.max_load = max_load
+        self.start = 0.0  # start of the current window
+        self.cur = 0.0  # bytes requested in the current window
+        self.prev = 0.0  # bytes requested in the window before it
+        self.waited = 0.0  # sum of the waits handed out
+        self.n = 0  # requests
+
+    def load(self, now: float) -> float:
+        """The path's load at ``now``: bytes of the last window over its capacity."""
+        w = self.window
+        if now >= self.start + w:
+            k = (now - self.start) // w
+            self.prev = self.cur if k == 1 else 0.0
+            self.cur = 0.0
+            self.start += k * w
+        frac = (now - self.start) / w if now > self.start else 0.0
+        rho = (self.prev * (1.0 - frac) + self.cur) / (w * self.bytes_per_cycle)
+        return rho if rho < self.max_load else self.max_load
+
+    def wait(self, now: float, nbytes: int) -> float:
+        rho = self.load(now)
+        self.cur += nbytes
+        d = nbytes / self.bytes_per_cycle * rho / (2.0 * (1.0 - rho))
+        self.waited += d
+        self.n += 1
+        return d
 
 
 _MAX_SHAPES = 4096  # strided window shapes whose lines _L2 keeps
@@ -168,7 +219,7 @@ class _L2:
 class GlobalMemory:
     """The chip's GM: ``cost(now, item, own_cost)`` is the cycles a GM transfer takes."""
 
-    def __init__(self, target, *, l2: bool | None = None):
+    def __init__(self, target, *, l2: bool | None = None, free: frozenset = frozenset()):
         cfg = target.gm
         bpc = 2**30 / target.clock_hz
         self.paths = frozenset(cfg.get("paths", ()))
@@ -183,6 +234,16 @@ class GlobalMemory:
         self.hit_fixed = float(l2cfg.get("hit_fixed_cycles", 50))
         self.hit_bpc = float(l2cfg.get("hit_bytes_per_cycle", 256))
         self.miss_extra = float(l2cfg.get("miss_extra_cycles", 150))
+        wq = cfg.get("write_queue", {}) if "gm_write_queue" not in free else {}
+        self.write_queue = (
+            _LoadQueue(
+                float(wq["capacity_gib_per_s"]) * bpc,
+                float(wq["window_cycles"]),
+                float(wq["max_load"]),
+            )
+            if wq.get("enabled", False)
+            else None
+        )
         self._bytes: dict[int, tuple] = {}  # id(plan) -> (plan, GM bytes, is write)
 
     @property
@@ -228,6 +289,8 @@ class GlobalMemory:
             end = max(end, self.l2_channel.reserve(now, nbytes))
             if miss_bytes:
                 end = max(end, self.hbm.reserve(now, miss_bytes))
+        if write and self.write_queue is not None:
+            end += self.write_queue.wait(now, nbytes)
         return int(end - now + 0.5) if end > now + own or self.apply_latency else own
 
     def summary(self, total_cycles: int) -> dict:
@@ -242,4 +305,7 @@ class GlobalMemory:
         if self.l2 is not None:
             n = self.l2.hits + self.l2.misses
             out["l2"]["hit_rate"] = round(self.l2.hits / n, 4) if n else 0.0
+        q = self.write_queue
+        if q is not None and q.n:
+            out["write_queue"] = {"writes": q.n, "mean_wait_cycles": round(q.waited / q.n, 1)}
         return out

@@ -61,6 +61,9 @@ class Result:
     cores: int = 1
     dispatch_cycles: int = 0  # [chip] block_dispatch_cycles (the report says it)
     functional: bool = True  # whether the functional units ran (False: no data computed)
+    # the fixed launch overhead of a call ([chip.launch], sim.engine.launch): beside the
+    # device time (total_cycles), never in it
+    launch_cycles: int = 0
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
     _summary: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
@@ -81,6 +84,18 @@ class Result:
     @property
     def total_cycles(self) -> int:
         return int(self.recording.end)
+
+    @property
+    def device_cycles(self) -> int:
+        """Device time: from the first block's start to the last block's end (as
+        ``total_cycles``)."""
+        return self.total_cycles
+
+    @property
+    def with_launch_cycles(self) -> int:
+        """Device time plus the fixed launch overhead: what a host timer around one call
+        measures (the "with launch" of public figures)."""
+        return self.total_cycles + self.launch_cycles
 
     @property
     def pipes(self) -> dict:
@@ -156,6 +171,10 @@ class Result:
             "mode": self.mode,
             "total_cycles": self.total_cycles,
             "total_us": round(self.total_cycles / self.target.clock_hz * 1e6, 6),
+            "device_cycles": self.device_cycles,
+            "launch_cycles": self.launch_cycles,
+            "with_launch_cycles": self.with_launch_cycles,
+            "with_launch_us": round(self.with_launch_cycles / self.target.clock_hz * 1e6, 6),
             "block_dim": self.block_dim,
             "pipes": self.pipes,
             "opcodes": self.opcodes,
@@ -186,7 +205,7 @@ class Result:
         head, _, rest = text.partition("\n")
         text = (
             f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n"
-            f"races: {self._races_text()}\n{rest}"
+            f"races: {self._races_text()}\n{self._launch_text()}{rest}"
         )
         if self.block_dim > self.cores:  # blocks in waves: which ran where and when
             text += "\n\n" + blocks_text(
@@ -195,6 +214,18 @@ class Result:
         if self.warnings:
             text += "\n\n" + "\n".join(self.warnings)
         return text
+
+    def _launch_text(self) -> str:
+        """The device / launch line of the report (none when the target has no launch
+        overhead)."""
+        if not self.launch_cycles:
+            return ""
+        us = 1e6 / self.target.clock_hz
+        return (
+            f"device time: {self.total_cycles} cycles ({self.total_cycles * us:.2f} us); "
+            f"launch overhead: {self.launch_cycles} cycles ({self.launch_cycles * us:.2f} us); "
+            f"with launch: {self.with_launch_cycles * us:.2f} us\n"
+        )
 
     def _races_text(self) -> str:
         if not self.races_checked:

@@ -11,6 +11,7 @@ import numpy as np
 from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.access import GmShared
 from sim.engine.chip import Chip
+from sim.engine.launch import free_set, launch_cycles
 from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.plausible import FILLS, PLAUSIBLE_KEY, index_bounds
@@ -21,6 +22,7 @@ from sim.isa.program import KernelLike, Scalar
 from sim.target import load_target
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
     from typing import Any
 
@@ -67,16 +69,17 @@ def simulate(
     limits: Limits | None = None,
     block_dim: int | None = None,
     l2: bool | None = None,
+    free: Iterable[str] | str | None = None,
 ) -> Result:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
     data) and scalar argument names to values. ``fill="plausible"`` (or
     ``inputs="plausible"``) draws the unbound integer arguments the kernel uses as indices
-    or window offsets inside the ranges it uses them in (``sim.engine.plausible``). ``functional=False`` skips the numpy
-    functional units (timing only). ``strict`` turns integer division by zero and
-    out-of-range inputs into errors. Every executed instruction is verified against the
-    target profile (once per distinct instruction and operand state). ``detail="cce"``
+    or window offsets inside the ranges it uses them in (``sim.engine.plausible``).
+    ``functional=False`` skips the numpy functional units (timing only). ``strict`` turns integer
+    division by zero and out-of-range inputs into errors. Every executed instruction is verified
+    against the target profile (once per distinct instruction and operand state). ``detail="cce"``
     adds a row per lowered CCE instruction (kind ``cce``) under each op row.
 
     ``sync`` picks the synchronisation mode (``sim.engine.mode``). By default a kernel with
@@ -98,7 +101,10 @@ def simulate(
     ``Kernel`` brings its own; default 1), one per core at a time: past the target's cores
     they run in waves, a block on the first free core (``sim.engine.waves``;
     ``Result.blocks`` says which block ran on which core and when); ``l2`` overrides the
-    target's ``[gm.l2] enabled`` switch.
+    target's ``[gm.l2] enabled`` switch. ``free`` names shared mechanisms to treat as free
+    (``sim.engine.launch.MECHANISMS``: the GM write queue, the launch overhead), the what-ifs
+    of ``sim.whatif``. ``Result.total_cycles`` is device time; ``Result.launch_cycles`` the
+    fixed launch overhead beside it (``with_launch_cycles`` their sum).
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -120,7 +126,9 @@ def simulate(
         block_dim = 1
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
+    _check_input_names(program, inputs)
     tgt = load_target(target)
+    freed = free_set(free)
     _static_check(program, tgt, inputs or {})
     watched = limits if limits is not None and limits.active else None
     # the auto passes' progress, for a progress object that shows it (sim.cli.progress)
@@ -151,6 +159,7 @@ def simulate(
             ideal_sync=ideal_sync or prep.ideal_sync,
             infinite_bandwidth=infinite_bandwidth,
             l2=l2,
+            free=freed,
             trace=trace,
             limits=watched,
         )
@@ -198,10 +207,31 @@ def simulate(
         memory=chip.gm.summary(recording.end) if chip.gm_used else {},
         races_checked=check,
         races_by=("proof" if proven else "detector") if check else "",
+        functional=functional,
         blocks=tuple(chip.waves.table()),
         cores=chip.waves.cores,
         dispatch_cycles=chip.waves.latency,
+        launch_cycles=launch_cycles(tgt, freed),
     )
+
+
+def _check_input_names(program, inputs) -> None:
+    """Every name of ``inputs`` is an argument of a function the run starts units in (the
+    entry, and a two-function kernel's peer): a misspelt name would leave the argument it
+    meant on seeded random data without a word."""
+    if not inputs:
+        return
+    from sim.engine.placement import root_functions
+
+    args = {a.name: a for f in root_functions(program) for a in f.args}
+    unknown = [n for n in inputs if n not in args]
+    if unknown:
+        pointers = ", ".join(n for n, a in args.items() if type(a) is not Scalar) or "none"
+        scalars = ", ".join(n for n, a in args.items() if type(a) is Scalar) or "none"
+        raise UserError(
+            f"inputs: {program.main.name} has no argument {unknown[0]!r} (GM pointer "
+            f"arguments: {pointers}; scalar arguments: {scalars})"
+        )
 
 
 def prepared(program, tgt, sync: str | None = None, tick=None):
