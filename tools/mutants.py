@@ -66,6 +66,11 @@ DEFAULT_TESTS = {
         "tests/test_placement_banks.py",
         "tests/test_placement_pinned_fifo.py",
     ],
+    "sim/engine/gm.py": [
+        "tests/test_gm_model.py",
+        "tests/test_gm_order.py",
+        "tests/test_l2_writeback.py",
+    ],
 }
 
 _BINOP_SWAPS = {
@@ -299,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", dest="keyword", help="pytest -k expression")
     ap.add_argument("--max", type=int, help="at most this many mutants, spread evenly")
     ap.add_argument("--lines", help="only mutants on these lines, e.g. 120-140")
+    ap.add_argument(
+        "--pick",
+        help="only these of the chosen mutants, by their [i/N] number, e.g. 3,17,40 "
+        "(to run a campaign's survivors again after adding tests)",
+    )
     ap.add_argument("--list", action="store_true", help="print the mutants and stop")
     ap.add_argument(
         "--in-place",
@@ -332,9 +342,13 @@ def _campaign(args, ap, root: Path, rel: str, tmp: Path) -> int:
         lo, hi = int(first), int(last or first)
         every = [m for m in every if lo <= m[0] <= hi]
     chosen = _spread(every, args.max)
+    numbers = list(range(1, len(chosen) + 1))
+    if args.pick:
+        numbers = sorted({int(n) for n in args.pick.split(",")})
+        chosen = [chosen[n - 1] for n in numbers]
     if args.list:
-        for line, old, new, _ in chosen:
-            print(f"{rel}:{line}: {old}  ->  {new}")
+        for n, (line, old, new, _) in zip(numbers, chosen, strict=True):
+            print(f"[{n}] {rel}:{line}: {old}  ->  {new}")
         return 0
     tests = args.tests or DEFAULT_TESTS.get(rel)
     if not tests:
@@ -359,21 +373,23 @@ def _campaign(args, ap, root: Path, rel: str, tmp: Path) -> int:
         return 2
     limit = 3 * base + 30
     survivors, counts = [], {"failed": 0, "timeout": 0, "passed": 0}
-    for i, (line, old, new, src) in enumerate(chosen, 1):
+    for i, (line, old, new, src) in zip(numbers, chosen, strict=True):
         Path(mfile).write_text(src)
         status, took = _run(child, root, env, timeout=limit)
         counts[status] += 1
         verdict = "survived" if status == "passed" else "killed"
-        print(f"[{i}/{len(chosen)}] {verdict:8} {took:5.1f} s  {rel}:{line}: {new}", flush=True)
+        print(f"[{i}/{numbers[-1]}] {verdict:8} {took:5.1f} s  {rel}:{line}: {new}", flush=True)
         if status == "passed":
-            survivors.append((line, old, new))
+            survivors.append((i, line, old, new))
     killed = counts["failed"] + counts["timeout"]
     print(
         f"\n{rel}: {killed} of {len(chosen)} killed ({counts['timeout']} by time limit), "
         f"{len(survivors)} survived"
     )
-    for line, old, new in survivors:
-        print(f"  {rel}:{line}: {old}\n      -> {new}")
+    for i, line, old, new in survivors:
+        print(f"  [{i}] {rel}:{line}: {old}\n      -> {new}")
+    if survivors:
+        print(f"  again: --pick {','.join(str(s[0]) for s in survivors)}")
     return 0
 
 
