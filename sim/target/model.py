@@ -105,6 +105,7 @@ class Target:
     scalar_loops: dict = attrs.Factory(dict)  # [scalar_loops]: per-element scalar-unit figures
     chip: dict = attrs.Factory(dict)  # [chip]: cores, cross-unit FIFOs
     gm: dict = attrs.Factory(dict)  # [gm]: shared GM bandwidth, optional L2
+    comm: dict = attrs.Factory(dict)  # [comm]: links between ranks (sim.engine.links)
 
     def buffer(self, name: str) -> Buffer:
         try:
@@ -256,6 +257,7 @@ def _load(path: Path) -> Target:
         scalar_loops=machine.get("scalar_loops", {}),
         chip=machine.get("chip", {}),
         gm=machine.get("gm", {}),
+        comm=machine.get("comm", {}),
         dma_model=machine.get("dma", {}).get("model", "flat"),
         dma_paths=_dma_paths(machine.get("dma", {}), clock),
         cube=machine.get("cube", {}),
