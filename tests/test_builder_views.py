@@ -47,5 +47,23 @@ def test_what_is_not_a_window_is_refused(x, key, said):
 
 def test_an_empty_or_outside_window_is_refused(x):
     for key in ((slice(8, 8), slice(None)), (slice(70, 80), slice(None))):
-        with pytest.raises(sim.UserError, match="outside the 64x32 tensor"):
+        with pytest.raises(sim.UserError, match="outside the 64x32 tensor|past the tensor's 64"):
             x[key]
+
+
+@pytest.mark.parametrize(
+    "key,said",
+    [
+        ((slice(0, 128), slice(None)), "rows 0:128 reach past the tensor's 64 rows"),
+        (slice(0, 65), "rows 0:65 reach past the tensor's 64 rows"),
+        ((slice(None), slice(16, 33)), "cols 16:33 reach past the tensor's 32 cols"),
+        ((slice(-65, None), slice(None)), "rows -65: reach past the tensor's 64 rows"),
+        ((slice(None), slice(-33, -1)), "cols -33:-1 reach past the tensor's 32 cols"),
+    ],
+)
+def test_a_slice_past_the_tensor_is_refused_not_clamped(x, key, said):
+    # Python slicing would clamp x[0:128] of 64 rows to 64 rows: a window the kernel did
+    # not ask for, read without a word
+    with pytest.raises(sim.UserError, match="view of x: ") as e:
+        x[key]
+    assert said in str(e.value)

@@ -124,6 +124,28 @@ def test_a_clean_manual_kernel_has_no_warning():
     assert r.mode == "manual" and r.warnings == ()
 
 
+def test_the_report_says_what_an_asked_for_mode_did_to_the_kernel():
+    synced, target, args = _example(ROOT / "examples" / "relu_sub_db.pto")
+    unsynced = parse_file(DATA / "no_sync_call.pto")
+    default = {
+        "auto": "(no explicit sync in the kernel: ",
+        "manual": "(run as written, with the kernel's own flags and barriers)",
+    }
+    cases = [
+        (synced, None, "manual", default["manual"]),
+        (synced, "manual", "manual", default["manual"]),
+        (synced, "auto", "auto", "(asked for: the kernel's own flags and barriers removed, "),
+        (unsynced, None, "auto", default["auto"]),
+        (unsynced, "auto", "auto", default["auto"]),
+        (unsynced, "manual", "manual", "(asked for: run as written, and the kernel has no flags"),
+    ]
+    for program, sync, mode, said in cases:
+        r = sim.simulate(program, target, inputs=args if program is synced else None, sync=sync)
+        assert r.mode == mode
+        line = r.report().splitlines()[1]
+        assert line.startswith(f"sync mode: {mode} {said}"), (sync, line)
+
+
 def test_bad_sync_value_is_a_user_error():
     with pytest.raises(UserError, match="sync: expected one of auto, manual, ideal"):
         sim.simulate(parse_file(DATA / "no_sync_call.pto"), sync="fast")

@@ -41,6 +41,20 @@ class Prepared:
     mode: str  # "auto" | "manual" | "ideal"
     ideal_sync: bool = False
     warnings: tuple = ()
+    # what the mode did to this kernel, when the report's usual words for the mode do not
+    # hold (``Result.mode_note``): auto asked for on a kernel with its own sync, manual
+    # asked for on one without
+    note: str = ""
+
+
+_STRIPPED = (
+    "asked for: the kernel's own flags and barriers removed, flags and barriers inserted "
+    "and unaddressed tiles placed by the simulator, as the toolchain's auto mode does"
+)
+_UNSYNCHRONISED = (
+    "asked for: run as written, and the kernel has no flags or barriers of its own: "
+    "nothing orders one pipe's work after another's"
+)
 
 
 def has_explicit_sync(program) -> bool:
@@ -91,8 +105,13 @@ def prepare(program, target, sync: str | None = None, tick=None) -> Prepared:
     ``tick(n)`` hears the auto passes' progress (``sim.placement.auto.plan_auto``)."""
     if sync is not None and sync not in SYNC_MODES:
         raise UserError(f"sync: expected one of {', '.join(SYNC_MODES)}, found {sync!r}")
-    base = default_mode(program) if sync in (None, "ideal") else sync
+    default = default_mode(program)
+    base = default if sync in (None, "ideal") else sync
     prep = _auto(program, target, tick) if base == "auto" else Prepared(program, "manual")
+    if sync is not None and base != default:
+        # ran as asked for, against the kernel's kind: the report says what that meant
+        note = _STRIPPED if prep.mode == "auto" else _UNSYNCHRONISED
+        prep = attrs.evolve(prep, note=note if prep.mode == base else "")
     if sync == "ideal":
         return attrs.evolve(prep, mode="ideal", ideal_sync=True)
     return prep

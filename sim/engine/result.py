@@ -49,6 +49,9 @@ class Result:
     warnings: tuple = ()  # verifier warnings (legal but suspicious use, e.g. aliasing)
     races: tuple = ()  # race-check findings (simulate(..., races=True))
     mode: str = "manual"  # synchronisation mode that ran: auto | manual | ideal
+    # what the mode meant for this kernel when MODE_TEXT's words do not hold (auto asked
+    # for on a hand-synchronised kernel: its own sync removed; sim.engine.mode)
+    mode_note: str = ""
     block_dim: int = 1  # blocks of the launch (get_block_num)
     memory: dict = attrs.field(repr=False, factory=dict)  # GM channels: bytes, utilisation, L2 hits
     races_checked: bool = False  # whether the run checked races (``races`` is then complete)
@@ -204,7 +207,7 @@ class Result:
         )
         head, _, rest = text.partition("\n")
         text = (
-            f"{head}\nsync mode: {self.mode} ({MODE_TEXT[self.mode]})\n"
+            f"{head}\nsync mode: {self.mode} ({self.mode_note or MODE_TEXT[self.mode]})\n"
             f"races: {self._races_text()}\n{self._launch_text()}{rest}"
         )
         if self.block_dim > self.cores:  # blocks in waves: which ran where and when

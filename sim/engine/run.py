@@ -18,7 +18,7 @@ from sim.engine.plausible import FILLS, PLAUSIBLE_KEY, index_bounds
 from sim.engine.record import TRACE_MODES
 from sim.engine.result import Result
 from sim.engine.scan import kept
-from sim.isa.program import KernelLike, Scalar
+from sim.isa.program import KernelLike, Program, Scalar
 from sim.target import load_target
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from sim.isa.program import Program
     from sim.target.model import Target
 
 
@@ -122,6 +121,12 @@ def simulate(
         if block_dim is None:
             block_dim = program.block_dim
         program = program.program()
+    if not isinstance(program, Program):
+        hint = " (a path: sim.parse_file reads a .pto file)" if isinstance(program, str) else ""
+        raise UserError(
+            f"simulate: expected a sim.Kernel or a parsed Program, found "
+            f"{type(program).__name__}{hint}"
+        )
     if block_dim is None:
         block_dim = 1
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
@@ -203,6 +208,7 @@ def simulate(
         warnings,
         found,
         mode=prep.mode,
+        mode_note=prep.note,
         block_dim=block_dim,
         memory=chip.gm.summary(recording.end) if chip.gm_used else {},
         races_checked=check,

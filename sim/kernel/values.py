@@ -7,6 +7,7 @@ read these; they live here so that the builder extends the chip builder in one d
 
 from __future__ import annotations
 
+import operator
 import re
 import sys
 from pathlib import Path
@@ -131,6 +132,11 @@ class View:
 _STATIC = frozenset((int, type(None)))  # slice bounds known when the kernel is built
 
 
+def _text(k: slice) -> str:
+    """A slice as the kernel wrote it (``0:32``, ``:8``, ``-4:``)."""
+    return f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"
+
+
 class GlobalTensor:
     """A GM array argument of the kernel, seen as a row-major 2-D tensor."""
 
@@ -183,10 +189,10 @@ class GlobalTensor:
                 and r.step is None
                 and c.step is None
             ):
-                r0, r1, _ = r.indices(self.shape[0])
-                c0, c1, _ = c.indices(self.shape[1])
-                if r1 > r0 and c1 > c0:  # indices() clamps into the tensor: view()'s
-                    return View(self, r0, c0, r1 - r0, c1 - c0)  # checks hold
+                r0, r1 = self._span(r, 0)
+                c0, c1 = self._span(c, 1)
+                if r1 > r0 and c1 > c0:  # inside the tensor (_span): view()'s checks hold
+                    return View(self, r0, c0, r1 - r0, c1 - c0)
         if not isinstance(key, tuple):
             key = (key, slice(None))
         if len(key) != 2:
@@ -195,7 +201,7 @@ class GlobalTensor:
                 f"{len(key)} subscripts"
             )
         spans: list[tuple[Any, Any]] = []
-        for k, n in zip(key, self.shape, strict=True):
+        for axis, k in enumerate(key):  # two: checked above
             # a window is contiguous rows and columns: an integer or a stepped slice is
             # something else, refused rather than read as a window it is not
             if not isinstance(k, slice):
@@ -215,10 +221,32 @@ class GlobalTensor:
                     )
                 spans.append((k.start, k.stop - k.start))
             else:
-                a, b, _ = k.indices(n)
+                a, b = self._span(k, axis)
                 spans.append((a, b - a))
         (r0, nr), (c0, nc) = spans
         return self.view(nr, nc, r0, c0)
+
+    def _span(self, k: slice, axis: int) -> tuple[int, int]:
+        """[start, stop) of a literal slice of dim ``axis``, negative bounds counted from
+        the end as Python does; a bound past the tensor is refused, not clamped (``x[0:32]``
+        of 16 rows would otherwise be a 16-row window the kernel did not ask for)."""
+        n = self.shape[axis]
+        bounds = []
+        for b, default in ((k.start, 0), (k.stop, n)):
+            try:
+                b = default if b is None else operator.index(b)  # numpy integers too
+            except TypeError:
+                raise UserError(
+                    f"view of {self.name}: a slice bound is an int or an Index, found {b!r}"
+                ) from None
+            if not -n <= b <= n:
+                what = ("rows", "cols")[axis]
+                raise UserError(
+                    f"view of {self.name}: {what} {_text(k)} reach past the tensor's {n} "
+                    f"{what} (shape {self.shape[0]}x{self.shape[1]})"
+                )
+            bounds.append(b + n if b < 0 else b)
+        return bounds[0], bounds[1]
 
 
 class Index:

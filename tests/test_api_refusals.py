@@ -1,0 +1,104 @@
+"""What the Python API refuses in one line, as the command line does: a run of something
+that is no kernel, an input name the kernel has no argument for, the data of a run that
+computed none, module attributes that name two targets.
+
+Each of these used to go through: ``simulate(None)`` was a TypeError from deep inside
+("cannot create weak reference"), an unknown input name was ignored (the argument it meant
+ran on random data), ``output()`` of a timing-only run returned zeros, and an a2a3
+``target_arch`` beside an Ascend950 ``device-spec`` ran a2a3 without a word.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sim
+from sim.frontend import parse_text, resolve_target, target_from_attrs
+from sim.frontend.targets import target_conflict
+
+
+def _copy_kernel() -> sim.Kernel:
+    k = sim.Kernel("copy")
+    x = k.gm("x", "f32", (16, 64))
+    y = k.gm("y", "f32", (16, 64))
+    a = k.tile("vec", "f32", 16, 64, name="a")
+    k.TSTORE(y, a, k.TLOAD(a, x))
+    return k
+
+
+@pytest.mark.parametrize(
+    "thing, said",
+    [
+        (None, "found NoneType"),
+        (42, "found int"),
+        ("examples/tsub.pto", "found str (a path: sim.parse_file reads a .pto file)"),
+    ],
+)
+def test_simulating_what_is_no_kernel_is_one_line(thing, said):
+    with pytest.raises(sim.UserError) as e:
+        sim.simulate(thing)
+    assert f"simulate: expected a sim.Kernel or a parsed Program, {said}" in str(e.value)
+
+
+def test_an_input_name_the_kernel_has_no_argument_for_is_refused():
+    k = _copy_kernel()
+    x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    with pytest.raises(sim.UserError) as e:
+        sim.simulate(k, inputs={"xx": x})
+    assert "has no argument 'xx'" in str(e.value) and "x, y" in str(e.value)
+    # the right name is read: the copy is the input
+    assert np.array_equal(sim.simulate(k, inputs={"x": x}).output("y").reshape(16, 64), x)
+
+
+def test_outputs_of_a_timing_only_run_are_an_error_not_zeros():
+    k = _copy_kernel()
+    timed = sim.simulate(k, functional=False)
+    with pytest.raises(sim.UserError, match="timing-only .* computed no data"):
+        timed.output("y")
+    # the same run with its functional units gives the data (and the same cycles)
+    full = sim.simulate(k)
+    assert full.output("y").shape == (16 * 64,) and full.total_cycles == timed.total_cycles
+
+
+_MODULE = """module attributes {{{attrs}}} {{
+  func.func @k(%px: !pto.ptr<f32>) {{
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "arch, device, target",
+    [("a2a3", "Ascend950", "a5"), ("a5", "Ascend910B1", "a2a3"), ("a3", "Ascend950PR", "a5")],
+)
+def test_target_attributes_naming_different_targets_are_refused(arch, device, target):
+    attrs = f'pto.target_arch = "{arch}", "pto.device-spec" = "{device}"'
+    program = parse_text(_MODULE.format(attrs=attrs))
+    with pytest.raises(sim.UserError) as e:
+        target_from_attrs(program.attrs)
+    said = str(e.value)
+    assert f'pto.target_arch = "{arch}"' in said and f'"pto.device-spec" = "{device}"' in said
+    assert f"({target}) name different targets" in said
+    assert target_conflict(program.attrs) is not None
+    # an explicit target settles it (the command line warns: tests below)
+    assert resolve_target(program, "a5") == "a5"
+
+
+def test_agreeing_target_attributes_are_no_conflict():
+    attrs = '"pto.device-spec" = "Ascend950", pto.target_arch = "a5"'
+    program = parse_text(_MODULE.format(attrs=attrs))
+    assert target_conflict(program.attrs) is None and resolve_target(program) == "a5"
+
+
+def test_the_command_line_refuses_the_conflict_and_warns_under_target(cli, tmp_path):
+    path = tmp_path / "k.pto"
+    path.write_text(
+        _MODULE.format(attrs='pto.target_arch = "a2a3", "pto.device-spec" = "Ascend950"')
+    )
+    code, out, err = cli("check", str(path))
+    assert code == 2 and "name different targets; make them agree" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    code, out, err = cli("check", str(path), "--target", "a5")
+    assert code == 0 and "warning" in err and "running --target a5" in err
