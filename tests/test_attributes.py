@@ -220,6 +220,37 @@ def test_without_unknown_keys_no_warning_and_the_program_round_trips(op):
     assert again == program and again.warnings == ()
 
 
+# statements whose printed form keeps the keys the simulator does not read (the rest are
+# printed without them, so their warnings stay with the source file)
+PRINTED_WITH_THEIR_KEYS = [
+    "pto.alloc_tile",
+    "pto.make_tensor_view",
+    "pto.partition_view",
+    "scf.for",
+    "scf.if",
+    "arith.addi",
+    "arith.mulf",
+    "pto.get_block_idx",
+    "pto.tgetval",
+    "pto.reserve_buffer",
+    "pto.tpush_to_aiv",
+    "pto.tpop_from_aic",
+]
+
+
+@pytest.mark.parametrize("op", PRINTED_WITH_THEIR_KEYS)
+@pytest.mark.parametrize("written,key,shown", UNKNOWN_KEYS, ids=[k[1] for k in UNKNOWN_KEYS])
+def test_the_printed_program_keeps_the_keys_and_warns_the_same(op, written, key, shown):
+    stmt, understood = STATEMENTS[op]
+    program = parse_text(module(with_dict(stmt, written)), "attr.pto")
+    printed = print_program(program)
+    again = parse_text(printed, "printed.pto")
+    assert again == program
+    # the same warning, now located at the key in the printed text
+    at = where(printed, written.split(" =")[0], "printed.pto")
+    assert again.warnings == (f"{at}: {expected_warning(op, key, shown, understood)}",)
+
+
 def test_each_unknown_key_warns_once_in_source_order():
     text = module(
         with_dict(STATEMENTS["pto.barrier"][0], "zz_late").replace("<PIPE_ALL>", "<PIPE_V>")
