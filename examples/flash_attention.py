@@ -127,7 +127,7 @@ def default_s1_tile(s1: int) -> int:
 def build(
     s1=512, s1_tile=None, head=128, s0=128, cores=1, arch="a2a3", softmax="mixed"
 ) -> sim.Kernel:
-    if s1_tile is None:
+    if not _sizes_checked(s1, s1_tile, head, s0, cores):  # s1_tile None or 0
         s1_tile = default_s1_tile(s1)
     if softmax not in SOFTMAX:
         raise ValueError(f"softmax={softmax!r}: expected one of {', '.join(SOFTMAX)}")
@@ -642,3 +642,14 @@ def _flat(k, column):
 
 def _w(token):
     return [token] if token is not None else []
+
+
+def _sizes_checked(s1, s1_tile, head, s0, cores):
+    """``s1_tile`` once the sizes are checked: each counts elements (256.0 or True is no
+    size); ``s1_tile`` None or 0 asks for the default rule, as the ``.pto``'s 0 does."""
+    for name, value in (("s1", s1), ("head", head), ("s0", s0), ("cores", cores)):
+        if type(value) is not int or value < 1:
+            raise ValueError(f"{name}={value!r}: expected a positive integer")
+    if s1_tile is not None and (type(s1_tile) is not int or s1_tile < 0):
+        raise ValueError(f"s1_tile={s1_tile!r}: expected 0 (the default rule) or a key count")
+    return s1_tile

@@ -222,6 +222,30 @@ def test_pto_refuses_a_key_tile_it_has_no_form_for(tmp_path, s1, tile):
     assert "flash_attention.pto:" in out.stderr
 
 
+@pytest.mark.parametrize("s1", [512, 4096])
+def test_py_s1_tile_0_is_the_default_rule_as_in_the_pto(s1):
+    from sim.frontend import print_program
+
+    default, zero = _py_build(s1=s1), _py_build(s1=s1, s1_tile=0)
+    assert print_program(zero.program()) == print_program(default.program())
+
+
+@pytest.mark.parametrize(
+    "kw, said",
+    [
+        ({"s1_tile": 256.0}, "s1_tile=256.0: expected 0 (the default rule) or a key count"),
+        ({"s1_tile": -128}, "s1_tile=-128: expected 0 (the default rule) or a key count"),
+        ({"s1": 0}, "s1=0: expected a positive integer"),
+        ({"s0": 128.0}, "s0=128.0: expected a positive integer"),
+        ({"cores": True}, "cores=True: expected a positive integer"),
+    ],
+)
+def test_py_refuses_sizes_that_are_no_counts(kw, said):
+    with pytest.raises(ValueError) as e:
+        _py_build(**kw)
+    assert str(e.value) == said
+
+
 def test_cli_run_prints_per_unit_figures(tmp_path):
     out = subprocess.run(
         [
