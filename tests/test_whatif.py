@@ -22,6 +22,7 @@ from trace_kernels import add2, barriers, op_rows
 
 import sim
 from sim.base.errors import DeadlockError
+from sim.engine.launch import MECHANISMS
 
 # start-up latencies of a TLOAD / TSTORE, rounded as an op's cost is
 LOAD_START, STORE_START = round(path_figures("GM_UB")[0]), round(path_figures("UB_GM")[0])
@@ -39,11 +40,19 @@ def durations(as_is):
 
 def test_whatif_table(as_is, durations):
     l1, l2, a, s = durations
-    df = sim.whatif(add2(), "a2a3")
+    df = sim.whatif(add2(), "a2a3", shared=False)
     assert df.index.tolist() == ["as-is", "ideal sync", "infinite bandwidth", "both"]
-    assert df.columns.tolist() == ["total_cycles", "speedup"]
+    assert df.columns.tolist() == [
+        "total_cycles",
+        "with_launch_cycles",
+        "speedup",
+        "speedup_with_launch",
+    ]
     inf_bw = 2 * LOAD_START + a + STORE_START
     assert df["total_cycles"].tolist() == [l1 + l2 + a + s, l1 + l2, inf_bw, 2 * LOAD_START]
+    launch = as_is.launch_cycles
+    assert launch > 0
+    assert (df["with_launch_cycles"] - df["total_cycles"] == launch).all()
     assert (l1, l2, s) == (dma_cycles("GM_UB", 8192),) * 2 + (dma_cycles("UB_GM", 8192),)
     assert 2 * LOAD_START > max(a, STORE_START)
     assert df.loc["as-is", "total_cycles"] == as_is.total_cycles
@@ -55,6 +64,21 @@ def test_whatif_table(as_is, durations):
             as_is.total_cycles / (2 * LOAD_START),
         ]
     )
+    assert df["speedup_with_launch"].tolist() == pytest.approx(
+        [(l1 + l2 + a + s + launch) / (t + launch) for t in df["total_cycles"]]
+    )
+
+
+def test_whatif_frees_each_shared_mechanism_of_a_lone_unit(as_is):
+    """One vector unit alone: its transfers never meet another's on the shared channels and
+    its one store finds the write path idle, so freeing either costs nothing; freeing the
+    launch leaves the device time and takes the overhead out of the with-launch time."""
+    df = sim.whatif(add2(), "a2a3")
+    shared = [f"free {m}" for m in MECHANISMS] + ["free all shared"]
+    assert df.index.tolist()[4:] == shared
+    assert (df.loc[shared, "total_cycles"] == as_is.total_cycles).all()
+    assert df.loc["free launch", "with_launch_cycles"] == as_is.total_cycles
+    assert df.loc["free gm_write_queue", "with_launch_cycles"] == as_is.with_launch_cycles
 
 
 def test_ideal_sync_runs_every_pipe_back_to_back_from_zero():

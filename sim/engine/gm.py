@@ -47,6 +47,9 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
   a hard cap): one core's writes barely wait, eight cores' FIFO traffic does. The
   capacity is fitted to the on-board flash-attention table (machine.toml says how);
   ``sim.simulate(..., free=("gm_write_queue",))`` makes it free.
+* **What each costs.** ``free=("gm_bandwidth",)`` keeps the channels' accounting (bytes,
+  utilisation, L2 hit rate) but no transfer waits for them: each costs its own path's time,
+  as a lone unit would see it. ``sim.whatif`` runs a kernel with each mechanism freed.
 """
 
 from __future__ import annotations
@@ -56,7 +59,11 @@ import numpy as np
 __all__ = ["GlobalMemory", "MECHANISMS"]
 
 # the shared mechanisms of this model a run can make free (``simulate(..., free=...)``)
-MECHANISMS = {"gm_write_queue": "queueing on the chip's GM write path ([gm.write_queue])"}
+MECHANISMS = {
+    "gm_bandwidth": "the chip's shared HBM and L2 channels ([gm] and [gm.l2] "
+    "bandwidth_gib_per_s): a GM transfer takes only its own path's time",
+    "gm_write_queue": "queueing on the chip's GM write path ([gm.write_queue])",
+}
 
 _NEVER = np.iinfo(np.int64).min // 2
 
@@ -244,6 +251,9 @@ class GlobalMemory:
             if wq.get("enabled", False)
             else None
         )
+        # with the channels freed their reservations are still made (the summary's bytes and
+        # utilisation), but no transfer waits for them
+        self.shared = "gm_bandwidth" not in free
         self._bytes: dict[int, tuple] = {}  # id(plan) -> (plan, GM bytes, is write)
 
     @property
@@ -273,7 +283,9 @@ class GlobalMemory:
         assert self.hbm is not None
         end: float = now + own
         if self.l2 is None:
-            end = max(end, self.hbm.reserve(now, nbytes))
+            reserved = self.hbm.reserve(now, nbytes)
+            if self.shared:
+                end = max(end, reserved)
         else:
             assert self.l2_channel is not None  # made with the L2
             hit, lines, dirtied = (
@@ -286,9 +298,11 @@ class GlobalMemory:
                     if hit == lines
                     else own + self.miss_extra
                 )
-            end = max(end, self.l2_channel.reserve(now, nbytes))
+            reserved = self.l2_channel.reserve(now, nbytes)
             if miss_bytes:
-                end = max(end, self.hbm.reserve(now, miss_bytes))
+                reserved = max(reserved, self.hbm.reserve(now, miss_bytes))
+            if self.shared:
+                end = max(end, reserved)
         if write and self.write_queue is not None:
             end += self.write_queue.wait(now, nbytes)
         return int(end - now + 0.5) if end > now + own or self.apply_latency else own
