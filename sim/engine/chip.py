@@ -37,6 +37,7 @@ from sim.engine.execute import Interpreter
 from sim.engine.ffts import FftsWait
 from sim.engine.gm import GlobalMemory
 from sim.engine.gmorder import TransferOrder
+from sim.engine.links import SignalWait
 from sim.engine.machine import Machine
 from sim.engine.placement import place_tiles
 from sim.engine.racefree import race_free
@@ -76,23 +77,33 @@ class Chip:
         limits=None,
         race_logs=False,
         gm_summary=False,
+        env=None,
+        rank=0,
+        links=None,
     ):
         """``races``: run the race detector (the event path); ``race_logs``: keep every
         unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``);
         ``gm_summary``: with ``race_logs`` and one unit, keep only which of its pipes
         touch each GM array (``sim.engine.access.GmShared`` ends the run when two touch
-        one and one writes)."""
+        one and one writes). A run with ranks (``sim.engine.ranks``) gives every rank's
+        chip the one ``env``, its ``rank`` and the run's ``links`` (``sim.engine.links``)."""
         self.target = target
         self.layout = kept(
             program, ("layout", target, block_dim), lambda: layout(program, target, block_dim)
         )
         self.limits = limits  # sim.engine.limits.Limits watching the run, or None
-        self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
+        if env is not None:
+            self.env = env
+        else:
+            self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
         self.gm = GlobalMemory(target, l2=l2, free=free)  # free: sim.engine.launch
         self.state = ChipState(
             self.env, target, [(u.core, u.unit) for u in self.layout.units], ideal_sync=ideal_sync
         )
         self.gm_state: tuple[dict, dict, dict] = ({}, {}, {})  # GM arrays, filled pages, dtypes
+        if links is not None:  # TWAIT's keys go to the links (sim.engine.links)
+            self.state.rank, self.state.links = rank, links
+            self.state.flags.routes[SignalWait] = links
         # one unit alone never fills the GM channel (each path is slower than it), so it
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency
@@ -209,10 +220,19 @@ class Chip:
         """Run every block to the end; the trace recording of all their units."""
         self.waves.launch()
         self.env.run()
-        stuck = [(spec, m) for spec, _, m in self.units if not m.finished()]
+        self.check()
+        return self.recording()
+
+    def stuck(self) -> list:
+        """(spec, machine) of every unit left unfinished."""
+        return [(spec, m) for spec, _, m in self.units if not m.finished()]
+
+    def check(self) -> None:
+        """After the environment ran dry: a unit unfinished or a block never started is a
+        deadlock (``DeadlockError``)."""
+        stuck = self.stuck()
         if stuck or self.waves.unstarted():
             self._deadlock(stuck)
-        return self.recording()
 
     def now(self) -> int:
         """The latest cycle any unit has reached (pipes may run ahead of the event loop)."""

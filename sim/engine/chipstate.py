@@ -36,6 +36,10 @@ class ChipState:
         self.vector_units = int(target.units.get("AIV", {}).get("count", 2))
         self._queues: dict = {}
         self._reserved: dict = {}
+        # a run with ranks (sim.engine.ranks): this chip's rank and the links every rank
+        # reaches the others through (sim.engine.links); 0 and None on one chip
+        self.rank = 0
+        self.links = None
 
     def of_core(self, core) -> tuple:
         """The launched (core, unit) pairs of ``core``, in launch order."""

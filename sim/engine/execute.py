@@ -20,6 +20,7 @@ import numpy as np
 
 from sim.base.errors import SimulationError, UserError
 from sim.engine.access import instr_accesses
+from sim.engine.comm import CommUnit
 from sim.engine.control import ControlFlow
 from sim.engine.ffts import CrossCore
 from sim.engine.gmviews import GlobalViews
@@ -112,7 +113,9 @@ def _form(instr: Instr) -> tuple:
 _COPIES = 8  # copies of an item kept per statement (by accesses and GM window)
 
 
-class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites, InstrShapes):
+class Interpreter(
+    GlobalViews, CrossUnit, CrossCore, CommUnit, ControlFlow, OperandSites, InstrShapes
+):
     """Executes ``program`` on ``target``; iterate ``issue()`` to get the pipe items.
 
     On a chip, each unit has its own interpreter: ``spec`` says which unit it is (its
@@ -213,6 +216,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites, 
             "get_block_num": sp.block_num,
             "get_subblock_idx": sp.subblock_idx,
             "get_subblock_num": sp.subblock_num,
+            **self._rank_ids(),
         }
         self._instr_type = Instr
         self._handlers = {
@@ -224,6 +228,7 @@ class Interpreter(GlobalViews, CrossUnit, CrossCore, ControlFlow, OperandSites, 
             WaitFlag: self._flag,
             Barrier: self._barrier,
             **self._cross_core_handlers(),
+            **self._comm_handlers(),
             **self._control_handlers(),
         }
         self._bind_args()

@@ -15,6 +15,7 @@ from sim.engine.launch import free_set, launch_cycles
 from sim.engine.limits import Limits, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.plausible import FILLS, PLAUSIBLE_KEY, index_bounds
+from sim.engine.ranks import RanksResult, rank_inputs, run_ranks
 from sim.engine.record import TRACE_MODES
 from sim.engine.result import Result
 from sim.engine.scan import kept
@@ -54,7 +55,7 @@ def simulate(
     program: Program | KernelLike,
     target: str | Path | Target = "a2a3",
     *,
-    inputs: dict[str, Any] | str | None = None,  # arrays by name, or a fill's name
+    inputs: dict[str, Any] | list[dict[str, Any]] | str | None = None,  # arrays by name
     functional: bool = True,
     strict: bool = True,
     seed: int = 0,
@@ -69,7 +70,8 @@ def simulate(
     block_dim: int | None = None,
     l2: bool | None = None,
     free: Iterable[str] | str | None = None,
-) -> Result:
+    ranks: int | None = None,
+) -> Result | RanksResult:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
@@ -104,6 +106,11 @@ def simulate(
     (``sim.engine.launch.MECHANISMS``: the GM write queue, the launch overhead), the what-ifs
     of ``sim.whatif``. ``Result.total_cycles`` is device time; ``Result.launch_cycles`` the
     fixed launch overhead beside it (``with_launch_cycles`` their sum).
+
+    ``ranks=N`` runs N NPUs, each a whole chip running the kernel, joined by the target's
+    ``[comm]`` link model (``sim.engine.ranks``, docs/concepts/ranks.md); ``inputs`` may then
+    be a list of one dict per rank, and the result is a ``RanksResult`` (a ``Result`` per
+    rank). Without ``ranks`` the run is one chip, as always.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -111,6 +118,11 @@ def simulate(
         raise UserError(f"races: expected True, False or 'manual', found {races!r}")
     if trace not in TRACE_MODES:
         raise UserError(f"trace: expected one of {', '.join(TRACE_MODES)}, found {trace!r}")
+    per_rank = None
+    if isinstance(inputs, (list, tuple)):  # one dict per rank
+        if ranks is None:
+            raise UserError("inputs: a list gives one dict per rank; pass ranks=N with it")
+        per_rank, inputs = list(inputs), None
     if isinstance(inputs, str):  # inputs="plausible": no arrays given, the fill named
         fill = inputs
         inputs = None
@@ -132,6 +144,8 @@ def simulate(
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
     _check_input_names(program, inputs)
+    for d in per_rank or ():
+        _check_input_names(program, d if isinstance(d, dict) else None)
     tgt = load_target(target)
     freed = free_set(free)
     _static_check(program, tgt, inputs or {})
@@ -147,6 +161,28 @@ def simulate(
 
     if fill == "plausible":  # index-like GM inputs inside their ranges (sim.engine.plausible)
         inputs = {**(inputs or {}), PLAUSIBLE_KEY: index_bounds(prep.program)}
+    if ranks is not None:
+        if races is True:
+            raise UserError("races: the race check does not cover runs with ranks yet")
+        return run_ranks(
+            prep.program,
+            tgt,
+            ranks,
+            rank_inputs(ranks if isinstance(ranks, int) else 0, inputs or {}, per_rank),
+            block_dim=block_dim,
+            seed=seed,
+            warnings=(*program.warnings, *prep.warnings),
+            mode=prep.mode,
+            freed=freed,
+            limits=watched,
+            functional=functional,
+            strict=strict,
+            detail=detail == "cce",
+            ideal_sync=ideal_sync or prep.ideal_sync,
+            infinite_bandwidth=infinite_bandwidth,
+            l2=l2,
+            trace=trace,
+        )
 
     def run(detect: bool, gm_summary: bool = False):
         chip = Chip(

@@ -60,6 +60,7 @@ from sim.isa.program import (
 )
 from sim.isa.tile import Loc, Tile, TileType
 from sim.kernel.chip import ChipKernel
+from sim.kernel.comm import CommKernel
 from sim.kernel.tokens import _POOL, _IdPool, _Intervals, _PipeClocks  # noqa: F401 (tests)
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name, ir_name
 
@@ -91,11 +92,11 @@ _SCALARS = frozenset(
 )
 
 
-class Kernel(ChipKernel):
+class Kernel(ChipKernel, CommKernel):
     """A kernel under construction; ``program()`` returns its IR.
 
     ``block_dim`` physical cores run it (SPMD); see ``sim.kernel.chip`` for block ids,
-    cube / vector sections and FIFOs.
+    cube / vector sections and FIFOs, ``sim.kernel.comm`` for ranks and communication.
     """
 
     def __init__(self, name: str = "kernel", block_dim: int = 1):

@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Fifo", "ChipKernel"]
 
-_IDS = ("block_idx", "block_num", "subblock_idx", "subblock_num")
+# the ids a unit reads first; rank ids: sim.kernel.comm
+_IDS = ("block_idx", "block_num", "subblock_idx", "subblock_num", "rank_idx", "rank_num")
 
 
 class Fifo:

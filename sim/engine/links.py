@@ -1,0 +1,195 @@
+"""Where ranks meet: the link model, the ranks' windows and the signals.
+
+A run with ranks (docs/concepts/ranks.md) has one ``Chip`` per rank and one ``Links``; a
+rank's state never refers to another rank's objects, only to the links, so ranks could run
+in separate processes with the links as the message layer. ``[comm]`` of the target's
+machine.toml holds the figures:
+
+* **Topology** (``topology``): ``full_mesh`` (a link per ordered pair of ranks: a remote access
+  crosses one) or ``ring`` (ranks ``d`` apart cross ``min(d, N - d)`` links). At most
+  ``max_ranks`` ranks.
+* **A remote access** of ``n`` bytes costs ``hops * latency_cycles + n / link bandwidth``
+  (``[comm.links]``). ASSUMPTION (communication.md §10.3, §11: link figures [silent]): the
+  link is not yet a shared resource — two transfers on one link do not slow each other; the
+  local side of a transfer keeps its ``[dma.paths]`` cost and does not cross the chip's GM
+  model either.
+* **Windows.** Each rank's GM arrays are its own (``RankMemory``); a remote operand names the
+  same GM argument and element offset on the peer (symmetric windows, communication.md §3).
+* **Signals.** A ``TNOTIFY`` lands on its rank's int32 word ``notify_cycles`` after it
+  issues, plus the link latency per hop when the word is remote; a ``TWAIT`` sleeps on the
+  words it reads (``SignalWait``, a key the chip's cross-unit flags route here) and wakes
+  ``poll_cycles_per_element`` x its elements after the write that satisfies it (one pass of
+  the poll loop, communication.md §5.3).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from sim.base.errors import UserError
+from sim.engine.gmviews import GlobalViews
+from sim.isa.comm import cmp_text, notify, satisfied
+
+__all__ = ["Links", "RankMemory", "SignalWait", "TOPOLOGIES"]
+
+TOPOLOGIES = ("full_mesh", "ring")
+
+
+class RankMemory(GlobalViews):
+    """One rank's GM arrays as a peer reaches them: the arrays, filled pages and dtypes the
+    rank's units share (``Chip.gm_state``), its inputs and seed (a page nobody wrote is filled
+    as the rank's own units would fill it)."""
+
+    def __init__(self, gm_state: tuple, inputs: dict | None, seed: int):
+        self.gm, self._filled, self._gm_dtypes = gm_state
+        self.inputs = dict(inputs or {})
+        self.seed = seed
+        self.values: dict[str, Any] = {}
+        self.functional = True
+
+    def window(self, ptr, base: int, sizes: tuple, strides: tuple) -> np.ndarray:
+        """The strided numpy view of elements ``base`` + sum(i * stride) of the GM argument
+        of ``ptr`` (a ``GmPtr``; its pages filled)."""
+        last = base + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
+        arr = self._gm_array(ptr, last + 1)
+        self._touch(ptr.name, arr, base, last + 1)
+        isz = arr.itemsize
+        return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
+
+
+class SignalWait(tuple):
+    """The key of a ``TWAIT``: ("signal", rank, GM pointer, base, sizes, strides, cmp,
+    value). A tuple subclass, so a chip's cross-unit flags route it to ``Links``."""
+
+    __slots__ = ()
+
+    @property
+    def rank(self) -> int:
+        return self[1]
+
+    def text(self) -> str:
+        _, rank, ptr, base, sizes, _, cmp, value = self
+        name, n = ptr.name, math.prod(sizes)
+        where = f"%{name}[{base}]" if n == 1 else f"%{name}[{base}..] ({n} elements)"
+        return f"signal {where} {cmp_text(cmp)} {value}"
+
+
+class Links:
+    """The link model and the signals of a run with ``ranks`` ranks of ``target``."""
+
+    def __init__(self, env, target, ranks: int):
+        cfg = target.comm
+        if not cfg:
+            raise UserError(
+                f"ranks: target {target.name} has no [comm] link model in its machine.toml "
+                f"(communication.md §10.3: its link figures are [silent]); runs with more "
+                f"than one rank need one"
+            )
+        topology = cfg.get("topology", "full_mesh")
+        if topology not in TOPOLOGIES:
+            raise UserError(
+                f"{target.path / 'machine.toml'}: [comm] topology: expected one of "
+                f"{', '.join(TOPOLOGIES)}, found {topology!r}"
+            )
+        most = int(cfg.get("max_ranks", ranks))
+        if ranks > most:
+            raise UserError(
+                f"ranks: expected 1 .. {most} on target {target.name} ([comm] max_ranks of "
+                f"its {topology} topology), found {ranks}"
+            )
+        self.env = env
+        self.n = ranks
+        self.topology = topology
+        links = cfg.get("links", {})
+        self.bytes_per_cycle = float(links["bandwidth_gb_per_s"]) * 1e9 / target.clock_hz
+        self.latency = float(links["latency_cycles"])
+        sig = cfg.get("signals", {})
+        self.notify_cycles = int(sig.get("notify_cycles", 0))
+        self.poll_cycles = int(sig.get("poll_cycles_per_element", 0))
+        self.memories: list[RankMemory | None] = [None] * ranks
+        # (rank, GM argument) -> [(key, event)] of the TWAITs sleeping on its words
+        self._waiters: dict[tuple, list] = {}
+        self.notifies = 0  # signal writes landed (for tests and summaries)
+
+    # --- the link model --------------------------------------------------------------------
+
+    def hops(self, a: int, b: int) -> int:
+        """Links a transfer between ranks ``a`` and ``b`` crosses (0 on one rank)."""
+        if a == b:
+            return 0
+        if self.topology == "full_mesh":
+            return 1
+        d = abs(a - b)
+        return min(d, self.n - d)
+
+    def remote_cycles(self, a: int, b: int, nbytes: int) -> int:
+        """Cycles of the remote side of one access of ``nbytes`` between ranks ``a``, ``b``."""
+        h = self.hops(a, b)
+        return int(h * self.latency + nbytes / self.bytes_per_cycle + 0.5)
+
+    def peer(self, rank: int, peer: int, where: str) -> int:
+        """``peer`` checked against the run's ranks."""
+        if not 0 <= peer < self.n:
+            raise UserError(
+                f"{where}: peer rank {peer} is outside the run's ranks 0 .. {self.n - 1}"
+            )
+        return peer
+
+    def memory(self, rank: int) -> RankMemory:
+        mem = self.memories[rank]
+        assert mem is not None  # every rank's chip registers before the run starts
+        return mem
+
+    # --- signals ---------------------------------------------------------------------------
+
+    def notify(self, src: int, dst: int, view: tuple, op: str, value: int) -> None:
+        """Rank ``src``'s ``TNOTIFY`` of the one int32 word ``view`` ((ptr, base, sizes,
+        strides)) on rank ``dst``: it lands ``notify_cycles`` + the link latency later."""
+        delay = self.notify_cycles + int(self.hops(src, dst) * self.latency + 0.5)
+        self.env.timeout(delay).callbacks.append(lambda _: self._land(dst, view, op, value))
+
+    def _land(self, rank: int, view: tuple, op: str, value: int) -> None:
+        ptr, base, sizes, strides = view
+        word = self.memory(rank).window(ptr, base, sizes, strides).reshape(-1)
+        word[0] = notify(int(word[0]), op, value)
+        self.notifies += 1
+        waiting = self._waiters.get((rank, ptr.name))
+        if not waiting:
+            return
+        still = []
+        for key, ev in waiting:
+            if self.holds(key):
+                self.env.timeout(self._poll(key)).callbacks.append(lambda _, ev=ev: ev.succeed())
+            else:
+                still.append((key, ev))
+        self._waiters[(rank, ptr.name)] = still
+
+    def values(self, key: SignalWait) -> np.ndarray:
+        _, rank, ptr, base, sizes, strides, _, _ = key
+        return self.memory(rank).window(ptr, base, sizes, strides)
+
+    def holds(self, key: SignalWait) -> bool:
+        return satisfied(self.values(key), key[6], key[7])
+
+    def _poll(self, key: SignalWait) -> int:
+        return self.poll_cycles * math.prod(key[4])
+
+    # the cross-unit flag protocol (sim.engine.xunit.CrossFlags routes SignalWait here)
+
+    def wait_event(self, key: SignalWait):
+        """The event a TWAIT sleeps on: one poll pass when its signal already holds, else
+        until a write satisfies it (then one pass)."""
+        if self.holds(key):
+            return self.env.timeout(self._poll(key))
+        ev = self.env.event()
+        self._waiters.setdefault((key[1], key[2].name), []).append((key, ev))
+        return ev
+
+    def take(self, key: SignalWait) -> None:
+        """A TWAIT consumes nothing: the signal keeps its value."""
+
+    def fire(self, key) -> None:  # pragma: no cover - signals are written by notify()
+        raise AssertionError("a signal is written by TNOTIFY, not set as a flag")

@@ -1,0 +1,216 @@
+"""A run with ranks: N NPUs, each a whole chip, in one process (docs/concepts/ranks.md).
+
+``run_ranks`` builds one SimPy environment, one ``Chip`` per rank (its own GM arrays, GM
+model, cores and ``block_dim``, its own inputs) and one ``Links`` (``sim.engine.links``),
+the only object through which ranks meet. Every rank's blocks start at cycle 0; when the
+environment runs dry, a unit left unfinished on any rank is a deadlock naming the rank, and
+for a ``TWAIT`` the signal, the comparison, the value waited for and the value it holds.
+
+The result is a ``RanksResult``: one ``Result`` per rank and the run's time, that of the
+latest rank.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from sim.base.errors import DeadlockError, UserError
+from sim.engine.chip import Chip
+from sim.engine.deadlock import describe_stuck
+from sim.engine.launch import launch_cycles
+from sim.engine.links import Links, RankMemory, SignalWait
+from sim.engine.result import Result
+
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["RanksResult", "run_ranks", "rank_inputs", "rank_seed"]
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of rank ``rank``'s random fills: rank 0 keeps the run's, so one rank fills
+    as a run without ranks does; the others differ (their data is their own)."""
+    return seed if rank == 0 else seed * 1_000_003 + rank
+
+
+def rank_inputs(ranks: int, common: dict, per_rank: list | None) -> list[dict]:
+    """Each rank's inputs: ``common`` (the kernel's own data and ``inputs=`` as a dict) with
+    the rank's dict of ``inputs=[...]`` over it."""
+    if per_rank is None:
+        return [dict(common) for _ in range(ranks)]
+    if len(per_rank) != ranks:
+        raise UserError(
+            f"inputs: a list gives one dict per rank: expected {ranks}, found {len(per_rank)}"
+        )
+    out = []
+    for r, d in enumerate(per_rank):
+        if not isinstance(d, dict):
+            raise UserError(f"inputs[{r}]: expected a dict of arrays, found {type(d).__name__}")
+        out.append({**common, **d})
+    return out
+
+
+@attrs.frozen
+class RanksResult:
+    """The result of a run with ranks: ``ranks[r]`` is rank r's ``Result`` (its trace, its
+    GM, its report); ``total_cycles`` the latest rank's end."""
+
+    ranks: tuple
+
+    @property
+    def kernel(self) -> str:
+        return self.ranks[0].kernel
+
+    @property
+    def target(self):
+        return self.ranks[0].target
+
+    @property
+    def mode(self) -> str:
+        return self.ranks[0].mode
+
+    @property
+    def warnings(self) -> tuple:
+        return tuple(dict.fromkeys(w for r in self.ranks for w in r.warnings))
+
+    @property
+    def total_cycles(self) -> int:
+        return max(r.total_cycles for r in self.ranks)
+
+    def output(self, name: str, rank: int = 0) -> np.ndarray:
+        """GM argument ``name`` of rank ``rank`` after the run."""
+        return self.ranks[rank].output(name)
+
+    def to_json(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "target": self.target.name,
+            "ranks": len(self.ranks),
+            "total_cycles": self.total_cycles,
+            "per_rank": [r.to_json() for r in self.ranks],
+        }
+
+    def report(self, max_rows: int = 40) -> str:
+        head = (
+            f"{self.kernel} on {len(self.ranks)} ranks of {self.target.name}: "
+            f"{self.total_cycles} cycles (the latest rank's end)"
+        )
+        parts = [head]
+        for i, r in enumerate(self.ranks):
+            parts.append(f"\n=== rank {i}: {r.total_cycles} cycles ===\n{r.report(max_rows)}")
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def run_ranks(
+    program,
+    tgt,
+    ranks: int,
+    inputs: list[dict],
+    *,
+    block_dim: int,
+    seed: int,
+    warnings: tuple,
+    mode: str,
+    freed: frozenset,
+    limits=None,
+    **chip_opts: Any,
+) -> RanksResult:
+    """Run ``program`` (prepared) on ``ranks`` chips of ``tgt``; ``inputs`` one dict per rank."""
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+        raise UserError(f"ranks: expected a positive integer, found {ranks!r}")
+    import simpy
+
+    env = limits.environment(lambda: max(c.now() for c in chips)) if limits else simpy.Environment()
+    links = Links(env, tgt, ranks)
+    chips: list[Chip] = []
+    for r in range(ranks):
+        chip = Chip(
+            program,
+            tgt,
+            block_dim=block_dim,
+            inputs=inputs[r],
+            seed=rank_seed(seed, r),
+            free=freed,
+            limits=limits,
+            env=env,
+            rank=r,
+            links=links,
+            **chip_opts,
+        )
+        links.memories[r] = RankMemory(chip.gm_state, inputs[r], rank_seed(seed, r))
+        chips.append(chip)
+    gc.freeze()
+    try:
+        with np.errstate(all="ignore"):
+            for chip in chips:
+                chip.waves.launch()
+            env.run()
+    finally:
+        gc.unfreeze()
+    _check(chips, links)
+    results = []
+    for chip in chips:
+        recording = chip.recording()
+        results.append(
+            Result(
+                program.main.name,
+                tgt,
+                recording,
+                dict(chip.gm_state[0]),
+                (*warnings, *chip.warnings),
+                (),
+                mode=mode,
+                block_dim=block_dim,
+                memory=chip.gm.summary(recording.end) if chip.gm_used else {},
+                functional=chip_opts.get("functional", True),
+                blocks=tuple(chip.waves.table()),
+                cores=chip.waves.cores,
+                dispatch_cycles=chip.waves.latency,
+                launch_cycles=launch_cycles(tgt, freed),
+            )
+        )
+    return RanksResult(tuple(results))
+
+
+def _check(chips: list[Chip], links: Links) -> None:
+    """A unit unfinished on any rank: a ``DeadlockError`` naming the ranks (and, for a
+    ``TWAIT``, its signal, comparison, value and the value the signal holds)."""
+    parts: list[str] = []
+    entries: list[dict] = []
+    for r, chip in enumerate(chips):
+        for spec, m in chip.stuck():
+            where = f"rank {r} core {m.core} {spec.unit}"
+            items = m.stuck()
+            blocked = m.dispatch_blocked
+            key = blocked[0].flag if blocked is not None else None
+            for s in items:
+                s["rank"], s["core"], s["unit"] = r, m.core, spec.unit
+            if isinstance(key, SignalWait):
+                holds = links.values(key).reshape(-1)
+                shown = ", ".join(str(int(v)) for v in holds[:8]) + (
+                    " ..." if holds.size > 8 else ""
+                )
+                parts.append(
+                    f"{where}: TWAIT ({blocked[0].label(blocked[1])}) waits for "
+                    f"{key.text()} on rank {r}, which holds [{shown}] and no rank will "
+                    f"write it any more"
+                )
+                others = [s for s in items if s["pipe"] != "PIPE_S (dispatch)"]
+                if others:
+                    parts.append(describe_stuck(others, where + " "))
+            else:
+                parts.append(describe_stuck(items, where + " "))
+            entries += items
+        left = chip.waves.unstarted()
+        if left:
+            parts.append(f"rank {r}: {left} of the {chip.waves.block_dim} blocks never started")
+    if parts:
+        now = max(c.now() for c in chips)
+        raise DeadlockError(f"deadlock at cycle {now}: " + "; ".join(parts), entries)

@@ -1,0 +1,171 @@
+"""The communication part of the Python builder: ranks, TPUT / TGET, signals.
+
+::
+
+    k = sim.Kernel("allgather")
+    me, n = k.rank_idx, k.rank_num          # Index values: this rank, the rank count
+    src = k.gm("src", "f32", (16, 64))
+    out = k.gm("out", "f32", (16 * 8, 64))  # rank r's block at rows [16 r, 16 r + 16)
+    sig = k.gm("sig", "i32", (1, 8), data=np.zeros(8, np.int32))
+    stage = k.tile("vec", "f32", 16, 64)
+    for p in range(8):                       # push my block to every rank (mine too)
+        k.TPUT(out[me * 16 : me * 16 + 16, :], src, stage, peer=p)
+    k.pipe_barrier("PIPE_ALL")               # the release pattern (communication.md §6)
+    for p in range(8):
+        k.TNOTIFY(sig[0:1, me : me + 1], 1, op="atomic_add", peer=p)
+    k.TWAIT(sig, 1, cmp="ge")                # every rank's block has landed here
+    print(sim.simulate(k, ranks=8).total_cycles)
+
+A remote operand is the same GM argument and window on rank ``peer`` (symmetric windows,
+communication.md §3): ``TPUT``'s ``dst``, ``TGET``'s ``src``, ``TNOTIFY``'s signal.
+``rank_idx`` / ``rank_num`` are read with ``pto.get_rank_idx`` / ``pto.get_rank_num``, the
+simulator's spelling (real kernels read them from HCCL's communication context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sim.base.errors import UserError
+from sim.isa.comm import ATOMIC_TYPES, COMM_OPS, NOTIFY_OPS, WAIT_CMPS, CommOp
+from sim.isa.program import Const, Scalar
+from sim.isa.tile import Tile
+from sim.kernel.values import Event, GlobalTensor, Index, View, _caller
+
+__all__ = ["CommKernel"]
+
+
+class CommKernel:
+    """Mixin of ``Kernel``: rank ids and the communication instructions."""
+
+    # What the kernel provides (class-level declarations only, for the type checker).
+    _fresh: Callable[[str], str]
+    _emit: Callable[[Any], int]
+    _wait: Callable[[Event, str, Any], None]
+    _part_view: Callable[[View], Any]
+    _id: Callable[[str], Index]
+    _stmts: list
+
+    @property
+    def rank_idx(self) -> Index:
+        """This rank's id, 0 .. rank_num - 1 (``simulate(..., ranks=N)``)."""
+        return self._id("rank_idx")
+
+    @property
+    def rank_num(self) -> Index:
+        """The run's rank count."""
+        return self._id("rank_num")
+
+    def _view(self, v, role: str, what: str):
+        if isinstance(v, GlobalTensor):
+            v = v.view()
+        if not isinstance(v, View):
+            raise UserError(f"{_caller(3)}: {what}: {role} must be a GM window, found {v!r}")
+        return self._part_view(v)
+
+    def _comm(self, op: str, operands: tuple, events, attrs: dict, peer, results=()) -> Event:
+        loc = _caller(3)
+        first, last = COMM_OPS[op]
+        for ev in events:
+            self._wait(ev, first, loc)
+        if isinstance(peer, Index):
+            peer = peer.scalar
+        elif isinstance(peer, int) and not isinstance(peer, bool):
+            peer = Const(int(peer))
+        elif peer is not None:
+            raise UserError(
+                f"{loc}: {op}: peer: expected a rank (an int or an Index), found {peer!r}"
+            )
+        self._emit(CommOp(results, op, operands, attrs, peer, loc=loc))
+        return Event(self, len(self._stmts) - 1, last)
+
+    def _staged(self, op, dst, src, rest, peer, attrs) -> Event:
+        what = op.removeprefix("pto.comm.").upper()
+        stages = [x for x in rest if isinstance(x, Tile)]
+        events = [x for x in rest if isinstance(x, Event)]
+        other = [x for x in rest if not isinstance(x, (Tile, Event))]
+        if other or not 1 <= len(stages) <= 2:
+            raise UserError(
+                f"{_caller(3)}: {what}: expected dst, src, one or two staging tiles "
+                f"(ping[, pong]), then tokens to wait on"
+            )
+        ops = (self._view(dst, "dst", what), self._view(src, "src", what), *stages)
+        return self._comm(op, ops, events, attrs, peer)
+
+    def TPUT(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        *stages_and_events: Tile | Event,
+        peer: int | Index | None = None,
+        atomic: str = "atomic_none",
+    ) -> Event:
+        """``pto.comm.tput``: local ``src`` -> ``dst`` on rank ``peer`` (this rank when None)
+        through the staging tile(s), ``atomic="atomic_add"`` accumulating (§5.1)."""
+        if atomic not in ATOMIC_TYPES:
+            raise UserError(
+                f"{_caller()}: TPUT: atomic: expected one of {', '.join(ATOMIC_TYPES)}, "
+                f"found {atomic!r}"
+            )
+        attrs = {"atomicType": atomic} if atomic != "atomic_none" else {}
+        return self._staged("pto.comm.tput", dst, src, stages_and_events, peer, attrs)
+
+    def TGET(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        *stages_and_events: Tile | Event,
+        peer: int | Index | None = None,
+    ) -> Event:
+        """``pto.comm.tget``: ``src`` on rank ``peer`` -> local ``dst`` (§5.1)."""
+        return self._staged("pto.comm.tget", dst, src, stages_and_events, peer, {})
+
+    def TNOTIFY(
+        self,
+        signal: View | GlobalTensor,
+        value: int,
+        *events: Event,
+        op: str = "atomic_add",
+        peer: int | Index | None = None,
+    ) -> Event:
+        """``pto.comm.tnotify``: ``signal`` (one int32) on rank ``peer`` becomes ``value``
+        (``op="set"``) or grows by it (``"atomic_add"``) (§5.2)."""
+        if op not in NOTIFY_OPS:
+            raise UserError(
+                f"{_caller()}: TNOTIFY: op: expected one of {', '.join(NOTIFY_OPS)}, found {op!r}"
+            )
+        sig = self._view(signal, "signal", "TNOTIFY")
+        return self._comm(
+            "pto.comm.tnotify", (sig, Const(int(value), "i32")), events, {"notifyOp": op}, peer
+        )
+
+    def _cmp(self, what: str, cmp: str) -> None:
+        if cmp not in WAIT_CMPS:
+            raise UserError(
+                f"{_caller(3)}: {what}: cmp: expected one of {', '.join(WAIT_CMPS)}, found {cmp!r}"
+            )
+
+    def TWAIT(
+        self, signal: View | GlobalTensor, value: int, *events: Event, cmp: str = "ge"
+    ) -> Event:
+        """``pto.comm.twait``: hold this unit until every element of the local ``signal``
+        satisfies ``signal cmp value`` (§5.3)."""
+        self._cmp("TWAIT", cmp)
+        sig = self._view(signal, "signal", "TWAIT")
+        return self._comm(
+            "pto.comm.twait", (sig, Const(int(value), "i32")), events, {"cmp": cmp}, None
+        )
+
+    def TTEST(
+        self, signal: View | GlobalTensor, value: int, *events: Event, cmp: str = "ge"
+    ) -> Index:
+        """``pto.comm.ttest``: one poll; an ``i1`` Index, true iff every element of the local
+        ``signal`` satisfies ``signal cmp value`` (§5.3)."""
+        self._cmp("TTEST", cmp)
+        sig = self._view(signal, "signal", "TTEST")
+        res = Scalar(self._fresh("ok"), "i1")
+        self._comm(
+            "pto.comm.ttest", (sig, Const(int(value), "i32")), events, {"cmp": cmp}, None, (res,)
+        )
+        return Index(self, res)
