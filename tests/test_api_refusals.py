@@ -1,14 +1,18 @@
 """What the Python API refuses in one line, as the command line does: a run of something
 that is no kernel, an input name the kernel has no argument for, the data of a run that
-computed none, module attributes that name two targets.
+computed none, module attributes that name two targets, a float scalar argument its type
+cannot hold.
 
 Each of these used to go through: ``simulate(None)`` was a TypeError from deep inside
 ("cannot create weak reference"), an unknown input name was ignored (the argument it meant
 ran on random data), ``output()`` of a timing-only run returned zeros, and an a2a3
-``target_arch`` beside an Ascend950 ``device-spec`` ran a2a3 without a word.
+``target_arch`` beside an Ascend950 ``device-spec`` ran a2a3 without a word, and
+``--arg f=1e40`` on an f32 printed numpy's RuntimeWarning and ran as an infinity.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,3 +106,26 @@ def test_the_command_line_refuses_the_conflict_and_warns_under_target(cli, tmp_p
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     code, out, err = cli("check", str(path), "--target", "a5")
     assert code == 0 and "warning" in err and "running --target a5" in err
+
+
+TFMODS = Path(__file__).resolve().parent.parent / "examples" / "tfmods.pto"  # %divisor: f32
+
+
+@pytest.mark.parametrize("value", ["1e40", "-1e40", "3.40282357e38"])
+def test_a_float_argument_past_its_types_range_is_refused(cli, value):
+    # as an integer out of range is: the run would divide by an infinity
+    code, out, err = cli("run", TFMODS, "--arg", f"divisor={value}")
+    assert code == 2 and "Traceback" not in err and "RuntimeWarning" not in err
+    assert err.strip() == (
+        f"ptosim: error: --arg divisor={value}: out of range for f32: its largest finite "
+        f"value is 3.4028235e+38 (pass inf for an infinity)"
+    )
+    program = sim.parse_file(TFMODS)
+    with pytest.raises(sim.UserError, match=r"%divisor \(f32\) = .* is out of range for f32"):
+        sim.simulate(program, inputs={"divisor": float(value)})
+
+
+@pytest.mark.parametrize("value", ["3.4028234e38", "inf", "-inf", "1e-45", "1e-50", "-0.0"])
+def test_a_float_argument_the_type_holds_runs(cli, value):
+    code, out, err = cli("run", TFMODS, "--arg", f"divisor={value}")
+    assert code == 0 and "RuntimeWarning" not in err, err

@@ -17,8 +17,10 @@ import pandas as pd
 import pytest
 
 import sim
+from sim.base.errors import UserError
 from sim.cli import main as ptosim
 from sim.studies.journal_rows import row_digest
+from sim.studies.sweep import _once, _typed_params
 
 distributed = pytest.importorskip("distributed")
 
@@ -173,6 +175,12 @@ def test_cli_sweep_writes_parquet(client, tmp_path, capsys):
             ["--param", "rows=16", "-o", "/proc/none/r.parquet"],
             "/proc/none/r.parquet: cannot write",
         ),
+        # one configuration listed twice, however it is spelt
+        (["--param", "rows=0x10,16"], "parameter rows: 0x10 and 16 are the same value (16)"),
+        (["--param", "rows=16", "--target", "a2a3", "a2a3"], "target: a2a3 is listed twice"),
+        (["--param", "rows=16", "--sync", "auto,auto"], "sync mode: auto is listed twice"),
+        (["--param", "rows=16", "--rows", "-5"], "--rows: expected an integer >= 0, found -5"),
+        (["--param", "rows=16", "--workers", "0"], "--workers: expected an integer >= 1"),
     ],
 )
 def test_cli_sweep_mistakes_are_user_errors_before_any_run(argv, what, tmp_path, capsys):
@@ -180,6 +188,18 @@ def test_cli_sweep_mistakes_are_user_errors_before_any_run(argv, what, tmp_path,
     _, err = capsys.readouterr()
     assert code == 2 and what in err and err.count("\n") == 1
     assert not (tmp_path / "r.parquet").exists()
+
+
+def test_values_listed_twice_as_the_kernel_reads_them_are_refused(tmp_path):
+    pto = str(ROOT / "examples" / "tfmods.pto")
+    with pytest.raises(UserError, match=r"parameter divisor: 2 and 2.0 are the same value"):
+        sim.sweep(pto, {"divisor": ["2", "2.0"]})
+    with pytest.raises(UserError, match=r"parameter rows: 16 is listed twice"):
+        sim.sweep(TILED, {"rows": [16, 32, 16]})
+    # signed zeros are two scalar values (x / 0.0 and x / -0.0 differ): both are kept
+    values = _typed_params(pto, {"divisor": ["0.0", "-0.0"]})
+    assert [str(v) for v in values["divisor"]] == ["0.0", "-0.0"]
+    _once(values, {"divisor": ["0.0", "-0.0"]}, [None], [None])  # no error
 
 
 def test_ctrl_c_keeps_finished_rows_and_the_next_run_resumes(client, tmp_path):

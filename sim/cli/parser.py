@@ -495,11 +495,14 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster of --workers processes)",
     )
     sw.add_argument(
-        "--workers", type=int, default=2, help="worker processes of the local cluster (default 2)"
+        "--workers",
+        type=_count(1),
+        default=2,
+        help="worker processes of the local cluster (default 2; at most the CPUs)",
     )
     _output_arg(
         sw, "-o", "--output", required=True, metavar="RESULTS.parquet", suffixes=(".parquet",)
     )
-    sw.add_argument("--rows", type=int, default=40, help="rows printed (default 40)")
+    sw.add_argument("--rows", type=_count(0), default=40, help="rows printed (default 40)")
     sw.set_defaults(func=cmd_sweep)
     return p

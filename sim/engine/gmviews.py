@@ -59,6 +59,33 @@ def _random(dt: DType, n: int, rng) -> np.ndarray:
     return rng.integers(0, 200, n).astype(dt.np_type)
 
 
+def _check_float_value(a: Scalar, value) -> None:
+    """A finite value given for a float scalar argument that its type cannot hold (1e40
+    for an f32) is refused, as an integer out of range is: it would run as an infinity."""
+    kind = _FLOAT_KINDS.get(a.type)
+    if kind is None or type(value) not in (int, float) or not np.isfinite(value):
+        return
+    with np.errstate(over="ignore"):
+        if np.isinf(np.asarray(value, dtype=kind())):
+            raise UserError(
+                f"inputs: scalar argument %{a.name} ({a.type}) = {value!r} is out of range "
+                f"for {a.type} (it would run as an infinity; pass inf for one)"
+            )
+
+
+def _bf16():
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16
+
+
+_FLOAT_KINDS: dict[str, Callable[[], Any]] = {
+    "f16": lambda: np.float16,
+    "f32": lambda: np.float32,
+    "bf16": _bf16,
+}
+
+
 class GlobalViews:
     """Mixin of ``Interpreter``: binds the kernel's arguments and resolves GM views."""
 
@@ -96,7 +123,9 @@ class GlobalViews:
             )
         for a in self.fn.args:
             if isinstance(a, Scalar):
-                self._bind(a, self.inputs[a.name] if a.name in self.inputs else launch[a.name])
+                value = self.inputs[a.name] if a.name in self.inputs else launch[a.name]
+                _check_float_value(a, value)
+                self._bind(a, value)
             elif isinstance(a, (TensorView, PartView)):
                 self._bind_view_arg(a)
 

@@ -252,9 +252,39 @@ def scalar_value(name: str, text: str, type_: str):
         number = float(text)
         if not math.isfinite(number) and text.strip().lower() not in ("inf", "-inf", "+inf", "nan"):
             raise ValueError(text)  # 1e999: overflows a float
+        if math.isfinite(number) and _rounds_to_infinity(number, t):
+            # as integers out of range, refused: an infinity is not what was written
+            raise UserError(
+                f"--arg {name}={text}: out of range for {type_}: its largest finite value "
+                f"is {_largest(t):.8g} (pass inf for an infinity)"
+            )
         return number
     except ValueError:
         raise UserError(f"--arg {name}={text}: expected a value of type {type_}") from None
+
+
+def _float_type(t: str):
+    import ml_dtypes
+    import numpy as np
+
+    return {"f16": np.float16, "f32": np.float32, "bf16": ml_dtypes.bfloat16}.get(t)
+
+
+def _rounds_to_infinity(number: float, t: str) -> bool:
+    """Whether the finite ``number`` becomes an infinity as a scalar of float type ``t``."""
+    import numpy as np
+
+    kind = _float_type(t)
+    if kind is None:
+        return False
+    with np.errstate(over="ignore"):
+        return math.isinf(float(np.asarray(number, dtype=kind)))
+
+
+def _largest(t: str) -> float:
+    import ml_dtypes
+
+    return float(ml_dtypes.finfo(_float_type(t)).max)
 
 
 def _int_range(t: str) -> tuple[int, int]:

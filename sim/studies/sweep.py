@@ -109,6 +109,7 @@ def sweep(
     values = _typed_params(str(kernel), params or {})
     modes = _modes(sync)
     targets = _targets(targets)
+    _once(values, params or {}, targets, modes)
     if scheduler is not None and not hasattr(scheduler, "submit"):  # an address, not a Client
         scheduler = _scheduler_address(scheduler)
     total = math.prod(len(v) for v in values.values()) * len(targets) * len(modes)
@@ -191,6 +192,34 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0):
         ident = [__version__, digest, sorted(params.items()), keys[target], mode, seed]
         key = hashlib.sha256(json.dumps(ident, default=repr).encode()).hexdigest()[:20]
         yield Config(params, target, mode, key)
+
+
+def _once(values: dict, given: Mapping, targets: list, modes: list) -> None:
+    """Refuse a value listed twice (as the kernel reads it: ``0x10`` and ``16`` are one
+    value, ``0.0`` and ``-0.0`` two): it would run one configuration twice. ``given``: the
+    parameter values as written, ``values`` as typed (``_typed_params``)."""
+    lists = []
+    for n, typed in values.items():
+        written = given.get(n)
+        written = list(written) if isinstance(written, (list, tuple, range)) else typed
+        lists.append((f"parameter {n}", typed, written if len(written) == len(typed) else typed))
+    targets = [t or "the kernel's own" for t in targets]
+    lists += [("target", targets, targets), ("sync mode", modes, modes)]
+    for what, typed, written in lists:
+        seen: dict = {}
+        for v, text in zip(typed, written, strict=True):
+            key = (type(v).__name__, repr(v))  # 1 and 1.0 and True are equal in Python
+            if key in seen:
+                said = (
+                    f"{text} is listed twice"
+                    if str(seen[key]) == str(text)
+                    else f"{seen[key]} and {text} are the same value ({v!r})"
+                )
+                raise UserError(
+                    f"sweep: {what}: {said}, which would run the same configurations "
+                    f"twice; list every value once"
+                )
+            seen[key] = text
 
 
 def _targets(targets) -> list:
