@@ -1,0 +1,171 @@
+"""The chip's shared mechanisms (``sim.engine.gm``, ``sim.engine.launch``) as relations.
+
+Over families of core counts, block counts, window sizes and write-path capacities, never
+one shape: more contention (more cores writing, a smaller write capacity) never makes a
+run faster; making a mechanism free (``simulate(..., free=...)``) never makes it slower;
+with every GM mechanism free, blocks of equal work take one block's time per wave; the
+write queue waits writes only; the launch overhead is ``[chip.launch] overhead_us`` beside
+the device time, never in it. The queue's wait is checked against the M/D/1 formula of the
+module docstring worked by hand.
+"""
+
+import tomllib
+from pathlib import Path
+
+import attrs
+import pytest
+
+import sim
+from sim.base.errors import UserError
+from sim.engine.gm import _LoadQueue
+from sim.engine.launch import MECHANISMS
+from sim.target import load_target
+
+ROOT = Path(__file__).resolve().parent.parent
+GM_FREE = ("gm_bandwidth", "gm_write_queue")
+
+
+def _writes(block_dim: int, rows: int = 32, n: int = 4):
+    """Each block loads one rows x 256 f32 tile and stores it to n windows of its own."""
+    k = sim.Kernel("writes", block_dim=block_dim)
+    x = k.gm("x", "f32", (rows * block_dim, 256))
+    y = k.gm("y", "f32", (rows * n * block_dim, 256))
+    t = k.tile("vec", "f32", rows, 256)
+    r0 = k.block_idx * rows
+    e = k.TLOAD(t, x[r0 : r0 + rows, :])
+    for i in range(n):
+        r0 = k.block_idx * (rows * n) + rows * i
+        e = k.TSTORE(y[r0 : r0 + rows, :], t, e)
+    return k
+
+
+def _reads(block_dim: int, rows: int = 32, n: int = 4):
+    """Each block streams n rows x 256 f32 tiles of its own from GM (no GM write)."""
+    k = sim.Kernel("reads", block_dim=block_dim)
+    x = k.gm("x", "f32", (rows * n * block_dim, 256))
+    t = k.tile("vec", "f32", rows, 256)
+    for i in range(n):
+        r0 = k.block_idx * (rows * n) + rows * i
+        k.TLOAD(t, x[r0 : r0 + rows, :])
+    return k
+
+
+def _target(*, cores: int | None = None, capacity: float | None = None):
+    tgt = load_target("a2a3")
+    chip = dict(tgt.chip) if cores is None else {**tgt.chip, "cores": cores}
+    gm = dict(tgt.gm)
+    if capacity is not None:
+        gm["write_queue"] = {**gm["write_queue"], "capacity_gib_per_s": capacity}
+    return attrs.evolve(tgt, chip=chip, gm=gm)
+
+
+def _cycles(kernel, target="a2a3", **kw) -> int:
+    return sim.simulate(kernel, target, functional=False, trace="none", **kw).total_cycles
+
+
+@pytest.mark.parametrize("rows", [16, 64])
+def test_more_cores_writing_never_finish_sooner(rows):
+    """The same work per core on 1 .. 24 cores: never fewer cycles with more cores, more
+    at 24 than at 1 (the writes share the path); with the GM mechanisms free, exactly one
+    core's cycles whatever the count."""
+    counts = (1, 2, 4, 8, 16, 24)
+    shared = [_cycles(_writes(n, rows)) for n in counts]
+    assert shared == sorted(shared)
+    assert shared[-1] > shared[0]
+    free = [_cycles(_writes(n, rows), free=GM_FREE) for n in counts]
+    assert free == [free[0]] * len(counts)
+    assert all(f <= s for f, s in zip(free, shared, strict=True))
+
+
+@pytest.mark.parametrize("cores", [4, 12, 24])
+def test_a_smaller_write_capacity_is_never_faster(cores):
+    caps = (275.0, 550.0, 1100.0, 4400.0)
+    got = [_cycles(_writes(cores), _target(capacity=c)) for c in caps]
+    assert got == sorted(got, reverse=True)
+    assert got[0] > got[-1]
+
+
+@pytest.mark.parametrize("kernel", [_writes, _reads])
+@pytest.mark.parametrize("cores", [1, 3, 8, 24])
+def test_freeing_a_mechanism_is_never_slower(kernel, cores):
+    """Each GM mechanism freed alone, then both: never more cycles than as is, and both
+    free never more than either alone."""
+    k = kernel(cores)
+    as_is = _cycles(k)
+    alone = {m: _cycles(k, free=m) for m in GM_FREE}
+    both = _cycles(k, free=GM_FREE)
+    assert all(c <= as_is for c in alone.values())
+    assert both <= min(alone.values())
+
+
+@pytest.mark.parametrize("cores", [2, 8, 24])
+def test_the_write_queue_waits_writes_only(cores):
+    """Loads alone: the queue never acts. The same number of cores storing: it does."""
+    assert _cycles(_reads(cores)) == _cycles(_reads(cores), free="gm_write_queue")
+    assert _cycles(_writes(cores)) > _cycles(_writes(cores), free="gm_write_queue")
+    r = sim.simulate(_writes(cores), functional=False, trace="none")
+    assert r.memory["write_queue"]["writes"] == 4 * cores  # every store, no load
+
+
+def test_the_queue_wait_is_the_md1_wait_of_the_windowed_load():
+    """Capacity 10 B/cycle, window 1000 cycles (10 000 bytes), max load 0.9. Worked by
+    hand from the rule: service = bytes / 10; wait = service * rho / (2 (1 - rho))."""
+    q = _LoadQueue(10.0, 1000.0, 0.9)
+    assert q.wait(0, 5000) == 0.0  # an idle path
+    assert q.wait(0, 1000) == pytest.approx(100 * 0.5 / (2 * 0.5))  # 5000 B: rho 0.5
+    # half-way into the next window: half of the last window's 6000 B still count
+    assert q.wait(1500, 1000) == pytest.approx(100 * 0.3 / (2 * 0.7))
+    # two windows on: the path has forgotten it all
+    assert q.wait(3600, 2000) == 0.0
+    # a load past capacity is capped at max_load
+    q.wait(3600, 50_000)
+    assert q.wait(3600, 1000) == pytest.approx(100 * 0.9 / (2 * 0.1))
+    assert q.n == 6
+
+
+def _launch_us() -> float:
+    with open(ROOT / "models" / "a2a3" / "machine.toml", "rb") as f:
+        return float(tomllib.load(f)["chip"]["launch"]["overhead_us"])
+
+
+@pytest.mark.parametrize("blocks", [1, 5, 24, 30])
+def test_launch_is_beside_device_time(blocks):
+    """The launch overhead is the machine.toml figure in cycles, once per call whatever
+    the block count; it never enters the device time, and freeing it zeroes it only."""
+    clock = load_target("a2a3").clock_hz
+    launch = round(_launch_us() * 1e-6 * clock)
+    assert launch > 0
+    r = sim.simulate(_writes(blocks), functional=False, trace="none")
+    assert r.launch_cycles == launch
+    assert r.with_launch_cycles == r.total_cycles + launch == r.device_cycles + launch
+    free = sim.simulate(_writes(blocks), functional=False, trace="none", free="launch")
+    assert (free.launch_cycles, free.total_cycles) == (0, r.total_cycles)
+    j = r.to_json()
+    assert (j["device_cycles"], j["launch_cycles"], j["with_launch_cycles"]) == (
+        r.total_cycles,
+        launch,
+        r.total_cycles + launch,
+    )
+    assert f"launch overhead: {launch} cycles" in r.report()
+
+
+@pytest.mark.parametrize("blocks,cores", [(5, 2), (9, 4), (25, 24), (49, 24)])
+def test_waves_stay_ceil_blocks_over_cores_under_contention(blocks, cores):
+    """Equal blocks that share the write path: no core runs more than ceil(blocks / cores)
+    blocks, and the run never beats that many waves of one block alone."""
+    tgt = _target(cores=cores)
+    waves = -(-blocks // cores)
+    one = _cycles(_writes(1), tgt)
+    r = sim.simulate(_writes(blocks), tgt, functional=False, trace="none")
+    per_core = [sum(1 for b in r.blocks if b[1] == c) for c in range(cores)]
+    assert max(per_core) == waves
+    assert r.total_cycles >= waves * one
+    free = sim.simulate(_writes(blocks), tgt, functional=False, trace="none", free=GM_FREE)
+    assert free.total_cycles == waves * one
+    assert free.total_cycles <= r.total_cycles
+
+
+def test_an_unknown_mechanism_is_refused_naming_the_known_ones():
+    with pytest.raises(UserError, match="no shared mechanism 'l3'") as e:
+        sim.simulate(_writes(1), functional=False, free="l3")
+    assert all(m in str(e.value) for m in MECHANISMS)
