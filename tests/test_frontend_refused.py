@@ -49,7 +49,8 @@ CASES = [
     (
         "f8E8M0",
         "    %f = pto.alloc_tile : !pto.tile_buf<vec, 32x32x!pto.f8E8M0>",
-        "unsupported element type '!pto.f8E8M0'",
+        "unsupported element type '!pto.f8E8M0': E8M0 holds the shared exponents of MX "
+        "quantisation",
         52,
     ),
     (

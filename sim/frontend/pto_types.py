@@ -84,12 +84,20 @@ _LEVEL1 = {
 _ELEM_ALIASES = {"f8E4M3": "f8E4M3FN"}
 
 
+# Why an element type real kernels use is not simulated, where the reference says.
+_ELEM_REFUSED = {
+    "!pto.f8E8M0": "E8M0 holds the shared exponents of MX quantisation (TQUANT MX, A5), "
+    "which is not modelled (instructions-more.md §3.1)",
+}
+
+
 def _elem_dtype(tok: Token):
     text = str(tok)
     try:
         return _dtype(_ELEM_ALIASES.get(text, text))
-    except UserError:
-        raise TypeProblem(f"unsupported element type '{text}'", tok.start_pos or 0) from None
+    except UserError as e:
+        why = _ELEM_REFUSED.get(text) or f"the simulator has no values of it ({e})"
+        raise TypeProblem(f"unsupported element type '{text}': {why}", tok.start_pos or 0) from None
 
 
 def _dims(shape_tok: Token) -> tuple:
