@@ -22,10 +22,24 @@ them as (G) and (F)):
   A call's time includes launch and host overheads pto-sim does not model, so the figure
   scored is the cost of each further 128 keys between consecutive S1 (aim: within 20 %).
   ``examples/flash_attention.py`` runs with its default key tile for each S1.
+* ``kernels/manual/common/flash_atten`` (README): pto-isa's manual flash-attention kernel on
+  a 910B2, 128 query rows per core, head 128, the same work per core on 1, 2, 4 and 8 cores,
+  total task time in us (so compared with launch): the chip's shared mechanisms
+  (``[gm.write_queue]``, ``[chip.launch]``) are fitted to it. At S1 <= 2048 the manual kernel
+  uses a tiling of its own (slower than at S1 = 4096), so the S1 = 4096 and 8192 columns
+  are the ones that compare kernel to kernel.
+* Whole-chip flash attention (S0 = S1, one block of 128 query rows per 128 keys, blocks in
+  waves on the 24 cores): on-board figures are held out; pto-sim's device and with-launch
+  times are shown (``--chip`` adds S = 16 384, 128 blocks, about a minute).
 
-Run (about a minute on the 2-core development machine; ``--quick`` skips 6144^3)::
+Every time is shown as device time (``Result.total_cycles``: first block's start to last
+block's end) and with launch (``Result.with_launch_cycles``: plus ``[chip.launch]
+overhead_us``); the error is taken against what the on-board figure measures — device time
+for the GEMM's profiled wall, with launch for a call's or a task's time.
 
-    .venv/bin/python bench/bench_fidelity.py [--quick] [--markdown]
+Run (a minute or two on the 2-core development machine; ``--quick`` skips 6144^3)::
+
+    .venv/bin/python bench/bench_fidelity.py [--quick] [--markdown] [--chip]
 """
 
 from __future__ import annotations
@@ -66,6 +80,16 @@ FA_ONBOARD_US = {
     128: {1024: 19.20, 2048: 23.42, 4096: 38.32, 8192: 68.78},
     256: {1024: 18.60, 2048: 23.94, 4096: 39.84, 8192: 71.21},
 }
+# cores (128 query rows each) -> {S1: total task time us}, the manual kernel's table
+FA_MANUAL_US = {
+    1: {1024: 42.08, 2048: 51.44, 4096: 43.80, 8192: 74.54},
+    2: {1024: 33.20, 2048: 44.10, 4096: 43.52, 8192: 75.16},
+    4: {1024: 41.72, 2048: 55.44, 4096: 46.62, 8192: 86.32},
+    8: {1024: 63.72, 2048: 85.88, 4096: 64.46, 8192: 107.34},
+}
+# whole-chip flash attention, S0 = S1 = S: S / 128 blocks (on-board figures held out)
+FA_CHIP_SIZES = (1024, 2048, 4096, 8192)
+FA_CHIP_LARGE = (16384,)
 CALIBRATION = {
     t: ROOT / "models" / t / "calibration" / "reference_cases.csv" for t in ("a2a3", "a5")
 }
@@ -83,7 +107,7 @@ def gemm_rows(sizes) -> list[dict]:
         t0 = time.perf_counter()
         k = build(m=n, k=n, n=n, singleCoreM=scm, singleCoreK=n, singleCoreN=scn, **BASE)
         r = sim.simulate(k, TARGET, functional=False, trace="none")
-        cores = r.block_dim
+        cores = r.cores
         shares = {
             name: 100.0 * r.pipes.get(p, {}).get("busy_cycles", 0) / (cores * r.total_cycles)
             for name, p in SHARE_PIPES.items()
@@ -94,6 +118,7 @@ def gemm_rows(sizes) -> list[dict]:
                 cores=cores,
                 cycles=r.total_cycles,
                 wall_us=_us(r.total_cycles, clock),
+                with_launch_us=_us(r.with_launch_cycles, clock),
                 shares=shares,
                 onboard=GEMM_ONBOARD.get(n),
                 seconds=time.perf_counter() - t0,
@@ -123,6 +148,7 @@ def fa_rows() -> list[dict]:
                     tile=fa_key_tile(build, s1),
                     cycles=r.total_cycles,
                     us=_us(r.total_cycles, clock),
+                    with_launch_us=_us(r.with_launch_cycles, clock),
                     onboard_us=board[s1],
                 )
             )
@@ -131,6 +157,55 @@ def fa_rows() -> list[dict]:
             b["sim_per_128"] = (b["us"] - a["us"]) / per
             b["onboard_per_128"] = (b["onboard_us"] - a["onboard_us"]) / per
         rows += series
+    return rows
+
+
+def fa_multicore_rows() -> list[dict]:
+    """The manual kernel's table: the bundled kernel on 1 / 2 / 4 / 8 cores at each S1, as
+    is and with the GM write queue free (what it costs)."""
+    build = kernel_source(str(ROOT / "examples" / "flash_attention.py"))
+    clock = sim.load_target(TARGET).clock_hz
+    rows = []
+    for cores, board in FA_MANUAL_US.items():
+        for s1, onboard in board.items():
+            r, q = (
+                sim.simulate(
+                    build(s1=s1, cores=cores), TARGET, functional=False, trace="none", free=free
+                )
+                for free in ((), ("gm_write_queue",))
+            )
+            rows.append(
+                dict(
+                    cores=cores,
+                    s1=s1,
+                    device_us=_us(r.total_cycles, clock),
+                    with_launch_us=_us(r.with_launch_cycles, clock),
+                    queue_free_us=_us(q.with_launch_cycles, clock),
+                    onboard_us=onboard,
+                )
+            )
+    return rows
+
+
+def fa_chip_rows(sizes=FA_CHIP_SIZES) -> list[dict]:
+    """Whole-chip flash attention, S0 = S1 = S: S / 128 blocks in waves on the chip's cores."""
+    build = kernel_source(str(ROOT / "examples" / "flash_attention.py"))
+    clock = sim.load_target(TARGET).clock_hz
+    rows = []
+    for s in sizes:
+        t0 = time.perf_counter()
+        r = sim.simulate(build(s1=s, cores=s // 128), TARGET, functional=False, trace="none")
+        rows.append(
+            dict(
+                s=s,
+                blocks=r.block_dim,
+                cores=r.cores,
+                waves=-(-r.block_dim // r.cores),
+                device_us=_us(r.total_cycles, clock),
+                with_launch_us=_us(r.with_launch_cycles, clock),
+                seconds=time.perf_counter() - t0,
+            )
+        )
     return rows
 
 
@@ -164,7 +239,7 @@ def _err(sim_v: float, board: float) -> str:
     return f"{100.0 * (sim_v - board) / board:+.1f} %"
 
 
-def format_tables(gemm, fa, tiles, single, markdown: bool) -> str:
+def format_tables(gemm, fa, tiles, single, markdown: bool, multi=(), chip=()) -> str:
     lines = []
 
     def table(head, body):
@@ -188,12 +263,13 @@ def format_tables(gemm, fa, tiles, single, markdown: bool) -> str:
         body.append(
             [
                 f"{g['size']}^3 x{g['cores']}",
-                "time us",
+                "time us (device)",
                 f"{g['wall_us']:.1f}",
                 f"{ob['wall_us']:.1f}" if ob else "-",
                 _err(g["wall_us"], ob["wall_us"]) if ob else "-",
             ]
         )
+        body.append(["", "with launch us", f"{g['with_launch_us']:.1f}", "-", "-"])
         for name, v in g["shares"].items():
             b = ob["shares"][name] if ob else None
             note = " (not timed)" if name == "scalar" else ""
@@ -218,6 +294,7 @@ def format_tables(gemm, fa, tiles, single, markdown: bool) -> str:
             str(f["s1"]),
             str(f["tile"]),
             f"{f['us']:.2f}",
+            f"{f['with_launch_us']:.2f}",
             f"{f['onboard_us']:.2f}",
             f"{f['sim_per_128']:.3f}" if "sim_per_128" in f else "-",
             f"{f['onboard_per_128']:.3f}" if "onboard_per_128" in f else "-",
@@ -230,7 +307,8 @@ def format_tables(gemm, fa, tiles, single, markdown: bool) -> str:
             "S0",
             "S1",
             "key tile",
-            "pto-sim us",
+            "pto-sim us (device)",
+            "pto-sim us (with launch)",
             "on-board us (with launch)",
             "pto-sim us/128 keys",
             "on-board us/128 keys",
@@ -238,6 +316,64 @@ def format_tables(gemm, fa, tiles, single, markdown: bool) -> str:
         ],
         body,
     )
+
+    if multi:
+        lines.append(
+            "Flash attention on 1 to 8 cores (examples/flash_attention.py, 128 query rows per "
+            "core) against the manual kernel's total task time; error on with-launch time "
+            "(S1 <= 2048: the manual kernel's own tiling)"
+        )
+        body = [
+            [
+                str(m["cores"]),
+                str(m["s1"]),
+                f"{m['device_us']:.2f}",
+                f"{m['with_launch_us']:.2f}",
+                f"{m['queue_free_us']:.2f}",
+                f"{m['onboard_us']:.2f}",
+                _err(m["with_launch_us"], m["onboard_us"]),
+            ]
+            for m in multi
+        ]
+        table(
+            [
+                "cores",
+                "S1",
+                "pto-sim us (device)",
+                "pto-sim us (with launch)",
+                "with launch, write queue free",
+                "on-board us (task)",
+                "error",
+            ],
+            body,
+        )
+    if chip:
+        lines.append(
+            "Whole-chip flash attention, S0 = S1 = S (one block per 128 query rows, blocks "
+            "in waves; on-board figures held out)"
+        )
+        body = [
+            [
+                str(c["s"]),
+                str(c["blocks"]),
+                str(c["waves"]),
+                f"{c['device_us']:.2f}",
+                f"{c['with_launch_us']:.2f}",
+                f"{c['seconds']:.0f}",
+            ]
+            for c in chip
+        ]
+        table(
+            [
+                "S",
+                "blocks",
+                "waves",
+                "pto-sim us (device)",
+                "pto-sim us (with launch)",
+                "simulated in s",
+            ],
+            body,
+        )
 
     lines.append("Flash attention per further 128 keys, S1 4096 -> 8192, by key tile")
     body = [
@@ -269,10 +405,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip GEMM 6144^3 (about 20 s)")
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    ap.add_argument(
+        "--chip", action="store_true", help="whole-chip flash attention at S = 16 384 too"
+    )
     args = ap.parse_args(argv)
     sizes = [g for g in GEMMS if not (args.quick and g[0] == 6144)]
     t0 = time.perf_counter()
-    out = format_tables(gemm_rows(sizes), fa_rows(), fa_tile_rows(), validate_rows(), args.markdown)
+    chip = fa_chip_rows(FA_CHIP_SIZES + (FA_CHIP_LARGE if args.chip else ()))
+    out = format_tables(
+        gemm_rows(sizes),
+        fa_rows(),
+        fa_tile_rows(),
+        validate_rows(),
+        args.markdown,
+        multi=fa_multicore_rows(),
+        chip=chip,
+    )
     print(out)
     print(f"({time.perf_counter() - t0:.0f} s)")
     return 0
