@@ -308,6 +308,11 @@ def cmd_run(args) -> int:
         )
     if args.trace_rows is None:  # the report reads no sync row; a written trace does
         args.trace_rows = "full" if args.trace or args.plot else "ops"
+    if args.ranks and (args.trace or args.plot or args.output):
+        raise UserError(
+            "--ranks with --trace, --plot or --output: a run with ranks writes none of them "
+            "yet (sim.simulate(..., ranks=N) gives each rank's trace and GM)"
+        )
     if args.trace_rows == "none" and (args.trace or args.plot):
         raise UserError(
             "--trace-rows none keeps no trace to write; drop --trace/--plot or "
@@ -325,9 +330,10 @@ def cmd_run(args) -> int:
             detail=args.detail,
             trace=args.trace_rows,
             sync=args.sync,
-            races=False if args.no_races else "manual",
+            races=False if args.no_races or args.ranks else "manual",
             limits=limits,
             block_dim=args.block_dim,
+            ranks=args.ranks,
         )
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)

@@ -239,6 +239,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _launch(r)
     r.add_argument(
+        "--ranks",
+        type=_count(1),
+        default=None,
+        metavar="N",
+        help="run N NPUs ('ranks'), each a whole chip running the kernel, joined by the "
+        "target's [comm] link model; the kernel reads its rank id and the rank count "
+        "(docs: Concepts, Ranks); the report gives the latest rank's cycles, then each "
+        "rank's report",
+    )
+    r.add_argument(
         "--inputs",
         choices=("random", "plausible"),
         default="random",

@@ -124,21 +124,21 @@ class CommKernel:
     def TNOTIFY(
         self,
         signal: View | GlobalTensor,
-        value: int,
+        value: int | Index,
         *events: Event,
         op: str = "atomic_add",
         peer: int | Index | None = None,
     ) -> Event:
         """``pto.comm.tnotify``: ``signal`` (one int32) on rank ``peer`` becomes ``value``
-        (``op="set"``) or grows by it (``"atomic_add"``) (§5.2)."""
+        (``op="set"``) or grows by it (``"atomic_add"``) (§5.2); ``value`` may be a run-time
+        ``Index`` (a rank id, a ``TTEST`` answer)."""
         if op not in NOTIFY_OPS:
             raise UserError(
                 f"{_caller()}: TNOTIFY: op: expected one of {', '.join(NOTIFY_OPS)}, found {op!r}"
             )
         sig = self._view(signal, "signal", "TNOTIFY")
-        return self._comm(
-            "pto.comm.tnotify", (sig, Const(int(value), "i32")), events, {"notifyOp": op}, peer
-        )
+        v = value.scalar if isinstance(value, Index) else Const(int(value), "i32")
+        return self._comm("pto.comm.tnotify", (sig, v), events, {"notifyOp": op}, peer)
 
     def _cmp(self, what: str, cmp: str) -> None:
         if cmp not in WAIT_CMPS:

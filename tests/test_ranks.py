@@ -1,0 +1,281 @@
+"""Runs with ranks: N NPUs joined by the link model (sim.engine.ranks, sim.engine.links).
+
+Data is checked against numpy references built from each rank's own inputs; times against
+figures read straight from models/a2a3/machine.toml, not through the simulator's loaders.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sim
+from sim.base.errors import DeadlockError, UserError
+from sim.isa.comm import chunks, notify, satisfied
+
+ROOT = Path(__file__).resolve().parent.parent
+MACHINE = tomllib.loads((ROOT / "models" / "a2a3" / "machine.toml").read_text())
+COMM = MACHINE["comm"]
+CLOCK = MACHINE["target"]["clock_hz"]
+
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / "comm" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# --- the ISA rules ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cmp", "ref"),
+    [
+        ("eq", np.equal),
+        ("ne", np.not_equal),
+        ("gt", np.greater),
+        ("ge", np.greater_equal),
+        ("lt", np.less),
+        ("le", np.less_equal),
+    ],
+)
+def test_wait_compare_modes_need_every_element(cmp, ref):
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        values = rng.integers(-3, 4, size=int(rng.integers(1, 6))).astype(np.int32)
+        c = int(rng.integers(-3, 4))
+        assert satisfied(values, cmp, c) == all(ref(v, c) for v in values.tolist())
+
+
+def test_notify_set_and_atomic_add_wrap_as_int32():
+    assert notify(5, "set", 9) == 9
+    assert notify(5, "atomic_add", 9) == 14
+    assert notify(5, "atomic_add", -7) == -2
+    assert notify(2**31 - 1, "atomic_add", 1) == -(2**31)  # the hardware atomic wraps
+
+
+def test_chunks_cover_the_transfer_once():
+    for rows, cols, sr, sc in [(64, 256, 64, 256), (1, 4096, 1, 1024), (64, 64, 16, 32)]:
+        seen = np.zeros((rows, cols), int)
+        for r, nr, c, nc in chunks(rows, cols, sr, sc):
+            assert nr <= sr and nc <= sc
+            seen[r : r + nr, c : c + nc] += 1
+        assert (seen == 1).all()
+    assert len(chunks(1, 4096, 1, 1024)) == 4
+    assert chunks(0, 16, 4, 4) == []
+    with pytest.raises(UserError, match="not a multiple"):
+        chunks(10, 16, 4, 16)
+
+
+# --- data between ranks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "ring"), [(2, False), (4, False), (3, True), (4, True)])
+def test_allgather_every_rank_ends_with_every_block(n, ring):
+    k = _example("allgather").build(ranks=n, rows=8, cols=64, ring=ring)
+    r = sim.simulate(k, ranks=n)
+    srcs = [r.output("src", i).reshape(8, 64) for i in range(n)]
+    assert not np.array_equal(srcs[0], srcs[1])  # each rank's data is its own
+    expect = np.concatenate(srcs)
+    for i in range(n):
+        assert np.array_equal(r.output("out", i).reshape(8 * n, 64), expect), i
+
+
+def test_tget_pulls_the_peers_data_and_inputs_per_rank():
+    k = sim.Kernel("pull")
+    me = k.rank_idx
+    src = k.gm("src", "f16", (4, 32))
+    dst = k.gm("dst", "f16", (4, 32))
+    stage = k.tile("vec", "f16", 2, 32)  # two chunks
+    k.TGET(dst, src, stage, peer=(me + 1) % 3)
+    data = [np.full((4, 32), i + 1, np.float16) * np.arange(32, dtype=np.float16) for i in range(3)]
+    r = sim.simulate(
+        k, ranks=3, inputs=[{"src": d, "dst": np.zeros((4, 32), np.float16)} for d in data]
+    )
+    for i in range(3):
+        assert np.array_equal(r.output("dst", i).reshape(4, 32), data[(i + 1) % 3])
+        assert np.array_equal(r.output("src", i).reshape(4, 32), data[i])  # untouched
+
+
+def test_tput_atomic_add_sums_every_ranks_block_on_the_root():
+    n = 4
+    k = sim.Kernel("reduce")
+    src = k.gm("src", "f32", (8, 16))
+    acc = k.gm("acc", "f32", (8, 16), np.zeros((8, 16), np.float32))
+    stage = k.tile("vec", "f32", 8, 16)
+    k.TPUT(acc, src, stage, peer=0, atomic="atomic_add")
+    rng = np.random.default_rng(5)  # integers: f32 sums exact in any order of arrival
+    data = [rng.integers(-50, 50, (8, 16)).astype(np.float32) for _ in range(n)]
+    r = sim.simulate(k, ranks=n, inputs=[{"src": d} for d in data])
+    assert np.array_equal(r.output("acc", 0).reshape(8, 16), sum(data))
+    for i in range(1, n):
+        assert not r.output("acc", i).any()
+
+
+def test_ttest_answers_each_compare_mode_when_it_issues():
+    k = sim.Kernel("probe")
+    sig = k.gm("sig", "i32", (1, 2), np.array([[3, 7]], np.int32))
+    seen = k.gm("seen", "i32", (1, 6), np.full((1, 6), -1, np.int32))
+    modes = ("eq", "ne", "gt", "ge", "lt", "le")
+    answers = [k.TTEST(sig, 3, cmp=c) for c in modes]
+    for i, ok in enumerate(answers):  # each answer written back locally as a value
+        k.TNOTIFY(seen.view(1, 1, col=i), ok, op="set")
+    r = sim.simulate(k, ranks=1)
+    ref = [
+        all(f(v, 3) for v in (3, 7))
+        for f in (np.equal, np.not_equal, np.greater, np.greater_equal, np.less, np.less_equal)
+    ]
+    assert r.output("seen", 0).tolist() == [int(x) for x in ref]
+    polls = t = r.ranks[0].trace
+    polls = t[t.opcode == "TTEST"]
+    assert (polls.duration_cycles == 2 * COMM["signals"]["poll_cycles_per_element"]).all()
+
+
+# --- time ------------------------------------------------------------------------------------
+
+
+def _remote_cycles(nbytes: int) -> float:
+    links = COMM["links"]
+    return links["latency_cycles"] + nbytes / (links["bandwidth_gb_per_s"] * 1e9 / CLOCK)
+
+
+def _local_store_cycles(nbytes: int) -> float:
+    path = MACHINE["dma"]["paths"]["UB_GM"]
+    return path["startup_cycles"] + nbytes // (path["bandwidth_gib_per_s"] * 2**30 / CLOCK)
+
+
+def _tget_kernel(nbytes: int) -> sim.Kernel:
+    """The TGET benchmark of communication.md §8.4: a single block, a 1 x 1024 f32 staging
+    tile (4 KB chunks, no pong)."""
+    k = sim.Kernel("tget_bw")
+    n = nbytes // 4
+    src = k.gm("send", "f32", (1, n))
+    dst = k.gm("recv", "f32", (1, n))
+    stage = k.tile("vec", "f32", 1, 1024)
+    k.TGET(dst, src, stage, peer=1)
+    return k
+
+
+def test_tget_chunks_are_serial_remote_loads_and_local_stores():
+    for nbytes in (4096, 65536):
+        r = sim.simulate(_tget_kernel(nbytes), ranks=2, functional=False)
+        per_chunk = _remote_cycles(4096) + _local_store_cycles(4096)
+        assert abs(r.ranks[0].total_cycles - nbytes // 4096 * per_chunk) <= nbytes // 4096
+
+
+# communication.md §10.1, README set: TGET device cycles are SYS_CNT ticks of 20 ns
+_TGET_TICKS = {4096: 36.28, 16384: 149.98, 65536: 579.62, 262144: 2409.72, 1048576: 9317.93}
+
+
+@pytest.mark.parametrize("nbytes", sorted(_TGET_TICKS))
+def test_tget_device_time_within_15_percent_of_the_public_table(nbytes):
+    r = sim.simulate(_tget_kernel(nbytes), ranks=2, functional=False, trace="none")
+    ticks = r.ranks[0].total_cycles / CLOCK / 20e-9
+    assert abs(ticks / _TGET_TICKS[nbytes] - 1) <= 0.15
+
+
+def test_a_signal_lands_one_link_latency_later_and_wakes_the_waiter_one_poll_after():
+    k = sim.Kernel("ping")
+    me = k.rank_idx
+    sig = k.gm("sig", "i32", (1, 1), np.zeros((1, 1), np.int32))
+    # rank 0 notifies rank 1 at once; rank 1 waits for it
+    k.TNOTIFY(sig, 1, op="set", peer=1 - me)
+    k.TWAIT(sig, 1, cmp="eq")
+    r = sim.simulate(k, ranks=2)
+    s = COMM["signals"]
+    lands = s["notify_cycles"] + COMM["links"]["latency_cycles"]
+    for res in r.ranks:
+        t = res.trace
+        wait = t[t.opcode == "TWAIT"].iloc[0]
+        assert wait.end_cycle == lands + s["poll_cycles_per_element"]
+    assert r.total_cycles == lands + s["poll_cycles_per_element"]
+
+
+def test_ring_topology_counts_hops_and_full_mesh_one():
+    import attrs
+
+    from sim.engine.links import Links
+    from sim.target import load_target
+
+    tgt = load_target("a2a3")
+    ring = attrs.evolve(tgt, comm={**tgt.comm, "topology": "ring"})
+    mesh, rl = Links(None, tgt, 8), Links(None, ring, 8)
+    for a in range(8):
+        for b in range(8):
+            d = abs(a - b)
+            assert mesh.hops(a, b) == (a != b)
+            assert rl.hops(a, b) == min(d, 8 - d)
+    extra = rl.remote_cycles(0, 4, 4096) - rl.remote_cycles(0, 1, 4096)
+    assert abs(extra - 3 * COMM["links"]["latency_cycles"]) <= 1
+    with pytest.raises(UserError, match="topology"):
+        Links(None, attrs.evolve(tgt, comm={**tgt.comm, "topology": "torus"}), 2)
+
+
+def test_a_twait_nobody_satisfies_is_a_deadlock_naming_rank_signal_and_value():
+    k = sim.Kernel("stuck")
+    sig = k.gm("sig", "i32", (1, 1), np.zeros((1, 1), np.int32))
+    k.TNOTIFY(sig, 1, op="atomic_add", peer=0)  # every rank adds 1 to rank 0's counter
+    k.TWAIT(sig, 5, cmp="ge")  # 3 ranks never make 5
+    with pytest.raises(DeadlockError) as e:
+        sim.simulate(k, ranks=3)
+    msg = str(e.value)
+    for r in range(3):
+        assert f"rank {r} core 0 AIV0: TWAIT" in msg
+    assert "signal %sig[0] >= 5" in msg
+    assert "holds [3]" in msg  # rank 0 got every add
+    assert "holds [0]" in msg
+
+
+# --- refusals and the one-chip path ----------------------------------------------------------
+
+
+def test_refusals_name_what_is_wrong():
+    k = _example("allgather").build(ranks=2, rows=8, cols=64)
+    with pytest.raises(UserError, match="needs ranks"):
+        sim.simulate(k)
+    with pytest.raises(UserError, match="peer rank 1 is outside"):
+        sim.simulate(k, ranks=1)
+    with pytest.raises(UserError, match="max_ranks"):
+        sim.simulate(k, ranks=9)
+    with pytest.raises(UserError, match="no \\[comm\\] link model"):
+        sim.simulate(k, "a5", ranks=2)
+    with pytest.raises(UserError, match="one dict per rank"):
+        sim.simulate(k, ranks=2, inputs=[{}])
+
+
+def test_rank_ids_on_one_chip_and_with_ranks():
+    k = sim.Kernel("ids")
+    me, n = k.rank_idx, k.rank_num
+    out = k.gm("out", "i32", (1, 8), np.zeros((1, 8), np.int32))
+    sig = k.gm("sig", "i32", (1, 1), np.zeros((1, 1), np.int32))
+    # rank r sets word r of rank 0 to r + 7; every rank adds the rank count to its sig
+    k.TNOTIFY(out.view(1, 1, col=me), me + 7, op="set", peer=0)
+    k.TNOTIFY(sig, n, op="atomic_add", peer=0)
+    r = sim.simulate(k, ranks=4)
+    assert r.output("out", 0).tolist() == [7, 8, 9, 10, 0, 0, 0, 0]
+    assert r.output("sig", 0).tolist() == [16]
+    one = sim.simulate(k, ranks=1)
+    assert one.output("out", 0).tolist() == [7, 0, 0, 0, 0, 0, 0, 0]
+    assert one.output("sig", 0).tolist() == [1]
+
+
+def test_cli_run_with_ranks_reports_every_rank(capsys):
+    from sim.cli import main
+
+    path = str(ROOT / "examples" / "comm" / "allgather.py")
+    argv = ["run", path, "--ranks", "2", "--arg", "ranks=2", "--arg", "rows=8", "--arg", "cols=64"]
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["ranks"] == 2 and len(got["per_rank"]) == 2
+    assert got["total_cycles"] == max(p["total_cycles"] for p in got["per_rank"])
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "=== rank 0:" in out and "=== rank 1:" in out
+    assert main([*argv, "--trace", "t.csv"]) != 0
+    assert "--ranks with --trace" in capsys.readouterr().err
