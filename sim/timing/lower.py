@@ -13,6 +13,7 @@ from sim.timing.banks import HINT as _BANK_HINT
 from sim.timing.banks import ub_banks
 from sim.timing.dma import transfer_items
 from sim.timing.dma_geometry import Geometry, copies
+from sim.timing.fits import decision, mark_restarts
 from sim.timing.formula import formula_cycles, high_precision_cycles
 from sim.timing.hints import hint
 from sim.timing.plan import Item, Plan, Shape, evaluate
@@ -156,6 +157,8 @@ def _lower(s: Shape, pipe: str, target) -> Plan:
         )
         if hint(s, _BANK_HINT):
             items += _bank_items(items, target)
+        if (d := decision(target, s.opcode)) is not None:
+            items = mark_restarts(items, d.rule)
     vec = target.vector
     cold, warm, restart, closed = evaluate(
         items,

@@ -61,6 +61,10 @@ class Item:
     # TREM's steps on the values it converted to f32); "" = the op's dtype. It selects
     # the dtype-specific cost row (``sim.timing.lower``).
     dtype: str = ""
+    # what this vector instruction pays when it restarts the stream after a barrier
+    # inside its own op ("latency" or "tail", see ``_vector_cycles``); "" = the rule the
+    # caller passes (the target's ``barrier_restart``). Set per op by ``sim.timing.fits``.
+    restart: str = ""
 
     def describe(self) -> str:
         if self.kind == "v":
@@ -130,7 +134,7 @@ def timeline(items, costs, floor_cycles: float, state: str = COLD, restart: str 
     out = []
     for it in items:
         if _streams(it):
-            t = _vector_cycles(costs(it.name), it, state, floor_cycles, restart)
+            t = _vector_cycles(costs(it.name), it, state, floor_cycles, it.restart or restart)
             t += it.cycles if it.kind == "copy" else 0
             state = WARM
         else:
@@ -173,7 +177,8 @@ def linear_terms(items, costs, floor_cycles: float, restart: str = "latency") ->
         c = costs(it.name)
         add(("slope", it.name), it.repeats)
         f = floor_cycles if (it.masked and c.floor) else 0.0
-        if state == COLD or (state == RESTART and restart != "tail"):
+        rule = it.restart or restart
+        if state == COLD or (state == RESTART and rule != "tail"):
             add(("latency", it.name), 1.0)
             const += f
         elif state == RESTART:
