@@ -334,6 +334,7 @@ def cmd_run(args) -> int:
             limits=limits,
             block_dim=args.block_dim,
             ranks=args.ranks,
+            comm_context=args.comm_context,
         )
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)
@@ -480,7 +481,7 @@ def cmd_validate(args) -> int:
     from sim.studies.accuracy import format_report as format_validation
     from sim.studies.calibrate import load_cases, validate
 
-    report = validate(load_cases(args.cases), args.target)
+    report = validate(load_cases(args.cases), args.target, explain=args.explain)
     if args.json:
         _print_json(report)
     else:

@@ -249,6 +249,14 @@ def build_parser() -> argparse.ArgumentParser:
         "rank's report",
     )
     r.add_argument(
+        "--comm-context",
+        metavar="NAME",
+        default=None,
+        help="with --ranks: GM argument NAME (int64) gets each rank's communication "
+        "context (word 2: rank id | rank count << 32; word 4 + r: rank r's window), which "
+        "the kernel reads to address its peers",
+    )
+    r.add_argument(
         "--inputs",
         choices=("random", "plausible"),
         default="random",
@@ -445,6 +453,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help='print {"cases": [...], "summary": {...}, "families": {...}, '
         '"median_accuracy": x, ...}',
+    )
+    v.add_argument(
+        "--explain",
+        action="store_true",
+        help="under each case, the op's decomposition with a full latency after each "
+        "barrier (timing-model.md §4 / §7), the reference's formula fit at the shape (or "
+        "why it does not apply there) and which of the two the model follows for the op",
     )
     v.set_defaults(func=cmd_validate)
 

@@ -82,6 +82,23 @@ def _case_line(r: dict) -> str:
         + ("" if r["legal"] else "  (outside the target's checks)")
         + ("  (in place: dst = src0, separate tiles do not fit)" if r.get("in_place") else "")
         + "".join(f"\n{'':>6}{w}" for w in r.get("warnings") or ())
+        + (_explain_lines(r["explain"]) if r.get("explain") else "")
+    )
+
+
+def _explain_lines(e: dict) -> str:
+    """``validate --explain``: the decomposition (mechanism) and the formula fit beside
+    the model's figure, and which the model took for the op."""
+    fit = f"{e['fit']} ({e['fit_line']})" if e["fit"] is not None else f"- ({e['fit_reason']})"
+    took = (
+        f"model: {e['reading']}: {e['evidence']}"
+        if e["reading"]
+        else "model: the target's own cost (no per-op decision)"
+    )
+    return (
+        f"\n{'':>6}mechanism {e['mechanism']} (full latency after each barrier in the op)"
+        f"\n{'':>6}fit {fit}"
+        f"\n{'':>6}{took}"
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import shutil
 from pathlib import Path
@@ -33,7 +34,8 @@ from sim.isa.opcodes import opcode
 from sim.studies.accuracy import accuracy, by_family, summary
 from sim.studies.ops import VARIANTS, OpCase, parse_dtype_pair, run_case
 from sim.target import load_target
-from sim.timing.plan import linear_terms
+from sim.timing.fits import decision, fit_estimate, mark_restarts
+from sim.timing.plan import evaluate, linear_terms
 
 __all__ = ["Case", "load_cases", "predict", "validate", "fit", "write_model"]
 
@@ -180,7 +182,34 @@ def _number(text: str):
     return int(x) if x.is_integer() else x
 
 
-def _predicted(case: Case, tgt) -> dict:
+def _explain(case: Case, plan, tgt, predicted: int) -> dict:
+    """The case's two readings: the decomposition with a full latency after every barrier
+    inside the op (timing-model.md §4 / §7, ``mechanism``), the reference's formula fit at
+    the shape when the shape is one it was fitted on (``fit``, else None and
+    ``fit_reason``), and which reading the model took for the op and why
+    (``sim.timing.fits``)."""
+    rule = tgt.vector.get("mechanism_restart", "latency")
+    cold = evaluate(
+        mark_restarts(plan.items, rule),
+        tgt.cce,
+        tgt.vector.get("count_mode_floor_cycles", 0),
+        tgt.vector.get("barrier_restart", "latency"),
+    )[0]
+    src_dt, dst_dt = parse_dtype_pair(case.op.dtype)
+    fit = fit_estimate(case.op.op, dst_dt, case.op.shape, case.op.valid, tgt)
+    d = decision(tgt, case.op.op)
+    return {
+        "model": predicted,
+        "mechanism": int(math.floor(cold + 0.5)),
+        "fit": fit.cycles if fit else None,
+        "fit_line": fit.line if fit else "",
+        "fit_reason": (fit.reason if fit else "the target has no formula fit for the op"),
+        "reading": d.reading if d else "",
+        "evidence": d.evidence if d else "",
+    }
+
+
+def _predicted(case: Case, tgt, explain: bool = False) -> dict:
     """Prediction fields of one case; a case that cannot be predicted (its tiles do not fit
     in the target's buffers, ...) gets ``predicted: None`` and the reason."""
     try:
@@ -203,6 +232,7 @@ def _predicted(case: Case, tgt) -> dict:
         }
     p = plan.cold_cycles
     return {
+        **({"explain": _explain(case, plan, tgt, p)} if explain else {}),
         "predicted": p,
         "accuracy": round(accuracy(p, case.measured), 4),
         "legal": legal,
@@ -213,11 +243,13 @@ def _predicted(case: Case, tgt) -> dict:
     }
 
 
-def validate(cases, target) -> dict:
+def validate(cases, target, explain: bool = False) -> dict:
     """Predicted cycles and accuracy per case; summaries overall and per op family.
 
     Never stops at one case: an unpredictable case is reported with ``predicted: None``
-    and a ``reason`` and counted in the summaries as unpredicted."""
+    and a ``reason`` and counted in the summaries as unpredicted. With ``explain`` each
+    predicted case also carries ``explain`` (``_explain``: the mechanism's and the
+    formula fit's cycles beside the model's, and the op's decision)."""
     tgt = load_target(target)
     out = []
     for c in cases:
@@ -235,7 +267,7 @@ def validate(cases, target) -> dict:
                 "valid_cols": vc,
                 "variant": c.op.variant,
                 "measured_cycles": _number(c.row["measured_cycles"]),
-                **_predicted(c, tgt),
+                **_predicted(c, tgt, explain),
             }
         )
     total = summary(out)

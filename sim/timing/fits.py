@@ -30,14 +30,28 @@ fits, ``sim.timing.formula``) is left as it was.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from sim.base.errors import UserError
 from sim.target.model import read_csv_rows
+from sim.timing.plan import Item
 
-__all__ = ["FitEstimate", "Decision", "fit_estimate", "decision", "mark_restarts", "READINGS"]
+if TYPE_CHECKING:
+    from sim.target.model import Target
+
+__all__ = [
+    "FitEstimate",
+    "Decision",
+    "fit_estimate",
+    "fit_table",
+    "decision",
+    "mark_restarts",
+    "READINGS",
+]
 
 READINGS = ("fit", "mechanism")
 _KEY = {"f32": "fp32", "f16": "fp16"}
@@ -85,12 +99,21 @@ def _decisions(path: Path) -> dict:
     return out
 
 
-def _file(target, key: str) -> Path | None:
+def _file(target: Target, key: str) -> Path | None:
     name = target.vector.get(key)
     return (target.path / name).resolve() if name else None
 
 
-def fit_estimate(opcode: str, dtype: str, shape, valid, target) -> FitEstimate | None:
+def fit_table(target: Target) -> dict:
+    """``{(op, dtype key, cols): (slope, bias)}`` of the target's formula fits (``cols`` 0
+    = any column count, dtype key ``fp32`` / ``fp16`` / ``any``); empty without them."""
+    path = _file(target, "formula_fits")
+    return dict(_lines(path)) if path else {}
+
+
+def fit_estimate(
+    opcode: str, dtype: str, shape: tuple[int, int], valid: tuple[int, int], target: Target
+) -> FitEstimate | None:
     """The formula fit of ``opcode`` at a tile of capacity ``shape`` with valid region
     ``valid``, or None when the target has no formula fits (A5) or none for the op."""
     path = _file(target, "formula_fits")
@@ -129,7 +152,7 @@ def fit_estimate(opcode: str, dtype: str, shape, valid, target) -> FitEstimate |
     return FitEstimate(max(0, round(slope * rows * cols + bias)), line)
 
 
-def decision(target, opcode: str) -> Decision | None:
+def decision(target: Target, opcode: str) -> Decision | None:
     """What a barrier inside ``opcode`` costs on ``target``: its row of the target's
     ``fit_decisions`` table, the mechanism for an op the table does not list, None for a
     target without the table."""
@@ -144,7 +167,7 @@ def decision(target, opcode: str) -> Decision | None:
     return Decision(reading, rule, evidence)
 
 
-def mark_restarts(items, rule: str) -> list:
+def mark_restarts(items: Iterable[Item], rule: str) -> list[Item]:
     """``items`` with ``rule`` on every vector instruction and UB->UB copy after the
     first barrier among them (the restarts inside the op)."""
     out, inside = [], False
