@@ -279,3 +279,77 @@ def test_cli_run_with_ranks_reports_every_rank(capsys):
     assert "=== rank 0:" in out and "=== rank 1:" in out
     assert main([*argv, "--trace", "t.csv"]) != 0
     assert "--ranks with --trace" in capsys.readouterr().err
+
+
+# --- the .pto spellings ----------------------------------------------------------------------
+
+PTO = ROOT / "examples" / "comm" / "allgather.pto"
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_allgather_pto_addresses_peers_through_the_context(n):
+    from sim.frontend import parse_file
+
+    r = sim.simulate(
+        parse_file(str(PTO)),
+        ranks=n,
+        comm_context="ctx",
+        inputs={"arrived": np.zeros(1, np.int32), "out": np.zeros(16 * 64 * n, np.float32)},
+    )
+    srcs = [r.output("src", i)[: 16 * 64] for i in range(n)]
+    for i in range(n):
+        assert np.array_equal(r.output("out", i), np.concatenate(srcs)), i
+        assert r.output("arrived", i).tolist() == [n]
+        assert r.output("ctx", i)[2] == i | (n << 32)
+
+
+def test_comm_ops_print_back_as_they_parse():
+    from sim.frontend import parse_file, parse_text
+    from sim.frontend.printer import print_program
+
+    text = print_program(parse_file(str(PTO)))
+    for op in ("pto.comm.tput(", "pto.comm.tnotify(", "pto.comm.twait("):
+        assert op in text
+    assert "buf(%stage)" in text and "#pto<wait_cmp ge>" in text
+    assert print_program(parse_text(text)) == text
+
+
+_SIG = "!pto.partition_tensor_view<1x1xi32>"
+_TV = "!pto.tensor_view<?x?xi32>"
+
+
+def _sig_kernel(op_line: str) -> str:
+    return f"""
+module {{
+  func.func @k(%s: !pto.ptr<i32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %v = arith.constant 3 : i32
+    %t = pto.make_tensor_view %s, shape = [%c1, %c1], strides = [%c1, %c1] : {_TV}
+    %sv = pto.partition_view %t, offsets = [%c0, %c0], sizes = [%c1, %c1] : {_TV} -> {_SIG}
+    {op_line}
+    return
+  }}
+}}
+"""
+
+
+def test_ttest_parses_with_its_i1_result_and_bad_forms_are_refused():
+    from sim.frontend import parse_text
+    from sim.isa.comm import CommOp
+    from sim.isa.program import walk
+
+    p = parse_text(
+        _sig_kernel(
+            f"%ok = pto.comm.ttest(%sv, %v : {_SIG}, i32) {{cmp = #pto<wait_cmp gt>}} -> i1"
+        )
+    )
+    (op,) = [st for st in walk(p.main.body) if isinstance(st, CommOp)]
+    assert op.op == "pto.comm.ttest" and op.attr("cmp") == "gt"
+    assert op.results[0].type == "i1"
+    with pytest.raises(UserError, match="wait_cmp|expected one of"):
+        parse_text(
+            _sig_kernel(f"pto.comm.twait(%sv, %v : {_SIG}, i32) {{cmp = #pto<wait_cmp gte>}}")
+        )
+    with pytest.raises(UserError, match="buf"):
+        parse_text(_sig_kernel(f"pto.comm.tput(%sv, %sv : {_SIG}, {_SIG})"))

@@ -29,8 +29,8 @@ import numpy as np
 from sim.base.errors import UserError
 from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SignalWait
-from sim.isa.comm import CommOp, check_attrs, chunks
-from sim.isa.program import PartView
+from sim.isa.comm import WINDOW_BYTES, CommOp, check_attrs, chunks
+from sim.isa.program import GmPtr, MakeTensorView, PartView
 from sim.isa.tile import Tile
 from sim.timing.dma import transfer_cycles
 from sim.timing.plan import Plan
@@ -63,9 +63,35 @@ class CommUnit:
     scalar: Callable[[Any], Any]
     valid_of: Callable[[Tile], tuple]
     _gm_window: Callable[[PartView, str], np.ndarray]
+    _make_view: Callable[[MakeTensorView], None]
+    _ptr_offsets: dict[str, int]
+    _gm_dtypes: dict
+    _view_layouts: dict[str, str]
 
     def _comm_handlers(self) -> dict:
-        return {CommOp: self._comm_op}
+        handlers: dict = {CommOp: self._comm_op}
+        if getattr(self.chip, "links", None) is not None:
+            handlers[MakeTensorView] = self._window_view
+        return handlers
+
+    def _window_view(self, st: MakeTensorView) -> None:
+        """``make_tensor_view`` in a run with ranks: on a pointer moved whole windows away
+        (a peer's copy of a buffer, ``sim.isa.comm``) the view keeps the moved offset, which
+        the communication ops resolve to the peer, without sizing the local array by it;
+        any other view as on one chip."""
+        start = self._ptr_offsets.get(st.ptr.name, 0)
+        if 0 <= start < WINDOW_BYTES // st.ptr.dtype.size_bytes:
+            return self._make_view(st)
+        key = self.values.get(st.ptr.name, st.ptr.name)
+        self._gm_dtypes.setdefault(key, st.ptr.dtype)
+        self.views[st.result.name] = (
+            GmPtr(key, st.ptr.dtype),
+            start,
+            tuple(int(self.scalar(x)) for x in st.shape),
+            tuple(int(self.scalar(x)) for x in st.strides),
+        )
+        self._view_layouts[st.result.name] = st.layout
+        return None
 
     def _rank_ids(self) -> dict:
         """What ``pto.get_rank_idx`` / ``pto.get_rank_num`` answer (the builder's
@@ -75,6 +101,20 @@ class CommUnit:
             "get_rank_idx": getattr(self.chip, "rank", 0),
             "get_rank_num": links.n if links is not None else 1,
         }
+
+    def _far(self, view: PartView, rank: int, peer: int | None, links, where: str) -> tuple:
+        """(rank, (ptr, base, sizes, strides)) of a GM operand: a base that lies whole windows
+        away (a pointer moved by windowsIn[peer] - windowsIn[rankId], ``sim.isa.comm``) is
+        the same offset on that rank; ``peer`` (the builder's ``peer=``) moves it further."""
+        if not isinstance(view, PartView):
+            raise UserError(f"{where}: expected a GM view operand, found {view!r}")
+        found = self.views.get(view.name)
+        if found is None:
+            raise UserError(f"{where}: view %{view.name} is used before it is defined")
+        ptr, base, sizes, strides = found
+        q, base = divmod(base, WINDOW_BYTES // ptr.dtype.size_bytes)
+        at = rank + q if peer is None else peer + q
+        return links.peer(rank, at, where), (ptr, base, tuple(sizes), tuple(strides))
 
     def _comm_op(self, st: CommOp):
         where = f"{st.op}" + (f" ({st.loc})" if st.loc else "")
@@ -86,16 +126,12 @@ class CommUnit:
             )
         check_attrs(st.op, dict(st.attrs), where)
         rank = self.chip.rank
-        peer = rank if st.peer is None else links.peer(rank, int(self.scalar(st.peer)), where)
+        peer = None if st.peer is None else int(self.scalar(st.peer))
         name = st.op.removeprefix("pto.comm.")
         if name in ("tput", "tget"):
             return self._staged(st, name, rank, peer, links, where)
         sig = st.operands[0]
-        if not isinstance(sig, PartView):
-            raise UserError(f"{where}: the signal must be a GM view, found {sig!r}")
-        view = self.views.get(sig.name)
-        if view is None:
-            raise UserError(f"{where}: view %{sig.name} is used before it is defined")
+        at, view = self._far(sig, rank, peer, links, where)
         if view[0].dtype.name != "i32":
             raise UserError(
                 f"{where}: a signal is int32 (communication.md §2), found {view[0].dtype}"
@@ -103,43 +139,38 @@ class CommUnit:
         value = int(self.scalar(st.operands[1]))
         source = str(st.loc or "")
         self.seq += 1
+        n = math.prod(view[2])
         if name == "tnotify":
-            if math.prod(view[2]) != 1:
-                raise UserError(
-                    f"{where}: TNOTIFY writes one int32; the view has {view[2]} elements"
-                )
-            self._gm_window(sig, where)  # the local view's pages (and bounds) as a read would
+            if n != 1:
+                raise UserError(f"{where}: TNOTIFY writes one int32; the view has {n} elements")
+            links.memory(at).window(*view)  # its pages, as a write would touch them
             op = st.attr("notifyOp", "atomic_add")
-            links.notify(rank, peer, view, op, value)
+            links.notify(rank, at, view, op, value)
             c = links.notify_cycles
-            text = f"{op} {value} -> rank {peer} %{sig.name}"
+            text = f"{op} {value} -> rank {at} %{sig.name}"
             return Issued(SCALAR, "PIPE_S", "TNOTIFY", c, c, text=text, source=source)
-        if peer != rank:
+        if at != rank:
             raise UserError(
                 f"{where}: the signal must be in the calling rank's own GM (communication.md "
-                f"§5.3), found peer {peer} on rank {rank}"
+                f"§5.3), found it on rank {at} from rank {rank}"
             )
-        self._gm_window(sig, where)
+        links.memory(at).window(*view)
         cmp = st.attr("cmp", "ge")
-        key = SignalWait(("signal", rank, view[0], view[1], view[2], view[3], cmp, value))
+        key = SignalWait(("signal", rank, *view, cmp, value))
         if name == "twait":
             return Issued(WAIT, "PIPE_S", "TWAIT", flag=key, text=key.text(), source=source)
         self.values[st.results[0].name] = links.holds(key)  # TTEST
-        c = links.poll_cycles * math.prod(view[2])
+        c = links.poll_cycles * n
         return Issued(SCALAR, "PIPE_S", "TTEST", c, c, text=key.text(), source=source)
 
-    def _staged(self, st: CommOp, name: str, rank: int, peer: int, links, where: str):
+    def _staged(self, st: CommOp, name: str, rank: int, peer, links, where: str):
         """TPUT / TGET: the data moves now; the items per chunk (module docstring)."""
         dst, src, *stages = st.operands
-        for v, role in ((dst, "dst"), (src, "src")):
-            if not isinstance(v, PartView):
-                raise UserError(f"{where}: {role} must be a GM view, found {v!r}")
         if not stages or len(stages) > 2 or not all(isinstance(t, Tile) for t in stages):
             raise UserError(f"{where}: expected one or two staging tiles (ping[, pong])")
-        dview, sview = self.views.get(dst.name), self.views.get(src.name)
-        if dview is None or sview is None:
-            missing = dst.name if dview is None else src.name
-            raise UserError(f"{where}: view %{missing} is used before it is defined")
+        put = name == "tput"
+        d_rank, dview = self._far(dst, rank, peer if put else None, links, where)
+        s_rank, sview = self._far(src, rank, None if put else peer, links, where)
         dt = sview[0].dtype
         for t in stages:
             if t.loc.value != "vec" or t.dtype != dt:
@@ -152,33 +183,24 @@ class CommUnit:
                 f"{where}: dst and src must have the same element type and shape, found "
                 f"{dview[0].dtype} {list(dview[2])} and {dt} {list(sview[2])}"
             )
-        remote_dst = name == "tput"
         atomic = st.attr("atomicType", "atomic_none") == "atomic_add"
-        if atomic and not remote_dst:
-            raise UserError(f"{where}: only TPUT has an atomic form (communication.md §5.1)")
         if self.functional:
-            local = self._gm_window(src if remote_dst else dst, where)
-            far_view = dview if remote_dst else sview
-            far = links.memory(peer).window(*far_view)
-            if remote_dst:
-                a, b = far, local
-            else:
-                a, b = local, far
-            data = b.reshape(a.shape)
+            a = links.memory(d_rank).window(*dview)
+            data = links.memory(s_rank).window(*sview).reshape(a.shape)
             if atomic:
                 a[...] = (a + data).astype(a.dtype)
             else:
-                a[...] = data
+                a[...] = data.copy()  # the two windows may overlap (one array, one rank)
         sizes = sview[2]
         rows, cols = math.prod(sizes[:-1]), sizes[-1]
         vr, vc = self.valid_of(stages[0])
         parts = chunks(rows, cols, int(vr), int(vc), where)
-        return self._staged_items(name, rank, peer, links, parts, dt.size_bytes, len(stages), st)
+        sides = (s_rank, d_rank)
+        return self._staged_items(name, rank, sides, links, parts, dt.size_bytes, len(stages), st)
 
-    def _staged_items(self, name, rank, peer, links, parts, itemsize, nbuf, st: CommOp):
+    def _staged_items(self, name, rank, sides, links, parts, itemsize, nbuf, st: CommOp):
         source = str(st.loc or "")
         model = self.target.dma_model
-        remote_load = name == "tget"
         opcode = name.upper()
         n = len(parts)
         for k, (_, nr, _, nc) in enumerate(parts):
@@ -188,13 +210,10 @@ class CommUnit:
             to_load = (_STORE, _LOAD, ("comm", b))
             if k >= nbuf:  # the staging tile's previous store has left it
                 yield self._flag_issue(WAIT, _LOAD, to_load, source)
-            for pipe, path, far in (
-                (_LOAD, "GM_UB", remote_load),
-                (_STORE, "UB_GM", not remote_load),
-            ):
-                if far and peer != rank:
-                    c = links.remote_cycles(rank, peer, nbytes)
-                    side = f"rank {peer}"
+            for pipe, path, at in ((_LOAD, "GM_UB", sides[0]), (_STORE, "UB_GM", sides[1])):
+                if at != rank:
+                    c = links.remote_cycles(rank, at, nbytes)
+                    side = f"rank {at}"
                 else:
                     c = int(transfer_cycles(self.target.dma(path), model, nbytes) + 0.5)
                     side = "local"

@@ -24,6 +24,7 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.launch import launch_cycles
 from sim.engine.links import Links, RankMemory, SignalWait
 from sim.engine.result import Result
+from sim.isa.comm import context_words
 
 if TYPE_CHECKING:
     from typing import Any
@@ -37,11 +38,14 @@ def rank_seed(seed: int, rank: int) -> int:
     return seed if rank == 0 else seed * 1_000_003 + rank
 
 
-def rank_inputs(ranks: int, common: dict, per_rank: list | None) -> list[dict]:
+def rank_inputs(
+    ranks: int, common: dict, per_rank: list | None, context: str | None = None
+) -> list[dict]:
     """Each rank's inputs: ``common`` (the kernel's own data and ``inputs=`` as a dict) with
-    the rank's dict of ``inputs=[...]`` over it."""
+    the rank's dict of ``inputs=[...]`` over it, and its communication context in GM
+    argument ``context`` (``sim.isa.comm.context_words``) when one is named."""
     if per_rank is None:
-        return [dict(common) for _ in range(ranks)]
+        per_rank = [{} for _ in range(ranks)]
     if len(per_rank) != ranks:
         raise UserError(
             f"inputs: a list gives one dict per rank: expected {ranks}, found {len(per_rank)}"
@@ -50,7 +54,10 @@ def rank_inputs(ranks: int, common: dict, per_rank: list | None) -> list[dict]:
     for r, d in enumerate(per_rank):
         if not isinstance(d, dict):
             raise UserError(f"inputs[{r}]: expected a dict of arrays, found {type(d).__name__}")
-        out.append({**common, **d})
+        mine = {**common, **d}
+        if context is not None:
+            mine[context] = context_words(r, ranks)
+        out.append(mine)
     return out
 
 

@@ -71,6 +71,7 @@ def simulate(
     l2: bool | None = None,
     free: Iterable[str] | str | None = None,
     ranks: int | None = None,
+    comm_context: str | None = None,
 ) -> Result | RanksResult:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
@@ -110,7 +111,10 @@ def simulate(
     ``ranks=N`` runs N NPUs, each a whole chip running the kernel, joined by the target's
     ``[comm]`` link model (``sim.engine.ranks``, docs/concepts/ranks.md); ``inputs`` may then
     be a list of one dict per rank, and the result is a ``RanksResult`` (a ``Result`` per
-    rank). Without ``ranks`` the run is one chip, as always.
+    rank). ``comm_context`` names the GM argument (int64 words) that gets each rank's
+    communication context (``sim.isa.comm.context_words``: rank id, rank count, the ranks'
+    window bases), which kernels read to address their peers. Without ``ranks`` the run is
+    one chip, as always.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -161,6 +165,8 @@ def simulate(
 
     if fill == "plausible":  # index-like GM inputs inside their ranges (sim.engine.plausible)
         inputs = {**(inputs or {}), PLAUSIBLE_KEY: index_bounds(prep.program)}
+    if comm_context is not None and ranks is None:
+        raise UserError("comm_context: a communication context needs ranks=N")
     if ranks is not None:
         if races is True:
             raise UserError("races: the race check does not cover runs with ranks yet")
@@ -168,7 +174,9 @@ def simulate(
             prep.program,
             tgt,
             ranks,
-            rank_inputs(ranks if isinstance(ranks, int) else 0, inputs or {}, per_rank),
+            rank_inputs(
+                ranks if isinstance(ranks, int) else 0, inputs or {}, per_rank, comm_context
+            ),
             block_dim=block_dim,
             seed=seed,
             warnings=(*program.warnings, *prep.warnings),

@@ -162,6 +162,13 @@ class _Shapes(Transformer):
     def pipe_ret(self, c):
         return ("ret", c[1])
 
+    def comm_args(self, c):
+        return ("cargs", c)
+
+    def comm_arg(self, c):
+        # an operand, or a group NAME(operands): buf(%ping, %pong)
+        return ("cgroup", c[0], c[1][1]) if len(c) > 1 else c[0]
+
     def attr_dict(self, c):
         return ("dict", c[0], c[1:-1], c[-1])
 
@@ -218,6 +225,7 @@ for _kind in (
     "set_ffts",
     "syncall",
     "pipe",
+    "comm",
     "fence",
     "exec_region",
     "quant",

@@ -37,6 +37,7 @@ from sim.base.errors import UserError
 from sim.frontend import program_cache
 from sim.frontend.diagnostics import ParseError, remember_source
 from sim.frontend.grammar import pto_parser
+from sim.frontend.lower_comm import CommLowering
 from sim.frontend.lower_control import ControlLowering
 from sim.frontend.lower_extra import ExtraLowering
 from sim.frontend.lower_memory import GM_MEMREF_VIEW, MemoryLowering, gm_memref_views
@@ -139,7 +140,9 @@ _FRIENDLY = {
 }
 
 
-class _Lowering(OpLowering, ControlLowering, MemoryLowering, SyncLowering, ExtraLowering):
+class _Lowering(
+    OpLowering, ControlLowering, MemoryLowering, SyncLowering, ExtraLowering, CommLowering
+):
     """Tuples of ``grammar.lark`` -> ``Program``: one lowering per parse."""
 
     # --- program -----------------------------------------------------------------------------

@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from sim.base.errors import UserError
 from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, format_type, value_type
+from sim.isa.comm import CommOp
 from sim.isa.opcodes import OPCODES
 from sim.isa.precision import Precision
 from sim.isa.program import (
@@ -272,6 +274,26 @@ def _pipe_op(st: PipeOp) -> str:
     return _results(st.results) + text
 
 
+def _comm_op(st: CommOp) -> str:
+    """``pto.comm.tput(%dst, %src, buf(%ping) : T, T, T) {atomicType = ...}`` (PTOAS)."""
+    if st.peer is not None:
+        raise UserError(
+            f"{st.op} ({st.loc}): a builder peer= has no PTO IR spelling: real files address "
+            f"a peer through its window pointer (pto.addptr)"
+        )
+    ops = list(st.operands)
+    text = [_v(o) for o in ops]
+    if st.op in ("pto.comm.tput", "pto.comm.tget"):
+        text = [*text[:2], f"buf({', '.join(text[2:])})"]
+    kinds = {"atomicType": "atomic_type", "notifyOp": "notify_op", "cmp": "wait_cmp"}
+    attrs = ", ".join(f"{k} = #pto<{kinds[k]} {v}>" for k, v in st.attrs)
+    ret = f" -> {_t(st.results[0])}" if st.results else ""
+    return (
+        f"{_results(st.results)}{st.op}({', '.join(text)} : {', '.join(map(_t, ops))})"
+        f"{' {' + attrs + '}' if attrs else ''}{ret}"
+    )
+
+
 def _subview(st: Subview) -> str:
     if st.op == "pto.multi_tile_get":
         return (
@@ -345,6 +367,8 @@ def print_statement(st, indent: int = 0) -> list[str]:
         ]
     if isinstance(st, PipeOp):
         return [pad + _pipe_op(st)]
+    if isinstance(st, CommOp):
+        return [pad + _comm_op(st)]
     if isinstance(st, Yield):
         return [f"{pad}scf.yield {_typed(st.values)}".rstrip()]
     if isinstance(st, Return):

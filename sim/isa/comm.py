@@ -26,6 +26,9 @@ from sim.base.errors import UserError
 from sim.isa.program import SourceLoc
 
 __all__ = [
+    "CONTEXT_WORDS",
+    "WINDOW_BYTES",
+    "context_words",
     "COMM_OPS",
     "NOTIFY_OPS",
     "WAIT_CMPS",
@@ -46,6 +49,26 @@ COMM_OPS = {
     "pto.comm.twait": ("PIPE_S", "PIPE_S"),
     "pto.comm.ttest": ("PIPE_S", "PIPE_S"),
 }
+
+# The communication context a kernel reads its rank and its peers' windows from
+# (communication.md §3, CommDeviceContext, 64-bit words): [0] workSpace, [1] workSpaceSize,
+# [2] rankId (low 32 bits) | rankNum (high 32 bits), [3] winSize, [4 + r] windowsIn[r],
+# [68 + r] windowsOut[r]. The simulator's windows are WINDOW_BYTES apart: rank r's at
+# (r + 1) * WINDOW_BYTES, so a pointer moved by windowsIn[peer] - windowsIn[rankId] (the
+# CommRemotePtr rule) lands that many windows away, in the peer's copy of the same buffer.
+WINDOW_BYTES = 1 << 59  # (r + 1) * 2^59 fits an int64 for 8 ranks
+CONTEXT_WORDS = 4 + 64 + 64
+
+
+def context_words(rank: int, ranks: int) -> np.ndarray:
+    """The CommDeviceContext of ``rank`` in a run of ``ranks`` (int64 words)."""
+    w = np.zeros(CONTEXT_WORDS, np.int64)
+    w[2] = rank | (ranks << 32)
+    w[3] = WINDOW_BYTES
+    for r in range(ranks):
+        w[4 + r] = w[68 + r] = (r + 1) * WINDOW_BYTES
+    return w
+
 
 NOTIFY_OPS = ("atomic_add", "set")  # NotifyOp: AtomicAdd (0), Set (1)
 WAIT_CMPS = ("eq", "ne", "gt", "ge", "lt", "le")  # WaitCmp 0..5

@@ -1,0 +1,97 @@
+"""Lowering of the communication ops (``pto.comm.*``, communication.md §1.1) to ``CommOp``.
+
+The PTOAS form::
+
+    pto.comm.tput(%dst, %src, buf(%ping[, %pong]) : PTV, PTV, TB[, TB])
+        {atomicType = #pto<atomic_type atomic_add>}
+    pto.comm.tget(%dst, %src, buf(%ping[, %pong]) : PTV, PTV, TB[, TB])
+    pto.comm.tnotify(%sig, %v : PTV, i32) {notifyOp = #pto<notify_op set|atomic_add>}
+    pto.comm.twait(%sig, %v : PTV, i32) {cmp = #pto<wait_cmp eq|ne|gt|ge|lt|le>}
+    %ok = pto.comm.ttest(%sig, %v : PTV, i32) {cmp = #pto<wait_cmp ge>} -> i1
+
+(the attribute on a line of its own above only for width). The peer a remote operand lives
+on is not written in the op: it is where the operand's GM pointer points, a ``pto.addptr``
+by the distance between two ranks' windows that kernels read from the communication context
+(``sim.isa.comm.context_words``, ``sim.engine.comm``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sim.frontend.lower_values import ValueScope
+from sim.frontend.syntax import make_value
+from sim.isa.comm import ATOMIC_TYPES, NOTIFY_OPS, WAIT_CMPS, CommOp
+from sim.isa.program import RawAttr
+
+__all__ = ["CommLowering", "COMM_KEYS"]
+
+# op -> (operands it takes, the "buf" group's sizes, its attribute, the attribute's values)
+_FORMS = {
+    "pto.comm.tput": (2, (1, 2), "atomicType", ATOMIC_TYPES),
+    "pto.comm.tget": (2, (1, 2), None, ()),
+    "pto.comm.tnotify": (2, None, "notifyOp", NOTIFY_OPS),
+    "pto.comm.twait": (2, None, "cmp", WAIT_CMPS),
+    "pto.comm.ttest": (2, None, "cmp", WAIT_CMPS),
+}
+COMM_KEYS = {op: (f[2],) if f[2] else () for op, f in _FORMS.items()}
+_ENUM = re.compile(r"#pto(?:\.\w+)?<\s*(?:\w+\s+)?(\w+)\s*>")
+
+
+class CommLowering(ValueScope):
+    """``s_comm``: a ``pto.comm.*`` statement."""
+
+    def s_comm(self, st) -> CommOp:
+        _, first, c = st
+        results = c[0] if isinstance(c[0], tuple) and c[0][0] == "results" else None
+        i = 1 if results is not None else 0
+        op_tok = c[i]
+        op = str(op_tok)
+        n_plain, group_sizes, key, allowed = _FORMS[op]
+        flat, group = [], None
+        for a in c[i + 1][1]:
+            if isinstance(a, tuple) and a[0] == "cgroup":
+                if group_sizes is None or str(a[1]) != "buf" or group is not None:
+                    self.fail(a[1], f"{op}: unexpected group {a[1]}(...)")
+                group = a
+                flat += list(a[2])
+            else:
+                if group is not None:
+                    self.fail(op_tok, f"{op}: buf(...) comes last")
+                flat.append(a)
+        n_buf = len(flat) - n_plain
+        if group_sizes is not None and (group is None or n_buf not in group_sizes):
+            self.fail(op_tok, f"{op}: expected dst, src, buf(ping[, pong])")
+        if group_sizes is None and len(flat) != n_plain:
+            self.fail(op_tok, f"{op}: expected 2 operands (signal, value), found {len(flat)}")
+        rest = c[i + 2 :]
+        types = next((x for x in rest if isinstance(x, tuple) and x[0] == "types"), None)
+        operands = self.typed_list(("ops", flat), types, op_tok, op)
+        attrs: dict = {}
+        node = next((x for x in rest if isinstance(x, tuple) and x[0] == "dict"), None)
+        if node is not None:
+            for k, v in self.attrs(node).items():
+                if k != key:
+                    self.warn_at(
+                        op_tok,
+                        f"{op}: attribute {k} is not modelled for {op}: ignored; understood "
+                        f"there: {key or 'no attribute'}",
+                    )
+                    continue
+                m = _ENUM.fullmatch(v.text) if isinstance(v, RawAttr) else None
+                value = m.group(1) if m else str(v)
+                if value not in allowed:
+                    self.fail(op_tok, f"{op}: {k}: expected one of {', '.join(allowed)}, found {v}")
+                attrs[k] = value
+        res = []
+        names = self.result_names(results)
+        arrow = next((j for j, x in enumerate(rest) if getattr(x, "type", None) == "ARROW"), None)
+        if op == "pto.comm.ttest":
+            if len(names) != 1 or arrow is None:
+                self.fail(op_tok, f"{op}: expected one result, '%ok = {op}(...) ... -> i1'")
+            v = make_value(names[0][1], self.type_of(rest[arrow + 1]))
+            self.define(names[0][0], v)
+            res.append(v)
+        elif names:
+            self.fail(names[0][0], f"{op} has no result")
+        return CommOp(tuple(res), op, operands, attrs, None, loc=self.loc(first))
