@@ -353,3 +353,129 @@ def test_ttest_parses_with_its_i1_result_and_bad_forms_are_refused():
         )
     with pytest.raises(UserError, match="buf"):
         parse_text(_sig_kernel(f"pto.comm.tput(%sv, %sv : {_SIG}, {_SIG})"))
+
+
+# --- the async forms (SDMA) ------------------------------------------------------------------
+
+SDMA = COMM["sdma"]
+
+
+def _sdma_cycles(nbytes: int) -> float:
+    """One post + Wait, from the [comm.sdma] figures read directly."""
+    fixed = SDMA["post_cycles"] + SDMA["latency_cycles"] + SDMA["poll_cycles"]
+    return fixed + nbytes / (SDMA["bandwidth_gb_per_s"] * 1e9 / CLOCK)
+
+
+def _tget_async_kernel(nbytes: int, posts: int = 1, queues: int | None = None) -> sim.Kernel:
+    k = sim.Kernel("tget_async_bw")
+    n = nbytes // 4
+    src = k.gm("send", "f32", (1, n * posts))
+    dst = k.gm("recv", "f32", (1, n * posts))
+    s = k.async_session(k.tile("vec", "u8", 1, 256), queues=queues)
+    e = None
+    for i in range(posts):
+        e = k.TGET_ASYNC(
+            dst.view(1, n, col=i * n), src.view(1, n, col=i * n), s, peer=1 - k.rank_idx
+        )
+    k.wait_async(e, s)  # quiet semantics: the last event covers every post
+    return k
+
+
+# communication.md §10.1, README set: TGET_ASYNC device cycles in SYS_CNT ticks of 20 ns
+_ASYNC_TICKS = {
+    4096: 136.51,
+    16384: 161.40,
+    65536: 277.25,
+    262144: 745.54,
+    1048576: 2624.24,
+    4194304: 10273.68,
+}
+
+
+@pytest.mark.parametrize("nbytes", sorted(_ASYNC_TICKS))
+def test_tget_async_device_time_within_15_percent_of_the_public_table(nbytes):
+    r = sim.simulate(_tget_async_kernel(nbytes), ranks=2, functional=False, trace="none")
+    ticks = r.ranks[0].total_cycles / CLOCK / 20e-9
+    assert abs(ticks / _ASYNC_TICKS[nbytes] - 1) <= 0.15
+    assert abs(r.ranks[0].total_cycles - _sdma_cycles(nbytes)) <= 2
+
+
+def test_async_copies_move_the_peers_data_and_a_wait_covers_the_sessions_posts():
+    k = _tget_async_kernel(4096, posts=3)
+    r = sim.simulate(k, ranks=2)
+    assert np.array_equal(r.output("recv", 0), r.output("send", 1))
+    assert np.array_equal(r.output("recv", 1), r.output("send", 0))
+    bpc = SDMA["bandwidth_gb_per_s"] * 1e9 / CLOCK
+    post, start, poll = SDMA["post_cycles"], SDMA["latency_cycles"], SDMA["poll_cycles"]
+    # small posts: each one's start-up runs from its own posting; the last one decides
+    expect = 3 * post + start + 4096 / bpc + poll
+    assert abs(r.ranks[0].total_cycles - expect) <= 2
+    # large posts on one queue: the bytes stream one post after the other
+    big = sim.simulate(_tget_async_kernel(1 << 20, posts=3), ranks=2, functional=False)
+    expect = post + start + 3 * (1 << 20) / bpc + poll
+    assert abs(big.ranks[0].total_cycles - expect) <= 3
+
+
+def test_more_queues_stream_a_large_post_in_parallel():
+    big = 4 * SDMA["block_bytes"]
+    one = sim.simulate(_tget_async_kernel(big), ranks=2, functional=False).ranks[0]
+    four = sim.simulate(_tget_async_kernel(big, queues=4), ranks=2, functional=False).ranks[0]
+    per_block = SDMA["block_bytes"] / (SDMA["bandwidth_gb_per_s"] * 1e9 / CLOCK)
+    assert abs((one.total_cycles - four.total_cycles) - 3 * per_block) <= 3
+
+
+def test_test_async_answers_false_before_completion_and_true_after():
+    k = sim.Kernel("probe")
+    src = k.gm("send", "f32", (1, 1024))
+    dst = k.gm("recv", "f32", (1, 1024))
+    seen = k.gm("seen", "i32", (1, 2), np.full((1, 2), -1, np.int32))
+    s = k.async_session(k.tile("vec", "u8", 1, 256))
+    e = k.TGET_ASYNC(dst, src, s, peer=1)
+    early = k.test_async(e, s)
+    k.wait_async(e, s)
+    late = k.test_async(e, s)
+    k.TNOTIFY(seen.view(1, 1, col=0), early, op="set")
+    k.TNOTIFY(seen.view(1, 1, col=1), late, op="set")
+    r = sim.simulate(k, ranks=2)
+    assert r.output("seen", 0).tolist() == [0, 1]
+
+
+def test_allgather_async_example():
+    n = 4
+    k = _example("allgather_async").build(ranks=n, n=64)
+    r = sim.simulate(k, ranks=n)
+    expect = np.concatenate([r.output("send", i) for i in range(n)])
+    for i in range(n):
+        assert np.array_equal(r.output("recv", i), expect), i
+
+
+def test_async_refusals():
+    k = sim.Kernel("bad")
+    src = k.gm("send", "f32", (4, 64))
+    dst = k.gm("recv", "f32", (4, 64))
+    s = k.async_session(k.tile("vec", "u8", 1, 256), channel_group=48)
+    k.TPUT_ASYNC(dst, src, s, peer=1)
+    with pytest.raises(UserError, match="channel group 48"):
+        sim.simulate(k, ranks=2)
+    k = sim.Kernel("strided")
+    src = k.gm("send", "f32", (4, 64))
+    dst = k.gm("recv", "f32", (4, 64))
+    s = k.async_session(k.tile("vec", "u8", 1, 256))
+    k.TPUT_ASYNC(dst[0:4, 0:32], src[0:4, 0:32], s, peer=1)
+    with pytest.raises(UserError, match="flat contiguous"):
+        sim.simulate(k, ranks=2)
+
+
+def test_the_65th_post_of_a_session_waits_for_the_first_slot():
+    limit = SDMA["max_outstanding_posts"]
+    r = sim.simulate(_tget_async_kernel(1 << 20, posts=limit + 1), ranks=2, functional=False).ranks[
+        0
+    ]
+    t = r.trace
+    posts = t[t.opcode == "TGET_ASYNC"].sort_values("start_cycle")
+    bpc = SDMA["bandwidth_gb_per_s"] * 1e9 / CLOCK
+    first_done = SDMA["post_cycles"] + SDMA["latency_cycles"] + (1 << 20) / bpc
+    assert (posts.duration_cycles.iloc[:limit] == SDMA["post_cycles"]).all()
+    last = posts.iloc[limit]
+    assert last.start_cycle == limit * SDMA["post_cycles"]
+    assert abs(last.end_cycle - (first_done + SDMA["post_cycles"])) <= 1

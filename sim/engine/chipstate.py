@@ -40,6 +40,7 @@ class ChipState:
         # reaches the others through (sim.engine.links); 0 and None on one chip
         self.rank = 0
         self.links = None
+        self.sdma = None  # this rank's SDMA engines, made at its first async op (sim.engine.sdma)
 
     def of_core(self, core) -> tuple:
         """The launched (core, unit) pairs of ``core``, in launch order."""

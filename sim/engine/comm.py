@@ -29,6 +29,7 @@ import numpy as np
 from sim.base.errors import UserError
 from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SignalWait
+from sim.engine.sdma import Sdma, Session
 from sim.isa.comm import WINDOW_BYTES, CommOp, check_attrs, chunks
 from sim.isa.program import GmPtr, MakeTensorView, PartView
 from sim.isa.tile import Tile
@@ -42,6 +43,26 @@ if TYPE_CHECKING:
 __all__ = ["CommUnit"]
 
 _LOAD, _STORE = "PIPE_MTE2", "PIPE_MTE3"
+
+
+_ASYNC = (
+    "build_async_session",
+    "tput_async",
+    "tget_async",
+    "wait_async_event",
+    "test_async_event",
+)
+
+
+def _flat(view: tuple) -> bool:
+    """Whether a view's elements are one contiguous run (dense row-major)."""
+    _, _, sizes, strides = view
+    step = 1
+    for n, st in zip(reversed(sizes), reversed(strides), strict=True):
+        if n > 1 and st != step:
+            return False
+        step *= n
+    return True
 
 
 def _plan(cycles: int) -> Plan:
@@ -60,6 +81,7 @@ class CommUnit:
     seq: int
     values: dict[str, Any]
     views: dict[str, tuple]
+    gm: dict[str, np.ndarray]
     scalar: Callable[[Any], Any]
     valid_of: Callable[[Tile], tuple]
     _gm_window: Callable[[PartView, str], np.ndarray]
@@ -116,6 +138,12 @@ class CommUnit:
         at = rank + q if peer is None else peer + q
         return links.peer(rank, at, where), (ptr, base, tuple(sizes), tuple(strides))
 
+    def _rank_window(self, links, rank: int, view: tuple) -> np.ndarray:
+        """Rank ``rank``'s numpy window of ``view``, its array at least as large as this
+        rank's (``RankMemory.window``)."""
+        mine = self.gm.get(view[0].name)
+        return links.memory(rank).window(*view, at_least=0 if mine is None else mine.size)
+
     def _comm_op(self, st: CommOp):
         where = f"{st.op}" + (f" ({st.loc})" if st.loc else "")
         links = getattr(self.chip, "links", None)
@@ -130,6 +158,8 @@ class CommUnit:
         name = st.op.removeprefix("pto.comm.")
         if name in ("tput", "tget"):
             return self._staged(st, name, rank, peer, links, where)
+        if name in _ASYNC:
+            return self._async(st, name, rank, peer, links, where)
         sig = st.operands[0]
         at, view = self._far(sig, rank, peer, links, where)
         if view[0].dtype.name != "i32":
@@ -143,7 +173,7 @@ class CommUnit:
         if name == "tnotify":
             if n != 1:
                 raise UserError(f"{where}: TNOTIFY writes one int32; the view has {n} elements")
-            links.memory(at).window(*view)  # its pages, as a write would touch them
+            self._rank_window(links, at, view)  # its pages, as a write would touch them
             op = st.attr("notifyOp", "atomic_add")
             links.notify(rank, at, view, op, value)
             c = links.notify_cycles
@@ -154,7 +184,7 @@ class CommUnit:
                 f"{where}: the signal must be in the calling rank's own GM (communication.md "
                 f"§5.3), found it on rank {at} from rank {rank}"
             )
-        links.memory(at).window(*view)
+        self._rank_window(links, at, view)
         cmp = st.attr("cmp", "ge")
         key = SignalWait(("signal", rank, *view, cmp, value))
         if name == "twait":
@@ -185,8 +215,8 @@ class CommUnit:
             )
         atomic = st.attr("atomicType", "atomic_none") == "atomic_add"
         if self.functional:
-            a = links.memory(d_rank).window(*dview)
-            data = links.memory(s_rank).window(*sview).reshape(a.shape)
+            a = self._rank_window(links, d_rank, dview)
+            data = self._rank_window(links, s_rank, sview).reshape(a.shape)
             if atomic:
                 a[...] = (a + data).astype(a.dtype)
             else:
@@ -197,6 +227,71 @@ class CommUnit:
         parts = chunks(rows, cols, int(vr), int(vc), where)
         sides = (s_rank, d_rank)
         return self._staged_items(name, rank, sides, links, parts, dt.size_bytes, len(stages), st)
+
+    def _async(self, st: CommOp, name: str, rank: int, peer, links, where: str):
+        """The SDMA forms (``sim.engine.sdma``): a session, a post, a wait or a test."""
+        if self.chip.sdma is None:
+            self.chip.sdma = Sdma(self.target)
+        sdma = self.chip.sdma
+        source = str(st.loc or "")
+        now = links.env.now  # the dispatcher's cycle: it pulls a scalar item to run it
+        if name == "build_async_session":
+            scratch = st.operands[0] if st.operands else None
+            if not isinstance(scratch, Tile) or scratch.loc.value != "vec":
+                raise UserError(f"{where}: expected a Vec scratch tile (communication.md §5.5)")
+            group = st.attr("channel_group_idx")
+            self.values[st.results[0].name] = sdma.session(
+                self.spec.block_idx if group is None else int(self.scalar(group)),
+                st.attr("queue_num"),
+                st.attr("block_bytes"),
+                where,
+            )
+            return None
+        if name in ("wait_async_event", "test_async_event"):
+            ev, _ = st.operands
+            posted = self.values.get(ev.name)
+            if not isinstance(posted, tuple):
+                raise UserError(f"{where}: %{ev.name} is no event of a TPUT_ASYNC / TGET_ASYNC")
+            done = posted[1]
+            if name == "wait_async_event":
+                c = max(0, math.ceil(done - now)) + sdma.poll_cycles
+            else:
+                c = sdma.poll_cycles
+            self.values[st.results[0].name] = name == "wait_async_event" or done <= now
+            self.seq += 1
+            opcode = "WAIT_ASYNC" if name == "wait_async_event" else "TEST_ASYNC"
+            text = f"post complete at cycle {int(done)}"
+            return Issued(SCALAR, "PIPE_S", opcode, c, c, text=text, source=source)
+        dst, src, sess = st.operands
+        session = self.values.get(sess.name)
+        if not isinstance(session, Session):
+            raise UserError(f"{where}: %{sess.name} is no session (build_async_session)")
+        put = name == "tput_async"
+        d_rank, dview = self._far(dst, rank, peer if put else None, links, where)
+        s_rank, sview = self._far(src, rank, None if put else peer, links, where)
+        n = math.prod(sview[2])
+        for v in (dview, sview):
+            if not _flat(v):
+                raise UserError(
+                    f"{where}: SDMA copies flat contiguous tensors only (communication.md §4, "
+                    f"§5.5), found sizes {list(v[2])} with strides {list(v[3])}"
+                )
+        if dview[0].dtype != sview[0].dtype or math.prod(dview[2]) < n:
+            raise UserError(
+                f"{where}: dst must have src's element type and at least its {n} elements, "
+                f"found {dview[0].dtype} x {math.prod(dview[2])}"
+            )
+        if self.functional:
+            a = self._rank_window(links, d_rank, dview).reshape(-1)
+            a[:n] = self._rank_window(links, s_rank, sview).reshape(-1).copy()
+        nbytes = n * sview[0].dtype.size_bytes
+        wait = sdma.slot_wait(session, now)
+        c = math.ceil(wait) + sdma.post_cycles
+        self.values[st.results[0].name] = (session, sdma.post(session, now + c, nbytes))
+        self.seq += 1
+        far = d_rank if put else s_rank
+        text = f"{nbytes} B {'to' if put else 'from'} rank {far} (queue group {session.group})"
+        return Issued(SCALAR, "PIPE_S", name.upper(), c, c, text=text, source=source)
 
     def _staged_items(self, name, rank, sides, links, parts, itemsize, nbuf, st: CommOp):
         source = str(st.loc or "")

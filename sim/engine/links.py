@@ -50,11 +50,14 @@ class RankMemory(GlobalViews):
         self.values: dict[str, Any] = {}
         self.functional = True
 
-    def window(self, ptr, base: int, sizes: tuple, strides: tuple) -> np.ndarray:
+    def window(self, ptr, base: int, sizes: tuple, strides: tuple, at_least: int = 0) -> np.ndarray:
         """The strided numpy view of elements ``base`` + sum(i * stride) of the GM argument
-        of ``ptr`` (a ``GmPtr``; its pages filled)."""
+        of ``ptr`` (a ``GmPtr``; its pages filled). ``at_least``: the elements the array
+        has on the rank that asks (windows are symmetric): a peer may touch an array before
+        its owner's views size it, and an array made smaller would later grow with a page
+        marked filled that only part of was."""
         last = base + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
-        arr = self._gm_array(ptr, last + 1)
+        arr = self._gm_array(ptr, max(last + 1, at_least))
         self._touch(ptr.name, arr, base, last + 1)
         isz = arr.itemsize
         return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])

@@ -286,7 +286,9 @@ def _comm_op(st: CommOp) -> str:
     if st.op in ("pto.comm.tput", "pto.comm.tget"):
         text = [*text[:2], f"buf({', '.join(text[2:])})"]
     kinds = {"atomicType": "atomic_type", "notifyOp": "notify_op", "cmp": "wait_cmp"}
-    attrs = ", ".join(f"{k} = #pto<{kinds[k]} {v}>" for k, v in st.attrs)
+    attrs = ", ".join(
+        f"{k} = #pto<{kinds[k]} {v}>" if k in kinds else f"{k} = {v} : i64" for k, v in st.attrs
+    )
     ret = f" -> {_t(st.results[0])}" if st.results else ""
     return (
         f"{_results(st.results)}{st.op}({', '.join(text)} : {', '.join(map(_t, ops))})"

@@ -48,6 +48,12 @@ COMM_OPS = {
     "pto.comm.tnotify": ("PIPE_S", "PIPE_S"),
     "pto.comm.twait": ("PIPE_S", "PIPE_S"),
     "pto.comm.ttest": ("PIPE_S", "PIPE_S"),
+    # the async forms: the scalar unit posts to the SDMA engines and polls (§5.5)
+    "pto.comm.build_async_session": ("PIPE_S", "PIPE_S"),
+    "pto.comm.tput_async": ("PIPE_S", "PIPE_S"),
+    "pto.comm.tget_async": ("PIPE_S", "PIPE_S"),
+    "pto.comm.wait_async_event": ("PIPE_S", "PIPE_S"),
+    "pto.comm.test_async_event": ("PIPE_S", "PIPE_S"),
 }
 
 # The communication context a kernel reads its rank and its peers' windows from
@@ -95,7 +101,11 @@ class CommOp:
 
     ``op`` is its IR name (``COMM_OPS``); ``operands`` in the IR's order: ``tput`` / ``tget``
     (dst view, src view, ping tile[, pong tile]), ``tnotify`` / ``twait`` / ``ttest`` (signal
-    view, value); ``results`` the ``i1`` of ``ttest``; ``attrs`` ``atomicType``,
+    view, value), ``build_async_session`` (scratch tile[, workspace]), ``tput_async`` /
+    ``tget_async`` (dst view, src view, session), ``wait_async_event`` /
+    ``test_async_event`` (event, session); ``results`` the ``i1`` of ``ttest``, the session,
+    the event, the ``i1`` of a wait / test; ``build_async_session``'s ``attrs`` are
+    ``queue_num``, ``block_bytes``, ``channel_group_idx``; ``attrs`` ``atomicType``,
     ``notifyOp`` or ``cmp``; ``peer`` the rank whose window holds the remote operand (TPUT's
     dst, TGET's src, TNOTIFY's signal), a scalar or constant; None for this rank."""
 

@@ -33,7 +33,7 @@ from sim.isa.program import Const, Scalar
 from sim.isa.tile import Tile
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller
 
-__all__ = ["CommKernel"]
+__all__ = ["AsyncValue", "CommKernel"]
 
 
 class CommKernel:
@@ -169,3 +169,95 @@ class CommKernel:
             "pto.comm.ttest", (sig, Const(int(value), "i32")), events, {"cmp": cmp}, None, (res,)
         )
         return Index(self, res)
+
+    # --- the async forms (SDMA, communication.md §5.5) ---------------------------------------
+
+    def async_session(
+        self,
+        scratch: Tile,
+        *events: Event,
+        queues: int | None = None,
+        block_bytes: int | None = None,
+        channel_group: int | Index | None = None,
+    ) -> AsyncValue:
+        """``pto.comm.build_async_session``: an SDMA session with ``queues`` queues of
+        channel group ``channel_group`` (default: this block's index), descriptors of
+        ``block_bytes`` ([comm.sdma] defaults); ``scratch`` is the Vec tile of its control
+        words."""
+        if not isinstance(scratch, Tile):
+            raise UserError(
+                f"{_caller()}: async_session: scratch must be a tile, found {scratch!r}"
+            )
+        attrs: dict = {}
+        if queues is not None:
+            attrs["queue_num"] = int(queues)
+        if block_bytes is not None:
+            attrs["block_bytes"] = int(block_bytes)
+        if channel_group is not None:
+            attrs["channel_group_idx"] = (
+                channel_group.scalar if isinstance(channel_group, Index) else int(channel_group)
+            )
+        res = Scalar(self._fresh("session"), "!pto.async_session")
+        self._comm("pto.comm.build_async_session", (scratch,), events, attrs, None, (res,))
+        return AsyncValue(res)
+
+    def _post(self, op, dst, src, session, events, peer) -> AsyncValue:
+        what = op.removeprefix("pto.comm.").upper()
+        if not isinstance(session, AsyncValue) or session.scalar.type != "!pto.async_session":
+            raise UserError(f"{_caller(3)}: {what}: expected a session (async_session())")
+        ops = (self._view(dst, "dst", what), self._view(src, "src", what), session.scalar)
+        res = Scalar(self._fresh("event"), "!pto.async_event")
+        self._comm(op, ops, events, {}, peer, (res,))
+        return AsyncValue(res)
+
+    def TPUT_ASYNC(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        session: AsyncValue,
+        *events: Event,
+        peer: int | Index | None = None,
+    ) -> AsyncValue:
+        """``pto.comm.tput_async``: post an SDMA copy of local ``src`` to ``dst`` on rank
+        ``peer``; returns its event (the data is valid after ``wait_async``)."""
+        return self._post("pto.comm.tput_async", dst, src, session, events, peer)
+
+    def TGET_ASYNC(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        session: AsyncValue,
+        *events: Event,
+        peer: int | Index | None = None,
+    ) -> AsyncValue:
+        """``pto.comm.tget_async``: post an SDMA copy of ``src`` on rank ``peer`` to local
+        ``dst``; returns its event."""
+        return self._post("pto.comm.tget_async", dst, src, session, events, peer)
+
+    def _event_op(self, op: str, event, session) -> Index:
+        if not isinstance(event, AsyncValue) or event.scalar.type != "!pto.async_event":
+            raise UserError(f"{_caller(3)}: {op}: expected an event of TPUT_ASYNC / TGET_ASYNC")
+        res = Scalar(self._fresh("ok"), "i1")
+        self._comm(op, (event.scalar, session.scalar), (), {}, None, (res,))
+        return Index(self, res)
+
+    def wait_async(self, event: AsyncValue, session: AsyncValue) -> Index:
+        """``pto.comm.wait_async_event``: hold this unit until the post (and, quiet
+        semantics, every earlier post of the session) completed."""
+        return self._event_op("pto.comm.wait_async_event", event, session)
+
+    def test_async(self, event: AsyncValue, session: AsyncValue) -> Index:
+        """``pto.comm.test_async_event``: one poll; true iff the post completed."""
+        return self._event_op("pto.comm.test_async_event", event, session)
+
+
+class AsyncValue:
+    """A session or an event of the async forms (an IR value the kernel passes on)."""
+
+    __slots__ = ("scalar",)
+
+    def __init__(self, scalar: Scalar):
+        self.scalar = scalar
+
+    def __repr__(self) -> str:
+        return f"AsyncValue(%{self.scalar.name} : {self.scalar.type})"
