@@ -319,6 +319,36 @@ def test_ctrl_c_exits_130_with_one_line_and_the_partial_trace(cli, tmp_path, mon
     assert (tmp_path / "t.csv").exists()
 
 
+def test_ctrl_c_of_the_command_line_process_ends_it_at_once(tmp_path, monkeypatch, capsys):
+    # the ptosim process itself (main() reading sys.argv) leaves through os._exit after the
+    # message: freeing what a long run built took seconds after a Ctrl-C (check --races
+    # of 10^5 iterations: 3 s); a caller of main(argv) gets the code back
+    import sim.cli as cli_module
+    from sim.engine.limits import Limits
+
+    def interrupt(self):
+        raise KeyboardInterrupt
+
+    class Left(Exception):
+        pass
+
+    said = []
+
+    def leave(code):
+        said.append(capsys.readouterr().err)  # what was written before the process goes
+        raise Left(code)
+
+    monkeypatch.setattr(Limits, "check", interrupt)
+    monkeypatch.setattr(cli_module.os, "_exit", leave)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["ptosim", "run", RELU, "--max-cycles", "10000000"])
+    with pytest.raises(Left) as e:
+        cli_module.main()
+    assert e.value.args == (130,) and said[0].startswith("ptosim: interrupted")
+    assert cli_module.main(["run", RELU, "--max-cycles", "10000000"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
 def test_limits_report_progress_from_both_hooks():
     import sim
     from sim.engine.limits import Limits

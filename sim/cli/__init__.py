@@ -16,6 +16,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from sim.base.errors import UserError
 from sim.cli.commands import _Interrupted
@@ -26,6 +27,7 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
+    process = argv is None  # the command line's own process (not a caller's, or a test's)
     argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
     with _pipe_safe_stdout():
         try:
@@ -59,7 +61,20 @@ def main(argv: Sequence[str | os.PathLike[str]] | None = None) -> int:
             return 2
         except (KeyboardInterrupt, _Interrupted) as e:
             print(printable(f"ptosim: {str(e) or 'interrupted'}"), file=sys.stderr)
+            if process:
+                _leave_now(130)
             return 130
+
+
+def _leave_now(code: int) -> NoReturn:
+    """End the process at once: after a Ctrl-C of a long run, freeing what the run built
+    (millions of trace rows, access logs, per-statement caches) one object at a time took
+    seconds after the message. Whatever the command writes is written by then (outputs
+    are atomic), so only the standard streams need flushing."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _glue_negative_values(argv: list) -> list:
