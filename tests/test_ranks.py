@@ -479,3 +479,29 @@ def test_the_65th_post_of_a_session_waits_for_the_first_slot():
     last = posts.iloc[limit]
     assert last.start_cycle == limit * SDMA["post_cycles"]
     assert abs(last.end_cycle - (first_done + SDMA["post_cycles"])) <= 1
+
+
+def test_a_pong_tile_overlaps_one_chunks_store_with_the_next_load():
+    def kernel(tiles: int) -> sim.Kernel:
+        k = sim.Kernel("push")
+        src = k.gm("src", "f32", (64, 256))
+        dst = k.gm("dst", "f32", (64, 256), np.zeros((64, 256), np.float32))
+        stages = [k.tile("vec", "f32", 8, 256) for _ in range(tiles)]  # 8 chunks of 8 KB
+        k.TPUT(dst, src, *stages, peer=1 - k.rank_idx)
+        return k
+
+    one, two = (sim.simulate(kernel(t), ranks=2) for t in (1, 2))
+    for r in (one, two):
+        assert np.array_equal(r.output("dst", 0), r.output("src", 1))
+        assert np.array_equal(r.output("dst", 1), r.output("src", 0))
+    load = _local_load_cycles(8 * 256 * 4)
+    store = _remote_cycles(8 * 256 * 4)
+    # one tile: load and store of every chunk in turn; two: the loads hide behind the
+    # (longer) remote stores but the first
+    assert abs(one.ranks[0].total_cycles - 8 * (load + store)) <= 8
+    assert abs(two.ranks[0].total_cycles - (load + 8 * store)) <= 8
+
+
+def _local_load_cycles(nbytes: int) -> float:
+    path = MACHINE["dma"]["paths"]["GM_UB"]
+    return path["startup_cycles"] + nbytes // (path["bandwidth_gib_per_s"] * 2**30 / CLOCK)
