@@ -188,4 +188,19 @@ def test_cross_validation_holds_shapes_out(tmp_path):
     # count mode); the line of the other width does not
     assert s["cross_validated"] > s["nearest_fit"]
     with pytest.raises(ValueError):
-        cross_validate(load_cases(p), "a2a3", by="dtype")
+        cross_validate(load_cases(p), "a2a3", by="shape")
+
+
+def test_cross_validation_by_element_type_has_no_fit_to_extrapolate(tmp_path):
+    # one width in two element types: a held-out type has no formula line of its own in
+    # training, and a line of the other type is not used for it
+    rows = "".join(
+        f"TMULS,{dt},{r},64,,,,{round(s * r * 64 + 26)}\n"
+        for dt, s in (("f32", 0.0156), ("f16", 0.0078))
+        for r in (8, 16, 32)
+    )
+    rep = cross_validate(load_cases(_cases(tmp_path, rows)), "a2a3", by="dtype", k=2)
+    s = rep["families"]["scalar"]
+    assert rep["folds"] == 2 and s["cases"] == 6
+    assert s["nearest_fit_cases"] == 0 and s["nearest_fit"] is None
+    assert s["cross_validated"] is not None

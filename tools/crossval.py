@@ -1,6 +1,6 @@
 """Leave-shapes-out cross-validation of the single-op model (sim.studies.crossval).
 
-    .venv/bin/python tools/crossval.py [CASES.csv] [--target a2a3] [--by cols|rows] [-k 5]
+    .venv/bin/python tools/crossval.py [CASES.csv] [--target a2a3] [--by cols|rows|dtype] [-k 5]
 
 CASES.csv defaults to models/a2a3/calibration/reference_cases.csv (the reference's fits
 evaluated at a few shapes). Prints, per op family, the share of held-out cases within

@@ -3,16 +3,18 @@
 ``ptosim validate`` scores the model on the very cases its figures were read off, which
 says little about a shape it has not seen. ``cross_validate`` holds shapes out: the cases
 are split into folds by a geometry key (the column count, which sets repeats per row,
-partial repeats and the count-mode switch; or the row count), and for each fold the
-model's vector cost table is refitted (``calibrate.fit``) on the other folds and scored on
-the held-out one. Two more readings of the held-out cases are scored beside it:
+partial repeats and the count-mode switch; the row count; or the element type), and for
+each fold the model's vector cost table is refitted (``calibrate.fit``) on the other
+folds and scored on the held-out one. Two more readings of the held-out cases are scored
+beside it:
 
 * ``in_sample`` — the model as it is (its figures were chosen with every case in view);
 * ``nearest_fit`` — what a model that extrapolates a per-op formula fit would predict:
-  the line ``slope * rows * cols + bias`` of the nearest *training* column count of the
-  same op and element type (formula CSV rows, ``sim.timing.fits``), None when the op has
-  no training line. It shows which ops' fits do not carry past the shapes they were
-  fitted on.
+  the line ``slope * rows * cols + bias`` of the nearest column count of the same op and
+  element type (formula CSV rows, ``sim.timing.fits``) among the (element type, width)
+  pairs the training cases cover; None when there is none (a fit says nothing about
+  another element type). It shows which ops' fits do not carry past the shapes they
+  were fitted on.
 
 Shares are "within 15 %" (``sim.studies.accuracy``) per op family and overall.
 """
@@ -32,8 +34,19 @@ from sim.timing.fits import fit_table
 
 __all__ = ["cross_validate", "format_cross_validation", "KEYS"]
 
-KEYS = {"cols": lambda c: c.op.shape[1], "rows": lambda c: c.op.shape[0]}
 _FIT_DTYPE = {"f32": "fp32", "f16": "fp16"}
+
+
+def _fit_key(c: Case) -> tuple:
+    """(formula-fit dtype key, cols) of a case: the shape a fit line is keyed by."""
+    return _FIT_DTYPE.get(parse_dtype_pair(c.op.dtype)[1], ""), c.op.shape[1]
+
+
+KEYS = {
+    "cols": lambda c: c.op.shape[1],
+    "rows": lambda c: c.op.shape[0],
+    "dtype": lambda c: parse_dtype_pair(c.op.dtype)[1],
+}
 
 
 def _folds(cases, by: str, k: int) -> list[list[Case]]:
@@ -56,12 +69,13 @@ def _lines(target) -> dict:
     return table
 
 
-def _nearest_fit(case: Case, lines: dict, train_cols: set) -> float | None:
-    _, dst = parse_dtype_pair(case.op.dtype)
-    dt = _FIT_DTYPE.get(dst)
+def _nearest_fit(case: Case, lines: dict, seen: set) -> float | None:
+    """The nearest-width line of the case's op and dtype among the (dtype, cols) the
+    training cases cover (``seen``; "any" lines always), evaluated at the case."""
+    dt, _ = _fit_key(case)
     rows, cols = case.op.shape
     for key in ((case.op.op, dt), (case.op.op, "any")):
-        by_cols = {c: sb for c, sb in lines.get(key, {}).items() if c == 0 or c in train_cols}
+        by_cols = {c: sb for c, sb in lines.get(key, {}).items() if c == 0 or (key[1], c) in seen}
         if by_cols:
             c = min(by_cols, key=lambda x: (abs(x - cols), x))
             slope, bias = by_cols[c]
@@ -96,9 +110,9 @@ def cross_validate(
                 tgt, fit(train, tgt), Path(tmp) / f"fold{i}", f"fold {i} of {len(folds)}"
             )
             report = validate(held, model)
-            train_cols = {c.op.shape[1] for c in train}
+            seen = {_fit_key(c) for c in train}
             for c, r in zip(held, report["cases"], strict=True):
-                near = _nearest_fit(c, lines, train_cols)
+                near = _nearest_fit(c, lines, seen)
                 scores.append(
                     (
                         opcode(c.op.op).family,
