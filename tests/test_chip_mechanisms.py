@@ -50,12 +50,16 @@ def _reads(block_dim: int, rows: int = 32, n: int = 4):
     return k
 
 
-def _target(*, cores: int | None = None, capacity: float | None = None):
+def _target(*, cores: int | None = None, capacity: float | None = None, hbm=None, l2=None):
     tgt = load_target("a2a3")
     chip = dict(tgt.chip) if cores is None else {**tgt.chip, "cores": cores}
     gm = dict(tgt.gm)
     if capacity is not None:
         gm["write_queue"] = {**gm["write_queue"], "capacity_gib_per_s": capacity}
+    if hbm is not None:
+        gm["bandwidth_gib_per_s"] = hbm
+    if l2 is not None:
+        gm["l2"] = {**gm["l2"], "bandwidth_gib_per_s": l2}
     return attrs.evolve(tgt, chip=chip, gm=gm)
 
 
@@ -83,6 +87,24 @@ def test_a_smaller_write_capacity_is_never_faster(cores):
     got = [_cycles(_writes(cores), _target(capacity=c)) for c in caps]
     assert got == sorted(got, reverse=True)
     assert got[0] > got[-1]
+
+
+@pytest.mark.parametrize("kernel", [_reads, _writes])
+@pytest.mark.parametrize("cores", [8, 24])
+def test_narrower_shared_channels_are_never_faster(kernel, cores):
+    """The HBM channel (L2 off: every byte crosses it) and the L2 channel, each at four
+    bandwidths, the write queue free (the relation of the channels alone: the module
+    docstring says how a channel narrower than the write path lowers the queue's load):
+    never fewer cycles with less bandwidth; at the narrowest the run is slower than at the
+    widest (the channel binds), and freeing the channels gives the widest's cycles or
+    fewer."""
+    k = kernel(cores)
+    q = "gm_write_queue"
+    hbm = [_cycles(k, _target(hbm=b), l2=False, free=q) for b in (100.0, 400.0, 1490.0, 8000.0)]
+    assert hbm == sorted(hbm, reverse=True) and hbm[0] > hbm[-1]
+    assert _cycles(k, _target(hbm=100.0), l2=False, free=GM_FREE) <= hbm[-1]
+    l2 = [_cycles(k, _target(l2=b), free=q) for b in (200.0, 800.0, 4096.0, 16000.0)]
+    assert l2 == sorted(l2, reverse=True) and l2[0] > l2[-1]
 
 
 @pytest.mark.parametrize("kernel", [_writes, _reads])

@@ -46,7 +46,11 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
   ``max_load``. The wait grows with load and steeply near capacity (a queueing latency, not
   a hard cap): one core's writes barely wait, eight cores' FIFO traffic does. The
   capacity is fitted to the on-board flash-attention table (machine.toml says how);
-  ``sim.simulate(..., free=("gm_write_queue",))`` makes it free.
+  ``sim.simulate(..., free=("gm_write_queue",))`` makes it free. The load is the offered
+  load, the bytes requested: when a shared channel narrower than the write path's capacity
+  spaces the writes out, it lowers that load, and the wait it saves can exceed the time
+  the channel adds — a limit of a mean-wait estimate stacked on a reservation (with the
+  shipped figures the channels are wider than the write path).
 * **What each costs.** ``free=("gm_bandwidth",)`` keeps the channels' accounting (bytes,
   utilisation, L2 hit rate) but no transfer waits for them: each costs its own path's time,
   as a lone unit would see it. ``sim.whatif`` runs a kernel with each mechanism freed.
