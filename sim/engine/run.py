@@ -105,8 +105,9 @@ def simulate(
     ``Result.blocks`` says which block ran on which core and when); ``l2`` overrides the
     target's ``[gm.l2] enabled`` switch. ``free`` names shared mechanisms to treat as free
     (``sim.engine.launch.MECHANISMS``: the shared GM channels, the GM write queue, the
-    launch overhead), the what-ifs of ``sim.whatif``. ``Result.total_cycles`` is device time; ``Result.launch_cycles`` the
-    fixed launch overhead beside it (``with_launch_cycles`` their sum).
+    launch overhead), the what-ifs of ``sim.whatif``. ``Result.total_cycles`` is device
+    time; ``Result.launch_cycles`` the fixed launch overhead beside it
+    (``with_launch_cycles`` their sum).
 
     ``ranks=N`` runs N NPUs, each a whole chip running the kernel, joined by the target's
     ``[comm]`` link model (``sim.engine.ranks``, docs/concepts/ranks.md); ``inputs`` may then
