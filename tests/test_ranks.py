@@ -505,3 +505,102 @@ def test_a_pong_tile_overlaps_one_chunks_store_with_the_next_load():
 def _local_load_cycles(nbytes: int) -> float:
     path = MACHINE["dma"]["paths"]["GM_UB"]
     return path["startup_cycles"] + nbytes // (path["bandwidth_gib_per_s"] * 2**30 / CLOCK)
+
+
+# --- the collectives -------------------------------------------------------------------------
+
+
+def test_broadcast_scatter_gather_move_the_roots_rows():
+    n = 4
+    k = sim.Kernel("coll")
+    src = k.gm("src", "f32", (8 * n, 64))
+    dst = k.gm("dst", "f32", (8 * n, 64), np.zeros((8 * n, 64), np.float32))
+    part = k.gm("part", "f32", (8, 64))
+    sc = k.gm("sc", "f32", (8, 64), np.zeros((8, 64), np.float32))
+    g = k.gm("g", "f32", (8 * n + 8, 64), np.zeros((8 * n + 8, 64), np.float32))
+    stage = k.tile("vec", "f32", 8, 64)
+    k.TBROADCAST(dst, src, stage, root=1)
+    k.comm_scatter(sc, src, stage, root=2)
+    k.comm_gather(g, part, stage, root=3)
+    r = sim.simulate(k, ranks=n)
+    rows = r.output("src", 2).reshape(8 * n, 64)
+    parts = [r.output("part", i).reshape(8, 64) for i in range(n)]
+    for i in range(n):
+        assert np.array_equal(r.output("dst", i), r.output("src", 1)), i
+        assert np.array_equal(r.output("sc", i).reshape(8, 64), rows[8 * i : 8 * i + 8]), i
+    gathered = r.output("g", 3).reshape(8 * n + 8, 64)
+    assert np.array_equal(gathered[: 8 * n], np.concatenate(parts))
+    assert not gathered[8 * n :].any()  # rows past N H untouched
+    assert not r.output("g", 0).any()  # only the root's dst
+    assert r.ranks[0].total_cycles == 0  # rank 0 is no root: it runs nothing
+
+
+def test_broadcast_costs_one_load_and_a_store_per_rank_per_chunk():
+    n = 4
+    k = sim.Kernel("bcast")
+    src = k.gm("src", "f32", (16, 256))
+    dst = k.gm("dst", "f32", (16, 256))
+    k.TBROADCAST(dst, src, k.tile("vec", "f32", 8, 256), root=0)
+    r = sim.simulate(k, ranks=n, functional=False).ranks[0]
+    nbytes = 8 * 256 * 4
+    per_chunk = (
+        _local_load_cycles(nbytes) + _local_store_cycles(nbytes) + (n - 1) * _remote_cycles(nbytes)
+    )
+    assert abs(r.total_cycles - 2 * per_chunk) <= 8
+
+
+_BCAST = """
+!VT = !pto.tile_buf<vec, 4x64xf32>
+!PV = !pto.partition_tensor_view<4x64xf32>
+!TV = !pto.tensor_view<?x?xf32>
+module {
+  func.func @bcast(%src: !pto.ptr<f32>, %dst: !pto.ptr<f32>, %ctx: !pto.ptr<i64>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    %c64 = arith.constant 64 : index
+    %low = arith.constant 4294967295 : i64
+    %f32b = arith.constant 4 : i64
+    %w2 = pto.load_scalar %ctx[%c2] : !pto.ptr<i64> -> i64
+    %me64 = arith.andi %w2, %low : i64
+    %me = arith.index_cast %me64 : i64 to index
+    %myslot = arith.addi %me, %c4 : index
+    %lbase = pto.load_scalar %ctx[%myslot] : !pto.ptr<i64> -> i64
+    %b0 = pto.load_scalar %ctx[%c4] : !pto.ptr<i64> -> i64
+    %b1 = pto.load_scalar %ctx[%c5] : !pto.ptr<i64> -> i64
+    %x0 = arith.subi %b0, %lbase : i64
+    %x1 = arith.subi %b1, %lbase : i64
+    %e0 = arith.divsi %x0, %f32b : i64
+    %e1 = arith.divsi %x1, %f32b : i64
+    %d0 = arith.index_cast %e0 : i64 to index
+    %d1 = arith.index_cast %e1 : i64 to index
+    %p0 = pto.addptr %dst, %d0 : !pto.ptr<f32> -> !pto.ptr<f32>
+    %p1 = pto.addptr %dst, %d1 : !pto.ptr<f32> -> !pto.ptr<f32>
+    %t0 = pto.make_tensor_view %p0, shape = [%c4, %c64], strides = [%c64, %c1] : !TV
+    %t1 = pto.make_tensor_view %p1, shape = [%c4, %c64], strides = [%c64, %c1] : !TV
+    %g0 = pto.partition_view %t0, offsets = [%c0, %c0], sizes = [%c4, %c64] : !TV -> !PV
+    %g1 = pto.partition_view %t1, offsets = [%c0, %c0], sizes = [%c4, %c64] : !TV -> !PV
+    %ts = pto.make_tensor_view %src, shape = [%c4, %c64], strides = [%c64, %c1] : !TV
+    %sv = pto.partition_view %ts, offsets = [%c0, %c0], sizes = [%c4, %c64] : !TV -> !PV
+    %ping = pto.alloc_tile : !VT
+    pto.comm.tbroadcast(%sv, recv(%ping), group(%g0, %g1) : !PV, !VT, !PV, !PV) {root = 1 : i32}
+    return
+  }
+}
+"""
+
+
+def test_tbroadcast_in_pto_lists_each_ranks_view_and_prints_back():
+    from sim.frontend import parse_text
+    from sim.frontend.printer import print_program
+
+    p = parse_text(_BCAST)
+    text = print_program(p)
+    assert "recv(%ping), group(%g0, %g1)" in text and "{root = 1 : i32}" in text
+    assert print_program(parse_text(text)) == text
+    zeros = np.zeros(4 * 64, np.float32)
+    r = sim.simulate(p, ranks=2, comm_context="ctx", inputs={"dst": zeros})
+    for i in range(2):
+        assert np.array_equal(r.output("dst", i), r.output("src", 1)), i

@@ -21,7 +21,7 @@ import re
 
 from sim.frontend.lower_values import ValueScope
 from sim.frontend.syntax import make_value
-from sim.isa.comm import ATOMIC_TYPES, NOTIFY_OPS, WAIT_CMPS, CommOp
+from sim.isa.comm import ATOMIC_TYPES, COLLECTIVES, NOTIFY_OPS, WAIT_CMPS, CommOp
 from sim.isa.program import RawAttr
 
 __all__ = ["CommLowering", "COMM_KEYS"]
@@ -47,6 +47,8 @@ class CommLowering(ValueScope):
         i = 1 if results is not None else 0
         op_tok = c[i]
         op = str(op_tok)
+        if op in COLLECTIVES:
+            return self._collective(op_tok, c[i + 1 :], first)
         n_plain, group_sizes, key, allowed = _FORMS[op]
         flat, group = [], None
         for a in c[i + 1][1]:
@@ -95,3 +97,30 @@ class CommLowering(ValueScope):
         elif names:
             self.fail(names[0][0], f"{op} has no result")
         return CommOp(tuple(res), op, operands, attrs, None, loc=self.loc(first))
+
+    def _collective(self, op_tok, rest, first) -> CommOp:
+        """``pto.comm.tbroadcast(%v, recv(%ping[, %pong]), group(%g0, ...) : types) {root =
+        K : i32}`` (tscatter, tgather alike)."""
+        op = str(op_tok)
+        args = rest[0][1]
+        groups = {str(a[1]): a[2] for a in args if isinstance(a, tuple) and a[0] == "cgroup"}
+        plain = [a for a in args if not (isinstance(a, tuple) and a[0] == "cgroup")]
+        if (
+            len(plain) != 1
+            or set(groups) != {"recv", "group"}
+            or not 1 <= len(groups["recv"]) <= 2
+            or not groups["group"]
+        ):
+            self.fail(op_tok, f"{op}: expected (%view, recv(%ping[, %pong]), group(%g0, ...))")
+        flat = [plain[0], *groups["recv"], *groups["group"]]
+        types = next((x for x in rest[1:] if isinstance(x, tuple) and x[0] == "types"), None)
+        operands = self.typed_list(("ops", flat), types, op_tok, op)
+        root = 0
+        node = next((x for x in rest[1:] if isinstance(x, tuple) and x[0] == "dict"), None)
+        for k, v in (self.attrs(node) if node is not None else {}).items():
+            m = re.fullmatch(r"\s*(\d+)\s*(?::\s*i\d+)?\s*", str(v))
+            if k != "root" or m is None:
+                self.fail(op_tok, f"{op}: expected only root = K : i32, found {k} = {v}")
+            root = int(m.group(1))
+        attrs = {"root": root, "stages": len(groups["recv"])}
+        return CommOp((), op, operands, attrs, None, loc=self.loc(first))

@@ -285,6 +285,21 @@ def _comm_op(st: CommOp) -> str:
     text = [_v(o) for o in ops]
     if st.op in ("pto.comm.tput", "pto.comm.tget"):
         text = [*text[:2], f"buf({', '.join(text[2:])})"]
+    a = dict(st.attrs)
+    if "stages" in a:  # a collective: the view, recv(stages), group(members)
+        if a.get("symmetric"):
+            raise UserError(
+                f"{st.op} ({st.loc}): a builder group (one view on every rank) has no PTO IR "
+                f"spelling: real files list each rank's view (group(...))"
+            )
+        n = int(a["stages"])
+        text = [
+            text[0],
+            f"recv({', '.join(text[1 : 1 + n])})",
+            f"group({', '.join(text[1 + n :])})",
+        ]
+        attrs = f"root = {a['root']} : i32"
+        return f"{st.op}({', '.join(text)} : {', '.join(map(_t, ops))}) {{{attrs}}}"
     kinds = {"atomicType": "atomic_type", "notifyOp": "notify_op", "cmp": "wait_cmp"}
     attrs = ", ".join(
         f"{k} = #pto<{kinds[k]} {v}>" if k in kinds else f"{k} = {v} : i64" for k, v in st.attrs

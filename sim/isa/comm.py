@@ -26,6 +26,7 @@ from sim.base.errors import UserError
 from sim.isa.program import SourceLoc
 
 __all__ = [
+    "COLLECTIVES",
     "CONTEXT_WORDS",
     "WINDOW_BYTES",
     "context_words",
@@ -48,6 +49,10 @@ COMM_OPS = {
     "pto.comm.tnotify": ("PIPE_S", "PIPE_S"),
     "pto.comm.twait": ("PIPE_S", "PIPE_S"),
     "pto.comm.ttest": ("PIPE_S", "PIPE_S"),
+    # the collectives, AIV engine (§5.4): the root's MTE2 loads and MTE3 stores
+    "pto.comm.tbroadcast": ("PIPE_MTE2", "PIPE_MTE3"),
+    "pto.comm.tscatter": ("PIPE_MTE2", "PIPE_MTE3"),
+    "pto.comm.tgather": ("PIPE_MTE2", "PIPE_MTE3"),
     # the async forms: the scalar unit posts to the SDMA engines and polls (§5.5)
     "pto.comm.build_async_session": ("PIPE_S", "PIPE_S"),
     "pto.comm.tput_async": ("PIPE_S", "PIPE_S"),
@@ -105,7 +110,10 @@ class CommOp:
     ``tget_async`` (dst view, src view, session), ``wait_async_event`` /
     ``test_async_event`` (event, session); ``results`` the ``i1`` of ``ttest``, the session,
     the event, the ``i1`` of a wait / test; ``build_async_session``'s ``attrs`` are
-    ``queue_num``, ``block_bytes``, ``channel_group_idx``; ``attrs`` ``atomicType``,
+    ``queue_num``, ``block_bytes``, ``channel_group_idx``. The collectives (``tbroadcast``:
+    src; ``tscatter``: the root's src; ``tgather``: the root's dst) take (that view, the
+    ``stages`` staging tiles, the group's views) with ``root``; a builder group is one view
+    meaning that view on every rank (``symmetric``); ``attrs`` ``atomicType``,
     ``notifyOp`` or ``cmp``; ``peer`` the rank whose window holds the remote operand (TPUT's
     dst, TGET's src, TNOTIFY's signal), a scalar or constant; None for this rank."""
 
@@ -135,6 +143,9 @@ def check_attrs(op: str, a: dict, where: str) -> None:
     v = a.get(key)
     if v is not None and v not in allowed:
         raise UserError(f"{where}: {op}: {key}: expected one of {', '.join(allowed)}, found {v!r}")
+
+
+COLLECTIVES = ("pto.comm.tbroadcast", "pto.comm.tscatter", "pto.comm.tgather")
 
 
 def satisfied(values: np.ndarray, cmp: str, value: int) -> bool:

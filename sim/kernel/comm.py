@@ -170,6 +170,59 @@ class CommKernel:
         )
         return Index(self, res)
 
+    # --- the collectives (AIV engine, communication.md §5.4) -----------------------------------
+
+    def _collective(self, op: str, main, group, rest, root) -> Event:
+        what = op.removeprefix("pto.comm.").upper()
+        stages = [x for x in rest if isinstance(x, Tile)]
+        events = [x for x in rest if isinstance(x, Event)]
+        if len(stages) + len(events) != len(rest) or not 1 <= len(stages) <= 2:
+            raise UserError(
+                f"{_caller(3)}: {what}: expected dst, src, one or two staging tiles "
+                f"(ping[, pong]), then tokens to wait on"
+            )
+        if isinstance(root, bool) or not isinstance(root, (int, Index)):
+            raise UserError(f"{_caller(3)}: {what}: root: expected a rank, found {root!r}")
+        ops = (self._view(main, "main", what), *stages, self._view(group, "group", what))
+        r = root.scalar if isinstance(root, Index) else int(root)
+        attrs = {"root": r, "stages": len(stages), "symmetric": True}
+        return self._comm(op, ops, events, attrs, None)
+
+    def TBROADCAST(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        *stages_and_events: Tile | Event,
+        root: int | Index = 0,
+    ) -> Event:
+        """``pto.comm.tbroadcast``: the root's ``src`` into ``dst`` on every rank (the root
+        included); only the root runs it (§5.4)."""
+        return self._collective("pto.comm.tbroadcast", src, dst, stages_and_events, root)
+
+    def comm_scatter(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        *stages_and_events: Tile | Event,
+        root: int | Index = 0,
+    ) -> Event:
+        """``pto.comm.tscatter`` (C++ ``pto::comm::TSCATTER``; ``k.TSCATTER`` is the tile
+        ISA's index scatter): rank r's ``dst`` (H rows) gets rows [r H, (r + 1) H) of the
+        root's ``src`` (§5.4)."""
+        return self._collective("pto.comm.tscatter", src, dst, stages_and_events, root)
+
+    def comm_gather(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        *stages_and_events: Tile | Event,
+        root: int | Index = 0,
+    ) -> Event:
+        """``pto.comm.tgather`` (C++ ``pto::comm::TGATHER``; ``k.TGATHER`` is the tile ISA's
+        gather): rows [r H, (r + 1) H) of the root's ``dst`` get rank r's ``src`` (H rows);
+        rows past N H are untouched (§5.4)."""
+        return self._collective("pto.comm.tgather", dst, src, stages_and_events, root)
+
     # --- the async forms (SDMA, communication.md §5.5) ---------------------------------------
 
     def async_session(
