@@ -319,6 +319,32 @@ def test_ctrl_c_exits_130_with_one_line_and_the_partial_trace(cli, tmp_path, mon
     assert (tmp_path / "t.csv").exists()
 
 
+def test_an_interrupted_run_builds_its_partial_trace_only_when_read(monkeypatch):
+    # a chip's partial trace took seconds to build (check --races of the 24-core GEMM:
+    # 3 s from Ctrl-C to the message), for a check that never reads it
+    import sim
+    from sim.engine.chip import ChipRecording
+    from sim.engine.limits import Limits, RunInterrupted
+    from sim.kernel.files import load_kernel
+
+    built = []
+    frame = ChipRecording.frame
+    monkeypatch.setattr(ChipRecording, "frame", lambda self: built.append(1) or frame(self))
+
+    def interrupt(self):
+        if self.cycle > 2000:  # some rows recorded first
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Limits, "check", interrupt)
+    gemm = load_kernel(str(EXAMPLES / "gemm.py"), [])
+    with pytest.raises(KeyboardInterrupt) as e:
+        sim.simulate(gemm, block_dim=2, limits=Limits(10**9, every=16), functional=False)
+    assert isinstance(e.value, RunInterrupted) and not built
+    trace = e.value.trace
+    assert len(built) == 1 and len(trace) > 0 and e.value.trace is trace
+    assert e.value.cycle == int(trace["end_cycle"].max())
+
+
 def test_ctrl_c_of_the_command_line_process_ends_it_at_once(tmp_path, monkeypatch, capsys):
     # the ptosim process itself (main() reading sys.argv) leaves through os._exit after the
     # message: freeing what a long run built took seconds after a Ctrl-C (check --races

@@ -273,19 +273,17 @@ def _bounded(args, limits):
             raise RunStopped(f"{e}; the partial trace is in {trace}", e.cycle, e.items) from None
         raise
     except KeyboardInterrupt as e:
-        trace = getattr(e, "trace", None)
-        if trace is None:
+        from sim.engine.limits import RunInterrupted
+
+        if not isinstance(e, RunInterrupted):
             raise _Interrupted("interrupted") from None
-        reached = int(trace["end_cycle"].max()) if len(trace) else 0
         kept = ""
-        if getattr(args, "trace", None):
+        if getattr(args, "trace", None):  # the partial trace, built for it only
             from sim.trace.export import write_trace
 
-            write_trace(trace, args.trace, kernel=args.kernel)
-            kept = f"; the partial trace is in {args.trace}"
-        raise _Interrupted(
-            f"interrupted at cycle {reached} ({len(trace)} trace rows recorded){kept}"
-        ) from None
+            write_trace(e.trace, args.trace, kernel=args.kernel)
+            kept = f" ({len(e.trace)} trace rows recorded); the partial trace is in {args.trace}"
+        raise _Interrupted(f"interrupted at cycle {e.cycle}{kept}") from None
     finally:
         if limits.progress is not None:
             limits.progress.close()

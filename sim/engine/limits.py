@@ -28,7 +28,7 @@ import simpy
 
 from sim.base.errors import SimulationError
 
-__all__ = ["Limits", "RunStopped"]
+__all__ = ["Limits", "RunStopped", "RunInterrupted"]
 
 
 class RunStopped(SimulationError):
@@ -44,6 +44,24 @@ class RunStopped(SimulationError):
 
     def __str__(self) -> str:
         return self.args[0]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: ``cycle`` the last cycle reached, ``trace`` the rows recorded
+    so far, built when first read (a chip's partial trace takes seconds to build, which
+    stopping must not wait for when nobody reads it)."""
+
+    def __init__(self, recording):
+        super().__init__()
+        self.cycle = int(recording.end)
+        self._recording = recording
+        self._trace: list = []
+
+    @property
+    def trace(self):
+        if not self._trace:
+            self._trace.append(self._recording.frame())
+        return self._trace[0]
 
 
 def _positive_or_none(inst, attribute, value):

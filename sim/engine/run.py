@@ -12,7 +12,7 @@ from sim.base.errors import DeadlockError, SimulationError, UserError
 from sim.engine.access import GmShared
 from sim.engine.chip import Chip
 from sim.engine.launch import free_set, launch_cycles
-from sim.engine.limits import Limits, RunStopped
+from sim.engine.limits import Limits, RunInterrupted, RunStopped
 from sim.engine.mode import prepare
 from sim.engine.plausible import FILLS, PLAUSIBLE_KEY, index_bounds
 from sim.engine.ranks import RanksResult, rank_inputs, run_ranks
@@ -98,12 +98,13 @@ def simulate(
     kept: ``"full"`` (default), ``"ops"`` (no set_flag / wait_flag / barrier rows) or
     ``"none"`` (no rows; ``total_cycles`` and ``pipes`` still work) — the lighter modes are
     for sweeps. ``limits`` (``sim.engine.limits``) bounds the run by cycles and issued items
-    and reports progress; a run it stops, a deadlock and a KeyboardInterrupt carry the trace
-    recorded so far as ``.trace``. ``block_dim`` blocks run the kernel SPMD (a builder
-    ``Kernel`` brings its own; default 1), one per core at a time: past the target's cores
-    they run in waves, a block on the first free core (``sim.engine.waves``;
-    ``Result.blocks`` says which block ran on which core and when); ``l2`` overrides the
-    target's ``[gm.l2] enabled`` switch. ``free`` names shared mechanisms to treat as free
+    and reports progress; a run it stops, a deadlock and a KeyboardInterrupt (then a
+    ``sim.engine.limits.RunInterrupted``) carry the trace recorded so far as ``.trace``.
+    ``block_dim`` blocks run the kernel SPMD (a builder ``Kernel`` brings its own;
+    default 1), one per core at a time: past the target's cores they run in waves, a
+    block on the first free core (``sim.engine.waves``; ``Result.blocks`` says which
+    block ran on which core and when); ``l2`` overrides the target's ``[gm.l2] enabled``
+    switch. ``free`` names shared mechanisms to treat as free
     (``sim.engine.launch.MECHANISMS``: the shared GM channels, the GM write queue, the
     launch overhead), the what-ifs of ``sim.whatif``. ``Result.total_cycles`` is device
     time; ``Result.launch_cycles`` the fixed launch overhead beside it
@@ -218,10 +219,13 @@ def simulate(
                 recording = chip.run()
                 if watched is not None:
                     watched.check()  # a run shorter than one check interval, too
-        except (DeadlockError, RunStopped, KeyboardInterrupt) as e:
-            # the trace so far travels with the error, an interrupt's too (read by getattr)
+        except (DeadlockError, RunStopped) as e:
+            # the trace so far travels with the error (read by getattr)
             e.trace = chip.recording().frame()  # type: ignore[union-attr]
             raise
+        except KeyboardInterrupt:
+            # an interrupt's too, built only when read: a Ctrl-C does not wait for it
+            raise RunInterrupted(chip.recording()) from None
         return chip, recording
 
     try:
