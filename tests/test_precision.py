@@ -21,8 +21,8 @@ import pytest
 
 from sim.base.errors import UserError, VerifyError
 from sim.engine.run import simulate
+from sim.frontend import ParseError, print_program
 from sim.frontend import parse_text as parse_program
-from sim.frontend import print_program
 from sim.isa.precision import KINDS, Precision
 from sim.studies.calibrate import load_cases, validate
 
@@ -102,6 +102,35 @@ def test_unknown_precision_value_is_a_parse_error(tmp_path):
     assert (
         "k.pto:" in out.stderr
         and "expected high_precision or default, found 'medium'" in out.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    "kind, near",
+    [
+        ("div_precison", "div_precision"),
+        ("dvi_precision", "div_precision"),
+        ("precisionMode", "precision_mode"),
+        ("accuracy_precision", ""),
+    ],
+)
+def test_a_misspelt_precision_kind_is_an_error_not_an_ignored_attribute(kind, near):
+    src = _kernel("TDIV", "f32", 16, 64, f"precisionType = #pto<{kind} high_precision>")
+    with pytest.raises(ParseError) as e:
+        parse_program(src, "k.pto")
+    said = str(e.value)
+    assert said.startswith("k.pto:") and f"unknown precision kind {kind!r}" in said
+    assert ("did you mean " + near) in said if near else "did you mean" not in said
+    assert "div_precision, recip_precision" in said  # the kinds it knows
+
+
+def test_an_attribute_that_is_no_precision_stays_a_warning():
+    src = _kernel("TDIV", "f32", 16, 64, "zz_mode = #pto<fast_math on>")
+    r = simulate(parse_program(src, "k.pto"), "a2a3", functional=False)
+    (w,) = [w for w in r.warnings if "zz_mode" in w]
+    assert w.endswith(
+        "warning: attribute zz_mode = #pto<fast_math on> is not modelled for TDIV: ignored "
+        "(its timing and values are those without it)"
     )
 
 

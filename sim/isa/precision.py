@@ -24,6 +24,7 @@ simulator does not model, is a warning — never silently dropped.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 import attrs
@@ -84,11 +85,22 @@ class Precision:
 
 def parse_precision(text: str) -> Precision | None:
     """The Precision of an attribute value's text, None when it is no precision mode.
-    Raises ValueError for a precision kind with an unknown value."""
+    Raises ValueError for a precision kind with an unknown value, and for an unknown kind
+    that names a precision or is one letter or two from a known kind."""
     m = _VALUE.fullmatch(text.strip())
-    if not m or m.group(1) not in KINDS:
+    if not m:
         return None
     kind, value = m.groups()
+    if kind not in KINDS:
+        near = difflib.get_close_matches(kind, KINDS, n=1, cutoff=0.8)
+        if near or "precision" in kind.lower():
+            # a misspelt kind would otherwise be an attribute the simulator ignores
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise ValueError(
+                f"#pto<{kind} ...>: unknown precision kind {kind!r}{hint}; expected one of "
+                f"{', '.join(KINDS)}"
+            )
+        return None
     if value.lower() not in (HIGH, DEFAULT):
         raise ValueError(f"#pto<{kind} ...>: expected high_precision or default, found {value!r}")
     return Precision(kind, value)
