@@ -49,6 +49,7 @@ DEFAULT_TESTS = {
         "tests/test_engine_functional.py",
         "tests/test_arith_aliasing.py",
         "tests/test_arith_wide_values.py",
+        "tests/test_arith_direct.py",
     ],
     "sim/timing/plan.py": [
         "tests/test_timing_lowering.py",
