@@ -63,6 +63,19 @@ def test_run_says_which_of_several_kernels_runs_and_func_picks(capsys):
     assert code == 2 and "no function @mm (functions: @mm_aic, @mm_aiv)" in err
 
 
+def test_two_functions_marked_pto_entry_say_which_one_runs(capsys, tmp_path):
+    # both functions marked: the mark picks no single kernel
+    text = (DATA / "two_kernels.pto").read_text().replace(") {\n", ") attributes {pto.entry} {\n")
+    assert text.count("attributes {pto.entry}") == 2
+    path = tmp_path / "two_entries.pto"
+    path.write_text(text)
+    code, out, err = _run(["run", str(path), "--arg", "n=1", "--arg", "m=2"], capsys)
+    assert code == 0 and "kernel mm_aic" in out
+    assert "2 kernel functions (@mm_aic, @mm_aiv); running @mm_aic (pick one with --func" in err
+    code, out, err = _run(["run", str(path), "--func", "mm_aiv"], capsys)
+    assert code == 0 and "kernel mm_aiv" in out and "note" not in err
+
+
 def test_missing_scalar_arguments_are_listed_together(capsys):
     code, _, err = _run(["run", str(DATA / "two_kernels.pto")], capsys)
     assert code == 2
