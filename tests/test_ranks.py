@@ -604,3 +604,66 @@ def test_tbroadcast_in_pto_lists_each_ranks_view_and_prints_back():
     r = sim.simulate(p, ranks=2, comm_context="ctx", inputs={"dst": zeros})
     for i in range(2):
         assert np.array_equal(r.output("dst", i), r.output("src", 1)), i
+
+
+# --- two streams -----------------------------------------------------------------------------
+
+_N, _T, _R, _C = 4, 4, 16, 64
+
+
+def _producer() -> sim.Kernel:
+    """The compute stream: tile i of work = src + 1, then its local ready counter + 1."""
+    k = sim.Kernel("produce")
+    src = k.gm("src", "f32", (_T * _R, _C))
+    work = k.gm("work", "f32", (_T * _R, _C))
+    ready = k.gm("ready", "i32", (1, 1), np.zeros((1, 1), np.int32))
+    a = k.tile("vec", "f32", _R, _C)
+    for i in range(_T):
+        e = k.TLOAD(a, src[i * _R : (i + 1) * _R, :])
+        for _ in range(4):
+            e = k.TADDS(a, a, 0.25, e)
+        k.TSTORE(work[i * _R : (i + 1) * _R, :], a, e)
+        k.pipe_barrier("PIPE_ALL")  # release: the tile is in GM before the signal
+        k.TNOTIFY(ready, 1, op="atomic_add")
+    return k
+
+
+def _pusher(ready_from_host: bool = False) -> sim.Kernel:
+    """The communication stream: as tile i is ready, push it to every rank's out."""
+    k = sim.Kernel("push")
+    me = k.rank_idx
+    work = k.gm("work", "f32", (_T * _R, _C))
+    out = k.gm("out", "f32", (_N * _T * _R, _C), np.zeros((_N * _T * _R, _C), np.float32))
+    start = _T if ready_from_host else 0
+    ready = k.gm("ready", "i32", (1, 1), np.full((1, 1), start, np.int32))
+    arrived = k.gm("arrived", "i32", (1, 1), np.zeros((1, 1), np.int32))
+    stage = k.tile("vec", "f32", _R, _C)
+    for i in range(_T):
+        k.TWAIT(ready, i + 1, cmp="ge")
+        for p in range(_N):
+            row = me * (_T * _R) + i * _R
+            k.TPUT(out.view(_R, _C, row=row), work[i * _R : (i + 1) * _R, :], stage, peer=p)
+    k.pipe_barrier("PIPE_ALL")
+    for p in range(_N):
+        k.TNOTIFY(arrived, 1, op="atomic_add", peer=p)
+    k.TWAIT(arrived, _N, cmp="ge")
+    return k
+
+
+def test_two_streams_share_the_ranks_gm_and_overlap_compute_with_communication():
+    r = sim.simulate(_producer(), ranks=_N, streams=[_pusher()])
+    ref = np.concatenate([r.output("src", i) + 1.0 for i in range(_N)])
+    for i in range(_N):
+        np.testing.assert_allclose(r.output("out", i), ref, rtol=1e-6)
+        assert r.output("ready", i).tolist() == [_T]  # the producer's signals, shared GM
+    assert len(r.streams) == _N and all(len(s) == 2 for s in r.streams)
+    compute = sim.simulate(_producer(), ranks=_N).total_cycles
+    comm = sim.simulate(_pusher(ready_from_host=True), ranks=_N).total_cycles
+    assert r.total_cycles < compute + comm  # the sequential run: compute, then comm
+    assert r.total_cycles >= max(compute, comm)
+    # the pusher's first TPUT waits for the producer's first tile: it starts after it
+    t = r.streams[0][1].trace
+    first_put = t[t.opcode == "TPUT"].start_cycle.min()
+    p = r.streams[0][0].trace
+    first_notify = p[p.opcode == "TNOTIFY"].start_cycle.min()
+    assert first_put > first_notify

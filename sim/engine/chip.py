@@ -80,13 +80,16 @@ class Chip:
         env=None,
         rank=0,
         links=None,
+        shared=None,
     ):
         """``races``: run the race detector (the event path); ``race_logs``: keep every
         unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``);
         ``gm_summary``: with ``race_logs`` and one unit, keep only which of its pipes
         touch each GM array (``sim.engine.access.GmShared`` ends the run when two touch
         one and one writes). A run with ranks (``sim.engine.ranks``) gives every rank's
-        chip the one ``env``, its ``rank`` and the run's ``links`` (``sim.engine.links``)."""
+        chip the one ``env``, its ``rank`` and the run's ``links`` (``sim.engine.links``);
+        the kernels launched together on one rank (streams) share that rank's GM: ``shared``
+        is (GM state, GM model) of the rank's first chip."""
         self.target = target
         self.layout = kept(
             program, ("layout", target, block_dim), lambda: layout(program, target, block_dim)
@@ -96,11 +99,14 @@ class Chip:
             self.env = env
         else:
             self.env = limits.environment(self.now) if limits is not None else simpy.Environment()
-        self.gm = GlobalMemory(target, l2=l2, free=free)  # free: sim.engine.launch
+        self.gm = (  # free: sim.engine.launch
+            shared[1] if shared is not None else GlobalMemory(target, l2=l2, free=free)
+        )
         self.state = ChipState(
             self.env, target, [(u.core, u.unit) for u in self.layout.units], ideal_sync=ideal_sync
         )
-        self.gm_state: tuple[dict, dict, dict] = ({}, {}, {})  # GM arrays, filled pages, dtypes
+        # GM arrays, filled pages, dtypes
+        self.gm_state: tuple[dict, dict, dict] = shared[0] if shared is not None else ({}, {}, {})
         if links is not None:  # TWAIT's keys go to the links (sim.engine.links)
             self.state.rank, self.state.links = rank, links
             self.state.flags.routes[SignalWait] = links

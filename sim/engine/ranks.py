@@ -24,6 +24,7 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.launch import launch_cycles
 from sim.engine.links import Links, RankMemory, SignalWait
 from sim.engine.result import Result
+from sim.engine.sdma import Sdma
 from sim.isa.comm import context_words
 
 if TYPE_CHECKING:
@@ -64,9 +65,12 @@ def rank_inputs(
 @attrs.frozen
 class RanksResult:
     """The result of a run with ranks: ``ranks[r]`` is rank r's ``Result`` (its trace, its
-    GM, its report); ``total_cycles`` the latest rank's end."""
+    GM, its report) of the first kernel; ``streams[r][s]`` that of the s-th kernel launched on
+    rank r (``simulate(..., streams=[...])``; the first is ``ranks[r]``); ``total_cycles`` the
+    latest end."""
 
     ranks: tuple
+    streams: tuple = ()
 
     @property
     def kernel(self) -> str:
@@ -86,7 +90,7 @@ class RanksResult:
 
     @property
     def total_cycles(self) -> int:
-        return max(r.total_cycles for r in self.ranks)
+        return max(r.total_cycles for rs in self.streams or (self.ranks,) for r in rs)
 
     def output(self, name: str, rank: int = 0) -> np.ndarray:
         """GM argument ``name`` of rank ``rank`` after the run."""
@@ -107,8 +111,10 @@ class RanksResult:
             f"{self.total_cycles} cycles (the latest rank's end)"
         )
         parts = [head]
-        for i, r in enumerate(self.ranks):
-            parts.append(f"\n=== rank {i}: {r.total_cycles} cycles ===\n{r.report(max_rows)}")
+        for i, rs in enumerate(self.streams or tuple((r,) for r in self.ranks)):
+            for j, r in enumerate(rs):
+                what = f"rank {i}" + (f", stream {j} ({r.kernel})" if len(rs) > 1 else "")
+                parts.append(f"\n=== {what}: {r.total_cycles} cycles ===\n{r.report(max_rows)}")
         return "\n".join(parts)
 
     def __str__(self) -> str:
@@ -127,32 +133,49 @@ def run_ranks(
     mode: str,
     freed: frozenset,
     limits=None,
+    streams: tuple = (),
     **chip_opts: Any,
 ) -> RanksResult:
-    """Run ``program`` (prepared) on ``ranks`` chips of ``tgt``; ``inputs`` one dict per rank."""
+    """Run ``program`` (prepared) on ``ranks`` chips of ``tgt``; ``inputs`` one dict per rank.
+    ``streams``: further (program, block_dim, mode) launched with it on every rank: each a
+    chip of its own units sharing the rank's GM arrays, GM model and SDMA queues (the host's
+    compute and communication streams, communication.md §7; ASSUMPTION: the host gives them
+    disjoint cores, which the simulator does not check)."""
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise UserError(f"ranks: expected a positive integer, found {ranks!r}")
     import simpy
 
     env = limits.environment(lambda: max(c.now() for c in chips)) if limits else simpy.Environment()
     links = Links(env, tgt, ranks)
+    kernels = [(program, block_dim, mode), *streams]
     chips: list[Chip] = []
+    per_rank: list[list[Chip]] = []
+    sdma = bool(tgt.comm.get("sdma"))
     for r in range(ranks):
-        chip = Chip(
-            program,
-            tgt,
-            block_dim=block_dim,
-            inputs=inputs[r],
-            seed=rank_seed(seed, r),
-            free=freed,
-            limits=limits,
-            env=env,
-            rank=r,
-            links=links,
-            **chip_opts,
-        )
-        links.memories[r] = RankMemory(chip.gm_state, inputs[r], rank_seed(seed, r))
-        chips.append(chip)
+        mine: list[Chip] = []
+        for prog, bdim, _ in kernels:
+            chip = Chip(
+                prog,
+                tgt,
+                block_dim=bdim,
+                inputs=inputs[r],
+                seed=rank_seed(seed, r),
+                free=freed,
+                limits=limits,
+                env=env,
+                rank=r,
+                links=links,
+                shared=(mine[0].gm_state, mine[0].gm) if mine else None,
+                **chip_opts,
+            )
+            if mine:  # one rank's SDMA queues serve all its streams
+                chip.state.sdma = mine[0].state.sdma
+            elif sdma:
+                chip.state.sdma = Sdma(tgt)
+            mine.append(chip)
+        links.memories[r] = RankMemory(mine[0].gm_state, inputs[r], rank_seed(seed, r))
+        chips += mine
+        per_rank.append(mine)
     gc.freeze()
     try:
         with np.errstate(all="ignore"):
@@ -162,28 +185,36 @@ def run_ranks(
     finally:
         gc.unfreeze()
     _check(chips, links)
-    results = []
-    for chip in chips:
-        recording = chip.recording()
-        results.append(
-            Result(
-                program.main.name,
-                tgt,
-                recording,
-                dict(chip.gm_state[0]),
-                (*warnings, *chip.warnings),
-                (),
-                mode=mode,
-                block_dim=block_dim,
-                memory=chip.gm.summary(recording.end) if chip.gm_used else {},
-                functional=chip_opts.get("functional", True),
-                blocks=tuple(chip.waves.table()),
-                cores=chip.waves.cores,
-                dispatch_cycles=chip.waves.latency,
-                launch_cycles=launch_cycles(tgt, freed),
-            )
+    table = [
+        tuple(
+            _result(c, k, tgt, warnings, freed, chip_opts)
+            for c, k in zip(mine, kernels, strict=True)
         )
-    return RanksResult(tuple(results))
+        for mine in per_rank
+    ]
+    return RanksResult(tuple(rs[0] for rs in table), tuple(table) if streams else ())
+
+
+def _result(chip, kernel, tgt, warnings, freed, chip_opts) -> Result:
+    """One chip's ``Result`` (as ``sim.engine.run.simulate`` makes it for one chip)."""
+    program, block_dim, mode = kernel
+    recording = chip.recording()
+    return Result(
+        program.main.name,
+        tgt,
+        recording,
+        dict(chip.gm_state[0]),
+        (*warnings, *chip.warnings),
+        (),
+        mode=mode,
+        block_dim=block_dim,
+        memory=chip.gm.summary(recording.end) if chip.gm_used else {},
+        functional=chip_opts.get("functional", True),
+        blocks=tuple(chip.waves.table()),
+        cores=chip.waves.cores,
+        dispatch_cycles=chip.waves.latency,
+        launch_cycles=launch_cycles(tgt, freed),
+    )
 
 
 def _check(chips: list[Chip], links: Links) -> None:

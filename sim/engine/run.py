@@ -23,7 +23,7 @@ from sim.isa.program import KernelLike, Program, Scalar
 from sim.target import load_target
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -72,6 +72,7 @@ def simulate(
     free: Iterable[str] | str | None = None,
     ranks: int | None = None,
     comm_context: str | None = None,
+    streams: Sequence[Program | KernelLike] = (),
 ) -> Result | RanksResult:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
 
@@ -115,8 +116,10 @@ def simulate(
     be a list of one dict per rank, and the result is a ``RanksResult`` (a ``Result`` per
     rank). ``comm_context`` names the GM argument (int64 words) that gets each rank's
     communication context (``sim.isa.comm.context_words``: rank id, rank count, the ranks'
-    window bases), which kernels read to address their peers. Without ``ranks`` the run is
-    one chip, as always.
+    window bases), which kernels read to address their peers. ``streams`` are further
+    kernels launched with this one on every rank (a compute and a communication kernel on the
+    host's two streams), sharing its GM (``RanksResult.streams``). Without ``ranks`` the run
+    is one chip, as always.
     """
     if detail not in ("op", "cce"):
         raise UserError(f"detail: expected 'op' or 'cce', found {detail!r}")
@@ -167,11 +170,22 @@ def simulate(
 
     if fill == "plausible":  # index-like GM inputs inside their ranges (sim.engine.plausible)
         inputs = {**(inputs or {}), PLAUSIBLE_KEY: index_bounds(prep.program)}
-    if comm_context is not None and ranks is None:
-        raise UserError("comm_context: a communication context needs ranks=N")
+    if (comm_context is not None or streams) and ranks is None:
+        raise UserError("comm_context, streams: a run of these needs ranks=N")
     if ranks is not None:
         if races is True:
             raise UserError("races: the race check does not cover runs with ranks yet")
+        more = []
+        for extra in streams:
+            bdim = 1
+            if isinstance(extra, KernelLike):
+                inputs = {**extra.inputs, **(inputs or {})}
+                bdim = extra.block_dim
+                extra = extra.program()
+            if not isinstance(extra, Program):
+                raise UserError(f"streams: expected kernels, found {type(extra).__name__}")
+            p2 = prepared(extra, tgt, sync)
+            more.append((p2.program, bdim, p2.mode))
         return run_ranks(
             prep.program,
             tgt,
@@ -192,6 +206,7 @@ def simulate(
             infinite_bandwidth=infinite_bandwidth,
             l2=l2,
             trace=trace,
+            streams=tuple(more),
         )
 
     def run(detect: bool, gm_summary: bool = False):
