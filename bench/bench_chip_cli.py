@@ -8,7 +8,9 @@ machine's speed drifts; the minimum is the least disturbed run):
 * ``cli``: the whole ``ptosim run KERNEL --timing-only`` process (start-up, parse,
   simulate, report) — CPU seconds (user + sys), instructions per CPU second, peak RSS —
   with its default checks (a hand-synchronised kernel is checked for races) and with
-  ``--no-races``;
+  ``--no-races``; the race-checked figure against its target (``targets``: flash
+  attention on 24 cores at Perf-Sim's rate, the GEMM 2.5x faster than Perf-Sim, the
+  whole-chip runs in 10 s and 40 s), met or not;
 * ``simulate``: ``sim.simulate`` alone in a fresh process (trace rows off), race check
   on (``races="manual"``, what ``ptosim run`` does) and off: the race check's overhead;
   also for one unit, the ``vector`` and ``cube`` kernels of ``bench/kernels.py`` at 10^5
@@ -17,6 +19,7 @@ machine's speed drifts; the minimum is the least disturbed run):
     .venv/bin/python bench/bench_chip_cli.py              # both kernels, 3 processes each
     .venv/bin/python bench/bench_chip_cli.py --repeat 5 --only gemm
     .venv/bin/python bench/bench_chip_cli.py --repeat 1 --only fa_chip   # 128 blocks in waves
+    .venv/bin/python bench/bench_chip_cli.py --repeat 1 --only fa_chip32k   # 256 blocks
     .venv/bin/python bench/bench_chip_cli.py --root /tmp/old-checkout   # another checkout
 
 ``--root DIR`` runs another checkout's ``sim`` (put first on ``PYTHONPATH``, run from that
@@ -33,7 +36,9 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,9 +51,43 @@ CASES = {
     "fa": ("examples/flash_attention.pto", {"S1": 8192, "S1_TILE": 128}),
 }
 CORES = 24
-# whole-chip flash attention, S0 = S1 = 16 384: 128 blocks of 128 query rows in waves on the
-# 24 cores (~0.92 M instructions); run only when asked (--only fa_chip): (file, args, blocks)
-LONG = {"fa_chip": ("examples/flash_attention.pto", {"S1": 16384, "S1_TILE": 0}, 128)}
+# whole-chip flash attention, S0 = S1 = 16 384 and 32 768: 128 and 256 blocks of 128 query
+# rows in waves on the 24 cores (~0.92 M and ~3.7 M instructions); run only when asked
+# (--only fa_chip, --only fa_chip32k): (file, args, blocks)
+LONG = {
+    "fa_chip": ("examples/flash_attention.pto", {"S1": 16384, "S1_TILE": 0}, 128),
+    "fa_chip32k": ("examples/flash_attention.pto", {"S1": 32768, "S1_TILE": 0}, 256),
+}
+PERFSIM = ROOT / "bench" / "data" / "perfsim_speed.toml"
+
+
+def targets() -> dict:
+    """The speed each ``ptosim run`` case (races checked, CPU time of the whole process)
+    should reach: (what, limit, unit) with unit "s" (at most) or "k instr/s" (at least).
+    Flash attention on 24 cores at Perf-Sim's rate, the GEMM 2.5x faster than Perf-Sim
+    (``bench/data/perfsim_speed.toml``); the whole-chip runs in fixed times."""
+    ps = tomllib.loads(PERFSIM.read_text())
+    return {
+        "gemm": ("2.5x Perf-Sim's CPU time", ps["gemm"]["cpu_seconds"] / 2.5, "s"),
+        "fa": (
+            "Perf-Sim's rate",
+            max(200.0, ps["flash_attention"]["instructions_per_cpu_second"] / 1e3),
+            "k instr/s",
+        ),
+        "fa_chip": ("S0 = S1 = 16 384 in", 10.0, "s"),
+        "fa_chip32k": ("S0 = S1 = 32 768 in", 40.0, "s"),
+    }
+
+
+def verdict(name: str, cpu: float, instructions: int) -> str:
+    """``target ...: met`` / ``not met`` for a case's end-to-end CPU time."""
+    what, limit, unit = targets()[name]
+    if unit == "s":
+        return f"target {what} <= {limit:.2f} s: {'met' if cpu <= limit else 'not met'}"
+    rate = instructions / cpu / 1e3
+    return f"target {what} >= {limit:.0f} k instr/s: {'met' if rate >= limit else 'not met'}"
+
+
 # one unit, for the race check's overhead there (bench/kernels.py, simulate only)
 SINGLE = {"vector": 100_000, "cube": 100_000}
 
@@ -59,8 +98,13 @@ def _child_usage() -> tuple[float, float]:
 
 
 def _env(root: Path) -> dict:
+    """The child's environment: ``root`` first on the path; compiled bytecode kept (in a
+    cache of its own, as an installed package keeps it), so that a process does not
+    compile the simulator's sources again where the shell says not to write them."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "ptosim-bench-pyc"))
     return env
 
 
@@ -204,6 +248,8 @@ def main(argv=None) -> int:
                 f"  ptosim run{flag}: {cpu:.2f} s CPU end to end, {n / cpu / 1e3:.0f} k "
                 f"instr/s, peak RSS {rss:.0f} MB"
             )
+            if races == "on":
+                print(f"    {verdict(name, cpu, n)}")
     return 0
 
 

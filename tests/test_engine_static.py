@@ -217,7 +217,9 @@ def _busy_streams(block_dim, work, n=4, rows=16, cols=128):
 @pytest.mark.parametrize("block_dim", [2, 5, 24])
 def test_on_a_chip_only_gm_transfers_cost_events(block_dim, monkeypatch):
     """The instructions between two GM transfers run by arithmetic: 16 times the vector
-    work costs no more SimPy events, while forced through the event loop every item does."""
+    work costs no more SimPy events (one per cycle with transfers to cost: fewer where more
+    work spreads the transfers of the units out), while forced through the event loop
+    every item does."""
     counts = {}
     for batch in (True, False):
         for work in (1, 16):
@@ -226,7 +228,7 @@ def test_on_a_chip_only_gm_transfers_cost_events(block_dim, monkeypatch):
             monkeypatch.setattr(chip_module, "Machine", functools.partial(Machine, batch=batch))
             sim.simulate(_busy_streams(block_dim, work), functional=False)
             counts[batch, work] = env.scheduled
-    assert counts[True, 16] == counts[True, 1]
+    assert counts[True, 16] <= counts[True, 1]
     assert counts[False, 16] - counts[False, 1] >= 15 * 4 * block_dim
 
 

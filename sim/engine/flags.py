@@ -10,14 +10,17 @@ Because the k-th wait of a key can only go on after the k-th set (the counter mu
 been positive k times), a unit-local flag can also be kept as the cycles its pending sets
 fired at (``TimedFlags``): the k-th wait ends at max(its own start, the k-th set's cycle).
 The engine's timed path uses that to run waits whose set is already known without the
-event loop.
+event loop. So does a chip's cube<->vector FIFO flags (``TimedFifoFlags``): each has one
+setting pipe, whose sets come in cycle order, and one waiter.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-__all__ = ["FlagCounters", "TimedFlags"]
+from sim.base.errors import SimulationError
+
+__all__ = ["FlagCounters", "TimedFlags", "TimedFifoFlags"]
 
 
 class FlagCounters:
@@ -94,3 +97,44 @@ class TimedFlags:
         """Call ``resume()`` when ``key`` is set: a pipe parked on its wait goes on at
         once, in the same event-loop step as the set (no event)."""
         self.sleepers[key] = resume
+
+
+class TimedFifoFlags(TimedFlags):
+    """A chip's FIFO slot flags on the timed path: the cycles their pending sets take
+    effect at, as a unit's own flags keep them (``sim.engine.flags.TimedFlags``).
+
+    Each FIFO channel's flag has one setting pipe (the producer's move for "full", the
+    consumer's reader for "free") and one waiter (the other side's scalar unit), so its
+    sets come in cycle order and the k-th wait ends at max(its start, the k-th set's
+    cycle) — what the event loop gives, without a unit catching the loop up to its own
+    cycle at every push, pop and free. A set that came later than a wait which already
+    took a set of a later cycle would break that pairing: it stops the run as an engine
+    fault rather than giving wrong cycles."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.taken: dict = {}  # key -> cycle of the set its last wait took
+
+    def add(self, key, n: int) -> None:
+        """``n`` free slots from the start: sets that happened before any cycle."""
+        q = self.sets.get(key)
+        if q is None:
+            q = self.sets[key] = deque()
+        q.extendleft([0] * n)
+        if n:
+            self.wake(key)
+
+    def fire(self, key, cycle: int | float) -> None:
+        q = self.sets.get(key)
+        if (q and q[-1] > cycle) or cycle < self.taken.get(key, cycle):
+            raise SimulationError(
+                f"flag {key!r}: a set at cycle {cycle} came after a set of a later cycle "
+                f"(an engine fault: please report it with this kernel)"
+            )
+        super().fire(key, cycle)
+
+    def take(self, key) -> int | None:
+        t = super().take(key)
+        if t is not None:
+            self.taken[key] = t
+        return t

@@ -44,33 +44,49 @@ class TransferOrder:
         once, one that does from the model's own per-plan cache (``_gm_bytes``)."""
         return plan is not None and plan.bytes > 0 and self.gm._gm_bytes(plan)[0] > 0
 
-    def request(self, cycle: int, key: tuple, item, own: int) -> Event:
+    def request(self, cycle: int, key: tuple, item, own: int, call=None) -> Event | None:
         """The event whose value is the cost of ``item`` starting at ``cycle`` (not before
-        now) from ``key`` = (core, unit, pipe); ``own`` is its cost on its path alone."""
-        ev = Event(self.env)
+        now) from ``key`` = (core, unit, pipe); ``own`` is its cost on its path alone.
+        With ``call``, no event: ``call(cost)`` runs when the cycle's transfers are costed,
+        where the event's callbacks would have run (the timed path's pipes go on there)."""
+        ev = Event(self.env) if call is None else None
         batch = self.pending.get(cycle)
         if batch is None:
-            # the cycle's first request: its own event is the one that costs the cycle's
-            # transfers (triggered as a Timeout is; the requester resumes right after)
-            ev._ok, ev._value = True, None
-            ev.callbacks.append(self._flush)
-            self.env.schedule(ev, _AFTER_ALL, cycle - self.env.now)
-            self.pending[cycle] = [(key, item, own, ev)]
+            # the cycle's first request: one event costs the cycle's transfers (its own
+            # event, if it has one), triggered as a Timeout is; the first requester goes
+            # on right after it
+            flush = ev if ev is not None else Event(self.env)
+            flush._ok, flush._value = True, None
+            flush.callbacks.append(self._flush)
+            self.env.schedule(flush, _AFTER_ALL, cycle - self.env.now)
+            self.pending[cycle] = [(key, item, own, ev, call)]
         else:
-            batch.append((key, item, own, ev))
+            batch.append((key, item, own, ev, call))
         return ev
 
     def _flush(self, flush) -> None:
+        """Cost the cycle's transfers in (core, unit, pipe) order; then hand each its cost:
+        the first requester first, at once (as the callback after this one on the
+        cycle's own event would), then the others in that order — a callback at once,
+        an event as a step of this cycle right after (none can request a transfer of this
+        cycle: each ends after it starts)."""
         cycle = self.env.now
         batch = self.pending.pop(cycle)
+        first = batch[0]
         if len(batch) > 1:
             batch.sort(key=_order)  # stable: one pipe's requests keep their order
         cost = self.gm.cost
-        for _, item, own, ev in batch:
-            if ev is flush:
-                ev._value = cost(cycle, item, own)
+        costs = [cost(cycle, item, own) for _, item, own, _, _ in batch]
+        if first[4] is not None:
+            first[4](costs[batch.index(first)])
+        for request, c in zip(batch, costs, strict=True):
+            if request is first:
+                if request[3] is flush:  # it resumes after this callback, with its cost
+                    flush._value = c
+            elif request[4] is not None:
+                request[4](c)
             else:
-                ev.succeed(cost(cycle, item, own))
+                request[3].succeed(c)
 
 
 def _order(request) -> tuple:

@@ -21,11 +21,13 @@ flags keep the cycles their pending sets fired at (``sim.engine.flags.TimedFlags
 wait whose set already happened needs no event either. A pipe has no SimPy process on this
 path: when the item at its head needs more, the pipe parks, and what it waits for runs
 its queue on (``_pump``): a wait whose set has not happened yet parks on the flag and the
-set resumes it at once (no event); a chip-level flag first catches the event loop up to
-the pipe's own cycle; on a chip, a GM transfer asks for its cost at the cycle it starts
-and resumes when the shared GM model costs every unit's transfers of that cycle in a
-fixed order (``sim.engine.gmorder``) — GM, FIFOs and cross-core flags are where units
-meet, and the only items that take events. The dispatcher still lives in event time
+set resumes it at once (no event). A cube<->vector FIFO's flags are kept the same way for
+the whole chip (``sim.engine.flags.TimedFifoFlags``: one setting pipe and one waiter each),
+so a push, pop or free takes no event unless its wait's set is still to come; a
+cross-core flag first catches the event loop up to the pipe's own cycle; on a chip, a GM
+transfer asks for its cost at the cycle it starts and goes on when the shared GM model
+costs every unit's transfers of that cycle in a fixed order (``sim.engine.gmorder``) —
+GM and cross-core flags are where units meet in event time. The dispatcher still lives in event time
 (scalar costs, waits on PIPE_S, ``pipe_barrier(PIPE_ALL)``, which catches up with the
 pipes). With race checks every item goes through the event loop at its own cycle, the
 *event path*: each pipe is a SimPy process (``batch=False`` forces it; tests compare the
@@ -137,6 +139,14 @@ class Machine(EventPath):
             self._set_cycles, self._sleepers = self.timed.sets, self.timed.sleepers
         else:  # typed for the timed path, which alone reads them
             self.timed = self._set_cycles = self._sleepers = None  # type: ignore[assignment]
+        # the chip's cube<->vector FIFO flags on the timed path: set cycles shared by the
+        # units (sim.engine.flags.TimedFifoFlags), their key class and set latency; a
+        # push, pop or free then needs no event unless its wait's set is still to come
+        self._xtimed: TimedFlags | None = None
+        self._xkey: type | None = None
+        self._xlatency = 0
+        if timed and shared is not None and hasattr(shared, "timed_path"):
+            self._xtimed, self._xkey, self._xlatency = shared.timed_path()
 
     # --- public --------------------------------------------------------------------------
 
@@ -293,9 +303,12 @@ class Machine(EventPath):
         env = self.env
         now = env.now
         timed = self.timed is not None and type(item.flag) is tuple
+        fifo = self._xtimed is not None and type(item.flag) is self._xkey
         if item.kind == WAIT:
             if timed:
                 yield from self._scalar_wait(item, seq)
+            elif fifo:
+                yield from self._scalar_wait(item, seq, self._xtimed)
             else:
                 yield from self._event_wait(None, item, seq)
             if self.races is not None:
@@ -304,6 +317,9 @@ class Machine(EventPath):
         elif item.kind == SET:
             if timed:
                 self._fire(item.flag, now)
+            elif fifo:
+                assert self._xtimed is not None
+                self._xtimed.fire(item.flag, now + self._xlatency)
             else:
                 self._set(item.flag)
             if self.races is not None:
@@ -320,17 +336,20 @@ class Machine(EventPath):
                 self.races.dispatch = dict(self.races.clocks["PIPE_S"])
             self._row(item, seq, now, now, env.now)
 
-    def _scalar_wait(self, item, seq):
-        """A wait that holds the dispatcher, on a unit-local flag (timed path)."""
-        if self.ideal_sync:
+    def _scalar_wait(self, item, seq, fifo: TimedFlags | None = None):
+        """A wait that holds the dispatcher, on a unit-local flag or (``fifo``: the chip's
+        FIFO flags) a FIFO slot, whose wait orders data and so blocks under ideal sync
+        too (timed path)."""
+        flags = self.timed if fifo is None else fifo
+        if self.ideal_sync and fifo is None:
             return
         env = self.env
-        t = self.timed.take(item.flag)
+        t = flags.take(item.flag)
         if t is None:
             self.dispatch_blocked = (item, seq)
-            yield self.timed.sleep(item.flag)
+            yield flags.sleep(item.flag)
             self.dispatch_blocked = None
-            t = self.timed.take(item.flag)
+            t = flags.take(item.flag)
             assert t is not None  # the set that woke it
         if t > env.now:
             yield env.timeout(t - env.now)
@@ -386,6 +405,8 @@ class Machine(EventPath):
             return True
         key = item.flag
         if type(key) is not tuple:
+            if self._xtimed is not None and type(key) is self._xkey:
+                return self._fifo_step(p, item, seq, dispatched, t)
             return False
         if kind is WAIT:
             end = t
@@ -413,6 +434,26 @@ class Machine(EventPath):
                         waiter = self._sleepers.pop(key, None)  # TimedFlags.wake, inline
                         if waiter is not None:
                             waiter()
+        return True
+
+    def _fifo_step(self, p: _Pipe, item, seq, dispatched, t) -> bool:
+        """A FIFO slot's set or wait on ``p`` at cycle ``t`` (``_step`` for the chip's
+        timed FIFO flags): False when the wait's set has not happened yet."""
+        flags = self._xtimed
+        assert flags is not None
+        if item.kind is WAIT:
+            s = flags.take(item.flag)
+            if s is None:
+                return False
+            end = s if s > t else t
+            self._sync_row(item, seq, dispatched, t, end)
+            p.pending_waits.append(item.text)
+            p.t = end
+        else:  # SET (recorded first: the waiter it wakes may run at once)
+            self._sync_row(item, seq, dispatched, t, t)
+            self.recorder.add_record(p.last_op_row, item.text)
+            p.t = t
+            flags.fire(item.flag, t + self._xlatency)
         return True
 
     def _pump(self, p: _Pipe) -> None:
@@ -449,6 +490,9 @@ class Machine(EventPath):
             elif type(item.flag) is tuple:  # its set has not happened yet
                 p.blocked = (item, seq)
                 self.timed.park(item.flag, p.resume)
+            elif self._xtimed is not None and type(item.flag) is self._xkey:
+                p.blocked = (item, seq)  # a FIFO slot's set still to come
+                self._xtimed.park(item.flag, p.resume)
             else:
                 self._chip_flag(p)
             return
@@ -471,14 +515,13 @@ class Machine(EventPath):
         t = max(p.t, dispatched, self.env.now)
         own = self._own_cost(p, item, t)
         assert self.gm is not None  # a GM transfer's item comes with a GM model
-        ev = self.gm.request(t, (self.core, self.unit, p.name), item, own)
 
-        def granted(ev):
+        def granted(cost):
             p.drop_head()
-            p.t = self._run_op(p, item, seq, dispatched, t, ev._value)
+            p.t = self._run_op(p, item, seq, dispatched, t, cost)
             self._pump(p)
 
-        ev.callbacks.append(granted)
+        self.gm.request(t, (self.core, self.unit, p.name), item, own, granted)
 
     def _chip_flag(self, p: _Pipe, _=None) -> None:
         """A chip-level set or wait at the head of ``p``, in event time: first the event

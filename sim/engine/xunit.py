@@ -48,7 +48,7 @@ import attrs
 import numpy as np
 
 from sim.base.errors import SimulationError, UserError
-from sim.engine.flags import FlagCounters
+from sim.engine.flags import FlagCounters, TimedFifoFlags
 from sim.engine.gmslots import push_view, talloc_view
 from sim.engine.items import OP, SET, WAIT, Issued
 from sim.engine.tilestate import TileState
@@ -74,7 +74,8 @@ class CrossFlags(FlagCounters):
     """Counters shared by the units of a chip (the ``shared=`` of every ``Machine``);
     a set takes effect ``latency_cycles`` after it is issued. ``routes`` maps a key class
     to the counters that answer for it (``sim.engine.ffts``: cross-core flags whose wait
-    needs sets from several units); other keys are plain counters."""
+    needs sets from several units); other keys are plain counters. On the timed path
+    (``timed_path``) the FIFO flags (``XKey``) are kept as set cycles instead."""
 
     def __init__(self, env, latency_cycles: int = 0):
         super().__init__(env)
@@ -82,13 +83,27 @@ class CrossFlags(FlagCounters):
         self.routes: dict = {}
         # told of counters started without a set (race checks)
         self.on_add: Callable[[Any, int], None] | None = None
+        self.timed: TimedFifoFlags | None = None
+
+    def timed_path(self) -> tuple:
+        """(the FIFO flags as set cycles, their key class, the set latency) for a
+        ``Machine`` on the timed path; every unit of the chip then takes its FIFO flags
+        from there (the event path's counters no longer see them)."""
+        if self.timed is None:
+            self.timed = TimedFifoFlags(self.env)
+        return self.timed, XKey, self.latency
 
     def add(self, key, n: int):
+        if self.timed is not None and type(key) is XKey:
+            self.timed.add(key, n)
+            return
         super().add(key, n)
         if self.on_add is not None:
             self.on_add(key, n)
 
     def set(self, key):
+        if self.timed is not None and type(key) is XKey:
+            raise SimulationError(f"flag {key!r}: set on the event path of a timed chip")
         if self.latency:
             self.env.process(self._later(key))
         else:
@@ -105,6 +120,8 @@ class CrossFlags(FlagCounters):
         route.fire(key)
 
     def wait_event(self, key):
+        if self.timed is not None and type(key) is XKey:
+            raise SimulationError(f"flag {key!r}: waited for on the event path of a timed chip")
         route = self.routes.get(type(key)) if self.routes else None
         if route is None:
             return super().wait_event(key)
@@ -245,6 +262,22 @@ class CrossUnit:
             f"it on core {self.spec.core} {self.spec.unit}, found none"
         )
 
+    def _fifo_sync(self, kind, pipe, fifo, direction, sub, what, st):
+        """The set / wait item of a FIFO channel's ``what`` ("free" / "full") flag, made
+        once per statement and channel: a push or pop is issued every iteration, and its
+        key and text are the same each time."""
+        k = (kind, pipe, fifo.id, direction, sub, what, id(st))
+        item = self._x_items.get(k)
+        if item is None:
+            item = self._x_items[k] = self._sync_item(
+                kind,
+                pipe,
+                self._key(fifo, direction, sub, what),
+                self._key_text(fifo, direction, sub, what),
+                st,
+            )
+        return item
+
     def _sync_item(self, kind, pipe, key, text, st):
         # one item per statement and flag (a FIFO's keys repeat per slot): a long run hands
         # the same few objects over, as for the program's own sync statements
@@ -259,11 +292,17 @@ class CrossUnit:
     def _move_item(self, opcode, pipe, path, tile, rows, st, window=None):
         """The data move of a push / pop: ``rows`` x valid cols of ``tile`` over ``path``;
         ``window``: its GM workspace window (``_slot_window``) on the GM data path."""
-        t = tile.type
         cols = self._fifo_valid(tile)[1]
+        # one item per statement, move and window (the slots rotate through a few): each
+        # iteration's push or pop hands the same object over, as an instruction does
+        k = ("move", opcode, pipe, path, tile, rows, cols, window, id(st))
+        item = self._x_items.get(k)
+        if item is not None:
+            return item
+        t = tile.type
         shape = Shape(opcode, t.dtype.name, t.rows, t.cols, t.valid_cols, rows, cols, path=path)
         plan = lower(shape, pipe, self.target)
-        item = Issued(
+        item = self._x_items[k] = Issued(
             OP,
             pipe,
             opcode,
@@ -357,13 +396,7 @@ class CrossUnit:
         window = None if local else self._slot_window(fifo, _TO_AIV, "push", tile, split, None)
         yield self._move_item("TPUSH", pipe, path, tile, moved, st, window)
         for s in range(self.chip.vector_units):
-            yield self._sync_item(
-                SET,
-                pipe,
-                self._key(fifo, _TO_AIV, s, "full"),
-                self._key_text(fifo, _TO_AIV, s, "full"),
-                st,
-            )
+            yield self._fifo_sync(SET, pipe, fifo, _TO_AIV, s, "full", st)
 
     def _x_tpush_to_aic(self, st, a):
         fifo = self._fifo(st, _TO_AIC)
@@ -389,24 +422,12 @@ class CrossUnit:
             st,
             window,
         )
-        yield self._sync_item(
-            SET,
-            "PIPE_MTE3",
-            self._key(fifo, _TO_AIC, sub, "full"),
-            self._key_text(fifo, _TO_AIC, sub, "full"),
-            st,
-        )
+        yield self._fifo_sync(SET, "PIPE_MTE3", fifo, _TO_AIC, sub, "full", st)
 
     def _wait_free(self, fifo, direction, subs, st):
         """The producer's wait for a free slot in each consumer channel ``subs``."""
         for sub in subs:
-            yield self._sync_item(
-                WAIT,
-                "PIPE_S",
-                self._key(fifo, direction, sub, "free"),
-                self._key_text(fifo, direction, sub, "free"),
-                st,
-            )
+            yield self._fifo_sync(WAIT, "PIPE_S", fifo, direction, sub, "free", st)
 
     def _taken_slot(self, fifo, direction) -> bool:
         """Consume a slot a talloc already waited for (the push then does not wait again)."""
@@ -475,13 +496,7 @@ class CrossUnit:
     def _x_tpop_from_aic(self, st, a):
         fifo = self._fifo(st, _TO_AIV)
         sub = self.spec.subblock_idx
-        yield self._sync_item(
-            WAIT,
-            "PIPE_S",
-            self._key(fifo, _TO_AIV, sub, "full"),
-            self._key_text(fifo, _TO_AIV, sub, "full"),
-            st,
-        )
+        yield self._fifo_sync(WAIT, "PIPE_S", fifo, _TO_AIV, sub, "full", st)
         tile = self._pop_tile(st, fifo, fifo.c2v_base)
         got = self._popped(st, fifo, _TO_AIV, sub)
         self._take_shape(tile, got)
@@ -495,13 +510,7 @@ class CrossUnit:
         fifo = self._fifo(st, _TO_AIC)
         split = int(a.get("split", 0) or 0)
         for s in range(self.chip.vector_units):
-            yield self._sync_item(
-                WAIT,
-                "PIPE_S",
-                self._key(fifo, _TO_AIC, s, "full"),
-                self._key_text(fifo, _TO_AIC, s, "full"),
-                st,
-            )
+            yield self._fifo_sync(WAIT, "PIPE_S", fifo, _TO_AIC, s, "full", st)
         tile = self._pop_tile(st, fifo, fifo.v2c_base)
         parts = [self._popped(st, fifo, _TO_AIC, s) for s in range(self.chip.vector_units)]
         if self.functional:
@@ -524,32 +533,25 @@ class CrossUnit:
         yield self._move_item(
             "TPOP", "PIPE_MTE2", path, tile, self._fifo_valid(tile)[0], st, window
         )
-        key = ("PIPE_MTE2", reader, "tpop")
-        text = f"PIPE_MTE2->{reader}#tpop"
-        yield self._sync_item(SET, "PIPE_MTE2", key, text, st)
-        yield self._sync_item(WAIT, reader, key, text, st)
+        items = self._x_items.get(("tpop", reader, id(st)))
+        if items is None:
+            key = ("PIPE_MTE2", reader, "tpop")
+            text = f"PIPE_MTE2->{reader}#tpop"
+            items = self._x_items[("tpop", reader, id(st))] = (
+                self._sync_item(SET, "PIPE_MTE2", key, text, st),
+                self._sync_item(WAIT, reader, key, text, st),
+            )
+        yield from items
 
     def _x_tfree_from_aic(self, st, a):
         fifo = self._fifo(st, _TO_AIV)
         sub = self.spec.subblock_idx
-        yield self._sync_item(
-            SET,
-            "PIPE_V",
-            self._key(fifo, _TO_AIV, sub, "free"),
-            self._key_text(fifo, _TO_AIV, sub, "free"),
-            st,
-        )
+        yield self._fifo_sync(SET, "PIPE_V", fifo, _TO_AIV, sub, "free", st)
 
     def _x_tfree_from_aiv(self, st, a):
         fifo = self._fifo(st, _TO_AIC)
         for s in range(self.chip.vector_units):
-            yield self._sync_item(
-                SET,
-                "PIPE_MTE1",
-                self._key(fifo, _TO_AIC, s, "free"),
-                self._key_text(fifo, _TO_AIC, s, "free"),
-                st,
-            )
+            yield self._fifo_sync(SET, "PIPE_MTE1", fifo, _TO_AIC, s, "free", st)
 
     # --- data ------------------------------------------------------------------------------
 
