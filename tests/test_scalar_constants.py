@@ -140,6 +140,33 @@ def test_division_by_signed_zeros_on_the_same_tiles(dt, source):
     assert y[0, 2] == math.inf and z[0, 2] == -math.inf  # 1.0 / +-0.0
 
 
+@pytest.mark.parametrize("kind", [float, np.float32, np.float16, np.float64])
+def test_a_loop_issuing_from_one_line_keeps_each_scalars_bit_pattern(kind):
+    # the builder looks a call up by its operands before building IR: 0.0 == -0.0 there
+    # gave the second division the first one's statement
+    nan = np.frombuffer(np.uint64(0x7FF8000000000123).tobytes(), np.float64)[0].item()
+    scalars = [kind(0.0), kind(-0.0), kind(1.5), kind(math.nan), kind(nan)]
+    k = sim.Kernel("loop")
+    x = k.gm("x", "f32", (ROWS, COLS))
+    outs = [k.gm(f"y{i}", "f32", (ROWS, COLS)) for i in range(len(scalars))]
+    a = k.tile("vec", "f32", ROWS, COLS, name="a")
+    b = k.tile("vec", "f32", ROWS, COLS, name="b")
+    e = k.TLOAD(a, x)
+    for y, s in zip(outs, scalars, strict=True):
+        e = k.TSTORE(y, b, k.TDIVS(b, a, s, e))
+    divs = [st for st in k.program().main.body if getattr(st, "opcode", "") == "TDIVS"]
+    consts = [st.ins[1] for st in divs]
+    assert [np.float64(c.value).tobytes() for c in consts] == [
+        np.float64(s).tobytes() for s in scalars
+    ]
+    xs = _input("f32")
+    r = sim.simulate(k, inputs={"x": xs})
+    for i, s in enumerate(scalars[:3]):
+        with np.errstate(all="ignore"):
+            want = xs / np.float32(s)
+        assert _same(r.output(f"y{i}"), want), (kind, s)
+
+
 def test_constants_are_told_apart_by_bit_pattern():
     nan = math.nan
     other_nan = np.frombuffer(np.uint64(0x7FF8000000000123).tobytes(), np.float64)[0].item()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,6 +91,16 @@ _SCALARS = frozenset(
         np.uint64,
     }
 )
+
+
+_FLOATS = frozenset({float, np.float16, np.float32, np.float64})
+_PACK_F64 = struct.Struct("<d").pack
+
+
+def _float_bits(value) -> bytes:
+    """A float scalar's bit pattern, as an instruction's key holds it (a numpy scalar's
+    own width: its payload bits are what the run sees)."""
+    return _PACK_F64(value) if type(value) is float else value.tobytes()
 
 
 class Kernel(ChipKernel, CommKernel):
@@ -370,6 +381,9 @@ class Kernel(ChipKernel, CommKernel):
                         o.cols,
                     )
                 )
+            elif t in _FLOATS:
+                # by bit pattern: -0.0 == 0.0 and NaN payloads would share a statement
+                key.append((t, _float_bits(o)))
             elif t in _SCALARS or t is GlobalTensor:
                 key.append((t, o))
             else:
