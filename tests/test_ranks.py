@@ -667,3 +667,69 @@ def test_two_streams_share_the_ranks_gm_and_overlap_compute_with_communication()
     p = r.streams[0][0].trace
     first_notify = p[p.opcode == "TNOTIFY"].start_cycle.min()
     assert first_put > first_notify
+
+
+@pytest.mark.parametrize(("op", "ref"), [("sum", np.add), ("max", np.maximum), ("min", np.minimum)])
+def test_treduce_leaves_the_reduction_on_the_root_only(op, ref):
+    n = 4
+    k = sim.Kernel("reduce")
+    src = k.gm("src", "f32", (8, 64))
+    dst = k.gm("dst", "f32", (8, 64), np.zeros((8, 64), np.float32))
+    acc, recv = k.tile("vec", "f32", 8, 64), k.tile("vec", "f32", 8, 64)
+    k.TREDUCE(dst, src, acc, recv, op=op, root=2)
+    rng = np.random.default_rng(11)  # integers: every order of the reduction is exact
+    data = [rng.integers(-50, 50, (8, 64)).astype(np.float32) for _ in range(n)]
+    r = sim.simulate(k, ranks=n, inputs=[{"src": d} for d in data])
+    expect = data[0]
+    for d in data[1:]:
+        expect = ref(expect, d)
+    assert np.array_equal(r.output("dst", 2).reshape(8, 64), expect)
+    for i in (0, 1, 3):
+        assert not r.output("dst", i).any()
+    t = r.ranks[2].trace
+    vops = t[(t["pipe"] == "PIPE_V") & (t.kind == "op")]
+    assert (vops.opcode == {"sum": "TADD", "max": "TMAX", "min": "TMIN"}[op]).all()
+    assert len(vops) == n - 1  # one reduction per other rank
+
+
+def test_treduce_with_a_pong_tile_overlaps_the_next_load_with_the_reduction():
+    def kernel(tiles):
+        k = sim.Kernel("reduce")
+        src = k.gm("src", "f32", (16, 256))
+        dst = k.gm("dst", "f32", (16, 256))
+        acc = k.tile("vec", "f32", 16, 256)
+        recvs = [k.tile("vec", "f32", 16, 256) for _ in range(tiles)]
+        k.TREDUCE(dst, src, acc, *recvs, root=0)
+        return k
+
+    one, two = (sim.simulate(kernel(t), ranks=8, functional=False).ranks[0] for t in (1, 2))
+    t = two.trace
+    loads = t[(t["pipe"] == "PIPE_MTE2") & (t.opcode == "TREDUCE")].sort_values("start_cycle")
+    adds = t[(t["pipe"] == "PIPE_V") & (t.kind == "op")].sort_values("start_cycle")
+    # the load for rank j + 1 starts before the reduction of rank j ends
+    assert (loads.start_cycle.iloc[2:].to_numpy() < adds.end_cycle.iloc[:-1].to_numpy()).all()
+    assert two.total_cycles < one.total_cycles
+
+
+_REDUCE = _BCAST.replace(
+    "pto.comm.tbroadcast(%sv, recv(%ping), group(%g0, %g1) : !PV, !VT, !PV, !PV) {root = 1 : i32}",
+    "%acc = pto.alloc_tile : !VT\n"
+    "    pto.comm.treduce(%sv, %acc, recv(%ping), group(%g0, %g1) : !PV, !VT, !VT, !PV, !PV)"
+    " {reduceOp = #pto<reduce_op max>, root = 1 : i32}",
+)
+
+
+def test_treduce_in_pto_reads_each_ranks_member_and_prints_back():
+    from sim.frontend import parse_text
+    from sim.frontend.printer import print_program
+
+    p = parse_text(_REDUCE)
+    text = print_program(p)
+    assert "pto.comm.treduce(%sv, %acc, recv(%ping), group(%g0, %g1)" in text
+    assert "{reduceOp = #pto<reduce_op max>, root = 1 : i32}" in text
+    assert print_program(parse_text(text)) == text
+    data = [np.arange(256, dtype=np.float32) * s for s in (1.0, -1.0)]
+    r = sim.simulate(p, ranks=2, comm_context="ctx", inputs=[{"dst": d} for d in data])
+    # the group is each rank's dst; the root (rank 1) reduces it into its src view
+    assert np.array_equal(r.output("src", 1), np.maximum(*data))
+    assert np.array_equal(r.output("dst", 1), data[1])

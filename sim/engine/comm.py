@@ -16,6 +16,8 @@ reaches the peer's); the items it hands to the pipes carry the time:
 * ``TWAIT`` (§5.3): a wait of the scalar unit — every later issue of the unit waits — on a
   ``SignalWait`` key, which the chip's cross-unit flags route to the links.
 * ``TTEST``: one poll pass on PIPE_S; its ``i1`` is the signal's state when it issues.
+* the collectives (§5.4): ``sim.engine.collectives``; the async forms (§5.5):
+  ``sim.engine.sdma``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.base.errors import UserError
+from sim.engine.collectives import Collectives
 from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SignalWait
 from sim.engine.sdma import Sdma, Session
@@ -70,7 +73,7 @@ def _plan(cycles: int) -> Plan:
     return Plan((), cycles, cycles, False, 0, 0, restart_cycles=cycles)
 
 
-class CommUnit:
+class CommUnit(Collectives):
     """Mixin of ``Interpreter``: the communication instructions of one unit's stream."""
 
     # What the interpreter provides (class-level declarations only, for the type checker).
@@ -161,6 +164,8 @@ class CommUnit:
         if name in _ASYNC:
             return self._async(st, name, rank, peer, links, where)
         if st.op in COLLECTIVES:
+            if name == "treduce":
+                return self._reduce(st, rank, links, where)
             return self._collective(st, name, rank, links, where)
         sig = st.operands[0]
         at, view = self._far(sig, rank, peer, links, where)
@@ -230,77 +235,6 @@ class CommUnit:
         isz = dt.size_bytes
         moves = [(s_rank, (d_rank,), nr * nc * isz) for _, nr, _, nc in parts]
         return self._staged_items(name.upper(), rank, moves, links, len(stages), st)
-
-    def _collective(self, st: CommOp, name: str, rank: int, links, where: str):
-        """TBROADCAST / TSCATTER / TGATHER (communication.md §5.4), run by the root only
-        (the other ranks keep their buffers valid; a kernel guards the call with its rank,
-        and a run skips it on the other ranks). The data moves now; per chunk of the
-        staging tile one load and the stores it feeds (``_staged_items``)."""
-        root = int(self.scalar(st.attr("root", 0)))
-        links.peer(rank, root, where)
-        if rank != root:
-            return None
-        n_st = int(st.attr("stages", 1))
-        main, stages, group = st.operands[0], st.operands[1 : 1 + n_st], st.operands[1 + n_st :]
-        if not 1 <= n_st <= 2 or not all(isinstance(t, Tile) for t in stages):
-            raise UserError(f"{where}: expected one or two staging tiles (recv(ping[, pong]))")
-        _, mview = self._far(main, rank, None, links, where)
-        if st.attr("symmetric"):
-            g = group[0]
-            members = [self._far(g, rank, k, links, where) for k in range(links.n)]
-        else:
-            members = [self._far(g, rank, None, links, where) for g in group]
-        if not members:
-            raise UserError(f"{where}: the group is empty")
-        dt = mview[0].dtype
-        for t in stages:
-            if t.loc.value != "vec" or t.dtype != dt:
-                raise UserError(
-                    f"{where}: staging tile %{t.name} must be a Vec tile of the data's "
-                    f"element type {dt} (communication.md §5.4), found {t.loc.value} {t.dtype}"
-                )
-        for v in (mview, *(m[1] for m in members)):
-            if len(v[2]) != 2 or v[0].dtype != dt:
-                raise UserError(
-                    f"{where}: expected 2-D GM views of {dt}, found {v[0].dtype} {list(v[2])}"
-                )
-        vr, vc = (int(x) for x in self.valid_of(stages[0]))
-        isz = dt.size_bytes
-        moves: list = []
-        if name == "tbroadcast":
-            for k, v in members:
-                if v[2] != mview[2]:
-                    raise UserError(
-                        f"{where}: group member on rank {k} is {list(v[2])}, src {list(mview[2])}"
-                    )
-                if self.functional:
-                    a = self._rank_window(links, k, v)
-                    a[...] = self._rank_window(links, rank, mview).copy()
-            dsts = tuple(k for k, _ in members)
-            rows, cols = mview[2]
-            for _, nr, _, nc in chunks(rows, cols, vr, vc, where):
-                moves.append((rank, dsts, nr * nc * isz))
-        else:
-            scatter = name == "tscatter"
-            h, cols = members[0][1][2]
-            if mview[2][1] != cols or len(members) * h > mview[2][0]:
-                raise UserError(
-                    f"{where}: the root's view {list(mview[2])} must hold the {len(members)} "
-                    f"members' {h}x{cols} blocks stacked by rows"
-                )
-            ptr, base, _, strides = mview
-            for r, (k, v) in enumerate(members):
-                if v[2] != (h, cols):
-                    raise UserError(f"{where}: group members differ in shape: {list(v[2])}")
-                block = (ptr, base + r * h * strides[0], (h, cols), strides)
-                far, near = (k, v), (rank, block)
-                to, frm = (far, near) if scatter else (near, far)
-                if self.functional:
-                    a = self._rank_window(links, *to)
-                    a[...] = self._rank_window(links, *frm).copy()
-                for _, nr, _, nc in chunks(h, cols, vr, vc, where):
-                    moves.append((frm[0], (to[0],), nr * nc * isz))
-        return self._staged_items(name.upper(), rank, moves, links, n_st, st)
 
     def _async(self, st: CommOp, name: str, rank: int, peer, links, where: str):
         """The SDMA forms (``sim.engine.sdma``): a session, a post, a wait or a test."""
@@ -372,7 +306,6 @@ class CommUnit:
         load on MTE2 into staging tile ``k mod nbuf``, the MTE2 -> MTE3 hand-off, a store on
         MTE3 per store rank, the MTE3 -> MTE2 hand-off (communication.md §5.1, §5.4)."""
         source = str(st.loc or "")
-        model = self.target.dma_model
         n = len(moves)
         for k, (src, dsts, nbytes) in enumerate(moves):
             b = k % nbuf
@@ -380,24 +313,31 @@ class CommUnit:
             to_load = (_STORE, _LOAD, ("comm", b))
             if k >= nbuf:  # the staging tile's previous store has left it
                 yield self._flag_issue(WAIT, _LOAD, to_load, source)
-            steps = [(_LOAD, "GM_UB", src)] + [(_STORE, "UB_GM", d) for d in dsts]
-            for pipe, path, at in steps:
-                if at != rank:
-                    c = links.remote_cycles(rank, at, nbytes)
-                    side = f"rank {at}"
-                else:
-                    c = int(transfer_cycles(self.target.dma(path), model, nbytes) + 0.5)
-                    side = "local"
-                self.seq += 1
-                what = "load" if pipe == _LOAD else "store"
-                text = f"chunk {k + 1}/{n} {what} {nbytes} B {side}"
-                yield Issued(OP, pipe, opcode, c, c, False, None, _plan(c), text, source)
+            steps = [(_LOAD, src)] + [(_STORE, d) for d in dsts]
+            for pipe, at in steps:
+                yield self._staged_move(opcode, pipe, at, rank, nbytes, links, source, (k, n))
                 if pipe == _LOAD:
                     yield self._flag_issue(SET, _LOAD, to_store, source)
                     yield self._flag_issue(WAIT, _STORE, to_store, source)
             yield self._flag_issue(SET, _STORE, to_load, source)
         for k in range(max(0, n - nbuf), n):  # balance the last hand-offs
             yield self._flag_issue(WAIT, _LOAD, (_STORE, _LOAD, ("comm", k % nbuf)), source)
+
+    def _staged_move(self, opcode, pipe, at, rank, nbytes, links, source, chunk) -> Issued:
+        """The item of one staged load (``pipe`` MTE2: GM -> UB) or store (MTE3: UB -> GM)
+        of ``nbytes`` whose GM side is on rank ``at``: over the link when that is another
+        rank, else at its ``[dma.paths]`` cost."""
+        if at != rank:
+            c = links.remote_cycles(rank, at, nbytes)
+            side = f"rank {at}"
+        else:
+            path = self.target.dma("GM_UB" if pipe == _LOAD else "UB_GM")
+            c = int(transfer_cycles(path, self.target.dma_model, nbytes) + 0.5)
+            side = "local"
+        self.seq += 1
+        what = "load" if pipe == _LOAD else "store"
+        text = f"chunk {chunk[0] + 1}/{chunk[1]} {what} {nbytes} B {side}"
+        return Issued(OP, pipe, opcode, c, c, False, None, _plan(c), text, source)
 
     def _flag_issue(self, kind, pipe, key, source) -> Issued:
         self.seq += 1

@@ -21,7 +21,7 @@ import re
 
 from sim.frontend.lower_values import ValueScope
 from sim.frontend.syntax import make_value
-from sim.isa.comm import ATOMIC_TYPES, COLLECTIVES, NOTIFY_OPS, WAIT_CMPS, CommOp
+from sim.isa.comm import ATOMIC_TYPES, COLLECTIVES, NOTIFY_OPS, REDUCE_OPS, WAIT_CMPS, CommOp
 from sim.isa.program import RawAttr
 
 __all__ = ["CommLowering", "COMM_KEYS"]
@@ -105,22 +105,29 @@ class CommLowering(ValueScope):
         args = rest[0][1]
         groups = {str(a[1]): a[2] for a in args if isinstance(a, tuple) and a[0] == "cgroup"}
         plain = [a for a in args if not (isinstance(a, tuple) and a[0] == "cgroup")]
+        reduce = op == "pto.comm.treduce"
         if (
-            len(plain) != 1
+            len(plain) != (2 if reduce else 1)
             or set(groups) != {"recv", "group"}
             or not 1 <= len(groups["recv"]) <= 2
             or not groups["group"]
         ):
-            self.fail(op_tok, f"{op}: expected (%view, recv(%ping[, %pong]), group(%g0, ...))")
-        flat = [plain[0], *groups["recv"], *groups["group"]]
+            head = "%dst, %acc" if reduce else "%view"
+            self.fail(op_tok, f"{op}: expected ({head}, recv(%ping[, %pong]), group(%g0, ...))")
+        flat = [*plain, *groups["recv"], *groups["group"]]
         types = next((x for x in rest[1:] if isinstance(x, tuple) and x[0] == "types"), None)
         operands = self.typed_list(("ops", flat), types, op_tok, op)
-        root = 0
+        attrs: dict = {"root": 0, "stages": len(groups["recv"])}
         node = next((x for x in rest[1:] if isinstance(x, tuple) and x[0] == "dict"), None)
         for k, v in (self.attrs(node) if node is not None else {}).items():
+            if reduce and k == "reduceOp":
+                e = _ENUM.fullmatch(v.text) if isinstance(v, RawAttr) else None
+                if e is None or e.group(1) not in REDUCE_OPS:
+                    self.fail(op_tok, f"{op}: reduceOp: expected one of sum, max, min, found {v}")
+                attrs[k] = e.group(1)
+                continue
             m = re.fullmatch(r"\s*(\d+)\s*(?::\s*i\d+)?\s*", str(v))
             if k != "root" or m is None:
-                self.fail(op_tok, f"{op}: expected only root = K : i32, found {k} = {v}")
-            root = int(m.group(1))
-        attrs = {"root": root, "stages": len(groups["recv"])}
+                self.fail(op_tok, f"{op}: expected root = K : i32, found {k} = {v}")
+            attrs["root"] = int(m.group(1))
         return CommOp((), op, operands, attrs, None, loc=self.loc(first))

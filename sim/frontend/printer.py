@@ -293,12 +293,15 @@ def _comm_op(st: CommOp) -> str:
                 f"spelling: real files list each rank's view (group(...))"
             )
         n = int(a["stages"])
+        m = 2 if st.op == "pto.comm.treduce" else 1  # treduce: dst and acc come first
         text = [
-            text[0],
-            f"recv({', '.join(text[1 : 1 + n])})",
-            f"group({', '.join(text[1 + n :])})",
+            *text[:m],
+            f"recv({', '.join(text[m : m + n])})",
+            f"group({', '.join(text[m + n :])})",
         ]
         attrs = f"root = {a['root']} : i32"
+        if "reduceOp" in a:
+            attrs = f"reduceOp = #pto<reduce_op {a['reduceOp']}>, {attrs}"
         return f"{st.op}({', '.join(text)} : {', '.join(map(_t, ops))}) {{{attrs}}}"
     kinds = {"atomicType": "atomic_type", "notifyOp": "notify_op", "cmp": "wait_cmp"}
     attrs = ", ".join(

@@ -53,6 +53,7 @@ COMM_OPS = {
     "pto.comm.tbroadcast": ("PIPE_MTE2", "PIPE_MTE3"),
     "pto.comm.tscatter": ("PIPE_MTE2", "PIPE_MTE3"),
     "pto.comm.tgather": ("PIPE_MTE2", "PIPE_MTE3"),
+    "pto.comm.treduce": ("PIPE_MTE2", "PIPE_MTE3"),
     # the async forms: the scalar unit posts to the SDMA engines and polls (§5.5)
     "pto.comm.build_async_session": ("PIPE_S", "PIPE_S"),
     "pto.comm.tput_async": ("PIPE_S", "PIPE_S"),
@@ -113,7 +114,8 @@ class CommOp:
     ``queue_num``, ``block_bytes``, ``channel_group_idx``. The collectives (``tbroadcast``:
     src; ``tscatter``: the root's src; ``tgather``: the root's dst) take (that view, the
     ``stages`` staging tiles, the group's views) with ``root``; a builder group is one view
-    meaning that view on every rank (``symmetric``); ``attrs`` ``atomicType``,
+    meaning that view on every rank (``symmetric``); ``treduce`` takes (dst, acc tile, the
+    ``stages`` recv tiles, the group) with ``root`` and ``reduceOp``; ``attrs`` ``atomicType``,
     ``notifyOp`` or ``cmp``; ``peer`` the rank whose window holds the remote operand (TPUT's
     dst, TGET's src, TNOTIFY's signal), a scalar or constant; None for this rank."""
 
@@ -145,7 +147,8 @@ def check_attrs(op: str, a: dict, where: str) -> None:
         raise UserError(f"{where}: {op}: {key}: expected one of {', '.join(allowed)}, found {v!r}")
 
 
-COLLECTIVES = ("pto.comm.tbroadcast", "pto.comm.tscatter", "pto.comm.tgather")
+COLLECTIVES = ("pto.comm.tbroadcast", "pto.comm.tscatter", "pto.comm.tgather", "pto.comm.treduce")
+REDUCE_OPS = ("sum", "max", "min")  # ReduceOp (§2: no product)
 
 
 def satisfied(values: np.ndarray, cmp: str, value: int) -> bool:

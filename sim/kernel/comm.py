@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sim.base.errors import UserError
-from sim.isa.comm import ATOMIC_TYPES, COMM_OPS, NOTIFY_OPS, WAIT_CMPS, CommOp
+from sim.isa.comm import ATOMIC_TYPES, COMM_OPS, NOTIFY_OPS, REDUCE_OPS, WAIT_CMPS, CommOp
 from sim.isa.program import Const, Scalar
 from sim.isa.tile import Tile
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller
@@ -222,6 +222,40 @@ class CommKernel:
         gather): rows [r H, (r + 1) H) of the root's ``dst`` get rank r's ``src`` (H rows);
         rows past N H are untouched (§5.4)."""
         return self._collective("pto.comm.tgather", dst, src, stages_and_events, root)
+
+    def TREDUCE(
+        self,
+        dst: View | GlobalTensor,
+        src: View | GlobalTensor,
+        acc: Tile,
+        *recv_and_events: Tile | Event,
+        op: str = "sum",
+        root: int | Index = 0,
+    ) -> Event:
+        """``pto.comm.treduce``: the root's ``dst`` = ``src`` of every rank reduced by
+        ``op`` (sum, max, min), through the ``acc`` tile and one or two ``recv`` tiles (§5.4)."""
+        if op not in REDUCE_OPS:
+            raise UserError(
+                f"{_caller()}: TREDUCE: op: expected one of {', '.join(REDUCE_OPS)}, found {op!r}"
+            )
+        if not isinstance(acc, Tile):
+            raise UserError(f"{_caller()}: TREDUCE: acc must be a tile, found {acc!r}")
+        recvs = [x for x in recv_and_events if isinstance(x, Tile)]
+        events = [x for x in recv_and_events if isinstance(x, Event)]
+        if len(recvs) + len(events) != len(recv_and_events) or not 1 <= len(recvs) <= 2:
+            raise UserError(
+                f"{_caller()}: TREDUCE: expected dst, src, acc, one or two recv tiles, then "
+                f"tokens to wait on"
+            )
+        r = root.scalar if isinstance(root, Index) else int(root)
+        ops = (
+            self._view(dst, "dst", "TREDUCE"),
+            acc,
+            *recvs,
+            self._view(src, "src", "TREDUCE"),
+        )
+        attrs = {"root": r, "stages": len(recvs), "symmetric": True, "reduceOp": op}
+        return self._comm("pto.comm.treduce", ops, events, attrs, None)
 
     # --- the async forms (SDMA, communication.md §5.5) ---------------------------------------
 
