@@ -6,7 +6,8 @@ cannot hold.
 Each of these used to go through: ``simulate(None)`` was a TypeError from deep inside
 ("cannot create weak reference"), an unknown input name was ignored (the argument it meant
 ran on random data), ``output()`` of a timing-only run returned zeros, and an a2a3
-``target_arch`` beside an Ascend950 ``device-spec`` ran a2a3 without a word, and
+``target_arch`` beside an Ascend950 ``device-spec`` ran a2a3 without a word (as did a
+program whose attributes named a5: ``simulate`` took a2a3 unless told), and
 ``--arg f=1e40`` on an f32 printed numpy's RuntimeWarning and ran as an infinity.
 """
 
@@ -88,6 +89,35 @@ def test_target_attributes_naming_different_targets_are_refused(arch, device, ta
     assert target_conflict(program.attrs) is not None
     # an explicit target settles it (the command line warns: tests below)
     assert resolve_target(program, "a5") == "a5"
+
+
+def test_simulate_runs_on_the_target_the_module_names_and_refuses_two():
+    copy = (
+        "  func.func @k(%px: !pto.ptr<f32>, %py: !pto.ptr<f32>) {\n"
+        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        "    %c16 = arith.constant 16 : index\n    %c64 = arith.constant 64 : index\n"
+        "    %tx = pto.make_tensor_view %px, shape = [%c16, %c64], strides = [%c64, %c1]"
+        " : !pto.tensor_view<?x?xf32>\n"
+        "    %vx = pto.partition_view %tx, offsets = [%c0, %c0], sizes = [%c16, %c64]"
+        " : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>\n"
+        "    %t = pto.alloc_tile : !pto.tile_buf<vec, 16x64xf32>\n"
+        "    pto.tload ins(%vx : !pto.partition_tensor_view<16x64xf32>)"
+        " outs(%t : !pto.tile_buf<vec, 16x64xf32>)\n"
+        "    return\n  }\n"
+    )
+    for attrs, named in (
+        ('pto.target_arch = "a5"', "a5"),
+        ('"pto.device-spec" = "Ascend950"', "a5"),
+        ('pto.target_arch = "a3"', "a2a3"),
+    ):
+        program = parse_text(f"module attributes {{{attrs}}} {{\n{copy}}}\n")
+        assert sim.simulate(program).target.name == named  # as ptosim run picks it
+        assert sim.simulate(program, "a2a3").target.name == "a2a3"  # an explicit one rules
+    assert sim.simulate(parse_text(f"module {{\n{copy}}}\n")).target.name == "a2a3"
+    both = 'pto.target_arch = "a2a3", "pto.device-spec" = "Ascend950"'
+    program = parse_text(f"module attributes {{{both}}} {{\n{copy}}}\n")
+    with pytest.raises(sim.UserError, match="name different targets"):
+        sim.simulate(program)
 
 
 def test_agreeing_target_attributes_are_no_conflict():

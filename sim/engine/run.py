@@ -53,7 +53,7 @@ def _numpy_errors(functional: bool):
 
 def simulate(
     program: Program | KernelLike,
-    target: str | Path | Target = "a2a3",
+    target: str | Path | Target | None = None,
     *,
     inputs: dict[str, Any] | list[dict[str, Any]] | str | None = None,  # arrays by name
     functional: bool = True,
@@ -74,7 +74,9 @@ def simulate(
     comm_context: str | None = None,
     streams: Sequence[Program | KernelLike] = (),
 ) -> Result | RanksResult:
-    """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target``.
+    """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target`` (a name,
+    a model directory or a loaded ``Target``; None: the one the module's attributes name,
+    ``pto.target_arch`` / ``pto.device-spec``, as ``ptosim run`` picks it, else a2a3).
 
     ``inputs`` maps GM argument names to numpy arrays (unbound ones get seeded random
     data) and scalar argument names to values. ``fill="plausible"`` (or
@@ -155,6 +157,10 @@ def simulate(
     _check_input_names(program, inputs)
     for d in per_rank or ():
         _check_input_names(program, d if isinstance(d, dict) else None)
+    if target is None:  # attributes that name two targets are refused here, as by run
+        from sim.frontend.targets import resolve_target
+
+        target = resolve_target(program)
     tgt = load_target(target)
     freed = free_set(free)
     _static_check(program, tgt, inputs or {})
