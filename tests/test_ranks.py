@@ -733,3 +733,20 @@ def test_treduce_in_pto_reads_each_ranks_member_and_prints_back():
     # the group is each rank's dst; the root (rank 1) reduces it into its src view
     assert np.array_equal(r.output("src", 1), np.maximum(*data))
     assert np.array_equal(r.output("dst", 1), data[1])
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_gemm_allreduce_on_two_streams_sums_every_ranks_product(n):
+    g = _example("gemm_allreduce")
+    b = np.random.default_rng(1).standard_normal((64, 128)).astype(np.float16)
+    r = sim.simulate(g.compute(n), ranks=n, streams=[g.comm(n)], inputs={"b": b})
+    a = [r.output("a", i).reshape(128, 64).astype(np.float64) for i in range(n)]
+    assert not np.array_equal(a[0], a[1])  # each rank's A is its own
+    ref = sum(x @ b.astype(np.float64) for x in a)
+    for i in range(n):
+        np.testing.assert_allclose(
+            r.output("reduced", i).reshape(128, 128), ref, rtol=1e-4, atol=1e-3
+        )
+        assert r.output("ag_done", i).tolist() == [n]
+    compute = sim.simulate(g.compute(n), ranks=n, inputs={"b": b}).total_cycles
+    assert r.total_cycles > compute  # the all-reduce finishes after the last tile
