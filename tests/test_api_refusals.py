@@ -13,6 +13,7 @@ program whose attributes named a5: ``simulate`` took a2a3 unless told), and
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,30 @@ def test_a_float_argument_past_its_types_range_is_refused(cli, value):
 def test_a_float_argument_the_type_holds_runs(cli, value):
     code, out, err = cli("run", TFMODS, "--arg", f"divisor={value}")
     assert code == 0 and "RuntimeWarning" not in err, err
+
+
+@pytest.mark.parametrize("bad", ["my kernel", "a\nb", 'q"', "x/y", "%t", 7])
+def test_builder_names_pto_ir_cannot_spell_are_refused_where_given(bad):
+    # they were accepted and printed as IR that does not parse back
+    said = f"{bad!r}: PTO IR names are letters, digits and _ $ . -"
+    with pytest.raises(sim.UserError, match="Kernel name " + re.escape(said)):
+        sim.Kernel(bad)
+    k = sim.Kernel("k")
+    with pytest.raises(sim.UserError, match="name " + re.escape(said)):
+        k.gm(bad, "f32", (16, 64))
+    with pytest.raises(sim.UserError, match="name " + re.escape(said)):
+        k.tile("vec", "f32", 16, 64, name=bad)
+
+
+def test_every_name_the_builder_takes_prints_as_ir_that_parses_back():
+    from sim.frontend import print_program
+
+    k = sim.Kernel("k.v-2$")
+    x = k.gm("in_0.a-b$", "f32", (16, 64))
+    y = k.gm("Out9", "f32", (16, 64))
+    t = k.tile("vec", "f32", 16, 64, name="t.1-$")
+    k.TSTORE(y, t, k.TLOAD(t, x))
+    program = k.program()
+    again = parse_text(print_program(program))
+    assert print_program(again) == print_program(program)
+    assert again.main.name == "k.v-2$"

@@ -55,6 +55,24 @@ def test_validate_json_contract(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "row, reason",
+    [
+        ("TADD,f32,16,64,,,tile_scalar,60", "variant tile_scalar: the op has no tile/scalar"),
+        ("TRELU,f32,16,64,,,binary,50", "variant binary: means nothing for the op"),
+        ("TROWSUM,f32,16,64,,,inplace,80", "variant inplace: means nothing for the op"),
+    ],
+)
+def test_a_variant_that_means_nothing_for_the_op_gets_no_prediction(tmp_path, row, reason):
+    # it was predicted as the plain op, as if the variant had been measured on it
+    op, variant = row.split(",")[0], row.split(",")[6]
+    p = _write(tmp_path, f"{row}\n{row.replace(',' + variant + ',', ',,')}\n")
+    meant, plain = validate(load_cases(p), "a2a3")["cases"]
+    assert meant["predicted"] is None and meant["accuracy"] is None
+    assert meant["reason"].startswith(f"{op}: {reason}")
+    assert plain["variant"] == "" and plain["predicted"] is not None and plain["reason"] is None
+
+
+@pytest.mark.parametrize(
     "row, message",
     [
         ("TFOO,f32,16,64,,,,50", r"cases.csv:2: column op: unknown opcode 'TFOO'"),
