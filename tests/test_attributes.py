@@ -235,6 +235,9 @@ PRINTED_WITH_THEIR_KEYS = [
     "pto.reserve_buffer",
     "pto.tpush_to_aiv",
     "pto.tpop_from_aic",
+    "pto.load_scalar",
+    "pto.store_scalar",
+    "pto.get_tensor_view_dim",
 ]
 
 

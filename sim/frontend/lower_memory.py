@@ -379,7 +379,7 @@ class MemoryLowering(ValueScope):
         if not isinstance(ptr, GmPtr):
             self.fail(c[2], "pto.load_scalar: the address must be a !pto.ptr")
         offset = self.scalar_operand(c[3], role="offset ")
-        self.check_dicts("pto.load_scalar", c)
+        kept = self.kept_attrs("pto.load_scalar", c)
         rt = self.type_of(types[1]) if len(types) > 1 else format_dtype(ptr.dtype)
         if not isinstance(rt, str):
             self.fail(
@@ -387,7 +387,7 @@ class MemoryLowering(ValueScope):
             )
         res = Scalar(rname, rt)
         self.define(rtok, res)
-        return ScalarOp((res,), "pto.load_scalar", (ptr, offset), loc=self.loc(first))
+        return ScalarOp((res,), "pto.load_scalar", (ptr, offset), attrs=kept, loc=self.loc(first))
 
     def s_store_scalar(self, st) -> ScalarOp:
         _, first, c = st
@@ -405,8 +405,10 @@ class MemoryLowering(ValueScope):
                 value_t = t
         value = self.scalar_operand(c[1], value_t or format_dtype(ptr.dtype), role="value ")
         offset = self.scalar_operand(c[3], role="offset ")
-        self.check_dicts("pto.store_scalar", c)
-        return ScalarOp((), "pto.store_scalar", (value, ptr, offset), loc=self.loc(first))
+        kept = self.kept_attrs("pto.store_scalar", c)
+        return ScalarOp(
+            (), "pto.store_scalar", (value, ptr, offset), attrs=kept, loc=self.loc(first)
+        )
 
     def s_getter(self, st) -> ScalarOp:
         _, first, c = st
@@ -434,12 +436,14 @@ class MemoryLowering(ValueScope):
         if not isinstance(view, TensorView):
             self.fail(c[2], "pto.get_tensor_view_dim: expected a !pto.tensor_view operand")
         index = self.scalar_operand(c[3], role="dim ")
-        self.check_dicts("pto.get_tensor_view_dim", c)
+        kept = self.kept_attrs("pto.get_tensor_view_dim", c)
         types = [x for x in c[4:] if isinstance(x, Token) and x.type != "ARROW"]
         rt = self.type_of(types[1]) if len(types) > 1 else "index"
         res = Scalar(rname, rt if isinstance(rt, str) else "index")
         self.define(rtok, res)
-        return ScalarOp((res,), "pto.get_tensor_view_dim", (view, index), loc=self.loc(first))
+        return ScalarOp(
+            (res,), "pto.get_tensor_view_dim", (view, index), attrs=kept, loc=self.loc(first)
+        )
 
 
 # the partition view a GM memref argument stands for is named after it with this suffix
