@@ -770,3 +770,15 @@ def test_allgather_gemm_streams_chunks_into_the_compute(n):
     own, far = waits[source == 0], waits[source != 0]
     assert own.end_cycle.max() < COMM["links"]["latency_cycles"]
     assert far.end_cycle.min() > COMM["links"]["latency_cycles"]
+
+
+def test_the_ranks_trace_puts_every_ranks_timeline_side_by_side():
+    r = sim.simulate(_producer(), ranks=_N, streams=[_pusher()])
+    t = r.trace
+    assert list(t.columns[:2]) == ["rank", "launch"]
+    for i in range(_N):
+        for j in range(2):
+            mine = t[(t["rank"] == i) & (t["launch"] == j)].drop(columns=["rank", "launch"])
+            own = r.streams[i][j].trace  # categories merge into plain values across ranks
+            assert mine.reset_index(drop=True).astype(str).equals(own.astype(str))
+    assert t.end_cycle.max() == r.total_cycles

@@ -92,6 +92,21 @@ class RanksResult:
     def total_cycles(self) -> int:
         return max(r.total_cycles for rs in self.streams or (self.ranks,) for r in rs)
 
+    @property
+    def trace(self):
+        """Every rank's trace in one DataFrame, ``rank`` and ``launch`` (the kernel's index
+        among those launched on the rank) first: the timelines side by side."""
+        import pandas as pd
+
+        frames = []
+        for i, rs in enumerate(self.streams or tuple((r,) for r in self.ranks)):
+            for j, r in enumerate(rs):
+                f = r.trace.copy()
+                f.insert(0, "launch", j)
+                f.insert(0, "rank", i)
+                frames.append(f)
+        return pd.concat(frames, ignore_index=True)
+
     def output(self, name: str, rank: int = 0) -> np.ndarray:
         """GM argument ``name`` of rank ``rank`` after the run."""
         return self.ranks[rank].output(name)
