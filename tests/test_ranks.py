@@ -782,3 +782,12 @@ def test_the_ranks_trace_puts_every_ranks_timeline_side_by_side():
             own = r.streams[i][j].trace  # categories merge into plain values across ranks
             assert mine.reset_index(drop=True).astype(str).equals(own.astype(str))
     assert t.end_cycle.max() == r.total_cycles
+
+
+def test_limits_stop_a_run_with_ranks():
+    from sim.engine.limits import Limits, RunStopped
+
+    k = _example("allgather").build(ranks=2, rows=8, cols=64)
+    with pytest.raises(RunStopped, match="max-cycles|cycle"):
+        sim.simulate(k, ranks=2, limits=Limits(max_cycles=100))
+    assert sim.simulate(k, ranks=2, limits=Limits(max_cycles=10**9)).total_cycles > 100
