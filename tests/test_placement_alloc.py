@@ -11,7 +11,7 @@ import pytest
 from placement_kernels import gm_inputs, loop_program
 
 import sim
-from sim.isa.program import Alloc, Arith, For, Scalar
+from sim.isa.program import Alloc, Arith, For, Instr, Scalar
 from sim.placement import plan_auto, to_auto
 from sim.placement.ir import walk
 
@@ -161,3 +161,30 @@ def test_to_auto_strips_manual_addresses_flags_and_tassign():
     assert not any(getattr(s, "opcode", "") == "TASSIGN" for s in stmts)
     assert not any(getattr(s, "event", None) == 5 for s in stmts)
     assert [s.addr.value for s in stmts if isinstance(s, Alloc)] == [0]
+
+
+def test_both_copies_of_a_double_buffered_tile_are_held_over_the_whole_loop():
+    """Positions number the statements in pre-order: the loop is at its index in the flat
+    function body, its body's statement j at loop + 1 + j. A double-buffered tile is live
+    over the whole loop; with double buffering off, a fresh tile lives from its first access
+    to its last."""
+    prog = loop_program(8)
+    top = prog.main.body
+    at = next(i for i, st in enumerate(top) if isinstance(st, For))
+    loop = top[at]
+    span = (at, at + len(loop.body))
+    slots = {t.name: s for t, s in plan_auto(prog).slots.items()}
+    assert {n for n, s in slots.items() if s.double} == {"a", "b", "r"}
+    assert {slots[n].live for n in "abr"} == {span}
+    single = {t.name: s for t, s in plan_auto(prog, double_buffer=False).slots.items()}
+
+    def uses(name):
+        return [
+            at + 1 + j
+            for j, st in enumerate(loop.body)
+            if isinstance(st, Instr)
+            and name in {getattr(t, "name", None) for t in (*st.outs, *st.ins)}
+        ]
+
+    for n in "abr":
+        assert single[n].live == (min(uses(n)), max(uses(n)))

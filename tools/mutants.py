@@ -66,6 +66,9 @@ DEFAULT_TESTS = {
         "tests/test_placement_fifo_branches.py",
         "tests/test_placement_banks.py",
         "tests/test_placement_pinned_fifo.py",
+        "tests/test_placement_manual_order.py",
+        "tests/test_real_kernel_forms.py::test_tiles_that_fill_the_ub_exactly_are_placed_without_the_bank_stagger",
+        "tests/test_real_kernel_forms.py::test_the_bank_stagger_stays_where_it_fits",
     ],
     "sim/engine/gm.py": [
         "tests/test_gm_model.py",
