@@ -74,6 +74,7 @@ DEFAULT_TESTS = {
         "tests/test_gm_model.py",
         "tests/test_gm_order.py",
         "tests/test_l2_writeback.py",
+        "tests/test_chip_mechanisms.py",
     ],
 }
 
