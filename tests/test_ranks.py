@@ -791,3 +791,27 @@ def test_limits_stop_a_run_with_ranks():
     with pytest.raises(RunStopped, match="max-cycles|cycle"):
         sim.simulate(k, ranks=2, limits=Limits(max_cycles=100))
     assert sim.simulate(k, ranks=2, limits=Limits(max_cycles=10**9)).total_cycles > 100
+
+
+def test_a_shared_link_serialises_the_bytes_of_transfers_that_meet_on_it():
+    import attrs
+
+    from sim.target import load_target
+
+    def kernel(blocks):
+        k = sim.Kernel("push", block_dim=blocks)
+        src = k.gm("src", "f32", (blocks * 16, 256))
+        dst = k.gm("dst", "f32", (blocks * 16, 256))
+        rows = k.block_idx * 16
+        stage = k.tile("vec", "f32", 16, 256)  # one 16 KB chunk per block
+        k.TPUT(dst.view(16, 256, row=rows), src.view(16, 256, row=rows), stage, peer=1 - k.rank_idx)
+        return k
+
+    tgt = load_target("a2a3")
+    free = attrs.evolve(tgt, comm={**tgt.comm, "links": {**tgt.comm["links"], "shared": False}})
+    stream = 16 * 256 * 4 / (COMM["links"]["bandwidth_gb_per_s"] * 1e9 / CLOCK)
+    one = sim.simulate(kernel(1), tgt, ranks=2, functional=False).total_cycles
+    alone = sim.simulate(kernel(8), free, ranks=2, functional=False).total_cycles
+    shared = sim.simulate(kernel(8), tgt, ranks=2, functional=False).total_cycles
+    assert alone == one  # without sharing, eight blocks take one block's time
+    assert abs(shared - alone - 7 * stream) <= 8  # the last waits for seven transfers' bytes

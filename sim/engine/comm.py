@@ -93,6 +93,14 @@ class CommUnit(Collectives):
     _gm_dtypes: dict
     _view_layouts: dict[str, str]
 
+    @property
+    def _comm_clock(self) -> dict:
+        """Per pipe, the cycle this unit's communication items so far end at (estimates)."""
+        clock = self.__dict__.get("_comm_clock_")
+        if clock is None:
+            clock = self.__dict__["_comm_clock_"] = {}
+        return clock
+
     def _comm_handlers(self) -> dict:
         handlers: dict = {CommOp: self._comm_op}
         if getattr(self.chip, "links", None) is not None:
@@ -315,7 +323,10 @@ class CommUnit(Collectives):
                 yield self._flag_issue(WAIT, _LOAD, to_load, source)
             steps = [(_LOAD, src)] + [(_STORE, d) for d in dsts]
             for pipe, at in steps:
-                yield self._staged_move(opcode, pipe, at, rank, nbytes, links, source, (k, n))
+                after = self._comm_clock.get(_LOAD, 0.0) if pipe == _STORE else 0.0
+                yield self._staged_move(
+                    opcode, pipe, at, rank, nbytes, links, source, (k, n), after
+                )
                 if pipe == _LOAD:
                     yield self._flag_issue(SET, _LOAD, to_store, source)
                     yield self._flag_issue(WAIT, _STORE, to_store, source)
@@ -323,17 +334,25 @@ class CommUnit(Collectives):
         for k in range(max(0, n - nbuf), n):  # balance the last hand-offs
             yield self._flag_issue(WAIT, _LOAD, (_STORE, _LOAD, ("comm", k % nbuf)), source)
 
-    def _staged_move(self, opcode, pipe, at, rank, nbytes, links, source, chunk) -> Issued:
+    def _staged_move(
+        self, opcode, pipe, at, rank, nbytes, links, source, chunk, after=0.0
+    ) -> Issued:
         """The item of one staged load (``pipe`` MTE2: GM -> UB) or store (MTE3: UB -> GM)
         of ``nbytes`` whose GM side is on rank ``at``: over the link when that is another
-        rank, else at its ``[dma.paths]`` cost."""
+        rank, else at its ``[dma.paths]`` cost. Its start is estimated from this unit's own
+        communication items (``_comm_clock``: no earlier than now, the pipe's previous
+        communication item, and ``after``), for a shared link's order (``Links``)."""
+        clock = self._comm_clock
+        start = max(links.env.now, clock.get(pipe, 0.0), after)
         if at != rank:
-            c = links.remote_cycles(rank, at, nbytes)
+            a, b = (at, rank) if pipe == _LOAD else (rank, at)
+            c = links.remote_cycles(a, b, nbytes, start)
             side = f"rank {at}"
         else:
             path = self.target.dma("GM_UB" if pipe == _LOAD else "UB_GM")
             c = int(transfer_cycles(path, self.target.dma_model, nbytes) + 0.5)
             side = "local"
+        clock[pipe] = start + c
         self.seq += 1
         what = "load" if pipe == _LOAD else "store"
         text = f"chunk {chunk[0] + 1}/{chunk[1]} {what} {nbytes} B {side}"

@@ -9,10 +9,13 @@ machine.toml holds the figures:
   crosses one) or ``ring`` (ranks ``d`` apart cross ``min(d, N - d)`` links). At most
   ``max_ranks`` ranks.
 * **A remote access** of ``n`` bytes costs ``hops * latency_cycles + n / link bandwidth``
-  (``[comm.links]``). ASSUMPTION (communication.md §10.3, §11: link figures [silent]): the
-  link is not yet a shared resource — two transfers on one link do not slow each other; the
-  local side of a transfer keeps its ``[dma.paths]`` cost and does not cross the chip's GM
-  model either.
+  (``[comm.links]``). With ``shared = true`` every directed link carries one transfer's bytes
+  at a time (``remote_cycles``): transfers are served in the order they are costed, each at
+  the cycle the issuing unit's own communication items let it start (``sim.engine.comm``).
+  ASSUMPTION (communication.md §10.3, §11: link figures [silent]; §9 suggests a link
+  resource per ordered pair of ranks): that start is an estimate from the unit's own
+  communication items — other work on its DMA pipes can start it later — and the local side
+  of a transfer keeps its ``[dma.paths]`` cost without crossing the chip's GM model.
 * **Windows.** Each rank's GM arrays are its own (``RankMemory``); a remote operand names the
   same GM argument and element offset on the peer (symmetric windows, communication.md §3).
 * **Signals.** A ``TNOTIFY`` lands on its rank's int32 word ``notify_cycles`` after it
@@ -109,6 +112,8 @@ class Links:
         links = cfg.get("links", {})
         self.bytes_per_cycle = float(links["bandwidth_gb_per_s"]) * 1e9 / target.clock_hz
         self.latency = float(links["latency_cycles"])
+        self.shared = bool(links.get("shared", False))
+        self._free: dict[tuple[int, int], float] = {}  # directed link -> free from cycle
         sig = cfg.get("signals", {})
         self.notify_cycles = int(sig.get("notify_cycles", 0))
         self.poll_cycles = int(sig.get("poll_cycles_per_element", 0))
@@ -128,10 +133,35 @@ class Links:
         d = abs(a - b)
         return min(d, self.n - d)
 
-    def remote_cycles(self, a: int, b: int, nbytes: int) -> int:
-        """Cycles of the remote side of one access of ``nbytes`` between ranks ``a``, ``b``."""
+    def path(self, a: int, b: int) -> list[tuple[int, int]]:
+        """The directed links bytes from rank ``a`` to rank ``b`` cross."""
+        if a == b:
+            return []
+        if self.topology == "full_mesh":
+            return [(a, b)]
+        step = 1 if (b - a) % self.n <= (a - b) % self.n else -1
+        out, x = [], a
+        while x != b:
+            y = (x + step) % self.n
+            out.append((x, y))
+            x = y
+        return out
+
+    def remote_cycles(self, a: int, b: int, nbytes: int, start: float | None = None) -> int:
+        """Cycles of one remote access moving ``nbytes`` from rank ``a`` to rank ``b``:
+        the latency of every hop and the bytes at the link bandwidth. With ``[comm.links]
+        shared`` and the cycle the access starts (``start``), each directed link carries
+        one transfer's bytes at a time, in the order they are costed: a transfer first waits
+        for the links of its path to be free."""
         h = self.hops(a, b)
-        return int(h * self.latency + nbytes / self.bytes_per_cycle + 0.5)
+        stream = nbytes / self.bytes_per_cycle
+        if not self.shared or start is None or not h:
+            return int(h * self.latency + stream + 0.5)
+        links = self.path(a, b)
+        begin = max([start] + [self._free.get(x, 0.0) for x in links])
+        for x in links:
+            self._free[x] = begin + stream
+        return int(begin - start + h * self.latency + stream + 0.5)
 
     def peer(self, rank: int, peer: int, where: str) -> int:
         """``peer`` checked against the run's ranks."""
