@@ -11,13 +11,14 @@ module docstring worked by hand.
 
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 
 import attrs
 import pytest
 
 import sim
 from sim.base.errors import UserError
-from sim.engine.gm import _LoadQueue
+from sim.engine.gm import GlobalMemory, _LoadQueue
 from sim.engine.launch import MECHANISMS
 from sim.target import load_target
 
@@ -143,6 +144,85 @@ def test_the_queue_wait_is_the_md1_wait_of_the_windowed_load():
     q.wait(3600, 50_000)
     assert q.wait(3600, 1000) == pytest.approx(100 * 0.9 / (2 * 0.1))
     assert q.n == 6
+
+
+def _window_reference(requests, bpc, w, max_load):
+    """The waits of ``requests`` [(cycle, bytes)] from per-window byte sums: windows are
+    [i w, (i + 1) w); the load at t is this window's bytes so far plus the previous
+    window's times the part of it still inside the last w cycles, over w * bpc."""
+    sums: dict[int, float] = {}
+    out = []
+    for t, n in requests:
+        i = t // w
+        frac = (t - i * w) / w
+        rho = min((sums.get(i, 0.0) + sums.get(i - 1, 0.0) * (1 - frac)) / (w * bpc), max_load)
+        out.append(n / bpc * rho / (2 * (1 - rho)))
+        sums[i] = sums.get(i, 0.0) + n
+    return out
+
+
+def test_the_windowed_load_follows_per_window_sums():
+    """Requests at window boundaries, inside windows, after gaps of one and of several
+    windows: each wait is the reference's (windows of 1000 cycles, 10 B/cycle)."""
+    requests = [
+        (0, 4000),
+        (999, 1000),
+        (1000, 2000),  # on a boundary: the window rolls
+        (1500, 500),
+        (1999, 3000),
+        (2000, 100),
+        (2700, 2500),
+        (5200, 800),  # two idle windows: nothing of before counts
+        (5900, 4000),
+        (6100, 700),
+        (6100, 9000),
+        (6800, 100),  # past capacity: capped
+        (7000, 100),
+    ]
+    q = _LoadQueue(10.0, 1000.0, 0.9)
+    got = [q.wait(t, n) for t, n in requests]
+    assert got == pytest.approx(_window_reference(requests, 10.0, 1000, 0.9))
+    assert q.waited == pytest.approx(sum(got)) and q.n == len(requests)
+
+
+def test_gm_hands_the_queue_wait_to_writes_and_reports_its_mean():
+    """A stand-in chip with a 10 B/cycle write path (given in GiB/s at a 1 GHz clock) and
+    channels too wide to matter: each store costs its own 10 cycles plus the wait worked
+    by hand; a load neither waits nor counts; the summary's mean is theirs."""
+    clock = 1.0e9
+    target = SimpleNamespace(
+        clock_hz=clock,
+        gm={
+            "paths": ["GM_UB", "UB_GM"],
+            "bandwidth_gib_per_s": 1.0e9,
+            "write_queue": {
+                "enabled": True,
+                "capacity_gib_per_s": 10.0 * clock / 2**30,
+                "window_cycles": 1000,
+                "max_load": 0.9,
+            },
+        },
+    )
+
+    def xfer(path, nbytes):
+        item = SimpleNamespace(kind="dma", name=path, bytes=nbytes)
+        plan = SimpleNamespace(items=(item,), bytes=nbytes)
+        return SimpleNamespace(plan=plan, gm=None)
+
+    gm = GlobalMemory(target)
+    waits = [0.0, 100 * 0.5 / (2 * 0.5), 100 * 0.3 / (2 * 0.7)]
+    got = [
+        gm.cost(0, xfer("UB_GM", 5000), 10),
+        gm.cost(0, xfer("UB_GM", 1000), 10),
+        gm.cost(0, xfer("GM_UB", 8000), 10),  # a load: no wait, no load on the path
+        gm.cost(1500, xfer("UB_GM", 1000), 10),
+    ]
+    assert got == [10, round(10 + waits[1]), 10, round(10 + waits[2])]
+    assert gm.summary(2000)["write_queue"] == {
+        "writes": 3,
+        "mean_wait_cycles": round(sum(waits) / 3, 1),
+    }
+    assert round(sum(waits) / 3, 1) != round(sum(waits) / 3, 2)  # the rounding is seen
 
 
 def _launch_us() -> float:
