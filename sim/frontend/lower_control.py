@@ -218,7 +218,10 @@ class ControlLowering(ValueScope):
             body = self.block(next(x for x in c if isinstance(x, tuple) and x[0] == "region"))
         finally:
             self.vector_body = outer
-        self.check_dicts(str(c[0]), c)
+        kept = self.kept_attrs(str(c[0]), c)
         return Section(
-            "cube" if c[0].type == "SECTION_CUBE" else "vector", body, loc=self.loc(first)
+            "cube" if c[0].type == "SECTION_CUBE" else "vector",
+            body,
+            loc=self.loc(first),
+            attrs=kept,
         )

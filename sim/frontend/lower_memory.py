@@ -119,7 +119,7 @@ class MemoryLowering(ValueScope):
         ((rtok, rname),) = self.result_names(c[0], 1, "pto.multi_tile_get")
         src = self.lookup(c[2])
         index = self.scalar_operand(c[3])
-        self.check_dicts("pto.multi_tile_get", c)
+        kept = self.kept_attrs("pto.multi_tile_get", c)
         types = [x for x in c[4:] if isinstance(x, Token) and x.type in ("PTO_TYPE", "TYPE_ALIAS")]
         src_t = self.type_of(types[0])
         if not isinstance(src, Tile) or value_type(src) != src_t:
@@ -150,6 +150,7 @@ class MemoryLowering(ValueScope):
             (),
             "pto.multi_tile_get",
             loc=self.loc(first),
+            attrs=kept,
         )
 
     def _index_list(self, ops) -> tuple:
@@ -280,7 +281,7 @@ class MemoryLowering(ValueScope):
         for x in c:
             if isinstance(x, tuple) and x[0] == "valid":
                 valid = self._index_list(x[2])
-        self.check_dicts(str(op), c)
+        kept = self.kept_attrs(str(op), c)
         types = [
             x
             for x in c
@@ -311,7 +312,9 @@ class MemoryLowering(ValueScope):
                 self.fail(op, f"{op}: {e}")
         tile = Tile(rname, rt)
         self.define(rtok, tile)
-        return Subview(tile, src, offsets, tuple(sizes), valid, str(op), loc=self.loc(first))
+        return Subview(
+            tile, src, offsets, tuple(sizes), valid, str(op), loc=self.loc(first), attrs=kept
+        )
 
     def s_reshape(self, st) -> Reshape:
         """``%r = pto.treshape %t : !pto.tile_buf<A> -> !pto.tile_buf<B>``."""
@@ -328,7 +331,7 @@ class MemoryLowering(ValueScope):
         src_t, rt = self.type_of(c[-3]), self.type_of(c[-1])
         if value_type(src) != src_t:
             self.mismatch(c[2], src, src_t)
-        self.check_dicts(str(op), c)
+        kept = self.kept_attrs(str(op), c)
         if not isinstance(rt, TileType):
             self.fail(c[-1], f"{op}: expected a !pto.tile_buf result type, found {format_type(rt)}")
         if rt.loc is not src_t.loc:
@@ -345,7 +348,7 @@ class MemoryLowering(ValueScope):
             )
         tile = Tile(rname, rt)
         self.define(rtok, tile)
-        return Reshape(tile, src, loc=self.loc(first))
+        return Reshape(tile, src, loc=self.loc(first), attrs=kept)
 
     def s_setvalid(self, st) -> SetValidShape:
         _, first, c = st
@@ -365,8 +368,8 @@ class MemoryLowering(ValueScope):
             self.mismatch(ops[0], tile, t)
         rows = self.scalar_operand(ops[1], role="rows ")
         cols = self.scalar_operand(ops[2], role="cols ")
-        self.check_dicts("pto.set_validshape", c)
-        return SetValidShape(tile, rows, cols, loc=self.loc(first))
+        kept = self.kept_attrs("pto.set_validshape", c)
+        return SetValidShape(tile, rows, cols, loc=self.loc(first), attrs=kept)
 
     def s_load_scalar(self, st) -> ScalarOp:
         _, first, c = st

@@ -90,23 +90,23 @@ class SyncLowering(ValueScope):
     def s_flag(self, st):
         _, first, c = st
         kw, e1, e2, e3 = c[:4]
-        self.check_dicts(str(kw), c[4:])  # flags read no attribute: each key warns
+        kept = self.kept_attrs(str(kw), c[4:])  # flags read no attribute: each key warns
         kind = kw.type
         endpoints = kind in ("RECORD_EVENT", "WAIT_EVENT")
         src, dst = self.pipe(e1, endpoints), self.pipe(e2, endpoints)
         event = self.event(e3, kind.endswith("_DYN"))
         cls = SetFlag if kind in ("SET_FLAG", "SET_FLAG_DYN", "RECORD_EVENT") else WaitFlag
-        return cls(src, dst, event, loc=self.loc(first))
+        return cls(src, dst, event, loc=self.loc(first), attrs=kept)
 
     def s_barrier(self, st) -> Barrier:
         _, first, c = st
-        self.check_dicts(str(c[0]), c)
-        return Barrier(self.pipe(c[1], True), loc=self.loc(first))
+        kept = self.kept_attrs(str(c[0]), c)
+        return Barrier(self.pipe(c[1], True), loc=self.loc(first), attrs=kept)
 
     def s_barrier_sync(self, st) -> Barrier:
         _, first, c = st
-        self.check_dicts(str(c[0]), c)
-        return Barrier(self.pipe(c[1], True), loc=self.loc(first))
+        kept = self.kept_attrs(str(c[0]), c)
+        return Barrier(self.pipe(c[1], True), loc=self.loc(first), attrs=kept)
 
     # --- cross-core flags (FFTS) and the all-core barrier -------------------------------------
 
@@ -164,8 +164,8 @@ class SyncLowering(ValueScope):
     def s_set_ffts(self, st) -> SetFfts:
         _, first, c = st
         value, t = c[1], c[-1]
-        self.check_dicts("pto.set_ffts", c)
-        return SetFfts(self.operand(value, self.type_of(t)), loc=self.loc(first))
+        kept = self.kept_attrs("pto.set_ffts", c)
+        return SetFfts(self.operand(value, self.type_of(t)), loc=self.loc(first), attrs=kept)
 
     def s_syncall(self, st) -> SyncAll:
         """``pto.syncall(ops : types) mode = #pto.sync_all_mode<M>, core_type =
@@ -201,8 +201,8 @@ class SyncLowering(ValueScope):
         for key in enums:
             if key not in found:
                 self.fail(first, f"pto.syncall: expected '{key} = ...', found none")
-        self.check_dicts("pto.syncall", c)
-        return SyncAll(found["mode"], found["core_type"], operands, loc=self.loc(first))
+        kept = self.kept_attrs("pto.syncall", c)
+        return SyncAll(found["mode"], found["core_type"], operands, loc=self.loc(first), attrs=kept)
 
     # --- cube <-> vector pipes -----------------------------------------------------------------
 

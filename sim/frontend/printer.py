@@ -165,17 +165,17 @@ def _sync_event(ev) -> str:
 def _flag(st) -> str:
     kind = "set_flag" if isinstance(st, SetFlag) else "wait_flag"
     dyn = "" if isinstance(st.event, int) else "_dyn"
-    return f"pto.{kind}{dyn}[<{st.src}>, <{st.dst}>, {_sync_event(st.event)}]"
+    return f"pto.{kind}{dyn}[<{st.src}>, <{st.dst}>, {_sync_event(st.event)}]{_kept(st)}"
 
 
 def _cross_core(st) -> str:
     """``pto.sync.set`` / ``pto.sync.wait`` / ``pto.set_ffts`` / ``pto.syncall``."""
     if isinstance(st, SetFfts):
-        return f"pto.set_ffts {_typed((st.value,))}"
+        return f"pto.set_ffts {_v(st.value)}{_kept(st)} : {_t(st.value)}"
     if isinstance(st, SyncAll):
         return (
-            f"pto.syncall({_typed(st.operands)}) mode = #pto.sync_all_mode<{st.mode}>, "
-            f"core_type = #pto.sync_core_type<{st.core_type}>"
+            f"pto.syncall({_typed(st.operands)}){_kept(st)} mode = "
+            f"#pto.sync_all_mode<{st.mode}>, core_type = #pto.sync_core_type<{st.core_type}>"
         )
     kind = "set" if isinstance(st, SyncSet) else "wait"
     flag = str(st.flag) if isinstance(st.flag, int) else _v(st.flag)
@@ -317,15 +317,15 @@ def _comm_op(st: CommOp) -> str:
 def _subview(st: Subview) -> str:
     if st.op == "pto.multi_tile_get":
         return (
-            f"{_results((st.result,))}{st.op} %{st.source.name}[{_v(st.offsets[0])}] : "
-            f"{_t(st.source)} -> {_t(st.result)}"
+            f"{_results((st.result,))}{st.op} %{st.source.name}[{_v(st.offsets[0])}]"
+            f"{_kept(st)} : {_t(st.source)} -> {_t(st.result)}"
         )
     offs = ", ".join(map(_v, st.offsets))
     sizes = ", ".join(str(s) for s in st.sizes)
     valid = f" valid [{', '.join(map(_v, st.valid))}]" if st.valid else ""
     return (
-        f"{_results((st.result,))}{st.op} %{st.source.name}[{offs}] sizes [{sizes}]{valid} : "
-        f"{_t(st.source)} -> {_t(st.result)}"
+        f"{_results((st.result,))}{st.op} %{st.source.name}[{offs}] sizes [{sizes}]{valid}"
+        f"{_kept(st)} : {_t(st.source)} -> {_t(st.result)}"
     )
 
 
@@ -340,7 +340,7 @@ def print_statement(st, indent: int = 0) -> list[str]:
         if st.fence:  # one fence lowers to PIPE_ALL, or to MTE2, MTE3, FIX: printed once
             keep = st.pipe in ("PIPE_ALL", "PIPE_MTE2")
             return [f"{pad}pto.fence.barrier_all #pto.fence_scope<{st.fence}>"] if keep else []
-        return [f"{pad}pto.barrier <{st.pipe}>"]
+        return [f"{pad}pto.barrier <{st.pipe}>{_kept(st)}"]
     if isinstance(st, (SyncSet, SyncWait, SyncAll, SetFfts)):
         return [pad + _cross_core(st)]
     if isinstance(st, Alloc):
@@ -372,7 +372,8 @@ def print_statement(st, indent: int = 0) -> list[str]:
         ]
     if isinstance(st, SetValidShape):
         return [
-            f"{pad}pto.set_validshape {_v(st.tile)}, {_v(st.rows)}, {_v(st.cols)} : {_t(st.tile)}"
+            f"{pad}pto.set_validshape {_v(st.tile)}, {_v(st.rows)}, {_v(st.cols)}{_kept(st)} : "
+            f"{_t(st.tile)}"
         ]
     if isinstance(st, Arith):
         return [pad + _arith(st)]
@@ -382,7 +383,7 @@ def print_statement(st, indent: int = 0) -> list[str]:
         return [pad + _subview(st)]
     if isinstance(st, Reshape):
         return [
-            f"{pad}{_results((st.result,))}pto.treshape %{st.source.name} : "
+            f"{pad}{_results((st.result,))}pto.treshape %{st.source.name}{_kept(st)} : "
             f"{_t(st.source)} -> {_t(st.result)}"
         ]
     if isinstance(st, PipeOp):
@@ -422,7 +423,8 @@ def print_statement(st, indent: int = 0) -> list[str]:
             lines += [pad + "} else {", *_body(st.else_body, indent + 1)]
         return lines + [pad + "}" + _kept(st)]
     if isinstance(st, Section):
-        return [f"{pad}pto.section.{st.kind} {{", *_body(st.body, indent + 1), pad + "}"]
+        body = _body(st.body, indent + 1)
+        return [f"{pad}pto.section.{st.kind} {{", *body, pad + "}" + _kept(st)]
     raise TypeError(f"cannot print statement {type(st).__name__}")
 
 

@@ -100,6 +100,8 @@ class SourceLoc:
 
 def _attr_items(items) -> tuple:
     """An attribute dictionary as sorted (key, value) pairs (hashable, order-free)."""
+    if not items:  # the usual case, and statements the passes make in bulk (flags)
+        return ()
     return tuple(sorted(dict(items).items()))
 
 
@@ -282,6 +284,8 @@ class SetValidShape:
     rows: Const | Scalar
     cols: Const | Scalar
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -292,6 +296,8 @@ class SetFlag:
     dst: str
     event: int | Scalar  # an event id, or a scalar holding one (auto mode's parity)
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -302,6 +308,8 @@ class WaitFlag:
     dst: str
     event: int | Scalar  # an event id, or a scalar holding one (auto mode's parity)
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -313,6 +321,8 @@ class Barrier:
     pipe: str
     fence: str = ""
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 # --- cross-core synchronisation (FFTS) -------------------------------------------------------
@@ -360,6 +370,8 @@ class SyncAll:
     core_type: str
     operands: tuple = attrs.field(default=(), converter=_tuple)
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -368,6 +380,8 @@ class SetFfts:
 
     value: object
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 # --- scalar code and control flow (MLIR arith / scf / func, and PTO scalar ops) ----------
@@ -412,6 +426,8 @@ class Subview:
     valid: tuple = attrs.field(default=(), converter=_tuple)
     op: str = "pto.subview"
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -423,6 +439,8 @@ class Reshape:
     result: Tile
     source: Tile
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
@@ -481,6 +499,8 @@ class Section:
     kind: str  # "cube" | "vector"
     body: tuple = attrs.field(converter=_tuple)
     loc: SourceLoc | None = _loc_field()
+    # attributes the simulator does not read (kept so the printed program carries them)
+    attrs: tuple = attrs.field(default=(), converter=_attr_items, kw_only=True)
 
 
 @attrs.frozen
