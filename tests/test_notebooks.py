@@ -55,6 +55,7 @@ def test_the_two_notebooks_exist():
         "03_manual_vs_auto_placement.ipynb",
         "04_gemm_multicore.ipynb",
         "05_sweep.ipynb",
+        "06_ranks.ipynb",
     ]
 
 

@@ -815,3 +815,12 @@ def test_a_shared_link_serialises_the_bytes_of_transfers_that_meet_on_it():
     shared = sim.simulate(kernel(8), tgt, ranks=2, functional=False).total_cycles
     assert alone == one  # without sharing, eight blocks take one block's time
     assert abs(shared - alone - 7 * stream) <= 8  # the last waits for seven transfers' bytes
+
+
+def test_ranks_timeline_draws_a_lane_per_rank_and_kernel():
+    r = sim.simulate(_producer(), ranks=_N, streams=[_pusher()])
+    fig = sim.trace.ranks_timeline(r.trace)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == [f"rank {i} / kernel {j}" for i in range(_N) for j in range(2)]
+    with pytest.raises(UserError, match="rank column"):
+        sim.trace.ranks_timeline(r.ranks[0].trace)

@@ -8,6 +8,7 @@ instruction or sync statement, times in cycles). The public functions::
     stall_breakdown, utilization   busy / event wait / barrier wait / idle; busy over time
     critical_path, flag_edges      the chain that sets the total; set -> wait pairs
     gantt, utilization_plot, stall_plot, compare_runs, compare_table    (Figures / tables)
+    ranks_timeline                 every rank's timeline of a run with ranks (a Figure)
 
 The plotting functions import matplotlib on first use, so ``import sim`` stays light.
 """
@@ -30,6 +31,7 @@ __all__ = [
     "stall_plot",
     "compare_runs",
     "compare_table",
+    "ranks_timeline",
 ]
 
 _HOME = {
@@ -46,6 +48,7 @@ _HOME = {
     "stall_plot": "plot_stalls",
     "compare_runs": "compare",
     "compare_table": "compare",
+    "ranks_timeline": "plot_ranks",
 }
 
 
