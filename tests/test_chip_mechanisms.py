@@ -9,17 +9,20 @@ the device time, never in it. The queue's wait is checked against the M/D/1 form
 module docstring worked by hand.
 """
 
+import json
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import attrs
 import pytest
+from cli_fixtures import one_line_error
 
 import sim
 from sim.base.errors import UserError
 from sim.engine.gm import GlobalMemory, _LoadQueue
 from sim.engine.launch import MECHANISMS
+from sim.kernel.files import kernel_source
 from sim.target import load_target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -271,3 +274,33 @@ def test_an_unknown_mechanism_is_refused_naming_the_known_ones():
     with pytest.raises(UserError, match="no shared mechanism 'l3'") as e:
         sim.simulate(_writes(1), functional=False, free="l3")
     assert all(m in str(e.value) for m in MECHANISMS)
+
+
+FA_PY = ROOT / "examples" / "flash_attention.py"
+
+
+@pytest.mark.parametrize("cores", [2, 4])
+def test_the_cli_frees_a_mechanism(cli, cores):
+    """``run --free`` gives simulate(free=...)'s cycles; repeated, the mechanisms add up;
+    ``compare --free`` frees it in both runs."""
+    args = ("--timing-only", "--json", "--arg", "s1=512", "--arg", f"cores={cores}")
+    k = kernel_source(str(FA_PY))(s1=512, cores=cores)
+    want = {
+        free: sim.simulate(k, functional=False, trace="none", free=free)
+        for free in ((), ("gm_write_queue",), ("gm_write_queue", "launch"))
+    }
+    for free, r in want.items():
+        flags = [x for m in free for x in ("--free", m)]
+        code, out, err = cli("run", FA_PY, *args, *flags)
+        assert code == 0, err
+        got = json.loads(out)
+        assert (got["device_cycles"], got["launch_cycles"]) == (r.total_cycles, r.launch_cycles)
+    assert want[("gm_write_queue",)].total_cycles < want[()].total_cycles
+    code, out, err = cli("compare", FA_PY, *args, "--free", "gm_write_queue")
+    assert code == 0, err
+    assert json.loads(out)["manual"]["total_cycles"] == want[("gm_write_queue",)].total_cycles
+
+
+def test_the_cli_refuses_an_unknown_mechanism_in_one_line(cli):
+    code, _, err = cli("run", FA_PY, "--timing-only", "--free", "l3")
+    one_line_error(code, err, "no shared mechanism 'l3'", "gm_write_queue", "launch")

@@ -331,6 +331,7 @@ def cmd_run(args) -> int:
             races=False if args.no_races or args.ranks else "manual",
             limits=limits,
             block_dim=args.block_dim,
+            free=args.free,
             ranks=args.ranks,
             comm_context=args.comm_context,
         )
@@ -528,6 +529,7 @@ def cmd_compare(args) -> int:
             functional=not args.timing_only,
             block_dim=args.block_dim,
             limits=limits if limits.active else None,
+            free=args.free,
         )
     if args.plot:
         import matplotlib

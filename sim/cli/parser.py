@@ -122,6 +122,16 @@ def _launch(p) -> None:
         "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
     )
     g.add_argument("--timing-only", action="store_true", help="skip the functional units")
+    g.add_argument(
+        "--free",
+        action="append",
+        default=None,
+        metavar="MECHANISM",
+        help="treat a shared mechanism of the chip as free (repeatable): gm_bandwidth (the "
+        "shared HBM / L2 channels), gm_write_queue (queueing on the GM write path), launch "
+        "(the launch overhead reported beside device time); what each costs a kernel: "
+        "sim.whatif",
+    )
     _run_limits(g)
 
 

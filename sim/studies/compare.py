@@ -34,6 +34,7 @@ from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync
 from sim.target import load_target
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
     from typing import Any
 
@@ -59,11 +60,20 @@ __all__ = [
 
 
 def run_checked(
-    program, target, *, inputs=None, seed=0, functional=True, block_dim=None, limits=None
+    program,
+    target,
+    *,
+    inputs=None,
+    seed=0,
+    functional=True,
+    block_dim=None,
+    limits=None,
+    free=None,
 ):
     """``simulate(program, target, races=True, sync="manual")``: the program exactly as
     given, race-checked (the checking run of this package), on ``block_dim`` cores, bounded
-    by ``limits`` (``sim.engine.limits``; counted from zero again for each run)."""
+    by ``limits`` (``sim.engine.limits``; counted from zero again for each run), with the
+    shared mechanisms ``free`` names made free."""
     from sim.engine.run import simulate
 
     if limits is not None:
@@ -78,6 +88,7 @@ def run_checked(
         sync="manual",
         block_dim=block_dim,
         limits=limits,
+        free=free,
     )
 
 
@@ -279,10 +290,12 @@ def run_comparison(
     functional: bool = True,
     block_dim: int | None = None,
     limits: Limits | None = None,
+    free: Iterable[str] | str | None = None,
 ) -> Comparison:
     """Run ``program_or_kernel`` as written and in auto mode (see the module doc), each on
     ``block_dim`` cores (default: a builder kernel's own, else 1), functionally or timing
-    only, each bounded by ``limits`` (``sim.engine.limits``)."""
+    only, each bounded by ``limits`` (``sim.engine.limits``), with the shared mechanisms
+    ``free`` names made free (``sim.simulate``'s ``free``)."""
     if isinstance(program_or_kernel, Comparison):
         return program_or_kernel
     if block_dim is None:
@@ -291,7 +304,7 @@ def run_comparison(
     tgt = load_target(target)
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
     hand = sum(len(constant_addresses(f)) for f in prog.functions)
-    launch = {"functional": functional, "block_dim": block_dim, "limits": limits}
+    launch = {"functional": functional, "block_dim": block_dim, "limits": limits, "free": free}
     return Comparison(
         prog.main.name,
         tgt,
