@@ -824,3 +824,52 @@ def test_ranks_timeline_draws_a_lane_per_rank_and_kernel():
     assert labels == [f"rank {i} / kernel {j}" for i in range(_N) for j in range(2)]
     with pytest.raises(UserError, match="rank column"):
         sim.trace.ranks_timeline(r.ranks[0].trace)
+
+
+_SETTER = """
+module {
+  func.func @setter(%flag: !pto.ptr<i32>) {
+    %c0 = arith.constant 0 : index
+    %v = arith.constant 7 : i32
+    pto.store_scalar %v, %flag[%c0] : !pto.ptr<i32>, i32
+    return
+  }
+}
+"""
+_WAITER = f"""
+module {{
+  func.func @waiter(%flag: !pto.ptr<i32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %v = arith.constant 7 : i32
+    %t = pto.make_tensor_view %flag, shape = [%c1, %c1], strides = [%c1, %c1] : {_TV}
+    %sv = pto.partition_view %t, offsets = [%c0, %c0], sizes = [%c1, %c1] : {_TV} -> {_SIG}
+    pto.comm.twait(%sv, %v : {_SIG}, i32) {{cmp = #pto<wait_cmp eq>}}
+    return
+  }}
+}}
+"""
+
+
+def test_a_scalar_store_to_a_signal_wakes_its_waiter():
+    from sim.frontend import parse_text
+
+    flag = {"flag": np.zeros(1, np.int32)}
+    r = sim.simulate(parse_text(_WAITER), ranks=1, streams=[parse_text(_SETTER)], inputs=flag)
+    wait = r.streams[0][0].trace
+    wait = wait[wait.opcode == "TWAIT"].iloc[0]
+    assert wait.end_cycle == COMM["signals"]["poll_cycles_per_element"]  # the store at cycle 0
+    assert r.output("flag", 0).tolist() == [7]
+
+
+def test_a_signal_a_tstore_writes_still_wakes_its_waiter():
+    k = sim.Kernel("store_signal")
+    sig = k.gm("sig", "i32", (1, 8), np.zeros((1, 8), np.int32))
+    t = k.tile("vec", "i32", 1, 8)
+    e = k.TEXPANDS(t, 5)
+    k.TSTORE(sig, t, e)
+    w = sim.Kernel("wait_signal")
+    sig_w = w.gm("sig", "i32", (1, 8), np.zeros((1, 8), np.int32))
+    w.TWAIT(sig_w, 5, cmp="eq")
+    r = sim.simulate(w, ranks=1, streams=[k])  # no deadlock: the write is found late
+    assert r.output("sig", 0).tolist() == [5] * 8

@@ -34,7 +34,7 @@ from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SignalWait
 from sim.engine.sdma import Sdma, Session
 from sim.isa.comm import COLLECTIVES, WINDOW_BYTES, CommOp, check_attrs, chunks
-from sim.isa.program import GmPtr, MakeTensorView, PartView
+from sim.isa.program import GmPtr, MakeTensorView, PartView, ScalarOp
 from sim.isa.tile import Tile
 from sim.timing.dma import transfer_cycles
 from sim.timing.plan import Plan
@@ -89,6 +89,7 @@ class CommUnit(Collectives):
     valid_of: Callable[[Tile], tuple]
     _gm_window: Callable[[PartView, str], np.ndarray]
     _make_view: Callable[[MakeTensorView], None]
+    _scalar_op: Callable[[ScalarOp], Any]
     _ptr_offsets: dict[str, int]
     _gm_dtypes: dict
     _view_layouts: dict[str, str]
@@ -105,7 +106,17 @@ class CommUnit(Collectives):
         handlers: dict = {CommOp: self._comm_op}
         if getattr(self.chip, "links", None) is not None:
             handlers[MakeTensorView] = self._window_view
+            handlers[ScalarOp] = self._scalar_op_ranks
         return handlers
+
+    def _scalar_op_ranks(self, st: ScalarOp):
+        """A scalar op in a run with ranks: a ``store_scalar`` to GM may be a signal a
+        ``TWAIT`` waits on (a ready-queue counter): the links re-check its waiters."""
+        out = self._scalar_op(st)
+        if st.op == "pto.store_scalar" and isinstance(st.operands[1], GmPtr):
+            ptr = st.operands[1]
+            self.chip.links.written(self.chip.rank, self.values.get(ptr.name, ptr.name))
+        return out
 
     def _window_view(self, st: MakeTensorView) -> None:
         """``make_tensor_view`` in a run with ranks: on a pointer moved whole windows away

@@ -228,8 +228,9 @@ class Interpreter(
             WaitFlag: self._flag,
             Barrier: self._barrier,
             **self._cross_core_handlers(),
-            **self._comm_handlers(),
             **self._control_handlers(),
+            # last: in a run with ranks it wraps some of the above (sim.engine.comm)
+            **self._comm_handlers(),
         }
         self._bind_args()
         self._verify = verify_instr if verify else None

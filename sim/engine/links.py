@@ -189,16 +189,33 @@ class Links:
         word = self.memory(rank).window(ptr, base, sizes, strides).reshape(-1)
         word[0] = notify(int(word[0]), op, value)
         self.notifies += 1
-        waiting = self._waiters.get((rank, ptr.name))
+        self.written(rank, ptr.name)
+
+    def written(self, rank: int, name: str) -> bool:
+        """GM argument ``name`` of rank ``rank`` was written (a TNOTIFY landed, a unit's
+        scalar store): every TWAIT on it whose signal now holds wakes one poll pass later.
+        Whether any woke."""
+        waiting = self._waiters.get((rank, name))
         if not waiting:
-            return
+            return False
         still = []
         for key, ev in waiting:
             if self.holds(key):
                 self.env.timeout(self._poll(key)).callbacks.append(lambda _, ev=ev: ev.succeed())
             else:
                 still.append((key, ev))
-        self._waiters[(rank, ptr.name)] = still
+        self._waiters[(rank, name)] = still
+        return len(still) < len(waiting)
+
+    def recheck(self) -> bool:
+        """When the run has gone dry: wake the TWAITs whose signal holds although no TNOTIFY
+        or scalar store announced the write (a TSTORE wrote the word). ASSUMPTION: such a
+        wake is late (the end of the activity that wrote it), never missed. Whether any
+        woke (the run then goes on)."""
+        woke = False
+        for rank, name in list(self._waiters):
+            woke = self.written(rank, name) or woke
+        return woke
 
     def values(self, key: SignalWait) -> np.ndarray:
         _, rank, ptr, base, sizes, strides, _, _ = key

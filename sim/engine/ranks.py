@@ -197,6 +197,8 @@ def run_ranks(
             for chip in chips:
                 chip.waves.launch()
             env.run()
+            while links.recheck():  # a signal a TSTORE wrote: its waiters go on
+                env.run()
             if limits is not None:
                 limits.check()  # a run shorter than one check interval, too
     finally:
