@@ -84,6 +84,7 @@ def test_reserved_scratch_is_avoided_and_capacity_overflow_is_an_error():
         to_auto(k2)
     msg = str(e.value)
     assert "%more (12288 B) does not fit in UB" in msg and "%big [0x0, 0x2c000)" in msg
+    assert f"{64 * 704 * 4} B are held by the tiles live at the same time" in msg
 
 
 def test_bank_stagger_for_the_two_sources_of_a_binary_op():
@@ -188,3 +189,48 @@ def test_both_copies_of_a_double_buffered_tile_are_held_over_the_whole_loop():
 
     for n in "abr":
         assert single[n].live == (min(uses(n)), max(uses(n)))
+
+
+def test_bytes_held_count_shared_bytes_once():
+    from sim.placement.alloc import _union_bytes
+
+    assert _union_bytes([(0, 10), (5, 20), (30, 40), (30, 35)]) == 20 + 10
+    assert _union_bytes([(8, 16), (0, 4)]) == 12
+    assert _union_bytes([]) == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_frontier_keeps_each_bytes_latest_access_per_pipe(seed):
+    """``_Frontier`` against a byte-by-byte model: after every ``add`` its segments are
+    sorted and disjoint, each byte's map is the per-pipe maximum of every map added over
+    it, and ``unordered`` returns exactly the bytes some pipe of which is past the bound."""
+    from sim.placement.alloc import _Frontier
+
+    rng = np.random.default_rng(seed)
+    size, pipes = 48, ("V", "MTE2", "MTE3")
+    front = _Frontier()
+    model: list[dict] = [{} for _ in range(size)]
+    for _ in range(12):
+        lo = int(rng.integers(0, size - 1))
+        hi = int(rng.integers(lo + 1, size + 1))
+        last = {p: int(rng.integers(1, 9)) for p in pipes if rng.random() < 0.6} or {"V": 1}
+        front.add(lo, hi, last)
+        for b in range(lo, hi):
+            for p, k in last.items():
+                model[b][p] = max(model[b].get(p, 0), k)
+        segs = front.segs
+        assert all(s < e for s, e, _ in segs)
+        assert all(e1 <= s2 for (_, e1, _), (s2, _, _) in pairwise(segs))
+        seen = [None] * size
+        for s, e, m in segs:
+            for b in range(s, e):
+                seen[b] = m
+        assert [m if m is not None else {} for m in seen] == model
+        bound = {p: int(rng.integers(0, 9)) for p in pipes}
+        qlo = int(rng.integers(0, size - 1))
+        qhi = int(rng.integers(qlo + 1, size + 1))
+        got = {
+            b for s, e in front.unordered(qlo, qhi, bound) for b in range(max(s, qlo), min(e, qhi))
+        }
+        want = {b for b in range(qlo, qhi) if any(k > bound.get(p, 0) for p, k in model[b].items())}
+        assert got == want
