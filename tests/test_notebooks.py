@@ -4,8 +4,9 @@ Each notebook is executed with nbclient in a fresh ipykernel started from this t
 own interpreter (a temporary ``python3`` kernel spec placed first on ``JUPYTER_PATH``,
 so a user-level spec for another Python cannot be picked up), in a temporary working
 directory ``notebooks/`` beside a link to the repository's ``examples/`` (so the
-notebooks reach ``../examples`` as they do in the repository), and must finish within
-20 seconds without an error.
+notebooks reach ``../examples`` as they do in the repository), and must finish without an
+error. The time limit is a guard against a hang, not a speed target (how fast the
+notebooks' runs are is measured in ``bench/``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-TIME_LIMIT_S = 20
+TIME_LIMIT_S = 180  # a hang guard, far above any notebook's run time on a loaded machine
 
 
 @pytest.fixture(scope="module")
