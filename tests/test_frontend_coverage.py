@@ -1454,7 +1454,7 @@ _OUT_OF_SCOPE_OPS = {
     "pointer_cast": "    %t = pto.pointer_cast(%n) : index -> !pto.tile_buf<vec, 16x64xf32>",
     "store_dps": "    pto.store_dps ins(%n : index) outs(%p : !pto.ptr<f32>)",
     "declare_tile": "    %t = pto.declare_tile -> !pto.tile_buf<vec, 16x64xf32>",
-    "comm.tput_async": "    pto.comm.tput_async ins(%p : !pto.ptr<f32>) outs(%q : !pto.ptr<f32>)",
+    "build_async_session": "    pto.build_async_session ins(%p : !pto.ptr<f32>) outs(%q : !pto.ptr<f32>)",
     "tput_async": "    %e = pto.tput_async ins(%p : !pto.ptr<f32>) outs(%q : !pto.ptr<f32>) -> !pto.async_event",
     "castptr": "    %v = pto.castptr %p : !pto.ptr<f32> -> !pto.ptr<f32, ub>",
     "simt_launch": "    pto.simt_launch @f(%n) : (index) -> ()",

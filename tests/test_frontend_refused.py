@@ -34,9 +34,9 @@ def _kernel(body: str, args: str = "") -> str:
 # (construct, statement, expected message, column of the construct on line 8)
 CASES = [
     (
-        "comm.tput_async",
-        f"    pto.comm.tput_async %p, %t : !pto.ptr<f32>, {T}",
-        "unsupported op 'pto.comm.tput_async'",
+        "build_async_session",
+        f"    pto.build_async_session %p, %t : !pto.ptr<f32>, {T}",
+        "unsupported op 'pto.build_async_session'",
         5,
     ),
     ("memref", "    %m = pto.alloc_tile : memref<16x16xf32>", "unsupported type 'memref<...>'", 27),

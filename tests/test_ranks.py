@@ -873,3 +873,59 @@ def test_a_signal_a_tstore_writes_still_wakes_its_waiter():
     w.TWAIT(sig_w, 5, cmp="eq")
     r = sim.simulate(w, ranks=1, streams=[k])  # no deadlock: the write is found late
     assert r.output("sig", 0).tolist() == [5] * 8
+
+
+_ASYNC_PTO = """!PV = !pto.partition_tensor_view<1x1024xf32>
+!TV = !pto.tensor_view<?x?xf32>
+!ST = !pto.tile_buf<vec, 1x256xi8>
+!PB = !pto.ptr<i8>
+module {
+  func.func @pull(%send: !pto.ptr<f32>, %recv: !pto.ptr<f32>, %ws: !PB, %ctx: !pto.ptr<i64>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c1024 = arith.constant 1024 : index
+    %low = arith.constant 4294967295 : i64
+    %f32b = arith.constant 4 : i64
+    %w2 = pto.load_scalar %ctx[%c2] : !pto.ptr<i64> -> i64
+    %me64 = arith.andi %w2, %low : i64
+    %me = arith.index_cast %me64 : i64 to index
+    %pe = arith.subi %c1, %me : index
+    %myslot = arith.addi %me, %c4 : index
+    %pslot = arith.addi %pe, %c4 : index
+    %lbase = pto.load_scalar %ctx[%myslot] : !pto.ptr<i64> -> i64
+    %pbase = pto.load_scalar %ctx[%pslot] : !pto.ptr<i64> -> i64
+    %x = arith.subi %pbase, %lbase : i64
+    %e64 = arith.divsi %x, %f32b : i64
+    %d = arith.index_cast %e64 : i64 to index
+    %psend = pto.addptr %send, %d : !pto.ptr<f32> -> !pto.ptr<f32>
+    %ts = pto.make_tensor_view %psend, shape = [%c1, %c1024], strides = [%c1024, %c1] : !TV
+    %sv = pto.partition_view %ts, offsets = [%c0, %c0], sizes = [%c1, %c1024] : !TV -> !PV
+    %tr = pto.make_tensor_view %recv, shape = [%c1, %c1024], strides = [%c1024, %c1] : !TV
+    %rv = pto.partition_view %tr, offsets = [%c0, %c0], sizes = [%c1, %c1024] : !TV -> !PV
+    %scratch = pto.alloc_tile : !ST
+    %s = pto.comm.build_async_session(%scratch, %ws : !ST, !PB)
+      {sync_id = 0 : i32, queue_num = 2 : i32} -> !pto.async_session
+    %e = pto.comm.tget_async(%rv, %sv, %s : !PV, !PV, !pto.async_session) -> !pto.async_event
+    %ok = pto.comm.wait_async_event(%e, %s : !pto.async_event, !pto.async_session) -> i1
+    return
+  }
+}
+"""
+
+
+def test_the_async_forms_in_pto_pull_a_peers_data_and_print_back():
+    from sim.frontend import parse_text
+    from sim.frontend.printer import print_program
+
+    p = parse_text(_ASYNC_PTO)
+    text = print_program(p)
+    assert "-> !pto.async_session" in text and "{queue_num = 2 : i64}" in text
+    assert "pto.comm.wait_async_event(%e, %s : !pto.async_event, !pto.async_session) -> i1" in text
+    assert print_program(parse_text(text)) == text
+    r = sim.simulate(p, ranks=2, comm_context="ctx")
+    for i in range(2):
+        assert np.array_equal(r.output("recv", i), r.output("send", 1 - i)[:1024])
+    reads = 3 * MACHINE["scalar"]["load_scalar_cycles"]  # the context's three words
+    assert abs(r.ranks[0].total_cycles - reads - _sdma_cycles(4096)) <= 2

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from sim.frontend.lower_values import ValueScope
-from sim.frontend.syntax import make_value
+from sim.frontend.syntax import make_value, value_type
 from sim.isa.comm import ATOMIC_TYPES, COLLECTIVES, NOTIFY_OPS, REDUCE_OPS, WAIT_CMPS, CommOp
 from sim.isa.program import RawAttr
 
@@ -35,6 +35,18 @@ _FORMS = {
     "pto.comm.ttest": (2, None, "cmp", WAIT_CMPS),
 }
 COMM_KEYS = {op: (f[2],) if f[2] else () for op, f in _FORMS.items()}
+# the async ops: (operands, result type) (communication.md §1.1)
+_ASYNC = {
+    "pto.comm.build_async_session": (2, "!pto.async_session"),
+    "pto.comm.tput_async": (3, "!pto.async_event"),
+    "pto.comm.tget_async": (3, "!pto.async_event"),
+    "pto.comm.wait_async_event": (2, "i1"),
+    "pto.comm.test_async_event": (2, "i1"),
+}
+# the handles' types, values only these ops make and take (not kernel arguments)
+OPAQUE = ("!pto.async_session", "!pto.async_event")
+# build_async_session's keys; sync_id and comm_block_offset are read but change nothing here
+_SESSION_KEYS = ("sync_id", "block_bytes", "comm_block_offset", "queue_num", "channel_group_idx")
 _ENUM = re.compile(r"#pto(?:\.\w+)?<\s*(?:\w+\s+)?(\w+)\s*>")
 
 
@@ -49,6 +61,8 @@ class CommLowering(ValueScope):
         op = str(op_tok)
         if op in COLLECTIVES:
             return self._collective(op_tok, c[i + 1 :], first)
+        if op in _ASYNC:
+            return self._async(op_tok, results, c[i + 1 :], first)
         n_plain, group_sizes, key, allowed = _FORMS[op]
         flat, group = [], None
         for a in c[i + 1][1]:
@@ -131,3 +145,44 @@ class CommLowering(ValueScope):
                 self.fail(op_tok, f"{op}: expected root = K : i32, found {k} = {v}")
             attrs["root"] = int(m.group(1))
         return CommOp((), op, operands, attrs, None, loc=self.loc(first))
+
+    def _async(self, op_tok, results, rest, first) -> CommOp:
+        """``%s = pto.comm.build_async_session(%scratch, %ws : TB, !pto.ptr<i8>) {...} ->
+        !pto.async_session``, ``%e = pto.comm.tput_async(%dst, %src, %s : ...) ->
+        !pto.async_event``, ``%ok = pto.comm.wait_async_event(%e, %s : ...) -> i1``."""
+        op = str(op_tok)
+        n_ops, ret = _ASYNC[op]
+        args = rest[0][1]
+        if len(args) != n_ops or any(isinstance(a, tuple) and a[0] == "cgroup" for a in args):
+            self.fail(op_tok, f"{op}: expected {n_ops} operands")
+        types = next((x for x in rest[1:] if isinstance(x, tuple) and x[0] == "types"), None)
+        if types is None or len(types[1]) != n_ops:
+            self.fail(op_tok, f"{op}: expected the {n_ops} operands' types after ':'")
+        operands = []
+        for a, t in zip(args, types[1], strict=True):
+            if str(t) in OPAQUE:  # a session or event handle: the op's own values
+                v = self.operand(a, None, what=f" in {op}(...)")
+                if value_type(v) != str(t):
+                    self.mismatch(a, v, str(t))
+                operands.append(v)
+            else:
+                operands.append(self.operand(a, self.type_of(t)))
+        attrs: dict = {}
+        node = next((x for x in rest[1:] if isinstance(x, tuple) and x[0] == "dict"), None)
+        for k, v in (self.attrs(node) if node is not None else {}).items():
+            m = re.fullmatch(r"\s*(\d+)\s*(?::\s*i\d+)?\s*", str(v))
+            if k not in _SESSION_KEYS or op != "pto.comm.build_async_session" or m is None:
+                self.fail(op_tok, f"{op}: unexpected attribute {k} = {v}")
+            if k in ("queue_num", "block_bytes", "channel_group_idx"):
+                attrs[k] = int(m.group(1))
+        names = self.result_names(results)
+        arrow = next((j for j, x in enumerate(rest) if getattr(x, "type", None) == "ARROW"), None)
+        if len(names) != 1 or arrow is None:
+            self.fail(op_tok, f"{op}: expected one result, '%r = {op}(...) -> {ret}'")
+        tok = rest[arrow + 1]
+        t = str(tok) if str(tok) in OPAQUE else self.type_of(tok)
+        if t != ret:
+            self.fail(rest[arrow + 1], f"{op}: expected a {ret} result, found {t}")
+        v = make_value(names[0][1], t)
+        self.define(names[0][0], v)
+        return CommOp((v,), op, operands, attrs, None, loc=self.loc(first))

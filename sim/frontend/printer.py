@@ -307,6 +307,12 @@ def _comm_op(st: CommOp) -> str:
     attrs = ", ".join(
         f"{k} = #pto<{kinds[k]} {v}>" if k in kinds else f"{k} = {v} : i64" for k, v in st.attrs
     )
+    if st.results and st.op != "pto.comm.ttest":  # the async ops: their result's type
+        attrs_text = f" {{{attrs}}}" if attrs else ""
+        return (
+            f"{_results(st.results)}{st.op}({', '.join(text)} : {', '.join(map(_t, ops))})"
+            f"{attrs_text} -> {_t(st.results[0])}"
+        )
     ret = f" -> {_t(st.results[0])}" if st.results else ""
     return (
         f"{_results(st.results)}{st.op}({', '.join(text)} : {', '.join(map(_t, ops))})"
