@@ -929,3 +929,24 @@ def test_the_async_forms_in_pto_pull_a_peers_data_and_print_back():
         assert np.array_equal(r.output("recv", i), r.output("send", 1 - i)[:1024])
     reads = 3 * MACHINE["scalar"]["load_scalar_cycles"]  # the context's three words
     assert abs(r.ranks[0].total_cycles - reads - _sdma_cycles(4096)) <= 2
+
+
+def test_ideal_sync_keeps_the_signal_waits_that_order_data():
+    k = _example("allgather").build(ranks=4, rows=8, cols=64)
+    real = sim.simulate(k, ranks=4)
+    ideal = sim.simulate(k, ranks=4, ideal_sync=True)
+    for i in range(4):
+        assert np.array_equal(ideal.output("out", i), real.output("out", i))
+        assert ideal.output("arrived", i).tolist() == [4]
+    # rank 0's TWAIT still waits for the last signal to land on it
+    lands = max(
+        row.start_cycle
+        + COMM["signals"]["notify_cycles"]
+        + COMM["links"]["latency_cycles"] * (i != 0)
+        for i in range(4)
+        for row in ideal.ranks[i].trace.itertuples()
+        if row.opcode == "TNOTIFY" and str(row.operands).endswith("rank 0 %arrived_v")
+    )
+    t = ideal.ranks[0].trace
+    assert t[t.opcode == "TWAIT"].end_cycle.iloc[0] >= lands
+    assert ideal.total_cycles <= real.total_cycles

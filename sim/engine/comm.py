@@ -31,7 +31,7 @@ import numpy as np
 from sim.base.errors import UserError
 from sim.engine.collectives import Collectives
 from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
-from sim.engine.links import SignalWait
+from sim.engine.links import SIGNAL_TAG, SignalWait
 from sim.engine.sdma import Sdma, Session
 from sim.isa.comm import COLLECTIVES, WINDOW_BYTES, CommOp, check_attrs, chunks
 from sim.isa.program import GmPtr, MakeTensorView, PartView, ScalarOp
@@ -212,7 +212,7 @@ class CommUnit(Collectives):
             )
         self._rank_window(links, at, view)
         cmp = st.attr("cmp", "ge")
-        key = SignalWait(("signal", rank, *view, cmp, value))
+        key = SignalWait((SIGNAL_TAG, rank, *view, cmp, value))
         if name == "twait":
             return Issued(WAIT, "PIPE_S", "TWAIT", flag=key, text=key.text(), source=source)
         self.values[st.results[0].name] = links.holds(key)  # TTEST

@@ -36,7 +36,7 @@ from sim.base.errors import UserError
 from sim.engine.gmviews import GlobalViews
 from sim.isa.comm import cmp_text, notify, satisfied
 
-__all__ = ["Links", "RankMemory", "SignalWait", "TOPOLOGIES"]
+__all__ = ["Links", "RankMemory", "SIGNAL_TAG", "SignalWait", "TOPOLOGIES"]
 
 TOPOLOGIES = ("full_mesh", "ring")
 
@@ -66,8 +66,14 @@ class RankMemory(GlobalViews):
         return np.lib.stride_tricks.as_strided(arr[base:], sizes, [s * isz for s in strides])
 
 
+# A TWAIT orders data as a cube<->vector FIFO slot does, so ideal sync (every flag wait
+# satisfied at once) keeps it: machines tell such keys by this first element
+# (``sim.engine.machine._fifo``).
+SIGNAL_TAG = "fifo"
+
+
 class SignalWait(tuple):
-    """The key of a ``TWAIT``: ("signal", rank, GM pointer, base, sizes, strides, cmp,
+    """The key of a ``TWAIT``: (SIGNAL_TAG, rank, GM pointer, base, sizes, strides, cmp,
     value). A tuple subclass, so a chip's cross-unit flags route it to ``Links``."""
 
     __slots__ = ()
