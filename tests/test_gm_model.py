@@ -380,3 +380,41 @@ def test_rewriting_an_evicted_dirty_line_charges_again(cap):
         gm.cost(0, _load("x", line, 1), 10)
     gm.cost(0, _store("y", 0, 2), 10)
     assert gm.hbm.bytes == (2 + cap + 2) * LINE
+
+
+def _strided(path: str, array: str, rows: int, row_stride_lines: int):
+    """``rows`` rows of one line each, ``row_stride_lines`` lines apart (f32): a window
+    that is not one run of bytes, so its lines are an array, not a range."""
+    nbytes = rows * LINE
+    plan = SimpleNamespace(items=(SimpleNamespace(kind="dma", name=path, bytes=nbytes),))
+    window = (array, 0, rows, LINE // 4, row_stride_lines * LINE // 4, 1, 4)
+    return SimpleNamespace(plan=plan, gm=window)
+
+
+@pytest.mark.parametrize("cap", [8, 32])
+def test_a_strided_window_reread_after_eviction_is_clean(cap):
+    """The rule of the contiguous case above for a strided window (its lines an array):
+    the re-read brings its lines back clean, so writing them again charges them again."""
+    rows = 4
+    gm = GlobalMemory(_target(cap_lines=cap))
+    gm.cost(0, _strided("UB_GM", "y", rows, 8), 10)  # 4 lines dirtied
+    assert gm.hbm.bytes == rows * LINE
+    for line in range(cap):  # evicts them
+        gm.cost(0, _load("x", line, 1), 10)
+    before = gm.hbm.bytes
+    gm.cost(0, _strided("GM_UB", "y", rows, 8), 10)  # misses: read from HBM, clean
+    assert gm.hbm.bytes == before + rows * LINE
+    gm.cost(0, _strided("UB_GM", "y", rows, 8), 10)  # dirtied again: charged again
+    assert gm.hbm.bytes == before + 2 * rows * LINE
+
+
+def test_a_gm_table_without_a_bandwidth_shares_nothing():
+    """No ``bandwidth_gib_per_s`` (or zero): no shared channel, each transfer its own cost."""
+    for gib in (None, 0.0):
+        t = _target(l2=False)
+        if gib is None:
+            del t.gm["bandwidth_gib_per_s"]
+        else:
+            t.gm["bandwidth_gib_per_s"] = gib
+        assert not GlobalMemory(t).active
+    assert GlobalMemory(_target(l2=False)).active

@@ -108,3 +108,25 @@ def test_the_lines_of_a_window_are_the_lines_its_elements_lie_in():
             if isinstance(got, slice):  # one contiguous run of lines
                 got = np.arange(got.start, got.stop)
             assert np.array_equal(got, want), (at, rows, cols, rs, cs, isz)
+
+
+def test_the_lines_of_a_window_strided_in_both_dimensions():
+    """A window whose elements are apart along rows and along columns (neither stride 1):
+    its lines are those of every element, listed element by element."""
+    from sim.engine.gm import _L2
+
+    l2 = _L2({"line_bytes": 512, "capacity_bytes": 1 << 20})
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        rows, cols = int(rng.integers(2, 12)), int(rng.integers(2, 40))
+        isz = int(rng.choice([1, 2, 4]))
+        cs = int(rng.integers(2, 300))
+        rs = int(rng.integers(2, 3000))
+        base = int(rng.integers(0, 5000))
+        want = sorted(
+            {(base + r * rs + c * cs) * isz // 512 for r in range(rows) for c in range(cols)}
+        )
+        got = l2.lines(("x", base, rows, cols, rs, cs, isz))
+        if isinstance(got, slice):
+            got = range(got.start, got.stop)
+        assert [int(x) for x in got] == want, (base, rows, cols, rs, cs, isz)
