@@ -165,10 +165,11 @@ CHIP_RUNS = [(name, False) for name in CHIPS] + [
 
 @pytest.mark.parametrize("name,ideal_sync", CHIP_RUNS, ids=[n + " ideal" * i for n, i in CHIP_RUNS])
 def test_chips_run_the_same_on_both_paths(name, ideal_sync, monkeypatch):
-    """On the chip the timed path runs every item that touches neither GM nor a chip-level
-    flag by arithmetic; GM transfers and chip-level flags go through the event loop. Forced
-    through the event loop item by item, every cycle, trace row and GM figure is the same
-    (cube<->vector FIFOs through GM on A2/A3 and FIXPIPE on A5, L2 on and off)."""
+    """On the chip the timed path runs every item that touches neither GM nor a cross-core
+    flag by arithmetic (a FIFO's flags keep the cycles of their sets); GM transfers and
+    cross-core flags go through the event loop. Forced through the event loop item by item,
+    every cycle, trace row and GM figure is the same (cube<->vector FIFOs through GM on
+    A2/A3 and FIXPIPE on A5, L2 on and off)."""
     make, args, cores, target, l2 = CHIPS[name]
     program = make()
     kw = dict(inputs=args, functional=False, block_dim=cores, l2=l2, ideal_sync=ideal_sync)

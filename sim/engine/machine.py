@@ -139,13 +139,12 @@ class Machine(EventPath):
             self._set_cycles, self._sleepers = self.timed.sets, self.timed.sleepers
         else:  # typed for the timed path, which alone reads them
             self.timed = self._set_cycles = self._sleepers = None  # type: ignore[assignment]
-        # the chip's cube<->vector FIFO flags on the timed path: set cycles shared by the
-        # units (sim.engine.flags.TimedFifoFlags), their key class and set latency; a
-        # push, pop or free then needs no event unless its wait's set is still to come
+        # the chip's FIFO flags on the timed path (sim.engine.flags.TimedFifoFlags), their
+        # key class and set latency: a push, pop or free then takes no event
         self._xtimed: TimedFlags | None = None
         self._xkey: type | None = None
         self._xlatency = 0
-        if timed and shared is not None and hasattr(shared, "timed_path"):
+        if timed and hasattr(shared, "timed_path"):
             self._xtimed, self._xkey, self._xlatency = shared.timed_path()
 
     # --- public --------------------------------------------------------------------------
@@ -248,6 +247,7 @@ class Machine(EventPath):
         moves = self.gm.transfer if self.gm is not None else None
         cycles = self.dispatch_cycles
         log = self.log.append if self.log is not None else None
+        fifo, xkey = self._xtimed, self._xkey  # xkey None: no FIFO flags on this path
         now = env.now  # changes only while the dispatcher yields
         for seq, item in enumerate(stream):
             if log is not None:
@@ -259,6 +259,15 @@ class Machine(EventPath):
             if p is None:  # the scalar unit, PIPE_ALL, or a pipe's first item
                 pipe = item.pipe
                 if pipe == "PIPE_S":
+                    q = fifo.sets.get(item.flag) if fifo and type(item.flag) is xkey else None
+                    if q and item.kind is WAIT and fifo:  # a FIFO slot's, set known: inline
+                        ts = q[0]
+                        fifo.take(item.flag)
+                        if ts > now:
+                            yield env.timeout(ts - now)
+                        self._sync_row(item, seq, now, now, env.now)
+                        now = env.now
+                        continue
                     yield from self._scalar(item, seq)
                     now = env.now
                     continue

@@ -180,11 +180,17 @@ class CrossUnit:
     _state: Callable[[Tile, str], TileState]
 
     def _pipe_op(self, st: PipeOp):
-        name = st.op.removeprefix("pto.")
-        handler = getattr(self, "_x_" + name, None)
-        if handler is None:
-            raise UserError(f"{st.op} ({st.loc}): not a cube<->vector pipe op the simulator knows")
-        return handler(st, dict(st.attrs))
+        # the handler and attributes of a statement, found once (it runs every iteration)
+        known = self._x_items.get(id(st))
+        if known is None:
+            name = st.op.removeprefix("pto.")
+            handler = getattr(self, "_x_" + name, None)
+            if handler is None:
+                raise UserError(
+                    f"{st.op} ({st.loc}): not a cube<->vector pipe op the simulator knows"
+                )
+            known = self._x_items[id(st)] = (handler, dict(st.attrs))
+        return known[0](st, known[1])
 
     # --- buffers and set-up ----------------------------------------------------------------
 
@@ -251,7 +257,10 @@ class CrossUnit:
     def _fifo(self, st, direction):
         """The FIFO an op uses: its ``id`` attribute, else the first one initialised for
         its direction."""
-        fid = dict(st.attrs).get("id")
+        known = self._x_items.get(id(st))
+        fid = (known[1] if known is not None else dict(st.attrs)).get("id")
+        if fid is not None and fid in self._fifos:
+            return self._fifos[fid]  # keyed by id: the one the walk below would find
         for fifo in self._fifos.values():
             if (fifo.id == fid) if fid is not None else bool(fifo.dirs & direction):
                 return fifo
