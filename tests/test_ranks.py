@@ -950,3 +950,66 @@ def test_ideal_sync_keeps_the_signal_waits_that_order_data():
     t = ideal.ranks[0].trace
     assert t[t.opcode == "TWAIT"].end_cycle.iloc[0] >= lands
     assert ideal.total_cycles <= real.total_cycles
+
+
+# --- races across ranks ----------------------------------------------------------------------
+
+
+def _put_then_read(signal: bool) -> sim.Kernel:
+    """Each of 2 ranks pushes its block into rows of rank 1's buf, then every rank loads its
+    whole buf: on rank 1 that reads what rank 0 wrote (after a signal when ``signal``)."""
+    k = sim.Kernel("put_read")
+    me = k.rank_idx
+    src = k.gm("src", "f32", (8, 64))
+    buf = k.gm("buf", "f32", (16, 64), np.zeros((16, 64), np.float32))
+    out = k.gm("out", "f32", (16, 64))
+    sig = k.gm("sig", "i32", (1, 1), np.zeros((1, 1), np.int32))
+    stage, t = k.tile("vec", "f32", 8, 64), k.tile("vec", "f32", 16, 64)
+    k.TPUT(buf.view(8, 64, row=me * 8), src, stage, peer=1)
+    k.pipe_barrier("PIPE_ALL")
+    if signal:
+        for p in range(2):
+            k.TNOTIFY(sig, 1, op="atomic_add", peer=p)
+        k.TWAIT(sig, 2, cmp="ge")
+    e = k.TLOAD(t, buf)
+    k.TSTORE(out, t, e)
+    return k
+
+
+def test_a_remote_write_and_a_local_read_without_a_signal_race():
+    r = sim.simulate(_put_then_read(signal=False), ranks=2, races=True)
+    assert len(r.races) == 1, r.races
+    msg = r.races[0]
+    assert msg.startswith("race on rank 1 %buf[0:512]")
+    assert "rank 0 block 0 AIV0 pto.comm.tput" in msg and "writes" in msg
+    assert "rank 1 block 0 AIV0 TLOAD" in msg and "reads" in msg
+    ok = sim.simulate(_put_then_read(signal=True), ranks=2, races=True)
+    assert ok.races == ()
+    assert np.array_equal(ok.output("out", 1)[:512], ok.output("src", 0))
+
+
+def test_race_check_on_the_examples():
+    # every rank writes its own rows (mesh all-gather): no race
+    k = _example("allgather").build(ranks=4, rows=8, cols=64)
+    assert sim.simulate(k, ranks=4, races=True).races == ()
+    # atomic adds into one owner's tile never race; the owners broadcast after the counts
+    g = _example("gemm_allreduce")
+    r = sim.simulate(g.compute(2), ranks=2, streams=[g.comm(2)], races=True)
+    assert r.races == ()
+    # two ranks writing the same bytes of a third without order: a write-write race
+    w = sim.Kernel("clash")
+    src = w.gm("src", "f32", (8, 64))
+    dst = w.gm("dst", "f32", (8, 64))
+    w.TPUT(dst, src, w.tile("vec", "f32", 8, 64), peer=2)
+    r = sim.simulate(w, ranks=3, races=True)
+    assert any("race on rank 2 %dst" in m and "writes, then" in m for m in r.races)
+
+
+def test_windows_of_one_array_meet_only_where_they_share_elements():
+    from sim.engine.rankraces import _meet
+
+    left, right = (0, 64, 64, 128), (64, 64, 64, 128)  # two 64x64 tiles side by side
+    assert not _meet(left, right) and not _meet(right, left)
+    assert _meet(left, (32 * 128 + 32, 8, 8, 128))  # inside the left tile
+    assert not _meet(left, (64 * 128, 64, 64, 128))  # the tile below
+    assert _meet((0, 1, 100, 100), (99, 1, 5, 5)) and not _meet((0, 1, 100, 100), (100, 1, 5, 5))

@@ -46,6 +46,7 @@ class Collectives:
     _staged_items: Callable[..., Any]
     _flag_issue: Callable[..., Any]
     _staged_move: Callable[..., Any]
+    _race: Callable[..., None]
     _instr: Callable[[Instr], Any]
 
     def _group(self, st: CommOp, rank: int, links, where: str, plain: int):
@@ -97,6 +98,8 @@ class Collectives:
                     raise UserError(
                         f"{where}: group member on rank {k} is {list(v[2])}, src {list(mview[2])}"
                     )
+                self._race(links, rank, mview, False, where)
+                self._race(links, k, v, True, where)
                 if self.functional:
                     a = self._rank_window(links, k, v)
                     a[...] = self._rank_window(links, rank, mview).copy()
@@ -119,6 +122,8 @@ class Collectives:
                 block = (ptr, base + r * h * strides[0], (h, cols), strides)
                 far, near = (k, v), (rank, block)
                 to, frm = (far, near) if scatter else (near, far)
+                self._race(links, *frm, False, where)
+                self._race(links, *to, True, where)
                 if self.functional:
                     a = self._rank_window(links, *to)
                     a[...] = self._rank_window(links, *frm).copy()
@@ -155,6 +160,9 @@ class Collectives:
         if order[0][0] != root:
             raise UserError(f"{where}: the group has no member on the root, rank {root}")
         opcode, fn = _REDUCE[op]
+        for m in order:
+            self._race(links, *m, False, where)
+        self._race(links, rank, dview, True, where)
         if self.functional:
             total = self._rank_window(links, *order[0]).copy()
             for m in order[1:]:

@@ -22,6 +22,7 @@ reaches the peer's); the items it hands to the pipes carry the time:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SIGNAL_TAG, SignalWait
 from sim.engine.sdma import Sdma, Session
 from sim.isa.comm import COLLECTIVES, WINDOW_BYTES, CommOp, check_attrs, chunks
-from sim.isa.program import GmPtr, MakeTensorView, PartView, ScalarOp
+from sim.isa.program import GmPtr, Instr, MakeTensorView, PartView, ScalarOp
 from sim.isa.tile import Tile
 from sim.timing.dma import transfer_cycles
 from sim.timing.plan import Plan
@@ -68,6 +69,15 @@ def _flat(view: tuple) -> bool:
     return True
 
 
+def _words(rank: int, view: tuple) -> list:
+    """The (rank, GM argument, element) of every element of a signal view."""
+    ptr, base, sizes, strides = view
+    out = [base]
+    for n, s in zip(sizes, strides, strict=True):
+        out = [b + i * s for b in out for i in range(n)]
+    return [(rank, ptr.name, e) for e in out]
+
+
 def _plan(cycles: int) -> Plan:
     """A plan of ``cycles`` that moves no bytes through the chip's GM model."""
     return Plan((), cycles, cycles, False, 0, 0, restart_cycles=cycles)
@@ -90,6 +100,7 @@ class CommUnit(Collectives):
     _gm_window: Callable[[PartView, str], np.ndarray]
     _make_view: Callable[[MakeTensorView], None]
     _scalar_op: Callable[[ScalarOp], Any]
+    _instr: Callable[[Instr], Issued]
     _ptr_offsets: dict[str, int]
     _gm_dtypes: dict
     _view_layouts: dict[str, str]
@@ -107,6 +118,9 @@ class CommUnit(Collectives):
         if getattr(self.chip, "links", None) is not None:
             handlers[MakeTensorView] = self._window_view
             handlers[ScalarOp] = self._scalar_op_ranks
+            if self.chip.links.races is not None:  # the walk calls self._instr: this one
+                plain = self._instr
+                self.__dict__["_instr"] = functools.partial(self._raced_instr, plain)
         return handlers
 
     def _scalar_op_ranks(self, st: ScalarOp):
@@ -160,6 +174,42 @@ class CommUnit(Collectives):
         at = rank + q if peer is None else peer + q
         return links.peer(rank, at, where), (ptr, base, tuple(sizes), tuple(strides))
 
+    def _race_unit(self) -> tuple:
+        """This unit, for the race check across ranks: (rank, chip, block, unit)."""
+        return (self.chip.rank, id(self.chip), self.spec.block_idx, self.spec.unit)
+
+    def _race(
+        self, links, rank: int, view: tuple, write: bool, what: str, atomic: bool = False
+    ) -> None:
+        """An access of ``view`` on ``rank`` for the race check across ranks (if on)."""
+        if links.races is None:
+            return
+        ptr, base, sizes, strides = view
+        if len(sizes) == 2 and strides[1] == 1:  # rows of one stride: compared row by row
+            window = (base, sizes[0], sizes[1], strides[0] if sizes[0] > 1 else sizes[1])
+        else:
+            last = base + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
+            window = (base, 1, last + 1 - base, last + 1 - base)
+        links.races.access(self._race_unit(), rank, ptr.name, window, write, what, atomic)
+
+    def _acquiring(self, item: Issued, links, rank: int, view: tuple):
+        """A TWAIT's item; once it has passed (the unit issues on), its acquire."""
+        yield item
+        links.races.acquire(self._race_unit(), _words(rank, view))
+
+    def _raced_instr(self, plain: Callable[[Instr], Issued], instr: Instr) -> Issued:
+        """``_instr`` (``plain``) in a run with the race check across ranks: TLOAD / TSTORE
+        windows are accesses too."""
+        item = plain(instr)
+        op = instr.opcode
+        if op in ("TLOAD", "TSTORE"):
+            v = instr.ins[0] if op == "TLOAD" else instr.outs[0]
+            if isinstance(v, PartView) and v.name in self.views:
+                links = self.chip.links
+                at, view = self._far(v, self.chip.rank, None, links, str(instr.loc or op))
+                self._race(links, at, view, op == "TSTORE", f"{op} ({instr.loc})")
+        return item
+
     def _rank_window(self, links, rank: int, view: tuple) -> np.ndarray:
         """Rank ``rank``'s numpy window of ``view``, its array at least as large as this
         rank's (``RankMemory.window``)."""
@@ -201,6 +251,8 @@ class CommUnit(Collectives):
                 raise UserError(f"{where}: TNOTIFY writes one int32; the view has {n} elements")
             self._rank_window(links, at, view)  # its pages, as a write would touch them
             op = st.attr("notifyOp", "atomic_add")
+            if links.races is not None:
+                links.races.release(self._race_unit(), [(at, view[0].name, view[1])])
             links.notify(rank, at, view, op, value)
             c = links.notify_cycles
             text = f"{op} {value} -> rank {at} %{sig.name}"
@@ -214,8 +266,13 @@ class CommUnit(Collectives):
         cmp = st.attr("cmp", "ge")
         key = SignalWait((SIGNAL_TAG, rank, *view, cmp, value))
         if name == "twait":
-            return Issued(WAIT, "PIPE_S", "TWAIT", flag=key, text=key.text(), source=source)
-        self.values[st.results[0].name] = links.holds(key)  # TTEST
+            item = Issued(WAIT, "PIPE_S", "TWAIT", flag=key, text=key.text(), source=source)
+            if links.races is None:
+                return item
+            return self._acquiring(item, links, rank, view)
+        self.values[st.results[0].name] = ok = links.holds(key)  # TTEST
+        if ok and links.races is not None:
+            links.races.acquire(self._race_unit(), _words(rank, view))
         c = links.poll_cycles * n
         return Issued(SCALAR, "PIPE_S", "TTEST", c, c, text=key.text(), source=source)
 
@@ -240,6 +297,8 @@ class CommUnit(Collectives):
                 f"{dview[0].dtype} {list(dview[2])} and {dt} {list(sview[2])}"
             )
         atomic = st.attr("atomicType", "atomic_none") == "atomic_add"
+        self._race(links, s_rank, sview, False, where)
+        self._race(links, d_rank, dview, True, where, atomic)
         if self.functional:
             a = self._rank_window(links, d_rank, dview)
             data = self._rank_window(links, s_rank, sview).reshape(a.shape)
@@ -308,6 +367,8 @@ class CommUnit(Collectives):
                 f"{where}: dst must have src's element type and at least its {n} elements, "
                 f"found {dview[0].dtype} x {math.prod(dview[2])}"
             )
+        self._race(links, s_rank, sview, False, where)
+        self._race(links, d_rank, dview, True, where)
         if self.functional:
             a = self._rank_window(links, d_rank, dview).reshape(-1)
             a[:n] = self._rank_window(links, s_rank, sview).reshape(-1).copy()

@@ -34,6 +34,7 @@ import numpy as np
 
 from sim.base.errors import UserError
 from sim.engine.gmviews import GlobalViews
+from sim.engine.rankraces import RankRaces
 from sim.isa.comm import cmp_text, notify, satisfied
 
 __all__ = ["Links", "RankMemory", "SIGNAL_TAG", "SignalWait", "TOPOLOGIES"]
@@ -92,7 +93,7 @@ class SignalWait(tuple):
 class Links:
     """The link model and the signals of a run with ``ranks`` ranks of ``target``."""
 
-    def __init__(self, env, target, ranks: int):
+    def __init__(self, env, target, ranks: int, races: bool = False):
         cfg = target.comm
         if not cfg:
             raise UserError(
@@ -127,6 +128,8 @@ class Links:
         # (rank, GM argument) -> [(key, event)] of the TWAITs sleeping on its words
         self._waiters: dict[tuple, list] = {}
         self.notifies = 0  # signal writes landed (for tests and summaries)
+        # the race check across ranks (sim.engine.rankraces), or None
+        self.races = RankRaces() if races else None
 
     # --- the link model --------------------------------------------------------------------
 

@@ -71,6 +71,8 @@ class RanksResult:
 
     ranks: tuple
     streams: tuple = ()
+    # races across ranks (simulate(..., races=True), sim.engine.rankraces): one line each
+    races: tuple = ()
 
     @property
     def kernel(self) -> str:
@@ -126,6 +128,9 @@ class RanksResult:
             f"{self.total_cycles} cycles (the latest rank's end)"
         )
         parts = [head]
+        if self.races:
+            n = len(self.races)
+            parts.append(f"races across ranks: {n}: " + "; ".join(self.races[:3]))
         for i, rs in enumerate(self.streams or tuple((r,) for r in self.ranks)):
             for j, r in enumerate(rs):
                 what = f"rank {i}" + (f", stream {j} ({r.kernel})" if len(rs) > 1 else "")
@@ -149,6 +154,7 @@ def run_ranks(
     freed: frozenset,
     limits=None,
     streams: tuple = (),
+    check_races: bool = False,
     **chip_opts: Any,
 ) -> RanksResult:
     """Run ``program`` (prepared) on ``ranks`` chips of ``tgt``; ``inputs`` one dict per rank.
@@ -161,7 +167,7 @@ def run_ranks(
     import simpy
 
     env = limits.environment(lambda: max(c.now() for c in chips)) if limits else simpy.Environment()
-    links = Links(env, tgt, ranks)
+    links = Links(env, tgt, ranks, races=check_races)
     kernels = [(program, block_dim, mode), *streams]
     chips: list[Chip] = []
     per_rank: list[list[Chip]] = []
@@ -211,7 +217,8 @@ def run_ranks(
         )
         for mine in per_rank
     ]
-    return RanksResult(tuple(rs[0] for rs in table), tuple(table) if streams else ())
+    found = tuple(links.races.findings) if links.races is not None else ()
+    return RanksResult(tuple(rs[0] for rs in table), tuple(table) if streams else (), found)
 
 
 def _result(chip, kernel, tgt, warnings, freed, chip_opts) -> Result:

@@ -120,7 +120,8 @@ def simulate(
     communication context (``sim.isa.comm.context_words``: rank id, rank count, the ranks'
     window bases), which kernels read to address their peers. ``streams`` are further
     kernels launched with this one on every rank (a compute and a communication kernel on the
-    host's two streams), sharing its GM (``RanksResult.streams``). Without ``ranks`` the run
+    host's two streams), sharing its GM (``RanksResult.streams``); ``races=True`` checks
+    races across ranks (``sim.engine.rankraces``, ``RanksResult.races``). Without ``ranks`` the run
     is one chip, as always.
     """
     if detail not in ("op", "cce"):
@@ -179,8 +180,6 @@ def simulate(
     if (comm_context is not None or streams) and ranks is None:
         raise UserError("comm_context, streams: a run of these needs ranks=N")
     if ranks is not None:
-        if races is True:
-            raise UserError("races: the race check does not cover runs with ranks yet")
         more = []
         for extra in streams:
             bdim = 1
@@ -213,6 +212,7 @@ def simulate(
             l2=l2,
             trace=trace,
             streams=tuple(more),
+            check_races=races is True,
         )
 
     def run(detect: bool, gm_summary: bool = False):
