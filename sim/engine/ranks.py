@@ -30,6 +30,10 @@ from sim.isa.comm import context_words
 if TYPE_CHECKING:
     from typing import Any
 
+    import pandas as pd
+
+    from sim.target.model import Target
+
 __all__ = ["RanksResult", "run_ranks", "rank_inputs", "rank_seed"]
 
 
@@ -79,7 +83,7 @@ class RanksResult:
         return self.ranks[0].kernel
 
     @property
-    def target(self):
+    def target(self) -> Target:
         return self.ranks[0].target
 
     @property
@@ -95,7 +99,7 @@ class RanksResult:
         return max(r.total_cycles for rs in self.streams or (self.ranks,) for r in rs)
 
     @property
-    def trace(self):
+    def trace(self) -> pd.DataFrame:
         """Every rank's trace in one DataFrame, ``rank`` and ``launch`` (the kernel's index
         among those launched on the rank) first: the timelines side by side."""
         import pandas as pd
