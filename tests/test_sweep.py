@@ -20,7 +20,7 @@ import sim
 from sim.base.errors import UserError
 from sim.cli import main as ptosim
 from sim.studies.journal_rows import row_digest
-from sim.studies.sweep import _once, _typed_params
+from sim.studies.sweep_params import listed_once, typed_params
 
 distributed = pytest.importorskip("distributed")
 
@@ -197,9 +197,9 @@ def test_values_listed_twice_as_the_kernel_reads_them_are_refused(tmp_path):
     with pytest.raises(UserError, match=r"parameter rows: 16 is listed twice"):
         sim.sweep(TILED, {"rows": [16, 32, 16]})
     # signed zeros are two scalar values (x / 0.0 and x / -0.0 differ): both are kept
-    values = _typed_params(pto, {"divisor": ["0.0", "-0.0"]})
+    values = typed_params(pto, {"divisor": ["0.0", "-0.0"]})
     assert [str(v) for v in values["divisor"]] == ["0.0", "-0.0"]
-    _once(values, {"divisor": ["0.0", "-0.0"]}, [None], [None])  # no error
+    listed_once(values, {"divisor": ["0.0", "-0.0"]}, [None], [None])  # no error
 
 
 def test_ctrl_c_keeps_finished_rows_and_the_next_run_resumes(client, tmp_path):

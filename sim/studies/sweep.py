@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
-import numpy as np
 import pandas as pd
 
 from sim.base.atomic import atomic_path
@@ -52,6 +51,7 @@ from sim.base.version import __version__
 from sim.isa.opcodes import PIPES
 from sim.studies import journal as journal_file
 from sim.studies.journal_rows import journal_row, kernel_digest, row_problem, sources
+from sim.studies.sweep_params import listed_once, typed_params
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -106,10 +106,10 @@ def sweep(
     from sim.kernel.files import forget_local_modules
 
     forget_local_modules(path)  # its helpers as on disk now: the key hashes those loaded
-    values = _typed_params(str(kernel), params or {})
+    values = typed_params(str(kernel), params or {})
     modes = _modes(sync)
     targets = _targets(targets)
-    _once(values, params or {}, targets, modes)
+    listed_once(values, params or {}, targets, modes)
     if scheduler is not None and not hasattr(scheduler, "submit"):  # an address, not a Client
         scheduler = _scheduler_address(scheduler)
     total = math.prod(len(v) for v in values.values()) * len(targets) * len(modes)
@@ -194,34 +194,6 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0):
         yield Config(params, target, mode, key)
 
 
-def _once(values: dict, given: Mapping, targets: list, modes: list) -> None:
-    """Refuse a value listed twice (as the kernel reads it: ``0x10`` and ``16`` are one
-    value, ``0.0`` and ``-0.0`` two): it would run one configuration twice. ``given``: the
-    parameter values as written, ``values`` as typed (``_typed_params``)."""
-    lists = []
-    for n, typed in values.items():
-        written = given.get(n)
-        written = list(written) if isinstance(written, (list, tuple, range)) else typed
-        lists.append((f"parameter {n}", typed, written if len(written) == len(typed) else typed))
-    targets = [t or "the kernel's own" for t in targets]
-    lists += [("target", targets, targets), ("sync mode", modes, modes)]
-    for what, typed, written in lists:
-        seen: dict = {}
-        for v, text in zip(typed, written, strict=True):
-            key = (type(v).__name__, repr(v))  # 1 and 1.0 and True are equal in Python
-            if key in seen:
-                said = (
-                    f"{text} is listed twice"
-                    if str(seen[key]) == str(text)
-                    else f"{seen[key]} and {text} are the same value ({v!r})"
-                )
-                raise UserError(
-                    f"sweep: {what}: {said}, which would run the same configurations "
-                    f"twice; list every value once"
-                )
-            seen[key] = text
-
-
 def _targets(targets) -> list:
     """The targets to sweep (``[None]``: each kernel's own), each checked now: a name no
     model has is refused before any configuration runs, not in every row."""
@@ -261,42 +233,6 @@ def _modes(sync) -> list:
             f"of {', '.join(SYNC_MODES)}"
         )
     return modes
-
-
-def _typed_params(kernel: str, params: Mapping[str, Sequence[Any]]) -> dict:
-    """Name -> list of values, checked against the kernel before any worker starts: a
-    ``.py`` kernel's ``build()`` parameters, a ``.pto`` kernel's scalar arguments."""
-    from sim.kernel.files import build_params, kernel_source, scalar_value
-
-    values = {
-        str(n): [
-            x.item() if isinstance(x, np.generic) else x
-            for x in (v if isinstance(v, (list, tuple, range, np.ndarray)) else [v])
-        ]
-        for n, v in params.items()
-    }
-    empty = [n for n, v in values.items() if not v]
-    if empty:
-        raise UserError(f"sweep: parameter {empty[0]} has no values")
-    source = kernel_source(kernel)
-    if callable(source):
-        build_params(source, kernel, [(n, v[0]) for n, v in values.items()])
-        return {
-            n: [build_params(source, kernel, [(n, x)])[n] for x in v] for n, v in values.items()
-        }
-    from sim.isa.program import Scalar
-
-    scalars = {a.name: a.type for a in source.main.args if isinstance(a, Scalar)}
-    for n in values:
-        if n not in scalars:
-            known = ", ".join(f"%{s}: {t}" for s, t in scalars.items()) or "none"
-            raise UserError(
-                f"--param {n}: the kernel has no scalar argument %{n} (scalar arguments: {known})"
-            )
-    return {
-        n: [scalar_value(n, x, scalars[n]) if isinstance(x, str) else x for x in v]
-        for n, v in values.items()
-    }
 
 
 def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dict:
