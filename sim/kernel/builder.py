@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,6 +61,7 @@ from sim.isa.program import (
 from sim.isa.tile import Loc, Tile, TileType
 from sim.kernel.chip import ChipKernel
 from sim.kernel.comm import CommKernel
+from sim.kernel.operands import FLOATS, SCALARS, float_bits
 from sim.kernel.tokens import _POOL, _IdPool, _Intervals, _PipeClocks  # noqa: F401 (tests)
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller, _pipe_name, ir_name
 
@@ -71,36 +71,6 @@ _bisect_right = bisect.bisect_right
 _new_event = object.__new__  # a token made in _instr without a call to Event.__init__
 
 _N_OUT: dict[str, int] = {}  # opcode -> destination operands the builder takes
-# scalar operands an instruction takes, keyed by type and value when looking up a call
-_SCALARS = frozenset(
-    {
-        bool,
-        int,
-        float,
-        np.bool_,
-        np.float16,
-        np.float32,
-        np.float64,
-        np.int8,
-        np.int16,
-        np.int32,
-        np.int64,
-        np.uint8,
-        np.uint16,
-        np.uint32,
-        np.uint64,
-    }
-)
-
-
-_FLOATS = frozenset({float, np.float16, np.float32, np.float64})
-_PACK_F64 = struct.Struct("<d").pack
-
-
-def _float_bits(value) -> bytes:
-    """A float scalar's bit pattern, as an instruction's key holds it (a numpy scalar's
-    own width: its payload bits are what the run sees)."""
-    return _PACK_F64(value) if type(value) is float else value.tobytes()
 
 
 class Kernel(ChipKernel, CommKernel):
@@ -381,10 +351,10 @@ class Kernel(ChipKernel, CommKernel):
                         o.cols,
                     )
                 )
-            elif t in _FLOATS:
+            elif t in FLOATS:
                 # by bit pattern: -0.0 == 0.0 and NaN payloads would share a statement
-                key.append((t, _float_bits(o)))
-            elif t in _SCALARS or t is GlobalTensor:
+                key.append((t, float_bits(o)))
+            elif t in SCALARS or t is GlobalTensor:
                 key.append((t, o))
             else:
                 key = None
