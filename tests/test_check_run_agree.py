@@ -14,7 +14,7 @@ import pytest
 from sim.base.errors import SimulationError
 from sim.cli import main
 from sim.engine.run import simulate
-from sim.frontend import parse_file
+from sim.frontend import parse_file, parse_text
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -56,9 +56,11 @@ def test_run_says_which_of_several_kernels_runs_and_func_picks(capsys):
     path = str(DATA / "two_kernels.pto")
     code, out, err = _run(["run", path, "--arg", "n=1", "--arg", "m=2"], capsys)
     assert code == 0
-    assert "2 kernel functions (@mm_aic, @mm_aiv); running @mm_aic (pick one with --func" in err
+    assert (
+        "2 kernel functions (@mm_aic, @mm_aiv); this run is of @mm_aic (pick one with --func" in out
+    )
     code, out, err = _run(["run", path, "--func", "mm_aiv"], capsys)
-    assert code == 0 and "kernel mm_aiv" in out and "note" not in err
+    assert code == 0 and "kernel mm_aiv" in out and "this run is of @mm_aiv" in out
     code, _, err = _run(["run", path, "--func", "mm"], capsys)
     assert code == 2 and "no function @mm (functions: @mm_aic, @mm_aiv)" in err
 
@@ -71,9 +73,26 @@ def test_two_functions_marked_pto_entry_say_which_one_runs(capsys, tmp_path):
     path.write_text(text)
     code, out, err = _run(["run", str(path), "--arg", "n=1", "--arg", "m=2"], capsys)
     assert code == 0 and "kernel mm_aic" in out
-    assert "2 kernel functions (@mm_aic, @mm_aiv); running @mm_aic (pick one with --func" in err
+    assert (
+        "2 kernel functions (@mm_aic, @mm_aiv); this run is of @mm_aic (pick one with --func" in out
+    )
     code, out, err = _run(["run", str(path), "--func", "mm_aiv"], capsys)
-    assert code == 0 and "kernel mm_aiv" in out and "note" not in err
+    assert code == 0 and "kernel mm_aiv" in out and "this run is of @mm_aiv" in out
+
+
+def test_the_python_api_says_which_of_two_entry_functions_runs(tmp_path):
+    # both functions marked pto.entry: simulate runs the first and says so in its warnings
+    text = (DATA / "two_kernels.pto").read_text().replace(") {\n", ") attributes {pto.entry} {\n")
+    program = parse_text(text, "two_entries.pto")
+    r = simulate(program, inputs={"n": 1, "m": 2}, functional=False)
+    assert r.kernel == "mm_aic"
+    assert any(
+        "2 kernel functions (@mm_aic, @mm_aiv); this run is of @mm_aic" in w for w in r.warnings
+    )
+    # only the second marked: it runs, and a single marked kernel needs no word
+    one = parse_text(text.replace(" attributes {pto.entry}", "", 1), "one_entry.pto")
+    r = simulate(one, functional=False)
+    assert r.kernel == "mm_aiv" and not any("kernel functions" in w for w in r.warnings)
 
 
 def test_missing_scalar_arguments_are_listed_together(capsys):

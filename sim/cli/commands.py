@@ -16,7 +16,7 @@ from typing import Any
 
 from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
-from sim.kernel.files import load_kernel, scalar_value
+from sim.kernel.files import load_kernel, load_stream, scalar_value
 
 __all__ = [
     "cmd_run",
@@ -216,19 +216,11 @@ def _plain(v):
 
 
 def _select_function(args, kernel):
-    """The kernel with the function ``--func`` names as its entry; without --func, a note on
-    stderr says which one runs when the file has several kernel functions."""
+    """The kernel with the function ``--func`` names as its entry (without --func, the run's
+    warnings say which one runs when the file has several kernel functions)."""
     program = _program(kernel)
     name = getattr(args, "function", None)
-    if name is None:
-        kernels = program.kernels()
-        if len(kernels) > 1:
-            print(
-                f"ptosim: note: {args.kernel} has {len(kernels)} kernel functions ("
-                f"{', '.join('@' + k for k in kernels)}); running @{program.main.name} "
-                f"(pick one with --func NAME)",
-                file=sys.stderr,
-            )
+    if name is None:  # the run's warnings say which of several kernel functions runs
         return kernel
     name = name.removeprefix("@")
     names = [f.name for f in program.functions]
@@ -293,6 +285,13 @@ class _Interrupted(Exception):
     """Ctrl-C, with the one line to print."""
 
 
+def _needs_ranks(args) -> None:
+    given = [f for f in ("stream", "comm_context") if getattr(args, f, None)]
+    if args.ranks is None and given:
+        flags = ", ".join("--" + f.replace("_", "-") for f in given)
+        raise UserError(f"{flags}: a run with these needs --ranks N (the ranks they address)")
+
+
 def cmd_run(args) -> int:
     from sim.engine.run import simulate
 
@@ -306,6 +305,9 @@ def cmd_run(args) -> int:
         )
     if args.trace_rows is None:  # the report reads no sync row; a written trace does
         args.trace_rows = "full" if args.trace or args.plot else "ops"
+    _needs_ranks(args)
+    params = _pairs(args.arg, "--arg")
+    streams = [load_stream(spec, params) for spec in args.stream or ()]
     if args.ranks and (args.trace or args.plot or args.output):
         raise UserError(
             "--ranks with --trace, --plot or --output: a run with ranks writes none of them "
@@ -334,6 +336,7 @@ def cmd_run(args) -> int:
             free=args.free,
             ranks=args.ranks,
             comm_context=args.comm_context,
+            streams=streams,
         )
     _save_outputs(args, result, kernel, inputs)
     _write_outputs(result, args)
@@ -516,6 +519,7 @@ def cmd_calibrate(args) -> int:
 def cmd_compare(args) -> int:
     from sim.studies import format_compare, run_comparison
 
+    _needs_ranks(args)
     kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
     inputs = _kernel_inputs(args, kernel)
@@ -530,6 +534,8 @@ def cmd_compare(args) -> int:
             block_dim=args.block_dim,
             limits=limits if limits.active else None,
             free=args.free,
+            ranks=args.ranks,
+            comm_context=args.comm_context,
         )
     if args.plot:
         import matplotlib
@@ -560,6 +566,7 @@ def cmd_compare(args) -> int:
 def cmd_sweep(args) -> int:
     from sim.studies.sweep import sweep
 
+    _needs_ranks(args)
     params = {}
     for name, text in _pairs(args.param, "--param"):
         if name in params:
@@ -582,6 +589,8 @@ def cmd_sweep(args) -> int:
             scheduler=args.scheduler,
             workers=args.workers,
             output=args.output,
+            ranks=args.ranks,
+            comm_context=args.comm_context,
         )
     except KeyboardInterrupt as e:
         if getattr(e, "rows", None) == 0:

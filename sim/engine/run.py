@@ -270,6 +270,7 @@ def simulate(
         warnings += (race_warning(found),)
     if not _ran_tile_instruction(recording):
         warnings += (idle_warning(program, inputs),)
+    warnings += _entry_warning(program)
     return Result(
         program.main.name,
         tgt,
@@ -288,6 +289,20 @@ def simulate(
         cores=chip.waves.cores,
         dispatch_cycles=chip.waves.latency,
         launch_cycles=launch_cycles(tgt, freed),
+    )
+
+
+def _entry_warning(program) -> tuple:
+    """A module with several kernel functions runs one of them (``Program.entry``: the one
+    marked ``pto.entry``, else the first public function nothing calls, unless chosen): the
+    run says which, so that a second kernel is never skipped without a word."""
+    kernels = program.kernels() if isinstance(program, Program) else ()
+    if len(kernels) < 2:
+        return ()
+    return (
+        f"{program.main.name}: the module has {len(kernels)} kernel functions "
+        f"({', '.join('@' + k for k in kernels)}); this run is of @{program.main.name} "
+        f"(pick one with --func NAME, or attrs.evolve(program, entry=NAME))",
     )
 
 
