@@ -126,7 +126,11 @@ def test_the_lines_of_a_window_strided_in_both_dimensions():
         want = sorted(
             {(base + r * rs + c * cs) * isz // 512 for r in range(rows) for c in range(cols)}
         )
-        got = l2.lines(("x", base, rows, cols, rs, cs, isz))
+        window = ("x", base, rows, cols, rs, cs, isz)
+        got = l2.lines(window)
         if isinstance(got, slice):
             got = range(got.start, got.stop)
-        assert [int(x) for x in got] == want, (base, rows, cols, rs, cs, isz)
+        assert [int(x) for x in got] == want, window
+        # the lines index the cache's per-line state: a second access hits every one
+        l2.access(window)
+        assert l2.access(window) == (len(want), len(want), 0), window
