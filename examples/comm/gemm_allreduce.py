@@ -17,6 +17,11 @@ Two kernels run side by side on each rank, as the host's compute and communicati
 
     import sim, examples.comm.gemm_allreduce as g
     r = sim.simulate(g.compute(4), ranks=4, streams=[g.comm(4)], inputs={"b": B})
+
+or from the command line (``build`` is the compute kernel, ``comm`` the second stream)::
+
+    ptosim run examples/comm/gemm_allreduce.py --ranks 4 --arg ranks=4 \
+        --stream examples/comm/gemm_allreduce.py:comm
 """
 
 import numpy as np
@@ -54,6 +59,11 @@ def compute(ranks: int = 4, m: int = 128, k: int = 64, n: int = 128, base: int =
         kern.pipe_barrier("PIPE_ALL")  # release: the tile is in GM before its flag
         kern.TNOTIFY(ready.view(1, 1, col=t), 1, op="set")
     return kern
+
+
+def build(ranks: int = 4, m: int = 128, k: int = 64, n: int = 128, base: int = 64) -> sim.Kernel:
+    """The compute kernel (``ptosim run`` builds this one; ``comm`` is its second stream)."""
+    return compute(ranks, m, k, n, base)
 
 
 def comm(ranks: int = 4, m: int = 128, n: int = 128, base: int = 64) -> sim.Kernel:

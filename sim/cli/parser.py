@@ -213,6 +213,27 @@ def _run_limits(p) -> None:
     )
 
 
+def _ranks(p, what: str) -> None:
+    """--ranks N: the same flag with the same meaning on every command that runs a kernel."""
+    p.add_argument(
+        "--ranks",
+        type=_count(1),
+        default=None,
+        metavar="N",
+        help="run N NPUs ('ranks'), each a whole chip running the kernel, joined by the "
+        "target's [comm] link model; the kernel reads its rank id and the rank count "
+        f"(docs: Concepts, Ranks); {what}",
+    )
+    p.add_argument(
+        "--comm-context",
+        metavar="NAME",
+        default=None,
+        help="with --ranks: GM argument NAME (int64) gets each rank's communication "
+        "context (word 2: rank id | rank count << 32; word 4 + r: rank r's window), which "
+        "the kernel reads to address its peers",
+    )
+
+
 def _op_description() -> str:
     # sim.studies (placement passes, pandas) loads only when this help is shown
     from sim.studies.ops import isolated_opcodes
@@ -248,23 +269,19 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _launch(r)
-    r.add_argument(
-        "--ranks",
-        type=_count(1),
-        default=None,
-        metavar="N",
-        help="run N NPUs ('ranks'), each a whole chip running the kernel, joined by the "
-        "target's [comm] link model; the kernel reads its rank id and the rank count "
-        "(docs: Concepts, Ranks); the report gives the latest rank's cycles, then each "
-        "rank's report",
+    _ranks(
+        r,
+        "the report gives the latest rank's cycles, then each rank's (each stream's) report",
     )
     r.add_argument(
-        "--comm-context",
-        metavar="NAME",
+        "--stream",
+        action="append",
         default=None,
-        help="with --ranks: GM argument NAME (int64) gets each rank's communication "
-        "context (word 2: rank id | rank count << 32; word 4 + r: rank r's window), which "
-        "the kernel reads to address its peers",
+        metavar="KERNEL[:FUNC]",
+        help="with --ranks: launch this kernel too on every rank, beside KERNEL, as the "
+        "host's second stream (a communication kernel beside a compute kernel), sharing "
+        "the rank's GM (repeatable). FUNC: a .pto file's function, or a .py file's "
+        "function called in place of build() with the --arg values it has parameters for",
     )
     r.add_argument(
         "--inputs",
@@ -395,6 +412,11 @@ def build_parser() -> argparse.ArgumentParser:
         "tile by hand gets a first line saying so.",
     )
     _launch(cp)
+    _ranks(
+        cp,
+        "both runs have N ranks: total_cycles is the latest rank's end, the other "
+        "rows rank 0's, races counted across ranks too",
+    )
     cp.add_argument(
         "--json",
         action="store_true",
@@ -523,6 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the simulator), or both: manual,auto (default: run's rule, manual "
         "for a kernel with explicit sync, auto otherwise)",
     )
+    _ranks(sw, "every configuration runs on N ranks; total_cycles is the latest rank's end")
     sw.add_argument(
         "--scheduler",
         metavar="ADDR",

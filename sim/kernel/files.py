@@ -22,6 +22,7 @@ from sim.base.errors import UserError
 
 __all__ = [
     "load_kernel",
+    "load_stream",
     "kernel_source",
     "user_code",
     "build_params",
@@ -64,18 +65,54 @@ def kernel_source(path: str):
         return parse_file(path)
     if p.suffix != ".py":
         raise UserError(f"{path}: expected a PTO IR file (.pto) or a Python kernel file (.py)")
+    return _module_function(p, path, "build")
+
+
+def _module_function(p: Path, path: str, name: str):
+    """Function ``name`` of the ``.py`` file ``p``, the module executed as user code."""
     spec = importlib.util.spec_from_file_location(f"ptosim_kernel_{p.stem}", p)
     if spec is None or spec.loader is None:  # a .py path always has a source loader
         raise UserError(f"{path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     with user_code(path):
         spec.loader.exec_module(module)
-    build = getattr(module, "build", None)
+    build = getattr(module, name, None)
     if build is not None and not callable(build):
-        raise UserError(f"{path}: build is a {type(build).__name__}, expected a function")
+        raise UserError(f"{path}: {name} is a {type(build).__name__}, expected a function")
     if build is None:
-        raise UserError(f"{path}: defines no build() function returning a sim.Kernel")
+        raise UserError(f"{path}: defines no {name}() function returning a sim.Kernel")
     return build
+
+
+def load_stream(spec: str, params=()):
+    """The kernel ``--stream`` names: ``FILE`` (as ``load_kernel``) or ``FILE:NAME``, a
+    ``.pto`` file's function ``@NAME`` as its entry, or a ``.py`` file's function ``NAME``
+    called in place of ``build()``. A ``.py`` function gets the ``params`` (NAME, VALUE
+    pairs, ``--arg``'s) it has parameters for: the kernels of one run share them."""
+    path, _, name = spec.rpartition(":")
+    if not path or not name.isidentifier():  # no NAME: the whole text is the file
+        path, name = spec, ""
+    if not name:
+        return load_kernel(path, params)
+    source = kernel_source(path)  # the file's checks; a .py file's module runs here
+    if not callable(source):
+        names = [f.name for f in source.functions]
+        if name not in names:
+            raise UserError(
+                f"--stream {spec}: {path} has no function @{name} (functions: "
+                f"{', '.join('@' + n for n in names)})"
+            )
+        import attrs
+
+        return attrs.evolve(source, entry=name)
+    func = _module_function(Path(path), path, name)
+    takes = inspect.signature(func).parameters
+    mine = [(n, v) for n, v in params if n in takes]
+    with user_code(path):
+        kernel = func(**build_params(func, path, mine))
+    if not hasattr(kernel, "program"):
+        raise UserError(f"{path}: {name}() returned {type(kernel).__name__}, expected a sim.Kernel")
+    return kernel
 
 
 def _local(path: str) -> dict[str, Path]:

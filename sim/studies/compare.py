@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from sim.engine.limits import Limits
+    from sim.engine.ranks import RanksResult
     from sim.engine.result import Result
     from sim.isa.program import Program
     from sim.kernel.builder import Kernel
@@ -69,11 +70,14 @@ def run_checked(
     block_dim=None,
     limits=None,
     free=None,
+    ranks=None,
+    comm_context=None,
 ):
     """``simulate(program, target, races=True, sync="manual")``: the program exactly as
     given, race-checked (the checking run of this package), on ``block_dim`` cores, bounded
     by ``limits`` (``sim.engine.limits``; counted from zero again for each run), with the
-    shared mechanisms ``free`` names made free."""
+    shared mechanisms ``free`` names made free; on ``ranks`` NPUs when given (a
+    ``RanksResult``, races across ranks checked; ``comm_context`` as ``simulate``'s)."""
     from sim.engine.run import simulate
 
     if limits is not None:
@@ -89,6 +93,8 @@ def run_checked(
         block_dim=block_dim,
         limits=limits,
         free=free,
+        ranks=ranks,
+        comm_context=comm_context,
     )
 
 
@@ -102,10 +108,14 @@ class Run:
     occupancy: pd.DataFrame = attrs.field(repr=False)
     deadlock: str | None = None
     fifo: dict = attrs.field(factory=dict, repr=False)  # buffer -> [(label, start, end)]
+    # a run with ranks: the whole run; ``result`` is then rank 0's (its pipes, syncs, tiles)
+    ranks: RanksResult | None = attrs.field(default=None, repr=False)
 
     @property
     def total_cycles(self) -> int | None:
-        return None if self.result is None else self.result.total_cycles
+        if self.result is None:
+            return None
+        return (self.ranks or self.result).total_cycles
 
     def metrics(self) -> dict:
         if self.result is None:
@@ -122,13 +132,14 @@ class Run:
                 "deadlock": self.deadlock,
             }
         r = self.result
+        across = list(self.ranks.races) if self.ranks is not None else []
         return {
-            "total_cycles": r.total_cycles,
+            "total_cycles": self.total_cycles,
             "pipes": _busy(r),
             **sync_counts(r.trace),
             "peak_bytes": peak_bytes(self.occupancy),
-            "races": len(r.races),
-            "race_findings": [f.message for f in r.races],
+            "races": len(r.races) + len(across),
+            "race_findings": [f.message for f in r.races] + across,
             "deadlock": None,
         }
 
@@ -186,6 +197,9 @@ def _run(mode, prog, tgt, inputs, seed, addresses, double=None, fifo=None, **lau
             columns=["tile", "buffer", "start_byte", "end_byte", "start_cycle", "end_cycle"]
         )
         return Run(mode, prog, None, empty, str(e), _bands_that_ran(fifo, None))
+    whole = None
+    if hasattr(result, "ranks"):  # a run with ranks: rank 0's figures, the run's time
+        whole, result = result, result.ranks[0]
     return Run(
         mode,
         prog,
@@ -193,6 +207,7 @@ def _run(mode, prog, tgt, inputs, seed, addresses, double=None, fifo=None, **lau
         occupancy(result.trace, prog, addresses, double),
         None,
         _bands_that_ran(fifo, result),
+        whole,
     )
 
 
@@ -291,11 +306,15 @@ def run_comparison(
     block_dim: int | None = None,
     limits: Limits | None = None,
     free: Iterable[str] | str | None = None,
+    ranks: int | None = None,
+    comm_context: str | None = None,
 ) -> Comparison:
     """Run ``program_or_kernel`` as written and in auto mode (see the module doc), each on
     ``block_dim`` cores (default: a builder kernel's own, else 1), functionally or timing
     only, each bounded by ``limits`` (``sim.engine.limits``), with the shared mechanisms
-    ``free`` names made free (``sim.simulate``'s ``free``)."""
+    ``free`` names made free (``sim.simulate``'s ``free``), on ``ranks`` NPUs when given
+    (both runs with ranks: the total is the latest rank's end, the other rows rank 0's,
+    races counted across ranks too; ``comm_context`` as ``simulate``'s)."""
     if isinstance(program_or_kernel, Comparison):
         return program_or_kernel
     if block_dim is None:
@@ -305,6 +324,8 @@ def run_comparison(
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
     hand = sum(len(constant_addresses(f)) for f in prog.functions)
     launch = {"functional": functional, "block_dim": block_dim, "limits": limits, "free": free}
+    if ranks is not None:  # absent without ranks: a one-chip run as it always was
+        launch.update(ranks=ranks, comm_context=comm_context)
     return Comparison(
         prog.main.name,
         tgt,
@@ -324,12 +345,16 @@ def run_mode(
     seed=0,
     functional: bool = True,
     double_buffer: bool = True,
+    ranks: int | None = None,
+    comm_context: str | None = None,
 ) -> Run:
-    """One side of a comparison: the run in ``mode`` ("manual" or "auto") alone."""
+    """One side of a comparison: the run in ``mode`` ("manual" or "auto") alone, on
+    ``ranks`` NPUs when given."""
     prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
+    more = {} if ranks is None else {"ranks": ranks, "comm_context": comm_context}
     if mode == "manual":
-        return _manual(prog, tgt, inputs, seed, functional=functional)
+        return _manual(prog, tgt, inputs, seed, functional=functional, **more)
     if mode == "auto":
         return _auto(
             plan_auto(prog, tgt, double_buffer=double_buffer),
@@ -337,6 +362,7 @@ def run_mode(
             inputs,
             seed,
             functional=functional,
+            **more,
         )
     raise UserError(f"sync mode {mode!r}: expected 'manual' or 'auto'")
 

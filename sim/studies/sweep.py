@@ -86,6 +86,8 @@ def sweep(
     output: str | Path | None = None,
     progress: bool | None = None,
     seed: int = 0,
+    ranks: int | None = None,
+    comm_context: str | None = None,
 ) -> pd.DataFrame:
     """Run ``kernel`` (a ``.py`` or ``.pto`` path) for every combination of ``params``
     (name -> list of values; a text value is parsed as ``--arg`` parses it), ``targets``
@@ -98,7 +100,9 @@ def sweep(
     uses that cluster. ``output``: a ``.parquet`` file written at the end, with its
     journal ``OUT.journal`` written row by row (see the module doc). ``progress``: a bar
     on stderr (default: when stderr is a terminal). Ctrl-C stops the sweep, writes the
-    rows finished so far and raises ``KeyboardInterrupt``.
+    rows finished so far and raises ``KeyboardInterrupt``. ``ranks``: every configuration
+    runs on that many NPUs (``comm_context`` as ``sim.simulate``'s); its total_cycles is the
+    latest rank's end, its other figures rank 0's.
     """
     path = str(Path(kernel).resolve()) if isinstance(kernel, (str, Path)) else None
     if path is None:
@@ -107,6 +111,9 @@ def sweep(
 
     forget_local_modules(path)  # its helpers as on disk now: the key hashes those loaded
     values = typed_params(str(kernel), params or {})
+    if comm_context is not None and ranks is None:
+        raise UserError("sweep: comm_context needs ranks=N (the ranks it addresses)")
+    multi = None if ranks is None else (ranks, comm_context)
     modes = _modes(sync)
     targets = _targets(targets)
     listed_once(values, params or {}, targets, modes)
@@ -129,7 +136,7 @@ def sweep(
     already = (
         sum(
             c.key in done and row_problem(done[c.key], c, path) is None
-            for c in configurations(path, values, targets, modes, seed)
+            for c in configurations(path, values, targets, modes, seed, multi)
         )
         if counted
         else 0
@@ -138,7 +145,7 @@ def sweep(
     finished = False
     try:
         _run_all(
-            configurations(path, values, targets, modes, seed),
+            configurations(path, values, targets, modes, seed, multi),
             done,
             rows,
             path,
@@ -149,6 +156,7 @@ def sweep(
             journal,
             bar,
             counted,
+            multi,
         )
         finished = True
     except KeyboardInterrupt:
@@ -176,9 +184,10 @@ WARN_CONFIGURATIONS = 10**5
 IN_FLIGHT_PER_WORKER = 16  # futures submitted ahead of the results, per worker
 
 
-def configurations(path: str, values: dict, targets, modes, seed: int = 0):
+def configurations(path: str, values: dict, targets, modes, seed: int = 0, multi=None):
     """The cartesian product of parameter values, targets and modes, in that nesting:
-    a generator, so that a sweep of millions starts at once and never holds them all."""
+    a generator, so that a sweep of millions starts at once and never holds them all.
+    ``multi``: (ranks, comm_context) of a sweep with ranks, part of each key."""
     digest = kernel_digest(path)
     names = list(values)
     targets = _targets(targets)
@@ -190,6 +199,8 @@ def configurations(path: str, values: dict, targets, modes, seed: int = 0):
             combo[-1],
         )
         ident = [__version__, digest, sorted(params.items()), keys[target], mode, seed]
+        if multi is not None:  # without ranks, the keys of the journals written before
+            ident.append(list(multi))
         key = hashlib.sha256(json.dumps(ident, default=repr).encode()).hexdigest()[:20]
         yield Config(params, target, mode, key)
 
@@ -235,8 +246,9 @@ def _modes(sync) -> list:
     return modes
 
 
-def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dict:
-    """One configuration's row (what a worker runs); any failure becomes its ``error``."""
+def run_config(path: str, params: dict, target, mode: str, seed: int = 0, multi=None) -> dict:
+    """One configuration's row (what a worker runs); any failure becomes its ``error``.
+    ``multi``: (ranks, comm_context) of a sweep with ranks."""
     from sim.engine.mode import default_mode
     from sim.frontend import resolve_target
     from sim.kernel.files import forget_local_modules, load_kernel
@@ -251,7 +263,17 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0) -> dic
         row["target"] = resolve_target(program, target, where=path)
         mode = row["sync"] = default_mode(program) if mode is None else mode
         inputs = params if path.endswith(".pto") else None
-        run = run_mode(kernel, row["target"], mode, inputs=inputs, seed=seed, functional=False)
+        ranks, context = multi or (None, None)
+        run = run_mode(
+            kernel,
+            row["target"],
+            mode,
+            inputs=inputs,
+            seed=seed,
+            functional=False,
+            ranks=ranks,
+            comm_context=context,
+        )
     except Exception as e:  # a configuration that fails is a row, not a lost sweep
         text = " ".join(str(e).split())
         row["error"] = text if isinstance(e, UserError) else f"{type(e).__name__}: {text}"
@@ -278,6 +300,7 @@ def _run_all(
     journal,
     bar,
     counted: bool = False,
+    multi=None,
 ):
     """Run the configurations not in the journal (``done``), at most a bounded number in
     flight (so millions never sit in the scheduler, and Ctrl-C cancels only a few),
@@ -319,6 +342,7 @@ def _run_all(
                         c.target,
                         c.sync,
                         seed,
+                        multi,
                         key=f"ptosim-sweep-{i}-{c.key}",
                         pure=False,
                         retries=1,
