@@ -111,3 +111,33 @@ def test_a_sweep_configuration_with_ranks_is_that_run():
         for multi in (None, (2, None), (4, None))
     ]
     assert len(set(keys)) == 3  # a journal never hands one rank count's row to another
+
+
+def test_run_stream_of_a_pto_module_takes_inputs_of_either_kernel(capsys, tmp_path):
+    import attrs
+    import numpy as np
+
+    from sim.frontend import parse_file
+
+    path = str(COMM / "gemm_allreduce.pto")
+    zeros = {"ready": 4, "rs_count": 4, "ag_done": 1}
+    argv = ["run", path, "--func", "gemm", "--block-dim", "4", "--ranks", "2"]
+    argv += ["--stream", f"{path}:allreduce", "--comm-context", "ctx", "--timing-only", "--json"]
+    for name, size in zeros.items():  # rs_count and ag_done are the stream's only
+        np.save(tmp_path / f"{name}.npy", np.zeros(size, np.int32))
+        argv += ["--input", f"{name}={tmp_path / name}.npy"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    prog = parse_file(path)
+    want = sim.simulate(
+        attrs.evolve(prog, entry="gemm"),
+        ranks=2,
+        block_dim=4,
+        streams=[attrs.evolve(prog, entry="allreduce")],
+        comm_context="ctx",
+        functional=False,
+        inputs={n: np.zeros(s, np.int32) for n, s in zeros.items()},
+    )
+    assert got["total_cycles"] == want.total_cycles
+    assert main([*argv, "--input", f"nope={tmp_path / 'ready'}.npy"]) == 2
+    assert "no GM pointer argument %nope" in capsys.readouterr().err

@@ -90,15 +90,16 @@ def _pairs(items, flag: str) -> list[tuple[str, str]]:
     return out
 
 
-def _kernel_inputs(args, kernel) -> dict:
+def _kernel_inputs(args, kernel, streams=()) -> dict:
     """--arg scalars (a ``.py`` kernel's went to its build()) and --input GM arrays, by
-    kernel argument name."""
+    kernel argument name (of the kernel or of a ``--stream`` beside it: a rank's kernels
+    share its GM)."""
     from sim.engine.placement import root_functions
     from sim.isa.program import GmPtr, Scalar
 
     # the functions the run starts units in: the entry and, in the two-function cube +
     # vector form, its peer (each binds the arguments it declares, by name)
-    fn_args = [a for fn in root_functions(_program(kernel)) for a in fn.args]
+    fn_args = [a for k in (kernel, *streams) for fn in root_functions(_program(k)) for a in fn.args]
     scalars = {a.name: a for a in fn_args if isinstance(a, Scalar)}
     pointers = {a.name: a for a in fn_args if isinstance(a, GmPtr)}
     inputs = {}
@@ -297,7 +298,9 @@ def cmd_run(args) -> int:
 
     kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
-    inputs = _kernel_inputs(args, kernel)
+    _needs_ranks(args)
+    streams = [load_stream(spec, _pairs(args.arg, "--arg")) for spec in args.stream or ()]
+    inputs = _kernel_inputs(args, kernel, streams)
     if args.timing_only and args.output:
         raise UserError(
             "--output with --timing-only: a timing-only run computes no data "
@@ -305,9 +308,6 @@ def cmd_run(args) -> int:
         )
     if args.trace_rows is None:  # the report reads no sync row; a written trace does
         args.trace_rows = "full" if args.trace or args.plot else "ops"
-    _needs_ranks(args)
-    params = _pairs(args.arg, "--arg")
-    streams = [load_stream(spec, params) for spec in args.stream or ()]
     if args.ranks and (args.trace or args.plot or args.output):
         raise UserError(
             "--ranks with --trace, --plot or --output: a run with ranks writes none of them "

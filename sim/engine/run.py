@@ -155,9 +155,9 @@ def simulate(
         block_dim = 1
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
-    _check_input_names(program, inputs)
+    _check_input_names(program, inputs, streams)
     for d in per_rank or ():
-        _check_input_names(program, d if isinstance(d, dict) else None)
+        _check_input_names(program, d if isinstance(d, dict) else None, streams)
     if target is None:  # attributes that name two targets are refused here, as by run
         from sim.frontend.targets import resolve_target
 
@@ -306,15 +306,23 @@ def _entry_warning(program) -> tuple:
     )
 
 
-def _check_input_names(program, inputs) -> None:
+def _check_input_names(program, inputs, streams=()) -> None:
     """Every name of ``inputs`` is an argument of a function the run starts units in (the
-    entry, and a two-function kernel's peer): a misspelt name would leave the argument it
-    meant on seeded random data without a word."""
+    entry, and a two-function kernel's peer; with ``streams``, theirs too: the kernels of a
+    rank share its GM): a misspelt name would leave the argument it meant on seeded random
+    data without a word."""
     if not inputs:
         return
     from sim.engine.placement import root_functions
 
-    args = {a.name: a for f in root_functions(program) for a in f.args}
+    programs = [program, *(s.program() if isinstance(s, KernelLike) else s for s in streams)]
+    args = {
+        a.name: a
+        for p in programs
+        if isinstance(p, Program)
+        for f in root_functions(p)
+        for a in f.args
+    }
     unknown = [n for n in inputs if n not in args]
     if unknown:
         pointers = ", ".join(n for n, a in args.items() if type(a) is not Scalar) or "none"
