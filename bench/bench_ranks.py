@@ -8,16 +8,24 @@ the minimum of ``--repeat`` processes (this shared machine's speed drifts).
   UB-staged TPUT per peer and a signal per peer on every rank);
 * ``allgather_async``: ``examples/comm/allgather_async.py``, 8 ranks of 8 blocks;
 * ``allgather_ring``: the ring form on 8 ranks;
-* ``gemm_allreduce``: ``examples/comm/gemm_allreduce.py`` on 8 ranks through the Python API
-  (two streams per rank have no command line yet), ``m = n = 1536``: 576 output tiles, the
-  compute kernel's 576 blocks in waves on 24 cores and the communication kernel's loop over
-  them on every rank, timing only, no trace rows.
+* ``gemm_allreduce``: ``examples/comm/gemm_allreduce.py`` on 8 ranks with its communication
+  kernel as a second stream (``--stream``), ``m = n = 1536``: 576 output tiles, the compute
+  kernel's 576 blocks in waves on 24 cores and the communication kernel's loop over them;
+* ``gemm_ar_public``: ``examples/comm/gemm_ar.py``, GEMM + AllReduce at the public size and
+  structure (communication.md §8.3, §10.2): 8 ranks x 24 cores, 258 output tiles of
+  128 x 256 over K = 6144 on the cube stream, a block per tile on the communication stream.
+  Target: 30 s CPU and 2 GB (``ptosim run`` as a user runs it, trace rows as by default).
 
-The target for 8 ranks x 24 cores of the public GEMM + AllReduce is 30 s CPU and 2 GB; its
-production-size kernels are not built yet, the last case is the nearest measure.
+``--fidelity`` instead runs ``examples/comm/gemm_ar.py`` at the public setup of
+``bench/data/gemm_ar_public.toml`` three ways, timing only, in this process -- compute only
+(the communication kernel not launched), sequential (compute, then communication alone with
+every doorbell already rung) and pipelined (both streams together) -- and prints each beside
+the measured figure (device time, and with the model's launch overhead per launch added:
+the public times are host wall clock with launches).
 
     .venv/bin/python bench/bench_ranks.py
     .venv/bin/python bench/bench_ranks.py --repeat 3 --only allgather_mesh
+    .venv/bin/python bench/bench_ranks.py --fidelity
 """
 
 from __future__ import annotations
@@ -37,29 +45,22 @@ CASES = {
         "examples/comm/allgather.py",
         ["--ranks", "8", "--arg", "ring=true"],
     ),
-    "gemm_allreduce": ("python", []),
+    "gemm_allreduce": (
+        "examples/comm/gemm_allreduce.py",
+        ["--ranks", "8", "--arg", "ranks=8", "--arg", "m=1536", "--arg", "n=1536"]
+        + ["--stream", "examples/comm/gemm_allreduce.py:comm"],
+    ),
+    "gemm_ar_public": (
+        "examples/comm/gemm_ar.py",
+        ["--ranks", "8", "--stream", "examples/comm/gemm_ar.py:comm"],
+    ),
 }
-
-
-_GEMM_AR = """
-import importlib.util, json, numpy as np, sim
-spec = importlib.util.spec_from_file_location("g", "examples/comm/gemm_allreduce.py")
-g = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(g)
-N, m, n = 8, 1536, 1536
-r = sim.simulate(g.compute(N, m=m, n=n), ranks=N, streams=[g.comm(N, m=m, n=n)],
-                 inputs={"b": np.zeros((64, n), np.float16)}, functional=False, trace="none")
-print(json.dumps({"total_cycles": r.total_cycles, "per_rank": [
-    {"instructions": x.instructions} for rs in r.streams for x in rs]}))
-"""
+PUBLIC = ROOT / "bench" / "data" / "gemm_ar_public.toml"
 
 
 def run_case(kernel: str, extra: list[str]) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if kernel == "python":
-        argv = [sys.executable, "-c", _GEMM_AR]
-    else:
-        argv = [sys.executable, "-m", "sim", "run", str(ROOT / kernel), "--timing-only", "--json"]
+    argv = [sys.executable, "-m", "sim", "run", str(ROOT / kernel), "--timing-only", "--json"]
     p = subprocess.run([*argv, *extra], capture_output=True, text=True, check=True, cwd=ROOT)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = json.loads(p.stdout)
@@ -72,11 +73,83 @@ def run_case(kernel: str, extra: list[str]) -> dict:
     }
 
 
+def fidelity() -> list[dict]:
+    """The public GEMM + AllReduce figures against the simulator's (see the module doc)."""
+    import importlib.util
+    import tomllib
+
+    import numpy as np
+
+    import sim
+
+    public = tomllib.loads(PUBLIC.read_text())
+    s, hw = public["setup"], public["measured"]
+    spec = importlib.util.spec_from_file_location("gemm_ar", ROOT / "examples/comm/gemm_ar.py")
+    assert spec is not None and spec.loader is not None
+    g = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(g)
+    n, m, k, nn = s["ranks"], s["m_padded"], s["k"], s["n_padded"]
+    shape = dict(base_m=s["base_m"], base_n=s["base_n"])
+    tiles = (m // s["base_m"]) * (nn // s["base_n"])
+
+    def compute():
+        return g.compute(n, m, k, nn, base_k=s["base_k"], step_k=s["step_k"], **shape)
+
+    def comm():
+        return g.comm(n, m, nn, sub_m=s["sub_m"], **shape)
+
+    quiet = dict(ranks=n, functional=False, trace="none")
+    alone = sim.simulate(compute(), **quiet)
+    rung = {"ready": np.ones((1, tiles), np.int32)}  # every doorbell rung: compute has run
+    comm_alone = sim.simulate(comm(), inputs=rung, **quiet)
+    both = sim.simulate(compute(), streams=[comm()], **quiet)
+    clock = alone.target.clock_hz
+    launch = alone.ranks[0].launch_cycles
+
+    def us(cycles, launches=0):
+        return round((cycles + launches * launch) / clock * 1e6, 1)
+
+    done = max(rs[0].total_cycles for rs in both.streams)
+    rows = [
+        ("compute_only", us(alone.total_cycles), us(alone.total_cycles, 1), hw["compute_only_us"]),
+        (
+            "sequential",
+            us(alone.total_cycles + comm_alone.total_cycles),
+            us(alone.total_cycles + comm_alone.total_cycles, 2),
+            hw["sequential_us"],
+        ),
+        (
+            "sequential_comm",
+            us(comm_alone.total_cycles),
+            us(comm_alone.total_cycles, 1),
+            hw["sequential_comm_us"],
+        ),
+        ("pipelined", us(both.total_cycles), us(both.total_cycles, 1), hw["pipelined_us"]),
+        ("pipelined_compute_done", us(done), us(done, 1), hw["pipelined_compute_done_us"]),
+    ]
+    return [
+        {
+            "figure": name,
+            "sim_device_us": dev,
+            "sim_with_launch_us": full,
+            "measured_us": ref,
+            "error_pct": round((dev - ref) / ref * 100, 1),
+            "error_with_launch_pct": round((full - ref) / ref * 100, 1),
+        }
+        for name, dev, full, ref in rows
+    ]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--only", choices=sorted(CASES))
+    ap.add_argument("--fidelity", action="store_true", help="the public GEMM + AllReduce figures")
     args = ap.parse_args(argv)
+    if args.fidelity:
+        for row in fidelity():
+            print(json.dumps(row))
+        return 0
     for name, (kernel, extra) in CASES.items():
         if args.only and name != args.only:
             continue
