@@ -107,9 +107,10 @@ class TimedFifoFlags(TimedFlags):
     consumer's reader for "free") and one waiter (the other side's scalar unit), so its
     sets come in cycle order and the k-th wait ends at max(its start, the k-th set's
     cycle) — what the event loop gives, without a unit catching the loop up to its own
-    cycle at every push, pop and free. A set that came later than a wait which already
-    took a set of a later cycle would break that pairing: it stops the run as an engine
-    fault rather than giving wrong cycles."""
+    cycle at every push, pop and free. A set of an earlier cycle than one still pending
+    (a channel whose pushes move on two pipes) goes before it; one that comes after a wait
+    already took a set of a later cycle would break the pairing: it stops the run as an
+    engine fault rather than giving wrong cycles."""
 
     def __init__(self, env):
         super().__init__(env)
@@ -125,12 +126,18 @@ class TimedFifoFlags(TimedFlags):
             self.wake(key)
 
     def fire(self, key, cycle: int | float) -> None:
-        q = self.sets.get(key)
-        if (q and q[-1] > cycle) or cycle < self.taken.get(key, cycle):
+        if cycle < self.taken.get(key, cycle):
             raise SimulationError(
-                f"flag {key!r}: a set at cycle {cycle} came after a set of a later cycle "
-                f"(an engine fault: please report it with this kernel)"
+                f"flag {key!r}: a set at cycle {cycle} came after a wait took a set of a "
+                f"later cycle (an engine fault: please report it with this kernel)"
             )
+        q = self.sets.get(key)
+        if q and q[-1] > cycle:  # pending sets (so no sleeper): kept in cycle order
+            at = len(q)
+            while at and q[at - 1] > cycle:
+                at -= 1
+            q.insert(at, cycle)
+            return
         super().fire(key, cycle)
 
     def take(self, key) -> int | None:
