@@ -64,7 +64,8 @@ def run_case(kernel: str, extra: list[str]) -> dict:
     p = subprocess.run([*argv, *extra], capture_output=True, text=True, check=True, cwd=ROOT)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = json.loads(p.stdout)
-    instrs = sum(r.get("instructions", 0) for r in out["per_rank"])
+    runs = [r for rs in out.get("per_stream", [out["per_rank"]]) for r in rs]  # every kernel
+    instrs = sum(r.get("instructions", 0) for r in runs)
     return {
         "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 3),
         "peak_rss_mb": round(after.ru_maxrss / 1024, 1),

@@ -141,3 +141,14 @@ def test_run_stream_of_a_pto_module_takes_inputs_of_either_kernel(capsys, tmp_pa
     assert got["total_cycles"] == want.total_cycles
     assert main([*argv, "--input", f"nope={tmp_path / 'ready'}.npy"]) == 2
     assert "no GM pointer argument %nope" in capsys.readouterr().err
+
+
+def test_run_json_with_a_stream_lists_every_kernel_of_every_rank(capsys):
+    argv = ["run", GEMM_AR, "--ranks", "2", "--arg", "ranks=2", "--timing-only", "--json"]
+    assert main([*argv, "--stream", f"{GEMM_AR}:comm"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [[s["kernel"] for s in rs] for rs in got["per_stream"]] == [["gemm", "allreduce"]] * 2
+    assert got["per_stream"][1][0] == got["per_rank"][1]
+    assert got["total_cycles"] == max(s["total_cycles"] for rs in got["per_stream"] for s in rs)
+    assert main(argv) == 0  # one kernel: no per_stream
+    assert "per_stream" not in json.loads(capsys.readouterr().out)

@@ -124,6 +124,12 @@ class RanksResult:
             "ranks": len(self.ranks),
             "total_cycles": self.total_cycles,
             "per_rank": [r.to_json() for r in self.ranks],
+            # with streams: per rank, every launched kernel's (the first is per_rank's)
+            **(
+                {"per_stream": [[r.to_json() for r in rs] for rs in self.streams]}
+                if self.streams
+                else {}
+            ),
         }
 
     def report(self, max_rows: int = 40) -> str:
