@@ -152,3 +152,15 @@ def test_run_json_with_a_stream_lists_every_kernel_of_every_rank(capsys):
     assert got["total_cycles"] == max(s["total_cycles"] for rs in got["per_stream"] for s in rs)
     assert main(argv) == 0  # one kernel: no per_stream
     assert "per_stream" not in json.loads(capsys.readouterr().out)
+
+
+def test_auto_mode_releases_the_payload_before_every_signal():
+    # PTOAS puts pipe_barrier(PIPE_ALL) before every comm.tnotify; without it auto mode
+    # signalled peers at cycle 0, before the TPUTs it announces had left the core
+    ag = _example("allgather")
+    r = sim.simulate(ag.build(3, 8, 64), ranks=3, sync="auto")
+    for rank in r.ranks:
+        t = rank.trace
+        puts = t[t["opcode"] == "TPUT"]["end_cycle"].max()
+        notes = t[t["opcode"] == "TNOTIFY"]["start_cycle"]
+        assert len(notes) == 3 and notes.min() >= puts

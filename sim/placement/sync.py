@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from sim.isa.comm import CommOp
 from sim.isa.program import (
     Arith,
     Barrier,
@@ -172,11 +173,13 @@ class _Level:
                 self._resolve(i, q, self._uncovered(q, accs, same))
                 k, snap = self.order.op(q)
                 self._record(q, k, snap, accs, i)
-            elif isinstance(st, ScalarOp) and st.op.removeprefix("pto.") in (
-                "load_scalar",
-                "store_scalar",
-            ):
+            elif (
+                isinstance(st, ScalarOp)
+                and st.op.removeprefix("pto.") in ("load_scalar", "store_scalar")
+            ) or (isinstance(st, CommOp) and st.op == "pto.comm.tnotify"):
                 # the scalar unit touches buffer / GM bytes at dispatch: drain every pipe first
+                # (a signal is the release of the payload before it: PTOAS emits this barrier
+                # before every comm.tnotify, communication.md §1.1)
                 self.before.setdefault(i, []).append(stmt(Barrier, "PIPE_ALL"))
                 self.order.barrier_all()
                 ctx.stats.scalar_barriers += 1
