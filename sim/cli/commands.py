@@ -8,7 +8,6 @@ parsed arguments and returns the exit code.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
+from sim.cli.outputs import print_json as _print_json
 from sim.kernel.files import load_kernel, load_stream, scalar_value
 
 __all__ = [
@@ -196,24 +196,6 @@ def _output_shape(program, name: str, size: int, given) -> tuple | None:
                 if all(type(d) is int for d in dims) and math.prod(dims) == size:
                     return tuple(dims)
     return None
-
-
-def _print_json(obj) -> None:
-    """One JSON object on stdout: numbers stay numbers (numpy ones too), NaN and inf become
-    null, so every --json output parses with a strict reader."""
-    print(json.dumps(_plain(obj), allow_nan=False))
-
-
-def _plain(v):
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # numpy scalar
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
 
 
 def _select_function(args, kernel):

@@ -11,6 +11,8 @@ the command's inputs (the kernel, an ``--input`` array) or another output.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import attrs
 from sim.base.atomic import probe
 from sim.base.errors import UserError
 
-__all__ = ["Output", "check_outputs"]
+__all__ = ["Output", "check_outputs", "print_json", "plain"]
 
 
 @attrs.frozen
@@ -94,3 +96,21 @@ def _check_writable(path: Path, where: str) -> None:
         raise UserError(f"{where}: {e.filename} is not a directory") from None
     except OSError as e:
         raise UserError(f"{where}: cannot write there: {e.strerror}") from None
+
+
+def print_json(obj) -> None:
+    """One JSON object on stdout: numbers stay numbers (numpy ones too), NaN and inf become
+    null, so every --json output parses with a strict reader."""
+    print(json.dumps(plain(obj), allow_nan=False))
+
+
+def plain(v):
+    if isinstance(v, dict):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # numpy scalar
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
