@@ -16,10 +16,14 @@ _spec.loader.exec_module(rk)
 def test_usage_args_read_the_run_lines_continued_over_a_backslash():
     text = (ROOT / "examples" / "gemm.pto").read_text()
     args = rk.usage_args(text)
-    pairs = dict(a.split("=") for a in args[1::2])
-    assert args[::2] == ["--arg"] * len(pairs)
+    flags = list(zip(args[::2], args[1::2], strict=True))
+    pairs = dict(v.split("=") for f, v in flags if f == "--arg")
     assert set(pairs) == {"m", "k", "n", "singleCoreM", "singleCoreN"}
-    # an --arg outside a ptosim run line (or outside a comment) is no usage
+    assert ("--block-dim", "24") in flags
+    # launch flags are kept, files and modes dropped; an --arg outside a ptosim run line
+    # (or outside a comment) is no usage
+    line = "//   ptosim run k.pto --timing-only --ranks 4 --input x=z.npy --func f --arg n=2\n"
+    assert rk.usage_args(line) == ["--ranks", "4", "--func", "f", "--arg", "n=2"]
     assert rk.usage_args("// see --arg n=3\n%x = --arg m=4\n") == []
 
 

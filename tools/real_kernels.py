@@ -5,7 +5,9 @@ default inputs, then with ``--timing-only``, then with ``--inputs plausible``. E
 tried on every accepted file (so the three columns are independent); a file *runs* when
 one of them ends with exit code 0. Scalar arguments get the ``--arg NAME=VALUE`` values the
 file's own usage comment gives (``// ptosim run FILE --arg n=64 ...``), as a user reading
-it would pass them; a file that gives none runs without, and says which arguments it needs.
+it would pass them, and so do its launch flags (``--ranks``, ``--comm-context``, ``--func``,
+``--block-dim``, ``--target``); a file that gives none runs without, and says which
+arguments it needs.
 A stop is counted by its cause: the first error line with the file, its location and the
 numbers taken out, so kernels that stop for one reason fall into one bucket. Any exception
 that is not a one-line user error (what a user would see as a traceback) is counted apart
@@ -80,16 +82,23 @@ def _cli(argv: list[str], seconds: int) -> tuple[str, str]:
     return "error", lines[0] if lines else err.getvalue().strip()
 
 
+# flags of a usage line that say how to launch the kernel (kept); files it reads or writes
+# (--input, --output, --trace ...) and the mode flags this script sets itself are dropped
+_LAUNCH_FLAGS = ("--arg", "--ranks", "--comm-context", "--func", "--block-dim", "--target")
+
+
 def usage_args(text: str) -> list[str]:
-    """The ``--arg NAME=VALUE`` pairs of the ``ptosim run`` usage lines in a file's ``//``
-    comments (a line ending in a backslash continues on the next)."""
+    """The launch flags (``--arg NAME=VALUE``, ``--ranks N``, ``--func NAME`` ...) of the
+    ``ptosim run`` usage lines in a file's ``//`` comments (a line ending in a backslash
+    continues on the next)."""
     comments = [ln.strip()[2:] for ln in text.splitlines() if ln.strip().startswith("//")]
     joined = "\n".join(comments).replace("\\\n", " ")
     out: list[str] = []
     for line in joined.splitlines():
         if "ptosim run" in line:
-            for name, value in re.findall(r"--arg\s+([\w$.-]+)=(\S+)", line):
-                out += ["--arg", f"{name}={value}"]
+            for flag, value in re.findall(r"(--[\w-]+)(?:[ =]((?!--)\S+))?", line):
+                if flag in _LAUNCH_FLAGS and value:
+                    out += [flag, value]
     return out
 
 
