@@ -276,3 +276,21 @@ def test_tassign_names_an_address_and_is_no_access():
     by = {t.name: s for t, s in slots.items()}
     assert by["t1"].live == (2, 4) and by["t2"].live == (5, 6)
     assert by["t1"].addrs == by["t2"].addrs == (0,)
+
+
+def test_a_fifo_inside_a_section_is_held_as_outside_it():
+    """A ``pto.section`` adds no region: a FIFO reserved in a section at the top is held
+    for the whole function, one in a loop inside a section over that loop (positions count
+    the section's statements in pre-order)."""
+    from sim.isa.program import Section
+
+    i = Scalar("i")
+    top, looped = _reserve("top"), _reserve("looped")
+    x = Tile("x", T4)
+    fill = Instr("TEXPANDS", (x,), (Const(1.0, "f32"),))
+    loop = For(i, Const(0), Const(2), Const(1), (looped,))
+    fn = Function("k", (), (Alloc(x), Section("vector", (top, loop)), fill))
+    spans = fifo_spans(fn)
+    last = len(list(walk(fn.body))) - 1
+    assert spans[id(top)] == (0, last)
+    assert spans[id(looped)] == _span_of(fn, loop)
