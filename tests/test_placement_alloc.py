@@ -234,3 +234,23 @@ def test_the_frontier_keeps_each_bytes_latest_access_per_pipe(seed):
         }
         want = {b for b in range(qlo, qhi) if any(k > bound.get(p, 0) for p, k in model[b].items())}
         assert got == want
+
+
+def test_tiles_are_placed_in_order_of_first_access_not_declaration():
+    """Declared a, b, c; live b [0, 4], c [1, 2], a [3, 5]. In order of live-range start, b
+    takes 0, c (live with b) the next 4 KiB, a (live with b, not with c) reuses c's bytes
+    (off b's bank); in declaration order a would take 0 and c would come back to it."""
+    k, x, y, z = _k()
+    a = k.tile("vec", "f32", 16, 64, name="a")
+    b = k.tile("vec", "f32", 16, 64, name="b")
+    c = k.tile("vec", "f32", 16, 64, name="c")
+    k.TEXPANDS(b, 1.0)
+    k.TEXPANDS(c, 2.0)
+    k.TSTORE(z, c)
+    k.TEXPANDS(a, 3.0)
+    k.TADD(a, a, b)
+    k.TSTORE(y, a)
+    plan = plan_auto(k)
+    assert _addr(plan, "b") == (0,) and _addr(plan, "c") == (4096,)
+    (addr_a,) = _addr(plan, "a")
+    assert 4096 <= addr_a < 8192
