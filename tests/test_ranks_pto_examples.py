@@ -106,3 +106,26 @@ def test_comm_examples_print_back_as_they_parse(name):
     text = print_program(_pto(name))
     assert "pto.comm.tput(" in text and "pto.comm.twait(" in text
     assert print_program(parse_text(text)) == text
+
+
+def test_plausible_inputs_zero_the_signal_words_a_wait_reads():
+    # with random signal words a wait on "count >= ranks" may never or falsely hold; the
+    # plausible fill gives the signals zeros, as the host does before a launch
+    from sim.engine.plausible import index_bounds
+
+    program = _pto("allgather")
+    bounds = index_bounds(program)
+    assert bounds.get("arrived") == 1 and "src" not in bounds and "out" not in bounds
+    src = np.arange(4 * 16 * 64, dtype=np.float32).reshape(4, 16, 64)
+    r = sim.simulate(
+        program,
+        ranks=4,
+        comm_context="ctx",
+        fill="plausible",
+        inputs=[{"src": src[i]} for i in range(4)],
+    )
+    for rank in range(4):
+        assert np.array_equal(r.output("out", rank).reshape(64, 64), src.reshape(64, 64)), rank
+    # without it, the seeded random words make the wait's outcome a matter of chance
+    with pytest.raises(sim.SimulationError):
+        sim.simulate(program, ranks=4, comm_context="ctx", inputs=[{"src": s} for s in src])

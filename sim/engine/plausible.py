@@ -20,6 +20,10 @@ is what the program shows statically. The heuristic, per argument:
   ``partition_view``: bound = (the tensor's extent - the window's size) // k + 1 on that
   dim (constant extents and sizes only).
 
+* it is the signal of a ``pto.comm.tnotify`` / ``twait`` / ``ttest`` (through a partition
+  view of a tensor view of it): bound = 1, zeros — the host zeroes the signal words before
+  the launch (communication.md §7), and a random count would leave a wait unsatisfiable.
+
 Several uses keep the smallest bound. Arguments the analysis does not place are filled as
 before; float arguments are never changed. A documented, deterministic heuristic — not a
 guarantee: an index computed from the data (``idx + k``) is not followed.
@@ -27,12 +31,15 @@ guarantee: an index computed from the data (``idx + k``) is not followed.
 
 from __future__ import annotations
 
+from sim.isa.comm import CommOp
 from sim.isa.program import Arith, Const, Instr, MakeTensorView, PartitionView, ScalarOp, walk
 from sim.isa.tile import Tile
 
 __all__ = ["index_bounds", "PLAUSIBLE_KEY", "FILLS"]
 
 FILLS = ("random", "plausible")
+# communication ops whose first operand is a signal word (sim.isa.comm)
+_SIGNAL_OPS = frozenset({"pto.comm.tnotify", "pto.comm.twait", "pto.comm.ttest"})
 # the entry of a run's inputs that carries the bounds to the interpreter (no SSA name)
 PLAUSIBLE_KEY = " plausible index bounds"
 
@@ -114,6 +121,10 @@ def index_bounds(program) -> dict[str, int]:
                 for t in tiles[2:4]:
                     for a in args_of_tile(t):
                         keep(a, (dst.valid_cols or dst.cols) * t.dtype.size_bytes + 1)
+        elif isinstance(st, CommOp) and st.op in _SIGNAL_OPS and st.operands:
+            view = part.get(getattr(st.operands[0], "name", ""))
+            if view is not None:
+                keep(ptr_of_tensor.get(view[0]), 1)
         elif isinstance(st, PartitionView):
             shape = tensor_shape.get(st.source.name, ())
             for d, off in enumerate(st.offsets):
