@@ -296,7 +296,12 @@ def _entry_warning(program) -> tuple:
     """A module with several kernel functions runs one of them (``Program.entry``: the one
     marked ``pto.entry``, else the first public function nothing calls, unless chosen): the
     run says which, so that a second kernel is never skipped without a word."""
-    kernels = program.kernels() if isinstance(program, Program) else ()
+    if not isinstance(program, Program):
+        return ()
+    # kernels() walks every body for calls: only when two functions could be kernels
+    if sum(1 for f in program.functions if f.body and not f.private) < 2:
+        return ()
+    kernels = program.kernels()
     if len(kernels) < 2:
         return ()
     return (
