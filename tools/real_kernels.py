@@ -5,8 +5,8 @@ default inputs, then with ``--timing-only``, then with ``--inputs plausible``. E
 tried on every accepted file (so the three columns are independent); a file *runs* when
 one of them ends with exit code 0. Scalar arguments get the ``--arg NAME=VALUE`` values the
 file's own usage comment gives (``// ptosim run FILE --arg n=64 ...``), as a user reading
-it would pass them, and so do its launch flags (``--ranks``, ``--comm-context``, ``--func``,
-``--block-dim``, ``--target``); a file that gives none runs without, and says which
+it would pass them, and so do its launch flags (``--ranks``, ``--stream``, ``--comm-context``,
+``--func``, ``--block-dim``, ``--target``); a file that gives none runs without, and says which
 arguments it needs.
 A stop is counted by its cause: the first error line with the file, its location and the
 numbers taken out, so kernels that stop for one reason fall into one bucket. Any exception
@@ -84,7 +84,15 @@ def _cli(argv: list[str], seconds: int) -> tuple[str, str]:
 
 # flags of a usage line that say how to launch the kernel (kept); files it reads or writes
 # (--input, --output, --trace ...) and the mode flags this script sets itself are dropped
-_LAUNCH_FLAGS = ("--arg", "--ranks", "--comm-context", "--func", "--block-dim", "--target")
+_LAUNCH_FLAGS = (
+    "--arg",
+    "--ranks",
+    "--comm-context",
+    "--func",
+    "--block-dim",
+    "--target",
+    "--stream",
+)
 
 
 def usage_args(text: str) -> list[str]:
