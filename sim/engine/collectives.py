@@ -28,10 +28,21 @@ from sim.isa.comm import CommOp, chunks
 from sim.isa.program import Instr
 from sim.isa.tile import Tile
 
-__all__ = ["Collectives"]
+__all__ = ["Collectives", "check_stages"]
 
 _LOAD, _STORE, _V = "PIPE_MTE2", "PIPE_MTE3", "PIPE_V"
 _REDUCE = {"sum": ("TADD", np.add), "max": ("TMAX", np.maximum), "min": ("TMIN", np.minimum)}
+
+
+def check_stages(stages, dt, where: str, section: str) -> None:
+    """Staging tiles of a communication instruction: Vec tiles of the data's element type
+    (communication.md ``section``)."""
+    for t in stages:
+        if t.loc.value != "vec" or t.dtype != dt:
+            raise UserError(
+                f"{where}: staging tile %{t.name} must be a Vec tile of the data's "
+                f"element type {dt} (communication.md {section}), found {t.loc.value} {t.dtype}"
+            )
 
 
 class Collectives:
@@ -78,12 +89,7 @@ class Collectives:
         n_st = len(stages)
         _, mview = self._far(main, rank, None, links, where)
         dt = mview[0].dtype
-        for t in stages:
-            if t.loc.value != "vec" or t.dtype != dt:
-                raise UserError(
-                    f"{where}: staging tile %{t.name} must be a Vec tile of the data's "
-                    f"element type {dt} (communication.md §5.4), found {t.loc.value} {t.dtype}"
-                )
+        check_stages(stages, dt, where, "§5.4")
         for v in (mview, *(m[1] for m in members)):
             if len(v[2]) != 2 or v[0].dtype != dt:
                 raise UserError(

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.base.errors import UserError
-from sim.engine.collectives import Collectives
+from sim.engine.collectives import Collectives, check_stages
 from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SIGNAL_TAG, SignalWait
 from sim.engine.sdma import Sdma, Session
@@ -285,12 +285,7 @@ class CommUnit(Collectives):
         d_rank, dview = self._far(dst, rank, peer if put else None, links, where)
         s_rank, sview = self._far(src, rank, None if put else peer, links, where)
         dt = sview[0].dtype
-        for t in stages:
-            if t.loc.value != "vec" or t.dtype != dt:
-                raise UserError(
-                    f"{where}: staging tile %{t.name} must be a Vec tile of the data's "
-                    f"element type {dt} (communication.md §5.1), found {t.loc.value} {t.dtype}"
-                )
+        check_stages(stages, dt, where, "§5.1")
         if dview[0].dtype != dt or math.prod(dview[2]) != math.prod(sview[2]):
             raise UserError(
                 f"{where}: dst and src must have the same element type and shape, found "

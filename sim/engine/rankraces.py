@@ -19,17 +19,11 @@ of elements (a window may then be found to meet one it interleaves with).
 
 from __future__ import annotations
 
+from sim.base.vclock import join
+
 __all__ = ["RankRaces"]
 
 _KEEP = 1 << 14  # accesses kept per GM argument of a rank (the oldest go first)
-
-
-def _join(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for k, v in b.items():
-        if out.get(k, 0) < v:
-            out[k] = v
-    return out
 
 
 def _end(w: tuple) -> int:
@@ -106,7 +100,7 @@ class RankRaces:
         """A ``TNOTIFY`` of ``unit`` on ``words`` ((rank, name, element) each)."""
         clock = dict(self._clock(unit))
         for w in words:
-            self.released[w] = _join(self.released.get(w, {}), clock)
+            self.released[w] = join(self.released.get(w, {}), clock)
 
     def acquire(self, unit, words) -> None:
         """A ``TWAIT`` (or a true ``TTEST``) of ``unit`` read ``words``."""
@@ -114,7 +108,7 @@ class RankRaces:
         for w in words:
             got = self.released.get(w)
             if got:
-                clock.update(_join(clock, got))
+                clock.update(join(clock, got))
 
     def _found(self, rank, name, lo, hi, first, second) -> None:
         key = (rank, name, first[0], first[2], second[0], second[2])
