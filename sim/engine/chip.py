@@ -38,13 +38,14 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.execute import Interpreter
 from sim.engine.ffts import FftsWait
 from sim.engine.gm import GlobalMemory
-from sim.engine.gmorder import TransferOrder
+from sim.engine.gmorder import Lane, TransferOrder
 from sim.engine.links import SignalWait
 from sim.engine.machine import Machine
 from sim.engine.placement import place_tiles
 from sim.engine.racefree import race_free
 from sim.engine.races import RaceDetector
 from sim.engine.record import frame
+from sim.engine.remote import lane
 from sim.engine.scan import kept
 from sim.engine.units import layout, unit_program
 from sim.engine.waves import Waves
@@ -83,6 +84,7 @@ class Chip:
         rank=0,
         links=None,
         shared=None,
+        first_core=0,
     ):
         """``races``: run the race detector (the event path); ``race_logs``: keep every
         unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``);
@@ -91,7 +93,8 @@ class Chip:
         one and one writes). A run with ranks (``sim.engine.ranks``) gives every rank's
         chip the one ``env``, its ``rank`` and the run's ``links`` (``sim.engine.links``);
         the kernels launched together on one rank (streams) share that rank's GM: ``shared``
-        is (GM state, GM model) of the rank's first chip."""
+        is (GM state, GM model) of the rank's first chip, and ``first_core`` the first of the
+        cores its blocks run on (``sim.engine.streams``)."""
         self.target = target
         self.layout = kept(
             program, ("layout", target, block_dim), lambda: layout(program, target, block_dim)
@@ -116,9 +119,17 @@ class Chip:
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency
         gm_model = self.gm if self.gm.active and not alone else None
-        self.gm_used = gm_model is not None
         # same-cycle transfers in (core, unit, pipe) order: sim.engine.gmorder
-        order = TransferOrder(self.env, gm_model) if gm_model is not None else None
+        order: TransferOrder | Lane | None = (
+            TransferOrder(self.env, gm_model) if gm_model is not None else None
+        )
+        if links is not None:
+            # a run with ranks: a transfer may cross the links and a peer's GM model, so
+            # every one is costed when it starts, in the run's one order (sim.engine.remote)
+            gm_model = self.gm if self.gm.active else None
+            links.models[rank] = gm_model
+            order = lane(links.order, links.lane_key(rank), self.gm, links)
+        self.gm_used = gm_model is not None
         # races across units (GM bytes, chip-level flags): sim.engine.xraces
         self.xraces = ChipRaces() if races and len(self.layout.units) > 1 else None
         if self.xraces is not None:
@@ -152,10 +163,12 @@ class Chip:
         # the blocks' units, block by block in the layout; a block starts on a core when
         # the waves hand it one (sim.engine.waves)
         self._per_block = len(self.layout.units) // block_dim
-        self.waves = Waves(self.env, target, block_dim, self._start_block, self._end_block)
+        self.waves = Waves(
+            self.env, target, block_dim, self._start_block, self._end_block, first_core
+        )
         self._where: dict[int, int] = {}  # block -> index of its first unit in self.units
         # the first wave's units now (a run that stops before it starts still has them)
-        self._first = [self._block_units(b, b) for b in range(self.waves.cores)]
+        self._first = [self._block_units(b, b + first_core) for b in range(self.waves.cores)]
 
     def _block_units(self, block: int, core: int) -> list:
         """Make the units of ``block`` on physical core ``core``: (spec, interpreter,

@@ -10,11 +10,13 @@ first unit's clock at or past it.
 
 Accesses followed: the communication instructions (both sides) and the ranks' TLOAD /
 TSTORE windows (issue order, which the unit's own synchronisation makes its program order).
-Two accesses of one rank's own units are left to the chip's race check (the flags, FIFOs and
+Two accesses of one chip's own units are left to the chip's race check (the flags, FIFOs and
 cross-core barriers that order them are not followed here): a pair is checked when one of
-them is made by a unit of another rank than the memory's. Windows are compared row by row
-when they share a row stride (the tiles of one array); ASSUMPTION: other shapes by their span
-of elements (a window may then be found to meet one it interleaves with).
+them is made by a unit of another rank than the memory's, or by a kernel launched beside
+(another stream of the rank: they meet only through GM signals, as ranks do). Windows are
+compared row by row when they share a row stride (the tiles of one array); ASSUMPTION: other
+shapes by their span of elements (a window may then be found to meet one it interleaves
+with).
 """
 
 from __future__ import annotations
@@ -86,8 +88,8 @@ class RankRaces:
                 continue
             if kind == "atomic" and w == "atomic":
                 continue
-            if unit[0] == rank and u[0] == rank:
-                continue  # one rank's own units: the chip's race check
+            if unit[0] == rank and u[0] == rank and unit[1] == u[1]:
+                continue  # one chip's own units: the chip's race check
             if clock.get(u, 0) >= count:
                 continue  # ordered by a signal
             lo, hi = max(win[0], window[0]), min(_end(win), _end(window))

@@ -24,7 +24,10 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.launch import launch_cycles
 from sim.engine.links import Links, RankMemory, SignalWait
 from sim.engine.result import Result
+from sim.engine.scan import kept
 from sim.engine.sdma import Sdma
+from sim.engine.streams import first_cores
+from sim.engine.units import layout
 from sim.isa.comm import context_words
 
 if TYPE_CHECKING:
@@ -77,6 +80,7 @@ class RanksResult:
     streams: tuple = ()
     # races across ranks (simulate(..., races=True), sim.engine.rankraces): one line each
     races: tuple = ()
+    races_checked: bool = False  # whether races across ranks were checked
 
     @property
     def kernel(self) -> str:
@@ -123,6 +127,8 @@ class RanksResult:
             "target": self.target.name,
             "ranks": len(self.ranks),
             "total_cycles": self.total_cycles,
+            # across ranks; each rank's own (its chip's check) are in per_rank
+            "races": {"checked": self.races_checked, "found": list(self.races)},
             "per_rank": [r.to_json() for r in self.ranks],
             # with streams: per rank, every launched kernel's (the first is per_rank's)
             **(
@@ -141,6 +147,8 @@ class RanksResult:
         if self.races:
             n = len(self.races)
             parts.append(f"races across ranks: {n}: " + "; ".join(self.races[:3]))
+        elif self.races_checked:
+            parts.append("races across ranks: checked, none found")
         for i, rs in enumerate(self.streams or tuple((r,) for r in self.ranks)):
             for j, r in enumerate(rs):
                 what = f"rank {i}" + (f", stream {j} ({r.kernel})" if len(rs) > 1 else "")
@@ -165,26 +173,113 @@ def run_ranks(
     limits=None,
     streams: tuple = (),
     check_races: bool = False,
+    chip_races: tuple = (),
+    race_warnings: bool = False,
     **chip_opts: Any,
 ) -> RanksResult:
     """Run ``program`` (prepared) on ``ranks`` chips of ``tgt``; ``inputs`` one dict per rank.
     ``streams``: further (program, block_dim, mode) launched with it on every rank: each a
     chip of its own units sharing the rank's GM arrays, GM model and SDMA queues (the host's
-    compute and communication streams, communication.md §7; ASSUMPTION: the host gives them
-    disjoint cores, which the simulator does not check)."""
+    compute and communication streams, communication.md §7), on cores of its own
+    (``sim.engine.streams.first_cores``: a launch that would share a core is refused).
+
+    ``check_races``: the race check across ranks (``sim.engine.rankraces``);
+    ``chip_races``: per launched kernel, whether each rank's chip checks its own races as a
+    one-chip run does (first the proof over the dispatch logs, ``sim.engine.racefree``;
+    where it does not go through, the whole run again with the detector);
+    ``race_warnings``: a chip's findings also become a warning of its result (``run``'s
+    manual-mode check)."""
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise UserError(f"ranks: expected a positive integer, found {ranks!r}")
+    kernels = [(program, block_dim, mode), *streams]
+    checked = tuple(chip_races) + (False,) * (len(kernels) - len(chip_races))
+    firsts = first_cores([(p.main.name, b, _units(p, tgt, b)) for p, b, _ in kernels], tgt)
+    # the proof reads the order the flags impose, which ideal sync does not keep
+    prove = any(checked) and not chip_opts.get("ideal_sync")
+    per_rank, links = _launch(
+        kernels,
+        firsts,
+        tgt,
+        ranks,
+        inputs,
+        seed,
+        freed,
+        limits,
+        check_races,
+        checked,
+        any(checked) and not prove,
+        prove,
+        chip_opts,
+    )
+    proven = prove and all(
+        c.race_free() for mine in per_rank for c, on in zip(mine, checked, strict=True) if on
+    )
+    if prove and not proven:  # the detector's findings, in a run of its own
+        if limits is not None:
+            limits.again()
+        per_rank, links = _launch(
+            kernels,
+            firsts,
+            tgt,
+            ranks,
+            inputs,
+            seed,
+            freed,
+            limits,
+            check_races,
+            checked,
+            True,
+            False,
+            chip_opts,
+        )
+    how = "proof" if proven else "detector"  # as the one-chip run says it
+    table = [
+        tuple(
+            _result(c, k, tgt, warnings, freed, chip_opts, on and how, race_warnings)
+            for c, k, on in zip(mine, kernels, checked, strict=True)
+        )
+        for mine in per_rank
+    ]
+    found = tuple(links.races.findings) if links.races is not None else ()
+    return RanksResult(
+        tuple(rs[0] for rs in table), tuple(table) if streams else (), found, check_races
+    )
+
+
+def _units(program, tgt, block_dim: int) -> frozenset:
+    """The kinds of unit (AIC, AIV0, AIV1) a launch of ``program`` runs on."""
+    found = kept(program, ("layout", tgt, block_dim), lambda: layout(program, tgt, block_dim))
+    return frozenset(u.unit for u in found.units)
+
+
+def _launch(
+    kernels,
+    firsts,
+    tgt,
+    ranks,
+    inputs,
+    seed,
+    freed,
+    limits,
+    check_races,
+    checked,
+    detect,
+    logs,
+    chip_opts,
+) -> tuple[list[list[Chip]], Links]:
+    """Build every rank's chips and the links in one environment and run them dry; the
+    chips by rank, and the links. ``detect``: the race detector runs in the checked chips;
+    ``logs``: they keep their dispatch logs for the proof instead."""
     import simpy
 
+    chips: list[Chip] = []
     env = limits.environment(lambda: max(c.now() for c in chips)) if limits else simpy.Environment()
     links = Links(env, tgt, ranks, races=check_races)
-    kernels = [(program, block_dim, mode), *streams]
-    chips: list[Chip] = []
     per_rank: list[list[Chip]] = []
     sdma = bool(tgt.comm.get("sdma"))
     for r in range(ranks):
         mine: list[Chip] = []
-        for prog, bdim, _ in kernels:
+        for (prog, bdim, _), first, on in zip(kernels, firsts, checked, strict=True):
             chip = Chip(
                 prog,
                 tgt,
@@ -197,6 +292,9 @@ def run_ranks(
                 rank=r,
                 links=links,
                 shared=(mine[0].gm_state, mine[0].gm) if mine else None,
+                first_core=first,
+                races=on and detect,
+                race_logs=on and logs,
                 **chip_opts,
             )
             if mine:  # one rank's SDMA queues serve all its streams
@@ -220,29 +318,30 @@ def run_ranks(
     finally:
         gc.unfreeze()
     _check(chips, links)
-    table = [
-        tuple(
-            _result(c, k, tgt, warnings, freed, chip_opts)
-            for c, k in zip(mine, kernels, strict=True)
-        )
-        for mine in per_rank
-    ]
-    found = tuple(links.races.findings) if links.races is not None else ()
-    return RanksResult(tuple(rs[0] for rs in table), tuple(table) if streams else (), found)
+    return per_rank, links
 
 
-def _result(chip, kernel, tgt, warnings, freed, chip_opts) -> Result:
-    """One chip's ``Result`` (as ``sim.engine.run.simulate`` makes it for one chip)."""
+def _result(chip, kernel, tgt, warnings, freed, chip_opts, how, race_warnings) -> Result:
+    """One chip's ``Result`` (as ``sim.engine.run.simulate`` makes it for one chip);
+    ``how``: how its races were checked ("proof", "detector"), or falsy when they were not."""
     program, block_dim, mode = kernel
     recording = chip.recording()
+    found = chip.races() if how else ()
+    notes: tuple = ()
+    if found and race_warnings:
+        from sim.engine.run import race_warning  # the one-chip run's wording
+
+        notes = (race_warning(found),)
     return Result(
         program.main.name,
         tgt,
         recording,
         dict(chip.gm_state[0]),
-        (*warnings, *chip.warnings),
-        (),
+        (*warnings, *chip.warnings, *notes),
+        found,
         mode=mode,
+        races_checked=bool(how),
+        races_by=how or "",
         block_dim=block_dim,
         memory=chip.gm.summary(recording.end) if chip.gm_used else {},
         functional=chip_opts.get("functional", True),

@@ -191,6 +191,7 @@ def simulate(
                 raise UserError(f"streams: expected kernels, found {type(extra).__name__}")
             p2 = prepared(extra, tgt, sync)
             more.append((p2.program, bdim, p2.mode))
+        modes = (prep.mode, *(m for _, _, m in more))
         return run_ranks(
             prep.program,
             tgt,
@@ -212,7 +213,11 @@ def simulate(
             l2=l2,
             trace=trace,
             streams=tuple(more),
-            check_races=races is True,
+            # signals between ranks are always the kernel's own: checked whenever races are
+            check_races=races is not False,
+            # each rank's chip as one chip is checked: "manual" only where it runs as written
+            chip_races=tuple(races is True or (races == "manual" and m == "manual") for m in modes),
+            race_warnings=races == "manual",
         )
 
     def run(detect: bool, gm_summary: bool = False):

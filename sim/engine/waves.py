@@ -74,6 +74,7 @@ class Waves:
         block_dim: int,
         start: Callable[[int, int], list],
         end: Callable[[int], None] | None = None,
+        first_core: int = 0,
     ):
         if target.chip.get("block_dispatch", "first_free_core") != "first_free_core":
             raise UserError(
@@ -83,6 +84,9 @@ class Waves:
         self.env = env
         self.block_dim = block_dim
         self.cores = min(block_dim, cores(target))
+        # the launch's cores are first_core .. first_core + cores - 1: a second stream's
+        # launch beside another on the same units (sim.engine.streams)
+        self.first_core = first_core
         self.latency = int(target.chip.get("block_dispatch_cycles", 0))
         self._start = start
         self._end = end  # told of each block that ended (with waves): its state can go
@@ -97,8 +101,9 @@ class Waves:
         return self.block_dim > self.cores
 
     def launch(self) -> None:
-        """Start the first wave: block ``b`` on core ``b`` at the current cycle."""
-        for core in range(self.cores):
+        """Start the first wave: block ``b`` on core ``first_core + b`` at the current
+        cycle."""
+        for core in range(self.first_core, self.first_core + self.cores):
             self._begin(core)
 
     def _begin(self, core: int) -> None:

@@ -1,6 +1,7 @@
 """Tabular trace files: CSV (any tool) and Parquet (typed, compact; needs pyarrow).
 
-Both hold exactly the schema columns, one row per trace row. Reading normalises the
+Both hold exactly the schema columns, one row per trace row (after ``rank`` and ``launch``
+for the trace of a run with ranks). Reading normalises the
 result (``sim.trace.frame.normalize``): CSV loses the difference between an empty text
 and a missing one, and a file written by another tool may lack columns.
 """
@@ -13,7 +14,7 @@ import pandas as pd
 
 from sim.base.errors import UserError
 from sim.trace.frame import normalize
-from sim.trace.schema import COLUMNS, DTYPES
+from sim.trace.schema import COLUMNS, DTYPES, RANK_COLUMNS
 
 __all__ = ["write_csv", "read_csv", "write_parquet", "read_parquet"]
 
@@ -24,9 +25,14 @@ def _prepare(path) -> Path:
     return path
 
 
+def _columns(trace: pd.DataFrame) -> list[str]:
+    """The schema columns, after the ``rank`` / ``launch`` of a run with ranks."""
+    return [c for c in RANK_COLUMNS if c in trace.columns] + list(COLUMNS)
+
+
 def write_csv(trace: pd.DataFrame, path) -> Path:
     path = _prepare(path)
-    trace[list(COLUMNS)].to_csv(path, index=False)
+    trace[_columns(trace)].to_csv(path, index=False)
     return path
 
 
@@ -41,7 +47,7 @@ def read_csv(path) -> pd.DataFrame:
 
 def write_parquet(trace: pd.DataFrame, path) -> Path:
     path = _prepare(path)
-    trace[list(COLUMNS)].to_parquet(path, index=False, engine="pyarrow")
+    trace[_columns(trace)].to_parquet(path, index=False, engine="pyarrow")
     return path
 
 

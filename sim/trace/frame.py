@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sim.trace.schema import COLUMNS, DTYPES
+from sim.trace.schema import COLUMNS, DTYPES, RANK_COLUMNS
 
 __all__ = [
     "normalize",
@@ -32,7 +32,8 @@ BUSY_KINDS = ("op", "scalar")  # rows whose duration is work on their pipe
 def normalize(df: pd.DataFrame) -> pd.DataFrame:
     """The schema columns in schema order (missing ones filled), schema dtypes, row order.
 
-    Extra columns are kept after the schema ones. Rows are ordered by ``start_cycle``,
+    Extra columns are kept after the schema ones; ``rank`` and ``launch`` (a run with
+    ranks) before them. Rows are ordered by ``start_cycle``,
     then ``id``, as the engine writes them.
     """
     df = df.copy()
@@ -48,8 +49,9 @@ def normalize(df: pd.DataFrame) -> pd.DataFrame:
             df[col] = pd.to_numeric(df[col]).fillna(0)
     if "duration_cycles" in df.columns and len(df):
         df["duration_cycles"] = df["end_cycle"] - df["start_cycle"]
-    extra = [c for c in df.columns if c not in COLUMNS]
-    df = df[list(COLUMNS) + extra].astype(DTYPES)
+    ranks = [c for c in RANK_COLUMNS if c in df.columns]  # a run with ranks: first
+    extra = [c for c in df.columns if c not in COLUMNS and c not in ranks]
+    df = df[ranks + list(COLUMNS) + extra].astype(DTYPES)
     return df.sort_values(["start_cycle", "id"], kind="stable").reset_index(drop=True)
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 from sim.base.errors import UserError
 from sim.trace.frame import normalize
 from sim.trace.import_perfsim import from_perfsim
-from sim.trace.schema import COLUMNS
+from sim.trace.schema import COLUMNS, RANK_COLUMNS
 
 __all__ = ["from_chrome", "read_chrome"]
 
@@ -42,7 +42,8 @@ def from_chrome(obj) -> pd.DataFrame:
     events = _events(obj)
     slices = [e for e in events if e.get("ph") == "X"]
     if _is_ours(slices):
-        rows = [{c: e["args"][c] for c in COLUMNS if c in e["args"]} for e in slices]
+        cols = [c for c in RANK_COLUMNS if c in slices[0]["args"]] + list(COLUMNS)
+        rows = [{c: e["args"][c] for c in cols if c in e["args"]} for e in slices]
         return normalize(pd.DataFrame(rows))
     return from_perfsim(events)
 

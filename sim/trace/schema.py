@@ -7,7 +7,7 @@ are in core clock cycles from the start of the run.
 
 from __future__ import annotations
 
-__all__ = ["COLUMNS", "DTYPES", "KINDS", "describe"]
+__all__ = ["COLUMNS", "DTYPES", "KINDS", "RANK_COLUMNS", "describe", "describe_ranks"]
 
 # (name, pandas dtype, meaning)
 _SCHEMA = (
@@ -62,8 +62,21 @@ _SCHEMA = (
     ("cce", "category", "the lowered CCE instruction sequence (why the op costs what it costs)"),
 )
 
+# the trace of a run with ranks (RanksResult.trace) has these first: one table of every
+# rank's rows, each row's (rank, launch) naming the chip that ran it
+_RANKS = (
+    ("rank", "int64", "the rank (NPU) whose chip ran the row (runs with ranks only)"),
+    (
+        "launch",
+        "int64",
+        "which kernel launched on the rank ran it: 0 the kernel, 1 .. the --stream kernels "
+        "in order (runs with ranks only)",
+    ),
+)
+
 COLUMNS = tuple(c[0] for c in _SCHEMA)
 DTYPES = {c[0]: c[1] for c in _SCHEMA}
+RANK_COLUMNS = tuple(c[0] for c in _RANKS)
 KINDS = ("op", "scalar", "set_flag", "wait_flag", "barrier", "cce")
 
 
@@ -71,4 +84,11 @@ def describe() -> str:
     """Markdown table of the columns (used to write traces/README.md)."""
     lines = ["| column | type | meaning |", "|---|---|---|"]
     lines += [f"| `{n}` | {t} | {m} |" for n, t, m in _SCHEMA]
+    return "\n".join(lines)
+
+
+def describe_ranks() -> str:
+    """Markdown table of the columns a run with ranks adds in front (traces/README.md)."""
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    lines += [f"| `{n}` | {t} | {m} |" for n, t, m in _RANKS]
     return "\n".join(lines)
