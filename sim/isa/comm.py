@@ -11,7 +11,10 @@ communication.md restates the ISA; this module holds what does not depend on tim
 * the chunking of the UB-staged ``TPUT`` / ``TGET`` (§5.1: rows ``d0..d3`` flattened, columns
   ``d4``; one chunk when all fits the staging tile's valid rows x cols, else row chunks of the
   valid rows, then column chunks of the valid cols; a static valid extent must divide the
-  transfer's).
+  transfer's);
+* the automatic intra-tile ping-pong (§5.1 step 3, ``half_split``): one staging tile whose
+  full capacity is every chunk, and enough chunks, moves each chunk as two half-height halves
+  through the tile's top and bottom halves, one half's store overlapping the other's load.
 
 The engine (``sim.engine.comm``) runs the statements; the builder (``sim.kernel.comm``)
 writes them.
@@ -36,6 +39,7 @@ __all__ = [
     "ATOMIC_TYPES",
     "CommOp",
     "chunks",
+    "half_split",
     "notify",
     "satisfied",
 ]
@@ -193,3 +197,34 @@ def chunks(
             )
     r_step, c_step = min(rows, stage_rows), min(cols, stage_cols)
     return [(r, r_step, c, c_step) for r in range(0, rows, r_step) for c in range(0, cols, c_step)]
+
+
+# §5.1 step 3: the chunk counts for which the library splits each full chunk in two (TPUT
+# 8..16 chunks, TGET 8 and more: a code difference between the two, §11)
+HALF_SPLIT_CHUNKS = {"tput": (8, 16), "tget": (8, None)}
+
+
+def half_split(
+    op: str, stage, n_stages: int, parts: list[tuple[int, int, int, int]]
+) -> list[tuple[int, int, int, int]] | None:
+    """The chunks of a TPUT / TGET (``op`` "tput" / "tget") after the automatic intra-tile
+    ping-pong of communication.md §5.1 step 3, or None when it does not apply: one staging
+    tile (no pong) of type ``stage`` (a ``TileType``) that is Vec, row-major and unboxed with
+    an even number of rows (>= 2), every chunk the tile's full capacity, and a chunk count of
+    8..16 for TPUT (8 or more for TGET). Each chunk then becomes its top and bottom halves,
+    which run as the two-tile ping-pong of step 4 (the tile's halves being ping and pong)."""
+    lo, hi = HALF_SPLIT_CHUNKS[op]
+    n = len(parts)
+    if (
+        n_stages != 1
+        or stage.loc.value != "vec"
+        or not stage.is_row_major
+        or stage.rows < 2
+        or stage.rows % 2
+        or n < lo
+        or (hi is not None and n > hi)
+        or any(nr != stage.rows or nc != stage.cols for _, nr, _, nc in parts)
+    ):
+        return None
+    h = stage.rows // 2
+    return [(r + k * h, h, c, nc) for r, _, c, nc in parts for k in (0, 1)]
