@@ -14,7 +14,10 @@ the minimum of ``--repeat`` processes (this shared machine's speed drifts).
 * ``gemm_ar_public``: ``examples/comm/gemm_ar.py``, GEMM + AllReduce at the public size and
   structure (communication.md §8.3, §10.2): 8 ranks x 24 cores, 258 output tiles of
   128 x 256 over K = 6144 on the cube stream, a block per tile on the communication stream.
-  Target: 30 s CPU and 2 GB (``ptosim run`` as a user runs it, trace rows as by default).
+  Target: 30 s CPU and 2 GB (``ptosim run`` as a user runs it, trace rows as by default);
+* ``allgather_gemm``: ``examples/comm/allgather_gemm.py``, AllGather + GEMM with chunk
+  streaming (communication.md §8.2) at its default size (M = 4096, K = 1024, N = 4096 f16) on
+  8 ranks: 24 cube blocks and 21 communication blocks per rank.
 
 ``--fidelity`` instead runs ``examples/comm/gemm_ar.py`` at the public setup of
 ``bench/data/gemm_ar_public.toml`` three ways, timing only, in this process -- compute only
@@ -23,9 +26,16 @@ every doorbell already rung) and pipelined (both streams together) -- and prints
 the measured figure (device time, and with the model's launch overhead per launch added:
 the public times are host wall clock with launches).
 
+``--allgather-gemm`` runs ``examples/comm/allgather_gemm.py`` at its default size on 2, 4 and 8
+ranks, timing only: compute only (every chunk marked ready by the host, the communication
+kernel not launched), communication only (the all-gather kernel alone) and overlapped (both
+streams), each as device time and with the model's launch overhead (one launch per kernel).
+No on-board figures are public for this kernel (held out), so there is no error column.
+
     .venv/bin/python bench/bench_ranks.py
     .venv/bin/python bench/bench_ranks.py --repeat 3 --only allgather_mesh
     .venv/bin/python bench/bench_ranks.py --fidelity
+    .venv/bin/python bench/bench_ranks.py --allgather-gemm
 """
 
 from __future__ import annotations
@@ -54,7 +64,13 @@ CASES = {
         "examples/comm/gemm_ar.py",
         ["--ranks", "8", "--stream", "examples/comm/gemm_ar.py:comm"],
     ),
+    "allgather_gemm": (
+        "examples/comm/allgather_gemm.py",
+        ["--ranks", "8", "--arg", "ranks=8", "--comm-context", "ctx"]
+        + ["--stream", "examples/comm/allgather_gemm.py:comm"],
+    ),
 }
+AG_RANKS = (2, 4, 8)
 PUBLIC = ROOT / "bench" / "data" / "gemm_ar_public.toml"
 
 
@@ -72,6 +88,47 @@ def run_case(kernel: str, extra: list[str]) -> dict:
         "instructions": instrs,
         "total_cycles": out["total_cycles"],
     }
+
+
+def _example(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / "comm" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def allgather_gemm(ranks=AG_RANKS) -> list[dict]:
+    """AllGather + GEMM at its default size on each rank count: compute only, communication
+    only, overlapped (see the module doc)."""
+    import sim
+
+    g = _example("allgather_gemm")
+    rows = []
+    for n in ranks:
+        quiet = dict(ranks=n, functional=False, trace="none", comm_context="ctx")
+        alone = sim.simulate(g.compute(n, ready=True), **quiet)
+        comm = sim.simulate(g.comm(n), **quiet)
+        both = sim.simulate(g.compute(n), streams=[g.comm(n)], **quiet)
+        clock = alone.target.clock_hz
+        launch = alone.ranks[0].launch_cycles
+
+        def us(cycles, launches, clock=clock, launch=launch):
+            return round(cycles / clock * 1e6, 1), round(
+                (cycles + launches * launch) / clock * 1e6, 1
+            )
+
+        row = {"ranks": n, "m": g.M, "k": g.K, "n": g.N}
+        for name, r, launches in (
+            ("compute_only", alone, 1),
+            ("comm_only", comm, 1),
+            ("overlapped", both, 2),
+        ):
+            row[f"{name}_us"], row[f"{name}_with_launch_us"] = us(r.total_cycles, launches)
+        rows.append(row)
+    return rows
 
 
 def fidelity() -> list[dict]:
@@ -146,9 +203,14 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--only", choices=sorted(CASES))
     ap.add_argument("--fidelity", action="store_true", help="the public GEMM + AllReduce figures")
+    ap.add_argument(
+        "--allgather-gemm", action="store_true", help="AllGather + GEMM on 2, 4 and 8 ranks"
+    )
     args = ap.parse_args(argv)
-    if args.fidelity:
-        for row in fidelity():
+    if args.fidelity or args.allgather_gemm:
+        for row in (fidelity() if args.fidelity else []) + (
+            allgather_gemm() if args.allgather_gemm else []
+        ):
             print(json.dumps(row))
         return 0
     for name, (kernel, extra) in CASES.items():

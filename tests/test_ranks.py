@@ -753,26 +753,6 @@ def test_gemm_allreduce_on_two_streams_sums_every_ranks_product(n):
     assert r.total_cycles > compute  # the all-reduce finishes after the last tile
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_allgather_gemm_streams_chunks_into_the_compute(n):
-    g = _example("allgather_gemm")
-    per_rank, a, b = g.inputs(n)
-    r = sim.simulate(g.compute(n), ranks=n, streams=[g.comm(n)], inputs=per_rank)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    for i in range(n):
-        np.testing.assert_allclose(r.output("c", i).reshape(256, 128), ref, rtol=1e-3, atol=1e-3)
-        assert np.array_equal(r.output("a", i).reshape(256, 64), a)  # every chunk arrived
-    # on rank 0, the tiles of its own rows pass their wait at once, the others only after a
-    # peer's signal has crossed a link
-    t = r.streams[0][0].trace
-    waits = t[t.opcode == "TWAIT"]
-    chunks_per_rank, tiles_per_row = 256 // n // 64, 128 // 64
-    source = waits.block // tiles_per_row // chunks_per_rank
-    own, far = waits[source == 0], waits[source != 0]
-    assert own.end_cycle.max() < COMM["links"]["latency_cycles"]
-    assert far.end_cycle.min() > COMM["links"]["latency_cycles"]
-
-
 def test_the_ranks_trace_puts_every_ranks_timeline_side_by_side():
     r = sim.simulate(_producer(), ranks=_N, streams=[_pusher()])
     t = r.trace
