@@ -13,8 +13,10 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import sim
+from sim.base.errors import UserError
 from sim.isa.comm import half_split
 from sim.isa.tile import TileType
 
@@ -102,3 +104,128 @@ def test_the_split_needs_one_even_row_major_vec_tile_filled_by_every_chunk():
 def test_the_pong_tile_form_is_not_split():
     r = sim.simulate(_staged("TPUT", 64, tiles=2), ranks=2, functional=False)
     assert _moves(r, 0, "TPUT", "PIPE_MTE3") == [8 * 256 * 4] * 8
+
+
+# --- the cache and barrier ops (§6, instructions-more.md §3.9) -------------------------------
+
+SYNC = MACHINE["sync"]
+_TB = (
+    "!pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=64, v_row=8, v_col=64, "
+    "blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+)
+_PV = "!pto.partition_tensor_view<8x64xf32>"
+_TV = "!pto.tensor_view<?x?xf32>"
+_VEC = "attributes {pto.kernel_kind = #pto.kernel_kind<vector>}"
+_FENCED = f"""
+module {{
+  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>) {_VEC} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = pto.alloc_tile : {_TB}
+    %tx = pto.make_tensor_view %x, shape = [%c8, %c64], strides = [%c64, %c1] : {_TV}
+    %vx = pto.partition_view %tx, offsets = [%c0, %c0], sizes = [%c8, %c64] : {_TV} -> {_PV}
+    %ty = pto.make_tensor_view %y, shape = [%c8, %c64], strides = [%c64, %c1] : {_TV}
+    %vy = pto.partition_view %ty, offsets = [%c0, %c0], sizes = [%c8, %c64] : {_TV} -> {_PV}
+    pto.tload ins(%vx : {_PV}) outs(%a : {_TB})
+    pto.tstore ins(%a : {_TB}) outs(%vy : {_PV})
+    pto.fence.barrier_all #pto.fence_scope<gm>
+    pto.cmo.cacheinvalid %vy single_cache_line
+    pto.cmo.cacheinvalid all #pto.address_space<gm>
+    pto.dsb "UB"
+    return
+  }}
+}}
+"""
+
+
+def _rows(r, opcode: str):
+    t = r.trace
+    return t[t["opcode"] == opcode].sort_values("start_cycle")
+
+
+def test_fence_dsb_and_dcci_parse_print_back_and_cost_the_scalar_unit_in_turn():
+    from sim.frontend import parse_text
+    from sim.frontend.printer import print_program
+
+    p = parse_text(_FENCED, "fenced.pto")
+    text = print_program(p)
+    for line in (
+        "pto.fence.barrier_all #pto.fence_scope<gm>",
+        "pto.cmo.cacheinvalid %vy single_cache_line",
+        "pto.cmo.cacheinvalid all #pto.address_space<gm>",
+        'pto.dsb "UB"',
+    ):
+        assert text.count(line) == 1, line
+    assert "DDR" not in text  # the fence's own dsb prints with the fence
+    assert parse_text(text) == p
+    x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    r = sim.simulate(p, "a2a3", inputs={"x": x})
+    np.testing.assert_array_equal(r.output("y").reshape(8, 64), x)
+    store_end = int(_rows(r, "TSTORE")["end_cycle"].max())
+    dsb, dcci = _rows(r, "DSB"), _rows(r, "DCCI")
+    assert dsb["duration_cycles"].tolist() == [SYNC["dsb_cycles"]] * 2
+    want = [SYNC["dcci_line_cycles"], SYNC["dcci_all_cycles"]]
+    assert dcci["duration_cycles"].tolist() == want
+    # the fence drains every pipe, then its dsb; each later scalar op waits for the one before
+    assert int(dsb["start_cycle"].iloc[0]) == store_end
+    starts = [int(dsb["end_cycle"].iloc[0]), *(int(e) for e in dcci["end_cycle"])]
+    assert [int(s) for s in dcci["start_cycle"]] + [int(dsb["start_cycle"].iloc[1])] == starts
+    assert r.total_cycles == store_end + 2 * SYNC["dsb_cycles"] + sum(want)
+
+
+def test_the_builder_spells_the_release_and_acquire_patterns():
+    k = sim.Kernel("publish")
+    me = k.rank_idx
+    src = k.gm("src", "f32", (8, 64))
+    dst = k.gm("dst", "f32", (8, 64), np.zeros((8, 64), np.float32))
+    sig = k.gm("sig", "i32", (1, 1), np.zeros((1, 1), np.int32))
+    stage = k.tile("vec", "f32", 8, 64)
+    k.TPUT(dst, src, stage, peer=1 - me)
+    k.pipe_barrier("PIPE_ALL")  # release: drain, dsb, signal (§6 rule 2)
+    k.dsb()
+    k.TNOTIFY(sig, 1, op="set", peer=1 - me)
+    k.TWAIT(sig, 1, cmp="eq")  # acquire: the wait, then dcci before reading (rule 3)
+    k.cache_invalidate(dst)
+    k.cache_invalidate()
+    r = sim.simulate(k, ranks=2)
+    for rank in (0, 1):
+        np.testing.assert_array_equal(r.output("dst", rank), r.output("src", 1 - rank))
+        t = r.ranks[rank].trace
+        put_end = t[t["opcode"] == "TPUT"]["end_cycle"].max()
+        dsb = t[t["opcode"] == "DSB"].iloc[0]
+        assert dsb["start_cycle"] == put_end
+        assert dsb["duration_cycles"] == SYNC["dsb_cycles"]
+        assert t[t["opcode"] == "TNOTIFY"]["start_cycle"].iloc[0] == dsb["end_cycle"]
+        dcci = t[t["opcode"] == "DCCI"].sort_values("start_cycle")
+        assert dcci["start_cycle"].iloc[0] == t[t["opcode"] == "TWAIT"]["end_cycle"].iloc[0]
+        assert dcci["duration_cycles"].tolist() == [
+            SYNC["dcci_line_cycles"],
+            SYNC["dcci_all_cycles"],
+        ]
+
+
+def test_the_builder_forms_print_as_the_ir_spells_them():
+    from sim.frontend import parse_text
+    from sim.frontend.printer import print_program
+
+    k = sim.Kernel("spell")
+    x = k.gm("x", "i32", (1, 8))
+    k.dsb()
+    k.dsb("SEQ")
+    k.cache_invalidate(x[0:1, 2:3])
+    k.cache_invalidate()
+    text = print_program(k.program())
+    assert 'pto.dsb "DDR"' in text and 'pto.dsb "SEQ"' in text
+    assert "pto.cmo.cacheinvalid all #pto.address_space<gm>" in text
+    assert re.search(r"pto.cmo.cacheinvalid %\S+ single_cache_line", text)
+    assert print_program(parse_text(text)) == text
+
+
+def test_builder_refusals_name_the_rule():
+    k = sim.Kernel("bad")
+    with pytest.raises(UserError, match=r"dsb: expected one of DDR, UB, ALL, SEQ, found 'L2'"):
+        k.dsb("L2")
+    with pytest.raises(UserError, match="cache_invalidate: view must be a GM window"):
+        k.cache_invalidate(k.tile("vec", "f32", 8, 64))

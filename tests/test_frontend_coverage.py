@@ -971,7 +971,6 @@ _SYNC_OUT = {
     "eventid_array_get": "    %e = pto.eventid_array_get %n[%n] : !pto.eventid_array<4>",
     "eventid_array_set": "    pto.eventid_array_set %n[%n], %n : !pto.eventid_array<4>",
     "syncthreads": "    pto.syncthreads",
-    "dsb": '    pto.dsb "DDR"',
     "tsync": "    pto.tsync ins(%n : index)",
     "generic-syncall": '    "pto.syncall"(%n) <{mode = 1 : i32}> : (index) -> ()',
 }
@@ -992,6 +991,40 @@ for _name, _body in _SYNC_CROSS_CORE.items():
     ok(f"s2.5-cross-core-{_name}", kernel(_body))
 for _name, _body in _SYNC_OUT.items():
     bad(f"s2.5-out-of-scope-{_name}", kernel(_body), "unsupported")
+# the data barrier and the scalar data cache (instructions-more.md §3.9; sim.isa.memorder)
+for _kind in ("DDR", "UB", "ALL", "SEQ"):
+    ok(f"s2.5-dsb-{_kind}", kernel(f'    pto.dsb "{_kind}"'))
+ok("s3.9-cacheinvalid-ptr-typed", kernel("    pto.cmo.cacheinvalid %p : !pto.ptr<f32>"))
+ok(
+    "s3.9-cacheinvalid-line",
+    kernel('    pto.cmo.cacheinvalid %p single_cache_line\n    pto.dsb "DDR"'),
+)
+ok("s3.9-cacheinvalid-all", kernel("    pto.cmo.cacheinvalid all #pto.address_space<gm>"))
+bad(
+    "s2.5-dsb-unknown-kind",
+    kernel('    pto.dsb "L2"'),
+    'pto.dsb: expected one of DDR, UB, ALL, SEQ, found "L2"',
+)
+bad(
+    "s3.9-cacheinvalid-all-ub",
+    kernel("    pto.cmo.cacheinvalid all #pto.address_space<ub>"),
+    "pto.cmo.cacheinvalid all: expected #pto.address_space<gm>",
+)
+bad(
+    "s3.9-cacheinvalid-not-a-line",
+    kernel("    pto.cmo.cacheinvalid %p whole_cache"),
+    "expected single_cache_line after the view, found whole_cache",
+)
+bad(
+    "s3.9-cacheinvalid-wrong-type",
+    kernel("    pto.cmo.cacheinvalid %p : !pto.ptr<f16>"),
+    "!pto.ptr<f16>",
+)
+bad(
+    "s3.9-cacheinvalid-a-scalar",
+    kernel("    pto.cmo.cacheinvalid %n"),
+    "pto.cmo.cacheinvalid: expected a GM view or pointer, found index",
+)
 bad("s2.5-unknown-pipe", kernel("    pto.barrier <PIPE_Q>"), "unknown pipe 'PIPE_Q'")
 bad(
     "s2.5-event-out-of-range-name",
@@ -1464,7 +1497,6 @@ _OUT_OF_SCOPE_OPS = {
     "mte_gm_ub": "    pto.mte_gm_ub %p, %q, %n : !pto.ptr<f32>, !pto.ptr<f32, ub>, index",
     "tprint": "    pto.tprint ins(%n : index)",
     "tile_buf_addr": "    %a = pto.tile_buf_addr %n : index -> i64",
-    "cmo.cacheinvalid": "    pto.cmo.cacheinvalid %p : !pto.ptr<f32>",
     "tmatmul.mx": "    pto.tmatmul.mx ins(%n : index) outs(%n : index)",
     "thistogram": "    pto.thistogram ins(%n {exhausted = false} : index) outs(%n : index)",
 }

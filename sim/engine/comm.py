@@ -36,6 +36,7 @@ from sim.base.errors import UserError
 from sim.engine.collectives import Collectives, check_stages
 from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SIGNAL_TAG, SignalWait
+from sim.engine.memorder import MemOrder
 from sim.engine.sdma import Sdma, Session
 from sim.isa.comm import COLLECTIVES, WINDOW_BYTES, CommOp, check_attrs, chunks, half_split
 from sim.isa.program import GmPtr, Instr, MakeTensorView, PartView, ScalarOp
@@ -86,7 +87,7 @@ def _plan(cycles: int) -> Plan:
     return Plan((), cycles, cycles, False, 0, 0, restart_cycles=cycles)
 
 
-class CommUnit(Collectives):
+class CommUnit(Collectives, MemOrder):
     """Mixin of ``Interpreter``: the communication instructions of one unit's stream."""
 
     # What the interpreter provides (class-level declarations only, for the type checker).
@@ -117,7 +118,7 @@ class CommUnit(Collectives):
         return clock
 
     def _comm_handlers(self) -> dict:
-        handlers: dict = {CommOp: self._comm_op}
+        handlers: dict = {CommOp: self._comm_op, **self._memorder_handlers()}
         if getattr(self.chip, "links", None) is not None:
             handlers[MakeTensorView] = self._window_view
             handlers[ScalarOp] = self._scalar_op_ranks

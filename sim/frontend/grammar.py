@@ -227,6 +227,8 @@ for _kind in (
     "pipe",
     "comm",
     "fence",
+    "cmo",
+    "dsb",
     "exec_region",
     "quant",
 ):

@@ -5,9 +5,16 @@ valid-shape reads.
 * ``pto.fence.barrier_all #pto.fence_scope<gm|all>`` — PTOAS lowers it, in a vector
   kernel (a ``kernel_kind<vector>`` function or a ``pto.section.vector`` body), to
   ``pipe_barrier(PIPE_ALL); dsb(DSB_DDR)``, elsewhere to ``pipe_barrier`` on MTE2, MTE3 and
-  FIX then ``dsb(DSB_DDR)`` (§3.9): those barriers. The ``dsb`` latency is [silent] in the
-  reference: it costs nothing here, and the first fence of a file says so in a warning.
+  FIX then ``dsb(DSB_DDR)`` (§3.9): those barriers, then a ``Dsb`` marked with the fence's
+  scope. The ``dsb`` latency is [silent] in the reference: it costs the target's ``[sync]
+  dsb_cycles`` (an ASSUMPTION), and the first fence of a file says so in a warning.
   ``local_memory`` scope has no lowering (the PTOAS conversion fails): refused.
+* ``pto.dsb "DDR"`` (``"UB"``, ``"ALL"``, ``"SEQ"``) — the data barrier alone (§3.9): a
+  ``Dsb``.
+* ``pto.cmo.cacheinvalid %v single_cache_line`` / ``pto.cmo.cacheinvalid all
+  #pto.address_space<gm>`` — ``dcci`` of the scalar data cache's line of a GM view or
+  pointer, or of the whole cache (§3.9; ``sim.isa.memorder``): a ``CacheInvalid``. A type
+  after ``:`` is checked against the operand's.
 * ``scf.execute_region`` and ``pto.fusion_region`` — run their single region once, in
   place (§3.10): the body is inlined and the results name the values its terminator
   (``scf.yield`` / ``pto.yield``) gives. The fused form's own timing (shared loops,
@@ -34,7 +41,8 @@ from lark import Token
 from sim.frontend.lower_values import ValueScope
 from sim.frontend.pto_types import shorten
 from sim.frontend.syntax import format_type, value_type
-from sim.isa.program import Arith, Barrier, Const, GmPtr, Scalar, ScalarOp
+from sim.isa.memorder import CACHE_LINE, DSB_KINDS, CacheInvalid, Dsb
+from sim.isa.program import Arith, Barrier, Const, GmPtr, PartView, Scalar, ScalarOp, TensorView
 from sim.isa.tile import Tile
 
 __all__ = ["ExtraLowering", "EXTRA_SIMPLE_OPS"]
@@ -90,13 +98,59 @@ class ExtraLowering(ValueScope):
             self.fence_warned = True
             self.warn_at(
                 first,
-                "pto.fence.barrier_all runs as its pipe barriers; the dsb(DSB_DDR) after "
-                "them costs 0 cycles (its latency is not given by the reference)",
+                "pto.fence.barrier_all runs as its pipe barriers, then the dsb(DSB_DDR) "
+                "after them for the target's [sync] dsb_cycles (an assumption: the "
+                "reference gives no latency)",
             )
         loc = self.loc(first)
+        dsb = Dsb("DDR", name, loc=loc)
         if self.vector_body:
-            return [Barrier("PIPE_ALL", name, loc=loc)]
-        return [Barrier(p, name, loc=loc) for p in ("PIPE_MTE2", "PIPE_MTE3", "PIPE_FIX")]
+            return [Barrier("PIPE_ALL", name, loc=loc), dsb]
+        return [Barrier(p, name, loc=loc) for p in ("PIPE_MTE2", "PIPE_MTE3", "PIPE_FIX")] + [dsb]
+
+    def s_dsb(self, st) -> Dsb:
+        """``pto.dsb "DDR"``: a data barrier of the scalar unit (§3.9)."""
+        _, first, c = st
+        kind = str(c[1])[1:-1]
+        if kind not in DSB_KINDS:
+            self.fail(c[1], f"pto.dsb: expected one of {', '.join(DSB_KINDS)}, found {c[1]}")
+        self.check_dicts("pto.dsb", c)
+        return Dsb(kind, loc=self.loc(first))
+
+    def s_cmo(self, st) -> CacheInvalid:
+        """``pto.cmo.cacheinvalid %v single_cache_line [: T]`` or ``pto.cmo.cacheinvalid
+        all #pto.address_space<gm>``: ``dcci`` of one line or of the whole cache."""
+        _, first, c = st
+        op = "pto.cmo.cacheinvalid"
+        what, rest = c[1], c[2:]
+        word = next((x for x in rest if isinstance(x, Token) and x.type == "NAME"), None)
+        space = next((x for x in rest if isinstance(x, Token) and x.type == "HASH_ATTR"), None)
+        ty = next(
+            (x for x in rest if isinstance(x, Token) and x is not word and x is not space), None
+        )
+        self.check_dicts(op, c)
+        loc = self.loc(first)
+        if what.type == "NAME":
+            if str(what) != "all" or word is not None or ty is not None:
+                self.fail(
+                    what, f"{op}: expected '%view {CACHE_LINE}' or 'all #pto.address_space<gm>'"
+                )
+            text = "#pto.address_space<gm>" if space is None else str(space).replace(" ", "")
+            if text != "#pto.address_space<gm>":
+                self.fail(
+                    space, f"{op} all: expected #pto.address_space<gm>, found {shorten(text)}"
+                )
+            return CacheInvalid(None, "gm", loc=loc)
+        if space is not None:
+            self.fail(space, f"{op}: an address space goes with 'all', not with a view")
+        if word is not None and str(word) != CACHE_LINE:
+            self.fail(word, f"{op}: expected {CACHE_LINE} after the view, found {word}")
+        v = self.operand(what, self.type_of(ty) if ty is not None else None)
+        if not isinstance(v, (PartView, TensorView, GmPtr)):
+            self.fail(
+                what, f"{op}: expected a GM view or pointer, found {format_type(value_type(v))}"
+            )
+        return CacheInvalid(v, loc=loc)
 
     def s_exec_region(self, st) -> list:
         """``[%r =] scf.execute_region [-> T] { ... scf.yield ... }`` and

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from sim.base.errors import UserError
 from sim.frontend.syntax import BARE_KEY, ENUM_ATTR_KINDS, format_literal, format_type, value_type
 from sim.isa.comm import CommOp
+from sim.isa.memorder import CACHE_LINE, CacheInvalid, Dsb
 from sim.isa.opcodes import OPCODES
 from sim.isa.precision import Precision
 from sim.isa.program import (
@@ -347,6 +348,12 @@ def print_statement(st, indent: int = 0) -> list[str]:
             keep = st.pipe in ("PIPE_ALL", "PIPE_MTE2")
             return [f"{pad}pto.fence.barrier_all #pto.fence_scope<{st.fence}>"] if keep else []
         return [f"{pad}pto.barrier <{st.pipe}>{_kept(st)}"]
+    if isinstance(st, Dsb):  # a fence's dsb prints with the fence
+        return [] if st.fence else [f'{pad}pto.dsb "{st.kind}"']
+    if isinstance(st, CacheInvalid):
+        if st.target is None:
+            return [f"{pad}pto.cmo.cacheinvalid all #pto.address_space<{st.space}>"]
+        return [f"{pad}pto.cmo.cacheinvalid {_v(st.target)} {CACHE_LINE}"]
     if isinstance(st, (SyncSet, SyncWait, SyncAll, SetFfts)):
         return [pad + _cross_core(st)]
     if isinstance(st, Alloc):

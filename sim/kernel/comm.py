@@ -29,6 +29,7 @@ from typing import Any
 
 from sim.base.errors import UserError
 from sim.isa.comm import ATOMIC_TYPES, COMM_OPS, NOTIFY_OPS, REDUCE_OPS, WAIT_CMPS, CommOp
+from sim.isa.memorder import DSB_KINDS, CacheInvalid, Dsb
 from sim.isa.program import Const, Scalar
 from sim.isa.tile import Tile
 from sim.kernel.values import Event, GlobalTensor, Index, View, _caller
@@ -169,6 +170,27 @@ class CommKernel:
             "pto.comm.ttest", (sig, Const(int(value), "i32")), events, {"cmp": cmp}, None, (res,)
         )
         return Index(self, res)
+
+    # --- GM visibility: the scalar data cache and the data barrier (communication.md §6) -----
+
+    def cache_invalidate(self, view: View | GlobalTensor | None = None) -> None:
+        """``pto.cmo.cacheinvalid`` (C++ ``dcci``): clean + invalidate the scalar data
+        cache's line of ``view``, or the whole cache when ``view`` is None, so that earlier
+        scalar stores reach GM and later scalar loads see other ranks' writes (§6 rules
+        2-4). Costs ``[sync] dcci_line_cycles`` / ``dcci_all_cycles`` on the scalar unit."""
+        loc = _caller()
+        target = None if view is None else self._view(view, "view", "cache_invalidate")
+        self._emit(CacheInvalid(target, loc=loc))
+
+    def dsb(self, kind: str = "DDR") -> None:
+        """``pto.dsb "DDR"`` (C++ ``dsb(DSB_DDR)``; ``"UB"``, ``"ALL"``, ``"SEQ"``): a data
+        barrier of the scalar unit, ``[sync] dsb_cycles``. The release pattern of §6 is
+        ``pipe_barrier("PIPE_ALL")``, ``dsb()``, then ``TNOTIFY``."""
+        if kind not in DSB_KINDS:
+            raise UserError(
+                f"{_caller()}: dsb: expected one of {', '.join(DSB_KINDS)}, found {kind!r}"
+            )
+        self._emit(Dsb(kind, loc=_caller()))
 
     # --- the collectives (AIV engine, communication.md §5.4) -----------------------------------
 
