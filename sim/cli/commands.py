@@ -16,6 +16,7 @@ from typing import Any
 from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
 from sim.cli.outputs import print_json as _print_json
+from sim.cli.outputs import write_run_outputs
 from sim.kernel.files import load_kernel, load_stream, scalar_value
 
 __all__ = [
@@ -28,26 +29,6 @@ __all__ = [
     "cmd_compare",
     "cmd_sweep",
 ]
-
-
-def _write_outputs(result, args) -> None:
-    if args.trace:
-        from sim.trace.export import write_trace
-
-        write_trace(result.trace, args.trace, kernel=result.kernel, target=result.target.name)
-    if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from sim.trace.plot import gantt
-
-        fig = gantt(
-            result.trace,
-            title=f"{result.kernel} on {result.target.name}, "
-            f"{result.mode} sync — {result.total_cycles} cycles",
-        )
-        with atomic_path(args.plot) as tmp:
-            fig.savefig(tmp, dpi=120)
 
 
 def _program(kernel):
@@ -290,10 +271,10 @@ def cmd_run(args) -> int:
         )
     if args.trace_rows is None:  # the report reads no sync row; a written trace does
         args.trace_rows = "full" if args.trace or args.plot else "ops"
-    if args.ranks and (args.trace or args.plot or args.output):
+    if args.ranks and args.output:
         raise UserError(
-            "--ranks with --trace, --plot or --output: a run with ranks writes none of them "
-            "yet (sim.simulate(..., ranks=N) gives each rank's trace and GM)"
+            "--ranks with --output: a run with ranks has a GM per rank and writes none of "
+            "them yet (sim.simulate(..., ranks=N).output(NAME, RANK) gives each rank's)"
         )
     if args.trace_rows == "none" and (args.trace or args.plot):
         raise UserError(
@@ -312,7 +293,7 @@ def cmd_run(args) -> int:
             detail=args.detail,
             trace=args.trace_rows,
             sync=args.sync,
-            races=False if args.no_races or args.ranks else "manual",
+            races=False if args.no_races else "manual",
             limits=limits,
             block_dim=args.block_dim,
             free=args.free,
@@ -321,7 +302,7 @@ def cmd_run(args) -> int:
             streams=streams,
         )
     _save_outputs(args, result, kernel, inputs)
-    _write_outputs(result, args)
+    write_run_outputs(result, args)
     if args.json:
         _print_json(result.to_json())
     else:
@@ -504,7 +485,8 @@ def cmd_compare(args) -> int:
     _needs_ranks(args)
     kernel = _select_function(args, load_kernel(args.kernel, _pairs(args.arg, "--arg")))
     target = _target_name(args, kernel)
-    inputs = _kernel_inputs(args, kernel)
+    streams = [load_stream(spec, _pairs(args.arg, "--arg")) for spec in args.stream or ()]
+    inputs = _kernel_inputs(args, kernel, streams)
     limits = _limits(args, Path(args.kernel).name)
     with _bounded(args, limits):
         c = run_comparison(
@@ -518,6 +500,7 @@ def cmd_compare(args) -> int:
             free=args.free,
             ranks=args.ranks,
             comm_context=args.comm_context,
+            streams=streams,
         )
     if args.plot:
         import matplotlib
@@ -573,6 +556,7 @@ def cmd_sweep(args) -> int:
             output=args.output,
             ranks=args.ranks,
             comm_context=args.comm_context,
+            streams=args.stream or (),
         )
     except KeyboardInterrupt as e:
         if getattr(e, "rows", None) == 0:

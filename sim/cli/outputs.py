@@ -18,10 +18,10 @@ from pathlib import Path
 
 import attrs
 
-from sim.base.atomic import probe
+from sim.base.atomic import atomic_path, probe
 from sim.base.errors import UserError
 
-__all__ = ["Output", "check_outputs", "print_json", "plain"]
+__all__ = ["Output", "check_outputs", "print_json", "plain", "write_run_outputs"]
 
 
 @attrs.frozen
@@ -114,3 +114,33 @@ def plain(v):
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
+
+
+def write_run_outputs(result, args) -> None:
+    """--trace and --plot; of a run with ranks, every rank's rows in one table (``rank``
+    and ``launch`` first) and every rank's timeline."""
+    if args.trace:
+        from sim.trace.export import write_trace
+
+        write_trace(result.trace, args.trace, kernel=result.kernel, target=result.target.name)
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        title = (
+            f"{result.kernel} on {result.target.name}, "
+            f"{result.mode} sync — {result.total_cycles} cycles"
+        )
+        if hasattr(result, "ranks"):  # a RanksResult
+            from sim.trace.plot_ranks import ranks_timeline
+
+            title = f"{result.kernel} on {len(result.ranks)} ranks of " + title.split(" on ", 1)[1]
+            fig = ranks_timeline(result.trace, title=title)
+        else:
+            from sim.trace.plot import gantt
+
+            fig = gantt(result.trace, title=title)
+        # a few lanes of ranks make a short figure: its title kept inside
+        tight = "tight" if hasattr(result, "ranks") else None
+        with atomic_path(args.plot) as tmp:
+            fig.savefig(tmp, dpi=120, bbox_inches=tight)

@@ -232,6 +232,18 @@ def _ranks(p, what: str) -> None:
         "context (word 2: rank id | rank count << 32; word 4 + r: rank r's window), which "
         "the kernel reads to address its peers",
     )
+    p.add_argument(
+        "--stream",
+        action="append",
+        default=None,
+        metavar="KERNEL[:FUNC]",
+        help="with --ranks: launch this kernel too on every rank, beside KERNEL, as the "
+        "host's second stream (a communication kernel beside a compute kernel), sharing "
+        "the rank's GM, in the run's sync mode, on cores of its own (repeatable; kernels "
+        "on the same units must fit the chip's cores together). FUNC: a .pto file's "
+        "function, or a .py file's function called in place of build() with the --arg "
+        "(sweep: --param) values it has parameters for",
+    )
 
 
 def _op_description() -> str:
@@ -271,17 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     _launch(r)
     _ranks(
         r,
-        "the report gives the latest rank's cycles, then each rank's (each stream's) report",
-    )
-    r.add_argument(
-        "--stream",
-        action="append",
-        default=None,
-        metavar="KERNEL[:FUNC]",
-        help="with --ranks: launch this kernel too on every rank, beside KERNEL, as the "
-        "host's second stream (a communication kernel beside a compute kernel), sharing "
-        "the rank's GM (repeatable). FUNC: a .pto file's function, or a .py file's "
-        "function called in place of build() with the --arg values it has parameters for",
+        "the report gives the latest rank's cycles and the races across ranks, then each "
+        "rank's (each stream's) report with its own race check; --trace writes one table "
+        "with rank and launch columns, --plot one lane per rank and kernel",
     )
     r.add_argument(
         "--inputs",
@@ -314,14 +318,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.{csv,json,parquet}",
         suffixes=trace_suffixes,
         help="write the timing trace (one row per instruction): CSV, Chrome Trace "
-        "Event JSON for Perfetto / chrome://tracing, or Parquet, by suffix",
+        "Event JSON for Perfetto / chrome://tracing, or Parquet, by suffix; with --ranks "
+        "one table of every rank's rows, rank and launch first",
     )
     _output_arg(
         r,
         "--plot",
         metavar="FILE.png",
         suffixes=_plot_suffixes,
-        help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...)",
+        help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...); "
+        "with --ranks, every rank's timeline: a lane per rank and launched kernel, "
+        "communication against compute",
     )
     r.add_argument(
         "--detail",
@@ -357,7 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not check a kernel that synchronises by hand (manual mode) for "
         "races; by default such a run is checked and warns when it finds any "
-        "(the report says whether races were checked)",
+        "(the report says whether races were checked); with --ranks, nor the races "
+        "across ranks (checked by default whatever the mode: the signals are the kernel's)",
     )
     r.set_defaults(func=cmd_run)
 
@@ -415,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     _ranks(
         cp,
         "both runs have N ranks: total_cycles is the latest rank's end, the other "
-        "rows rank 0's, races counted across ranks too",
+        "rows rank 0's, races counted in every rank and across ranks; --stream kernels "
+        "run as written in the manual run and in auto mode in the auto run",
     )
     cp.add_argument(
         "--json",
@@ -545,7 +554,11 @@ def build_parser() -> argparse.ArgumentParser:
         "the simulator), or both: manual,auto (default: run's rule, manual "
         "for a kernel with explicit sync, auto otherwise)",
     )
-    _ranks(sw, "every configuration runs on N ranks; total_cycles is the latest rank's end")
+    _ranks(
+        sw,
+        "every configuration runs on N ranks; total_cycles is the latest rank's end, races "
+        "counted in every rank and across ranks",
+    )
     sw.add_argument(
         "--scheduler",
         metavar="ADDR",

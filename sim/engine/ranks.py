@@ -24,13 +24,12 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.launch import launch_cycles
 from sim.engine.links import Links, RankMemory, SignalWait
 from sim.engine.result import Result
-from sim.engine.scan import kept
 from sim.engine.sdma import Sdma
-from sim.engine.streams import first_cores
-from sim.engine.units import layout
+from sim.engine.streams import first_cores, working_units
 from sim.isa.comm import context_words
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     import pandas as pd
@@ -174,7 +173,7 @@ def run_ranks(
     streams: tuple = (),
     check_races: bool = False,
     chip_races: tuple = (),
-    race_warnings: bool = False,
+    race_warning: Callable | None = None,
     **chip_opts: Any,
 ) -> RanksResult:
     """Run ``program`` (prepared) on ``ranks`` chips of ``tgt``; ``inputs`` one dict per rank.
@@ -187,13 +186,13 @@ def run_ranks(
     ``chip_races``: per launched kernel, whether each rank's chip checks its own races as a
     one-chip run does (first the proof over the dispatch logs, ``sim.engine.racefree``;
     where it does not go through, the whole run again with the detector);
-    ``race_warnings``: a chip's findings also become a warning of its result (``run``'s
-    manual-mode check)."""
+    ``race_warning``: makes a chip's findings a warning of its result too (``run``'s
+    manual-mode check, ``sim.engine.run.race_warning``)."""
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise UserError(f"ranks: expected a positive integer, found {ranks!r}")
     kernels = [(program, block_dim, mode), *streams]
     checked = tuple(chip_races) + (False,) * (len(kernels) - len(chip_races))
-    firsts = first_cores([(p.main.name, b, _units(p, tgt, b)) for p, b, _ in kernels], tgt)
+    firsts = first_cores([(p.main.name, b, working_units(p, tgt, b)) for p, b, _ in kernels], tgt)
     # the proof reads the order the flags impose, which ideal sync does not keep
     prove = any(checked) and not chip_opts.get("ideal_sync")
     per_rank, links = _launch(
@@ -235,7 +234,7 @@ def run_ranks(
     how = "proof" if proven else "detector"  # as the one-chip run says it
     table = [
         tuple(
-            _result(c, k, tgt, warnings, freed, chip_opts, on and how, race_warnings)
+            _result(c, k, tgt, warnings, freed, chip_opts, on and how, race_warning)
             for c, k, on in zip(mine, kernels, checked, strict=True)
         )
         for mine in per_rank
@@ -244,12 +243,6 @@ def run_ranks(
     return RanksResult(
         tuple(rs[0] for rs in table), tuple(table) if streams else (), found, check_races
     )
-
-
-def _units(program, tgt, block_dim: int) -> frozenset:
-    """The kinds of unit (AIC, AIV0, AIV1) a launch of ``program`` runs on."""
-    found = kept(program, ("layout", tgt, block_dim), lambda: layout(program, tgt, block_dim))
-    return frozenset(u.unit for u in found.units)
 
 
 def _launch(
@@ -317,20 +310,18 @@ def _launch(
                 limits.check()  # a run shorter than one check interval, too
     finally:
         gc.unfreeze()
-    _check(chips, links)
+    _check(per_rank, links)
     return per_rank, links
 
 
-def _result(chip, kernel, tgt, warnings, freed, chip_opts, how, race_warnings) -> Result:
+def _result(chip, kernel, tgt, warnings, freed, chip_opts, how, race_warning) -> Result:
     """One chip's ``Result`` (as ``sim.engine.run.simulate`` makes it for one chip);
     ``how``: how its races were checked ("proof", "detector"), or falsy when they were not."""
     program, block_dim, mode = kernel
     recording = chip.recording()
     found = chip.races() if how else ()
     notes: tuple = ()
-    if found and race_warnings:
-        from sim.engine.run import race_warning  # the one-chip run's wording
-
+    if found and race_warning is not None:
         notes = (race_warning(found),)
     return Result(
         program.main.name,
@@ -352,14 +343,18 @@ def _result(chip, kernel, tgt, warnings, freed, chip_opts, how, race_warnings) -
     )
 
 
-def _check(chips: list[Chip], links: Links) -> None:
+def _check(per_rank: list[list[Chip]], links: Links) -> None:
     """A unit unfinished on any rank: a ``DeadlockError`` naming the ranks (and, for a
-    ``TWAIT``, its signal, comparison, value and the value the signal holds)."""
+    ``TWAIT``, its signal, comparison, value and the value the signal holds); with
+    streams, the kernel too."""
     parts: list[str] = []
     entries: list[dict] = []
-    for r, chip in enumerate(chips):
+    chips = [c for mine in per_rank for c in mine]
+    for r, chip, several in (
+        (r, c, len(mine) > 1) for r, mine in enumerate(per_rank) for c in mine
+    ):
         for spec, m in chip.stuck():
-            where = f"rank {r} core {m.core} {spec.unit}"
+            where = f"rank {r} {f'@{spec.function} ' if several else ''}core {m.core} {spec.unit}"
             items = m.stuck()
             blocked = m.dispatch_blocked
             key = blocked[0].flag if blocked is not None else None

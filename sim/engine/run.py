@@ -217,7 +217,7 @@ def simulate(
             check_races=races is not False,
             # each rank's chip as one chip is checked: "manual" only where it runs as written
             chip_races=tuple(races is True or (races == "manual" and m == "manual") for m in modes),
-            race_warnings=races == "manual",
+            race_warning=race_warning if races == "manual" else None,
         )
 
     def run(detect: bool, gm_summary: bool = False):

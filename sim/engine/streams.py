@@ -5,7 +5,8 @@ the runtime runs them at the same time on **disjoint cores** (communication.md Â
 compute kernel on the cube cores, the communication kernel on the vector cores; item 8: 24
 AIC blocks beside 24 AIV blocks on 910B). A core's units are its AIC and its AIV0 / AIV1
 (``sim.engine.units``: a cube kernel's block runs on an AIC, a vector kernel's on an AIV0, a
-mixed kernel's on all three), so:
+mixed kernel's on all three; a unit that has nothing to run is not counted: a kernel of
+cube sections only is a cube kernel), so:
 
 * two kernels on different units of the cores (cube beside vector) share nothing, whatever
   their block counts: each runs from core 0, in waves past the cores as alone;
@@ -22,9 +23,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sim.base.errors import UserError
+from sim.engine.scan import kept
+from sim.engine.units import layout, unit_program
 from sim.engine.waves import cores as chip_cores
+from sim.isa.comm import CommOp
+from sim.isa.program import Instr, walk
 
-__all__ = ["first_cores"]
+__all__ = ["first_cores", "working_units"]
+
+
+def working_units(program, target, block_dim: int) -> frozenset:
+    """The units (AIC, AIV0, AIV1) a launch of ``program`` gives work: those of its layout
+    whose side of the program issues a tile or communication instruction (a kernel whose
+    vector section is empty runs on the cube alone, as one built for the cube does)."""
+
+    def find() -> frozenset:
+        units = layout(program, target, block_dim).units
+        kinds = {u.kind for u in units}
+        busy = {
+            kind
+            for kind in kinds
+            if any(
+                isinstance(st, (Instr, CommOp))
+                for f in unit_program(program, kind, target).functions
+                for st in walk(f.body)
+            )
+        }
+        return frozenset(u.unit for u in units if u.kind in busy or len(kinds) == 1)
+
+    return kept(program, ("working units", target, block_dim), find)
 
 
 def _units(units: frozenset) -> str:

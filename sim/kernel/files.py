@@ -23,6 +23,8 @@ from sim.base.errors import UserError
 __all__ = [
     "load_kernel",
     "load_stream",
+    "split_stream",
+    "stream_specs",
     "kernel_source",
     "user_code",
     "build_params",
@@ -84,14 +86,32 @@ def _module_function(p: Path, path: str, name: str):
     return build
 
 
+def split_stream(spec: str) -> tuple[str, str]:
+    """(FILE, NAME) of a ``--stream`` spec ``FILE[:NAME]`` (NAME "" when none is given)."""
+    path, _, name = spec.rpartition(":")
+    if not path or not name.isidentifier():  # no NAME: the whole text is the file
+        return spec, ""
+    return path, name
+
+
+def stream_specs(specs) -> list[str]:
+    """Each ``--stream`` spec with its FILE absolute (a sweep's worker may run elsewhere),
+    checked now: a missing file is refused before anything runs."""
+    out = []
+    for spec in specs:
+        path, name = split_stream(spec)
+        if not Path(path).is_file():
+            raise UserError(f"--stream {spec}: {path}: no such file")
+        out.append(str(Path(path).resolve()) + (f":{name}" if name else ""))
+    return out
+
+
 def load_stream(spec: str, params=()):
     """The kernel ``--stream`` names: ``FILE`` (as ``load_kernel``) or ``FILE:NAME``, a
     ``.pto`` file's function ``@NAME`` as its entry, or a ``.py`` file's function ``NAME``
     called in place of ``build()``. A ``.py`` function gets the ``params`` (NAME, VALUE
     pairs, ``--arg``'s) it has parameters for: the kernels of one run share them."""
-    path, _, name = spec.rpartition(":")
-    if not path or not name.isidentifier():  # no NAME: the whole text is the file
-        path, name = spec, ""
+    path, name = split_stream(spec)
     if not name:
         return load_kernel(path, params)
     source = kernel_source(path)  # the file's checks; a .py file's module runs here

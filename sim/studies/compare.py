@@ -34,7 +34,7 @@ from sim.placement.metrics import initial_addresses, occupancy, peak_bytes, sync
 from sim.target import load_target
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -72,12 +72,14 @@ def run_checked(
     free=None,
     ranks=None,
     comm_context=None,
+    streams=(),
 ):
     """``simulate(program, target, races=True, sync="manual")``: the program exactly as
     given, race-checked (the checking run of this package), on ``block_dim`` cores, bounded
     by ``limits`` (``sim.engine.limits``; counted from zero again for each run), with the
     shared mechanisms ``free`` names made free; on ``ranks`` NPUs when given (a
-    ``RanksResult``, races across ranks checked; ``comm_context`` as ``simulate``'s)."""
+    ``RanksResult``, races across ranks checked; ``comm_context`` and ``streams``, the
+    kernels launched beside it on every rank, as written too, as ``simulate``'s)."""
     from sim.engine.run import simulate
 
     if limits is not None:
@@ -95,7 +97,37 @@ def run_checked(
         free=free,
         ranks=ranks,
         comm_context=comm_context,
+        streams=streams,
     )
+
+
+@attrs.frozen
+class _Launched:
+    """A stream kernel as another mode prepared it (a ``KernelLike``: its data and launch
+    size kept)."""
+
+    prepared: Program
+    inputs: dict
+    block_dim: int
+
+    def program(self) -> Program:
+        return self.prepared
+
+
+def _streams_in(mode: str, streams, tgt) -> tuple:
+    """The kernels launched beside the compared one, in the column's mode: as written for
+    the manual column, each in auto mode for the auto column (``ptosim run --sync`` sets
+    the mode of every launched kernel alike)."""
+    if mode == "manual" or not streams:
+        return tuple(streams)
+    from sim.engine.run import prepared
+
+    out = []
+    for s in streams:
+        prog = program_of(s)
+        auto = prepared(prog, tgt, "auto").program
+        out.append(_Launched(auto, dict(getattr(s, "inputs", {})), getattr(s, "block_dim", 1)))
+    return tuple(out)
 
 
 @attrs.frozen
@@ -132,14 +164,23 @@ class Run:
                 "deadlock": self.deadlock,
             }
         r = self.result
-        across = list(self.ranks.races) if self.ranks is not None else []
+        own = [f.message for f in r.races]
+        across: list[str] = []
+        if self.ranks is not None:  # every rank's chip (each stream's), then across ranks
+            own = [
+                f"rank {i}: {f.message}"
+                for i, rs in enumerate(self.ranks.streams or [(x,) for x in self.ranks.ranks])
+                for x in rs
+                for f in x.races
+            ]
+            across = list(self.ranks.races)
         return {
             "total_cycles": self.total_cycles,
             "pipes": _busy(r),
             **sync_counts(r.trace),
             "peak_bytes": peak_bytes(self.occupancy),
-            "races": len(r.races) + len(across),
-            "race_findings": [f.message for f in r.races] + across,
+            "races": len(own) + len(across),
+            "race_findings": own + across,
             "deadlock": None,
         }
 
@@ -308,13 +349,16 @@ def run_comparison(
     free: Iterable[str] | str | None = None,
     ranks: int | None = None,
     comm_context: str | None = None,
+    streams: Sequence[Program | Kernel] = (),
 ) -> Comparison:
     """Run ``program_or_kernel`` as written and in auto mode (see the module doc), each on
     ``block_dim`` cores (default: a builder kernel's own, else 1), functionally or timing
     only, each bounded by ``limits`` (``sim.engine.limits``), with the shared mechanisms
     ``free`` names made free (``sim.simulate``'s ``free``), on ``ranks`` NPUs when given
     (both runs with ranks: the total is the latest rank's end, the other rows rank 0's,
-    races counted across ranks too; ``comm_context`` as ``simulate``'s)."""
+    races counted in every rank and across ranks; ``comm_context`` as ``simulate``'s;
+    ``streams``: kernels launched beside it on every rank, as ``simulate``'s, as written in
+    the manual run and in auto mode in the auto run)."""
     if isinstance(program_or_kernel, Comparison):
         return program_or_kernel
     if block_dim is None:
@@ -326,11 +370,14 @@ def run_comparison(
     launch = {"functional": functional, "block_dim": block_dim, "limits": limits, "free": free}
     if ranks is not None:  # absent without ranks: a one-chip run as it always was
         launch.update(ranks=ranks, comm_context=comm_context)
+    elif streams:
+        raise UserError("streams: a run of these needs ranks=N")
+    more = {"streams": _streams_in("auto", streams, tgt)} if streams else {}
     return Comparison(
         prog.main.name,
         tgt,
-        _manual(prog, tgt, inputs, seed, **launch),
-        _auto(plan, tgt, inputs, seed, **launch),
+        _manual(prog, tgt, inputs, seed, **launch, **({"streams": streams} if streams else {})),
+        _auto(plan, tgt, inputs, seed, **launch, **more),
         plan,
         hand,
     )
@@ -347,12 +394,17 @@ def run_mode(
     double_buffer: bool = True,
     ranks: int | None = None,
     comm_context: str | None = None,
+    streams: Sequence[Program | Kernel] = (),
 ) -> Run:
     """One side of a comparison: the run in ``mode`` ("manual" or "auto") alone, on
-    ``ranks`` NPUs when given."""
+    ``ranks`` NPUs when given, with ``streams`` beside it (``run_comparison``'s)."""
     prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
-    more = {} if ranks is None else {"ranks": ranks, "comm_context": comm_context}
+    more: dict[str, Any] = {} if ranks is None else {"ranks": ranks, "comm_context": comm_context}
+    # a builder kernel's own launch size (the program alone would run one block)
+    more["block_dim"] = getattr(program_or_kernel, "block_dim", None)
+    if streams:
+        more["streams"] = _streams_in(mode, streams, tgt)
     if mode == "manual":
         return _manual(prog, tgt, inputs, seed, functional=functional, **more)
     if mode == "auto":

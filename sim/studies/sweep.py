@@ -48,6 +48,7 @@ from sim.base.atomic import atomic_path
 from sim.base.errors import UserError
 from sim.base.version import __version__
 from sim.isa.opcodes import PIPES
+from sim.kernel.files import split_stream, stream_specs
 from sim.studies import journal as journal_file
 from sim.studies.journal_rows import journal_row, kernel_digest, row_problem, sources
 from sim.studies.sweep_params import listed_once, typed_params
@@ -88,6 +89,7 @@ def sweep(
     seed: int = 0,
     ranks: int | None = None,
     comm_context: str | None = None,
+    streams: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Run ``kernel`` (a ``.py`` or ``.pto`` path) for every combination of ``params``
     (name -> list of values; a text value is parsed as ``--arg`` parses it), ``targets``
@@ -102,7 +104,9 @@ def sweep(
     on stderr (default: when stderr is a terminal). Ctrl-C stops the sweep, writes the
     rows finished so far and raises ``KeyboardInterrupt``. ``ranks``: every configuration
     runs on that many NPUs (``comm_context`` as ``sim.simulate``'s); its total_cycles is the
-    latest rank's end, its other figures rank 0's.
+    latest rank's end, its other figures rank 0's. ``streams``: kernels launched beside it on
+    every rank (``FILE`` or ``FILE:FUNC``, as ``ptosim run --stream``; a ``.py`` function
+    gets the parameters it takes), in the configuration's sync mode.
     """
     path = str(Path(kernel).resolve()) if isinstance(kernel, (str, Path)) else None
     if path is None:
@@ -111,9 +115,9 @@ def sweep(
 
     forget_local_modules(path)  # its helpers as on disk now: the key hashes those loaded
     values = typed_params(str(kernel), params or {})
-    if comm_context is not None and ranks is None:
-        raise UserError("sweep: comm_context needs ranks=N (the ranks it addresses)")
-    multi = None if ranks is None else (ranks, comm_context)
+    if (comm_context is not None or streams) and ranks is None:
+        raise UserError("sweep: comm_context, streams need ranks=N (the ranks they address)")
+    multi = None if ranks is None else (ranks, comm_context, *stream_specs(streams))
     modes = _modes(sync)
     targets = _targets(targets)
     listed_once(values, params or {}, targets, modes)
@@ -187,8 +191,11 @@ IN_FLIGHT_PER_WORKER = 16  # futures submitted ahead of the results, per worker
 def configurations(path: str, values: dict, targets, modes, seed: int = 0, multi=None):
     """The cartesian product of parameter values, targets and modes, in that nesting:
     a generator, so that a sweep of millions starts at once and never holds them all.
-    ``multi``: (ranks, comm_context) of a sweep with ranks, part of each key."""
+    ``multi``: (ranks, comm_context, stream specs...) of a sweep with ranks, part of each
+    key (a stream's file by its digest too)."""
     digest = kernel_digest(path)
+    if multi is not None and len(multi) > 2:  # streams: their files' contents too
+        multi = (*multi, *(kernel_digest(split_stream(s)[0]) for s in multi[2:]))
     names = list(values)
     targets = _targets(targets)
     keys = {t: _target_key(t) for t in targets}
@@ -248,10 +255,10 @@ def _modes(sync) -> list:
 
 def run_config(path: str, params: dict, target, mode: str, seed: int = 0, multi=None) -> dict:
     """One configuration's row (what a worker runs); any failure becomes its ``error``.
-    ``multi``: (ranks, comm_context) of a sweep with ranks."""
+    ``multi``: (ranks, comm_context, stream specs...) of a sweep with ranks."""
     from sim.engine.mode import default_mode
     from sim.frontend import resolve_target
-    from sim.kernel.files import forget_local_modules, load_kernel
+    from sim.kernel.files import forget_local_modules, load_kernel, load_stream
     from sim.studies.compare import run_mode
 
     row = {"target": target, "sync": mode, "error": None}
@@ -263,7 +270,8 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0, multi=
         row["target"] = resolve_target(program, target, where=path)
         mode = row["sync"] = default_mode(program) if mode is None else mode
         inputs = params if path.endswith(".pto") else None
-        ranks, context = multi or (None, None)
+        ranks, context, *specs = multi or (None, None)
+        streams = [load_stream(spec, list(params.items())) for spec in specs]
         run = run_mode(
             kernel,
             row["target"],
@@ -273,6 +281,7 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0, multi=
             functional=False,
             ranks=ranks,
             comm_context=context,
+            streams=streams,
         )
     except Exception as e:  # a configuration that fails is a row, not a lost sweep
         text = " ".join(str(e).split())
