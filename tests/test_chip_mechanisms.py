@@ -1,12 +1,14 @@
 """The chip's shared mechanisms (``sim.engine.gm``, ``sim.engine.launch``) as relations.
 
-Over families of core counts, block counts, window sizes and write-path capacities, never
-one shape: more contention (more cores writing, a smaller write capacity) never makes a
-run faster; making a mechanism free (``simulate(..., free=...)``) never makes it slower;
-with every GM mechanism free, blocks of equal work take one block's time per wave; the
-write queue waits writes only; the launch overhead is ``[chip.launch] overhead_us`` beside
-the device time, never in it. The queue's wait is checked against the M/D/1 formula of the
-module docstring worked by hand.
+Over families of core counts, block counts, port groupings, page sizes, walk times and
+write-port capacities, never one shape: more contention (more cores on a write port, a
+smaller capacity, more pages touched) never makes a run faster; making a mechanism free
+(``simulate(..., free=...)``) never makes it slower; with every GM mechanism free, blocks
+of equal work take one block's time per wave; the write ports wait writes only and only
+from the cores on the port; a page's first touch costs one walk, later touches none; the
+launch overhead is ``[chip.launch] overhead_us`` beside the device time, never in it. The
+ports' processor sharing and the walks are checked against the rules of the module
+docstring worked by hand.
 """
 
 import json
@@ -20,13 +22,13 @@ from cli_fixtures import one_line_error
 
 import sim
 from sim.base.errors import UserError
-from sim.engine.gm import GlobalMemory, _LoadQueue
+from sim.engine.gm import GlobalMemory, _Pages, _WritePorts
 from sim.engine.launch import MECHANISMS
 from sim.kernel.files import kernel_source
 from sim.target import load_target
 
 ROOT = Path(__file__).resolve().parent.parent
-GM_FREE = ("gm_bandwidth", "gm_write_queue")
+GM_FREE = ("gm_bandwidth", "gm_write_queue", "gm_first_touch")
 
 
 def _writes(block_dim: int, rows: int = 32, n: int = 4):
@@ -54,12 +56,27 @@ def _reads(block_dim: int, rows: int = 32, n: int = 4):
     return k
 
 
-def _target(*, cores: int | None = None, capacity: float | None = None, hbm=None, l2=None):
+def _target(
+    *,
+    cores: int | None = None,
+    capacity: float | None = None,
+    per_port: int | None = None,
+    hbm=None,
+    l2=None,
+    page: int | None = None,
+    walk: float | None = None,
+):
     tgt = load_target("a2a3")
     chip = dict(tgt.chip) if cores is None else {**tgt.chip, "cores": cores}
     gm = dict(tgt.gm)
     if capacity is not None:
         gm["write_queue"] = {**gm["write_queue"], "capacity_gib_per_s": capacity}
+    if per_port is not None:
+        gm["write_queue"] = {**gm["write_queue"], "cores_per_port": per_port}
+    if page is not None:
+        gm["first_touch"] = {**gm["first_touch"], "page_bytes": page}
+    if walk is not None:
+        gm["first_touch"] = {**gm["first_touch"], "walk_cycles": walk}
     if hbm is not None:
         gm["bandwidth_gib_per_s"] = hbm
     if l2 is not None:
@@ -124,74 +141,88 @@ def test_freeing_a_mechanism_is_never_slower(kernel, cores):
     assert both <= min(alone.values())
 
 
-@pytest.mark.parametrize("cores", [2, 8, 24])
-def test_the_write_queue_waits_writes_only(cores):
-    """Loads alone: the queue never acts. The same number of cores storing: it does."""
+@pytest.mark.parametrize("cores", [8, 12, 24])
+def test_the_write_ports_wait_writes_only(cores):
+    """Loads alone: the ports never act. The same number of cores storing: they do."""
     assert _cycles(_reads(cores)) == _cycles(_reads(cores), free="gm_write_queue")
     assert _cycles(_writes(cores)) > _cycles(_writes(cores), free="gm_write_queue")
     r = sim.simulate(_writes(cores), functional=False, trace="none")
     assert r.memory["write_queue"]["writes"] == 4 * cores  # every store, no load
 
 
-def test_the_queue_wait_is_the_md1_wait_of_the_windowed_load():
-    """Capacity 10 B/cycle, window 1000 cycles (10 000 bytes), max load 0.9. Worked by
-    hand from the rule: service = bytes / 10; wait = service * rho / (2 (1 - rho))."""
-    q = _LoadQueue(10.0, 1000.0, 0.9)
-    assert q.wait(0, 5000) == 0.0  # an idle path
-    assert q.wait(0, 1000) == pytest.approx(100 * 0.5 / (2 * 0.5))  # 5000 B: rho 0.5
-    # half-way into the next window: half of the last window's 6000 B still count
-    assert q.wait(1500, 1000) == pytest.approx(100 * 0.3 / (2 * 0.7))
-    # two windows on: the path has forgotten it all
-    assert q.wait(3600, 2000) == 0.0
-    # a load past capacity is capped at max_load
-    q.wait(3600, 50_000)
-    assert q.wait(3600, 1000) == pytest.approx(100 * 0.9 / (2 * 0.1))
-    assert q.n == 6
+@pytest.mark.parametrize("per_port", [2, 4, 6])
+def test_cores_on_other_ports_do_not_slow_a_port(per_port):
+    """Ports of ``per_port`` cores (the channels and walks free, so the ports alone act):
+    1, 2, 3 full ports of equally loaded cores take the same cycles; within one port,
+    more cores never fewer cycles; one port of all the cores is never faster."""
+    tgt = _target(per_port=per_port)
+    free = ("gm_bandwidth", "gm_first_touch")
+    full = [_cycles(_writes(per_port * n), tgt, free=free) for n in (1, 2, 3)]
+    assert full == [full[0]] * 3
+    within = [_cycles(_writes(n), tgt, free=free) for n in range(1, per_port + 1)]
+    assert within == sorted(within)
+    one_port = _target(per_port=3 * per_port)
+    assert _cycles(_writes(3 * per_port), one_port, free=free) > full[-1]
 
 
-def _window_reference(requests, bpc, w, max_load):
-    """The waits of ``requests`` [(cycle, bytes)] from per-window byte sums: windows are
-    [i w, (i + 1) w); the load at t is this window's bytes so far plus the previous
-    window's times the part of it still inside the last w cycles, over w * bpc."""
-    sums: dict[int, float] = {}
-    out = []
-    for t, n in requests:
-        i = t // w
-        frac = (t - i * w) / w
-        rho = min((sums.get(i, 0.0) + sums.get(i - 1, 0.0) * (1 - frac)) / (w * bpc), max_load)
-        out.append(n / bpc * rho / (2 * (1 - rho)))
-        sums[i] = sums.get(i, 0.0) + n
-    return out
+def test_a_port_shares_its_capacity_with_the_writes_in_flight():
+    """10 B/cycle ports of two cores, worked by hand from the rule: a write of b bytes
+    starting at t with k - 1 writes still in flight on its port ends at the later of
+    t + b k / 10 and its own end."""
+    p = _WritePorts(10.0, 2)
+    assert p.end(0, 1000, 0, 50) == 100  # alone on port 0: 1000 / 10
+    assert p.end(0, 1000, 1, 50) == 200  # core 1 shares port 0 with it: k = 2
+    assert p.end(0, 1000, 2, 50) == 100  # core 2: port 1, alone
+    assert p.end(0, 10, 3, 500) == 500  # its own path is slower than its share
+    # at 150 the first write is done, the second (to 200) still in flight: k = 2
+    assert p.end(150, 1000, 0, 160) == 350
+    # at 360 every write of port 0 is done; port 1's last ends at 500: k = 2 there
+    assert p.end(360, 1000, 1, 370) == 460
+    assert p.end(360, 1000, 2, 370) == 560
+    assert p.n == 7 and p.bytes == 6010
+    assert p.waited == pytest.approx((100 - 50) + (200 - 50) + 50 + 190 + 90 + 190)
 
 
-def test_the_windowed_load_follows_per_window_sums():
-    """Requests at window boundaries, inside windows, after gaps of one and of several
-    windows: each wait is the reference's (windows of 1000 cycles, 10 B/cycle)."""
-    requests = [
-        (0, 4000),
-        (999, 1000),
-        (1000, 2000),  # on a boundary: the window rolls
-        (1500, 500),
-        (1999, 3000),
-        (2000, 100),
-        (2700, 2500),
-        (5200, 800),  # two idle windows: nothing of before counts
-        (5900, 4000),
-        (6100, 700),
-        (6100, 9000),
-        (6800, 100),  # past capacity: capped
-        (7000, 100),
-    ]
-    q = _LoadQueue(10.0, 1000.0, 0.9)
-    got = [q.wait(t, n) for t, n in requests]
-    assert got == pytest.approx(_window_reference(requests, 10.0, 1000, 0.9))
-    assert q.waited == pytest.approx(sum(got)) and q.n == len(requests)
+def test_a_page_is_walked_at_its_first_touch_only():
+    """Pages of 4096 bytes, walks of 100 cycles, worked by hand: a transfer moves once
+    every page it touches is translated; a page under walk is waited for, a walked one
+    costs nothing; pages are per GM array."""
+    w = _Pages(4096, 100.0)
+    f16 = 2
+    # (array, base element, rows, cols, row stride, col stride, itemsize)
+    assert w.start(0, ("a", 0, 1, 4096, 4096, 1, f16)) == 100  # pages 0 and 1
+    assert w.start(50, ("a", 2048, 1, 4096, 4096, 1, f16)) == 150  # 1 walking, 2 new
+    assert w.start(300, ("a", 0, 1, 6144, 6144, 1, f16)) == 300  # 0 .. 2 all walked
+    assert w.start(300, ("b", 0, 1, 16, 16, 1, f16)) == 400  # another array's page 0
+    # 4 rows 16 KiB apart: pages 0, 4, 8, 12 of "c"; then 4 .. 8 (5, 6, 7 new)
+    assert w.start(0, ("c", 0, 4, 64, 8192, 1, f16)) == 100
+    assert w.start(20, ("c", 8192, 1, 10240, 10240, 1, f16)) == 120
+    assert w.walks == 2 + 1 + 1 + 4 + 3
+    assert w.waited == pytest.approx(100 + 100 + 100 + 100 + 100)
 
 
-def test_gm_hands_the_queue_wait_to_writes_and_reports_its_mean():
-    """A stand-in chip with a 10 B/cycle write path (given in GiB/s at a 1 GHz clock) and
-    channels too wide to matter: each store costs its own 10 cycles plus the wait worked
-    by hand; a load neither waits nor counts; the summary's mean is theirs."""
+@pytest.mark.parametrize("cores", [2, 8])
+@pytest.mark.parametrize("walk", [100.0, 1000.0])
+def test_first_touches_cost_one_walk_per_page_entry(cores, walk):
+    """Each block loads one tile and stores four (the other mechanisms free): with pages
+    larger than the arrays, the load waits one walk and the first store one (every later
+    store hits walked pages): two walks in all; with pages smaller than a tile every
+    transfer enters new pages: five. Never faster with longer walks or smaller pages."""
+    free = ("gm_bandwidth", "gm_write_queue")
+    base = _cycles(_writes(cores), free=(*free, "gm_first_touch"))
+    big = _cycles(_writes(cores), _target(walk=walk), free=free)
+    small = _cycles(_writes(cores), _target(walk=walk, page=4096), free=free)
+    assert big - base == round(2 * walk)
+    assert small - base == round(5 * walk)
+    longer = _cycles(_writes(cores), _target(walk=2 * walk, page=4096), free=free)
+    assert longer >= small >= big >= base
+
+
+def test_gm_hands_the_port_share_to_writes_and_reports_its_mean():
+    """A stand-in chip with 10 B/cycle write ports of two cores (given in GiB/s at a 1 GHz
+    clock), channels too wide to matter and no L2: each store costs the later of its own
+    10 cycles and its share of its port; a load neither waits nor counts; the summary's
+    mean is theirs."""
     clock = 1.0e9
     target = SimpleNamespace(
         clock_hz=clock,
@@ -201,8 +232,7 @@ def test_gm_hands_the_queue_wait_to_writes_and_reports_its_mean():
             "write_queue": {
                 "enabled": True,
                 "capacity_gib_per_s": 10.0 * clock / 2**30,
-                "window_cycles": 1000,
-                "max_load": 0.9,
+                "cores_per_port": 2,
             },
         },
     )
@@ -213,19 +243,19 @@ def test_gm_hands_the_queue_wait_to_writes_and_reports_its_mean():
         return SimpleNamespace(plan=plan, gm=None)
 
     gm = GlobalMemory(target)
-    waits = [0.0, 100 * 0.5 / (2 * 0.5), 100 * 0.3 / (2 * 0.7)]
     got = [
-        gm.cost(0, xfer("UB_GM", 5000), 10),
-        gm.cost(0, xfer("UB_GM", 1000), 10),
-        gm.cost(0, xfer("GM_UB", 8000), 10),  # a load: no wait, no load on the path
-        gm.cost(1500, xfer("UB_GM", 1000), 10),
+        gm.cost(0, xfer("UB_GM", 50), 10, 0),  # 5 cycles of port: its own 10
+        gm.cost(0, xfer("UB_GM", 500), 10, 1),  # port 0 with the first: 500 * 2 / 10
+        gm.cost(0, xfer("GM_UB", 8000), 10, 0),  # a load: no port
+        gm.cost(0, xfer("UB_GM", 500), 10, 2),  # port 1, alone: 50
+        gm.cost(5, xfer("UB_GM", 300), 10, 0),  # port 0: both earlier writes in flight
     ]
-    assert got == [10, round(10 + waits[1]), 10, round(10 + waits[2])]
+    assert got == [10, 100, 10, 50, 300 * 3 // 10]
+    waits = [0, 90, 40, 80]
     assert gm.summary(2000)["write_queue"] == {
-        "writes": 3,
-        "mean_wait_cycles": round(sum(waits) / 3, 1),
+        "writes": 4,
+        "mean_wait_cycles": round(sum(waits) / 4, 1),
     }
-    assert round(sum(waits) / 3, 1) != round(sum(waits) / 3, 2)  # the rounding is seen
 
 
 def _launch_us() -> float:
@@ -287,7 +317,7 @@ def test_the_cli_frees_a_mechanism(cli, cores):
     k = kernel_source(str(FA_PY))(s1=512, cores=cores)
     want = {
         free: sim.simulate(k, functional=False, trace="none", free=free)
-        for free in ((), ("gm_write_queue",), ("gm_write_queue", "launch"))
+        for free in ((), ("gm_first_touch",), ("gm_first_touch", "launch"))
     }
     for free, r in want.items():
         flags = [x for m in free for x in ("--free", m)]
@@ -295,10 +325,10 @@ def test_the_cli_frees_a_mechanism(cli, cores):
         assert code == 0, err
         got = json.loads(out)
         assert (got["device_cycles"], got["launch_cycles"]) == (r.total_cycles, r.launch_cycles)
-    assert want[("gm_write_queue",)].total_cycles < want[()].total_cycles
-    code, out, err = cli("compare", FA_PY, *args, "--free", "gm_write_queue")
+    assert want[("gm_first_touch",)].total_cycles < want[()].total_cycles
+    code, out, err = cli("compare", FA_PY, *args, "--free", "gm_first_touch")
     assert code == 0, err
-    assert json.loads(out)["manual"]["total_cycles"] == want[("gm_write_queue",)].total_cycles
+    assert json.loads(out)["manual"]["total_cycles"] == want[("gm_first_touch",)].total_cycles
 
 
 def test_the_cli_refuses_an_unknown_mechanism_in_one_line(cli):

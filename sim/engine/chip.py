@@ -38,13 +38,14 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.execute import Interpreter
 from sim.engine.ffts import FftsWait
 from sim.engine.gm import GlobalMemory
-from sim.engine.gmorder import TransferOrder
+from sim.engine.gmorder import Lane, TransferOrder
 from sim.engine.links import SignalWait
 from sim.engine.machine import Machine
 from sim.engine.placement import place_tiles
 from sim.engine.racefree import race_free
 from sim.engine.races import RaceDetector
 from sim.engine.record import frame
+from sim.engine.remote import lane
 from sim.engine.scan import kept
 from sim.engine.units import layout, unit_program
 from sim.engine.waves import Waves
@@ -118,9 +119,17 @@ class Chip:
         # keeps the Machine's batched fast path unless the L2 changes transfer latencies
         alone = len(self.layout.units) == 1 and not self.gm.apply_latency
         gm_model = self.gm if self.gm.active and not alone else None
-        self.gm_used = gm_model is not None
         # same-cycle transfers in (core, unit, pipe) order: sim.engine.gmorder
-        order = TransferOrder(self.env, gm_model) if gm_model is not None else None
+        order: TransferOrder | Lane | None = (
+            TransferOrder(self.env, gm_model) if gm_model is not None else None
+        )
+        if links is not None:
+            # a run with ranks: a transfer may cross the links and a peer's GM model, so
+            # every one is costed when it starts, in the run's one order (sim.engine.remote)
+            gm_model = self.gm if self.gm.active else None
+            links.models[rank] = gm_model
+            order = lane(links.order, links.lane_key(rank), self.gm, links)
+        self.gm_used = gm_model is not None
         # races across units (GM bytes, chip-level flags): sim.engine.xraces
         self.xraces = ChipRaces() if races and len(self.layout.units) > 1 else None
         if self.xraces is not None:

@@ -37,12 +37,13 @@ from sim.engine.collectives import Collectives, check_stages
 from sim.engine.items import OP, SCALAR, SET, WAIT, Issued
 from sim.engine.links import SIGNAL_TAG, SignalWait
 from sim.engine.memorder import MemOrder
+from sim.engine.remote import FarItem, RemoteMoves, chunk_window, sdma_traffic
 from sim.engine.sdma import Sdma, Session
 from sim.isa.comm import COLLECTIVES, WINDOW_BYTES, CommOp, check_attrs, chunks, half_split
 from sim.isa.program import GmPtr, Instr, MakeTensorView, PartView, ScalarOp
 from sim.isa.tile import Tile
 from sim.timing.dma import transfer_cycles
-from sim.timing.plan import Plan
+from sim.timing.plan import Item, Plan
 
 if TYPE_CHECKING:
     from sim.engine.units import UnitSpec
@@ -82,12 +83,16 @@ def _words(rank: int, view: tuple) -> list:
     return [(rank, ptr.name, e) for e in out]
 
 
-def _plan(cycles: int) -> Plan:
-    """A plan of ``cycles`` that moves no bytes through the chip's GM model."""
-    return Plan((), cycles, cycles, False, 0, 0, restart_cycles=cycles)
+@functools.lru_cache(maxsize=4096)
+def _plan(cycles: int, path: str, nbytes: int) -> Plan:
+    """The plan of a staged move of ``nbytes`` over GM path ``path`` (GM_UB: a read of
+    the GM side, UB_GM: a write) costing ``cycles`` alone: one DMA item of those bytes, which
+    the GM models count (its own cycles 0: the plan's are the move's, link or path)."""
+    item = Item("dma", path, bytes=nbytes)
+    return Plan((item,), cycles, cycles, False, 0, nbytes, restart_cycles=cycles)
 
 
-class CommUnit(Collectives, MemOrder):
+class CommUnit(Collectives, RemoteMoves, MemOrder):
     """Mixin of ``Interpreter``: the communication instructions of one unit's stream."""
 
     # What the interpreter provides (class-level declarations only, for the type checker).
@@ -109,22 +114,17 @@ class CommUnit(Collectives, MemOrder):
     _gm_dtypes: dict
     _view_layouts: dict[str, str]
 
-    @property
-    def _comm_clock(self) -> dict:
-        """Per pipe, the cycle this unit's communication items so far end at (estimates)."""
-        clock = self.__dict__.get("_comm_clock_")
-        if clock is None:
-            clock = self.__dict__["_comm_clock_"] = {}
-        return clock
-
     def _comm_handlers(self) -> dict:
         handlers: dict = {CommOp: self._comm_op, **self._memorder_handlers()}
         if getattr(self.chip, "links", None) is not None:
             handlers[MakeTensorView] = self._window_view
             handlers[ScalarOp] = self._scalar_op_ranks
-            if self.chip.links.races is not None:  # the walk calls self._instr: this one
-                plain = self._instr
-                self.__dict__["_instr"] = functools.partial(self._raced_instr, plain)
+            # a TLOAD / TSTORE may reach another rank (sim.engine.remote): the walk and the
+            # transfer sites call these attributes, so the instance's own come first
+            plain = self._instr
+            self.__dict__["_instr"] = functools.partial(self._ranks_instr, plain)
+            self.__dict__["_local_gm_window"] = self._gm_window
+            self.__dict__["_gm_window"] = self._ranks_gm_window
         return handlers
 
     def _scalar_op_ranks(self, st: ScalarOp):
@@ -200,19 +200,6 @@ class CommUnit(Collectives, MemOrder):
         """A TWAIT's item; once it has passed (the unit issues on), its acquire."""
         yield item
         links.races.acquire(self._race_unit(), _words(rank, view))
-
-    def _raced_instr(self, plain: Callable[[Instr], Issued], instr: Instr) -> Issued:
-        """``_instr`` (``plain``) in a run with the race check across ranks: TLOAD / TSTORE
-        windows are accesses too."""
-        item = plain(instr)
-        op = instr.opcode
-        if op in ("TLOAD", "TSTORE"):
-            v = instr.ins[0] if op == "TLOAD" else instr.outs[0]
-            if isinstance(v, PartView) and v.name in self.views:
-                links = self.chip.links
-                at, view = self._far(v, self.chip.rank, None, links, str(instr.loc or op))
-                self._race(links, at, view, op == "TSTORE", f"{op} ({instr.loc})")
-        return item
 
     def _rank_window(self, links, rank: int, view: tuple) -> np.ndarray:
         """Rank ``rank``'s numpy window of ``view``, its array at least as large as this
@@ -314,7 +301,15 @@ class CommUnit(Collectives, MemOrder):
         if halves is not None:  # the tile's two halves are ping and pong (§5.1 step 3)
             parts, nbuf = halves, 2
         isz = dt.size_bytes
-        moves = [(s_rank, (d_rank,), nr * nc * isz) for _, nr, _, nc in parts]
+        moves = [
+            (
+                s_rank,
+                (d_rank,),
+                nr * nc * isz,
+                (chunk_window(sview, r, nr, c, nc), (chunk_window(dview, r, nr, c, nc),)),
+            )
+            for r, nr, c, nc in parts
+        ]
         return self._staged_items(name.upper(), rank, moves, links, nbuf, st)
 
     def _async(self, st: CommOp, name: str, rank: int, peer, links, where: str):
@@ -379,29 +374,29 @@ class CommUnit(Collectives, MemOrder):
         wait = sdma.slot_wait(session, now)
         c = math.ceil(wait) + sdma.post_cycles
         self.values[st.results[0].name] = (session, sdma.post(session, now + c, nbytes))
+        sdma_traffic(links, s_rank, d_rank, sdma.descriptors, sdma.bytes_per_cycle)
         self.seq += 1
         far = d_rank if put else s_rank
         text = f"{nbytes} B {'to' if put else 'from'} rank {far} (queue group {session.group})"
         return Issued(SCALAR, "PIPE_S", name.upper(), c, c, text=text, source=source)
 
     def _staged_items(self, opcode, rank, moves, links, nbuf, st: CommOp):
-        """The pipe items of UB-staged moves: each ``(load rank, store ranks, bytes)`` one
-        load on MTE2 into staging tile ``k mod nbuf``, the MTE2 -> MTE3 hand-off, a store on
-        MTE3 per store rank, the MTE3 -> MTE2 hand-off (communication.md §5.1, §5.4)."""
+        """The pipe items of UB-staged moves: each ``(load rank, store ranks, bytes[,
+        (load window, store windows)])`` one load on MTE2 into staging tile ``k mod nbuf``,
+        the MTE2 -> MTE3 hand-off, a store on MTE3 per store rank, the MTE3 -> MTE2 hand-off
+        (communication.md §5.1, §5.4); the windows are the GM sides' (``chunk_window``)."""
         source = str(st.loc or "")
         n = len(moves)
-        for k, (src, dsts, nbytes) in enumerate(moves):
+        for k, (src, dsts, nbytes, *win) in enumerate(moves):
             b = k % nbuf
             to_store = (_LOAD, _STORE, ("comm", b))
             to_load = (_STORE, _LOAD, ("comm", b))
             if k >= nbuf:  # the staging tile's previous store has left it
                 yield self._flag_issue(WAIT, _LOAD, to_load, source)
+            wins = (win[0][0], *win[0][1]) if win else (None,) * (1 + len(dsts))
             steps = [(_LOAD, src)] + [(_STORE, d) for d in dsts]
-            for pipe, at in steps:
-                after = self._comm_clock.get(_LOAD, 0.0) if pipe == _STORE else 0.0
-                yield self._staged_move(
-                    opcode, pipe, at, rank, nbytes, links, source, (k, n), after
-                )
+            for (pipe, at), w in zip(steps, wins, strict=True):
+                yield self._staged_move(opcode, pipe, at, rank, nbytes, links, source, (k, n), w)
                 if pipe == _LOAD:
                     yield self._flag_issue(SET, _LOAD, to_store, source)
                     yield self._flag_issue(WAIT, _STORE, to_store, source)
@@ -410,28 +405,33 @@ class CommUnit(Collectives, MemOrder):
             yield self._flag_issue(WAIT, _LOAD, (_STORE, _LOAD, ("comm", k % nbuf)), source)
 
     def _staged_move(
-        self, opcode, pipe, at, rank, nbytes, links, source, chunk, after=0.0
+        self, opcode, pipe, at, rank, nbytes, links, source, chunk, window=None
     ) -> Issued:
         """The item of one staged load (``pipe`` MTE2: GM -> UB) or store (MTE3: UB -> GM)
-        of ``nbytes`` whose GM side is on rank ``at``: over the link when that is another
-        rank, else at its ``[dma.paths]`` cost. Its start is estimated from this unit's own
-        communication items (``_comm_clock``: no earlier than now, the pipe's previous
-        communication item, and ``after``), for a shared link's order (``Links``)."""
-        clock = self._comm_clock
-        start = max(links.env.now, clock.get(pipe, 0.0), after)
+        of ``nbytes`` whose GM side is on rank ``at`` (``window`` there, for an L2): a GM
+        transfer of this chip, costed when it really starts (``sim.engine.remote``): over
+        the link and through rank ``at``'s GM model when that is another rank (a
+        ``FarItem``), else through this rank's GM model at its ``[dma.paths]`` cost."""
+        path = "GM_UB" if pipe == _LOAD else "UB_GM"
         if at != rank:
             a, b = (at, rank) if pipe == _LOAD else (rank, at)
-            c = links.remote_cycles(a, b, nbytes, start)
+            c = links.remote_cycles(a, b, nbytes)
             side = f"rank {at}"
         else:
-            path = self.target.dma("GM_UB" if pipe == _LOAD else "UB_GM")
-            c = int(transfer_cycles(path, self.target.dma_model, nbytes) + 0.5)
+            cost = transfer_cycles(self.target.dma(path), self.target.dma_model, nbytes)
+            c = int(cost + 0.5)
             side = "local"
-        clock[pipe] = start + c
         self.seq += 1
         what = "load" if pipe == _LOAD else "store"
         text = f"chunk {chunk[0] + 1}/{chunk[1]} {what} {nbytes} B {side}"
-        return Issued(OP, pipe, opcode, c, c, False, None, _plan(c), text, source)
+        plan = _plan(c, path, nbytes)
+        if at == rank:
+            item = Issued(OP, pipe, opcode, c, c, False, None, plan, text, source)
+        else:
+            far = (a, b, at, nbytes)
+            item = FarItem(far, OP, pipe, opcode, c, c, False, None, plan, text, source)
+        item.gm = window
+        return item
 
     def _flag_issue(self, kind, pipe, key, source) -> Issued:
         self.seq += 1

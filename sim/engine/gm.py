@@ -5,7 +5,8 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
 
 * A **GM transfer** is a DMA item on one of the ``[gm] paths`` (GM->UB, GM->L1, UB->GM,
   L1->GM, L0C->GM). Alone it costs what its path costs (timing-model.md §5.1), so a single
-  unit sees exactly the per-core figures.
+  unit sees exactly the per-core figures; a launch of one unit is not costed by this model
+  at all (``sim.engine.chip``), so its cycles stay those of the single-op calibration.
 * **Sharing rule.** Every GM transfer of the chip also crosses a shared channel that
   moves ``bandwidth_gib_per_s``. The channel serves transfers in the order they start,
   each for ``bytes / bandwidth`` cycles: a transfer starting at ``t`` reserves
@@ -36,21 +37,27 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
   line_bytes`` newer lines were brought in after its last use (exact LRU for streaming
   and for re-use; it ignores the reordering by hits of other lines — ASSUMPTION, for a
   cost per transfer of a few numpy operations).
-* **Write queue** (``[gm.write_queue]``): the chip's GM writes (the ``*_GM`` paths: FIXPIPE
-  and MTE3 stores, an A2/A3 cube<->vector FIFO's pushes) share a write path of
-  ``capacity_gib_per_s``. Its requests queue: a write waits, before its own cost, the mean
-  wait of an M/D/1 queue, ``service * rho / (2 (1 - rho))``, where ``service`` is its bytes
-  over the capacity and ``rho`` the path's load — the bytes every other write put on it over
-  the last ``window_cycles`` (a sliding-window estimate kept in two counters: O(1) per
-  transfer, whatever the number of cores) over what the window can carry, capped at
-  ``max_load``. The wait grows with load and steeply near capacity (a queueing latency, not
-  a hard cap): one core's writes barely wait, eight cores' FIFO traffic does. The
-  capacity is fitted to the on-board flash-attention table (machine.toml says how);
-  ``sim.simulate(..., free=("gm_write_queue",))`` makes it free. The load is the offered
-  load, the bytes requested: when a shared channel narrower than the write path's capacity
-  spaces the writes out, it lowers that load, and the wait it saves can exceed the time
-  the channel adds — a limit of a mean-wait estimate stacked on a reservation (with the
-  shipped figures the channels are wider than the write path).
+* **Write ports** (``[gm.write_queue]``): the chip's GM writes (the ``*_GM`` paths: FIXPIPE
+  and MTE3 stores, an A2/A3 cube<->vector FIFO's pushes) reach GM through write ports, one
+  per group of ``cores_per_port`` consecutive cores (core ``c`` on port
+  ``c // cores_per_port``), each moving ``capacity_gib_per_s``. A port is shared by
+  processor sharing: a write moves at an equal share of its port with the writes still in
+  flight there when it starts, ``capacity / k`` (k counts itself), or at its own path's
+  rate when that is slower; it ends at the later of ``start + bytes * k / capacity`` and
+  its own end. The share is fixed when the write starts (the writes already in flight are
+  not slowed down after the fact): O(writes in flight) per write, deterministic, and the
+  port's throughput stays near its capacity when every write lasts about as long as the
+  others. So a few cores' writes never wait (their path is slower than the port), bursts
+  of many cores share it, and past a port's capacity a core's writes slow down as the
+  cores on its port are added; cores on other ports do not add to it. Fitted to the
+  on-board flash-attention tables (machine.toml says how);
+  ``sim.simulate(..., free=("gm_write_queue",))`` makes it free.
+* **First touch of a GM page** (``[gm.first_touch]``): the first transfer that touches a
+  page of ``page_bytes`` (per GM array, the array's start on a page boundary) starts the
+  page's translation (a page-table walk of ``walk_cycles``); it, and every transfer that
+  touches the page before the walk ends, moves its bytes only then. Walks of different
+  pages overlap; a page walked once stays translated for the run (ASSUMPTION: the
+  translation cache holds a kernel's pages). ``free=("gm_first_touch",)`` makes it free.
 * **What each costs.** ``free=("gm_bandwidth",)`` keeps the channels' accounting (bytes,
   utilisation, L2 hit rate) but no transfer waits for them: each costs its own path's time,
   as a lone unit would see it. ``sim.whatif`` runs a kernel with each mechanism freed.
@@ -66,7 +73,9 @@ __all__ = ["GlobalMemory", "MECHANISMS"]
 MECHANISMS = {
     "gm_bandwidth": "the chip's shared HBM and L2 channels ([gm] and [gm.l2] "
     "bandwidth_gib_per_s): a GM transfer takes only its own path's time",
-    "gm_write_queue": "queueing on the chip's GM write path ([gm.write_queue])",
+    "gm_write_queue": "the chip's GM write ports, shared by the writes in flight on each "
+    "([gm.write_queue])",
+    "gm_first_touch": "the page walk of a GM page's first touch ([gm.first_touch])",
 }
 
 _NEVER = np.iinfo(np.int64).min // 2
@@ -93,41 +102,39 @@ class _Channel:
         return self.free
 
 
-class _LoadQueue:
-    """The queueing wait of a shared path from its recent load (the module docstring's
-    write queue): ``wait(now, nbytes)`` for a request starting at ``now``."""
+class _WritePorts:
+    """The chip's GM write path (the module docstring's write ports): one port per group of
+    ``cores_per_port`` cores, its ``bytes_per_cycle`` shared by the writes in flight on it."""
 
-    __slots__ = ("bytes_per_cycle", "window", "max_load", "start", "cur", "prev", "waited", "n")
+    __slots__ = ("bytes_per_cycle", "cores_per_port", "flight", "waited", "n", "bytes")
 
-    def __init__(self, bytes_per_cycle: float, window_cycles: float, max_load: float):
+    def __init__(self, bytes_per_cycle: float, cores_per_port: int):
         self.bytes_per_cycle = bytes_per_cycle
-        self.window = window_cycles
-        self.max_load = max_load
-        self.start = 0.0  # start of the current window
-        self.cur = 0.0  # bytes requested in the current window
-        self.prev = 0.0  # bytes requested in the window before it
-        self.waited = 0.0  # sum of the waits handed out
-        self.n = 0  # requests
+        self.cores_per_port = cores_per_port
+        self.flight: dict[int, list[float]] = {}  # port -> ends of the writes on it
+        self.waited = 0.0  # cycles the ports added to the writes' ends
+        self.n = 0  # writes
+        self.bytes = 0
 
-    def load(self, now: float) -> float:
-        """The path's load at ``now``: bytes of the last window over its capacity."""
-        w = self.window
-        if now >= self.start + w:
-            k = (now - self.start) // w
-            self.prev = self.cur if k == 1 else 0.0
-            self.cur = 0.0
-            self.start += k * w
-        frac = (now - self.start) / w if now > self.start else 0.0
-        rho = (self.prev * (1.0 - frac) + self.cur) / (w * self.bytes_per_cycle)
-        return rho if rho < self.max_load else self.max_load
-
-    def wait(self, now: float, nbytes: int) -> float:
-        rho = self.load(now)
-        self.cur += nbytes
-        d = nbytes / self.bytes_per_cycle * rho / (2.0 * (1.0 - rho))
-        self.waited += d
+    def end(self, now: float, nbytes: int, core: int, end: float) -> float:
+        """The end of a write of ``nbytes`` from ``core`` starting at ``now`` that would end
+        at ``end`` without the write path: it moves at an equal share of its port with
+        the writes still in flight there, ``bytes_per_cycle / k`` (k counts itself), or
+        at its own path's rate when that is slower."""
+        port = core // self.cores_per_port
+        ends = self.flight.get(port)
+        if ends is None:
+            ends = self.flight[port] = []
+        elif ends:
+            ends[:] = [e for e in ends if e > now]
+        shared = now + nbytes * (len(ends) + 1) / self.bytes_per_cycle
         self.n += 1
-        return d
+        self.bytes += nbytes
+        if shared > end:
+            self.waited += shared - end
+            end = shared
+        ends.append(end)
+        return end
 
 
 _MAX_SHAPES = 4096  # strided window shapes whose lines _L2 keeps
@@ -227,6 +234,47 @@ class _L2:
         return hit, count, dirtied
 
 
+class _Pages:
+    """First touches of GM pages (the module docstring's page walks): per GM array and
+    page, the cycle its translation is ready."""
+
+    __slots__ = ("pages", "walk", "ready", "walks", "waited")
+
+    def __init__(self, page_bytes: int, walk_cycles: float):
+        # the L2's line arithmetic with a page as the line: a window's pages
+        self.pages = _L2({"capacity_bytes": page_bytes, "line_bytes": page_bytes})
+        self.walk = walk_cycles
+        self.ready: dict = {}  # GM array -> per page: cycle its walk ends (-1: never walked)
+        self.walks = 0
+        self.waited = 0.0  # cycles transfers waited for walks
+
+    def start(self, now: float, window) -> float:
+        """The cycle a transfer of ``window`` issued at ``now`` can move its bytes: once
+        every page it touches is translated (a page touched for the first time is walked
+        from ``now``; one whose walk is under way is waited for)."""
+        pages = self.pages.lines(window)
+        key = window[0]
+        r = self.ready.get(key)
+        need = pages.stop if type(pages) is slice else int(pages[-1]) + 1
+        if r is None or r.size < need:
+            grown = np.full(max(need, 2 * (0 if r is None else r.size)), -1.0)
+            if r is not None:
+                grown[: r.size] = r
+            r = self.ready[key] = grown
+        got = r[pages]
+        new = got < 0
+        n = int(np.count_nonzero(new))
+        if n:
+            got[new] = now + self.walk
+            r[pages] = got
+            self.walks += n
+        at = float(got.max())
+        if at > now:
+            self.waited += at - now
+            return at
+        return now
+
+
 class GlobalMemory:
     """The chip's GM: ``cost(now, item, own_cost)`` is the cycles a GM transfer takes."""
 
@@ -247,12 +295,14 @@ class GlobalMemory:
         self.miss_extra = float(l2cfg.get("miss_extra_cycles", 150))
         wq = cfg.get("write_queue", {}) if "gm_write_queue" not in free else {}
         self.write_queue = (
-            _LoadQueue(
-                float(wq["capacity_gib_per_s"]) * bpc,
-                float(wq["window_cycles"]),
-                float(wq["max_load"]),
-            )
+            _WritePorts(float(wq["capacity_gib_per_s"]) * bpc, int(wq["cores_per_port"]))
             if wq.get("enabled", False)
+            else None
+        )
+        ft = cfg.get("first_touch", {}) if "gm_first_touch" not in free else {}
+        self.pages = (
+            _Pages(int(ft["page_bytes"]), float(ft["walk_cycles"]))
+            if ft.get("enabled", False)
             else None
         )
         # with the channels freed their reservations are still made (the summary's bytes and
@@ -276,18 +326,24 @@ class GlobalMemory:
         return hit[1], hit[2]
 
     def needs_window(self) -> bool:
-        """True when transfers must carry their GM window (the L2 tracks lines)."""
-        return self.l2 is not None
+        """True when transfers must carry their GM window (the L2 tracks lines, the page
+        walks pages)."""
+        return self.l2 is not None or self.pages is not None
 
-    def cost(self, now: int, item, own: int) -> int:
+    def cost(self, now: int, item, own: int, core: int = 0) -> int:
+        """Cycles a GM transfer of ``core`` issued at ``now`` takes (``own``: its path's
+        cost alone)."""
         nbytes, write = self._gm_bytes(item.plan)
         if not nbytes:
             return own
         # a transfer moves GM bytes only when the target has a [gm] table: hbm is set
         assert self.hbm is not None
-        end: float = now + own
+        start: float = now
+        if self.pages is not None and item.gm is not None:
+            start = self.pages.start(now, item.gm)
+        end: float = start + own
         if self.l2 is None:
-            reserved = self.hbm.reserve(now, nbytes)
+            reserved = self.hbm.reserve(start, nbytes)
             if self.shared:
                 end = max(end, reserved)
         else:
@@ -297,18 +353,18 @@ class GlobalMemory:
             )
             miss_bytes = nbytes * (dirtied if write else lines - hit) // lines
             if self.apply_latency:
-                end = now + (
+                end = start + (
                     min(own, nbytes / self.hit_bpc + self.hit_fixed)
                     if hit == lines
                     else own + self.miss_extra
                 )
-            reserved = self.l2_channel.reserve(now, nbytes)
+            reserved = self.l2_channel.reserve(start, nbytes)
             if miss_bytes:
-                reserved = max(reserved, self.hbm.reserve(now, miss_bytes))
+                reserved = max(reserved, self.hbm.reserve(start, miss_bytes))
             if self.shared:
                 end = max(end, reserved)
         if write and self.write_queue is not None:
-            end += self.write_queue.wait(now, nbytes)
+            end = self.write_queue.end(start, nbytes, core, end)
         return int(end - now + 0.5) if end > now + own or self.apply_latency else own
 
     def summary(self, total_cycles: int) -> dict:
@@ -326,4 +382,7 @@ class GlobalMemory:
         q = self.write_queue
         if q is not None and q.n:
             out["write_queue"] = {"writes": q.n, "mean_wait_cycles": round(q.waited / q.n, 1)}
+        w = self.pages
+        if w is not None and w.walks:
+            out["first_touch"] = {"walks": w.walks, "waited_cycles": round(w.waited)}
         return out

@@ -16,13 +16,20 @@ cost the same transfers in the same order).
 A transfer always ends after the cycle it starts (it has a start-up latency and bytes to
 move), so nothing it causes can request another transfer at the same cycle: one costing
 per cycle sees every request of that cycle.
+
+A run with ranks (``sim.engine.ranks``) has one order for every chip of every rank: each
+chip requests through a ``Lane`` that puts (rank, launch) before its keys and costs with
+its own function (its rank's GM model, or the links for a transfer whose GM side is another
+rank's: ``sim.engine.remote``), so the transfers of one cycle are costed in (rank, launch,
+core, unit, pipe) order whatever rank they come from, and a shared link or a rank's HBM
+serves them in the order they really start.
 """
 
 from __future__ import annotations
 
 from simpy.events import Event
 
-__all__ = ["TransferOrder"]
+__all__ = ["Lane", "TransferOrder"]
 
 _AFTER_ALL = 2  # SimPy priority: after URGENT (0) and NORMAL (1) events of a cycle
 
@@ -49,6 +56,10 @@ class TransferOrder:
         now) from ``key`` = (core, unit, pipe); ``own`` is its cost on its path alone.
         With ``call``, no event: ``call(cost)`` runs when the cycle's transfers are costed,
         where the event's callbacks would have run (the timed path's pipes go on there)."""
+        return self._request(cycle, key, item, own, call, self.gm.cost)
+
+    def _request(self, cycle: int, key: tuple, item, own: int, call, cost) -> Event | None:
+        """``request`` with the function that costs the transfer."""
         ev = Event(self.env) if call is None else None
         batch = self.pending.get(cycle)
         if batch is None:
@@ -59,9 +70,9 @@ class TransferOrder:
             flush._ok, flush._value = True, None
             flush.callbacks.append(self._flush)
             self.env.schedule(flush, _AFTER_ALL, cycle - self.env.now)
-            self.pending[cycle] = [(key, item, own, ev, call)]
+            self.pending[cycle] = [(key, item, own, ev, call, cost)]
         else:
-            batch.append((key, item, own, ev, call))
+            batch.append((key, item, own, ev, call, cost))
         return ev
 
     def _flush(self, flush) -> None:
@@ -75,8 +86,7 @@ class TransferOrder:
         first = batch[0]
         if len(batch) > 1:
             batch.sort(key=_order)  # stable: one pipe's requests keep their order
-        cost = self.gm.cost
-        costs = [cost(cycle, item, own) for _, item, own, _, _ in batch]
+        costs = [cost(cycle, item, own) for _, item, own, _, _, cost in batch]
         if first[4] is not None:
             first[4](costs[batch.index(first)])
         for request, c in zip(batch, costs, strict=True):
@@ -87,6 +97,21 @@ class TransferOrder:
                 request[4](c)
             else:
                 request[3].succeed(c)
+
+
+class Lane:
+    """One chip's way into a ``TransferOrder`` shared by several chips (a run with ranks):
+    its keys follow ``prefix``, its transfers are costed by ``cost(cycle, item, own)`` and
+    ``transfer(plan)`` tells which plans are transfers (the machines ask ``transfer`` and
+    ``request`` as of a ``TransferOrder``)."""
+
+    __slots__ = ("order", "prefix", "cost", "transfer")
+
+    def __init__(self, order: TransferOrder, prefix: tuple, cost, transfer):
+        self.order, self.prefix, self.cost, self.transfer = order, prefix, cost, transfer
+
+    def request(self, cycle: int, key: tuple, item, own: int, call=None) -> Event | None:
+        return self.order._request(cycle, (self.prefix, key), item, own, call, self.cost)
 
 
 def _order(request) -> tuple:

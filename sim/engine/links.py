@@ -9,13 +9,17 @@ machine.toml holds the figures:
   crosses one) or ``ring`` (ranks ``d`` apart cross ``min(d, N - d)`` links). At most
   ``max_ranks`` ranks.
 * **A remote access** of ``n`` bytes costs ``hops * latency_cycles + n / link bandwidth``
-  (``[comm.links]``). With ``shared = true`` every directed link carries one transfer's bytes
-  at a time (``remote_cycles``): transfers are served in the order they are costed, each at
-  the cycle the issuing unit's own communication items let it start (``sim.engine.comm``).
-  ASSUMPTION (communication.md §10.3, §11: link figures [silent]; §9 suggests a link
-  resource per ordered pair of ranks): that start is an estimate from the unit's own
-  communication items — other work on its DMA pipes can start it later — and the local side
-  of a transfer keeps its ``[dma.paths]`` cost without crossing the chip's GM model.
+  (``[comm.links]``) when nothing else is in its way. It is a GM transfer of the issuing
+  chip, costed at the cycle it really starts (its pipe free, its flags set) in the order
+  every chip of the run shares (``sim.engine.gmorder``, ``sim.engine.remote``): ``cost``.
+  With ``shared = true`` every directed link carries one transfer's bytes at a time: a
+  transfer first waits for the links of its path to be free. Its bytes also cross the GM
+  model of the rank whose memory it reads or writes (HBM and L2 channels, write queue): it
+  takes the slower of link and memory. ASSUMPTION (communication.md §9: "a link resource
+  per ordered pair of ranks, not the local GM bandwidth", and "HBM contention between a
+  comm kernel and a compute kernel on the same NPU is real"; §10.3, §11: the figures are
+  [silent]): with the shipped figures the link (30 GB/s) bounds a lone transfer and a
+  rank's HBM (1490 GiB/s) only when other traffic has taken it.
 * **Windows.** Each rank's GM arrays are its own (``RankMemory``); a remote operand names the
   same GM argument and element offset on the peer (symmetric windows, communication.md §3).
 * **Signals.** A ``TNOTIFY`` lands on its rank's int32 word ``notify_cycles`` after it
@@ -33,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from sim.base.errors import UserError
+from sim.engine.gmorder import TransferOrder
 from sim.engine.gmviews import GlobalViews
 from sim.engine.rankraces import RankRaces
 from sim.isa.comm import cmp_text, notify, satisfied
@@ -121,6 +126,11 @@ class Links:
         self.latency = float(links["latency_cycles"])
         self.shared = bool(links.get("shared", False))
         self._free: dict[tuple[int, int], float] = {}  # directed link -> free from cycle
+        # each rank's GM model (sim.engine.gm.GlobalMemory; None without a [gm] table) and
+        # the one order in which every chip's GM transfers are costed (sim.engine.gmorder)
+        self.models: list = [None] * ranks
+        self.order = TransferOrder(env, None)
+        self._lanes: dict[int, int] = {}  # rank -> chips (launches) that have a lane
         sig = cfg.get("signals", {})
         self.notify_cycles = int(sig.get("notify_cycles", 0))
         self.poll_cycles = int(sig.get("poll_cycles_per_element", 0))
@@ -156,21 +166,39 @@ class Links:
             x = y
         return out
 
-    def remote_cycles(self, a: int, b: int, nbytes: int, start: float | None = None) -> int:
-        """Cycles of one remote access moving ``nbytes`` from rank ``a`` to rank ``b``:
-        the latency of every hop and the bytes at the link bandwidth. With ``[comm.links]
-        shared`` and the cycle the access starts (``start``), each directed link carries
-        one transfer's bytes at a time, in the order they are costed: a transfer first waits
-        for the links of its path to be free."""
+    def remote_cycles(self, a: int, b: int, nbytes: int) -> int:
+        """Cycles of one remote access moving ``nbytes`` from rank ``a`` to rank ``b`` with
+        nothing in its way: the latency of every hop and the bytes at the link bandwidth."""
+        return int(self.hops(a, b) * self.latency + nbytes / self.bytes_per_cycle + 0.5)
+
+    def cost(self, t: int, item, own: int) -> int:
+        """Cycles of the remote transfer ``item`` (a ``sim.engine.remote.FarItem``) that
+        starts at cycle ``t`` (now: the run's transfer order costs it then). Its bytes wait
+        for the directed links of its path (``shared``), stream at the link bandwidth and
+        cross the GM model of the rank whose memory they read or write, whichever is slower
+        (that rank's HBM is taken by other traffic); the links stay busy until then."""
+        a, b, peer, nbytes = item.far
         h = self.hops(a, b)
         stream = nbytes / self.bytes_per_cycle
-        if not self.shared or start is None or not h:
-            return int(h * self.latency + stream + 0.5)
-        links = self.path(a, b)
-        begin = max([start] + [self._free.get(x, 0.0) for x in links])
+        links = self.path(a, b) if self.shared else []
+        begin = max([t] + [self._free.get(x, 0.0) for x in links])
+        end = begin + stream
+        mem = self.models[peer]
+        if mem is not None:
+            alone = int(stream + 0.5)
+            # the memory's own time for these bytes beyond the link's (its channels and
+            # write queue, reserved from now, as the chip's own transfers are)
+            end = max(end, t + stream + mem.cost(t, item, alone) - alone)
         for x in links:
-            self._free[x] = begin + stream
-        return int(begin - start + h * self.latency + stream + 0.5)
+            self._free[x] = end
+        return int(end - t + h * self.latency + 0.5)
+
+    def lane_key(self, rank: int) -> tuple[int, int]:
+        """(rank, launch) of the next chip of ``rank`` to join the transfer order: the
+        first of a cycle's transfers by rank, then by launch (stream)."""
+        n = self._lanes.get(rank, 0)
+        self._lanes[rank] = n + 1
+        return (rank, n)
 
     def peer(self, rank: int, peer: int, where: str) -> int:
         """``peer`` checked against the run's ranks."""

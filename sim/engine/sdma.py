@@ -19,8 +19,11 @@ figures and their fit.
   first waits for the oldest (the flag-payload slot it reuses, §5.5 step 2).
 
 ASSUMPTION (communication.md §11: SDMA timing beyond §10.1 is [silent]): queues are the only
-shared resource; the data moves when the post issues (a correct kernel reads it only after
-the Wait).
+resource that times a copy; the data moves when the post issues (a correct kernel reads it
+only after the Wait). Its bytes still load the source rank's and the destination rank's GM
+models (HBM, L2, write queue) from the cycle each descriptor starts
+(``sim.engine.remote.sdma_traffic``), so other traffic of those ranks waits for them; the
+copy itself is not slowed by that traffic (its 20.66 GB/s are far below a rank's HBM).
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ class Sdma:
         self.bytes_per_cycle = float(cfg["bandwidth_gb_per_s"]) * 1e9 / target.clock_hz
         self._free: dict[tuple[int, int], float] = {}  # (channel group, queue) -> free at
         self.bytes = 0  # bytes copied (for summaries and tests)
+        # (start cycle, bytes) of each descriptor of the latest post: when its bytes cross
+        # the two ranks' GM models (sim.engine.remote.sdma_traffic)
+        self.descriptors: list[tuple[float, int]] = []
 
     def session(self, group: int, queues: int | None, block_bytes: int | None, where: str):
         if not 0 <= group < self.channels:
@@ -84,6 +90,7 @@ class Sdma:
         start = now + self.latency
         end = start
         left = nbytes
+        self.descriptors = []
         while True:
             n = min(left, s.block_bytes)
             key = (s.group, s.next_queue)
@@ -91,6 +98,7 @@ class Sdma:
             begin = max(start, self._free.get(key, 0.0))
             done = begin + n / self.bytes_per_cycle
             self._free[key] = done
+            self.descriptors.append((begin, n))
             end = max(end, done)
             left -= n
             if left <= 0:
