@@ -56,10 +56,13 @@ class TransferOrder:
         now) from ``key`` = (core, unit, pipe); ``own`` is its cost on its path alone.
         With ``call``, no event: ``call(cost)`` runs when the cycle's transfers are costed,
         where the event's callbacks would have run (the timed path's pipes go on there)."""
-        return self._request(cycle, key, item, own, call, self.gm.cost)
+        return self._request(cycle, key, item, own, call, self.gm.cost, key[0])
 
-    def _request(self, cycle: int, key: tuple, item, own: int, call, cost) -> Event | None:
-        """``request`` with the function that costs the transfer."""
+    def _request(
+        self, cycle: int, key: tuple, item, own: int, call, cost, core: int
+    ) -> Event | None:
+        """``request`` with the function that costs the transfer, told the requesting
+        core (the GM model's write port: ``sim.engine.gm``)."""
         ev = Event(self.env) if call is None else None
         batch = self.pending.get(cycle)
         if batch is None:
@@ -70,9 +73,9 @@ class TransferOrder:
             flush._ok, flush._value = True, None
             flush.callbacks.append(self._flush)
             self.env.schedule(flush, _AFTER_ALL, cycle - self.env.now)
-            self.pending[cycle] = [(key, item, own, ev, call, cost)]
+            self.pending[cycle] = [(key, item, own, ev, call, cost, core)]
         else:
-            batch.append((key, item, own, ev, call, cost))
+            batch.append((key, item, own, ev, call, cost, core))
         return ev
 
     def _flush(self, flush) -> None:
@@ -86,7 +89,7 @@ class TransferOrder:
         first = batch[0]
         if len(batch) > 1:
             batch.sort(key=_order)  # stable: one pipe's requests keep their order
-        costs = [cost(cycle, item, own) for _, item, own, _, _, cost in batch]
+        costs = [cost(cycle, item, own, core) for _, item, own, _, _, cost, core in batch]
         if first[4] is not None:
             first[4](costs[batch.index(first)])
         for request, c in zip(batch, costs, strict=True):
@@ -101,7 +104,7 @@ class TransferOrder:
 
 class Lane:
     """One chip's way into a ``TransferOrder`` shared by several chips (a run with ranks):
-    its keys follow ``prefix``, its transfers are costed by ``cost(cycle, item, own)`` and
+    its keys follow ``prefix``, its transfers are costed by ``cost(cycle, item, own, core)`` and
     ``transfer(plan)`` tells which plans are transfers (the machines ask ``transfer`` and
     ``request`` as of a ``TransferOrder``)."""
 
@@ -111,7 +114,7 @@ class Lane:
         self.order, self.prefix, self.cost, self.transfer = order, prefix, cost, transfer
 
     def request(self, cycle: int, key: tuple, item, own: int, call=None) -> Event | None:
-        return self.order._request(cycle, (self.prefix, key), item, own, call, self.cost)
+        return self.order._request(cycle, (self.prefix, key), item, own, call, self.cost, key[0])
 
 
 def _order(request) -> tuple:

@@ -58,10 +58,10 @@ def lane(order, prefix: tuple, gm, links) -> Lane:
     local = gm.cost if active else _own
     remote = links.cost
 
-    def cost(cycle: int, item, own: int) -> int:
+    def cost(cycle: int, item, own: int, core: int = 0) -> int:
         if type(item) is FarItem:
             return remote(cycle, item, own)
-        return local(cycle, item, own)
+        return local(cycle, item, own, core)
 
     def transfer(plan) -> bool:
         return plan is not None and plan.bytes > 0 and (not active or gm._gm_bytes(plan)[0] > 0)
@@ -69,7 +69,7 @@ def lane(order, prefix: tuple, gm, links) -> Lane:
     return Lane(order, prefix, cost, transfer)
 
 
-def _own(cycle: int, item, own: int) -> int:
+def _own(cycle: int, item, own: int, core: int = 0) -> int:
     return own
 
 
