@@ -274,8 +274,9 @@ def test_a_plain_tload_or_tstore_on_a_peers_window_moves_the_peers_data(n, remot
 def test_a_plain_move_on_a_peers_window_costs_the_link(remote):
     nbytes = 16 * 64 * 4
     op = "TSTORE" if remote == "store" else "TLOAD"
-    far = sim.simulate(_peer_move(remote), ranks=2, comm_context="ctx", functional=False)
-    near = sim.simulate(_peer_move("none"), ranks=2, comm_context="ctx", functional=False)
+    quiet = dict(ranks=2, comm_context="ctx", functional=False, free="gm_first_touch")
+    far = sim.simulate(_peer_move(remote), **quiet)
+    near = sim.simulate(_peer_move("none"), **quiet)
     for res in (far.ranks[0], far.ranks[1]):
         t = res.trace
         row = t[t.opcode == op].iloc[0]
