@@ -62,7 +62,7 @@ CASES = {
     ),
     "gemm_ar_public": (
         "examples/comm/gemm_ar.py",
-        ["--ranks", "8", "--stream", "examples/comm/gemm_ar.py:comm"],
+        ["--ranks", "8", "--comm-context", "ctx", "--stream", "examples/comm/gemm_ar.py:comm"],
     ),
     "allgather_gemm": (
         "examples/comm/allgather_gemm.py",
@@ -133,34 +133,22 @@ def allgather_gemm(ranks=AG_RANKS) -> list[dict]:
 
 def fidelity() -> list[dict]:
     """The public GEMM + AllReduce figures against the simulator's (see the module doc)."""
-    import importlib.util
     import tomllib
-
-    import numpy as np
 
     import sim
 
     public = tomllib.loads(PUBLIC.read_text())
     s, hw = public["setup"], public["measured"]
-    spec = importlib.util.spec_from_file_location("gemm_ar", ROOT / "examples/comm/gemm_ar.py")
-    assert spec is not None and spec.loader is not None
-    g = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(g)
+    g = _example("gemm_ar")
     n, m, k, nn = s["ranks"], s["m_padded"], s["k"], s["n_padded"]
-    shape = dict(base_m=s["base_m"], base_n=s["base_n"])
-    tiles = (m // s["base_m"]) * (nn // s["base_n"])
+    assert (s["base_m"], s["base_n"], s["sub_m"]) == (g.BASE_M, g.BASE_N, g.SUB_M)
+    assert s["compute_blocks"] == s["comm_blocks"] == g.BLOCKS
 
-    def compute():
-        return g.compute(n, m, k, nn, base_k=s["base_k"], step_k=s["step_k"], **shape)
-
-    def comm():
-        return g.comm(n, m, nn, sub_m=s["sub_m"], **shape)
-
-    quiet = dict(ranks=n, functional=False, trace="none")
-    alone = sim.simulate(compute(), **quiet)
-    rung = {"ready": np.ones((1, tiles), np.int32)}  # every doorbell rung: compute has run
-    comm_alone = sim.simulate(comm(), inputs=rung, **quiet)
-    both = sim.simulate(compute(), streams=[comm()], **quiet)
+    quiet = dict(ranks=n, functional=False, trace="none", comm_context="ctx")
+    alone = sim.simulate(g.compute(n, m, k, nn), **quiet)
+    # the queues as the compute kernel leaves them: compute has run
+    comm_alone = sim.simulate(g.comm(n, m, nn, rung=True), **quiet)
+    both = sim.simulate(g.compute(n, m, k, nn), streams=[g.comm(n, m, nn)], **quiet)
     clock = alone.target.clock_hz
     launch = alone.ranks[0].launch_cycles
 
