@@ -233,3 +233,112 @@ def test_builder_refusals_name_the_rule():
         k.dsb("L2")
     with pytest.raises(UserError, match="cache_invalidate: view must be a GM window"):
         k.cache_invalidate(k.tile("vec", "f32", 8, 64))
+
+
+# --- auto mode orders the communication instructions' accesses -------------------------------
+
+
+def _pull(peer: bool) -> sim.Kernel:
+    """TGET a 16 x 64 block into local ``buf``, then TLOAD it, double it, store it."""
+    k = sim.Kernel("pull")
+    src = k.gm("src", "f32", (16, 64))
+    buf = k.gm("buf", "f32", (16, 64), np.zeros((16, 64), np.float32))
+    out = k.gm("out", "f32", (16, 64), np.zeros((16, 64), np.float32))
+    stage = k.tile("vec", "f32", 16, 64)
+    a = k.tile("vec", "f32", 16, 64)
+    k.TGET(buf, src, stage, peer=1 - k.rank_idx if peer else None)
+    k.TLOAD(a, buf)
+    k.TADD(a, a, a)
+    k.TSTORE(out, a)
+    return k
+
+
+def _flat(body):
+    from sim.isa.program import For, If, Section
+
+    for st in body:
+        if isinstance(st, For | Section):
+            yield from _flat(st.body)
+        elif isinstance(st, If):
+            yield from _flat(st.then_body)
+            yield from _flat(st.else_body)
+        else:
+            yield st
+
+
+def test_auto_mode_orders_a_tload_after_the_tget_that_fills_its_buffer():
+    from sim.frontend.printer import print_program
+    from sim.isa.comm import CommOp
+    from sim.isa.program import Instr, SetFlag, WaitFlag
+    from sim.placement import plan_auto
+
+    plan = plan_auto(_pull(peer=False))
+    body = list(_flat(plan.program.main.body))
+    tget = next(i for i, s in enumerate(body) if isinstance(s, CommOp))
+    tload = next(i for i, s in enumerate(body) if isinstance(s, Instr) and s.opcode == "TLOAD")
+    between = body[tget + 1 : tload]
+    # PTOAS's rule (communication.md §5.1): the TGET writes buf through MTE3, the TLOAD reads
+    # it through MTE2: a flag from one to the other
+    sets = [s for s in between if isinstance(s, SetFlag)]
+    waits = [s for s in between if isinstance(s, WaitFlag)]
+    assert [(s.src, s.dst) for s in sets] == [("PIPE_MTE3", "PIPE_MTE2")]
+    assert [(w.src, w.dst, w.event) for w in waits] == [(s.src, s.dst, s.event) for s in sets]
+    text = print_program(plan.program)
+    assert "pto.comm.tget(" in text and "pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>," in text
+    r = sim.simulate(_pull(peer=True), ranks=2, sync="auto")
+    for me in (0, 1):
+        got, src = r.output("out", me).ravel(), r.output("src", 1 - me).ravel()
+        np.testing.assert_array_equal(got, 2 * src)
+        t = r.ranks[me].trace
+        stores = t[(t["opcode"] == "TGET") & (t["pipe"] == "PIPE_MTE3")]["end_cycle"].max()
+        assert t[t["opcode"] == "TLOAD"]["start_cycle"].min() >= stores
+
+
+def test_auto_placement_keeps_the_staging_tile_apart_from_a_tile_live_across_the_op():
+    from sim.placement import plan_auto
+
+    k = sim.Kernel("keep")
+    x = k.gm("x", "f32", (16, 64))
+    src = k.gm("src", "f32", (16, 64))
+    buf = k.gm("buf", "f32", (16, 64), np.zeros((16, 64), np.float32))
+    out = k.gm("out", "f32", (16, 64), np.zeros((16, 64), np.float32))
+    stage = k.tile("vec", "f32", 16, 64)
+    a = k.tile("vec", "f32", 16, 64)
+    k.TLOAD(a, x)  # a is live across the TGET, which uses the staging tile's bytes
+    k.TGET(buf, src, stage)
+    k.TADD(a, a, a)
+    k.TSTORE(out, a)
+    plan = plan_auto(k)
+    spans = sorted((sl.addrs[0], sl.addrs[0] + sl.nbytes) for sl in plan.slots.values())
+    assert len(spans) == 2 and spans[0][1] <= spans[1][0]
+
+
+def test_auto_mode_orders_a_tstore_before_the_tput_that_reads_it():
+    from sim.isa.comm import CommOp
+    from sim.isa.program import Instr, SetFlag, WaitFlag
+    from sim.placement import plan_auto
+
+    k = sim.Kernel("push")
+    x = k.gm("x", "f32", (16, 64))
+    mid = k.gm("mid", "f32", (16, 64), np.zeros((16, 64), np.float32))
+    dst = k.gm("dst", "f32", (16, 64), np.zeros((16, 64), np.float32))
+    a = k.tile("vec", "f32", 16, 64)
+    stage = k.tile("vec", "f32", 16, 64)
+    k.TLOAD(a, x)
+    k.TSTORE(mid, a)  # MTE3 writes mid ...
+    k.TPUT(dst, mid, stage)  # ... which the TPUT reads through MTE2
+    body = list(_flat(plan_auto(k).program.main.body))
+    tstore = next(i for i, s in enumerate(body) if isinstance(s, Instr) and s.opcode == "TSTORE")
+    tput = next(i for i, s in enumerate(body) if isinstance(s, CommOp))
+    between = body[tstore + 1 : tput]
+    assert [(s.src, s.dst) for s in between if isinstance(s, SetFlag)] == [
+        ("PIPE_MTE3", "PIPE_MTE2")
+    ]
+    assert [(s.src, s.dst) for s in between if isinstance(s, WaitFlag)] == [
+        ("PIPE_MTE3", "PIPE_MTE2")
+    ]
+    r = sim.simulate(k, ranks=1, sync="auto", inputs={"x": np.ones((16, 64), np.float32)})
+    np.testing.assert_array_equal(r.output("dst", 0).ravel(), np.ones(16 * 64, np.float32))
+    t = r.ranks[0].trace
+    put_load = t[(t["opcode"] == "TPUT") & (t["pipe"] == "PIPE_MTE2")]["start_cycle"].min()
+    assert put_load >= t[t["opcode"] == "TSTORE"]["end_cycle"].max()

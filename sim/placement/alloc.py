@@ -31,9 +31,11 @@ import attrs
 
 from sim.base.errors import PlacementError
 from sim.base.vclock import join
+from sim.isa.comm import CommOp
 from sim.isa.opcodes import opcode as _opcode
 from sim.isa.program import Alloc, For, If, Instr, PipeOp, Section
 from sim.isa.tile import Loc, Tile
+from sim.placement.comm import comm_tiles
 from sim.placement.ir import Aliases, tile_roles
 from sim.timing.banks import ub_banks
 
@@ -118,6 +120,9 @@ class _Scan:
                     roles = self._roles[id(st)] = self._instr_roles(st)
                 for t, (r, w) in roles:
                     self.uses.setdefault(t, []).append(_Use(p, r, w, loops, cond))
+            elif isinstance(st, CommOp):  # staging tiles: written and read by the op
+                for t in comm_tiles(st):
+                    self.uses.setdefault(self.root(t), []).append(_Use(p, True, True, loops, cond))
             elif isinstance(st, For):
                 self._visit(st.body, loops + (st,), cond)
                 self.loop_span[id(st)] = (p, self.pos)

@@ -83,6 +83,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from sim.base.errors import PlacementError, UserError
+from sim.isa.comm import CommOp
 from sim.isa.program import (
     Alloc,
     Barrier,
@@ -364,6 +365,9 @@ def _plan_function(fn, tgt, double_buffer: bool, keep_addresses: bool, tick=None
         if s is not None
     }
     ctx = Ctx(tgt, slots, Aliases(fn1), Views(fn1), _names(fn1), pipes, {}, fifos, tick)
+    for st in walk(fn1.body):  # the pipes of the communication instructions' sides
+        if isinstance(st, CommOp):
+            pipes |= {q for q, _, _ in ctx.comm_steps(st)}
     body = _place(fn1.body, slots, ctx)
     body = synchronise(body, ctx)
     return attrs.evolve(fn1, body=tuple(body)), slots, ctx.stats

@@ -20,10 +20,22 @@ from typing import Any
 import attrs
 
 from sim.base.vclock import join
+from sim.isa.comm import CommOp
 from sim.isa.program import Barrier, For, If, Instr, PartView, PipeOp, Section, SetFlag, WaitFlag
+from sim.placement.comm import comm_sides
 from sim.placement.ir import Access, pipe_of, tile_roles
 
-__all__ = ["Order", "SyncStats", "Summary", "Ctx", "Rec", "stmt", "pipes_of_stmt", "raw_accesses"]
+__all__ = [
+    "Order",
+    "SyncStats",
+    "Summary",
+    "Ctx",
+    "Rec",
+    "stmt",
+    "steps_of",
+    "pipes_of_stmt",
+    "raw_accesses",
+]
 
 
 @functools.cache
@@ -174,6 +186,23 @@ class Ctx:
             return self.fifos.step(st)
         return None
 
+    def comm_steps(self, st: CommOp) -> tuple:
+        """``((pipe, symbolic accesses, True), ...)``: a side per pipe of a UB-staged
+        communication instruction (``sim.placement.comm``); () for the others."""
+        steps: Any = self.steps.get(id(st), self)
+        if steps is self:
+            out = []
+            for pipe, uses in comm_sides(st):
+                sym: list[tuple] = []
+                for o, w in uses:
+                    if isinstance(o, PartView):
+                        sym.append(("gm", self.views.access(o, w)))
+                    else:
+                        sym.append(("tile", self.root(o), w))
+                out.append((pipe, tuple(sym), True))
+            steps = self.steps[id(st)] = tuple(out)
+        return steps
+
     def resolve_step(self, sym: tuple, parity: dict) -> list[Access]:
         """``resolve`` of a step's accesses (``step()[1]``, kept as long as this run), once
         per step outside double-buffered loop copies (where ``parity`` picks the copy)."""
@@ -211,10 +240,21 @@ class Ctx:
         return out
 
 
-def pipes_of_stmt(st, ctx) -> set:
+def steps_of(st, ctx) -> tuple:
+    """The steps (``Ctx.step``) of a statement the hazards concern: one for an instruction
+    or a FIFO op, a side per pipe for a UB-staged communication instruction, () for the
+    others (compound statements included)."""
     if isinstance(st, (Instr, PipeOp)):
         step = ctx.step(st)
-        return {step[0]} if step else set()
+        return () if step is None else (step,)
+    if isinstance(st, CommOp):
+        return ctx.comm_steps(st)
+    return ()
+
+
+def pipes_of_stmt(st, ctx) -> set:
+    if isinstance(st, (Instr, PipeOp, CommOp)):
+        return {step[0] for step in steps_of(st, ctx)}
     if isinstance(st, SetFlag):
         return {st.src}
     if isinstance(st, WaitFlag):
@@ -231,10 +271,10 @@ def raw_accesses(st, ctx) -> dict:
     bodies = (st.body,) if isinstance(st, (For, Section)) else (st.then_body, st.else_body)
     for body in bodies:
         for s in body:
-            step = ctx.step(s)
-            if step is not None:
+            steps = steps_of(s, ctx)
+            for step in steps:
                 out.setdefault(step[0], []).extend(step[1])
-            elif isinstance(s, (For, If, Section)):
+            if not steps and isinstance(s, (For, If, Section)):
                 for p, a in raw_accesses(s, ctx).items():
                     out.setdefault(p, []).extend(a)
     return out

@@ -27,8 +27,8 @@ The walk never claims more order than the program has:
 * the two branches of an ``scf.if`` are walked from the same state; after it, only what
   was known before is kept, and the pairs either branch used carry nothing;
 * an event id known only at run time makes its (P, Q) pair carry nothing; cross-core
-  flags, ``syncall`` and the FIFO hand-offs order nothing here; a tile a FIFO op touches
-  never shares bytes.
+  flags, ``syncall`` and the FIFO hand-offs order nothing here; a tile a FIFO op or a
+  communication instruction touches never shares bytes.
 
 Two tiles may share bytes when, for every instance X of one and Y of the other (X first),
 every access of Y knows every access of X on another pipe. A walk that would exceed
@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import deque
 
 from sim.base.vclock import join
+from sim.isa.comm import CommOp
 from sim.isa.program import (
     Alloc,
     Barrier,
@@ -55,6 +56,7 @@ from sim.isa.program import (
     WaitFlag,
 )
 from sim.isa.tile import Tile
+from sim.placement.comm import comm_tiles
 from sim.placement.ir import Aliases, pipe_of, tile_roles
 
 __all__ = ["ProgramOrder", "MAX_STEPS"]
@@ -138,6 +140,9 @@ class ProgramOrder:
                 for x in (*st.operands, *st.results):
                     if isinstance(x, Tile):
                         self.unshared.add(self.root(x))
+            elif t is CommOp:  # a communication instruction's staging tiles: never shared
+                for x in comm_tiles(st):
+                    self.unshared.add(self.root(x))
             elif t is For:
                 self._loop(st)
             elif t is If:

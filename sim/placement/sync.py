@@ -31,7 +31,16 @@ from sim.isa.program import (
     WaitFlag,
     Yield,
 )
-from sim.placement.order import Ctx, Order, Rec, Summary, pipes_of_stmt, raw_accesses, stmt
+from sim.placement.order import (
+    Ctx,
+    Order,
+    Rec,
+    Summary,
+    pipes_of_stmt,
+    raw_accesses,
+    steps_of,
+    stmt,
+)
 
 __all__ = ["synchronise"]
 
@@ -173,6 +182,8 @@ class _Level:
                 self._resolve(i, q, self._uncovered(q, accs, same))
                 k, snap = self.order.op(q)
                 self._record(q, k, snap, accs, i)
+            elif isinstance(st, CommOp) and ctx.comm_steps(st):
+                self._comm(i, ctx.comm_steps(st))
             elif (
                 isinstance(st, ScalarOp)
                 and st.op.removeprefix("pto.") in ("load_scalar", "store_scalar")
@@ -196,6 +207,17 @@ class _Level:
             y = out.pop(ys[-1])
             out.append(y)
         return out
+
+    def _comm(self, i: int, steps: tuple) -> None:
+        """A UB-staged communication instruction (``sim.placement.comm``): each side's
+        hazards with what came before are ordered first, then the sides are recorded (they
+        are no hazard for each other: the op orders its own steps)."""
+        resolved = [(q, self.ctx.resolve_step(sym, self.parity)) for q, sym, _ in steps]
+        for q, accs in resolved:
+            self._resolve(i, q, self._uncovered(q, accs))
+        for q, accs in resolved:
+            k, snap = self.order.op(q)
+            self._record(q, k, snap, accs, i)
 
     def _busy_inside(self) -> dict:
         """Ids a nested block may not use: busy here, or possibly still pending here."""
@@ -255,10 +277,10 @@ class _Level:
         s = Summary(keys=set(self.keys))
         for st in body:
             s.pipes |= pipes_of_stmt(st, ctx)
-            step = ctx.step(st) if isinstance(st, (Instr, PipeOp)) else None
-            if step is not None:
+            steps = steps_of(st, ctx)
+            for step in steps:
                 s.accesses.setdefault(step[0], []).extend(step[1])
-            elif not isinstance(st, (Instr, PipeOp)):
+            if not steps and not isinstance(st, (Instr, PipeOp)):
                 inner = ctx.summaries.get(id(st))
                 if inner is not None:
                     for p, a in inner.accesses.items():
@@ -310,6 +332,9 @@ def _simulate(ctx, stmts, origin, loop_id, parity, copies, primes):
                 step = ctx.step(st)
                 if step is not None:
                     consume(c, i, step[0], ctx.resolve(step[1], par), step[2])
+            elif isinstance(st, CommOp):  # its sides: no hazard for each other (same copy)
+                for q, sym, same in ctx.comm_steps(st):
+                    consume(c, i, q, ctx.resolve(sym, par), same)
             elif isinstance(st, SetFlag):
                 key = _event_key(st, par, ctx)
                 sym = (st.src, st.dst, st.event.name if isinstance(st.event, Scalar) else st.event)
