@@ -342,3 +342,43 @@ def test_auto_mode_orders_a_tstore_before_the_tput_that_reads_it():
     t = r.ranks[0].trace
     put_load = t[(t["opcode"] == "TPUT") & (t["pipe"] == "PIPE_MTE2")]["start_cycle"].min()
     assert put_load >= t[t["opcode"] == "TSTORE"]["end_cycle"].max()
+
+
+def test_the_all_gather_pto_with_the_cache_ops_of_real_kernels():
+    """examples/comm/allgather.pto with the model kernels' publish and consume steps
+    (communication.md §8.5): dcci of the peer's rows and a fence after each TPUT, a
+    whole-cache dcci after the TWAIT; the data is the all-gather's, the ops cost their time."""
+    from sim.frontend import parse_text
+    from sim.frontend.printer import print_program
+
+    text = (ROOT / "examples" / "comm" / "allgather.pto").read_text()
+    put = (
+        "      pto.comm.tput(%dv, %sv, buf(%stage) : !PV, !PV, !VT) "
+        "{atomicType = #pto<atomic_type atomic_none>}\n"
+    )
+    wait = "    pto.comm.twait(%mine, %n32 : !SV, i32) {cmp = #pto<wait_cmp ge>}\n"
+    assert text.count(put) == 1 and text.count(wait) == 1
+    text = text.replace(
+        put,
+        put
+        + "      pto.cmo.cacheinvalid %dv single_cache_line\n"
+        + "      pto.fence.barrier_all #pto.fence_scope<gm>\n",
+    )
+    text = text.replace(wait, wait + "    pto.cmo.cacheinvalid all #pto.address_space<gm>\n")
+    program = parse_text(text, "allgather_cmo.pto")
+    printed = print_program(program)
+    assert printed.count("pto.cmo.cacheinvalid") == 2 and parse_text(printed) == program
+    n = 3
+    inputs = {"arrived": np.zeros(1, np.int32), "out": np.zeros(16 * 64 * n, np.float32)}
+    r = sim.simulate(program, ranks=n, comm_context="ctx", inputs=inputs)
+    srcs = np.concatenate([r.output("src", i)[: 16 * 64] for i in range(n)])
+    for i in range(n):
+        np.testing.assert_array_equal(r.output("out", i), srcs)
+        t = r.ranks[i].trace
+        dcci = t[t["opcode"] == "DCCI"]
+        assert sorted(dcci["duration_cycles"]) == [SYNC["dcci_line_cycles"]] * n + [
+            SYNC["dcci_all_cycles"]
+        ]
+        assert (t["opcode"] == "DSB").sum() == n  # one per fence
+        last = dcci["start_cycle"].max()
+        assert last == t[t["opcode"] == "TWAIT"]["end_cycle"].max()
