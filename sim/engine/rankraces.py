@@ -21,11 +21,13 @@ with).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from sim.base.vclock import join
 
 __all__ = ["RankRaces"]
 
-_KEEP = 1 << 14  # accesses kept per GM argument of a rank (the oldest go first)
+_KEEP = 1 << 14  # accesses kept per unit and GM argument of a rank (the oldest go first)
 
 
 def _end(w: tuple) -> int:
@@ -55,7 +57,12 @@ class RankRaces:
     def __init__(self, limit: int = 50):
         self.clocks: dict = {}  # unit -> its vector clock
         self.released: dict = {}  # (rank, GM argument, element) -> joined clocks
-        self.accesses: dict = {}  # (rank, GM argument) -> [(unit, count, window, kind, what)]
+        # (rank, GM argument) -> chip (rank, id) -> [first element, end, {unit: ([count,
+        # ...], [(window, kind, what), ...])}]: a chip's span of elements skips it whole
+        # where an access lies outside it; each unit's accesses in its own order, so that
+        # those a signal ordered before an access (count <= what the accessing unit's clock
+        # holds of it) are skipped by one search
+        self.accesses: dict = {}
         self.findings: list[str] = []
         self._seen: set = set()
         self.limit = limit
@@ -81,22 +88,33 @@ class RankRaces:
         ``atomic``: an atomic-add write (two of them never race: the hardware adds both)."""
         clock = self._clock(unit)
         clock[unit] += 1
-        events = self.accesses.setdefault((rank, name), [])
+        by_chip = self.accesses.setdefault((rank, name), {})
         kind = "atomic" if atomic else write
-        for u, count, win, w, other in events:
-            if u == unit or not (write or w) or not _meet(win, window):
-                continue
-            if kind == "atomic" and w == "atomic":
-                continue
-            if unit[0] == rank and u[0] == rank and unit[1] == u[1]:
-                continue  # one chip's own units: the chip's race check
-            if clock.get(u, 0) >= count:
-                continue  # ordered by a signal
-            lo, hi = max(win[0], window[0]), min(_end(win), _end(window))
-            self._found(rank, name, lo, hi, (u, w, other), (unit, write, what))
-        events.append((unit, clock[unit], window, kind, what))
-        if len(events) > _KEEP:
-            del events[: len(events) - _KEEP]
+        mine = unit[:2]
+        first, end = window[0], _end(window)
+        for chip, (lo, hi, by_unit) in by_chip.items():
+            if (chip == mine and unit[0] == rank) or first >= hi or lo >= end:
+                continue  # one chip's own units (the chip's race check), or apart
+            for u, (counts, events) in by_unit.items():
+                if u == unit:
+                    continue
+                # the accesses of u a signal ordered before this one come first
+                for win, w, other in events[bisect_right(counts, clock.get(u, 0)) :]:
+                    if not (write or w) or (kind == "atomic" and w == "atomic"):
+                        continue
+                    if _meet(win, window):
+                        a, b = max(win[0], first), min(_end(win), end)
+                        self._found(rank, name, a, b, (u, w, other), (unit, write, what))
+        group = by_chip.get(mine)
+        if group is None:
+            group = by_chip[mine] = [first, end, {}]
+        else:
+            group[0], group[1] = min(group[0], first), max(group[1], end)
+        counts, events = group[2].setdefault(unit, ([], []))
+        counts.append(clock[unit])
+        events.append((window, kind, what))
+        if len(counts) > _KEEP:
+            del counts[: len(counts) - _KEEP], events[: len(events) - _KEEP]
 
     def release(self, unit, words) -> None:
         """A ``TNOTIFY`` of ``unit`` on ``words`` ((rank, name, element) each)."""
