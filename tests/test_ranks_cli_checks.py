@@ -137,6 +137,14 @@ def test_each_ranks_chip_checks_its_own_races(capsys, tmp_path):
     assert got["races"]["found"] == []  # nothing crosses a rank
 
 
+def test_compare_with_ranks_counts_every_ranks_own_races(capsys, tmp_path):
+    racy = _kernel(tmp_path, "racy", RACY)
+    assert main(["compare", racy, "--ranks", "2", "--timing-only", "--json"]) == 0
+    got = _json(capsys)["manual"]
+    assert got["races"] == 2  # one in each rank's chip, none across
+    assert [f.split(":")[0] for f in got["race_findings"]] == ["rank 0", "rank 1"]
+
+
 def test_trace_and_plot_of_a_run_with_ranks(capsys, tmp_path):
     from sim.trace import read_trace
 
