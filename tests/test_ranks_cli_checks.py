@@ -94,7 +94,8 @@ def test_run_with_ranks_finds_a_race_that_exists_only_across_ranks(capsys, tmp_p
     assert main(["run", racy, "--ranks", "2", "--json"]) == 0
     got = _json(capsys)
     assert got["races"]["checked"]
-    [found] = got["races"]["found"]
+    assert got["races"]["found"] == 1
+    [found] = got["races"]["findings"]
     assert found.startswith("race on rank 1 %buf[0:512]")  # rank 0's rows, not rank 1's
     assert "rank 0 block 0 AIV0 pto.comm.tput" in found and "rank 1 block 0 AIV0 TLOAD" in found
     # each rank alone is race-free: its own check ran and found nothing
@@ -106,13 +107,13 @@ def test_run_with_ranks_finds_a_race_that_exists_only_across_ranks(capsys, tmp_p
     # the signal orders the read after the write: no race, same check
     ok = _kernel(tmp_path, "ok_put", PUT_THEN_READ.format(signal=True))
     assert main(["run", ok, "--ranks", "2", "--json"]) == 0
-    assert _json(capsys)["races"] == {"checked": True, "found": []}
+    assert _json(capsys)["races"] == {"checked": True, "found": 0, "findings": []}
     assert main(["run", ok, "--ranks", "2"]) == 0
     assert "races across ranks: checked, none found" in capsys.readouterr().out
     # --no-races: neither check
     assert main(["run", racy, "--ranks", "2", "--no-races", "--json"]) == 0
     got = _json(capsys)
-    assert got["races"] == {"checked": False, "found": []}
+    assert got["races"] == {"checked": False, "found": 0, "findings": []}
     assert not any(r["races"]["checked"] for r in got["per_rank"])
 
 
@@ -120,7 +121,7 @@ def test_a_correct_example_reports_no_race_in_any_rank_or_across(capsys):
     argv = ["run", GEMM_AR, "--ranks", "2", "--arg", "ranks=2", "--timing-only", "--json"]
     assert main([*argv, "--stream", f"{GEMM_AR}:comm"]) == 0
     got = _json(capsys)
-    assert got["races"] == {"checked": True, "found": []}
+    assert got["races"] == {"checked": True, "found": 0, "findings": []}
     for rs in got["per_stream"]:
         assert [s["races"]["checked"] and s["races"]["found"] for s in rs] == [0, 0]
 
@@ -134,7 +135,7 @@ def test_each_ranks_chip_checks_its_own_races(capsys, tmp_path):
     for r in got["per_rank"]:
         assert r["races"]["checked"] and r["races"]["found"] == len(want.races)
         assert any(want.races[0].message in w for w in r["warnings"])
-    assert got["races"]["found"] == []  # nothing crosses a rank
+    assert got["races"]["found"] == 0  # nothing crosses a rank
 
 
 def test_compare_with_ranks_counts_every_ranks_own_races(capsys, tmp_path):

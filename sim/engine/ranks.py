@@ -126,8 +126,13 @@ class RanksResult:
             "target": self.target.name,
             "ranks": len(self.ranks),
             "total_cycles": self.total_cycles,
-            # across ranks; each rank's own (its chip's check) are in per_rank
-            "races": {"checked": self.races_checked, "found": list(self.races)},
+            # across ranks (as a Result's "races", with the findings); each rank's own
+            # (its chip's check) are in per_rank
+            "races": {
+                "checked": self.races_checked,
+                "found": len(self.races),
+                "findings": list(self.races),
+            },
             "per_rank": [r.to_json() for r in self.ranks],
             # with streams: per rank, every launched kernel's (the first is per_rank's)
             **(
