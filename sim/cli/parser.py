@@ -128,7 +128,8 @@ def _launch(p) -> None:
         default=None,
         metavar="MECHANISM",
         help="treat a shared mechanism of the chip as free (repeatable): gm_bandwidth (the "
-        "shared HBM / L2 channels), gm_write_queue (queueing on the GM write path), launch "
+        "shared HBM / L2 channels), gm_write_queue (the GM write ports), gm_first_touch (the "
+        "page walk of a GM page's first touch), launch "
         "(the launch overhead reported beside device time); what each costs a kernel: "
         "sim.whatif",
     )

@@ -57,7 +57,9 @@ times one core's bandwidth. The figures live in ``[gm]`` of the target's machine
   page's translation (a page-table walk of ``walk_cycles``); it, and every transfer that
   touches the page before the walk ends, moves its bytes only then. Walks of different
   pages overlap; a page walked once stays translated for the run (ASSUMPTION: the
-  translation cache holds a kernel's pages). ``free=("gm_first_touch",)`` makes it free.
+  translation cache holds a kernel's pages). A launch of one unit walks none (it is not
+  costed by this model, above: the single-op figures it is calibrated on are taken warm,
+  over repeated runs). ``free=("gm_first_touch",)`` makes it free.
 * **What each costs.** ``free=("gm_bandwidth",)`` keeps the channels' accounting (bytes,
   utilisation, L2 hit rate) but no transfer waits for them: each costs its own path's time,
   as a lone unit would see it. ``sim.whatif`` runs a kernel with each mechanism freed.

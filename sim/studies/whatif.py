@@ -10,11 +10,12 @@ kernel is bound by its busiest pipe; if infinite bandwidth helps most, it is bou
 movement.
 
 Then once with each **shared mechanism** of the chip made free (``sim.engine.launch.MECHANISMS``:
-the shared HBM / L2 channels, the queue on the GM write path, the launch overhead), and with
-all of them free: what each costs this kernel. The cores of a chip share these; a kernel
-that slows down as cores are added loses its time there, and the row of the mechanism says
-how much. The launch overhead is outside the device time: freeing it changes only the
-with-launch column (the as-is run gives that row, the device time being the same).
+the shared HBM / L2 channels, the GM write ports, the page walks of first touches, the
+launch overhead), and with all of them free: what each costs this kernel. The cores of a
+chip share these; a kernel that slows down as cores are added loses its time there, and the
+row of the mechanism says how much. The launch overhead is outside the device time: freeing
+it changes only the with-launch column (the as-is run gives that row, the device time being
+the same).
 """
 
 from __future__ import annotations
