@@ -49,7 +49,9 @@ def test_a_cube_store_and_a_vector_load_race_unless_a_flag_orders_them():
 @pytest.mark.parametrize("middle", ["", *_MIDDLES])
 def test_cores_reading_each_others_rows_race_without_a_barrier(middle):
     p = parse_text(_HEAD + _MIDDLES.get(middle, "") + _TAIL, "n.pto")
-    found = _gm_races(sim.simulate(p, block_dim=4, races=True))
+    # the page walks free: a store waiting for the walk another core's store started ends
+    # with it, and which core is late would be hidden
+    found = _gm_races(sim.simulate(p, block_dim=4, races=True, free="gm_first_touch"))
     if middle:
         assert found == []
         return
