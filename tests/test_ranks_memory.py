@@ -237,19 +237,20 @@ module attributes {pto.target_arch = "a2a3"} {
     pto.tload ins(%sv : !PV) outs(%t : !VT)
     pto.set_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
     pto.wait_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
-    pto.tstore ins(%t : !VT) outs(%dv : !PV)
+    pto.tstore ins(%t : !VT) outs(%dv : !PV)ATTR
     return
   }
 }
 """
+_ATOMIC = " {atomicType = #pto<atomic_type atomic_add>}"
 
 
-def _peer_move(remote: str):
+def _peer_move(remote: str, attr: str = ""):
     """``remote``: which side is on the next rank: "store" (TSTORE to the peer's %out),
-    "load" (TLOAD of the peer's %src) or "none"."""
+    "load" (TLOAD of the peer's %src) or "none"; ``attr``: the TSTORE's attributes."""
     zero = "%c0"
     ds, do = {"store": (zero, "%d"), "load": ("%d", zero), "none": (zero, zero)}[remote]
-    text = _PEER_MOVE.replace("%DS", ds).replace("%DO", do)
+    text = _PEER_MOVE.replace("%DS", ds).replace("%DO", do).replace("ATTR", attr)
     return parse_text(text.replace("%FROM", "%psrc").replace("%TO", "%pout"))
 
 
@@ -285,3 +286,61 @@ def test_a_plain_move_on_a_peers_window_costs_the_link(remote):
     row = t[t.opcode == op].iloc[0]
     assert row.end_cycle - row.start_cycle < _link_cycles(nbytes) / 2  # a local move
     assert far.total_cycles > near.total_cycles
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_an_atomic_add_tstore_into_a_peers_window_accumulates_there(n):
+    srcs = [np.full((16, 64), r + 1.0, np.float32) for r in range(n)]
+    base = [np.arange(16 * 64, dtype=np.float32).reshape(16, 64) * (r + 1) for r in range(n)]
+    inputs = [{"src": s, "out": b.copy()} for s, b in zip(srcs, base, strict=True)]
+    r = sim.simulate(_peer_move("store", _ATOMIC), ranks=n, comm_context="ctx", inputs=inputs)
+    plain = sim.simulate(_peer_move("store"), ranks=n, comm_context="ctx", inputs=inputs)
+    for i in range(n):
+        got = r.output("out", i).reshape(16, 64)
+        np.testing.assert_array_equal(got, base[i] + srcs[(i - 1) % n])
+        np.testing.assert_array_equal(plain.output("out", i).reshape(16, 64), srcs[(i - 1) % n])
+    assert not any("atomicType" in w for w in r.warnings)  # modelled, not ignored
+
+
+# A local TSTORE with atomic add, executed ``ITERS`` times: each execution adds once.
+_ACCUM = """
+!VT = !pto.tile_buf<loc=vec, dtype=f32, rows=8, cols=64, v_row=8, v_col=64, blayout=row_major, slayout=none_box, fractal=512, pad=0>
+!PV = !pto.partition_tensor_view<8x64xf32>
+!TV = !pto.tensor_view<?x?xf32>
+module attributes {pto.target_arch = "a2a3"} {
+  func.func @accum(%src: !pto.ptr<f32>, %out: !pto.ptr<f32>) attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %n = arith.constant ITERS : index
+    %t = pto.alloc_tile : !VT
+    %ts = pto.make_tensor_view %src, shape = [%c8, %c64], strides = [%c64, %c1] : !TV
+    %sv = pto.partition_view %ts, offsets = [%c0, %c0], sizes = [%c8, %c64] : !TV -> !PV
+    %to = pto.make_tensor_view %out, shape = [%c8, %c64], strides = [%c64, %c1] : !TV
+    %dv = pto.partition_view %to, offsets = [%c0, %c0], sizes = [%c8, %c64] : !TV -> !PV
+    pto.tload ins(%sv : !PV) outs(%t : !VT)
+    pto.set_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
+    pto.wait_flag[<PIPE_MTE2>, <PIPE_MTE3>, <EVENT_ID0>]
+    scf.for %i = %c0 to %n step %c1 {
+      pto.tstore ins(%t : !VT) outs(%dv : !PV) {atomicType = #pto<atomic_type KIND>}
+    }
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("iters", [1, 3])
+def test_an_atomic_add_tstore_adds_once_per_execution_and_atomic_none_overwrites(iters):
+    rng = np.random.default_rng(iters)
+    src = rng.integers(-8, 8, (8, 64)).astype(np.float32)
+    out = rng.integers(-8, 8, (8, 64)).astype(np.float32)
+    text = _ACCUM.replace("ITERS", str(iters))
+    inputs = {"src": src, "out": out}
+    add = sim.simulate(parse_text(text.replace("KIND", "atomic_add")), inputs=inputs)
+    np.testing.assert_array_equal(add.output("out").reshape(8, 64), out + iters * src)
+    none = sim.simulate(parse_text(text.replace("KIND", "atomic_none")), inputs=inputs)
+    np.testing.assert_array_equal(none.output("out").reshape(8, 64), src)
+    with pytest.raises(sim.UserError, match="atomicType: expected atomic_none or atomic_add"):
+        sim.simulate(parse_text(text.replace("KIND", "atomic_max")), inputs=inputs)

@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.base.errors import SimulationError
+from sim.base.errors import SimulationError, UserError
 from sim.functional.context import ValueOutOfRange
-from sim.isa.program import Const, Scalar
+from sim.isa.program import Const, RawAttr, Scalar
 from sim.isa.tile import BLayout, Tile
 
 if TYPE_CHECKING:
@@ -50,7 +50,23 @@ if TYPE_CHECKING:
     from sim.isa.program import Instr, PartView
     from sim.target.model import Target
 
-__all__ = ["OperandSites", "instr_where"]
+__all__ = ["OperandSites", "instr_where", "store_atomic"]
+
+
+def store_atomic(instr: Instr, where: str) -> bool:
+    """Whether a TSTORE accumulates into GM: its ``atomicType`` (``#pto<atomic_type
+    atomic_add>``; instructions.md: TSTORE's ``AtomicAdd`` option) is ``atomic_add``;
+    ``atomic_none`` or none is a plain store. ASSUMPTION (the reference gives no cost): it
+    costs what the plain store costs."""
+    v = dict(instr.attrs).get("atomicType")
+    if v is None:
+        return False
+    text = v.text if isinstance(v, RawAttr) else str(v)
+    kind = text.removeprefix("#pto<atomic_type").removesuffix(">").strip()
+    if kind not in ("atomic_none", "atomic_add"):
+        raise UserError(f"{where}: atomicType: expected atomic_none or atomic_add, found {text}")
+    return kind == "atomic_add"
+
 
 _MAX_ENTRIES = 1 << 14  # tile views and sites kept per interpreter (memory bound)
 
@@ -132,10 +148,11 @@ class _MoveSite(_Site):
     still has ``value`` and its GM array is still ``arr``; None when one of them is
     a copy, so the transfer is resolved on every execution."""
 
-    __slots__ = ("instr", "load", "op", "view", "value", "arr", "to", "frm")
+    __slots__ = ("instr", "load", "op", "view", "value", "arr", "to", "frm", "atomic")
 
     instr: Instr
     load: bool
+    atomic: bool  # a TSTORE with atomicType = atomic_add: GM += the tile
     op: str
     view: str
     value: Any  # the partition view's value (a tuple) the views were resolved on, or None
@@ -151,9 +168,13 @@ class _MoveSite(_Site):
             or interp.gm.get(interp.values.get(value[0].name, value[0].name)) is not self.arr
         ):
             interp._bind_move(self, instr_where(seq, self.op, source))
-            if self.to is None:
-                return
-        self.to[...] = self.frm
+            return  # the bind made this execution's move (once: an atomic one adds)
+        frm = self.frm
+        assert frm is not None  # bound with ``to``
+        if self.atomic:
+            self.to += frm.astype(self.to.dtype)
+        else:
+            self.to[...] = frm
 
 
 class OperandSites:
@@ -247,6 +268,7 @@ class OperandSites:
             move.instr, move.load, move.op = instr, fam == "load", instr.opcode
             move.view = (instr.ins[0] if fam == "load" else instr.outs[0]).name
             move.value = move.arr = move.to = move.frm = None
+            move.atomic = fam == "store" and store_atomic(instr, where)
             return move
         from sim.functional import unit_for
         from sim.functional.context import FnContext
@@ -333,7 +355,10 @@ class OperandSites:
         else:
             # an Acc source is converted to the GM element type on the way out (FIXPIPE)
             to, frm = window, tview.reshape(window.shape)
-        to[...] = frm
+        if site.atomic:  # the store's atomic mode adds to GM (after the FIXPIPE conversion)
+            to += frm.astype(to.dtype)
+        else:
+            to[...] = frm
         value = self.views[view.name]
         arr = self.gm[self.values.get(value[0].name, value[0].name)]
         buf = self._buffer(tile.loc.buffer)

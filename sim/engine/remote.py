@@ -31,6 +31,7 @@ import numpy as np
 
 from sim.engine.gmorder import Lane
 from sim.engine.items import OP, Issued
+from sim.engine.operands import store_atomic
 from sim.isa.comm import WINDOW_BYTES
 from sim.isa.program import GmPtr, Instr, PartView
 from sim.timing.plan import Item, Plan
@@ -173,7 +174,8 @@ class RemoteMoves:
         where = str(instr.loc or op)
         at, view = self._far(v, rank, None, links, where)
         if links.races is not None:
-            self._race(links, at, view, op == "TSTORE", f"{op} ({instr.loc})")
+            atomic = op == "TSTORE" and store_atomic(instr, where)
+            self._race(links, at, view, op == "TSTORE", f"{op} ({instr.loc})", atomic)
         if at == rank:
             return item
         plan = item.plan

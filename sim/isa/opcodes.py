@@ -128,7 +128,7 @@ for _n in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN"):
     _op(f"TCOLEXPAND{_n}", "T", "T T", "colexpand_binary")
 # --- data movement ---------------------------------------------------------------------
 _op("TLOAD", "T", "V", "load", pipe="PIPE_MTE2")
-_op("TSTORE", "V", "T", "store", pipe=_route_tstore, domain="src")
+_op("TSTORE", "V", "T", "store", pipe=_route_tstore, domain="src", attrs_allowed=("atomicType",))
 _op("TMOV", "T", "T", "move", pipe=_route_tmov)
 _op("TEXTRACT", "T", "T S S", "move", pipe=_route_tmov)
 _op("TTRANS", "T", "T T?", "transpose", domain="src")
