@@ -9,6 +9,9 @@ Two tables, each written between its markers in both files (``<!-- table:NAME --
   attention in waves), each time as device time and with launch, and the single-op
   summary of ``ptosim validate`` on the calibration cases. The docs
   page also gets ``fidelity-detail``: every table of ``bench_fidelity.py --markdown``.
+* ``ranks`` (docs/benchmarks.md only): runs with ranks, ``bench/bench_ranks.py``'s figures --
+  the public GEMM + AllReduce against its on-board figures, and AllGather + GEMM on 2, 4 and 8
+  ranks (on-board figures held out: the simulator's side only);
 * ``speed``: pto-sim's speed beside Perf-Sim's (pto-isa's C++ pipeline simulator). pto-sim's
   side is measured here, each figure the minimum CPU time (user + sys) of ``--repeat``
   fresh processes (``bench/bench_chip_cli.py`` runs them); Perf-Sim cannot be run here, so
@@ -16,6 +19,7 @@ Two tables, each written between its markers in both files (``<!-- table:NAME --
 
     .venv/bin/python bench/docs_tables.py fidelity speed --write   # regenerate both (~1 min)
     .venv/bin/python bench/docs_tables.py speed                    # print, write nothing
+    .venv/bin/python bench/docs_tables.py ranks --write            # the ranks table (~3 min)
     .venv/bin/python bench/docs_tables.py --check                  # markers present in both files
 
 Figures depend on the machine's load: write them on a quiet machine.
@@ -37,7 +41,7 @@ BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
 
 FILES = {"README.md": ("fidelity", "speed"), "docs/benchmarks.md": ("fidelity", "speed")}
-DETAIL = {"docs/benchmarks.md": ("fidelity-detail",)}
+DETAIL = {"docs/benchmarks.md": ("fidelity-detail", "ranks")}
 PERFSIM = BENCH / "data" / "perfsim_speed.toml"
 
 
@@ -159,6 +163,49 @@ def _paragraphs(text: str) -> str:
     return "\n".join(out)
 
 
+def ranks_table() -> dict[str, str]:
+    import bench_ranks as br
+
+    names = {
+        "compute_only": "compute only",
+        "sequential": "sequential (compute, then communication)",
+        "sequential_comm": "... of which communication alone",
+        "pipelined": "pipelined (both streams)",
+        "pipelined_compute_done": "... compute stream done",
+    }
+    rows = [
+        "GEMM + AllReduce, 8 ranks, 5504 × 6144 × 1536 f16 (`examples/comm/gemm_ar.py`, "
+        "communication.md §10.2); the public times are host wall clock:",
+        "",
+        "| figure | pto-sim device µs | pto-sim with launch µs | on-board µs | error (device) |",
+        "|---|---|---|---|---|",
+    ]
+    rows += [
+        f"| {names[r['figure']]} | {r['sim_device_us']:.1f} | {r['sim_with_launch_us']:.1f} | "
+        f"{r['measured_us']:.1f} | {_pct(r['sim_device_us'], r['measured_us'])} |"
+        for r in br.fidelity()
+    ]
+    ag = br.allgather_gemm()
+    rows += [
+        "",
+        f"AllGather + GEMM with chunk streaming (`examples/comm/allgather_gemm.py`, "
+        f"communication.md §8.2), M = {ag[0]['m']}, K = {ag[0]['k']}, N = {ag[0]['n']} f16 "
+        "(this project's size: the reference gives none); no on-board figures are public "
+        "for this kernel (held out), so the simulator's side only:",
+        "",
+        "| ranks | compute only µs | communication only µs | overlapped µs | "
+        "with launch: compute / communication / overlapped µs |",
+        "|---|---|---|---|---|",
+    ]
+    rows += [
+        f"| {r['ranks']} | {r['compute_only_us']:.1f} | {r['comm_only_us']:.1f} | "
+        f"{r['overlapped_us']:.1f} | {r['compute_only_with_launch_us']:.1f} / "
+        f"{r['comm_only_with_launch_us']:.1f} / {r['overlapped_with_launch_us']:.1f} |"
+        for r in ag
+    ]
+    return {"ranks": "\n".join(rows)}
+
+
 def speed_table(repeat: int) -> dict[str, str]:
     import bench_chip_cli as cc
 
@@ -233,14 +280,14 @@ def check() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("tables", nargs="*", metavar="fidelity|speed", help="tables to generate")
+    ap.add_argument("tables", nargs="*", metavar="fidelity|speed|ranks", help="tables to generate")
     ap.add_argument("--write", action="store_true", help="write between the markers")
     ap.add_argument("--check", action="store_true", help="only check the markers")
     ap.add_argument("--repeat", type=int, default=3, help="processes per speed figure (min)")
     args = ap.parse_args(argv)
-    unknown = set(args.tables) - {"fidelity", "speed"}
+    unknown = set(args.tables) - {"fidelity", "speed", "ranks"}
     if unknown:
-        ap.error(f"unknown table: {', '.join(sorted(unknown))} (fidelity, speed)")
+        ap.error(f"unknown table: {', '.join(sorted(unknown))} (fidelity, speed, ranks)")
     if args.check:
         return check()
     tables: dict[str, str] = {}
@@ -248,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         tables |= fidelity_tables()
     if "speed" in args.tables:
         tables |= speed_table(args.repeat)
+    if "ranks" in args.tables:
+        tables |= ranks_table()
     for name, body in tables.items():
         print(f"{name}:\n{body}\n")
     if args.write:
