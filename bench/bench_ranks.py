@@ -12,9 +12,10 @@ the minimum of ``--repeat`` processes (this shared machine's speed drifts).
   kernel as a second stream (``--stream``), ``m = n = 1536``: 576 output tiles, the compute
   kernel's 576 blocks in waves on 24 cores and the communication kernel's loop over them;
 * ``gemm_ar_public``: ``examples/comm/gemm_ar.py``, GEMM + AllReduce at the public size and
-  structure (communication.md §8.3, §10.2): 8 ranks x 24 cores, 258 output tiles of
-  128 x 256 over K = 6144 on the cube stream, a block per tile on the communication stream.
-  Target: 30 s CPU and 2 GB (``ptosim run`` as a user runs it, trace rows as by default);
+  structure (communication.md §8.3, §10.2): 8 ranks, 258 output tiles of 128 x 256 over
+  K = 6144 on 24 persistent cube blocks, 24 persistent communication blocks polling their
+  ready queues. Target: 30 s CPU and 2 GB (``ptosim run`` as a user runs it, trace rows and
+  the race check as by default);
 * ``allgather_gemm``: ``examples/comm/allgather_gemm.py``, AllGather + GEMM with chunk
   streaming (communication.md §8.2) at its default size (M = 4096, K = 1024, N = 4096 f16) on
   8 ranks: 24 cube blocks and 21 communication blocks per rank.
@@ -22,9 +23,9 @@ the minimum of ``--repeat`` processes (this shared machine's speed drifts).
 ``--fidelity`` instead runs ``examples/comm/gemm_ar.py`` at the public setup of
 ``bench/data/gemm_ar_public.toml`` three ways, timing only, in this process -- compute only
 (the communication kernel not launched), sequential (compute, then communication alone with
-every doorbell already rung) and pipelined (both streams together) -- and prints each beside
-the measured figure (device time, and with the model's launch overhead per launch added:
-the public times are host wall clock with launches).
+the ready queues as the compute kernel leaves them) and pipelined (both streams together) --
+and prints each beside the measured figure (device time, and with the model's launch overhead
+per launch added: the public times are host wall clock with launches).
 
 ``--allgather-gemm`` runs ``examples/comm/allgather_gemm.py`` at its default size on 2, 4 and 8
 ranks, timing only: compute only (every chunk marked ready by the host, the communication
