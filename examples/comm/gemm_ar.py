@@ -11,19 +11,20 @@ t owned by rank t mod N, two 64-row subtiles per tile.
   64-deep K slices per L1 load), the FIXPIPE store (f32 -> f16) to ``gemm_out``, the release
   (``PIPE_ALL``), then its ready queue: the tile index into the next slot, ``count[b]`` + 1;
 * **communication** (vector, 24 persistent blocks, one mixed loop each): block b polls queue
-  b with ``TTEST(count >= head + 1)`` and reduce-scatters each new tile, subtile by subtile,
-  into the owner's ``reduced`` with an atomic-add ``TPUT``, releasing each and bumping the
-  owner's ``ready[subtile]`` and ``summary[AG block]`` (reversed stripes: subtile s to block
-  ``23 - s mod 24``); the same loop tests (``TTEST ready >= N``) the owner-side subtiles of its
-  AG stripe and sends each complete one to every other rank (first peer rotated by the
-  subtile id); with no progress it blocks with ``TWAIT`` on its queue count while RS work
-  remains, else on its ``summary`` counter.
+  b with ``TTEST(count >= head + 1)`` and reduce-scatters each new tile, subtile by subtile:
+  a ``TLOAD`` into UB (ping / pong, the next subtile's load under this one's store) and a
+  ``TSTORE`` with atomic add into the owner's ``reduced`` (a peer's window), then the release
+  (``PIPE_ALL``, ``dsb``) and the owner's ``ready[subtile]`` and ``summary[AG block]`` bumped
+  (reversed stripes: subtile s to block ``23 - s mod 24``); the same loop tests
+  (``TTEST ready >= N``) the owner-side subtiles of its AG stripe and sends each complete one
+  to every other rank (first peer rotated by the subtile id); with no progress it blocks with
+  ``TWAIT`` on its queue count while RS work remains, else on its ``summary`` counter.
 
 Simplifications against the public kernel: one queue per communication block (24 and 24, as
-the public launch), the RS and AG moves through ``TPUT`` (ping / pong staging inside a 64-row
-subtile) rather than the hand-written ``TLOAD`` / ``TSTORE`` pipeline, and the acquire after
-each AG hit rather than once per pass. ``bench/bench_ranks.py`` (``gemm_ar_public``,
-``--fidelity``) runs it against the public figures (compute-only, sequential, pipelined).
+the public launch), the AG sends through ``TPUT`` (one per peer) rather than the hand-written
+``TLOAD`` / ``TSTORE`` pair, and the acquire after each AG hit rather than once per pass.
+``bench/bench_ranks.py`` (``gemm_ar_public``, ``--fidelity``) runs it against the public
+figures (compute-only, sequential, pipelined).
 
     import sim, examples.comm.gemm_ar as g
     r = sim.simulate(g.compute(), ranks=8, streams=[g.comm()], comm_context="ctx",
