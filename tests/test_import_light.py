@@ -40,7 +40,7 @@ def test_building_a_kernel_loads_none_of_them_either():
     [
         ("simulate", "sim.engine.run"),
         ("Result", "sim.engine.result"),
-        ("parse_file", "sim.frontend.parse"),
+        ("parse_file", "sim.frontend.cached"),
         ("parse_text", "sim.frontend.parse"),
         ("print_program", "sim.frontend.printer"),
         ("compare", "sim.studies.compare"),

@@ -67,6 +67,7 @@ class ControlFlow:
     _filled: dict
     _scalar_reads: set[str]
     _arith_fns: dict
+    _arith_reads: dict
     _sync_items: dict
     _handlers: dict
     _instr_type: type
@@ -213,9 +214,21 @@ class ControlFlow:
                 st.result.type,
                 dict(st.attrs),
             )
-        args = [self.scalar(o) for o in st.operands]
+        reads = self._arith_reads.get(id(st))
+        if reads is None:  # each operand: (True, its name) or (False, its value)
+            reads = self._arith_reads[id(st)] = tuple(
+                (True, o.name)
+                if type(o) is Scalar
+                else (False, o.value if type(o) is Const else self.scalar(o))
+                for o in st.operands
+            )
+        values = self.values
         try:
-            self.values[st.result.name] = fn(args)
+            args = [values[a] if named else a for named, a in reads]
+        except KeyError:  # one used before it has a value: said as scalar() says it
+            args = [self.scalar(o) for o in st.operands]
+        try:
+            values[st.result.name] = fn(args)
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise SimulationError(
                 f"{st.op}{_where(st)}: cannot evaluate with operands {args}: {e}"

@@ -205,6 +205,8 @@ class Interpreter(
         # id(arith statement) -> its compiled function: kept with the program, for every
         # unit and run of it (an unrolled kernel runs each statement once per unit)
         self._arith_fns: dict = kept(program, ("arith",), dict)
+        # id(arith statement) -> what its operands read (kept with the program too)
+        self._arith_reads: dict = kept(program, ("arith reads",), dict)
         self.warnings: dict[str, None] = {}  # verifier warnings, in first-seen order
         self.epoch = 0  # bumped whenever a tile's address or valid region changes
         self.mutations = 0  # ... of those, the changes made to a tile state in place

@@ -32,6 +32,7 @@ class Issued:
         "accesses",
         "sid",
         "gm",
+        "xfer",
     )
 
     def __init__(
@@ -60,6 +61,9 @@ class Issued:
         self.accesses = None  # bytes touched (race detection only)
         self.sid = None
         self.gm = None  # GM window of a TLOAD / TSTORE (per execution, for an L2)
+        # whether the chip's GM model costs it (``TransferOrder.transfer``), once known:
+        # an item lives in one run, whose GM paths do not change
+        self.xfer = None
 
     def copy(self) -> Issued:
         """A fresh item with the same static content (for per-execution race data)."""

@@ -182,27 +182,7 @@ class Machine(EventPath):
         steps, _ = timeline(
             item.plan.items, self.target.cce, self.floor_cycles, state, self.restart_rule
         )
-        t = float(start)
-        for it, cycles in steps:
-            s = min(int(t + 0.5), end)
-            t += cycles
-            e = min(int(t + 0.5), end)
-            self.recorder.cce_row(
-                (
-                    pipe,
-                    "cce",
-                    it.name or it.kind,
-                    it.repeats,
-                    it.bytes,
-                    item.text,
-                    item.source,
-                    it.describe(),
-                ),
-                seq,
-                dispatch,
-                s,
-                e,
-            )
+        self.recorder.cce_rows(steps, item, seq, pipe, dispatch, start, end)
 
     # --- flags ---------------------------------------------------------------------------
 
@@ -281,7 +261,10 @@ class Machine(EventPath):
             if step is not None and not p.queue:
                 if item.kind is OP:
                     # a GM transfer waits for its cycle's turn (sim.engine.gmorder): queued
-                    if moves is None or not moves(item.plan):
+                    x = item.xfer
+                    if x is None:
+                        x = item.xfer = moves is not None and moves(item.plan)
+                    if not x:
                         t = p.t
                         p.t = run_op(p, item, seq, now, t if t > now else now)
                         continue
@@ -408,8 +391,10 @@ class Machine(EventPath):
                 return False
             p.t = self._run_op(p, item, seq, dispatched, t)
             return True
-        if kind is BARRIER:
-            self._barrier(p, item, seq, dispatched, t)
+        if kind is BARRIER:  # _barrier, inline
+            if self.break_on_barrier and p.stream is WARM and not self.ideal_sync:
+                p.stream = RESTART
+            self._sync_row(item, seq, dispatched, t, t)
             p.t = t
             return True
         key = item.flag
@@ -482,7 +467,10 @@ class Machine(EventPath):
             step = queue.popleft()
             dispatched = queue.popleft()
             seq = p.head_seq + step
-            if item.kind is OP and (moves is None or not moves(item.plan)):
+            x = item.xfer if item.kind is OP else True
+            if x is None:
+                x = item.xfer = moves is not None and moves(item.plan)
+            if not x:
                 p.head_seq = seq  # an instruction: _step's first case, inline
                 t = p.t
                 p.t = run_op(p, item, seq, dispatched, t if t > dispatched else dispatched)

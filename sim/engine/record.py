@@ -187,6 +187,26 @@ class Recorder:
             )
         self.cols[i] = new
 
+    def cce_rows(self, steps, item, seq, pipe, dispatch, start, end) -> None:
+        """One row per CCE item of an op (``steps``: (item, cycles) of its timeline), laid
+        end to end inside the op's interval."""
+        t = float(start)
+        for it, cycles in steps:
+            s = min(int(t + 0.5), end)
+            t += cycles
+            e = min(int(t + 0.5), end)
+            static = (
+                pipe,
+                "cce",
+                it.name or it.kind,
+                it.repeats,
+                it.bytes,
+                item.text,
+                item.source,
+                it.describe(),
+            )
+            self.cce_row(static, seq, dispatch, s, e)
+
     def cce_row(self, static: tuple, seq, dispatch, start, end) -> None:
         if self.mode == "none":
             return

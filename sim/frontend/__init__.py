@@ -40,7 +40,9 @@ def __getattr__(name: str):
     """The parser (lark and its grammar) loads on first use: a ``.py`` kernel, a check or
     a print of a built program need none of it."""
     if name in ("parse_file", "parse_text"):
-        value = getattr(importlib.import_module("sim.frontend.parse"), name)
+        # a cached file's program needs no parser (sim.frontend.cached)
+        where = "sim.frontend.cached" if name == "parse_file" else "sim.frontend.parse"
+        value = getattr(importlib.import_module(where), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'sim.frontend' has no attribute {name!r}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sim.base.errors import UserError, VerifyError
 
-__all__ = ["ParseError", "VerifyDiagnostic", "render", "remember_source", "source_line"]
+__all__ = ["ParseError", "VerifyDiagnostic", "render", "remember_source", "source_line", "unmarked"]
 
 # Text of recently parsed sources, by file name, so a later diagnostic (the verifier's)
 # can show the line even for text that never was a file.
@@ -85,3 +85,8 @@ class ParseError(UserError):
 
 class VerifyDiagnostic(ParseError, VerifyError):
     """A verifier failure (``ptosim check``) reported at the statement it concerns."""
+
+
+def unmarked(text: str) -> str:
+    """``text`` without a UTF-8 byte order mark."""
+    return text[1:] if text.startswith("\ufeff") else text

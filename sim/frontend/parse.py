@@ -26,16 +26,13 @@ Every mistake is a ``ParseError`` located at the token it concerns.
 from __future__ import annotations
 
 import gc
-import os
 import re
-from pathlib import Path
 
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from sim.base.errors import UserError
-from sim.frontend import program_cache
-from sim.frontend.diagnostics import ParseError, remember_source
+from sim.frontend.diagnostics import ParseError, remember_source, unmarked
 from sim.frontend.grammar import pto_parser
 from sim.frontend.lower_comm import CommLowering
 from sim.frontend.lower_control import ControlLowering
@@ -50,7 +47,7 @@ from sim.frontend.targets import target_from_attrs
 from sim.isa.program import Function, Program, Return, Yield
 from sim.isa.tile import BLayout
 
-__all__ = ["parse_text", "parse_file", "MAX_NESTING"]
+__all__ = ["parse_text", "MAX_NESTING"]
 
 # Regions (scf.for / scf.if bodies, sections) nest at most this deep. Every pass over the
 # program (this builder, the verifier, the interpreter, the printer) walks regions
@@ -457,7 +454,7 @@ def parse_text(text: str, filename: str = "<string>") -> Program:
     """Parse PTO IR ``text``; raise ParseError (``FILE:LINE:COL: error: ...``) on any mistake."""
     if not isinstance(text, str):
         raise TypeError("parse_text expects str")
-    text = _unmarked(text)
+    text = unmarked(text)
     remember_source(filename, text)
     low = _Lowering(filename, text)
     # The parse allocates many small acyclic objects; the cyclic collector would rescan
@@ -473,28 +470,3 @@ def parse_text(text: str, filename: str = "<string>") -> Program:
     finally:
         if gc_was_enabled:
             gc.enable()
-
-
-def parse_file(path: str | os.PathLike[str]) -> Program:
-    """Parse the ``.pto`` file at ``path`` (diagnostics name it as given)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read: {e}") from None
-    text, name = _unmarked(text), str(path)
-    entry = program_cache.entry(name, text)
-    program = program_cache.load(entry)  # parsed by an earlier process
-    if program is not None:
-        remember_source(name, text)
-        return program
-    program = parse_text(text, name)
-    program_cache.store(entry, program)
-    return program
-
-
-def _unmarked(text: str) -> str:
-    """``text`` without a UTF-8 byte order mark."""
-    return text[1:] if text.startswith("\ufeff") else text

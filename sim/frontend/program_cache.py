@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import os
 import pickle
 import re
@@ -34,7 +35,6 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-import lark
 import numpy as np
 
 from sim.frontend import user_cache
@@ -57,9 +57,17 @@ def _front_end_digest() -> bytes:
         for f in sorted((_SIM / pkg).iterdir()):
             if f.suffix in (".py", ".lark"):
                 h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    # a Program holds numpy dtypes (sim.isa.dtypes): their pickles are numpy's
-    h.update(f"{lark.__version__}\0{np.__version__}\0{sys.version_info[:2]}".encode())
+    # a Program holds numpy dtypes (sim.isa.dtypes): their pickles are numpy's; lark's
+    # version is in the source of its package's __init__, read without importing lark (a
+    # cached program needs no parser, and lark takes a tenth of a second to import)
+    h.update(_lark_init() + f"\0{np.__version__}\0{sys.version_info[:2]}".encode())
     return h.digest()
+
+
+def _lark_init() -> bytes:
+    spec = importlib.util.find_spec("lark")
+    origin = spec.origin if spec is not None else None
+    return Path(origin).read_bytes() if origin else b"no lark"
 
 
 def entry(filename: str, text: str) -> tuple[Path, bytes] | None:

@@ -24,7 +24,6 @@ simulator does not model, is a warning — never silently dropped.
 
 from __future__ import annotations
 
-import difflib
 import re
 
 import attrs
@@ -92,6 +91,8 @@ def parse_precision(text: str) -> Precision | None:
         return None
     kind, value = m.groups()
     if kind not in KINDS:
+        import difflib  # only for the message: a run need not load it
+
         near = difflib.get_close_matches(kind, KINDS, n=1, cutoff=0.8)
         if near or "precision" in kind.lower():
             # a misspelt kind would otherwise be an attribute the simulator ignores
