@@ -216,7 +216,8 @@ class _L2:
             st = self.stamps[key] = grown
             self.dirty[key] = grown_dirty
         dirty = self.dirty[key]
-        present = (self.brought - st[lines]) < self.capacity_lines
+        # brought - stamp < capacity, with one array operation
+        present = st[lines] > self.brought - self.capacity_lines
         hit = int(np.count_nonzero(present))
         self.brought += count - hit
         st[lines] = self.brought
@@ -230,7 +231,7 @@ class _L2:
             dirty[lines] = True
         elif hit < count:
             touched = dirty[lines]  # a view for a slice, a copy for an array
-            touched[~present] = False
+            touched &= present  # a line brought in now is clean
             if type(lines) is not slice:
                 dirty[lines] = touched
         return hit, count, dirtied
