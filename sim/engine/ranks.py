@@ -24,9 +24,11 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.launch import launch_cycles
 from sim.engine.links import Links, RankMemory, SignalWait
 from sim.engine.result import Result
+from sim.engine.scan import kept
 from sim.engine.sdma import Sdma
 from sim.engine.streams import first_cores, working_units
 from sim.isa.comm import context_words
+from sim.isa.program import ScalarOp, walk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -200,49 +202,44 @@ def run_ranks(
     firsts = first_cores([(p.main.name, b, working_units(p, tgt, b)) for p, b, _ in kernels], tgt)
     # the proof reads the order the flags impose, which ideal sync does not keep
     prove = any(checked) and not chip_opts.get("ideal_sync")
+    # per rank and kernel: how its chip's races are checked ("" not at all); a kernel whose
+    # scalar unit reads or writes GM goes to the detector at once (the proof leaves the
+    # scalar unit's own accesses to it: its logs would be kept for nothing)
+    first = [
+        ("proof" if prove and not _scalar_gm(p) else "detector") if on else ""
+        for (p, _, _), on in zip(kernels, checked, strict=True)
+    ]
+    how = [first] * ranks
     per_rank, links = _launch(
-        kernels,
-        firsts,
-        tgt,
-        ranks,
-        inputs,
-        seed,
-        freed,
-        limits,
-        check_races,
-        checked,
-        any(checked) and not prove,
-        prove,
-        chip_opts,
+        kernels, firsts, tgt, ranks, inputs, seed, freed, limits, check_races, how, chip_opts
     )
-    proven = prove and all(
-        c.race_free() for mine in per_rank for c, on in zip(mine, checked, strict=True) if on
-    )
-    if prove and not proven:  # the detector's findings, in a run of its own
-        if limits is not None:
-            limits.again()
-        per_rank, links = _launch(
-            kernels,
-            firsts,
-            tgt,
-            ranks,
-            inputs,
-            seed,
-            freed,
-            limits,
-            check_races,
-            checked,
-            True,
-            False,
-            chip_opts,
-        )
-    how = "proof" if proven else "detector"  # as the one-chip run says it
+    if "proof" in first:  # where the proof does not go through, the detector's findings
+        how = [
+            ["detector" if h and not c.race_free() else h for c, h in zip(mine, hs, strict=True)]
+            for mine, hs in zip(per_rank, how, strict=True)
+        ]
+        if any("detector" in hs for hs in how):  # in a run of its own, for those chips
+            if limits is not None:
+                limits.again()
+            per_rank, links = _launch(
+                kernels,
+                firsts,
+                tgt,
+                ranks,
+                inputs,
+                seed,
+                freed,
+                limits,
+                check_races,
+                [[h if h == "detector" else "" for h in hs] for hs in how],
+                chip_opts,
+            )
     table = [
         tuple(
-            _result(c, k, tgt, warnings, freed, chip_opts, on and how, race_warning)
-            for c, k, on in zip(mine, kernels, checked, strict=True)
+            _result(c, k, tgt, warnings, freed, chip_opts, h, race_warning)
+            for c, k, h in zip(mine, kernels, hs, strict=True)
         )
-        for mine in per_rank
+        for mine, hs in zip(per_rank, how, strict=True)
     ]
     found = tuple(links.races.findings) if links.races is not None else ()
     return RanksResult(
@@ -250,24 +247,26 @@ def run_ranks(
     )
 
 
+def _scalar_gm(program) -> bool:
+    """Whether the program's scalar unit reads or writes GM (``load_scalar`` /
+    ``store_scalar``: a communication context, a ready queue)."""
+
+    def find() -> bool:
+        return any(
+            type(st) is ScalarOp and st.op in ("pto.load_scalar", "pto.store_scalar")
+            for f in program.functions
+            for st in walk(f.body)
+        )
+
+    return kept(program, ("scalar unit touches GM",), find)
+
+
 def _launch(
-    kernels,
-    firsts,
-    tgt,
-    ranks,
-    inputs,
-    seed,
-    freed,
-    limits,
-    check_races,
-    checked,
-    detect,
-    logs,
-    chip_opts,
+    kernels, firsts, tgt, ranks, inputs, seed, freed, limits, check_races, how, chip_opts
 ) -> tuple[list[list[Chip]], Links]:
     """Build every rank's chips and the links in one environment and run them dry; the
-    chips by rank, and the links. ``detect``: the race detector runs in the checked chips;
-    ``logs``: they keep their dispatch logs for the proof instead."""
+    chips by rank, and the links. ``how[r][k]``: "detector" runs the race detector in rank
+    r's chip of kernel k, "proof" keeps its dispatch logs for the proof instead."""
     import simpy
 
     chips: list[Chip] = []
@@ -277,7 +276,7 @@ def _launch(
     sdma = bool(tgt.comm.get("sdma"))
     for r in range(ranks):
         mine: list[Chip] = []
-        for (prog, bdim, _), first, on in zip(kernels, firsts, checked, strict=True):
+        for (prog, bdim, _), first, h in zip(kernels, firsts, how[r], strict=True):
             chip = Chip(
                 prog,
                 tgt,
@@ -291,8 +290,8 @@ def _launch(
                 links=links,
                 shared=(mine[0].gm_state, mine[0].gm) if mine else None,
                 first_core=first,
-                races=on and detect,
-                race_logs=on and logs,
+                races=h == "detector",
+                race_logs=h == "proof",
                 **chip_opts,
             )
             if mine:  # one rank's SDMA queues serve all its streams

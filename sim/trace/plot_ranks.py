@@ -63,23 +63,24 @@ def ranks_timeline(trace: pd.DataFrame, *, title: str = "", ax: Axes | None = No
         ax = fig.add_subplot()
     else:
         fig = ax.figure  # type: ignore[assignment]
-    for r, s, op, start, end in zip(
-        ops["rank"],
-        ops["launch"],
-        ops["opcode"].astype(str),
-        ops["start_cycle"],
-        ops["end_cycle"],
-        strict=True,
-    ):
-        if end <= start:
-            continue
-        what = "communication" if op in COMM_OPCODES else "compute"
+    # one call per lane and kind of bar (a run with ranks has 10^5 rows and more: a call
+    # per bar would take minutes)
+    opcode = ops["opcode"].astype(str)
+    spans = ops.assign(
+        what=["communication" if op in COMM_OPCODES else "compute" for op in opcode],
+        waiting=(opcode == "TWAIT").to_numpy(),
+    )
+    spans = spans[spans["end_cycle"] > spans["start_cycle"]]
+    keys = ["rank", "launch", "what", "waiting"]
+    for (r, s, what, waiting), group in spans.groupby(keys, sort=True):
+        start = group["start_cycle"].to_numpy()
+        width = group["end_cycle"].to_numpy() - start
         ax.broken_barh(
-            [(start, end - start)],
+            list(zip(start.tolist(), width.tolist(), strict=True)),
             (where[(int(r), int(s))] - 0.4, 0.8),
             facecolors=_COLOURS[what],
-            hatch="//" if op == "TWAIT" else None,
-            alpha=0.5 if op == "TWAIT" else 0.9,
+            hatch="//" if waiting else None,
+            alpha=0.5 if waiting else 0.9,
             linewidth=0,
         )
     ax.set_yticks(range(len(lanes)))
