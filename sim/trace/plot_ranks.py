@@ -10,7 +10,7 @@ communication bar of one rank overlap in time, the communication is hidden behin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -72,7 +72,9 @@ def ranks_timeline(trace: pd.DataFrame, *, title: str = "", ax: Axes | None = No
     )
     spans = spans[spans["end_cycle"] > spans["start_cycle"]]
     keys = ["rank", "launch", "what", "waiting"]
-    for (r, s, what, waiting), group in spans.groupby(keys, sort=True):
+    key: Any  # (rank, launch, what, waiting) of the group
+    for key, group in spans.groupby(keys, sort=True):
+        r, s, what, waiting = key
         start = group["start_cycle"].to_numpy()
         width = group["end_cycle"].to_numpy() - start
         ax.broken_barh(
