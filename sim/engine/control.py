@@ -2,8 +2,9 @@
 sections, subviews and the PTO scalar ops.
 
 Loops and branches run with concrete values, so the pipes see the dynamic instruction
-stream a real core would issue. SSA values live in one frame per function activation;
-tiles and GM pointers passed to a callee share the caller's state.
+stream a real core would issue. SSA values (scalars, GM pointers and views, tiles) live in
+one frame per function activation; tiles and GM pointers passed to a callee share the
+caller's state.
 """
 
 from __future__ import annotations
@@ -168,7 +169,15 @@ class ControlFlow:
                     self._bind(res, val)
             elif kind is Call:
                 _, st, saved, saved_calls = frame
-                self.values, self._calls = saved, saved_calls
+                (
+                    self.values,
+                    self.views,
+                    self.tiles,
+                    self._ptr_offsets,
+                    self._view_layouts,
+                ) = saved
+                self._calls = saved_calls
+                self.epoch += 1  # the caller's tiles are bound again
                 for res, val in zip(st.results, out, strict=False):  # unnamed: none
                     self._bind(res, val)
 
@@ -418,7 +427,14 @@ class ControlFlow:
 
     def _enter_call(self, st: Call):
         """(the frame of a ``func.call``, the callee's body): the callee runs in a fresh
-        frame of SSA values, restored to the caller's when its body ends."""
+        frame of SSA values, restored to the caller's when its body ends.
+
+        Every name-keyed binding is per activation: scalars and GM pointers (``values``),
+        GM views and their layouts, pointer offsets (``pto.addptr``) and tiles. A callee
+        sees only its parameters, bound to its arguments' values (a tile argument shares
+        the caller's state object, so a valid region set in the callee is the caller's
+        too), and a value it defines under a name the caller also uses leaves the
+        caller's binding alone."""
         fn = self.program.callee(st)
         chain = self._calls or (self.program.main.name,)
         if st.callee in chain:  # no call stack on the hardware to recurse with
@@ -428,10 +444,20 @@ class ControlFlow:
                 + "): a kernel's functions cannot call themselves"
             )
         args = [self._value(a) for a in st.args]
-        frame = (Call, st, self.values, self._calls)
-        self.values, self._calls = {}, (*chain, st.callee)
-        for param, val in zip(fn.args, args, strict=True):
+        offsets, layouts = self._ptr_offsets, self._view_layouts
+        saved = (self.values, self.views, self.tiles, offsets, layouts)
+        frame = (Call, st, saved, self._calls)
+        self.values, self.views, self.tiles = {}, {}, {}
+        self._ptr_offsets, self._view_layouts = {}, {}
+        self._calls = (*chain, st.callee)
+        self.epoch += 1  # the callee's tiles are bound anew
+        for param, arg, val in zip(fn.args, st.args, args, strict=True):
             self._bind(param, val)
+            # what travels with a pointer or a view besides its value
+            if isinstance(arg, GmPtr) and arg.name in offsets:
+                self._ptr_offsets[param.name] = offsets[arg.name]
+            elif isinstance(arg, (TensorView, PartView)) and arg.name in layouts:
+                self._view_layouts[param.name] = layouts[arg.name]
         return frame, fn.body
 
     def _control_handlers(self) -> dict:
