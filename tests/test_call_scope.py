@@ -56,7 +56,9 @@ PTRS = "%pa: !pto.ptr<f32>, %po: !pto.ptr<f32>"
 CALL_F = "    func.call @f(%pa, %po) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()\n"
 
 
-def _run(text: str, a: np.ndarray) -> np.ndarray:
+def _run(text: str, a: np.ndarray, by_hand: bool = True) -> np.ndarray:
+    if not by_hand:  # every tile placed by the simulator
+        text = text.replace("pto.alloc_tile addr = %addr :", "pto.alloc_tile :")
     r = sim.simulate(
         sim.parse_text(text, "scope.pto"),
         "a2a3",
@@ -71,22 +73,25 @@ def a() -> np.ndarray:
     return np.random.default_rng(7).uniform(-4, 4, (8, 64)).astype(np.float32)
 
 
-def test_callee_names_leave_the_callers_view_scalar_and_tile(a):
-    # the callee's %t lies elsewhere in UB, its %vo on rows 8..15, its %s is 5
+@pytest.mark.parametrize("by_hand", [True, False], ids=["addressed", "placed"])
+def test_callee_names_leave_the_callers_view_scalar_and_tile(a, by_hand):
+    # the callee's %t lies elsewhere in UB (by its address, or where the simulator places
+    # it), its %vo on rows 8..15, its %s is 5
     text = (
         "module {\n"
         f"  func.func private @f({PTRS}) {{\n" + _consts(4096) + _scale_into("%c8", 5.0) + "  }\n"
         f"  func.func @k({PTRS}) {{\n" + _consts(0) + _scale_into("%c0", 2.0, CALL_F) + "  }\n}\n"
     )
-    out = _run(text, a)
+    out = _run(text, a, by_hand)
     np.testing.assert_array_equal(out[0:8], a * np.float32(2))  # the caller's own
     np.testing.assert_array_equal(out[8:16], a * np.float32(5))  # the callee's
     assert not out[16:].any()
 
 
-def test_nested_and_repeated_activations_keep_their_own_bindings(a):
+@pytest.mark.parametrize("by_hand", [True, False], ids=["addressed", "placed"])
+def test_nested_and_repeated_activations_keep_their_own_bindings(a, by_hand):
     # @k calls @f twice (rows 8 and 16), each @f calls @g (rows 24); all use the same
-    # names for their view, scalar and tile, each tile at its own address
+    # names for their view, scalar and tile, each function's tile at its own address
     call_g = "    func.call @g(%pa, %po) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()\n"
     call_f = (
         "    func.call @f(%pa, %po, %c8) : (!pto.ptr<f32>, !pto.ptr<f32>, index) -> ()\n"
@@ -106,7 +111,7 @@ def test_nested_and_repeated_activations_keep_their_own_bindings(a):
         + "  }\n"
         f"  func.func @k({PTRS}) {{\n" + _consts(0) + _scale_into("%c0", 2.0, call_f) + "  }\n}\n"
     )
-    out = _run(text, a)
+    out = _run(text, a, by_hand)
     np.testing.assert_array_equal(out[0:8], a * np.float32(2))
     np.testing.assert_array_equal(out[8:16], a * np.float32(3))
     np.testing.assert_array_equal(out[16:24], a * np.float32(3))

@@ -291,7 +291,7 @@ class Interpreter(
 
     def _alloc(self, st: Alloc) -> None:
         t = st.tile.type
-        addr = self._placed.get(st.tile)
+        addr = self._placed_addr(st.tile)
         if addr is None:
             addr = int(self.scalar(st.addr))
             self._check_address(

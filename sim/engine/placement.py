@@ -174,8 +174,45 @@ def _first_fit_all(program_or_body, target) -> dict:
         if t not in seen:
             seen.add(t)
             pending.append(t)
+    twins, hand = _twins(program_or_body)
     todo = reserves + [(t, t.loc.buffer, t.type.nbytes) for t in pending]
-    return _place_in_gaps(todo, taken, target)
+    todo += [(key, key[1].loc.buffer, key[1].type.nbytes) for key in twins]
+    placed = _place_in_gaps(todo, taken, target)
+    placed.update(dict.fromkeys(hand))  # None: the alloc's own address
+    return placed
+
+
+def _twins(program) -> tuple[list, list]:
+    """Tiles that several functions of the program allocate under one name and type:
+    ([(function name, tile) placed apart], [(function name, tile) placed by hand]).
+
+    SSA values are the function activation's own: one address for a caller's and a
+    callee's tile would let the callee's writes land in the caller's tile, and a hand
+    address must not give way to the other's place. Each callee's such tile without an
+    address is placed apart; the root functions keep one place for theirs (each runs on
+    units of its own). The interpreter looks a tile up by (the function running, tile)
+    first (``InstrShapes._placed_addr``)."""
+    functions = getattr(program, "functions", None)
+    if functions is None or len(functions) == 1:
+        return [], []
+
+    def compute():
+        roots = root_functions(program)
+        allocs = [(f, st) for f in _reachable(program) for st in scan(f.body).allocs]
+        users: dict = {}
+        for f, st in allocs:
+            users.setdefault(st.tile, set()).add(f.name)
+        twins: list[tuple] = []
+        hand: list[tuple] = []
+        for f, st in allocs:
+            if len(users[st.tile]) > 1:
+                if st.addr is not None:
+                    hand.append((f.name, st.tile))
+                elif f not in roots:
+                    twins.append((f.name, st.tile))
+        return list(dict.fromkeys(twins)), list(dict.fromkeys(hand))
+
+    return kept(program, ("twins",), compute)
 
 
 def _place_in_gaps(todo, taken: dict, target) -> dict:
@@ -190,7 +227,12 @@ def _place_in_gaps(todo, taken: dict, target) -> dict:
     placed = {}
     for tile, bufname, size in todo:
         buf = target.buffer(bufname)
-        what = f"tile %{tile.name}" if not isinstance(tile, tuple) else f"FIFO buffer {tile[1]!r}"
+        if not isinstance(tile, tuple):
+            what = f"tile %{tile.name}"
+        elif isinstance(tile[1], str):
+            what = f"FIFO buffer {tile[1]!r}"
+        else:  # a callee's tile named as another function's (_twins)
+            what = f"tile %{tile[1].name} of @{tile[0]}"
         addr = 0
         for s, e in sorted(taken[buf.name]):
             if addr + size <= s:

@@ -25,6 +25,7 @@ from sim.timing.hints import shape_hints
 
 if TYPE_CHECKING:
     from sim.engine.tilestate import TileState
+    from sim.isa.program import Function
     from sim.target.model import Target
 
 __all__ = ["InstrShapes", "TAKES_VALID"]
@@ -57,9 +58,19 @@ class InstrShapes:
     views: dict[str, tuple]
     tiles: dict[Tile, TileState]
     _placed: dict
+    _calls: tuple  # the functions being called, outermost first
+    fn: Function  # the function the unit starts in
     _view_layouts: dict[str, str]
     valid_of: Callable[[Tile], tuple[int | None, int | None]]
     _state: Callable[[Tile, str], TileState]
+
+    def _placed_addr(self, tile: Tile) -> int | None:
+        """Where placement put ``tile`` (None: the kernel places it), in the function
+        running now: a tile that functions of the program allocate under one name and type
+        is placed apart in each but the first, under (that function, the tile)
+        (``sim.engine.placement``)."""
+        addr = self._placed.get(tile)
+        return self._placed.get((self._calls[-1] if self._calls else self.fn.name, tile), addr)
 
     def _nd_view(self, instr, spec) -> bool:
         """Whether a transfer's GM view has dims outside its 2-D window: its plan then
@@ -84,7 +95,7 @@ class InstrShapes:
         if fam == "store":
             return self._geometry(instr.outs[0], srcs[0])
         if fam == "binary":
-            return tuple(map(self._placed.get, srcs))
+            return tuple(map(self._placed_addr, srcs))
         return None
 
     def _domain(self, instr, spec, srcs, where):
@@ -156,8 +167,8 @@ class InstrShapes:
             # for placement decisions, not for addresses the engine picked itself
             a, b = self.tiles[srcs[0]].addr, self.tiles[srcs[1]].addr
             if (
-                self._placed.get(srcs[0]) != a
-                and self._placed.get(srcs[1]) != b
+                self._placed_addr(srcs[0]) != a
+                and self._placed_addr(srcs[1]) != b
                 and same_bank(self.target, a, b)
             ):
                 assert isinstance(extra, tuple)  # a vector op's hints, not a Geometry
