@@ -267,3 +267,22 @@ def test_a_deadlock_with_streams_names_the_rank_and_the_kernel():
         sim.simulate(idle, ranks=2, streams=[g.comm(2)], functional=False)
     text = str(e.value)
     assert "rank 1 @allreduce core 1 AIV0: TWAIT" in text and "rank 3" not in text
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_output_of_a_run_with_ranks_has_a_rank_axis(capsys, tmp_path, ranks):
+    """--output with --ranks writes every rank's GM, rank r's at index r: after the
+    all-gather each rank's out holds every rank's src block by rows."""
+    import numpy as np
+
+    out, src = tmp_path / "out.npy", tmp_path / "src.npy"
+    args = ["--arg", f"ranks={ranks}", "--arg", "rows=8", "--arg", "cols=64"]
+    cmd = ["run", ALLGATHER, "--ranks", str(ranks), *args, "--no-races"]
+    assert main([*cmd, "--output", f"out={out}", "--output", f"src={src}"]) == 0
+    capsys.readouterr()
+    got, blocks = np.load(out), np.load(src)
+    assert got.shape == (ranks, ranks * 8, 64)
+    assert blocks.shape == (ranks, 8, 64)
+    assert len({blocks[r].tobytes() for r in range(ranks)}) == ranks  # seeded per rank
+    for r in range(ranks):
+        np.testing.assert_array_equal(got[r], np.concatenate(list(blocks)))

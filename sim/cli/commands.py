@@ -139,17 +139,23 @@ def _load_array(path: str, what: str):
 
 def _save_outputs(args, result, kernel, inputs) -> None:
     """Each ``--output NAME=FILE`` as a .npy array written to exactly FILE, in the shape its
-    ``--input`` array or its tensor view gave it (flat when none did)."""
+    ``--input`` array or its tensor view gave it (flat when none did). A run with ranks has
+    a GM per rank: the array gets a leading rank axis, rank ``r``'s GM at index ``r``."""
     import numpy as np
 
+    ranks = len(result.ranks) if args.ranks else 0
     for name, path in _pairs(args.output, "--output"):
         try:
-            arr = result.output(name)
+            if ranks:
+                per_rank = [result.output(name, r) for r in range(ranks)]
+            else:
+                per_rank = [result.output(name)]
         except KeyError:
             raise UserError(f"--output {name}: the kernel never touched %{name}") from None
-        shape = _output_shape(_program(kernel), name, arr.size, inputs.get(name))
+        shape = _output_shape(_program(kernel), name, per_rank[0].size, inputs.get(name))
+        arrs = [a.reshape(shape) if shape else a for a in per_rank]
         with atomic_path(path) as tmp, open(tmp, "wb") as f:  # np.save(name) would add .npy
-            np.save(f, arr.reshape(shape) if shape else arr)
+            np.save(f, np.stack(arrs) if ranks else arrs[0])
 
 
 def _output_shape(program, name: str, size: int, given) -> tuple | None:
@@ -271,11 +277,6 @@ def cmd_run(args) -> int:
         )
     if args.trace_rows is None:  # the report reads no sync row; a written trace does
         args.trace_rows = "full" if args.trace or args.plot else "ops"
-    if args.ranks and args.output:
-        raise UserError(
-            "--ranks with --output: a run with ranks has a GM per rank and writes none of "
-            "them yet (sim.simulate(..., ranks=N).output(NAME, RANK) gives each rank's)"
-        )
     if args.trace_rows == "none" and (args.trace or args.plot):
         raise UserError(
             "--trace-rows none keeps no trace to write; drop --trace/--plot or "

@@ -304,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
         pairs=True,
         suffixes=(".npy",),
         help="write a GM pointer argument's final contents as a .npy array to exactly "
-        "FILE, shaped like its --input array or its tensor view (repeatable)",
+        "FILE, shaped like its --input array or its tensor view (repeatable); with "
+        "--ranks a leading rank axis holds every rank's",
     )
     r.add_argument(
         "--json",
