@@ -141,6 +141,9 @@ class Chip:
         # carries its row's id from one unit and run to the next)
         self._statics = kept(program, ("static rows",), lambda: ([], {}))
         self.units: list = []
+        # per unit (as ``units``): the GM summary its interpreter keeps instead of its GM
+        # accesses (``gm_summary``), or None; kept past the unit's end, for ``race_free``
+        self._gm_summaries: list = []
         # what the units work out about accesses (race checks): the same for every unit
         self._access_caches: tuple = ({}, {}, {})
         # a unit alone, its race check a proof: its GM accesses only summarised, as no
@@ -200,6 +203,7 @@ class Chip:
                 access_caches=self._access_caches,
                 gm_pipes={} if o["summary"] else None,
             )
+            self._gm_summaries.append(interp.gm_pipes)
             machine = Machine(
                 target,
                 env=self.env,
@@ -284,7 +288,9 @@ class Chip:
         """Whether the run's dispatch logs show the race detector would report nothing
         (``sim.engine.racefree``; False also when that cannot be shown)."""
         return race_free(
-            [m.log for _, _, m in self.units], [m.recorder.sync_ends() for _, _, m in self.units]
+            [m.log for _, _, m in self.units],
+            [m.recorder.sync_ends() for _, _, m in self.units],
+            self._gm_summaries,
         )
 
     def races(self) -> tuple:

@@ -29,8 +29,15 @@ tries to show with array operations over those logs that the detector would repo
   ordered by the synchronisation, or else by the run's cycles — the set fired at a later
   cycle than the wait was taken (at the same cycle the detector's order is the event
   loop's, which the logs do not keep: not shown).
-* The scalar unit's own accesses (``load_scalar`` / ``store_scalar``) and a ``PIPE_ALL``
-  item other than a barrier are left to the detector.
+* **The scalar unit's own accesses** (``load_scalar``, ``store_scalar``, ``tgetval``):
+  accesses of pipe PIPE_S, and events of the dispatcher, which learns their clock (the
+  detector's dispatcher takes PIPE_S's clock after each, so what it issues later is ordered
+  after them). A word no unit writes (a communication context) is never in conflict. The
+  words communication instructions write (``TNOTIFY`` signals, queue counts) carry no byte
+  ranges for the detector (the check across ranks follows them): none for the proof
+  either. A unit whose GM accesses were only summarised (one unit alone) has its scalar
+  GM accesses checked against that summary. A ``PIPE_ALL`` item other than a barrier, and
+  a set, wait or barrier with accesses, are left to the detector.
 
 ``race_free`` is True only when all of this holds; then the detector would report
 nothing. Otherwise the caller runs again with the detector, whose findings are the run's:
@@ -45,31 +52,36 @@ from operator import attrgetter, is_
 
 import numpy as np
 
-from sim.engine.access import GmAccess
 from sim.engine.items import BARRIER, OP, SET, WAIT
+from sim.engine.racefree_dispatch import SHIFT as _SHIFT
+from sim.engine.racefree_dispatch import Dispatcher
+from sim.engine.racefree_gm import gm_across
 
 __all__ = ["race_free"]
 
 _FIELDS = attrgetter("kind", "pipe", "flag", "accesses")
 # what an item is to the proof
 (_NONE, _ACCESS, _SET, _WAIT, _DWAIT, _BARRIER_ALL) = range(6)
+_SCALAR_ACCESS = 6  # a dispatcher event: the scalar unit's own access (``_Proof._events``)
 # fixed-point rounds at most: a clock stopped short knows less, so the proof may fail but
 # never passes wrongly
 _MAX_ROUNDS = 64
 _FIRST_ROUNDS = 2  # ... and before the first checks
-_MAX_GM_PAIRS = 1 << 26  # pairs of GM windows compared across units before it gives up
 _CHUNK = 1 << 18  # pairs compared at once (bounds the memory it takes)
-_SHIFT = 40  # key = group << _SHIFT | position
 _BATCH_ITEMS = 1 << 16  # dispatched items of the units proven together, at most (memory)
 
 
-def race_free(logs, sync_ends=None) -> bool:
+def race_free(logs, sync_ends=None, summaries=None) -> bool:
     """Would the race detector report nothing on the run whose units dispatched ``logs``
     (one list of ``Issued`` items per unit, in dispatch order)? False when it cannot be
     shown (see the module doc), not only when there is a race. ``sync_ends``: per unit,
     the (sequence number, end cycle) rows of its sync rows (``Recorder.sync_ends``):
     a set the synchronisation does not order after the previous set's wait is still
-    shown not pending when it fired at a later cycle than that wait was taken."""
+    shown not pending when it fired at a later cycle than that wait was taken.
+    ``summaries``: per unit, None, or the GM summary its pipes' GM accesses were kept
+    in instead of its log (``sim.engine.access.instr_accesses``: GM array -> [the pipes
+    that touch it, whether one writes]); its scalar unit's own GM accesses are in the log
+    and are shown apart from those (``_Proof._summarised``)."""
     # the proof makes many short-lived containers while the run's objects are alive: a
     # collection would rescan those for nothing
     was = gc.isenabled()
@@ -80,11 +92,12 @@ def race_free(logs, sync_ends=None) -> bool:
             proof = _Proof(
                 [logs[i] for i in units],
                 None if sync_ends is None else [sync_ends[i] for i in units],
+                None if summaries is None else [summaries[i] for i in units],
             )
             if not proof.holds():
                 return False
             gm += proof.gm
-        return len(gm) < 2 or _gm_across(gm)
+        return len(gm) < 2 or gm_across(gm)
     finally:
         if was:
             gc.enable()
@@ -123,9 +136,10 @@ class _Proof:
     know of, a set with the wait of its flag. Knowing of events numbered below all of
     the unit's own decides none of them, so the verdict is each unit's own."""
 
-    def __init__(self, logs, sync_ends=None):
+    def __init__(self, logs, sync_ends=None, summaries=None):
         self.logs = logs
         self.sync_ends = sync_ends
+        self.summaries = summaries
         self.gm: list[list] = [[] for _ in logs]
         self._rows = None  # _access_rows, once
 
@@ -171,14 +185,21 @@ class _Proof:
         col = {p: i for i, p in enumerate(names)}
         col["PIPE_ALL"] = -1
         self.cols = len(names)
-        kind_code = {OP: 1, SET: 2, WAIT: 3}
+        kind_code = {OP: 1, SET: 2, WAIT: 3, BARRIER: 4}
         kind = np.fromiter(map(kind_code.get, kinds, repeat(0)), np.int8, m)
         ucol = np.fromiter(map(col.__getitem__, pipes), np.int8, m)
         local = np.fromiter(map(is_, map(type, flags), repeat(tuple)), bool, m)
         touches = np.fromiter(map(bool, accesses), bool, m)
         scalar = ucol == col.get("PIPE_S", -2)
-        if (touches & (scalar | (kind != 1))).any():
-            return False  # the scalar unit's own accesses: the detector decides
+        # the scalar unit's own accesses (load_scalar, store_scalar, tgetval): the machine
+        # hands the detector each (any kind but a set, a wait or a barrier) as an access
+        # of PIPE_S at the dispatcher's clock, which then becomes the dispatcher's
+        # (sim.engine.machine): here an access of the PIPE_S pipe and an event of the
+        # dispatcher that learns its clock (_events, Dispatcher)
+        self.sacc = touches & scalar & (kind <= 1)
+        if (touches & ~self.sacc & (scalar | (kind != 1))).any():
+            return False  # a set, a wait or a barrier that touches bytes: the detector's
+        self.scol = col.get("PIPE_S", -1)
         role = np.zeros(len(distinct), np.int8)
         role[touches] = _ACCESS
         role[(kind == 2) & local] = _SET
@@ -196,6 +217,24 @@ class _Proof:
         )
         self.role, self.ucol, self.ukey, self.unit = role, ucol, ukey, unit
         self.distinct_accesses = [(i, accesses[i]) for i in np.flatnonzero(touches).tolist()]
+        return self._summarised(accesses, unit)
+
+    def _summarised(self, accesses, unit) -> bool:
+        """A unit whose pipes' GM accesses were kept only as a summary (one unit alone,
+        ``race_free``) lists its scalar unit's GM accesses alone: those must meet nothing
+        the summary holds (no array the scalar unit writes touched by a pipe, none it
+        reads written by one); among themselves they are one pipe's, in program order."""
+        if self.summaries is None or not any(s is not None for s in self.summaries):
+            return True
+        for i in np.flatnonzero(self.sacc).tolist():
+            summary = self.summaries[unit[i]]
+            if summary is None:
+                continue
+            for a in accesses[i]:
+                if a.space.startswith("GM:"):
+                    seen = summary.get(a.space[3:])
+                    if seen is not None and (a.write or seen[1]):
+                        return False
         return True
 
     def _events(self) -> bool:
@@ -236,8 +275,16 @@ class _Proof:
             part = last[f : f + size]
             part[part < r] = -1
         self.ev_last = last
-        self.d_pos = np.flatnonzero((role == _DWAIT) | (role == _BARRIER_ALL))
-        self.d_role = role[self.d_pos]
+        d = (role == _DWAIT) | (role == _BARRIER_ALL)
+        if self.sacc.any():  # the scalar unit's accesses teach the dispatcher too
+            sacc = self.sacc[codes]
+            self.d_pos = np.flatnonzero(d | sacc)
+            self.d_role = np.where(sacc[self.d_pos], _SCALAR_ACCESS, role[self.d_pos])
+            # their events, in program order as they are on their pipe
+            self.sacc_ev = np.flatnonzero(self.ev_access & (ev_col == self.scol))
+        else:
+            self.d_pos = np.flatnonzero(d)
+            self.d_role = role[self.d_pos]
         # the row of the dispatcher's clocks (0: before its first event) each event joins
         self.ev_epoch = (
             np.searchsorted(self.d_pos, ev).astype(np.int32) if len(self.d_pos) else None
@@ -272,6 +319,8 @@ class _Proof:
         syncing[self.s_col] = True
         if (self.d_role == _BARRIER_ALL).any():
             syncing[:] = True
+        if (self.d_role == _SCALAR_ACCESS).any():  # the dispatcher learns the scalar pipe
+            syncing[self.scol] = True
         active = np.flatnonzero(syncing)
         ka = len(active)
         self.kcol = np.full(cols, ka, np.int64)  # column ka: always zero
@@ -290,7 +339,16 @@ class _Proof:
         w_rows, w_sets = s_row[self.m_wait[on_pipe]], s_row[self.m_set[on_pipe]]
         w_delta = s_base[w_rows] - s_base[w_sets]
         KD = np.zeros((nd + 1, ka), dtype)
-        dispatch = _Dispatcher(self, s_row, on_pipe, s_base, dtype) if nd else None
+        dispatch = (
+            Dispatcher(
+                self,
+                (s_row, on_pipe, s_base, dtype),
+                np.flatnonzero(self.d_role == _BARRIER_ALL),
+                np.flatnonzero(self.d_role == _SCALAR_ACCESS),
+            )
+            if nd
+            else None
+        )
         self._state = [K, KD, s_base, dispatch, w_rows, w_sets, w_delta]
         self.s_row, self.rounds = s_row, 0
         return True
@@ -480,67 +538,6 @@ class _Proof:
         return True
 
 
-class _Dispatcher:
-    """What the dispatcher learns at its events (``_Proof._knowledge``): at a wait that
-    holds it, the clock of the set it consumes; at ``pipe_barrier(PIPE_ALL)``, every pipe
-    as it was before the barrier; and what every sync event learns from it at issue."""
-
-    def __init__(self, proof, s_row, on_pipe, s_base, dtype):
-        """``on_pipe``: which of the proof's matched waits run on a pipe (the others hold
-        the dispatcher)."""
-        pr = proof
-        cols, ns = pr.cols, len(pr.s_pos)
-        self.d_index = np.searchsorted(pr.d_pos, pr.m_wait[~on_pipe]) + 1
-        self.d_sets = s_row[pr.m_set[~on_pipe]]
-        self.d_delta = -s_base[self.d_sets]
-        bars = np.flatnonzero(pr.d_role == _BARRIER_ALL)
-        self.b_d = b_d = np.repeat(bars, cols) + 1
-        b_col = np.tile(np.arange(cols), len(bars))
-        # per (barrier, pipe): the pipe's last event before the barrier (its count of
-        # events) and the last sync event at or before that
-        ev_key = (pr.ev_col.astype(np.int64) << _SHIFT) | pr.ev
-        probe = (b_col.astype(np.int64) << _SHIFT) | pr.d_pos[b_d - 1]
-        before = np.searchsorted(ev_key, probe)
-        self.b_own = (before - np.searchsorted(ev_key, b_col.astype(np.int64) << _SHIFT)).astype(
-            dtype
-        )
-        prev = np.maximum(before - 1, 0)
-        if len(pr.ev):
-            last = pr.ev_last[prev]
-            self.b_ok = (before > 0) & (pr.ev_col[prev] == b_col) & (last >= 0)
-        else:
-            last, self.b_ok = np.zeros(len(b_d), np.int64), np.zeros(len(b_d), bool)
-        self.b_last = np.where(self.b_ok, last, 0)
-        self.b_col = pr.kcol[b_col]
-        self.b_delta = -s_base[self.b_last] if ns else 0
-        self.s_epoch = pr.ev_epoch[pr.s_ev]
-        self.e_delta = s_base
-
-    def learn(self, K, KD) -> bool:
-        """One round: the dispatcher learns, then every sync event learns from it at
-        issue. Whether anything changed."""
-        before = KD.copy()
-        if len(self.d_sets):
-            KD[self.d_index] = np.maximum(KD[self.d_index], K[self.d_sets] + self.d_delta)
-        if len(self.b_d):
-            got = (
-                np.where(self.b_ok[:, None], K[self.b_last] + self.b_delta, 0)
-                if len(K)
-                else np.zeros((len(self.b_d), KD.shape[1]), KD.dtype)
-            )
-            i = np.arange(len(self.b_d))
-            got[i, self.b_col] = np.maximum(got[i, self.b_col], self.b_own)
-            np.maximum.at(KD, self.b_d, got)
-        np.maximum.accumulate(KD, axis=0, out=KD)
-        changed = not np.array_equal(before, KD)
-        if len(K):
-            new = np.maximum(K, KD[self.s_epoch] + self.e_delta)
-            if (new != K).any():
-                K[...] = new
-                changed = True
-        return changed
-
-
 def _stable_order(keys: np.ndarray) -> np.ndarray:
     """Indices that sort ``keys`` (non-negative integers), equal keys in their order."""
     top = int(keys.max()) if len(keys) else 0
@@ -549,58 +546,3 @@ def _stable_order(keys: np.ndarray) -> np.ndarray:
     if top < 1 << 23:
         return np.argsort((keys.astype(np.int64) << _SHIFT) | np.arange(len(keys)))
     return np.argsort(keys, kind="stable")
-
-
-def _gm_across(per_unit) -> bool:
-    """No GM byte one unit writes is touched by another (the proof has no order between
-    units). ``per_unit``: each unit's distinct GM accesses."""
-    written = {a.space for accs in per_unit for a in accs if a.write}
-    by_space: dict = {}
-    for u, accs in enumerate(per_unit):
-        for a in accs:
-            if a.space in written:
-                by_space.setdefault(a.space, []).append((u, a))
-    for pairs in by_space.values():
-        units = np.array([u for u, _ in pairs], np.int64)
-        if (units == units[0]).all():
-            continue
-        accs = [a for _, a in pairs]
-        w = np.array([a.write for a in accs], bool)
-        if w.sum() * len(accs) > _MAX_GM_PAIRS:
-            return False
-        A, B = _windows([a for a, x in zip(accs, w, strict=True) if x]), _windows(accs)
-        wu = units[w]
-        step = max(1, _CHUNK // len(B))
-        for i in range(0, len(A), step):
-            if (_overlap(A[i : i + step], B) & (wu[i : i + step, None] != units[None, :])).any():
-                return False
-    return True
-
-
-def _windows(accesses) -> np.ndarray:
-    """Per GM access: start, end, pitch, first row, first column, rows, width — pitch 0
-    where only the hull can be compared (not a row window, or a run crossing a row)."""
-    out = np.zeros((len(accesses), 7), np.int64)
-    for i, a in enumerate(accesses):
-        p = a.pitch if type(a) is GmAccess else 0
-        if p and a.start % p + a.width <= p:
-            out[i] = (a.start, a.end, p, a.start // p, a.start % p, a.rows, a.width)
-        else:
-            out[i] = (a.start, a.end, 0, 0, 0, 0, 0)
-    return out
-
-
-def _overlap(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``sim.engine.xraces._overlap`` of every window of ``A`` with every one of ``B``:
-    two row windows of one pitch overlap where their rows and columns both do, other
-    pairs where their hulls do."""
-    a, b = A[:, None, :], B[None, :, :]
-    hull = (a[..., 0] < b[..., 1]) & (b[..., 0] < a[..., 1])
-    exact = (a[..., 2] == b[..., 2]) & (a[..., 2] > 0)
-    rect = (
-        (a[..., 3] < b[..., 3] + b[..., 5])
-        & (b[..., 3] < a[..., 3] + a[..., 5])
-        & (a[..., 4] < b[..., 4] + b[..., 6])
-        & (b[..., 4] < a[..., 4] + a[..., 6])
-    )
-    return hull & (rect | ~exact)

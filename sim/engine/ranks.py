@@ -24,11 +24,9 @@ from sim.engine.deadlock import describe_stuck
 from sim.engine.launch import launch_cycles
 from sim.engine.links import Links, RankMemory, SignalWait
 from sim.engine.result import Result
-from sim.engine.scan import kept
 from sim.engine.sdma import Sdma
 from sim.engine.streams import first_cores, working_units
 from sim.isa.comm import context_words
-from sim.isa.program import ScalarOp, walk
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -202,13 +200,8 @@ def run_ranks(
     firsts = first_cores([(p.main.name, b, working_units(p, tgt, b)) for p, b, _ in kernels], tgt)
     # the proof reads the order the flags impose, which ideal sync does not keep
     prove = any(checked) and not chip_opts.get("ideal_sync")
-    # per rank and kernel: how its chip's races are checked ("" not at all); a kernel whose
-    # scalar unit reads or writes GM goes to the detector at once (the proof leaves the
-    # scalar unit's own accesses to it: its logs would be kept for nothing)
-    first = [
-        ("proof" if prove and not _scalar_gm(p) else "detector") if on else ""
-        for (p, _, _), on in zip(kernels, checked, strict=True)
-    ]
+    # per rank and kernel: how its chip's races are checked ("" not at all)
+    first = [("proof" if prove else "detector") if on else "" for on in checked]
     how = [first] * ranks
     per_rank, links = _launch(
         kernels, firsts, tgt, ranks, inputs, seed, freed, limits, check_races, how, chip_opts
@@ -245,20 +238,6 @@ def run_ranks(
     return RanksResult(
         tuple(rs[0] for rs in table), tuple(table) if streams else (), found, check_races
     )
-
-
-def _scalar_gm(program) -> bool:
-    """Whether the program's scalar unit reads or writes GM (``load_scalar`` /
-    ``store_scalar``: a communication context, a ready queue)."""
-
-    def find() -> bool:
-        return any(
-            type(st) is ScalarOp and st.op in ("pto.load_scalar", "pto.store_scalar")
-            for f in program.functions
-            for st in walk(f.body)
-        )
-
-    return kept(program, ("scalar unit touches GM",), find)
 
 
 def _launch(
