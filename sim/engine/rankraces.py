@@ -17,6 +17,13 @@ them is made by a unit of another rank than the memory's, or by a kernel launche
 compared row by row when they share a row stride (the tiles of one array); ASSUMPTION: other
 shapes by their span of elements (a window may then be found to meet one it interleaves
 with).
+
+Cost: an access is compared only with the accesses listed in the granules of elements it
+spans (granules of about the first window's size of each GM argument; a window spanning many
+is listed apart and compared with every access), and reads made while nothing has written
+the argument wait in a plain list (an input no unit writes costs one append per read). The
+findings are those of a scan of every earlier access, in its order
+(``tests/test_rankraces_index.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +34,30 @@ from sim.base.vclock import join
 
 __all__ = ["RankRaces"]
 
-_KEEP = 1 << 14  # accesses kept per unit and GM argument of a rank (the oldest go first)
+_KEEP = 1 << 14  # accesses kept per unit, GM argument of a rank and granule (the oldest go)
+_MIN_SHIFT = 10  # granules of 1 Ki elements at least
+_SPREAD = 8  # granules an access is listed in at most; a wider one is listed as wide
+
+
+class _Group:
+    """The accesses of one chip to one GM argument of a rank: the span of their elements
+    (``lo``, ``hi``: an access outside it skips the chip whole), the order of the units'
+    first accesses (findings are named in it), per granule and in ``wide`` (those spanning
+    more than ``_SPREAD`` granules) each unit's accesses in its own order, as (clock counts,
+    (window, kind, label)): those a signal ordered before an access (count <= what the
+    accessing unit's clock holds of it) are skipped by one search."""
+
+    __slots__ = ("lo", "hi", "order", "granules", "wide")
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+        self.order: dict = {}
+        self.granules: dict = {}
+        self.wide: dict = {}
+
+
+def _by_unit_and_count(hit: tuple) -> tuple:
+    return hit[0], hit[1]
 
 
 def _end(w: tuple) -> int:
@@ -57,11 +87,10 @@ class RankRaces:
     def __init__(self, limit: int = 50):
         self.clocks: dict = {}  # unit -> its vector clock
         self.released: dict = {}  # (rank, GM argument, element) -> joined clocks
-        # (rank, GM argument) -> chip (rank, id) -> [first element, end, {unit: ([count,
-        # ...], [(window, kind, what), ...])}]: a chip's span of elements skips it whole
-        # where an access lies outside it; each unit's accesses in its own order, so that
-        # those a signal ordered before an access (count <= what the accessing unit's clock
-        # holds of it) are skipped by one search
+        # (rank, GM argument) -> [granule shift, chip (rank, id) -> _Group, the reads made
+        # while nothing was written yet (None once something is)]: an access is compared
+        # only with the accesses of the granules its elements span (and the wide ones), so
+        # one that meets a few of a rank's thousand tiles looks at those
         self.accesses: dict = {}
         self.findings: list[str] = []
         self._seen: set = set()
@@ -86,35 +115,101 @@ class RankRaces:
         """Unit ``unit`` (``(rank, chip, block, unit name)``) reads or writes ``window``
         ((first element, rows, cols, row stride)) of GM argument ``name`` on rank ``rank``;
         ``atomic``: an atomic-add write (two of them never race: the hardware adds both)."""
-        clock = self._clock(unit)
+        clock = self.clocks.get(unit)
+        if clock is None:
+            clock = self._clock(unit)
         clock[unit] += 1
-        by_chip = self.accesses.setdefault((rank, name), {})
+        table = self.accesses.get((rank, name))
+        if table is None:  # granules of about the first window's span
+            first, end = window[0], _end(window)
+            table = self.accesses[(rank, name)] = [
+                max((end - first).bit_length(), _MIN_SHIFT + 1) - 1,
+                {},
+                [],
+            ]
+        pending = table[2]
+        if pending is not None:
+            # nothing written yet: a read meets nothing, and waits in a plain list (the
+            # reads of an input no unit writes cost one append each)
+            if not (write or atomic):
+                pending.append((unit, clock[unit], window, what))
+                return
+            table[2] = None
+            for u, n, win, other in pending:
+                self._record(table, u, n, win, False, other)
         kind = "atomic" if atomic else write
-        mine = unit[:2]
+        self._check(table, clock, unit, rank, name, window, write, kind, what)
+        self._record(table, unit, clock[unit], window, kind, what)
+
+    def _check(self, table, clock, unit, rank, name, window, write, kind, what) -> None:
+        """Find the accesses of other units that ``window`` meets and no signal ordered
+        before it (see ``access``)."""
+        shift, by_chip, _ = table
         first, end = window[0], _end(window)
-        for chip, (lo, hi, by_unit) in by_chip.items():
-            if (chip == mine and unit[0] == rank) or first >= hi or lo >= end:
+        g0, g1 = first >> shift, (end - 1) >> shift
+        mine = unit[:2]
+        for chip, group in by_chip.items():
+            if (chip == mine and unit[0] == rank) or first >= group.hi or group.lo >= end:
                 continue  # one chip's own units (the chip's race check), or apart
-            for u, (counts, events) in by_unit.items():
-                if u == unit:
-                    continue
-                # the accesses of u a signal ordered before this one come first
-                for win, w, other in events[bisect_right(counts, clock.get(u, 0)) :]:
-                    if not (write or w) or (kind == "atomic" and w == "atomic"):
+            grans = group.granules
+            if g1 - g0 < _SPREAD:
+                lists = [grans[g] for g in range(g0, g1 + 1) if g in grans]
+            else:
+                lists = [ls for g, ls in grans.items() if g0 <= g <= g1]
+            lists.append(group.wide)
+            hits = None
+            for by_unit in lists:
+                for u, (counts, events) in by_unit.items():
+                    if u == unit:
                         continue
-                    if _meet(win, window):
-                        a, b = max(win[0], first), min(_end(win), end)
-                        self._found(rank, name, a, b, (u, w, other), (unit, write, what))
+                    # the accesses of u a signal ordered before this one come first
+                    at = bisect_right(counts, clock.get(u, 0))
+                    for j, (win, w, other) in enumerate(events[at:], at):
+                        if not (write or w) or (kind == "atomic" and w == "atomic"):
+                            continue
+                        if _meet(win, window):
+                            if hits is None:
+                                hits = []
+                            hits.append((group.order[u], counts[j], u, win, w, other))
+            if hits:
+                # in the order of the units' first accesses, each unit's in its own order
+                # (an access listed in two granules is found twice: named once, _found)
+                for _, _, u, win, w, other in sorted(hits, key=_by_unit_and_count):
+                    a, b = max(win[0], first), min(_end(win), end)
+                    self._found(rank, name, a, b, (u, w, other), (unit, write, what))
+
+    @staticmethod
+    def _record(table, unit, n: int, window: tuple, kind, what: str) -> None:
+        """List access number ``n`` of ``unit`` in its chip's group: in each granule its
+        elements span, or as wide."""
+        shift, by_chip, _ = table
+        first, end = window[0], _end(window)
+        g0, g1 = first >> shift, (end - 1) >> shift
+        mine = unit[:2]
         group = by_chip.get(mine)
         if group is None:
-            group = by_chip[mine] = [first, end, {}]
+            group = by_chip[mine] = _Group(first, end)
         else:
-            group[0], group[1] = min(group[0], first), max(group[1], end)
-        counts, events = group[2].setdefault(unit, ([], []))
-        counts.append(clock[unit])
-        events.append((window, kind, what))
-        if len(counts) > _KEEP:
-            del counts[: len(counts) - _KEEP], events[: len(events) - _KEEP]
+            if first < group.lo:
+                group.lo = first
+            if end > group.hi:
+                group.hi = end
+        if unit not in group.order:
+            group.order[unit] = len(group.order)
+        if g1 - g0 < _SPREAD:
+            grans = group.granules
+            targets = [grans.setdefault(g, {}) for g in range(g0, g1 + 1)]
+        else:
+            targets = [group.wide]
+        for by_unit in targets:
+            lists = by_unit.get(unit)
+            if lists is None:
+                lists = by_unit[unit] = ([], [])
+            counts, events = lists
+            counts.append(n)
+            events.append((window, kind, what))
+            if len(counts) > _KEEP:
+                del counts[: len(counts) - _KEEP], events[: len(events) - _KEEP]
 
     def release(self, unit, words) -> None:
         """A ``TNOTIFY`` of ``unit`` on ``words`` ((rank, name, element) each)."""
