@@ -137,3 +137,34 @@ def test_a_moved_pointer_keeps_its_offset_in_the_callee(a):
     assert not out[0:8].any()
     np.testing.assert_array_equal(out[8:16], a * np.float32(3))
     assert not out[16:].any()
+
+
+def test_callees_sharing_a_tile_name_fit_where_one_place_each_would_not(a):
+    # @f and @g each allocate a 64 KiB %big under one name and type, @k none: the first
+    # callee keeps the name's place and the second gets one apart (128 KiB of UB's 184 free);
+    # a third place for the name alone would not fit beside them
+    big = "    %big = pto.alloc_tile : !pto.tile_buf<vec, 64x256xf32>\n"
+    call_fg = (
+        "    func.call @f(%pa, %po) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()\n"
+        "    func.call @g(%pa, %po) : (!pto.ptr<f32>, !pto.ptr<f32>) -> ()\n"
+    )
+    text = (
+        "module {\n"
+        f"  func.func private @f({PTRS}) {{\n"
+        + _consts(0)
+        + big
+        + _scale_into("%c8", 3.0)
+        + "  }\n"
+        f"  func.func private @g({PTRS}) {{\n"
+        + _consts(0)
+        + big
+        + "    %c24 = arith.constant 24 : index\n"
+        + _scale_into("%c24", 5.0)
+        + "  }\n"
+        f"  func.func @k({PTRS}) {{\n" + _consts(0) + _scale_into("%c0", 2.0, call_fg) + "  }\n}\n"
+    )
+    out = _run(text, a, by_hand=False)
+    np.testing.assert_array_equal(out[0:8], a * np.float32(2))
+    np.testing.assert_array_equal(out[8:16], a * np.float32(3))
+    assert not out[16:24].any()
+    np.testing.assert_array_equal(out[24:32], a * np.float32(5))

@@ -189,9 +189,10 @@ def _twins(program) -> tuple[list, list]:
     SSA values are the function activation's own: one address for a caller's and a
     callee's tile would let the callee's writes land in the caller's tile, and a hand
     address must not give way to the other's place. Each callee's such tile without an
-    address is placed apart; the root functions keep one place for theirs (each runs on
-    units of its own). The interpreter looks a tile up by (the function running, tile)
-    first (``InstrShapes._placed_addr``)."""
+    address is placed apart, but for the first function allocating it (the root functions
+    first): the roots keep one place for theirs (each runs on units of its own), and when
+    no root allocates it, the first callee keeps that place. The interpreter looks a tile
+    up by (the function running, tile) first (``InstrShapes._placed_addr``)."""
     functions = getattr(program, "functions", None)
     if functions is None or len(functions) == 1:
         return [], []
@@ -204,11 +205,14 @@ def _twins(program) -> tuple[list, list]:
             users.setdefault(st.tile, set()).add(f.name)
         twins: list[tuple] = []
         hand: list[tuple] = []
+        plain: dict = {}  # tile -> the function that keeps its one place (roots first)
         for f, st in allocs:
             if len(users[st.tile]) > 1:
                 if st.addr is not None:
                     hand.append((f.name, st.tile))
-                elif f not in roots:
+                elif f in roots:
+                    plain.setdefault(st.tile, f.name)
+                elif plain.setdefault(st.tile, f.name) != f.name:
                     twins.append((f.name, st.tile))
         return list(dict.fromkeys(twins)), list(dict.fromkeys(hand))
 
