@@ -322,6 +322,8 @@ class ControlFlow:
             size = base.dtype.size_bytes
             start = self.tiles[base].addr + index * size
             return Access(base.loc.buffer, start, start + size, write, f"%{base.name}")
+        if isinstance(base, GmPtr):  # the element the load / store reaches (_scalar_cell)
+            index += self._ptr_offsets.get(base.name, 0)
         key = self.values.get(base.name, base.name)
         size = base.dtype.size_bytes
         return Access(f"GM:{key}", index * size, (index + 1) * size, write, f"%{base.name}")
