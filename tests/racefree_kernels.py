@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections import deque
 
+import pytest
+
 import sim
+import sim.engine.chip as chip_module
 
 # A synchronised kernel as a list of statements: ("TLOAD", tile, gm), ("TSTORE", gm, tile),
 # ("TADD", dst, a, b), ("TEXP", dst, a), ("set", src, dst, id), ("wait", src, dst, id),
@@ -282,3 +285,21 @@ def fit(cores: int, window: tuple) -> tuple:
         dr,
         dc,
     )
+
+
+def two_ways(program, **kw):
+    """(the proof's verdicts, simulate(races=True) as it runs, simulate with the proof
+    forced to fail: the detector's run)."""
+    kw.setdefault("races", True)
+    real, verdicts = chip_module.Chip.race_free, []
+
+    def spy(chip):
+        verdicts.append(real(chip))
+        return verdicts[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chip_module.Chip, "race_free", spy)
+        proof = sim.simulate(program, **kw)
+        mp.setattr(chip_module.Chip, "race_free", lambda chip: False)
+        forced = sim.simulate(program, **kw)
+    return verdicts, proof, forced

@@ -40,6 +40,9 @@ from racefree_kernels import (
     synced,
     windows,
 )
+from racefree_kernels import (
+    two_ways as _two_ways,
+)
 from test_engine_fuzz import _build, step
 
 import sim
@@ -159,24 +162,6 @@ def test_most_synchronised_random_kernels_are_proven():
 
 
 # --- simulate: the proof's path against the forced detector's ---------------------------------
-
-
-def _two_ways(program, **kw):
-    """(the proof's verdicts, simulate(races=True) as it runs, simulate with the proof
-    forced to fail: the detector's run)."""
-    kw.setdefault("races", True)
-    real, verdicts = chip_module.Chip.race_free, []
-
-    def spy(chip):
-        verdicts.append(real(chip))
-        return verdicts[-1]
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chip_module.Chip, "race_free", spy)
-        proof = sim.simulate(program, **kw)
-        mp.setattr(chip_module.Chip, "race_free", lambda chip: False)
-        forced = sim.simulate(program, **kw)
-    return verdicts, proof, forced
 
 
 def _same(proof, forced) -> None:

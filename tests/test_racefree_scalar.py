@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from racefree_kernels import MUTATIONS, mutate
+from racefree_kernels import two_ways as _two_ways
 from racefree_scalar_kernels import CHIP_TAILS, OPS, chip_kernel, program, synced
 
 import sim
@@ -150,24 +151,6 @@ def test_a_scalar_access_racing_a_pipe_fails_the_proof_as_the_detector_finds_it(
 
 
 # --- simulate: the proof's path against the forced detector's ---------------------------------
-
-
-def _two_ways(prog, **kw):
-    """(the proof's verdicts, simulate(races=True) as it runs, simulate with the proof forced
-    to fail: the detector's run)."""
-    kw.setdefault("races", True)
-    real, verdicts = chip_module.Chip.race_free, []
-
-    def spy(chip):
-        verdicts.append(real(chip))
-        return verdicts[-1]
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chip_module.Chip, "race_free", spy)
-        proof = sim.simulate(prog, **kw)
-        mp.setattr(chip_module.Chip, "race_free", lambda chip: False)
-        forced = sim.simulate(prog, **kw)
-    return verdicts, proof, forced
 
 
 def _same(proof, forced) -> None:
