@@ -172,7 +172,7 @@ def fa_rows() -> list[dict]:
 
 def fa_multicore_rows() -> list[dict]:
     """The manual kernel's table: the bundled kernel on 1 / 2 / 4 / 8 cores at each S1, as
-    is and with the GM write queue free (what it costs)."""
+    is and with the GM write ports free (what they cost)."""
     build = kernel_source(str(ROOT / "examples" / "flash_attention.py"))
     clock = sim.load_target(TARGET).clock_hz
     rows = []

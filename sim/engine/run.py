@@ -108,10 +108,10 @@ def simulate(
     block on the first free core (``sim.engine.waves``; ``Result.blocks`` says which
     block ran on which core and when); ``l2`` overrides the target's ``[gm.l2] enabled``
     switch. ``free`` names shared mechanisms to treat as free
-    (``sim.engine.launch.MECHANISMS``: the shared GM channels, the GM write queue, the
-    launch overhead), the what-ifs of ``sim.whatif``. ``Result.total_cycles`` is device
-    time; ``Result.launch_cycles`` the fixed launch overhead beside it
-    (``with_launch_cycles`` their sum).
+    (``sim.engine.launch.MECHANISMS``: the shared GM channels, the GM write ports, the
+    first-touch page walks, the launch overhead), the what-ifs of ``sim.whatif``.
+    ``Result.total_cycles`` is device time; ``Result.launch_cycles`` the fixed launch
+    overhead beside it (``with_launch_cycles`` their sum).
 
     ``ranks=N`` runs N NPUs, each a whole chip running the kernel, joined by the target's
     ``[comm]`` link model (``sim.engine.ranks``, docs/concepts/ranks.md); ``inputs`` may then
