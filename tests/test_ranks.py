@@ -17,6 +17,7 @@ import pytest
 import sim
 from sim.base.errors import DeadlockError, UserError
 from sim.isa.comm import chunks, notify, satisfied
+from sim.kernel.files import kernel_source
 
 ROOT = Path(__file__).resolve().parent.parent
 MACHINE = tomllib.loads((ROOT / "models" / "a2a3" / "machine.toml").read_text())
@@ -944,24 +945,9 @@ def test_ideal_sync_keeps_the_signal_waits_that_order_data():
 
 
 def _put_then_read(signal: bool) -> sim.Kernel:
-    """Each of 2 ranks pushes its block into rows of rank 1's buf, then every rank loads its
-    whole buf: on rank 1 that reads what rank 0 wrote (after a signal when ``signal``)."""
-    k = sim.Kernel("put_read")
-    me = k.rank_idx
-    src = k.gm("src", "f32", (8, 64))
-    buf = k.gm("buf", "f32", (16, 64), np.zeros((16, 64), np.float32))
-    out = k.gm("out", "f32", (16, 64))
-    sig = k.gm("sig", "i32", (1, 1), np.zeros((1, 1), np.int32))
-    stage, t = k.tile("vec", "f32", 8, 64), k.tile("vec", "f32", 16, 64)
-    k.TPUT(buf.view(8, 64, row=me * 8), src, stage, peer=1)
-    k.pipe_barrier("PIPE_ALL")
-    if signal:
-        for p in range(2):
-            k.TNOTIFY(sig, 1, op="atomic_add", peer=p)
-        k.TWAIT(sig, 2, cmp="ge")
-    e = k.TLOAD(t, buf)
-    k.TSTORE(out, t, e)
-    return k
+    """tests/data/put_then_read.py: rank 0's TPUT into rank 1's buf, read there (after a
+    signal when ``signal``)."""
+    return kernel_source(str(ROOT / "tests" / "data" / "put_then_read.py"))(signal=signal)
 
 
 def test_a_remote_write_and_a_local_read_without_a_signal_race():

@@ -20,34 +20,8 @@ ALLGATHER = str(COMM / "allgather.py")
 GEMM_AR = str(COMM / "gemm_allreduce.py")
 SMALL = ["--arg", "ranks=2", "--arg", "rows=8", "--arg", "cols=64"]
 
-# each of 2 ranks pushes its block into its rows of rank 1's buf; every rank then loads its
-# whole buf: on rank 1 that reads what rank 0 wrote, ordered by a signal only when SIGNAL is
-# true (each rank alone is correctly synchronised: the race exists only across ranks)
-PUT_THEN_READ = """
-import numpy as np
-import sim
-
-SIGNAL = {signal}
-
-
-def build():
-    k = sim.Kernel("put_read")
-    me = k.rank_idx
-    src = k.gm("src", "f32", (8, 64))
-    buf = k.gm("buf", "f32", (16, 64), np.zeros((16, 64), np.float32))
-    out = k.gm("out", "f32", (16, 64))
-    sig = k.gm("sig", "i32", (1, 1), np.zeros((1, 1), np.int32))
-    stage, t = k.tile("vec", "f32", 8, 64), k.tile("vec", "f32", 16, 64)
-    k.TPUT(buf.view(8, 64, row=me * 8), src, stage, peer=1)
-    k.pipe_barrier("PIPE_ALL")
-    if SIGNAL:
-        for p in range(2):
-            k.TNOTIFY(sig, 1, op="atomic_add", peer=p)
-        k.TWAIT(sig, 2, cmp="ge")
-    e = k.TLOAD(t, buf)
-    k.TSTORE(out, t, e)
-    return k
-"""
+# a race only across ranks, and with signal=true none (see the file)
+PUT_THEN_READ = str(ROOT / "tests" / "data" / "put_then_read.py")
 
 # a vector kernel of BLOCKS blocks whose TLOAD and TSTORE of one tile no flag orders: a race
 # inside every rank's chip, none across ranks
@@ -90,7 +64,7 @@ def _json(capsys) -> dict:
 
 
 def test_run_with_ranks_finds_a_race_that_exists_only_across_ranks(capsys, tmp_path):
-    racy = _kernel(tmp_path, "racy_put", PUT_THEN_READ.format(signal=False))
+    racy = PUT_THEN_READ
     assert main(["run", racy, "--ranks", "2", "--json"]) == 0
     got = _json(capsys)
     assert got["races"]["checked"]
@@ -105,10 +79,10 @@ def test_run_with_ranks_finds_a_race_that_exists_only_across_ranks(capsys, tmp_p
     assert main(["run", racy, "--ranks", "2"]) == 0
     assert "races across ranks: 1: race on rank 1 %buf[0:512]" in capsys.readouterr().out
     # the signal orders the read after the write: no race, same check
-    ok = _kernel(tmp_path, "ok_put", PUT_THEN_READ.format(signal=True))
-    assert main(["run", ok, "--ranks", "2", "--json"]) == 0
+    ok = [PUT_THEN_READ, "--arg", "signal=true"]
+    assert main(["run", *ok, "--ranks", "2", "--json"]) == 0
     assert _json(capsys)["races"] == {"checked": True, "found": 0, "findings": []}
-    assert main(["run", ok, "--ranks", "2"]) == 0
+    assert main(["run", *ok, "--ranks", "2"]) == 0
     assert "races across ranks: checked, none found" in capsys.readouterr().out
     # --no-races: neither check
     assert main(["run", racy, "--ranks", "2", "--no-races", "--json"]) == 0
