@@ -306,3 +306,41 @@ def test_an_l2_access_is_a_read_unless_it_says_write():
         assert l2.access(window) == (0, n, 0)
         assert l2.access(window, write=True) == (n, n, n)
         assert l2.access(window, write=True) == (n, n, 0)
+
+
+def _element_lines(window, line: int) -> list[int]:
+    """The sorted lines of a window's elements, element by element."""
+    _, base, rows, cols, rs, cs, isz = window
+    return sorted(
+        {(base + r * rs + c * cs) * isz // line for r in range(rows) for c in range(cols)}
+    )
+
+
+def _listed(got) -> list[int]:
+    return list(range(got.start, got.stop)) if isinstance(got, slice) else [int(x) for x in got]
+
+
+@pytest.mark.parametrize("isz", [1, 2, 4])
+def test_the_lines_of_windows_at_the_edges_of_the_shortcuts(isz):
+    """``_L2.lines`` against the lines of every element for the windows next to its
+    shortcuts: one row or rows one stride apart but with a column stride of 2 or more
+    (not a run of bytes), and byte runs whose last element starts a line (for bytes: their
+    last byte is the first of a line)."""
+    line = 512
+    l2 = _L2({"line_bytes": line, "capacity_bytes": 1 << 20})
+    windows = []
+    for cs in (2, 3, 130, 256):
+        for cols in (2, 5, 40):
+            windows.append(("x", 7, 1, cols, 1000, cs, isz))  # one row, strided columns
+            windows.append(("x", 3, 3, cols, cols, cs, isz))  # row stride == cols
+            windows.append(("x", 0, 4, cols, 3 * cols * cs, cs, isz))  # both strided
+    for last_line in (1, 2, 9):
+        for n in (1, 2, 513, 1000):  # the last of n elements starts last_line
+            first = last_line * line - (n - 1) * isz
+            if first >= 0 and first % isz == 0:
+                windows.append(("x", first // isz, 1, n, n, 1, isz))
+                if n % 2 == 0:
+                    windows.append(("x", first // isz, 2, n // 2, n // 2, 1, isz))
+    assert len(windows) > 40
+    for window in windows:
+        assert _listed(l2.lines(window)) == _element_lines(window, line), window
