@@ -301,6 +301,7 @@ def cmd_run(args) -> int:
             ranks=args.ranks,
             comm_context=args.comm_context,
             streams=streams,
+            sample_waves=args.sample_waves,
         )
     _save_outputs(args, result, kernel, inputs)
     write_run_outputs(result, args)

@@ -369,6 +369,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(the report says whether races were checked); with --ranks, nor the races "
         "across ranks (checked by default whatever the mode: the signals are the kernel's)",
     )
+    r.add_argument(
+        "--sample-waves",
+        type=_count(2),
+        default=None,
+        metavar="K",
+        help="with --timing-only and more blocks than cores: simulate the launch's first K "
+        "waves (K >= 2) and its last, partly filled one, and estimate the full waves "
+        "between from their steady block time; the report says so, and its other figures "
+        "are of the blocks that ran (a long launch of alike blocks in a fraction of the "
+        "time, within a few per cent of the exact run)",
+    )
     r.set_defaults(func=cmd_run)
 
     ch = sub.add_parser(

@@ -85,6 +85,7 @@ class Chip:
         links=None,
         shared=None,
         first_core=0,
+        sample_waves=None,
     ):
         """``races``: run the race detector (the event path); ``race_logs``: keep every
         unit's dispatched items instead, for ``race_free`` (``sim.engine.racefree``);
@@ -94,7 +95,9 @@ class Chip:
         chip the one ``env``, its ``rank`` and the run's ``links`` (``sim.engine.links``);
         the kernels launched together on one rank (streams) share that rank's GM: ``shared``
         is (GM state, GM model) of the rank's first chip, and ``first_core`` the first of the
-        cores its blocks run on (``sim.engine.streams``)."""
+        cores its blocks run on (``sim.engine.streams``). ``sample_waves=k`` simulates the
+        launch's first k waves only and estimates its device time from them
+        (``sim.engine.waves``: ``self.waves.estimate()``)."""
         self.target = target
         self.layout = kept(
             program, ("layout", target, block_dim), lambda: layout(program, target, block_dim)
@@ -167,7 +170,13 @@ class Chip:
         # the waves hand it one (sim.engine.waves)
         self._per_block = len(self.layout.units) // block_dim
         self.waves = Waves(
-            self.env, target, block_dim, self._start_block, self._end_block, first_core
+            self.env,
+            target,
+            block_dim,
+            self._start_block,
+            self._end_block,
+            first_core,
+            sample=sample_waves,
         )
         self._where: dict[int, int] = {}  # block -> index of its first unit in self.units
         # the first wave's units now (a run that stops before it starts still has them)

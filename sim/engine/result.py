@@ -67,6 +67,10 @@ class Result:
     # the fixed launch overhead of a call ([chip.launch], sim.engine.launch): beside the
     # device time (total_cycles), never in it
     launch_cycles: int = 0
+    # a launch of which only the first waves ran (simulate(..., sample_waves=k)): the
+    # estimate of sim.engine.waves (estimated_cycles, blocks_simulated, waves_simulated,
+    # block_cycles, simulated_cycles); empty when every block ran
+    sample: dict = attrs.field(factory=dict)
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
     _summary: list = attrs.field(init=False, factory=list, repr=False, eq=False)
 
@@ -86,6 +90,16 @@ class Result:
 
     @property
     def total_cycles(self) -> int:
+        """Device time in cycles: the end of the last block (estimated when only the first
+        waves of the launch ran: ``sample``)."""
+        if self.sample:
+            return int(self.sample["estimated_cycles"])
+        return int(self.recording.end)
+
+    @property
+    def _span(self) -> int:
+        """The cycles the recorded blocks ran: what pipe and unit utilisation divide by
+        (``total_cycles`` unless the launch was sampled)."""
         return int(self.recording.end)
 
     @property
@@ -102,8 +116,8 @@ class Result:
 
     @property
     def pipes(self) -> dict:
-        """Pipe -> {busy_cycles, utilization, instructions}."""
-        total = self.total_cycles
+        """Pipe -> {busy_cycles, utilization, instructions} (of the blocks that ran)."""
+        total = self._span
         if self.recording.mode != "none":
             return self._sums().pipes(total)
         # utilisation is the mean over the units that have the pipe, as pipe_summary's
@@ -133,7 +147,7 @@ class Result:
         and share of the total time."""
         rec = self.recording
         if rec.mode != "none":
-            return self._sums().units(self.total_cycles)
+            return self._sums().units(self._span)
         # units that ran nothing (the vector units of a cube-only kernel) have no trace rows
         return units_from_totals(
             [
@@ -141,13 +155,13 @@ class Result:
                 for r in _recorders(rec)
                 if r.pipe_totals()
             ],
-            self.total_cycles,
+            self._span,
         )
 
     @property
     def opcodes(self) -> dict:
         """Opcode -> busy cycles and mean busy ratio over the units that run it."""
-        return opcode_share(self.units, self.total_cycles)
+        return opcode_share(self.units, self._span)
 
     def output(self, name: str) -> np.ndarray:
         """Final contents of GM argument ``name`` (flat). An unknown name is a
@@ -185,6 +199,7 @@ class Result:
             "memory": self.memory,
             "cores": self.cores,
             "blocks": blocks_json(self.blocks),
+            **({"sample": dict(self.sample)} if self.sample else {}),
             "instructions": self.instructions,
             "races": {"checked": self.races_checked, "found": len(self.races), "by": self.races_by},
             "warnings": list(self.warnings),
@@ -192,15 +207,15 @@ class Result:
 
     def report(self, max_rows: int = 40) -> str:
         # a run that kept no rows (trace="none") has the pipe totals only
-        sums, total = self._sums(), self.total_cycles
+        sums, span = self._sums(), self._span
         text = format_report(
             kernel=self.kernel,
             target=self.target.name,
             clock_hz=self.target.clock_hz,
             max_rows=max_rows,
-            total=total,
+            total=self.total_cycles,
             pipes=self.pipes,
-            units=sums.units(total),
+            units=sums.units(span),
             ops=sums.ops(),
             rows=sums.rows(max_rows),
             instructions=sums.instructions,
@@ -208,7 +223,7 @@ class Result:
         head, _, rest = text.partition("\n")
         text = (
             f"{head}\nsync mode: {self.mode} ({self.mode_note or MODE_TEXT[self.mode]})\n"
-            f"races: {self._races_text()}\n{self._launch_text()}{rest}"
+            f"races: {self._races_text()}\n{self._launch_text()}{self._sample_text()}{rest}"
         )
         if self.block_dim > self.cores:  # blocks in waves: which ran where and when
             text += "\n\n" + blocks_text(
@@ -228,6 +243,18 @@ class Result:
             f"device time: {self.total_cycles} cycles ({self.total_cycles * us:.2f} us); "
             f"launch overhead: {self.launch_cycles} cycles ({self.launch_cycles * us:.2f} us); "
             f"with launch: {self.with_launch_cycles * us:.2f} us\n"
+        )
+
+    def _sample_text(self) -> str:
+        """The report's line for a sampled launch (none when every block ran)."""
+        s = self.sample
+        if not s:
+            return ""
+        return (
+            f"sampled: {s['blocks_simulated']} of {self.block_dim} blocks simulated (the first "
+            f"{s['waves_simulated']} waves, to cycle {s['simulated_cycles']}); device time "
+            f"estimated {s['estimated_cycles']} cycles from their steady block time "
+            f"{s['block_cycles']}; the figures below are of the simulated blocks\n"
         )
 
     def _races_text(self) -> str:

@@ -73,6 +73,7 @@ def simulate(
     ranks: int | None = None,
     comm_context: str | None = None,
     streams: Sequence[Program | KernelLike] = (),
+    sample_waves: int | None = None,
 ) -> Result | RanksResult:
     """Simulate ``program`` (a ``Program`` or a builder ``Kernel``) on ``target`` (a name,
     a model directory or a loaded ``Target``; None: the one the module's attributes name,
@@ -111,7 +112,11 @@ def simulate(
     (``sim.engine.launch.MECHANISMS``: the shared GM channels, the GM write ports, the
     first-touch page walks, the launch overhead), the what-ifs of ``sim.whatif``.
     ``Result.total_cycles`` is device time; ``Result.launch_cycles`` the fixed launch
-    overhead beside it (``with_launch_cycles`` their sum).
+    overhead beside it (``with_launch_cycles`` their sum). ``sample_waves=k`` (k >= 2, timing
+    only) simulates only the first k waves of a launch of more blocks than cores and
+    estimates its device time from their steady block time (``sim.engine.waves``;
+    ``Result.sample`` says so, and the other figures are of the blocks that ran): a long
+    launch of alike blocks in a fraction of the time, within a few per cent.
 
     ``ranks=N`` runs N NPUs, each a whole chip running the kernel, joined by the target's
     ``[comm]`` link model (``sim.engine.ranks``, docs/concepts/ranks.md); ``inputs`` may then
@@ -155,6 +160,7 @@ def simulate(
         block_dim = 1
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
+    _check_sample(sample_waves, functional, ranks)
     _check_input_names(program, inputs, streams)
     for d in per_rank or ():
         _check_input_names(program, d if isinstance(d, dict) else None, streams)
@@ -239,6 +245,7 @@ def simulate(
             free=freed,
             trace=trace,
             limits=watched,
+            sample_waves=sample_waves,
         )
         try:
             with _frozen_gc(), _numpy_errors(functional):
@@ -276,6 +283,12 @@ def simulate(
     if not _ran_tile_instruction(recording):
         warnings += (idle_warning(program, inputs),)
     warnings += _entry_warning(program)
+    sample = chip.waves.estimate()
+    if sample and check:
+        warnings += (
+            f"sampled launch: races were checked in the {sample['blocks_simulated']} simulated "
+            f"blocks only, not in the {block_dim - sample['blocks_simulated']} estimated",
+        )
     return Result(
         program.main.name,
         tgt,
@@ -294,7 +307,27 @@ def simulate(
         cores=chip.waves.cores,
         dispatch_cycles=chip.waves.latency,
         launch_cycles=launch_cycles(tgt, freed),
+        sample=sample,
     )
+
+
+def _check_sample(sample_waves, functional: bool, ranks) -> None:
+    """``sample_waves``: an integer of at least 2 (the first wave is not steady), in a
+    timing-only run of one chip (the blocks not simulated compute nothing)."""
+    if sample_waves is None:
+        return
+    if isinstance(sample_waves, bool) or not isinstance(sample_waves, int) or sample_waves < 2:
+        raise UserError(
+            f"sample_waves: expected an integer >= 2 (the first wave pays the launch's "
+            f"first touches; the steady block time comes from the next), found {sample_waves!r}"
+        )
+    if functional:
+        raise UserError(
+            "sample_waves: the blocks not simulated would compute no data; sample a "
+            "timing-only run (functional=False, ptosim run --timing-only)"
+        )
+    if ranks is not None:
+        raise UserError("sample_waves: not with ranks (each rank's launch runs in full)")
 
 
 def _entry_warning(program) -> tuple:

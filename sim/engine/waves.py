@@ -24,6 +24,20 @@ so that what only the block needed (its interpreters) can go: a long launch woul
 keep every finished block's objects, and each full collection of the garbage collector
 would scan them all. A model of launch and dispatch costs plugs in here (the latency
 before a block starts on a freed core).
+
+**Sampled waves** (``sample=k``): a long launch of alike blocks repeats one wave's
+work many times over, so a run may simulate its first ``k`` waves and its last, partly
+filled one, and estimate the full waves between them (``estimate``). The blocks simulated
+are ``0 .. k * cores - 1`` and the last ``block_dim % cores`` (with their own block
+indices: the data they touch is theirs), which take the cores freed by wave ``k`` as the
+runtime would hand them out after the waves left out. Every core then runs the waves left
+out, ``m = (blocks left out) / cores`` of them, one after another, each a steady block
+time ``d`` (the mean duration of wave ``k``'s blocks, which ran with every core busy) plus
+the dispatch latency; the estimated device time is the simulated end plus ``m`` such
+waves. The first wave pays what only a launch's start pays (first touches of GM pages),
+so ``k`` is at least 2. The estimate's error against the exact run is measured by the
+tests and ``bench/bench_chip_cli.py``; only the device time is estimated, every other
+figure of the run is of the blocks that ran.
 """
 
 from __future__ import annotations
@@ -75,6 +89,7 @@ class Waves:
         start: Callable[[int, int], list],
         end: Callable[[int], None] | None = None,
         first_core: int = 0,
+        sample: int | None = None,
     ):
         if target.chip.get("block_dispatch", "first_free_core") != "first_free_core":
             raise UserError(
@@ -91,6 +106,13 @@ class Waves:
         self._start = start
         self._end = end  # told of each block that ended (with waves): its state can go
         self.next = 0  # the next block to start
+        # the blocks simulated (the module doc's sampled waves): the first ``head`` and,
+        # after ``skipped`` left out, the rest; all of them when not sampled
+        self.limit, self.head, self.skipped = block_dim, block_dim, 0
+        if sample is not None and block_dim > sample * self.cores:
+            self.head = sample * self.cores
+            self.skipped = (block_dim - self.head) // self.cores * self.cores
+            self.limit = block_dim - self.skipped
         # per started block: [block, core, start, end or None, its machines]
         self.placed: list[list[Any]] = []
         self._pending: dict[int, list[int]] = {}  # hand-over cycle -> cores freed for it
@@ -107,7 +129,7 @@ class Waves:
             self._begin(core)
 
     def _begin(self, core: int) -> None:
-        b = self.next
+        b = self.next if self.next < self.head else self.next + self.skipped
         self.next += 1
         machines = self._start(b, core)
         entry = [b, core, self.env.now, None, machines]
@@ -140,7 +162,7 @@ class Waves:
         entry[3] = end
         if self._end is not None:
             self._end(entry[0])
-        if self.next < self.block_dim:
+        if self.next < self.limit:
             self._free(entry[1])
 
     def _free(self, core: int) -> None:
@@ -157,12 +179,36 @@ class Waves:
     def _hand_over(self, _ev) -> None:
         """The cores freed for this cycle take the waiting blocks, in core order."""
         for core in sorted(self._pending.pop(self.env.now)):
-            if self.next < self.block_dim:
+            if self.next < self.limit:
                 self._begin(core)
 
     def unstarted(self) -> int:
-        """Blocks that never got a core (a run that deadlocked before they could)."""
-        return self.block_dim - self.next
+        """Blocks to simulate that never got a core (a run that deadlocked before they
+        could)."""
+        return self.limit - self.next
+
+    def estimate(self) -> dict:
+        """The launch's device time when waves were left out (the module doc's sampled
+        waves): ``estimated_cycles``, with ``blocks_simulated``, ``waves_simulated`` (the
+        full waves at the start), ``waves_estimated``, ``block_cycles`` (the steady block
+        time) and ``simulated_cycles`` (the end of the simulated blocks); empty when every
+        block ran."""
+        if not self.skipped:
+            return {}
+        c, k = self.cores, self.head // self.cores
+        table = self.table()
+        steady = [e - s for b, _, s, e in table if (k - 1) * c <= b < k * c]
+        d = sum(steady) / len(steady)
+        m = self.skipped // c
+        simulated = max(e for *_, e in table)
+        return {
+            "blocks_simulated": self.limit,
+            "waves_simulated": k,
+            "waves_estimated": m,
+            "block_cycles": int(round(d)),
+            "simulated_cycles": simulated,
+            "estimated_cycles": int(round(simulated + m * (d + self.latency))),
+        }
 
     def table(self) -> list[tuple[int, int, int, int]]:
         """(block, core, start cycle, end cycle) of every started block, by block; a block
