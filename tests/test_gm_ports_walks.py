@@ -344,3 +344,29 @@ def test_the_lines_of_windows_at_the_edges_of_the_shortcuts(isz):
     assert len(windows) > 40
     for window in windows:
         assert _listed(l2.lines(window)) == _element_lines(window, line), window
+
+
+@pytest.mark.parametrize("bpc", [0.01, 0.5, 1.0, 64.0])
+def test_any_positive_bandwidth_is_a_shared_channel(bpc):
+    """A ``[gm]`` table with GM paths and a bandwidth above zero, however narrow, is a
+    shared channel (``active``): two reads of b bytes at one cycle end b / bandwidth
+    apart."""
+    t = _target()
+    t.gm["bandwidth_gib_per_s"] = _gib(bpc)
+    gm = GlobalMemory(t)
+    assert gm.active
+    b = 64
+    ends = [gm.cost(0, _xfer("GM_UB", b), 1) for _ in range(2)]
+    assert ends == [round(b / bpc), round(2 * b / bpc)]
+
+
+@pytest.mark.parametrize("l2", [False, True])
+@pytest.mark.parametrize("walks", [False, True])
+def test_transfers_carry_their_window_when_the_l2_or_the_walks_need_it(l2, walks):
+    """The L2 tracks lines, the walks pages: either one on needs the GM windows."""
+    tables = {}
+    if l2:
+        tables["l2"] = {"enabled": True, "capacity_bytes": 1 << 20, "bandwidth_gib_per_s": WIDE}
+    if walks:
+        tables["first_touch"] = {"enabled": True, "page_bytes": 4096, "walk_cycles": 10}
+    assert GlobalMemory(_target(**tables)).needs_window() == (l2 or walks)
