@@ -10,7 +10,10 @@ machine's speed drifts; the minimum is the least disturbed run):
   with its default checks (a hand-synchronised kernel is checked for races) and with
   ``--no-races``; the race-checked figure against its target (``targets``: flash
   attention on 24 cores at Perf-Sim's rate, the GEMM 2.5x faster than Perf-Sim, the
-  whole-chip runs in 10 s and 40 s), met or not;
+  whole-chip runs in 10 s and 40 s), met or not; the whole-chip cases also with
+  ``--sample-waves 2`` (their first two waves and the last simulated, the full waves
+  between estimated: ``sim.engine.waves``), with the estimate's error against the exact
+  run's device time;
 * ``simulate``: ``sim.simulate`` alone in a fresh process (trace rows off), race check
   on (``races="manual"``, what ``ptosim run`` does) and off: the race check's overhead;
   also for one unit, the ``vector`` and ``cube`` kernels of ``bench/kernels.py`` at 10^5
@@ -51,6 +54,7 @@ CASES = {
     "fa": ("examples/flash_attention.pto", {"S1": 8192, "S1_TILE": 128}),
 }
 CORES = 24
+SAMPLE_WAVES = 2  # the whole-chip cases run sampled too (ptosim run --sample-waves)
 # whole-chip flash attention, S0 = S1 = 16 384 and 32 768: 128 and 256 blocks of 128 query
 # rows in waves on the 24 cores (~0.92 M and ~3.7 M instructions); run only when asked
 # (--only fa_chip, --only fa_chip32k): (file, args, blocks)
@@ -108,9 +112,12 @@ def _env(root: Path) -> dict:
     return env
 
 
-def cli_once(name: str, races: bool, root: Path = ROOT) -> tuple[float, float]:
-    """(CPU seconds, peak RSS MB) of one ``ptosim run`` process. RSS: the largest child so
-    far (ru_maxrss of RUSAGE_CHILDREN), so each case runs in its own bench process."""
+def cli_once(
+    name: str, races: bool, root: Path = ROOT, sample: int | None = None
+) -> tuple[float, float, int]:
+    """(CPU seconds, peak RSS MB, device cycles) of one ``ptosim run`` process (with
+    ``--sample-waves sample`` when given). RSS: the largest child so far (ru_maxrss of
+    RUSAGE_CHILDREN), so each case runs in its own bench process."""
     file, args, blocks = _case(name)
     cmd = [
         sys.executable,
@@ -121,17 +128,20 @@ def cli_once(name: str, races: bool, root: Path = ROOT) -> tuple[float, float]:
         "--block-dim",
         str(blocks),
         "--timing-only",
-        "--rows",
-        "5",
+        "--json",
     ]
     for k, v in args.items():
         cmd += ["--arg", f"{k}={v}"]
     if not races:
         cmd.append("--no-races")
+    if sample is not None:
+        cmd += ["--sample-waves", str(sample)]
     before, _ = _child_usage()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=root, env=_env(root))
+    out = subprocess.run(
+        cmd, check=True, capture_output=True, text=True, cwd=root, env=_env(root)
+    ).stdout
     after, rss = _child_usage()
-    return after - before, rss
+    return after - before, rss, int(json.loads(out)["total_cycles"])
 
 
 def simulate_once(name: str, races: bool, root: Path = ROOT) -> dict:
@@ -198,6 +208,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--simulate-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
     ap.add_argument("--cli-once", nargs=2, metavar=("CASE", "RACES"), help=argparse.SUPPRESS)
+    ap.add_argument("--sample", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.simulate_once:
         name, races = args.simulate_once
@@ -205,7 +216,7 @@ def main(argv=None) -> int:
         return 0
     if args.cli_once:
         name, races = args.cli_once
-        print(json.dumps(cli_once(name, races == "on", args.root.resolve())))
+        print(json.dumps(cli_once(name, races == "on", args.root.resolve(), args.sample)))
         return 0
     print(
         f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; min of {args.repeat} "
@@ -250,7 +261,25 @@ def main(argv=None) -> int:
             )
             if races == "on":
                 print(f"    {verdict(name, cpu, n)}")
+        if name in LONG:
+            _sampled(root, name, n, sims["on"]["cycles"], args.repeat)
     return 0
+
+
+def _sampled(root: Path, name: str, n: int, exact: int, repeat: int) -> None:
+    """The whole-chip case with ``--sample-waves 2`` (races checked): CPU time, the
+    estimated device time against the exact run's, and the target."""
+    runs = [
+        json.loads(_fresh(root, "--cli-once", name, "on", "--sample", str(SAMPLE_WAVES)))
+        for _ in range(repeat)
+    ]
+    cpu, cycles = min(r[0] for r in runs), runs[0][2]
+    print(
+        f"  ptosim run --sample-waves {SAMPLE_WAVES}: {cpu:.2f} s CPU end to end, peak RSS "
+        f"{max(r[1] for r in runs):.0f} MB, {cycles} cycles estimated "
+        f"({100 * (cycles / exact - 1):+.2f} % against the exact run)"
+    )
+    print(f"    {verdict(name, cpu, n)}")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,21 @@ def test_blocks_sharing_gm_are_estimated_within_two_per_cent(blocks, cores, k):
     assert abs(sampled.total_cycles / exact.total_cycles - 1) <= 0.02
 
 
+@pytest.mark.parametrize("blocks,cores,k", [(17, 3, 2), (16, 3, 3), (21, 4, 2)])
+def test_the_steady_block_time_is_the_mean_of_wave_k(blocks, cores, k):
+    r = sim.simulate(
+        _program(),
+        _chip(cores),
+        functional=False,
+        inputs={"S1": 256, "S1_TILE": 128},
+        block_dim=blocks,
+        sample_waves=k,
+    )
+    wave = [e - s for b, _, s, e in r.blocks if (k - 1) * cores <= b < k * cores]
+    assert len(wave) == cores and len(set(wave)) > 1  # the blocks differ: the mean matters
+    assert r.sample["block_cycles"] == round(sum(wave) / cores)
+
+
 @pytest.mark.parametrize("blocks,cores,k", CASES)
 def test_first_touches_in_the_waves_left_out_bound_the_error(blocks, cores, k):
     """A block left out never walks the GM pages it would have touched first, and the
@@ -103,7 +118,7 @@ def test_the_blocks_that_ran_are_the_first_waves_and_the_last(blocks, cores, k):
 
 def test_a_launch_with_no_full_wave_to_leave_out_runs_exactly():
     tgt = _chip(4)
-    for blocks, k in [(9, 2), (11, 2), (12, 3), (15, 3)]:
+    for blocks, k in [(3, 2), (6, 2), (5, 3), (9, 2), (11, 2), (12, 3), (15, 3)]:
         exact, sampled = _both(_stream(blocks), tgt, k)
         assert sampled.sample == {}
         assert sampled.total_cycles == exact.total_cycles
