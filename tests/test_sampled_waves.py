@@ -122,6 +122,8 @@ def test_a_launch_with_no_full_wave_to_leave_out_runs_exactly():
         exact, sampled = _both(_stream(blocks), tgt, k)
         assert sampled.sample == {}
         assert sampled.total_cycles == exact.total_cycles
+        assert any(f"sample_waves={k}: {blocks} blocks on" in w for w in sampled.warnings)
+        assert not any("sample_waves" in w for w in exact.warnings)
 
 
 def test_pipe_figures_are_of_the_blocks_that_ran():

@@ -284,6 +284,12 @@ def simulate(
         warnings += (idle_warning(program, inputs),)
     warnings += _entry_warning(program)
     sample = chip.waves.estimate()
+    if sample_waves is not None and not sample:
+        warnings += (
+            f"sample_waves={sample_waves}: {block_dim} blocks on {chip.waves.cores} cores leave "
+            f"no full wave out past the first {sample_waves} and the last; every block ran "
+            f"(the device time is exact)",
+        )
     if sample and check:
         warnings += (
             f"sampled launch: races were checked in the {sample['blocks_simulated']} simulated "
