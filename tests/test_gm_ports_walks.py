@@ -370,3 +370,23 @@ def test_transfers_carry_their_window_when_the_l2_or_the_walks_need_it(l2, walks
     if walks:
         tables["first_touch"] = {"enabled": True, "page_bytes": 4096, "walk_cycles": 10}
     assert GlobalMemory(_target(**tables)).needs_window() == (l2 or walks)
+
+
+@pytest.mark.parametrize("isz", [1, 2, 4])
+def test_a_window_that_is_one_run_of_bytes_gives_a_range_of_lines(isz):
+    """``_L2.lines`` keeps a window that is one contiguous run of bytes off numpy (its
+    docstring): whole rows of a row-major array, one row, and whole columns of a
+    column-major one (column stride = rows, row stride 1) give a ``slice``, the lines of
+    their elements."""
+    line = 512
+    l2 = _L2({"line_bytes": line, "capacity_bytes": 1 << 20})
+    for base in (0, 5, 300):
+        for rows, cols in ((1, 7), (4, 128), (16, 300), (3, 1)):
+            for window in (
+                ("x", base, rows, cols, cols, 1, isz),  # whole rows
+                ("x", base, 1, rows * cols, 10**6, 1, isz),  # one row
+                ("x", base, rows, cols, 1, rows, isz),  # whole columns, column-major
+            ):
+                got = l2.lines(window)
+                assert isinstance(got, slice), window
+                assert _listed(got) == _element_lines(window, line), window
