@@ -11,8 +11,8 @@ machine's speed drifts; the minimum is the least disturbed run):
   ``--no-races``; the race-checked figure against its target (``targets``: flash
   attention on 24 cores at Perf-Sim's rate, the GEMM 2.5x faster than Perf-Sim, the
   whole-chip runs in 10 s and 40 s), met or not; the whole-chip cases also with
-  ``--sample-waves 2`` (their first two waves and the last simulated, the full waves
-  between estimated: ``sim.engine.waves``), with the estimate's error against the exact
+  ``--sample-waves 1`` and ``2`` (their first one or two waves and the last simulated, the
+  full waves between estimated: ``sim.engine.waves``), with the estimate's error against the exact
   run's device time;
 * ``simulate``: ``sim.simulate`` alone in a fresh process (trace rows off), race check
   on (``races="manual"``, what ``ptosim run`` does) and off: the race check's overhead;
@@ -54,7 +54,7 @@ CASES = {
     "fa": ("examples/flash_attention.pto", {"S1": 8192, "S1_TILE": 128}),
 }
 CORES = 24
-SAMPLE_WAVES = 2  # the whole-chip cases run sampled too (ptosim run --sample-waves)
+SAMPLE_WAVES = (1, 2)  # the whole-chip cases run sampled too (ptosim run --sample-waves K)
 # whole-chip flash attention, S0 = S1 = 16 384 and 32 768: 128 and 256 blocks of 128 query
 # rows in waves on the 24 cores (~0.92 M and ~3.7 M instructions); run only when asked
 # (--only fa_chip, --only fa_chip32k): (file, args, blocks)
@@ -262,20 +262,21 @@ def main(argv=None) -> int:
             if races == "on":
                 print(f"    {verdict(name, cpu, n)}")
         if name in LONG:
-            _sampled(root, name, n, sims["on"]["cycles"], args.repeat)
+            for k in SAMPLE_WAVES:
+                _sampled(root, name, n, sims["on"]["cycles"], args.repeat, k)
     return 0
 
 
-def _sampled(root: Path, name: str, n: int, exact: int, repeat: int) -> None:
-    """The whole-chip case with ``--sample-waves 2`` (races checked): CPU time, the
+def _sampled(root: Path, name: str, n: int, exact: int, repeat: int, k: int) -> None:
+    """The whole-chip case with ``--sample-waves k`` (races checked): CPU time, the
     estimated device time against the exact run's, and the target."""
     runs = [
-        json.loads(_fresh(root, "--cli-once", name, "on", "--sample", str(SAMPLE_WAVES)))
+        json.loads(_fresh(root, "--cli-once", name, "on", "--sample", str(k)))
         for _ in range(repeat)
     ]
     cpu, cycles = min(r[0] for r in runs), runs[0][2]
     print(
-        f"  ptosim run --sample-waves {SAMPLE_WAVES}: {cpu:.2f} s CPU end to end, peak RSS "
+        f"  ptosim run --sample-waves {k}: {cpu:.2f} s CPU end to end, peak RSS "
         f"{max(r[1] for r in runs):.0f} MB, {cycles} cycles estimated "
         f"({100 * (cycles / exact - 1):+.2f} % against the exact run)"
     )

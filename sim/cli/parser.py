@@ -371,14 +371,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--sample-waves",
-        type=_count(2),
+        type=_count(1),
         default=None,
         metavar="K",
         help="with --timing-only and more blocks than cores: simulate the launch's first K "
-        "waves (K >= 2) and its last, partly filled one, and estimate the full waves "
-        "between from their steady block time; the report says so, and its other figures "
-        "are of the blocks that ran (a long launch of alike blocks in a fraction of the "
-        "time, within a few per cent of the exact run)",
+        "waves (K >= 1) and its last, partly filled one, and estimate the full waves "
+        "between from the steady block time of wave K (with K >= 2 it leaves out the "
+        "first touches only the first wave pays); the report says so, and its other "
+        "figures are of the blocks that ran (a long launch of alike blocks in a fraction "
+        "of the time, within a few per cent of the exact run)",
     )
     r.set_defaults(func=cmd_run)
 

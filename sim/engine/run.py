@@ -112,7 +112,7 @@ def simulate(
     (``sim.engine.launch.MECHANISMS``: the shared GM channels, the GM write ports, the
     first-touch page walks, the launch overhead), the what-ifs of ``sim.whatif``.
     ``Result.total_cycles`` is device time; ``Result.launch_cycles`` the fixed launch
-    overhead beside it (``with_launch_cycles`` their sum). ``sample_waves=k`` (k >= 2, timing
+    overhead beside it (``with_launch_cycles`` their sum). ``sample_waves=k`` (k >= 1, timing
     only) simulates only the first k waves of a launch of more blocks than cores and
     estimates its device time from their steady block time (``sim.engine.waves``;
     ``Result.sample`` says so, and the other figures are of the blocks that ran): a long
@@ -318,14 +318,14 @@ def simulate(
 
 
 def _check_sample(sample_waves, functional: bool, ranks) -> None:
-    """``sample_waves``: an integer of at least 2 (the first wave is not steady), in a
-    timing-only run of one chip (the blocks not simulated compute nothing)."""
+    """``sample_waves``: a positive integer, in a timing-only run of one chip (the blocks
+    not simulated compute nothing)."""
     if sample_waves is None:
         return
-    if isinstance(sample_waves, bool) or not isinstance(sample_waves, int) or sample_waves < 2:
+    if isinstance(sample_waves, bool) or not isinstance(sample_waves, int) or sample_waves < 1:
         raise UserError(
-            f"sample_waves: expected an integer >= 2 (the first wave pays the launch's "
-            f"first touches; the steady block time comes from the next), found {sample_waves!r}"
+            f"sample_waves: expected the number of waves to simulate, an integer >= 1, "
+            f"found {sample_waves!r}"
         )
     if functional:
         raise UserError(

@@ -34,10 +34,11 @@ runtime would hand them out after the waves left out. Every core then runs the w
 out, ``m = (blocks left out) / cores`` of them, one after another, each a steady block
 time ``d`` (the mean duration of wave ``k``'s blocks, which ran with every core busy) plus
 the dispatch latency; the estimated device time is the simulated end plus ``m`` such
-waves. The first wave pays what only a launch's start pays (first touches of GM pages),
-so ``k`` is at least 2. The estimate's error against the exact run is measured by the
-tests and ``bench/bench_chip_cli.py``; only the device time is estimated, every other
-figure of the run is of the blocks that ran.
+waves. The first wave pays what only a launch's start pays (first touches of GM pages,
+lines not yet in the L2): with ``k = 1`` the steady block time holds those costs and each
+wave left out pays them again; from ``k = 2`` on it is taken past them. The estimate's
+error against the exact run is measured by the tests and ``bench/bench_chip_cli.py``; only
+the device time is estimated, every other figure of the run is of the blocks that ran.
 """
 
 from __future__ import annotations
