@@ -262,7 +262,7 @@ def test_an_l2_without_a_line_size_has_512_byte_lines():
         assert (gm.l2.hits, gm.l2.misses) == (n, n)
 
 
-@pytest.mark.parametrize("lines", [1, 4, 32])
+@pytest.mark.parametrize("lines", [1, 4, 32, 256])
 @pytest.mark.parametrize("own", [60, 400, 4000])
 def test_apply_latency_without_figures_uses_those_of_the_reference(lines, own):
     """timing-model.md §5.4 with no figures given: a miss costs base + 150, a transfer
