@@ -381,7 +381,7 @@ def test_a_window_that_is_one_run_of_bytes_gives_a_range_of_lines(isz):
     line = 512
     l2 = _L2({"line_bytes": line, "capacity_bytes": 1 << 20})
     for base in (0, 5, 300):
-        for rows, cols in ((1, 7), (4, 128), (16, 300), (3, 1)):
+        for rows, cols in ((1, 7), (2, 50), (4, 128), (16, 300), (3, 1)):
             for window in (
                 ("x", base, rows, cols, cols, 1, isz),  # whole rows
                 ("x", base, 1, rows * cols, 10**6, 1, isz),  # one row
