@@ -69,7 +69,7 @@ class Result:
     launch_cycles: int = 0
     # a launch of which only the first waves ran (simulate(..., sample_waves=k)): the
     # estimate of sim.engine.waves (estimated_cycles, blocks_simulated, waves_simulated,
-    # block_cycles, simulated_cycles); empty when every block ran
+    # waves_estimated, block_cycles, simulated_cycles); empty when every block ran
     sample: dict = attrs.field(factory=dict)
     _trace: list = attrs.field(init=False, factory=list, repr=False, eq=False)
     _summary: list = attrs.field(init=False, factory=list, repr=False, eq=False)
@@ -250,11 +250,13 @@ class Result:
         s = self.sample
         if not s:
             return ""
+        last = s["blocks_simulated"] - s["waves_simulated"] * self.cores
         return (
             f"sampled: {s['blocks_simulated']} of {self.block_dim} blocks simulated (the first "
-            f"{s['waves_simulated']} waves, to cycle {s['simulated_cycles']}); device time "
-            f"estimated {s['estimated_cycles']} cycles from their steady block time "
-            f"{s['block_cycles']}; the figures below are of the simulated blocks\n"
+            f"{s['waves_simulated']} waves and the last {last} blocks, to cycle "
+            f"{s['simulated_cycles']}); device time estimated {s['estimated_cycles']} cycles, "
+            f"{s['waves_estimated']} waves at the steady block time {s['block_cycles']}; the "
+            f"figures below are of the simulated blocks\n"
         )
 
     def _races_text(self) -> str:
