@@ -25,6 +25,15 @@ def _join(c: dict, d: dict) -> None:
             c[k] = v
 
 
+def random_plan(rng, ops, lo: int, hi: int) -> list:
+    """``lo`` to ``hi - 1`` random plan steps (name, a, b, c, how, eid) for ``synced``."""
+    n = rng.randrange(lo, hi)
+    return [
+        (rng.choice(ops), *(rng.randrange(4) for _ in range(3)), rng.randrange(7), rng.randrange(4))
+        for _ in range(n)
+    ]
+
+
 class _Synced:
     """Emits statements with the sync each needs, from vector clocks kept as the
     programming model orders pipes (k-th set to k-th wait; the scalar unit's waits and
@@ -104,19 +113,26 @@ class _Synced:
             self.last[res][p] = (own, r) if res in writes else (w, own)
         self.out.append(stmt)
 
-
-def synced(plan, alias=False) -> list:
-    s = _Synced(alias)
-    for name, a, b, c, how, eid in plan:
+    def statement(self, name: str, a: int, b: int, c: int) -> tuple:
+        """The statement of a plan step on tiles ``a``, ``b``, ``c`` (GM array x or y by
+        ``c``'s parity)."""
         gm = "xy"[c % 2]
-        stmt = {
+        return {
             "TLOAD": (name, a, gm),
             "TSTORE": (name, gm, a),
             "TADD": (name, a, b, c),
             "TEXP": (name, a, b),
         }[name]
-        s.op(stmt, how, eid)
-    return s.out
+
+    def run(self, plan) -> list:
+        """The statements of ``plan`` steps (name, a, b, c, how, eid), synchronised."""
+        for name, a, b, c, how, eid in plan:
+            self.op(self.statement(name, a, b, c), how, eid)
+        return self.out
+
+
+def synced(plan, alias=False) -> list:
+    return _Synced(alias).run(plan)
 
 
 def pipeline(n: int, barrier_every: int = 0) -> list:

@@ -19,7 +19,22 @@ class _ScalarSynced(_Synced):
     """``_Synced`` with the scalar unit's accesses: one runs on PIPE_S when the dispatcher
     reaches it, after which the dispatcher knows of it (what is issued later is ordered
     after it: the race detector's order, ``sim.engine.machine``); what it needs of another
-    pipe comes through a flag to PIPE_S (a wait that holds the dispatcher) or a barrier."""
+    pipe comes through a flag to PIPE_S (a wait that holds the dispatcher) or a barrier.
+    Scalar accesses touch element ``(k * b + c) % elems`` of their GM array or tile."""
+
+    def __init__(self, alias: bool, elems: int):
+        super().__init__(alias)
+        self.elems = elems
+
+    def statement(self, name: str, a: int, b: int, c: int) -> tuple:
+        gm, n = "xy"[c % 2], self.elems
+        if name == "LDS":
+            return (name, gm, (7 * b + c) % n)
+        if name == "STS":
+            return (name, gm, (5 * b + a) % n)
+        if name == "GETVAL":
+            return (name, a, (3 * b + c) % n)
+        return super().statement(name, a, b, c)
 
     def op(self, stmt: tuple, how: int, eid: int) -> None:
         name = stmt[0]
@@ -42,20 +57,7 @@ class _ScalarSynced(_Synced):
 def synced(plan, alias=False, elems=64) -> list:
     """A synchronised kernel of ``plan`` steps (name, a, b, c, how, eid): ``racefree_kernels``'
     statements and ("LDS" | "STS", gm, element), ("GETVAL", tile, element)."""
-    s = _ScalarSynced(alias)
-    for name, a, b, c, how, eid in plan:
-        gm = "xy"[c % 2]
-        stmt = {
-            "TLOAD": (name, a, gm),
-            "TSTORE": (name, gm, a),
-            "TADD": (name, a, b, c),
-            "TEXP": (name, a, b),
-            "LDS": (name, gm, (7 * b + c) % elems),
-            "STS": (name, gm, (5 * b + a) % elems),
-            "GETVAL": (name, a, (3 * b + c) % elems),
-        }[name]
-        s.op(stmt, how, eid)
-    return s.out
+    return _ScalarSynced(alias, elems).run(plan)
 
 
 def kernel_text(stmts, rows=16, cols=64, alias=False) -> str:

@@ -36,6 +36,7 @@ from racefree_kernels import (
     mutate,
     pipeline,
     racy,
+    random_plan,
     sync_lines,
     synced,
     windows,
@@ -146,15 +147,7 @@ def test_most_synchronised_random_kernels_are_proven():
     rng = random.Random(2026)
     proven = 0
     for i in range(200):
-        plan = [
-            (
-                rng.choice(OPS),
-                *(rng.randrange(4) for _ in range(3)),
-                rng.randrange(7),
-                rng.randrange(4),
-            )
-            for _ in range(rng.randrange(1, 30))
-        ]
+        plan = random_plan(rng, OPS, 1, 30)
         ok, found = _both(make_kernel(synced(plan, i % 2), alias=i % 2))
         assert found == []
         proven += ok
@@ -438,15 +431,7 @@ def _pool() -> list:
         *(racy(kind, n) for kind in KINDS for n in (1, 2)),
     ]
     for i in range(24):
-        plan = [
-            (
-                rng.choice(OPS),
-                *(rng.randrange(4) for _ in range(3)),
-                rng.randrange(7),
-                rng.randrange(4),
-            )
-            for _ in range(rng.randrange(1, 20))
-        ]
+        plan = random_plan(rng, OPS, 1, 20)
         stmts = synced(plan, i % 2)
         if i % 3 == 2:
             stmts = mutate(stmts, rng.choice(MUTATIONS), rng.randrange(40))

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from racefree_kernels import MUTATIONS, mutate
+from racefree_kernels import MUTATIONS, mutate, random_plan
 from racefree_kernels import two_ways as _two_ways
 from racefree_scalar_kernels import CHIP_TAILS, OPS, chip_kernel, program, synced
 
@@ -102,15 +102,7 @@ def test_most_synchronised_kernels_with_scalar_accesses_are_proven():
     rng = random.Random(11)
     proven = scalar = 0
     for i in range(120):
-        plan = [
-            (
-                rng.choice(OPS),
-                *(rng.randrange(4) for _ in range(3)),
-                rng.randrange(7),
-                rng.randrange(4),
-            )
-            for _ in range(rng.randrange(4, 25))
-        ]
+        plan = random_plan(rng, OPS, 4, 25)
         stmts = synced(plan, i % 2)
         ok, found = _both(program(stmts, i % 2))
         assert found == []
