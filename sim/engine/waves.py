@@ -109,11 +109,11 @@ class Waves:
         self.next = 0  # the next block to start
         # the blocks simulated (the module doc's sampled waves): the first ``head`` and,
         # after ``skipped`` left out, the rest; all of them when not sampled
-        self.limit, self.head, self.skipped = block_dim, block_dim, 0
+        self.head, self.skipped = block_dim, 0
         if sample is not None and block_dim > sample * self.cores:
             self.head = sample * self.cores
             self.skipped = (block_dim - self.head) // self.cores * self.cores
-            self.limit = block_dim - self.skipped
+        self.limit = block_dim - self.skipped  # blocks to simulate
         # per started block: [block, core, start, end or None, its machines]
         self.placed: list[list[Any]] = []
         self._pending: dict[int, list[int]] = {}  # hand-over cycle -> cores freed for it
