@@ -559,6 +559,8 @@ def cmd_sweep(args) -> int:
             ranks=args.ranks,
             comm_context=args.comm_context,
             streams=args.stream or (),
+            block_dim=args.block_dim,
+            sample_waves=args.sample_waves,
         )
     except KeyboardInterrupt as e:
         if getattr(e, "rows", None) == 0:

@@ -152,6 +152,17 @@ def _count(minimum: int):
     return parse
 
 
+def _counts(minimum: int):
+    """An argparse type: comma-separated integers, each >= ``minimum``."""
+    one = _count(minimum)
+
+    def parse(text: str) -> list[int]:
+        return [one(v.strip()) for v in text.split(",")]
+
+    parse.__name__ = "list of integers"
+    return parse
+
+
 def _output_arg(p, *flags, suffixes=(), directory=False, pairs=False, **kw) -> None:
     """Add an output argument and record it, so ``main`` checks every output path of the
     command (suffix, directory, permissions, not an input) before the command runs.
@@ -559,6 +570,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="extend",
         metavar="T",
         help="targets to run on (default: the kernel's own, else a2a3)",
+    )
+    sw.add_argument(
+        "--block-dim",
+        type=_counts(1),
+        default=None,
+        metavar="N,...",
+        help="blocks per launch, one count or a list swept as one more axis (default: a .py "
+        "kernel's own block_dim, else 1); blocks past the target's cores run in waves; "
+        "the rows get a block_dim column",
+    )
+    sw.add_argument(
+        "--sample-waves",
+        type=_count(1),
+        default=None,
+        metavar="K",
+        help="run every configuration as run --timing-only --sample-waves K does (the "
+        "first K waves and the last simulated, the full waves between estimated): "
+        "total_cycles is then the estimated device time, the other figures those of the "
+        "blocks that ran, and a blocks_simulated column says how many did",
     )
     sw.add_argument(
         "--sync",

@@ -160,7 +160,7 @@ def simulate(
         block_dim = 1
     if isinstance(block_dim, bool) or not isinstance(block_dim, int):
         raise UserError(f"block_dim: expected a positive integer, found {block_dim!r}")
-    _check_sample(sample_waves, functional, ranks)
+    check_sample(sample_waves, functional, ranks)
     _check_input_names(program, inputs, streams)
     for d in per_rank or ():
         _check_input_names(program, d if isinstance(d, dict) else None, streams)
@@ -317,7 +317,7 @@ def simulate(
     )
 
 
-def _check_sample(sample_waves, functional: bool, ranks) -> None:
+def check_sample(sample_waves, functional: bool, ranks) -> None:
     """``sample_waves``: a positive integer, in a timing-only run of one chip (the blocks
     not simulated compute nothing)."""
     if sample_waves is None:

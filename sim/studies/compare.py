@@ -73,13 +73,15 @@ def run_checked(
     ranks=None,
     comm_context=None,
     streams=(),
+    sample_waves=None,
 ):
     """``simulate(program, target, races=True, sync="manual")``: the program exactly as
     given, race-checked (the checking run of this package), on ``block_dim`` cores, bounded
     by ``limits`` (``sim.engine.limits``; counted from zero again for each run), with the
     shared mechanisms ``free`` names made free; on ``ranks`` NPUs when given (a
     ``RanksResult``, races across ranks checked; ``comm_context`` and ``streams``, the
-    kernels launched beside it on every rank, as written too, as ``simulate``'s)."""
+    kernels launched beside it on every rank, as written too, as ``simulate``'s;
+    ``sample_waves`` as ``simulate``'s)."""
     from sim.engine.run import simulate
 
     if limits is not None:
@@ -98,6 +100,7 @@ def run_checked(
         ranks=ranks,
         comm_context=comm_context,
         streams=streams,
+        sample_waves=sample_waves,
     )
 
 
@@ -395,14 +398,22 @@ def run_mode(
     ranks: int | None = None,
     comm_context: str | None = None,
     streams: Sequence[Program | Kernel] = (),
+    block_dim: int | None = None,
+    sample_waves: int | None = None,
 ) -> Run:
     """One side of a comparison: the run in ``mode`` ("manual" or "auto") alone, on
-    ``ranks`` NPUs when given, with ``streams`` beside it (``run_comparison``'s)."""
+    ``ranks`` NPUs when given, with ``streams`` beside it (``run_comparison``'s), in
+    ``block_dim`` blocks (default: a builder kernel's own, else 1), with ``simulate``'s
+    ``sample_waves``."""
     prog, inputs = _program_inputs(program_or_kernel, inputs)
     tgt = load_target(target)
     more: dict[str, Any] = {} if ranks is None else {"ranks": ranks, "comm_context": comm_context}
     # a builder kernel's own launch size (the program alone would run one block)
-    more["block_dim"] = getattr(program_or_kernel, "block_dim", None)
+    more["block_dim"] = (
+        getattr(program_or_kernel, "block_dim", None) if block_dim is None else block_dim
+    )
+    if sample_waves is not None:
+        more["sample_waves"] = sample_waves
     if streams:
         more["streams"] = _streams_in(mode, streams, tgt)
     if mode == "manual":

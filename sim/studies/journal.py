@@ -19,12 +19,14 @@ from pathlib import Path
 
 from sim.base.errors import UserError
 
-__all__ = ["writable", "read", "append", "METRICS"]
+__all__ = ["writable", "read", "append", "METRICS", "LAUNCH"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _TEXT = ("target", "sync", "error", "config")
 # a row's counts: these, busy cycles per pipe and peak bytes per buffer
 METRICS = ("total_cycles", "syncs", "barriers", "full_barriers", "races")
+# the launch of a sweep with sampled waves: a count too
+LAUNCH = ("blocks_simulated",)
 _COUNT_FAMILIES = ("busy_cycles[", "peak_bytes[")
 
 
@@ -102,7 +104,7 @@ def malformed(row: dict) -> str | None:
         if name in _TEXT:
             if not isinstance(value, str):
                 return f"{name} is {_kind(value)}, expected text"
-        elif name in METRICS or name.startswith(_COUNT_FAMILIES):
+        elif name in METRICS or name in LAUNCH or name.startswith(_COUNT_FAMILIES):
             if isinstance(value, bool) or not isinstance(value, int):
                 return f"{name} is {_kind(value)}, expected a whole number"
     if row["config"] is None:

@@ -16,7 +16,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from sim.studies.journal import METRICS
+from sim.studies.journal import LAUNCH, METRICS
 
 __all__ = ["kernel_digest", "sources", "journal_row", "row_digest", "row_problem"]
 
@@ -56,9 +56,18 @@ def journal_row(row: dict, c) -> dict:
         **row,
         "config": c.key,
         "params": _plain_params(c.params),
-        "asked": {"target": c.target, "sync": c.sync},
+        "asked": _asked(c),
     }
     return {**row, "digest": row_digest(row)}
+
+
+def _asked(c) -> dict:
+    """The configuration a row claims to be: its target and sync mode asked for, and its
+    blocks per launch when the sweep gave them (rows of the sweeps without have none)."""
+    asked = {"target": c.target, "sync": c.sync}
+    if c.block_dim is not None:
+        asked["block_dim"] = c.block_dim
+    return asked
 
 
 def _plain_params(params: dict) -> dict:
@@ -72,7 +81,9 @@ def row_problem(row: dict, c, path: str) -> str | None:
     if row["digest"] != row_digest(row):
         return "was changed after it was written (its digest does not match)"
     extra = sorted(
-        k for k in row if k not in _ROW_FIELDS and k not in METRICS and not k.endswith("]")
+        k
+        for k in row
+        if k not in _ROW_FIELDS and k not in METRICS and k not in LAUNCH and not k.endswith("]")
     )
     if extra:
         return f"holds a column {extra[0]!r} no sweep row has"
@@ -80,11 +91,12 @@ def row_problem(row: dict, c, path: str) -> str | None:
     same = json.dumps(row["params"], sort_keys=True) == json.dumps(
         _plain_params(c.params), sort_keys=True
     )
-    if not same or asked != {"target": c.target, "sync": c.sync}:
+    if not same or asked != _asked(c):
         claims = asked if isinstance(asked, dict) else {}
+        blocks = f", block_dim {claims['block_dim']}" if "block_dim" in claims else ""
         return (
-            f"claims parameters {row['params']}, target {claims.get('target')} and sync "
-            f"{claims.get('sync')}, not this configuration's"
+            f"claims parameters {row['params']}, target {claims.get('target')}{blocks} and "
+            f"sync {claims.get('sync')}, not this configuration's"
         )
     for field, wanted in (("target", c.target), ("sync", c.sync)):
         if wanted is not None and row.get(field) not in (None, wanted):

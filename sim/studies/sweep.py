@@ -53,7 +53,7 @@ from sim.studies.sweep_configs import (
     configurations,
     run_config,
 )
-from sim.studies.sweep_params import listed_once, typed_params
+from sim.studies.sweep_params import block_counts, listed_once, typed_params
 from sim.studies.sweep_progress import Progress as _Progress
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ def sweep(
     ranks: int | None = None,
     comm_context: str | None = None,
     streams: Sequence[str] = (),
+    block_dim: int | Sequence[int] | None = None,
+    sample_waves: int | None = None,
 ) -> pd.DataFrame:
     """Run ``kernel`` (a ``.py`` or ``.pto`` path) for every combination of ``params``
     (name -> list of values; a text value is parsed as ``--arg`` parses it), ``targets``
@@ -98,6 +100,15 @@ def sweep(
     latest rank's end, its other figures rank 0's. ``streams``: kernels launched beside it on
     every rank (``FILE`` or ``FILE:FUNC``, as ``ptosim run --stream``; a ``.py`` function
     gets the parameters it takes), in the configuration's sync mode.
+
+    ``block_dim``: blocks per launch, one count or a list of them swept as one more axis
+    (after the parameters; default: a ``.py`` kernel's own, else 1); blocks past the cores run
+    in waves (``sim.simulate``'s ``block_dim``), and each row has its ``block_dim``.
+    ``sample_waves``: every configuration is run as ``sim.simulate(...,
+    sample_waves=K)`` runs it (the first K waves and the last simulated, the full waves
+    between estimated): its ``total_cycles`` is then the estimated device time, its other
+    figures those of the blocks that ran, and its ``blocks_simulated`` says how many did
+    (the launch's ``block_dim`` when no wave could be left out).
     """
     path = str(Path(kernel).resolve()) if isinstance(kernel, (str, Path)) else None
     if path is None:
@@ -111,10 +122,18 @@ def sweep(
     multi = None if ranks is None else (ranks, comm_context, *stream_specs(streams))
     modes = checked_modes(sync)
     targets = checked_targets(targets)
-    listed_once(values, params or {}, targets, modes)
+    blocks = block_counts(block_dim)
+    from sim.engine.run import check_sample
+
+    check_sample(sample_waves, functional=False, ranks=ranks)
+    listed_once(values, params or {}, targets, modes, blocks)
+    launch: dict[str, Any] = {
+        "block_dims": blocks,
+        "sample_waves": sample_waves,
+    }  # of every configuration
     if scheduler is not None and not hasattr(scheduler, "submit"):  # an address, not a Client
         scheduler = _scheduler_address(scheduler)
-    total = math.prod(len(v) for v in values.values()) * len(targets) * len(modes)
+    total = math.prod(len(v) for v in (*values.values(), blocks, targets, modes))
     if total > WARN_CONFIGURATIONS:
         print(
             f"ptosim: warning: the sweep has {total:,} configurations (more than "
@@ -131,7 +150,7 @@ def sweep(
     already = (
         sum(
             c.key in done and row_problem(done[c.key], c, path) is None
-            for c in configurations(path, values, targets, modes, seed, multi)
+            for c in configurations(path, values, targets, modes, seed, multi, **launch)
         )
         if counted
         else 0
@@ -140,7 +159,7 @@ def sweep(
     finished = False
     try:
         _run_all(
-            configurations(path, values, targets, modes, seed, multi),
+            configurations(path, values, targets, modes, seed, multi, **launch),
             done,
             rows,
             path,
@@ -152,6 +171,7 @@ def sweep(
             bar,
             counted,
             multi,
+            sample_waves,
         )
         finished = True
     except KeyboardInterrupt:
@@ -192,6 +212,7 @@ def _run_all(
     bar,
     counted: bool = False,
     multi=None,
+    sample_waves: int | None = None,
 ):
     """Run the configurations not in the journal (``done``), at most a bounded number in
     flight (so millions never sit in the scheduler, and Ctrl-C cancels only a few),
@@ -234,6 +255,8 @@ def _run_all(
                         c.sync,
                         seed,
                         multi,
+                        block_dim=c.block_dim,
+                        sample_waves=sample_waves,
                         key=f"ptosim-sweep-{i}-{c.key}",
                         pure=False,
                         retries=1,
@@ -443,6 +466,7 @@ def _frame(rows, names) -> pd.DataFrame:
         records.append(
             {
                 **c.params,
+                **({} if c.block_dim is None else {"block_dim": c.block_dim}),
                 "target": r.get("target") or c.target,
                 "sync": r.get("sync") or c.sync,
                 **{
@@ -457,11 +481,15 @@ def _frame(rows, names) -> pd.DataFrame:
     found = set(df.columns)
     pipes = [f"busy_cycles[{p}]" for p in PIPES if f"busy_cycles[{p}]" in found]
     peaks = sorted(c for c in found if c.startswith("peak_bytes["))
+    launch = [c for c in ("block_dim",) if c in found]
+    sampled = [c for c in ("blocks_simulated",) if c in found]
     order = [
         *names,
+        *launch,
         "target",
         "sync",
         "total_cycles",
+        *sampled,
         *pipes,
         "syncs",
         "barriers",
@@ -472,7 +500,7 @@ def _frame(rows, names) -> pd.DataFrame:
         "config",
     ]
     df = df.reindex(columns=order)
-    ints = [c for c in order[len(names) + 2 :] if c not in ("error", "config")]
+    ints = [c for c in order[len(names) :] if c not in ("target", "sync", "error", "config")]
     df[ints] = df[ints].astype("Int64")
     ok = df["error"].isna()
     df.loc[ok, pipes + peaks] = df.loc[ok, pipes + peaks].fillna(0)

@@ -36,30 +36,46 @@ class Config:
     target: str | None
     sync: str
     key: str
+    block_dim: int | None = None  # blocks per launch (None: the kernel's own, else 1)
 
 
-def configurations(path: str, values: dict, targets, modes, seed: int = 0, multi=None):
-    """The cartesian product of parameter values, targets and modes, in that nesting:
-    a generator, so that a sweep of millions starts at once and never holds them all.
-    ``multi``: (ranks, comm_context, stream specs...) of a sweep with ranks, part of each
-    key (a stream's file by its digest too)."""
+def configurations(
+    path: str,
+    values: dict,
+    targets,
+    modes,
+    seed: int = 0,
+    multi=None,
+    *,
+    block_dims=(None,),
+    sample_waves: int | None = None,
+):
+    """The cartesian product of parameter values, blocks per launch (``block_dims``),
+    targets and modes, in that nesting: a generator, so that a sweep of millions starts at
+    once and never holds them all. ``multi``: (ranks, comm_context, stream specs...) of a
+    sweep with ranks, part of each key (a stream's file by its digest too); a block count
+    given and ``sample_waves`` are part of it too."""
     digest = kernel_digest(path)
     if multi is not None and len(multi) > 2:  # streams: their files' contents too
         multi = (*multi, *(kernel_digest(split_stream(s)[0]) for s in multi[2:]))
     names = list(values)
     targets = checked_targets(targets)
     keys = {t: _target_key(t) for t in targets}
-    for combo in itertools.product(*values.values(), targets, modes):
-        params, target, mode = (
+    for combo in itertools.product(*values.values(), block_dims, targets, modes):
+        params, blocks, target, mode = (
             dict(zip(names, combo[: len(names)], strict=True)),
-            combo[-2],
-            combo[-1],
+            *combo[-3:],
         )
         ident = [__version__, digest, sorted(params.items()), keys[target], mode, seed]
-        if multi is not None:  # without ranks, the keys of the journals written before
+        # each only when given: the sweeps without them keep the keys of their journals
+        if multi is not None:
             ident.append(list(multi))
+        if blocks is not None:
+            ident.append(["block_dim", blocks])
+        if sample_waves is not None:
+            ident.append(["sample_waves", sample_waves])
         key = hashlib.sha256(json.dumps(ident, default=repr).encode()).hexdigest()[:20]
-        yield Config(params, target, mode, key)
+        yield Config(params, target, mode, key, blocks)
 
 
 def checked_targets(targets) -> list:
@@ -103,9 +119,21 @@ def checked_modes(sync) -> list:
     return modes
 
 
-def run_config(path: str, params: dict, target, mode: str, seed: int = 0, multi=None) -> dict:
+def run_config(
+    path: str,
+    params: dict,
+    target,
+    mode: str,
+    seed: int = 0,
+    multi=None,
+    *,
+    block_dim: int | None = None,
+    sample_waves: int | None = None,
+) -> dict:
     """One configuration's row (what a worker runs); any failure becomes its ``error``.
-    ``multi``: (ranks, comm_context, stream specs...) of a sweep with ranks."""
+    ``multi``: (ranks, comm_context, stream specs...) of a sweep with ranks; ``block_dim``:
+    blocks per launch (None: the kernel's own); ``sample_waves``: ``sim.simulate``'s (the
+    row then says how many blocks ran: ``blocks_simulated``)."""
     from sim.engine.mode import default_mode
     from sim.frontend import resolve_target
     from sim.kernel.files import forget_local_modules, load_kernel, load_stream
@@ -132,6 +160,8 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0, multi=
             ranks=ranks,
             comm_context=context,
             streams=streams,
+            block_dim=block_dim,
+            sample_waves=sample_waves,
         )
     except Exception as e:  # a configuration that fails is a row, not a lost sweep
         text = " ".join(str(e).split())
@@ -142,6 +172,10 @@ def run_config(path: str, params: dict, target, mode: str, seed: int = 0, multi=
         row["error"] = " ".join(m["deadlock"].split())
         return row
     row.update({k: m[k] for k in METRICS})
+    if sample_waves is not None:
+        assert run.result is not None  # a run that ended (no deadlock) has its result
+        r = run.result
+        row["blocks_simulated"] = r.sample["blocks_simulated"] if r.sample else len(r.blocks)
     row.update({f"busy_cycles[{p}]": v for p, v in m["pipes"].items()})
     row.update({f"peak_bytes[{b}]": v for b, v in m["peak_bytes"].items()})
     return row

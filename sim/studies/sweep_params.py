@@ -11,7 +11,7 @@ import numpy as np
 
 from sim.base.errors import UserError
 
-__all__ = ["typed_params", "listed_once"]
+__all__ = ["typed_params", "block_counts", "listed_once"]
 
 
 def typed_params(kernel: str, params: Mapping[str, Sequence[Any]]) -> dict:
@@ -50,7 +50,28 @@ def typed_params(kernel: str, params: Mapping[str, Sequence[Any]]) -> dict:
     }
 
 
-def listed_once(values: dict, given: Mapping, targets: list, modes: list) -> None:
+def block_counts(block_dim) -> list:
+    """The blocks per launch to sweep: ``[None]`` (each kernel's own launch) when not
+    given, else each a whole number >= 1 (the target's own limit is checked by the run,
+    and a count past it is that configuration's error)."""
+    if block_dim is None:
+        return [None]
+    counts = list(block_dim) if isinstance(block_dim, (list, tuple, range)) else [block_dim]
+    if not counts:
+        raise UserError("sweep: block_dim has no values")
+    for n in counts:
+        if isinstance(n, np.integer):
+            n = int(n)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise UserError(
+                f"sweep: block_dim: expected blocks per launch, whole numbers >= 1, found {n!r}"
+            )
+    return [int(n) for n in counts]
+
+
+def listed_once(
+    values: dict, given: Mapping, targets: list, modes: list, blocks: Sequence = (None,)
+) -> None:
     """Refuse a value listed twice (as the kernel reads it: ``0x10`` and ``16`` are one
     value, ``0.0`` and ``-0.0`` two): it would run one configuration twice. ``given``: the
     parameter values as written, ``values`` as typed (``typed_params``)."""
@@ -60,7 +81,11 @@ def listed_once(values: dict, given: Mapping, targets: list, modes: list) -> Non
         written = list(written) if isinstance(written, (list, tuple, range)) else typed
         lists.append((f"parameter {n}", typed, written if len(written) == len(typed) else typed))
     targets = [t or "the kernel's own" for t in targets]
-    lists += [("target", targets, targets), ("sync mode", modes, modes)]
+    lists += [
+        ("block_dim", blocks, blocks),
+        ("target", targets, targets),
+        ("sync mode", modes, modes),
+    ]
     for what, typed, written in lists:
         seen: dict = {}
         for v, text in zip(typed, written, strict=True):
