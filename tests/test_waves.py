@@ -226,3 +226,21 @@ def test_cross_core_flags_are_per_block(blocks, cores):
     for _, w in waits.iterrows():
         start, end = spans[w["block"]]
         assert start <= w["start_cycle"] and w["end_cycle"] <= end
+
+
+@pytest.mark.parametrize("blocks,cores", [(3, 1), (5, 2), (7, 3), (25, 24)])
+def test_a_cores_figures_sum_the_blocks_it_ran_with_or_without_trace_rows(blocks, cores):
+    tgt = _chip(cores)
+    one = sim.simulate(_compute(1), tgt, functional=False).units[0]["pipes"]["PIPE_V"]
+    runs = {
+        trace: sim.simulate(_compute(blocks), tgt, functional=False, trace=trace)
+        for trace in ("full", "none")
+    }
+    assert runs["full"].units == runs["none"].units
+    units = runs["none"].units
+    assert [u["core"] for u in units] == list(range(min(blocks, cores)))
+    ran = {c: sum(1 for _, core, _, _ in runs["none"].blocks if core == c) for c in range(cores)}
+    for u in units:
+        v = u["pipes"]["PIPE_V"]
+        assert v["busy_cycles"] == ran[u["core"]] * one["busy_cycles"]
+        assert v["instructions"] == ran[u["core"]] * one["instructions"]

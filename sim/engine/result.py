@@ -148,15 +148,7 @@ class Result:
         rec = self.recording
         if rec.mode != "none":
             return self._sums().units(self._span)
-        # units that ran nothing (the vector units of a cube-only kernel) have no trace rows
-        return units_from_totals(
-            [
-                (r.core, r.unit, r.pipe_totals(), r.op_busy)
-                for r in _recorders(rec)
-                if r.pipe_totals()
-            ],
-            self._span,
-        )
+        return units_from_totals(_core_unit_totals(_recorders(rec)), self._span)
 
     @property
     def opcodes(self) -> dict:
@@ -271,6 +263,25 @@ class Result:
 
     def __str__(self) -> str:
         return self.report()
+
+
+def _core_unit_totals(recorders) -> list[tuple]:
+    """``(core, unit, {pipe: (busy, instructions)}, {opcode: busy})`` per core and unit of a
+    run recorded without rows: a core that ran several blocks in waves sums their units,
+    as the summaries of a recorded run do (``Summary.units``). Units that ran nothing (the
+    vector units of a cube-only kernel) have no totals and no entry."""
+    merged: dict = {}
+    for r in recorders:
+        totals = r.pipe_totals()
+        if not totals:
+            continue
+        pipes, ops = merged.setdefault((r.core, r.unit), ({}, {}))
+        for pipe, (busy, n) in totals.items():
+            b0, n0 = pipes.get(pipe, (0, 0))
+            pipes[pipe] = (b0 + busy, n0 + n)
+        for opcode, busy in r.op_busy.items():
+            ops[opcode] = ops.get(opcode, 0) + busy
+    return [(c, u, pipes, ops) for (c, u), (pipes, ops) in merged.items()]
 
 
 def _recorders(recording) -> tuple[Recorder, ...]:
