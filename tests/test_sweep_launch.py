@@ -73,10 +73,20 @@ def test_block_counts_are_an_axis_and_each_row_is_the_single_run(client, tmp_pat
     assert str(df["block_dim"].dtype) == "Int64"
     cols = list(df.columns)
     assert cols.index("S1_TILE") < cols.index("block_dim") < cols.index("target")
+    # busy cycles per unit and pipe, summed over the cores (the journal has them per core)
+    assert not [c for c in cols if "core " in c]
+    at = cols.index
+    assert at("busy_cycles[AIC PIPE_MTE2]") < at("busy_cycles[AIC PIPE_M]")
+    assert at("busy_cycles[AIC PIPE_FIX]") < at("busy_cycles[AIV0 PIPE_V]")
+    assert at("busy_cycles[AIV0 PIPE_V]") < at("busy_cycles[AIV1 PIPE_V]") < at("syncs")
     for row in df.to_dict("records"):
         r = _single(row["block_dim"], s1=row["S1"])
         assert row["total_cycles"] == r.total_cycles
         assert row["races"] == len(r.races) == 0
+        for unit, pipe in (("AIC", "PIPE_M"), ("AIV0", "PIPE_V"), ("AIV1", "PIPE_MTE3")):
+            busy = [u["pipes"][pipe]["busy_cycles"] for u in r.units if u["unit"] == unit]
+            assert len(busy) == min(row["block_dim"], 24)
+            assert row[f"busy_cycles[{unit} {pipe}]"] == sum(busy) > 0
     # more blocks than the 24 cores take longer than one wave of them
     by = df.set_index(["S1", "block_dim"])["total_cycles"]
     for s in (256, 512):

@@ -459,6 +459,31 @@ def _quiet_when_stopped():
             lg.setLevel(level)
 
 
+_ON_CORE = re.compile(r"busy_cycles\[core \d+ (.+)\]")
+
+
+def _busy_by_unit(row: dict) -> dict:
+    """``row`` with a chip kernel's busy cycles per core (``busy_cycles[core 3 AIV0
+    PIPE_V]``, as the journal keeps them) summed over the cores, per unit and pipe
+    (``busy_cycles[AIV0 PIPE_V]``): rows of different block counts get the same columns."""
+    out: dict = {}
+    for k, v in row.items():
+        m = _ON_CORE.fullmatch(k)
+        if m is None:
+            out[k] = v
+        else:
+            name = f"busy_cycles[{m.group(1)}]"
+            out[name] = out.get(name, 0) + v
+    return out
+
+
+def _pipe_order(column: str) -> tuple:
+    """A busy-cycles column's place: one unit's pipes (a chip kernel's after the unit's
+    name: ``AIC``, ``AIV0``, ``AIV1``) in the ISA's pipe order."""
+    unit, _, pipe = column[len("busy_cycles[") : -1].rpartition(" ")
+    return (unit, PIPES.index(pipe) if pipe in PIPES else len(PIPES), pipe)
+
+
 def _frame(rows, names) -> pd.DataFrame:
     """One row per finished configuration (``rows``: (Config, row) pairs), in order."""
     records = []
@@ -469,17 +494,20 @@ def _frame(rows, names) -> pd.DataFrame:
                 **({} if c.block_dim is None else {"block_dim": c.block_dim}),
                 "target": r.get("target") or c.target,
                 "sync": r.get("sync") or c.sync,
-                **{
-                    k: v
-                    for k, v in r.items()
-                    if k not in ("target", "sync", "config", "params", "asked", "sources", "digest")
-                },
+                **_busy_by_unit(
+                    {
+                        k: v
+                        for k, v in r.items()
+                        if k
+                        not in ("target", "sync", "config", "params", "asked", "sources", "digest")
+                    }
+                ),
                 "config": c.key,
             }
         )
     df = pd.DataFrame.from_records(records)
     found = set(df.columns)
-    pipes = [f"busy_cycles[{p}]" for p in PIPES if f"busy_cycles[{p}]" in found]
+    pipes = sorted((c for c in found if c.startswith("busy_cycles[")), key=_pipe_order)
     peaks = sorted(c for c in found if c.startswith("peak_bytes["))
     launch = [c for c in ("block_dim",) if c in found]
     sampled = [c for c in ("blocks_simulated",) if c in found]
