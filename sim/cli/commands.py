@@ -516,6 +516,8 @@ def cmd_compare(args) -> int:
         if c.note:
             print(c.note)
         print(format_compare(c.frame()))
+        if c.warnings:
+            print("\n" + "\n".join(c.warnings))
         if args.plot:
             print(f"plot written to {args.plot}")
     stuck = [(run.mode, run.deadlock) for run in (c.manual, c.auto) if run.deadlock]

@@ -439,7 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
         "allocator, every set/wait flag inserted from the tile-byte "
         "dependencies. Prints total cycles, per-pipe busy cycles, "
         "set/wait pairs, barriers, peak bytes per buffer and races, "
-        "side by side. Both runs take run's kernel and launch flags. "
+        "side by side, then what run would warn of (a warning of one run only after its "
+        "mode). Both runs take run's kernel and launch flags. "
         "A chip kernel's pipe rows are per unit (AIC, AIV0, AIV1: each has its own "
         "pipes and buffers; per core too with --block-dim); a kernel that places no "
         "tile by hand gets a first line saying so.",

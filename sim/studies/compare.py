@@ -152,6 +152,13 @@ class Run:
             return None
         return (self.ranks or self.result).total_cycles
 
+    @property
+    def warnings(self) -> tuple:
+        """The run's warnings, as ``ptosim run`` reports them (every rank's, once)."""
+        if self.result is None:
+            return ()
+        return tuple((self.ranks or self.result).warnings)
+
     def metrics(self) -> dict:
         if self.result is None:
             return {
@@ -165,6 +172,7 @@ class Run:
                 "races": None,
                 "race_findings": [],
                 "deadlock": self.deadlock,
+                "warnings": [],
             }
         r = self.result
         own = [f.message for f in r.races]
@@ -185,6 +193,7 @@ class Run:
             "races": len(own) + len(across),
             "race_findings": own + across,
             "deadlock": None,
+            "warnings": list(self.warnings),
         }
 
 
@@ -218,6 +227,16 @@ class Comparison:
             f"note: {self.kernel} places no tile by hand (no TASSIGN or constant "
             f"alloc_tile addr=): the manual column is its own flags with tiles placed "
             f"first fit by the engine, one address each"
+        )
+
+    @property
+    def warnings(self) -> tuple:
+        """Both runs' warnings: one they both gave once, one of a single run after its
+        mode (``auto run: warning: ...``)."""
+        m, a = self.manual.warnings, self.auto.warnings
+        return tuple(
+            w if w in m and w in a else f"{'manual' if w in m else 'auto'} run: {w}"
+            for w in dict.fromkeys((*m, *a))
         )
 
     def frame(self) -> pd.DataFrame:
