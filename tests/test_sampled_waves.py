@@ -207,3 +207,37 @@ def test_the_command_line_samples_and_refuses_a_functional_run(cli):
     one_line_error(code, err, "sample_waves", "--timing-only")
     code, _, err = cli(*args, "--timing-only", "--sample-waves", "0")
     one_line_error(code, err, "--sample-waves", ">= 1")
+
+
+def test_a_sampled_comparison_runs_both_sides_sampled():
+    from sim.studies import run_comparison
+
+    k, tgt = _stream(30), _chip(4)
+    c = run_comparison(k, tgt, functional=False, sample_waves=2)
+    exact = run_comparison(k, tgt, functional=False)
+    assert exact.sampled is None
+    for mode in ("manual", "auto"):
+        run, full = getattr(c, mode), getattr(exact, mode)
+        s = run.result.sample
+        assert s["blocks_simulated"] == 4 * 2 + 30 % 4
+        assert run.total_cycles == s["estimated_cycles"] != full.total_cycles
+        assert c.to_json()[mode]["sample"] == s
+        assert "sample" not in exact.to_json()[mode]
+        assert any("races were checked in the 10 simulated blocks" in w for w in run.warnings)
+    alone = sim.simulate(k, tgt, functional=False, sample_waves=2, races=True, sync="manual")
+    assert c.manual.total_cycles == alone.total_cycles
+    assert c.sampled.startswith("sampled: total_cycles is estimated")
+    assert "(manual 10 of 30, auto 10 of 30 blocks)" in c.sampled
+    with pytest.raises(UserError, match="timing-only"):
+        run_comparison(k, tgt, sample_waves=2)
+
+
+def test_the_command_line_compares_sampled(cli):
+    kernel = str(Path(__file__).resolve().parent.parent / "examples" / "flash_attention.pto")
+    args = ["compare", kernel, "--arg", "S1=256", "--arg", "S1_TILE=128", "--block-dim", "80"]
+    code, out, err = cli(*args, "--timing-only", "--sample-waves", "1")
+    assert code == 0, err
+    assert "(manual 32 of 80, auto 32 of 80 blocks)" in out
+    assert "races were checked in the 32 simulated blocks only" in out
+    code, out, err = cli(*args, "--sample-waves", "1")
+    one_line_error(code, err, "sample_waves", "--timing-only")

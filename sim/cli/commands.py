@@ -503,6 +503,7 @@ def cmd_compare(args) -> int:
             ranks=args.ranks,
             comm_context=args.comm_context,
             streams=streams,
+            sample_waves=args.sample_waves,
         )
     if args.plot:
         import matplotlib
@@ -516,6 +517,8 @@ def cmd_compare(args) -> int:
         if c.note:
             print(c.note)
         print(format_compare(c.frame()))
+        if c.sampled:
+            print(c.sampled)
         if c.warnings:
             print("\n" + "\n".join(c.warnings))
         if args.plot:

@@ -119,6 +119,18 @@ def _launch(p) -> None:
         "block ran on which core",
     )
     g.add_argument(
+        "--sample-waves",
+        type=_count(1),
+        default=None,
+        metavar="K",
+        help="with --timing-only and more blocks than cores: simulate the launch's first K "
+        "waves (K >= 1) and its last, partly filled one, and estimate the full waves "
+        "between from the steady block time of wave K (with K >= 2 it leaves out the "
+        "first touches only the first wave pays); the output says so, and its other "
+        "figures are of the blocks that ran (a long launch of alike blocks in a fraction "
+        "of the time, within a few per cent of the exact run)",
+    )
+    g.add_argument(
         "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
     )
     g.add_argument("--timing-only", action="store_true", help="skip the functional units")
@@ -379,18 +391,6 @@ def build_parser() -> argparse.ArgumentParser:
         "races; by default such a run is checked and warns when it finds any "
         "(the report says whether races were checked); with --ranks, nor the races "
         "across ranks (checked by default whatever the mode: the signals are the kernel's)",
-    )
-    r.add_argument(
-        "--sample-waves",
-        type=_count(1),
-        default=None,
-        metavar="K",
-        help="with --timing-only and more blocks than cores: simulate the launch's first K "
-        "waves (K >= 1) and its last, partly filled one, and estimate the full waves "
-        "between from the steady block time of wave K (with K >= 2 it leaves out the "
-        "first touches only the first wave pays); the report says so, and its other "
-        "figures are of the blocks that ran (a long launch of alike blocks in a fraction "
-        "of the time, within a few per cent of the exact run)",
     )
     r.set_defaults(func=cmd_run)
 

@@ -230,6 +230,22 @@ class Comparison:
         )
 
     @property
+    def sampled(self) -> str | None:
+        """One line when a run's launch was sampled (``sample_waves``: its total_cycles
+        estimated, its other rows of the blocks that ran), else None."""
+        said = [
+            f"{r.mode} {r.result.sample['blocks_simulated']} of {r.result.block_dim}"
+            for r in (self.manual, self.auto)
+            if r.result is not None and r.result.sample
+        ]
+        if not said:
+            return None
+        return (
+            f"sampled: total_cycles is estimated from the blocks simulated ({', '.join(said)} "
+            f"blocks); the other rows are of the simulated blocks"
+        )
+
+    @property
     def warnings(self) -> tuple:
         """Both runs' warnings: one they both gave once, one of a single run after its
         mode (``auto run: warning: ...``)."""
@@ -372,6 +388,7 @@ def run_comparison(
     ranks: int | None = None,
     comm_context: str | None = None,
     streams: Sequence[Program | Kernel] = (),
+    sample_waves: int | None = None,
 ) -> Comparison:
     """Run ``program_or_kernel`` as written and in auto mode (see the module doc), each on
     ``block_dim`` cores (default: a builder kernel's own, else 1), functionally or timing
@@ -380,9 +397,13 @@ def run_comparison(
     (both runs with ranks: the total is the latest rank's end, the other rows rank 0's,
     races counted in every rank and across ranks; ``comm_context`` as ``simulate``'s;
     ``streams``: kernels launched beside it on every rank, as ``simulate``'s, as written in
-    the manual run and in auto mode in the auto run)."""
+    the manual run and in auto mode in the auto run; ``sample_waves``: both runs sampled,
+    as ``simulate``'s, their ``total_cycles`` then estimated: ``Comparison.sampled``)."""
     if isinstance(program_or_kernel, Comparison):
         return program_or_kernel
+    from sim.engine.run import check_sample
+
+    check_sample(sample_waves, functional, ranks)
     if block_dim is None:
         block_dim = getattr(program_or_kernel, "block_dim", None)
     prog, inputs = _program_inputs(program_or_kernel, inputs)
@@ -390,6 +411,8 @@ def run_comparison(
     plan = plan_auto(prog, tgt, double_buffer=double_buffer)
     hand = sum(len(constant_addresses(f)) for f in prog.functions)
     launch = {"functional": functional, "block_dim": block_dim, "limits": limits, "free": free}
+    if sample_waves is not None:
+        launch["sample_waves"] = sample_waves
     if ranks is not None:  # absent without ranks: a one-chip run as it always was
         launch.update(ranks=ranks, comm_context=comm_context)
     elif streams:
@@ -490,6 +513,9 @@ def _json(c: Comparison) -> dict:
     out = {}
     for run in (c.manual, c.auto):
         out[run.mode] = run.metrics()
+    for run in (c.manual, c.auto):
+        if run.result is not None and run.result.sample:
+            out[run.mode]["sample"] = dict(run.result.sample)
     out["manual"]["hand_placed_tiles"] = c.hand_placed
     plan = c.plan
     out["auto"]["placement"] = {name: list(v) for name, v in plan.addresses.items()}
