@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import attrs
+import pandas as pd
 import pytest
 
 import sim
@@ -219,7 +220,6 @@ def test_cli_sweeps_block_counts_sampled(tmp_path):
         "--sample-waves", "1", "--workers", "1", "-o", str(out),
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
-    import pandas as pd
 
     df = pd.read_parquet(out)
     assert list(df["block_dim"]) == [26, 80]
@@ -228,3 +228,16 @@ def test_cli_sweeps_block_counts_sampled(tmp_path):
     header = p.stdout.splitlines()[0].split()
     assert header[:4] == ["S1", "S1_TILE", "block_dim", "target"]
     assert "blocks_simulated" in header
+
+
+def test_a_row_says_what_the_run_warned_of(client, tmp_path):
+    db = ROOT / "examples" / "relu_sub_db.pto"
+    df = sim.sweep(db, {"k": [0, 2]}, scheduler=client, output=tmp_path / "w.parquet")
+    idle, busy = df.to_dict("records")
+    assert idle["warnings"].startswith("warning: the run executed no tile instruction")
+    assert "%k = 0" in idle["warnings"] and idle["total_cycles"] == 0
+    assert pd.isna(busy["warnings"]) and busy["total_cycles"] > 0
+    cols = list(df.columns)
+    assert cols.index("races") < cols.index("warnings") < cols.index("error")
+    (row,) = [r for r in read(tmp_path / "w.parquet.journal").values() if r["warnings"]]
+    assert row["warnings"] == idle["warnings"]

@@ -552,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and sync modes, in parallel on Dask distributed, and write "
         "one row per configuration (parameters, target, sync, "
         "total_cycles, busy_cycles[PIPE], syncs, barriers, "
-        "peak_bytes[BUFFER], races, error) to a Parquet file. Rows "
+        "peak_bytes[BUFFER], races, warnings, error) to a Parquet file. Rows "
         "are journalled to OUT.journal as they finish; running the "
         "same command again skips the configurations done.",
         epilog=_EPILOG,

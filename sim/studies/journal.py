@@ -22,7 +22,7 @@ from sim.base.errors import UserError
 __all__ = ["writable", "read", "append", "METRICS", "LAUNCH"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_TEXT = ("target", "sync", "error", "config")
+_TEXT = ("target", "sync", "error", "config", "warnings")
 # a row's counts: these, busy cycles per pipe and peak bytes per buffer
 METRICS = ("total_cycles", "syncs", "barriers", "full_barriers", "races")
 # the launch of a sweep with sampled waves: a count too

@@ -41,7 +41,17 @@ def sources(path: str) -> dict:
 
 
 # what a journal row may hold besides its counts (busy_cycles[...], peak_bytes[...] too)
-_ROW_FIELDS = {"target", "sync", "error", "config", "params", "asked", "sources", "digest"}
+_ROW_FIELDS = {
+    "target",
+    "sync",
+    "error",
+    "warnings",
+    "config",
+    "params",
+    "asked",
+    "sources",
+    "digest",
+}
 
 
 def row_digest(row: dict) -> str:

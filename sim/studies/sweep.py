@@ -3,14 +3,15 @@ synchronisation modes, run in parallel on Dask distributed.
 
 A configuration is one point of the cartesian product of the parameter lists (the
 ``build()`` parameters of a ``.py`` kernel, the scalar arguments of a ``.pto`` one, bound
-as ``--arg`` binds them), the targets and the sync modes. Each runs in a Dask worker as
-one side of ``ptosim compare`` does — the kernel as written (``manual``) or placed and
-synchronised by the simulator (``auto``); by default the mode ``ptosim run`` would pick
-(manual for a kernel with explicit synchronisation, auto otherwise); timing only — and
-comes back as one row: the
-parameters, target, sync mode, total cycles, busy cycles per pipe, set/wait pairs,
-barriers, peak bytes per buffer, races, and the error of a configuration that failed
-(its metrics then empty). A failure is a row, never a lost sweep.
+as ``--arg`` binds them), the blocks per launch when given, the targets and the sync
+modes (``sim.studies.sweep_configs``). Each runs in a Dask worker as one side of ``ptosim
+compare`` does — the kernel as written (``manual``) or placed and synchronised by the
+simulator (``auto``); by default the mode ``ptosim run`` would pick (manual for a kernel
+with explicit synchronisation, auto otherwise); timing only — and comes back as one row:
+the parameters, target, sync mode, total cycles, busy cycles per pipe (a chip kernel's
+per unit, summed over its cores), set/wait pairs, barriers, peak bytes per buffer,
+races, the run's warnings, and the error of a configuration that failed (its metrics
+then empty). A failure is a row, never a lost sweep.
 
 Rows are appended, as they arrive, to a journal beside the output (``OUT.journal``, JSON
 lines) under a stable key: a hash of the kernel file's bytes and of the modules of its
@@ -524,11 +525,13 @@ def _frame(rows, names) -> pd.DataFrame:
         "full_barriers",
         *peaks,
         "races",
+        "warnings",
         "error",
         "config",
     ]
     df = df.reindex(columns=order)
-    ints = [c for c in order[len(names) :] if c not in ("target", "sync", "error", "config")]
+    text = ("target", "sync", "warnings", "error", "config")
+    ints = [c for c in order[len(names) :] if c not in text]
     df[ints] = df[ints].astype("Int64")
     ok = df["error"].isna()
     df.loc[ok, pipes + peaks] = df.loc[ok, pipes + peaks].fillna(0)

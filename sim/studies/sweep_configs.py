@@ -172,6 +172,8 @@ def run_config(
         row["error"] = " ".join(m["deadlock"].split())
         return row
     row.update({k: m[k] for k in METRICS})
+    # what ptosim run would warn of (a run that did no work, an attribute not modelled ...)
+    row["warnings"] = " | ".join(" ".join(w.split()) for w in run.warnings) or None
     if sample_waves is not None:
         assert run.result is not None  # a run that ended (no deadlock) has its result
         r = run.result
