@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from cli_fixtures import one_line_error
+from dask_fixtures import local_client
 from hang_guard import hang_guard
 
 import sim
@@ -545,8 +546,7 @@ def test_manual_placement_errors_do_not_say_auto(placed):
 def test_ctrl_c_in_a_sweep_of_two_million_stops_at_once_and_keeps_the_rows(
     tmp_path, monkeypatch, capsys
 ):
-    distributed = pytest.importorskip("distributed")
-    import logging
+    pytest.importorskip("distributed")
 
     from sim.studies import sweep as sw
 
@@ -560,14 +560,7 @@ def test_ctrl_c_in_a_sweep_of_two_million_stops_at_once_and_keeps_the_rows(
     monkeypatch.setattr(sw._Progress, "update", update)
     out = tmp_path / "r.parquet"
     with (
-        distributed.LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as client,
+        local_client(workers=1, processes=False) as client,
         hang_guard(120),
     ):
         t0 = time.monotonic()

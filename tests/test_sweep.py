@@ -6,7 +6,6 @@ finished."""
 from __future__ import annotations
 
 import json
-import logging
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from dask_fixtures import local_client
 
 import sim
 from sim.base.errors import UserError
@@ -32,16 +32,7 @@ SMALL = {"height": 64, "width": 64}  # 64x64 f32: a few milliseconds per configu
 
 @pytest.fixture(scope="module")
 def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with local_client(workers=2, processes=True) as c:
         yield c
 
 

@@ -6,12 +6,12 @@ content as written."""
 from __future__ import annotations
 
 import json
-import logging
 import textwrap
 from pathlib import Path
 
 import attrs
 import pytest
+from dask_fixtures import local_client
 
 import sim
 from sim.kernel.files import load_kernel
@@ -113,16 +113,7 @@ def test_a_row_computed_with_another_build_time_helper_is_not_served(kernel):
 
 @pytest.fixture(scope="module")
 def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with local_client(workers=1, processes=True) as c:
         yield c
 
 

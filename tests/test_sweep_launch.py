@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import attrs
 import pandas as pd
 import pytest
+from dask_fixtures import local_client
 
 import sim
 from sim.base.errors import UserError
@@ -33,16 +33,7 @@ ARGS = {"S1": 256, "S1_TILE": 128}  # two key blocks: ~17 k cycles a block
 
 @pytest.fixture(scope="module")
 def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with local_client(workers=2, processes=False) as c:
         yield c
 
 
