@@ -99,6 +99,10 @@ def test_a_row_is_served_only_as_written_for_its_configuration(kernel):
     assert "ran sync manual, not auto" in row_problem(ran, attrs.evolve(c, sync="auto"), kernel)
     old = {k: v for k, v in row.items() if k not in ("params", "asked", "digest")}
     assert "without its configuration" in row_problem(old, c, str(kernel))
+    unsigned = {k: v for k, v in row.items() if k != "digest"}
+    assert "without its configuration" in row_problem(unsigned, c, str(kernel))
+    ran = _resign({**row, "asked": {"target": "a5", "sync": None}, "target": "a2a3"})
+    assert "ran target a2a3, not a5" in row_problem(ran, attrs.evolve(c, target="a5"), kernel)
     outside = _resign({**row, "sources": {"../x.py": ""}})
     assert "outside the kernel's directory" in row_problem(outside, c, str(kernel))
 
