@@ -179,6 +179,28 @@ def test_page_walks_against_an_element_by_element_reference(page, walk):
     assert w.waited == pytest.approx(waited)
 
 
+@pytest.mark.parametrize("page", [64, 512, 4096])
+def test_a_window_taken_as_a_run_of_pages_touches_exactly_those(page):
+    """The walks' quick path (a window's pages as one run of numbers) takes a window only
+    when no page between its first and last byte is skipped: its pages are then the
+    general rule's; the random transfers above go down both paths."""
+    rng = np.random.default_rng(page)
+    w = _Pages(page, 1.0)
+    spans = [(w._span(win), win) for _, win in _random_transfers(rng, page, 400)]
+    quick = [(span, win) for span, win in spans if span is not None]
+    assert 0 < len(quick) < len(spans)
+    # two rows a page long with a gap of exactly one page between them skip a page;
+    # a gap one byte shorter skips none
+    assert w._span(("x", 0, 2, page, 2 * page, 1, 1)) is None
+    skipped = w.pages.lines(("x", 0, 2, page, 2 * page, 1, 1))
+    assert list(skipped) == [0, 2]
+    assert w._span(("x", 0, 2, page, 2 * page - 1, 1, 1)) == range(0, 3)
+    for span, win in quick:
+        lines = w.pages.lines(win)
+        pages = range(lines.start, lines.stop) if type(lines) is slice else lines.tolist()
+        assert list(span) == list(pages), win
+
+
 @pytest.mark.parametrize("walk", [0, 1, 300])
 @pytest.mark.parametrize("pages", [1, 3, 8])
 def test_a_page_is_walked_once_however_often_it_is_touched(walk, pages):

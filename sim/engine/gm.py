@@ -241,29 +241,71 @@ class _Pages:
     """First touches of GM pages (the module docstring's page walks): per GM array and
     page, the cycle its translation is ready."""
 
-    __slots__ = ("pages", "walk", "ready", "walks", "waited")
+    __slots__ = ("pages", "page_bytes", "walk", "ready", "walks", "waited")
 
     def __init__(self, page_bytes: int, walk_cycles: float):
         # the L2's line arithmetic with a page as the line: a window's pages
         self.pages = _L2({"capacity_bytes": page_bytes, "line_bytes": page_bytes})
+        self.page_bytes = page_bytes
         self.walk = walk_cycles
         self.ready: dict = {}  # GM array -> per page: cycle its walk ends (-1: never walked)
         self.walks = 0
         self.waited = 0.0  # cycles transfers waited for walks
 
-    def start(self, now: float, window) -> float:
-        """The cycle a transfer of ``window`` issued at ``now`` can move its bytes: once
-        every page it touches is translated (a page touched for the first time is walked
-        from ``now``; one whose walk is under way is waited for)."""
-        pages = self.pages.lines(window)
-        key = window[0]
+    def _ready(self, key, need: int) -> np.ndarray:
+        """The walk-end cycles of GM array ``key``'s pages, at least ``need`` of them."""
         r = self.ready.get(key)
-        need = pages.stop if type(pages) is slice else int(pages[-1]) + 1
         if r is None or r.size < need:
             grown = np.full(max(need, 2 * (0 if r is None else r.size)), -1.0)
             if r is not None:
                 grown[: r.size] = r
             r = self.ready[key] = grown
+        return r
+
+    def _span(self, window) -> range | None:
+        """The pages of ``window`` when they are one run of page numbers: its rows in
+        address order (row stride at least the row) with gaps between them shorter than a
+        page, so no page between its first and last byte is skipped. None otherwise (the
+        general path works the pages out)."""
+        _, base, rows, cols, rs, cs, isz = window
+        if cs != 1 and rs == 1:  # column-contiguous (DN): swap the roles, as lines() does
+            rows, cols, rs, cs = cols, rows, cs, rs
+        if cs != 1 or rows < 1 or cols < 1:
+            return None
+        if rows > 1 and not 0 <= (rs - cols) * isz < self.page_bytes:
+            return None
+        first = base * isz
+        last = first + ((rows - 1) * rs + cols) * isz - 1
+        return range(first // self.page_bytes, last // self.page_bytes + 1)
+
+    def start(self, now: float, window) -> float:
+        """The cycle a transfer of ``window`` issued at ``now`` can move its bytes: once
+        every page it touches is translated (a page touched for the first time is walked
+        from ``now``; one whose walk is under way is waited for)."""
+        span = self._span(window)
+        if span is None:
+            return self._start(now, window)
+        # a few pages, in Python (numpy's per-call cost is most of a transfer's here)
+        r = self._ready(window[0], span.stop)
+        at = now
+        for page in span:
+            ready = r.item(page)
+            if ready < 0:
+                ready = now + self.walk
+                r[page] = ready
+                self.walks += 1
+            if ready > at:
+                at = ready
+        if at > now:
+            self.waited += at - now
+            return at
+        return now
+
+    def _start(self, now: float, window) -> float:
+        """``start`` for any window, with numpy over the pages ``_L2.lines`` gives."""
+        pages = self.pages.lines(window)
+        need = pages.stop if type(pages) is slice else int(pages[-1]) + 1
+        r = self._ready(window[0], need)
         got = r[pages]
         new = got < 0
         n = int(np.count_nonzero(new))
