@@ -1,7 +1,7 @@
 """The chip runs users make: ``ptosim run`` on the chip kernels, with and without the race check.
 
 Two kernels on 24 cores, timing only, as docs/guide/chip.md runs them: ``examples/gemm.pto`` at
-6144^3 (388 224 instructions) and ``examples/flash_attention.pto`` at S1 = 8192 (64 800).
+6144^3 (388 224 instructions) and ``examples/flash_attention.pto`` at S1 = 8192 (68 064).
 For each, two figures, each the minimum of ``--repeat`` fresh processes (this shared
 machine's speed drifts; the minimum is the least disturbed run):
 
