@@ -1,7 +1,7 @@
 """The ``ptosim`` argument parser: its commands, flags and help texts.
 
 A mistake on the command line is a ``UserError`` (one line, exit 2), never argparse's
-own exit. Every output flag is declared with ``_output_arg`` so that ``sim.cli.main``
+own exit. Every output flag is declared with ``flags.output_arg`` so that ``sim.cli.main``
 checks the paths (suffix, directory, writable, not overwriting an input) before any work.
 """
 
@@ -11,8 +11,8 @@ import argparse
 from collections.abc import Callable
 
 from sim.base.errors import UserError
+from sim.cli import flags
 from sim.cli.commands import (
-    _pairs,
     cmd_calibrate,
     cmd_check,
     cmd_compare,
@@ -22,6 +22,7 @@ from sim.cli.commands import (
     cmd_sweep,
     cmd_validate,
 )
+from sim.cli.flags import declared_inputs, declared_outputs
 
 __all__ = ["build_parser", "declared_outputs", "declared_inputs"]
 
@@ -65,211 +66,6 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def _kernel_target(p) -> None:
-    """The kernel file and the target it runs on."""
-    p.add_argument("kernel", metavar="KERNEL.pto|KERNEL.py")
-    p.add_argument(
-        "--target",
-        default=None,
-        help="target name (a2a3, a5) or model directory (default: the module's "
-        "pto.target_arch / pto.device-spec, else a2a3)",
-    )
-
-
-def _kernel_args(p) -> None:
-    """--arg / --input: bind a kernel's scalar and GM pointer arguments."""
-    p.add_argument(
-        "--arg",
-        action="append",
-        metavar="NAME=VALUE",
-        help="value of a .pto kernel's scalar argument %%NAME, or parameter NAME "
-        "of a .py kernel's build() (repeatable)",
-    )
-    p.add_argument(
-        "--input",
-        action="append",
-        metavar="NAME=FILE.npy",
-        help="bind a GM pointer argument to a numpy array (repeatable; unbound "
-        "pointers get seeded random data)",
-    )
-
-
-def _launch(p) -> None:
-    """The kernel, which function of it runs, its arguments and how it is launched: one
-    group shared by the commands that simulate a kernel (``run``, ``compare``), so each
-    takes the same flags with the same meaning."""
-    g = p.add_argument_group("kernel and launch")
-    _kernel_target(g)
-    g.add_argument(
-        "--func",
-        dest="function",
-        metavar="NAME",
-        help="the function to run when the file has several (default: the one "
-        "marked pto.entry, else the first public function nothing calls)",
-    )
-    _kernel_args(g)
-    g.add_argument(
-        "--block-dim",
-        type=_count(1),
-        default=None,
-        metavar="N",
-        help="blocks that run the kernel SPMD, 1..65535 (default: a .py kernel's own "
-        "block_dim, else 1); blocks past the target's cores run in waves, each on the "
-        "first free core; the report and --json add per core/unit figures and which "
-        "block ran on which core",
-    )
-    g.add_argument(
-        "--sample-waves",
-        type=_count(1),
-        default=None,
-        metavar="K",
-        help="with --timing-only and more blocks than cores: simulate the launch's first K "
-        "waves (K >= 1) and its last, partly filled one, and estimate the full waves "
-        "between from the steady block time of wave K (with K >= 2 it leaves out the "
-        "first touches only the first wave pays); the output says so, and its other "
-        "figures are of the blocks that ran (a long launch of alike blocks in a fraction "
-        "of the time, within a few per cent of the exact run)",
-    )
-    g.add_argument(
-        "--seed", type=_count(0), default=0, help="seed for unbound GM inputs (default 0)"
-    )
-    g.add_argument("--timing-only", action="store_true", help="skip the functional units")
-    g.add_argument(
-        "--free",
-        action="append",
-        default=None,
-        metavar="MECHANISM",
-        help="treat a shared mechanism of the chip as free (repeatable): gm_bandwidth (the "
-        "shared HBM / L2 channels), gm_write_queue (the GM write ports), gm_first_touch (the "
-        "page walk of a GM page's first touch), launch "
-        "(the launch overhead reported beside device time); what each costs a kernel: "
-        "sim.whatif",
-    )
-    _run_limits(g)
-
-
-def _count(minimum: int):
-    """An argparse type: an integer >= ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 0)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, found {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, found {value}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
-
-
-def _counts(minimum: int):
-    """An argparse type: comma-separated integers, each >= ``minimum``."""
-    one = _count(minimum)
-
-    def parse(text: str) -> list[int]:
-        return [one(v.strip()) for v in text.split(",")]
-
-    parse.__name__ = "list of integers"
-    return parse
-
-
-def _output_arg(p, *flags, suffixes=(), directory=False, pairs=False, **kw) -> None:
-    """Add an output argument and record it, so ``main`` checks every output path of the
-    command (suffix, directory, permissions, not an input) before the command runs.
-    ``suffixes``: the accepted suffixes, or a function giving them (looked up only when
-    the argument is given).
-    ``pairs``: the argument is a repeatable NAME=PATH (``run --output``)."""
-    action = p.add_argument(*flags, **kw)
-    known = p.get_default("_outputs") or ()
-    p.set_defaults(_outputs=(*known, (action.dest, flags[-1], suffixes, directory, pairs)))
-
-
-def declared_outputs(args) -> list:
-    from sim.cli.outputs import Output
-
-    out = []
-    for dest, flag, suffixes, directory, pairs in getattr(args, "_outputs", ()):
-        value = getattr(args, dest, None)
-        if value is None:
-            continue
-        paths = [path for _, path in _pairs(value, flag)] if pairs else [value]
-        suffixes = suffixes() if callable(suffixes) else suffixes
-        out += [Output(flag, path, suffixes, directory) for path in paths]
-    return out
-
-
-def declared_inputs(args) -> list:
-    """The files a command reads (an output must not overwrite them)."""
-    files = [
-        getattr(args, a) for a in ("kernel", "cases", "measurements") if getattr(args, a, None)
-    ]
-    return files + [path for _, path in _pairs(getattr(args, "input", None), "--input")]
-
-
-def _plot_suffixes() -> tuple:
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    return tuple(f".{s}" for s in sorted(FigureCanvasBase.get_supported_filetypes()))
-
-
-def _run_limits(p) -> None:
-    """--max-cycles / --max-instructions / --quiet of a simulating command."""
-    p.add_argument(
-        "--max-cycles",
-        type=_count(1),
-        metavar="N",
-        help="stop with an error once the simulated time passes N cycles (the "
-        "trace so far still goes to --trace)",
-    )
-    p.add_argument(
-        "--max-instructions",
-        type=_count(1),
-        metavar="N",
-        help="stop with an error once the kernel has issued more than N "
-        "instructions and sync statements",
-    )
-    p.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress line (shown on a terminal for runs over 2 s)",
-    )
-
-
-def _ranks(p, what: str) -> None:
-    """--ranks N: the same flag with the same meaning on every command that runs a kernel."""
-    p.add_argument(
-        "--ranks",
-        type=_count(1),
-        default=None,
-        metavar="N",
-        help="run N NPUs ('ranks'), each a whole chip running the kernel, joined by the "
-        "target's [comm] link model; the kernel reads its rank id and the rank count "
-        f"(docs: Concepts, Ranks); {what}",
-    )
-    p.add_argument(
-        "--comm-context",
-        metavar="NAME",
-        default=None,
-        help="with --ranks: GM argument NAME (int64) gets each rank's communication "
-        "context (word 2: rank id | rank count << 32; word 4 + r: rank r's window), which "
-        "the kernel reads to address its peers",
-    )
-    p.add_argument(
-        "--stream",
-        action="append",
-        default=None,
-        metavar="KERNEL[:FUNC]",
-        help="with --ranks: launch this kernel too on every rank, beside KERNEL, as the "
-        "host's second stream (a communication kernel beside a compute kernel), sharing "
-        "the rank's GM, in the run's sync mode, on cores of its own (repeatable; kernels "
-        "on the same units must fit the chip's cores together). FUNC: a .pto file's "
-        "function, or a .py file's function called in place of build() with the --arg "
-        "(sweep: --param) values it has parameters for",
-    )
-
-
 def _op_description() -> str:
     # sim.studies (placement passes, pandas) loads only when this help is shown
     from sim.studies.ops import isolated_opcodes
@@ -304,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _launch(r)
-    _ranks(
+    flags.launch_flags(r)
+    flags.ranks_flags(
         r,
         "the report gives the latest rank's cycles and the races across ranks, then each "
         "rank's (each stream's) report with its own race check; --trace writes one table "
@@ -319,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         "'plausible': integer arguments the kernel uses as indices or window offsets "
         "drawn inside the ranges it uses them in (a deterministic heuristic)",
     )
-    _output_arg(
+    flags.output_arg(
         r,
         "--output",
         action="append",
@@ -337,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from sim.trace.export import SUFFIXES as trace_suffixes
 
-    _output_arg(
+    flags.output_arg(
         r,
         "--trace",
         metavar="FILE.{csv,json,parquet}",
@@ -346,11 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
         "Event JSON for Perfetto / chrome://tracing, or Parquet, by suffix; with --ranks "
         "one table of every rank's rows, rank and launch first",
     )
-    _output_arg(
+    flags.output_arg(
         r,
         "--plot",
         metavar="FILE.png",
-        suffixes=_plot_suffixes,
+        suffixes=flags.plot_suffixes,
         help="write the pipeline-occupancy Gantt (format by suffix: .png, .svg, .pdf ...); "
         "with --ranks, every rank's timeline: a lane per rank and launched kernel, "
         "communication against compute",
@@ -371,7 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
         "no sync rows (the report reads none of them)",
     )
     r.add_argument(
-        "--rows", type=_count(0), default=40, help="instructions listed in the report (default 40)"
+        "--rows",
+        type=flags.count(0),
+        default=40,
+        help="instructions listed in the report (default 40)",
     )
     r.add_argument(
         "--sync",
@@ -402,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the target's rules. Exit 0 when clean (warnings go to "
         "stderr), 2 with FILE:LINE:COL: error: ... otherwise.",
     )
-    _kernel_target(ch)
+    flags.kernel_target(ch)
     ch.add_argument(
         "--races",
         action="store_true",
@@ -414,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ch.add_argument(
         "--block-dim",
-        type=_count(1),
+        type=flags.count(1),
         default=None,
         metavar="N",
         help="blocks the --races run launches, 1..65535 (default: a .py kernel's own "
@@ -428,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         "data (by default such a kernel's check computes the data: its loops, branches "
         "or addresses may follow it)",
     )
-    _kernel_args(ch)
+    flags.kernel_args(ch)
     ch.set_defaults(func=cmd_check)
 
     cp = sub.add_parser(
@@ -445,8 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
         "pipes and buffers; per core too with --block-dim); a kernel that places no "
         "tile by hand gets a first line saying so.",
     )
-    _launch(cp)
-    _ranks(
+    flags.launch_flags(cp)
+    flags.ranks_flags(
         cp,
         "both runs have N ranks: total_cycles is the latest rank's end, the other "
         "rows rank 0's, races counted in every rank and across ranks; --stream kernels "
@@ -458,11 +257,11 @@ def build_parser() -> argparse.ArgumentParser:
         help='print {"manual": {...}, "auto": {...}} with total_cycles, syncs, '
         "barriers, peak_bytes, ...",
     )
-    _output_arg(
+    flags.output_arg(
         cp,
         "--plot",
         metavar="FILE.png",
-        suffixes=_plot_suffixes,
+        suffixes=flags.plot_suffixes,
         help="write the buffer occupancy maps and pipeline Gantts of both runs",
     )
     cp.set_defaults(func=cmd_compare)
@@ -540,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("measurements", metavar="MEASUREMENTS.csv")
     c.add_argument("--target", default="a2a3", help="model to start from (default a2a3)")
-    _output_arg(c, "-o", "--output", required=True, metavar="NEW_MODEL_DIR", directory=True)
+    flags.output_arg(c, "-o", "--output", required=True, metavar="NEW_MODEL_DIR", directory=True)
     c.add_argument("--json", action="store_true", help='print {"model", "before", "after"}')
     c.set_defaults(func=cmd_calibrate)
 
@@ -574,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw.add_argument(
         "--block-dim",
-        type=_counts(1),
+        type=flags.counts(1),
         default=None,
         metavar="N,...",
         help="blocks per launch, one count or a list swept as one more axis (default: a .py "
@@ -583,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw.add_argument(
         "--sample-waves",
-        type=_count(1),
+        type=flags.count(1),
         default=None,
         metavar="K",
         help="run every configuration as run --timing-only --sample-waves K does (the "
@@ -599,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the simulator), or both: manual,auto (default: run's rule, manual "
         "for a kernel with explicit sync, auto otherwise)",
     )
-    _ranks(
+    flags.ranks_flags(
         sw,
         "every configuration runs on N ranks; total_cycles is the latest rank's end, races "
         "counted in every rank and across ranks",
@@ -612,13 +411,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sw.add_argument(
         "--workers",
-        type=_count(1),
+        type=flags.count(1),
         default=2,
         help="worker processes of the local cluster (default 2; at most the CPUs)",
     )
-    _output_arg(
+    flags.output_arg(
         sw, "-o", "--output", required=True, metavar="RESULTS.parquet", suffixes=(".parquet",)
     )
-    sw.add_argument("--rows", type=_count(0), default=40, help="rows printed (default 40)")
+    sw.add_argument("--rows", type=flags.count(0), default=40, help="rows printed (default 40)")
     sw.set_defaults(func=cmd_sweep)
     return p

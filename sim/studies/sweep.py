@@ -128,10 +128,8 @@ def sweep(
 
     check_sample(sample_waves, functional=False, ranks=ranks)
     listed_once(values, params or {}, targets, modes, blocks)
-    launch: dict[str, Any] = {
-        "block_dims": blocks,
-        "sample_waves": sample_waves,
-    }  # of every configuration
+    # the launch of every configuration: part of its key when given
+    launch: dict[str, Any] = {"block_dims": blocks, "sample_waves": sample_waves}
     if scheduler is not None and not hasattr(scheduler, "submit"):  # an address, not a Client
         scheduler = _scheduler_address(scheduler)
     total = math.prod(len(v) for v in (*values.values(), blocks, targets, modes))
