@@ -5,6 +5,7 @@ fault, column blocks and GM windows stored by several unordered cores, one-line 
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 
 import pytest
@@ -319,3 +320,19 @@ def two_ways(program, **kw):
         mp.setattr(chip_module.Chip, "race_free", lambda chip: False)
         forced = sim.simulate(program, **kw)
     return verdicts, proof, forced
+
+
+@contextlib.contextmanager
+def chip_runs():
+    """A list of (GM summarised, detector on) of every chip the block's runs make (the
+    proof's run summarises GM and runs no detector; a detector's run does)."""
+    runs: list = []
+    init = chip_module.Chip.__init__
+
+    def counted(chip, *args, **kw):
+        runs.append((kw.get("gm_summary", False), kw.get("races", False)))
+        init(chip, *args, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chip_module.Chip, "__init__", counted)
+        yield runs

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from racefree_kernels import (
     MUTATIONS,
     OPS,
+    chip_runs,
     column_blocks,
     edit,
     fit,
@@ -487,15 +488,7 @@ def _gm_round_trip(sync: bool, back: bool = True):
 
 def _counted_runs(k) -> tuple:
     """(the race-checked result of ``k``, (GM summary, detector) of each run it took)."""
-    runs = []
-    init = chip_module.Chip.__init__
-
-    def counted(chip, *args, **kw):
-        runs.append((kw.get("gm_summary", False), kw.get("races", False)))
-        init(chip, *args, **kw)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chip_module.Chip, "__init__", counted)
+    with chip_runs() as runs:
         r = sim.simulate(k, functional=False, races="manual", trace="none")
     return r, runs
 

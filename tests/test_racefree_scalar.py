@@ -28,12 +28,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from racefree_kernels import MUTATIONS, mutate, random_plan
+from racefree_kernels import MUTATIONS, chip_runs, mutate, random_plan
 from racefree_kernels import two_ways as _two_ways
 from racefree_scalar_kernels import CHIP_TAILS, OPS, chip_kernel, program, synced
 
 import sim
-import sim.engine.chip as chip_module
 from sim.base.errors import UserError
 from sim.engine.execute import Interpreter
 from sim.engine.machine import Machine
@@ -205,15 +204,7 @@ def test_one_unit_with_its_gm_summarised_shows_its_scalar_gm_accesses_apart(stmt
     accesses are still listed, and are proven only against arrays that summary shows no
     conflict on (no pipe writes what they read, none touches what they write)."""
     prog = program(stmts)
-    runs: list = []
-    init = chip_module.Chip.__init__
-
-    def counted(chip, *args, **kw):
-        runs.append((kw.get("gm_summary", False), kw.get("races", False)))
-        init(chip, *args, **kw)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chip_module.Chip, "__init__", counted)
+    with chip_runs() as runs:
         verdicts, proof, forced = _two_ways(prog, functional=False, trace="none")
     assert runs[0] == (True, False)  # the proof's run, GM summarised
     assert verdicts == [proven]
